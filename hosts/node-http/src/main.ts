@@ -1,0 +1,30 @@
+/**
+ * The Node HTTP host: configuration -> layers -> NodeHttpServer. Wiring only.
+ * SIGINT/SIGTERM interrupt the main fiber: the server stops accepting, in-flight requests
+ * finish, layers (database pool, mail transport) are released.
+ */
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { HttpApp, Layers } from "@aigw/core"
+import { Config, Effect, Layer } from "effect"
+import { createServer } from "node:http"
+
+const ServerLive = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const port = yield* Config.integer("PORT").pipe(Config.withDefault(8787))
+    const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
+    return NodeHttpServer.layer(createServer, { port, host })
+  })
+)
+
+const HttpLive = Layer.unwrapEffect(
+  Effect.map(HttpApp.makeRouter(), (router) => HttpServer.serve(router, HttpMiddleware.logger))
+).pipe(
+  HttpServer.withLogAddress,
+  Layer.provide(ServerLive),
+  Layer.provide(Layers.layerFromEnv())
+)
+
+NodeRuntime.runMain(Layer.launch(HttpLive))

@@ -1,0 +1,59 @@
+/** API keys for an avatar: created with the secret shown once, listed without it, revoked. */
+import { Context, Effect, Layer } from "effect"
+import { NotFound } from "../Errors.ts"
+import { type ApiKeyRecord, ApiKeyStore } from "../Storage/ApiKeyStore.ts"
+import { randomToken, sha256 } from "./Secrets.ts"
+
+export const KEY_PREFIX = "aigw_"
+
+export interface ApiKeyView {
+  readonly id: string
+  readonly name: string
+  readonly prefix: string
+  readonly createdAt: string
+  readonly lastUsedAt: string | null
+  readonly revokedAt: string | null
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+export const view = (k: ApiKeyRecord): ApiKeyView => ({
+  id: k.id,
+  name: k.name,
+  prefix: k.prefix,
+  createdAt: iso(k.createdAt)!,
+  lastUsedAt: iso(k.lastUsedAt),
+  revokedAt: iso(k.revokedAt)
+})
+
+const makeService = Effect.gen(function*() {
+  const store = yield* ApiKeyStore
+  return {
+    create: Effect.fn("ApiKeys.create")(function*(avatarId: string, name: string) {
+      const secret = `${KEY_PREFIX}${randomToken()}`
+      const record: ApiKeyRecord = {
+        id: crypto.randomUUID(),
+        avatarId,
+        name,
+        prefix: secret.slice(0, KEY_PREFIX.length + 6),
+        hash: sha256(secret),
+        createdAt: Date.now(),
+        lastUsedAt: null,
+        revokedAt: null
+      }
+      yield* store.insert(record)
+      return { ...view(record), key: secret }
+    }),
+    list: (avatarId: string) => Effect.map(store.listByAvatar(avatarId), (keys) => keys.map(view)),
+    revoke: Effect.fn("ApiKeys.revoke")(function*(avatarId: string, id: string) {
+      const revoked = yield* store.revoke(avatarId, id, Date.now())
+      if (!revoked) return yield* Effect.fail(new NotFound({ message: `No active API key ${id} for this avatar.` }))
+    }),
+    /** The owning avatar id of an active key. */
+    resolve: (secret: string) => store.findByHash(sha256(secret))
+  }
+})
+
+export class ApiKeys extends Context.Tag("aigw/ApiKeys")<ApiKeys, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(ApiKeys, makeService)

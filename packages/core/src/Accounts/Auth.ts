@@ -1,0 +1,71 @@
+/**
+ * Resolves request credentials to the calling avatar: `Authorization: Bearer <JWT or API key>`
+ * or `X-Api-Key`. Deleted avatars, revoked keys and tokens older than the avatar's
+ * tokensValidAfter are refused.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { Unauthorized } from "../Errors.ts"
+import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
+import { ApiKeys, KEY_PREFIX } from "./ApiKeys.ts"
+import { Jwt } from "./Jwt.ts"
+
+export interface Credentials {
+  readonly authorization?: string | undefined
+  readonly apiKey?: string | undefined
+}
+
+export const MISSING = "Authentication required: send Authorization: Bearer <JWT> or X-Api-Key: <API key>."
+export const INVALID = "Invalid or expired credentials."
+
+const makeService = Effect.gen(function*() {
+  const jwt = yield* Jwt
+  const keys = yield* ApiKeys
+  const avatars = yield* AvatarStore
+  const invalid = new Unauthorized({ message: INVALID })
+
+  const active = (id: string) =>
+    avatars.findById(id).pipe(
+      Effect.flatMap((a) => Option.isSome(a) && a.value.isActive ? Effect.succeed(a.value) : Effect.fail(invalid))
+    )
+
+  const byApiKey = (secret: string) =>
+    keys.resolve(secret).pipe(
+      Effect.flatMap((k) =>
+        Option.isSome(k) && k.value.revokedAt === null ? active(k.value.avatarId) : Effect.fail(invalid)
+      )
+    )
+
+  const byJwt = (token: string) =>
+    jwt.verify(token).pipe(
+      Effect.flatMap((claims) =>
+        Option.isNone(claims)
+          ? Effect.fail(invalid)
+          : Effect.flatMap(active(claims.value.sub), (a) =>
+            claims.value.aat < a.tokensValidAfter ? Effect.fail(invalid) : Effect.succeed(a))
+      )
+    )
+
+  /** The caller, or None when no credentials were sent; fails on bad credentials. */
+  const resolve = (c: Credentials): Effect.Effect<Option.Option<AvatarRecord>, Unauthorized> => {
+    const apiKey = c.apiKey?.trim()
+    if (apiKey) return Effect.map(byApiKey(apiKey), Option.some)
+    const auth = c.authorization?.trim()
+    if (!auth) return Effect.succeed(Option.none())
+    const match = /^Bearer\s+(\S+)$/i.exec(auth)
+    if (!match) return Effect.fail(invalid)
+    const token = match[1]!
+    return Effect.map(token.startsWith(KEY_PREFIX) ? byApiKey(token) : byJwt(token), Option.some)
+  }
+
+  const require = (c: Credentials) =>
+    Effect.flatMap(resolve(c), Option.match({
+      onNone: () => Effect.fail(new Unauthorized({ message: MISSING })),
+      onSome: Effect.succeed
+    }))
+
+  return { resolve, require }
+})
+
+export class Auth extends Context.Tag("aigw/Auth")<Auth, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(Auth, makeService)

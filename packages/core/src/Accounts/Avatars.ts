@@ -1,0 +1,398 @@
+/**
+ * The avatar (user account) service: register, verify e-mail, authenticate, read, update,
+ * soft delete, password reset. HTTP and MCP edges call this; it never sees a request.
+ */
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { GatewayConfig } from "../Config.ts"
+import { BadRequest, Conflict, Forbidden, NotFound, Rejected, TooManyRequests } from "../Errors.ts"
+import * as Templates from "../Mail/Templates.ts"
+import { Mailer } from "../Mail/Mailer.ts"
+import type { Plan } from "../Plans.ts"
+import { type AvatarRecord, AvatarStore, type AvatarType } from "../Storage/AvatarStore.ts"
+import { OneTimeTokenStore, type TokenPurpose } from "../Storage/OneTimeTokenStore.ts"
+import { SendLimitStore } from "../Storage/SendLimitStore.ts"
+import { Jwt } from "./Jwt.ts"
+import { Passwords } from "./Passwords.ts"
+import { randomToken, sha256 } from "./Secrets.ts"
+
+export const VERIFY_TTL_MS = 24 * 60 * 60 * 1000
+export const RESET_TTL_MS = 60 * 60 * 1000
+export const SEND_WINDOW_MS = 60 * 60 * 1000
+
+/** The profile as the API shows it: never a password or token hash. */
+export interface AvatarView {
+  readonly id: string
+  readonly username: string
+  readonly email: string
+  readonly title: string
+  readonly description: string
+  readonly image: string
+  readonly dob: string | null
+  readonly karmaTotal: number
+  readonly AvatarType: AvatarType
+  readonly providerType: string
+  readonly plan: Plan
+  readonly isVerified: boolean
+  readonly pendingEmail: string | null
+  readonly isActive: boolean
+  readonly createdDate: string
+  readonly modifiedDate: string
+  readonly deletedDate: string | null
+}
+
+export const view = (a: AvatarRecord): AvatarView => ({
+  id: a.id,
+  username: a.username,
+  email: a.email,
+  title: a.title,
+  description: a.description,
+  image: a.image,
+  dob: a.dob,
+  karmaTotal: a.karmaTotal,
+  AvatarType: a.avatarType,
+  providerType: a.providerType,
+  plan: a.plan,
+  isVerified: a.emailVerified,
+  pendingEmail: a.pendingEmail,
+  isActive: a.isActive,
+  createdDate: new Date(a.createdAt).toISOString(),
+  modifiedDate: new Date(a.updatedAt).toISOString(),
+  deletedDate: a.deletedAt === null ? null : new Date(a.deletedAt).toISOString()
+})
+
+/** What another (non-admin) avatar may see of a profile. */
+export const publicView = (a: AvatarRecord) => ({
+  id: a.id,
+  username: a.username,
+  title: a.title,
+  description: a.description,
+  image: a.image,
+  karmaTotal: a.karmaTotal,
+  AvatarType: a.avatarType,
+  isActive: a.isActive,
+  createdDate: new Date(a.createdAt).toISOString()
+})
+
+export interface RegisterInput {
+  readonly username: string
+  readonly email: string
+  readonly password: string
+  readonly title?: string | undefined
+  readonly providerType?: string | undefined
+}
+
+export interface UpdateInput {
+  readonly title?: string | undefined
+  readonly description?: string | undefined
+  readonly username?: string | undefined
+  readonly email?: string | undefined
+  readonly image?: string | undefined
+  readonly dob?: string | null | undefined
+  /** Admin only. */
+  readonly AvatarType?: AvatarType | undefined
+  /** Admin only. */
+  readonly karmaTotal?: number | undefined
+  /** Admin only. */
+  readonly plan?: Plan | undefined
+}
+
+export interface AuthResult {
+  readonly jwtToken: string
+  readonly id: string
+  readonly username: string
+  readonly email: string
+  readonly karmaTotal: number
+  readonly AvatarType: AvatarType
+  readonly expiresAtUtc: string
+}
+
+export const INVALID_CREDENTIALS = "Invalid credentials."
+export const VERIFICATION_PENDING =
+  "Your e-mail address is not verified yet. Follow the link in the verification e-mail (or ask for a new one)."
+
+const makeService = Effect.gen(function*() {
+  const config = yield* GatewayConfig
+  const store = yield* AvatarStore
+  const tokens = yield* OneTimeTokenStore
+  const limits = yield* SendLimitStore
+  const mailer = yield* Mailer
+  const passwords = yield* Passwords
+  const jwt = yield* Jwt
+
+  const link = (route: string, token: string) => `${config.publicUrl}/api/avatar/${route}?token=${encodeURIComponent(token)}`
+
+  const issueToken = (avatarId: string, purpose: TokenPurpose, email: string | null, ttl: number) =>
+    Effect.gen(function*() {
+      const token = randomToken()
+      const now = Date.now()
+      yield* tokens.issue({ hash: sha256(token), avatarId, purpose, email, expiresAt: now + ttl, createdAt: now })
+      return token
+    })
+
+  const sendVerification = (avatar: AvatarRecord, address: string) =>
+    Effect.gen(function*() {
+      const token = yield* issueToken(avatar.id, "verify", address, VERIFY_TTL_MS)
+      yield* mailer.send(Templates.verification(address, avatar.username, link("verify-email", token)))
+    })
+
+  const resetLink = (token: string) => `${config.publicUrl}/api/avatar/reset-password?token=${encodeURIComponent(token)}`
+
+  /** At most three mails of a kind per address per hour, counted in storage. */
+  const admitSend = (kind: string, address: string) =>
+    limits.tryRecord(`${kind}:${address.toLowerCase()}`, Date.now(), SEND_WINDOW_MS).pipe(
+      Effect.filterOrFail(
+        (ok) => ok,
+        () =>
+          new TooManyRequests({
+            message: "Too many e-mails requested for this address: at most 3 per hour. Try again later.",
+            retryAfterSeconds: 3600
+          })
+      )
+    )
+
+  const findExisting = (id: string) =>
+    store.findById(id).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(new NotFound({ message: `No avatar with id ${id}.` })),
+        onSome: Effect.succeed
+      }))
+    )
+
+  const register = Effect.fn("Avatars.register")(function*(input: RegisterInput) {
+    const now = Date.now()
+    const avatar: AvatarRecord = {
+      id: crypto.randomUUID(),
+      username: input.username,
+      email: input.email,
+      passwordHash: yield* passwords.hash(input.password),
+      title: input.title ?? "",
+      description: "",
+      image: "",
+      dob: null,
+      karmaTotal: 0,
+      avatarType: "User",
+      providerType: input.providerType ?? "Default",
+      plan: "Free",
+      emailVerified: false,
+      pendingEmail: null,
+      isActive: true,
+      createdAt: now,
+      updatedAt: now,
+      deletedAt: null,
+      tokensValidAfter: 0
+    }
+    const outcome = yield* store.insert(avatar).pipe(
+      Effect.as("created" as const),
+      Effect.catchTag("Conflict", (c) =>
+        c.message.includes("e-mail") ? Effect.succeed("emailTaken" as const) : Effect.fail(c))
+    )
+    if (outcome === "created") {
+      yield* sendVerification(avatar, avatar.email)
+    } else {
+      // Answer as if created (no enumeration); tell the real owner instead.
+      const owner = yield* store.findByEmail(input.email)
+      if (Option.isSome(owner) && owner.value.isActive) {
+        const ok = yield* admitSend("notice", input.email).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+        if (ok) {
+          const token = yield* issueToken(owner.value.id, "reset", null, RESET_TTL_MS)
+          yield* mailer.send(Templates.alreadyRegistered(owner.value.email, owner.value.username, resetLink(token)))
+        }
+      }
+    }
+    return view(avatar)
+  })
+
+  const authenticate = Effect.fn("Avatars.authenticate")(function*(login: string, password: string) {
+    const found = yield* store.findByLogin(login.trim())
+    if (Option.isNone(found)) {
+      // Spend the same time as a real check so timing does not reveal unknown logins.
+      yield* passwords.verify(DUMMY_HASH, password)
+      return yield* Effect.fail(new Rejected({ message: INVALID_CREDENTIALS }))
+    }
+    const avatar = found.value
+    const ok = yield* passwords.verify(avatar.passwordHash, password)
+    if (!ok || !avatar.isActive) return yield* Effect.fail(new Rejected({ message: INVALID_CREDENTIALS }))
+    if (!avatar.emailVerified) return yield* Effect.fail(new Rejected({ message: VERIFICATION_PENDING }))
+    if (passwords.needsRehash(avatar.passwordHash)) {
+      const passwordHash = yield* passwords.hash(password)
+      yield* store.update(avatar.id, { passwordHash }).pipe(Effect.orDie)
+    }
+    const { expiresAt, token } = yield* jwt.sign(avatar.id)
+    const result: AuthResult = {
+      jwtToken: token,
+      id: avatar.id,
+      username: avatar.username,
+      email: avatar.email,
+      karmaTotal: avatar.karmaTotal,
+      AvatarType: avatar.avatarType,
+      expiresAtUtc: new Date(expiresAt * 1000).toISOString()
+    }
+    return result
+  })
+
+  const get = Effect.fn("Avatars.get")(function*(caller: AvatarRecord, id: string) {
+    const avatar = yield* findExisting(id)
+    if (caller.avatarType === "Admin" || caller.id === avatar.id) return view(avatar) as AvatarView | ReturnType<typeof publicView>
+    if (!avatar.isActive) return yield* Effect.fail(new NotFound({ message: `No avatar with id ${id}.` }))
+    return publicView(avatar)
+  })
+
+  const list = Effect.fn("Avatars.list")(function*(caller: AvatarRecord) {
+    if (caller.avatarType !== "Admin") return yield* Effect.fail(new Forbidden({ message: "Only an Admin avatar can list avatars." }))
+    return (yield* store.list()).map(view)
+  })
+
+  const update = Effect.fn("Avatars.update")(function*(caller: AvatarRecord, id: string, input: UpdateInput) {
+    const isAdmin = caller.avatarType === "Admin"
+    if (!isAdmin && caller.id !== id) {
+      return yield* Effect.fail(new Forbidden({ message: "Only the owning avatar or an Admin can update this avatar." }))
+    }
+    if (!isAdmin && (input.AvatarType !== undefined || input.karmaTotal !== undefined || input.plan !== undefined)) {
+      return yield* Effect.fail(new Forbidden({ message: "Only an Admin can change AvatarType, karmaTotal or plan." }))
+    }
+    const avatar = yield* findExisting(id)
+    if (!avatar.isActive) return yield* Effect.fail(new NotFound({ message: `Avatar ${id} is deleted.` }))
+    const emailChange = input.email !== undefined && input.email.toLowerCase() !== avatar.email.toLowerCase()
+      ? input.email
+      : undefined
+    if (emailChange !== undefined) {
+      const owner = yield* store.findByEmail(emailChange)
+      if (Option.isSome(owner)) {
+        return yield* Effect.fail(new Conflict({ message: "That e-mail address is already registered." }))
+      }
+    }
+    const updated = yield* store.update(id, {
+      ...(input.title !== undefined ? { title: input.title } : {}),
+      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...(input.username !== undefined ? { username: input.username } : {}),
+      ...(input.image !== undefined ? { image: input.image } : {}),
+      ...(input.dob !== undefined ? { dob: input.dob } : {}),
+      ...(input.AvatarType !== undefined ? { avatarType: input.AvatarType } : {}),
+      ...(input.karmaTotal !== undefined ? { karmaTotal: input.karmaTotal } : {}),
+      ...(input.plan !== undefined ? { plan: input.plan } : {}),
+      ...(emailChange !== undefined ? { pendingEmail: emailChange } : {}),
+      updatedAt: Date.now()
+    })
+    const record = Option.getOrThrow(updated)
+    if (emailChange !== undefined) yield* sendVerification(record, emailChange)
+    return view(record)
+  })
+
+  const remove = Effect.fn("Avatars.delete")(function*(caller: AvatarRecord, id: string) {
+    if (caller.avatarType !== "Admin") return yield* Effect.fail(new Forbidden({ message: "Only an Admin avatar can delete avatars." }))
+    const avatar = yield* findExisting(id)
+    if (!avatar.isActive) return view(avatar)
+    const now = Date.now()
+    const updated = yield* store.update(id, { isActive: false, deletedAt: now, updatedAt: now, tokensValidAfter: now }).pipe(
+      Effect.orDie
+    )
+    yield* tokens.revokeAll(id)
+    return view(Option.getOrThrow(updated))
+  })
+
+  const verifyEmail = Effect.fn("Avatars.verifyEmail")(function*(token: string) {
+    const invalid = new Rejected({ message: "This verification link is invalid, expired or already used." })
+    const consumed = yield* tokens.consume(sha256(token), "verify", Date.now())
+    if (Option.isNone(consumed)) return yield* Effect.fail(invalid)
+    const avatar = yield* store.findById(consumed.value.avatarId)
+    if (Option.isNone(avatar) || !avatar.value.isActive) return yield* Effect.fail(invalid)
+    const address = consumed.value.email ?? avatar.value.email
+    const now = Date.now()
+    const isPending = avatar.value.pendingEmail !== null && address.toLowerCase() === avatar.value.pendingEmail.toLowerCase()
+    if (!isPending && address.toLowerCase() !== avatar.value.email.toLowerCase()) return yield* Effect.fail(invalid)
+    const updated = yield* store.update(avatar.value.id, {
+      emailVerified: true,
+      updatedAt: now,
+      ...(isPending ? { email: avatar.value.pendingEmail!, pendingEmail: null } : {})
+    }).pipe(Effect.catchTag("Conflict", () => Effect.fail(new Conflict({ message: "That e-mail address was registered by another avatar meanwhile." }))))
+    return view(Option.getOrThrow(updated))
+  })
+
+  const resendVerification = Effect.fn("Avatars.resendVerification")(function*(email: string) {
+    yield* admitSend("verify", email)
+    const avatar = yield* store.findByEmail(email)
+    if (Option.isSome(avatar) && avatar.value.isActive && !avatar.value.emailVerified) {
+      yield* sendVerification(avatar.value, avatar.value.email)
+    }
+  })
+
+  const forgotPassword = Effect.fn("Avatars.forgotPassword")(function*(email: string) {
+    yield* admitSend("reset", email)
+    const avatar = yield* store.findByEmail(email)
+    if (Option.isNone(avatar) || !avatar.value.isActive) return
+    const token = yield* issueToken(avatar.value.id, "reset", null, RESET_TTL_MS)
+    yield* mailer.send(Templates.passwordReset(avatar.value.email, avatar.value.username, resetLink(token)))
+  })
+
+  const resetPassword = Effect.fn("Avatars.resetPassword")(function*(token: string, password: string, confirmPassword: string) {
+    if (password !== confirmPassword) return yield* Effect.fail(new BadRequest({ message: "password and confirmPassword do not match." }))
+    const consumed = yield* tokens.consume(sha256(token), "reset", Date.now())
+    const invalid = new Rejected({ message: "This password-reset link is invalid, expired or already used." })
+    if (Option.isNone(consumed)) return yield* Effect.fail(invalid)
+    const passwordHash = yield* passwords.hash(password)
+    const now = Date.now()
+    // Following the link proves control of the mailbox, so the address counts as verified.
+    const updated = yield* store.update(consumed.value.avatarId, {
+      passwordHash,
+      tokensValidAfter: now,
+      updatedAt: now,
+      emailVerified: true
+    }).pipe(Effect.orDie)
+    if (Option.isNone(updated) || !updated.value.isActive) return yield* Effect.fail(invalid)
+    yield* mailer.send(Templates.passwordChanged(updated.value.email, updated.value.username))
+  })
+
+  /** Creates the configured Admin at start when no Admin exists. */
+  const bootstrapAdmin = Effect.gen(function*() {
+    if (Option.isNone(config.admin) || (yield* store.countAdmins()) > 0) return
+    const admin = config.admin.value
+    const now = Date.now()
+    yield* store.insert({
+      id: crypto.randomUUID(),
+      username: admin.username,
+      email: admin.email,
+      passwordHash: yield* passwords.hash(Redacted.value(admin.password)),
+      title: "Administrator",
+      description: "",
+      image: "",
+      dob: null,
+      karmaTotal: 0,
+      avatarType: "Admin",
+      providerType: "Default",
+      plan: "Enterprise",
+      emailVerified: true,
+      pendingEmail: null,
+      isActive: true,
+      createdAt: now,
+      updatedAt: now,
+      deletedAt: null,
+      tokensValidAfter: 0
+    }).pipe(
+      Effect.tap(() => Effect.logInfo(`bootstrapped Admin avatar ${admin.username}`)),
+      Effect.catchTag("Conflict", (c) =>
+        Effect.logWarning(`AIGW_ADMIN_*: cannot create the Admin avatar: ${c.message}`))
+    )
+  })
+
+  return {
+    register,
+    authenticate,
+    get,
+    list,
+    update,
+    delete: remove,
+    verifyEmail,
+    resendVerification,
+    forgotPassword,
+    resetPassword,
+    bootstrapAdmin
+  }
+})
+
+// A valid argon2id hash of a random string, used to equalise timing for unknown logins.
+const DUMMY_HASH =
+  "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$Jk3GCEOm4rPz8vWwUU6hNZ1kYxZZpdJYW7S6M2mWb0E"
+
+export class Avatars extends Context.Tag("aigw/Avatars")<Avatars, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(Avatars, makeService)

@@ -1,0 +1,110 @@
+/**
+ * JWTs with `jose`: HS256 with `JWT_SECRET`, EdDSA with an Ed25519 `JWT_PRIVATE_KEY` (PEM),
+ * or, when neither is set, an HS256 secret generated once and kept under the data directory.
+ * Verification accepts only the configured algorithm (no `none`, no algorithm confusion).
+ */
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import * as jose from "jose"
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { GatewayConfig } from "../Config.ts"
+
+export const ISSUER = "aigw"
+export const AUDIENCE = "aigw-api"
+export const LIFETIME_SECONDS = 7 * 24 * 60 * 60
+
+export interface JwtClaims {
+  readonly sub: string
+  /** Issue instant in milliseconds, compared with an avatar's tokensValidAfter (iat has only seconds). */
+  readonly aat: number
+  readonly iat: number
+  readonly exp: number
+  readonly jti: string
+}
+
+export interface JwtService {
+  readonly sign: (avatarId: string) => Effect.Effect<{ readonly token: string; readonly expiresAt: number }>
+  /** None for anything that is not a valid, unexpired token of ours. */
+  readonly verify: (token: string) => Effect.Effect<Option.Option<JwtClaims>>
+}
+
+export class Jwt extends Context.Tag("aigw/Jwt")<Jwt, JwtService>() {}
+
+interface KeyMaterial {
+  readonly alg: "HS256" | "EdDSA"
+  readonly signKey: Uint8Array | crypto.KeyObject
+  readonly verifyKey: Uint8Array | crypto.KeyObject
+}
+
+/** Reads the generated secret under `dataDir`, creating it (mode 0600) on first use. */
+const generatedSecret = (dataDir: string): Uint8Array => {
+  const file = path.join(dataDir, "jwt-secret")
+  fs.mkdirSync(dataDir, { recursive: true })
+  try {
+    fs.writeFileSync(file, crypto.randomBytes(48).toString("base64url"), { flag: "wx", mode: 0o600 })
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+  }
+  return new TextEncoder().encode(fs.readFileSync(file, "utf8").trim())
+}
+
+const keyMaterial = (
+  secret: Option.Option<Redacted.Redacted>,
+  privateKey: Option.Option<Redacted.Redacted>,
+  dataDir: string
+): KeyMaterial => {
+  if (Option.isSome(privateKey)) {
+    const signKey = crypto.createPrivateKey(Redacted.value(privateKey.value).replace(/\\n/g, "\n"))
+    if (signKey.asymmetricKeyType !== "ed25519") throw new Error("JWT_PRIVATE_KEY must be an Ed25519 private key (PEM)")
+    return { alg: "EdDSA", signKey, verifyKey: crypto.createPublicKey(signKey) }
+  }
+  const bytes = Option.isSome(secret)
+    ? new TextEncoder().encode(Redacted.value(secret.value))
+    : generatedSecret(dataDir)
+  if (bytes.length < 32) throw new Error("JWT_SECRET must be at least 32 bytes")
+  return { alg: "HS256", signKey: bytes, verifyKey: bytes }
+}
+
+export const make = Effect.gen(function*() {
+  const config = yield* GatewayConfig
+  const keys = yield* Effect.try({
+    try: () => keyMaterial(config.jwtSecret, config.jwtPrivateKey, config.dataDir),
+    catch: (e) => new Error(`JWT key setup failed: ${(e as Error).message}`)
+  }).pipe(Effect.orDie)
+  return Jwt.of({
+    sign: (avatarId) =>
+      Effect.promise(async () => {
+        const now = Math.floor(Date.now() / 1000)
+        const token = await new jose.SignJWT({ aat: Date.now() })
+          .setProtectedHeader({ alg: keys.alg, typ: "JWT" })
+          .setSubject(avatarId)
+          .setIssuer(ISSUER)
+          .setAudience(AUDIENCE)
+          .setIssuedAt(now)
+          .setExpirationTime(now + LIFETIME_SECONDS)
+          .setJti(crypto.randomUUID())
+          .sign(keys.signKey)
+        return { token, expiresAt: now + LIFETIME_SECONDS }
+      }),
+    verify: (token) =>
+      Effect.promise(() =>
+        jose
+          .jwtVerify(token, keys.verifyKey, { algorithms: [keys.alg], issuer: ISSUER, audience: AUDIENCE })
+          .then(({ payload }) =>
+            typeof payload.sub === "string" && typeof payload.aat === "number" && typeof payload.exp === "number"
+              ? Option.some({
+                sub: payload.sub,
+                aat: payload.aat,
+                iat: payload.iat ?? 0,
+                exp: payload.exp,
+                jti: String(payload.jti ?? "")
+              })
+              : Option.none()
+          )
+          .catch(() => Option.none<JwtClaims>())
+      )
+  })
+})
+
+export const layer = Layer.effect(Jwt, make)

@@ -1,0 +1,128 @@
+/**
+ * Typed configuration of the core. Hosts build it from the environment with `layerConfig`
+ * (Effect's Config reads the ConfigProvider, never `process.env` directly); tests and embedders
+ * pass options to `layer`.
+ */
+import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
+import { defaultPlanLimits, type Plan, PlanLimitsOverride } from "./Plans.ts"
+
+export const VERSION = "1.0.0"
+
+export interface GatewayOptions {
+  /** API version reported by /v1/health. */
+  readonly version: string
+  /** Base URL for links in e-mails; never taken from a request's Host header. */
+  readonly publicUrl: string
+  /** Where embedded defaults keep files: generated keys, mail copies. */
+  readonly dataDir: string
+  readonly planLimits: Readonly<Record<Plan, number>>
+  readonly allowPrivateUrls: boolean
+  readonly webhookSecret: Option.Option<Redacted.Redacted>
+  readonly jwtSecret: Option.Option<Redacted.Redacted>
+  readonly jwtPrivateKey: Option.Option<Redacted.Redacted>
+  readonly admin: Option.Option<{ readonly username: string; readonly email: string; readonly password: Redacted.Redacted }>
+  readonly smtpUrl: Option.Option<Redacted.Redacted>
+  readonly mailFrom: string
+  /** Largest accepted request body in bytes (413 above). */
+  readonly maxBodyBytes: number
+  /** Reads `<ID>_API_KEY` / `<ID>_BASE_URL` for a provider id. */
+  readonly providerEnv: (providerId: string) => { readonly apiKey: Option.Option<Redacted.Redacted>; readonly baseUrl: Option.Option<string> }
+}
+
+export class GatewayConfig extends Context.Tag("aigw/GatewayConfig")<GatewayConfig, GatewayOptions>() {}
+
+/** `together-ai` -> `TOGETHER_AI`: upper case, non-alphanumerics become `_`. */
+export const envPrefix = (providerId: string): string => providerId.toUpperCase().replace(/[^A-Z0-9]/g, "_")
+
+export const defaults = (overrides: Partial<GatewayOptions> = {}): GatewayOptions => ({
+  version: VERSION,
+  publicUrl: "http://127.0.0.1:8787",
+  dataDir: "./data",
+  planLimits: defaultPlanLimits,
+  allowPrivateUrls: false,
+  webhookSecret: Option.none(),
+  jwtSecret: Option.none(),
+  jwtPrivateKey: Option.none(),
+  admin: Option.none(),
+  smtpUrl: Option.none(),
+  mailFrom: "aigw <no-reply@localhost>",
+  maxBodyBytes: 10 * 1024 * 1024,
+  providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() }),
+  ...overrides
+})
+
+/** Options given directly (tests, embedding). */
+export const layer = (overrides: Partial<GatewayOptions> = {}) => Layer.succeed(GatewayConfig, defaults(overrides))
+
+const nonEmpty = <A>(config: Config.Config<A>) => Config.option(config)
+
+/** Options read from the environment with the names of DESIGN.md §3. */
+export const fromEnv: Config.Config<GatewayOptions> = Config.all({
+  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
+  port: Config.integer("PORT").pipe(Config.withDefault(8787)),
+  publicUrl: nonEmpty(Config.string("PUBLIC_URL")),
+  dataDir: Config.string("AIGW_DATA_DIR").pipe(Config.withDefault("./data")),
+  planLimits: nonEmpty(Config.string("AIGW_PLAN_LIMITS")),
+  allowPrivateUrls: Config.boolean("AIGW_ALLOW_PRIVATE_URLS").pipe(Config.withDefault(false)),
+  webhookSecret: nonEmpty(Config.redacted("WEBHOOK_SECRET")),
+  jwtSecret: nonEmpty(Config.redacted("JWT_SECRET")),
+  jwtPrivateKey: nonEmpty(Config.redacted("JWT_PRIVATE_KEY")),
+  adminUsername: nonEmpty(Config.string("AIGW_ADMIN_USERNAME")),
+  adminEmail: nonEmpty(Config.string("AIGW_ADMIN_EMAIL")),
+  adminPassword: nonEmpty(Config.redacted("AIGW_ADMIN_PASSWORD")),
+  smtpUrl: nonEmpty(Config.redacted("SMTP_URL")),
+  mailFrom: Config.string("MAIL_FROM").pipe(Config.withDefault("aigw <no-reply@localhost>")),
+  maxBodyBytes: Config.integer("AIGW_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024))
+}).pipe(
+  Config.mapOrFail((c) => {
+    const planLimits = Option.match(c.planLimits, {
+      onNone: () => Either.right(defaultPlanLimits),
+      onSome: (json) =>
+        Schema.decodeUnknownEither(PlanLimitsOverride)(json).pipe(
+          Either.map((o) => ({ ...defaultPlanLimits, ...o })),
+          Either.mapLeft(() =>
+            ConfigError.InvalidData(["AIGW_PLAN_LIMITS"], 'expected a JSON object of plan -> non-negative integer, e.g. {"Free":100}')
+          )
+        )
+    })
+    return Either.map(planLimits, (planLimits): GatewayOptions => ({
+      ...defaults(),
+      publicUrl: Option.getOrElse(c.publicUrl, () => `http://${c.host}:${c.port}`).replace(/\/+$/, ""),
+      dataDir: c.dataDir,
+      planLimits,
+      allowPrivateUrls: c.allowPrivateUrls,
+      webhookSecret: c.webhookSecret,
+      jwtSecret: c.jwtSecret,
+      jwtPrivateKey: c.jwtPrivateKey,
+      admin: Option.all({ username: c.adminUsername, email: c.adminEmail, password: c.adminPassword }),
+      smtpUrl: c.smtpUrl,
+      mailFrom: c.mailFrom,
+      maxBodyBytes: c.maxBodyBytes,
+      providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() })
+    }))
+  })
+)
+
+/** Reads the options from the environment; provider credentials are read per provider id. */
+export const layerConfig = Layer.effect(
+  GatewayConfig,
+  Effect.gen(function*() {
+    const options = yield* fromEnv
+    const provider = yield* Effect.configProviderWith(Effect.succeed)
+    const providerEnv = (id: string) => {
+      const prefix = envPrefix(id)
+      return Effect.runSync(
+        Effect.provide(
+          Effect.all({
+            apiKey: Config.option(Config.redacted(`${prefix}_API_KEY`)).pipe(
+              Config.map(Option.filter((key) => Redacted.value(key).length > 0))
+            ),
+            baseUrl: Config.option(Config.string(`${prefix}_BASE_URL`))
+          }).pipe(Effect.orElseSucceed(() => ({ apiKey: Option.none(), baseUrl: Option.none() }))),
+          Layer.setConfigProvider(provider)
+        )
+      )
+    }
+    return { ...options, providerEnv }
+  })
+)

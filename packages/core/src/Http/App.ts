@@ -1,0 +1,35 @@
+/**
+ * The HTTP application: every route of the gateway and the avatar API on one router, plus
+ * /openapi.json, /docs, and envelope answers for unknown routes. Hosts serve this as it is.
+ */
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Effect } from "effect"
+import { GatewayConfig } from "../Config.ts"
+import { failureOf } from "../Envelope.ts"
+import { avatarRoutes } from "./AvatarRoutes.ts"
+import { gatewayRoutes } from "./GatewayRoutes.ts"
+import { docsPage, openApiDocument } from "./OpenApi.ts"
+import type { Route } from "./Route.ts"
+
+export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes]
+
+const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+  const path = request.url.split("?")[0] ?? "/"
+  const kind = path.startsWith("/api/") ? "avatar" : "gateway"
+  return HttpServerResponse.unsafeJson(failureOf(kind, `No route for ${request.method} ${path}.`), { status: 404 })
+})
+
+export const makeRouter = (all: ReadonlyArray<Route> = routes) =>
+  Effect.gen(function*() {
+    const { version } = yield* GatewayConfig
+    const openapi = JSON.stringify(openApiDocument(all, version))
+    const docs = docsPage(all, version)
+    let router: HttpRouter.HttpRouter<never, any> = HttpRouter.empty.pipe(
+      HttpRouter.get("/openapi.json", Effect.succeed(HttpServerResponse.text(openapi, { contentType: "application/json" }))),
+      HttpRouter.get("/docs", Effect.succeed(HttpServerResponse.html(docs)))
+    )
+    for (const r of all) router = HttpRouter.append(router, HttpRouter.makeRoute(r.method, r.path as any, r.run))
+    return router.pipe(Effect.catchTag("RouteNotFound", () => notFound))
+  })

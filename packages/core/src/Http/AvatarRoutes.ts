@@ -1,0 +1,207 @@
+/** The avatar account API (spec: avatar-api.md), served under /api. */
+import { Effect, Schema } from "effect"
+import { Avatars } from "../Accounts/Avatars.ts"
+import { AvatarTypeSchema, Email, IsoDate, Password, Username } from "../Accounts/Schemas.ts"
+import { BadRequest, type GatewayError } from "../Errors.ts"
+import { Plan } from "../Plans.ts"
+import * as Pages from "./Pages.ts"
+import { authed, open, Reply } from "./Route.ts"
+
+const tag = "Avatar accounts"
+const envelope = "avatar" as const
+const Uuid = Schema.UUID.annotations({ message: () => "id must be a UUID" })
+
+const uuidParam = (id: string | undefined) =>
+  Schema.decodeUnknown(Uuid)(id).pipe(Effect.mapError(() => new BadRequest({ message: "Path parameter id must be a UUID." })))
+
+const RegisterBody = Schema.Struct({
+  username: Username,
+  email: Email,
+  password: Password,
+  title: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
+  providerType: Schema.optional(Schema.String.pipe(Schema.maxLength(100)))
+})
+
+const AuthenticateBody = Schema.Struct({
+  username: Schema.optional(Schema.String.pipe(Schema.maxLength(254))),
+  email: Schema.optional(Schema.String.pipe(Schema.maxLength(254))),
+  password: Schema.String.pipe(Schema.maxLength(1024))
+})
+
+const UpdateBody = Schema.Struct({
+  title: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
+  description: Schema.optional(Schema.String.pipe(Schema.maxLength(5000))),
+  username: Schema.optional(Username),
+  email: Schema.optional(Email),
+  image: Schema.optional(Schema.String.pipe(Schema.maxLength(2_000_000))),
+  dob: Schema.optional(Schema.NullOr(IsoDate)),
+  AvatarType: Schema.optional(AvatarTypeSchema),
+  karmaTotal: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.between(0, 1e12))),
+  plan: Schema.optional(Plan)
+})
+
+const TokenQuery = Schema.Struct({ token: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)) })
+const EmailBody = Schema.Struct({ email: Email })
+const ResetBody = Schema.Struct({
+  token: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  password: Password,
+  confirmPassword: Schema.String
+})
+
+export const avatarRoutes = [
+  open({
+    method: "POST",
+    path: "/api/avatar/register",
+    tag,
+    envelope,
+    summary: "Register an avatar",
+    description:
+      "Creates an avatar and sends a verification e-mail. A taken e-mail address answers exactly like a success (no enumeration); a taken username is an error.",
+    body: RegisterBody,
+    handle: ({ body }) =>
+      Effect.flatMap(Avatars, (a) => a.register(body)).pipe(
+        Effect.map((avatar) =>
+          new Reply(avatar, "Avatar registered. Check your e-mail and follow the link to verify your address.")
+        )
+      )
+  }),
+  open({
+    method: "POST",
+    path: "/api/avatar/authenticate",
+    tag,
+    envelope,
+    summary: "Log in and get a JWT (valid 7 days)",
+    description: "`username` or `email` may hold either a username or an e-mail address.",
+    body: AuthenticateBody,
+    handle: ({ body }) => {
+      const login = body.username ?? body.email
+      if (!login) return Effect.fail(new BadRequest({ message: "username or email is required." }))
+      return Effect.flatMap(Avatars, (a) => a.authenticate(login, body.password)).pipe(
+        Effect.map((result) => new Reply(result, "Avatar authenticated."))
+      )
+    }
+  }),
+  open({
+    method: "GET",
+    path: "/api/avatar/verify-email",
+    tag,
+    envelope,
+    summary: "Verify an e-mail address with the token from the e-mail",
+    description: "Browsers (Accept: text/html) get a small HTML page; API clients get the envelope.",
+    query: TokenQuery,
+    handle: ({ query, request }) =>
+      Effect.flatMap(Avatars, (a) => a.verifyEmail(query.token)).pipe(
+        Effect.map((avatar) =>
+          Pages.wantsHtml(request.headers["accept"])
+            ? Pages.verificationResult(true, `${avatar.email} is now verified. You can sign in.`)
+            : new Reply(avatar, "E-mail address verified.")
+        ),
+        Effect.catchAll((e: GatewayError) =>
+          Pages.wantsHtml(request.headers["accept"]) ? Effect.succeed(Pages.verificationResult(false, e.message)) : Effect.fail(e)
+        )
+      )
+  }),
+  open({
+    method: "POST",
+    path: "/api/avatar/resend-verification-email/:email",
+    tag,
+    envelope,
+    summary: "Send the verification e-mail again (at most 3 per hour per address)",
+    handle: ({ params }) =>
+      Schema.decodeUnknown(Email)(params.email).pipe(
+        Effect.mapError(() => new BadRequest({ message: "email must be a valid e-mail address" })),
+        Effect.flatMap((email) => Effect.flatMap(Avatars, (a) => a.resendVerification(email))),
+        Effect.as(new Reply(null, "If an unverified avatar uses this address, a new verification e-mail is on its way."))
+      )
+  }),
+  open({
+    method: "POST",
+    path: "/api/avatar/forgot-password",
+    tag,
+    envelope,
+    summary: "Send a password-reset e-mail",
+    body: EmailBody,
+    handle: ({ body }) =>
+      Effect.flatMap(Avatars, (a) => a.forgotPassword(body.email)).pipe(
+        Effect.as(new Reply(null, "If an avatar uses this address, a password-reset e-mail is on its way."))
+      )
+  }),
+  open({
+    method: "GET",
+    path: "/api/avatar/reset-password",
+    tag,
+    envelope: "none",
+    summary: "HTML form for the password-reset link",
+    query: TokenQuery,
+    contentType: "text/html",
+    handle: ({ query }) => Effect.succeed(Pages.resetForm(query.token))
+  }),
+  open({
+    method: "POST",
+    path: "/api/avatar/reset-password",
+    tag,
+    envelope,
+    summary: "Reset the password with the token from the e-mail",
+    description: "Revokes every JWT issued before the reset and sends a 'password changed' notice.",
+    body: ResetBody,
+    handle: ({ body }) =>
+      Effect.flatMap(Avatars, (a) => a.resetPassword(body.token, body.password, body.confirmPassword)).pipe(
+        Effect.as(new Reply(null, "Password changed. Sign in with the new password."))
+      )
+  }),
+  authed({
+    method: "GET",
+    path: "/api/avatar",
+    tag,
+    envelope,
+    summary: "List all avatars (Admin only)",
+    handle: ({ caller }) =>
+      Effect.flatMap(Avatars, (a) => a.list(caller)).pipe(Effect.map((list) => new Reply(list, `${list.length} avatars.`)))
+  }),
+  authed({
+    method: "GET",
+    path: "/api/avatar/:id",
+    tag,
+    envelope,
+    summary: "Read an avatar profile",
+    description: "The owner and Admins see the full profile; other avatars see the public fields only.",
+    handle: ({ caller, params }) =>
+      uuidParam(params.id).pipe(
+        Effect.flatMap((id) => Effect.flatMap(Avatars, (a) => a.get(caller, id))),
+        Effect.map((avatar) => new Reply(avatar, "Avatar loaded."))
+      )
+  }),
+  authed({
+    method: "PUT",
+    path: "/api/avatar/:id",
+    tag,
+    envelope,
+    summary: "Update an avatar (owner or Admin)",
+    description:
+      "A new `email` is stored as pending and a verification e-mail goes to it; the old address stays in force until the link is followed. Only Admins may change AvatarType, karmaTotal and plan.",
+    body: UpdateBody,
+    handle: ({ body, caller, params }) =>
+      uuidParam(params.id).pipe(
+        Effect.flatMap((id) => Effect.flatMap(Avatars, (a) => a.update(caller, id, body))),
+        Effect.map((avatar) =>
+          new Reply(
+            avatar,
+            avatar.pendingEmail ? "Avatar updated. Confirm the new e-mail address with the link we sent to it." : "Avatar updated."
+          )
+        )
+      )
+  }),
+  authed({
+    method: "DELETE",
+    path: "/api/avatar/:id",
+    tag,
+    envelope,
+    summary: "Soft-delete an avatar (Admin only)",
+    description: "The record is kept and deactivated; its credentials stop working at once.",
+    handle: ({ caller, params }) =>
+      uuidParam(params.id).pipe(
+        Effect.flatMap((id) => Effect.flatMap(Avatars, (a) => a.delete(caller, id))),
+        Effect.map((avatar) => new Reply(avatar, "Avatar deleted."))
+      )
+  })
+]

@@ -1,0 +1,216 @@
+/**
+ * A small typed route layer over HttpRouter. One declaration per endpoint gives the handler
+ * decoded input, the authenticated caller and quota admission, and gives /openapi.json and
+ * /docs their content. Every failure leaves as an envelope with the status of its kind.
+ */
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Cause, Effect, Option, ParseResult, Schema } from "effect"
+import type { ParseOptions } from "effect/SchemaAST"
+import { Auth } from "../Accounts/Auth.ts"
+import { type EnvelopeKind, failureOf, successOf } from "../Envelope.ts"
+import { BadRequest, type GatewayError, isGatewayError, PayloadTooLarge, statusOf } from "../Errors.ts"
+import { GatewayConfig } from "../Config.ts"
+import { headersOf, Quota, type QuotaState } from "../Quota.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+
+export type Method = "GET" | "POST" | "PUT" | "DELETE"
+
+/** A handler's answer with an explicit message (and optionally status / headers). */
+export class Reply<A> {
+  constructor(
+    readonly result: A,
+    readonly message: string | null = null,
+    readonly status = 200,
+    readonly headers: Record<string, string> = {}
+  ) {}
+}
+
+export interface Input<B, Q> {
+  readonly body: B
+  readonly query: Q
+  readonly params: Readonly<Record<string, string>>
+  readonly request: HttpServerRequest.HttpServerRequest
+}
+
+export interface Docs {
+  readonly summary: string
+  readonly description?: string
+  readonly tag: string
+  /** Schema of `result` (or of the whole body for un-enveloped routes), for the docs only. */
+  readonly success?: Schema.Schema.Any
+  readonly contentType?: string
+}
+
+interface Common<B, Q> extends Docs {
+  readonly method: Method
+  readonly path: string
+  readonly body?: Schema.Schema<B, any, never>
+  readonly query?: Schema.Schema<Q, any, never>
+  /** The envelope of this API: the gateway's or the avatar API's; "none" for raw answers. */
+  readonly envelope?: EnvelopeKind | "none"
+  /** Read the body as multipart instead of JSON (the handler reads it from the request). */
+  readonly rawBody?: boolean
+}
+
+type Output = unknown
+
+export interface AuthedSpec<B, Q, R> extends Common<B, Q> {
+  /** Counts against the daily quota (every capability call). */
+  readonly metered?: boolean
+  readonly handle: (input: Input<B, Q> & { readonly caller: AvatarRecord; readonly quota: QuotaState }) => Effect.Effect<Output, GatewayError, R>
+}
+
+export interface PublicSpec<B, Q, R> extends Common<B, Q> {
+  readonly handle: (input: Input<B, Q> & { readonly caller: Option.Option<AvatarRecord> }) => Effect.Effect<Output, GatewayError, R>
+}
+
+export interface Route<R = any> {
+  readonly method: Method
+  readonly path: string
+  readonly auth: "required" | "optional"
+  readonly metered: boolean
+  readonly envelope: EnvelopeKind | "none"
+  readonly docs: Docs
+  readonly body: Option.Option<Schema.Schema.Any>
+  readonly query: Option.Option<Schema.Schema.Any>
+  readonly rawBody: boolean
+  readonly run: Effect.Effect<
+    HttpServerResponse.HttpServerResponse,
+    never,
+    R | HttpServerRequest.HttpServerRequest | HttpServerRequest.ParsedSearchParams | HttpRouter.RouteContext | Auth | Quota | GatewayConfig
+  >
+}
+
+const parseOptions: ParseOptions = { errors: "all", onExcessProperty: "ignore" }
+
+/** "field.path: problem; …" from a schema failure. */
+export const describeParseError = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .slice(0, 10)
+    .map((i) => (i.path.length > 0 ? `${i.path.join(".")}: ${i.message}` : i.message))
+    .join("; ")
+
+const decode = <A>(schema: Schema.Schema<A, any, never>, value: unknown, what: string) =>
+  Schema.decodeUnknown(schema, parseOptions)(value).pipe(
+    Effect.mapError((e) => new BadRequest({ message: `Invalid ${what}: ${describeParseError(e)}` }))
+  )
+
+/** Reads and parses a JSON body within the configured size limit. */
+export const readJson = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const { maxBodyBytes } = yield* GatewayConfig
+  const tooLarge = new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
+  const declared = Number(request.headers["content-length"] ?? "0")
+  if (declared > maxBodyBytes) return yield* Effect.fail(tooLarge)
+  const text = yield* request.text.pipe(
+    Effect.provideService(HttpServerRequest.MaxBodySize, Option.some(maxBodyBytes as any)),
+    Effect.mapError(() => tooLarge)
+  )
+  if (Buffer.byteLength(text) > maxBodyBytes) return yield* Effect.fail(tooLarge)
+  if (text.trim() === "") return yield* Effect.fail(new BadRequest({ message: "Request body is required (JSON)." }))
+  return yield* Effect.try({
+    try: () => JSON.parse(text) as unknown,
+    catch: (e) => new BadRequest({ message: `Malformed JSON body: ${(e as Error).message}` })
+  })
+})
+
+const json = (status: number, body: unknown, headers: Record<string, string>) =>
+  HttpServerResponse.unsafeJson(body, { status, headers })
+
+/** Turns a typed failure into the envelope response of the route's API. */
+export const errorResponse = (kind: EnvelopeKind | "none", error: GatewayError, headers: Record<string, string> = {}) => {
+  let status = statusOf(error)
+  // The avatar API answers business rejections with 200 + isError, as its spec describes.
+  if (kind === "avatar" && (error._tag === "Rejected" || error._tag === "Conflict")) status = 200
+  const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests"
+    ? { "retry-after": String(error.retryAfterSeconds) }
+    : {}
+  return json(status, failureOf(kind === "none" ? "gateway" : kind, error.message), { ...headers, ...extra })
+}
+
+/** The last resort: log the cause, answer a generic 500 envelope. */
+export const defectResponse = (kind: EnvelopeKind | "none", cause: Cause.Cause<unknown>) =>
+  Effect.logError("unexpected failure", cause).pipe(
+    Effect.as(json(500, failureOf(kind === "none" ? "gateway" : kind, "Internal server error."), {}))
+  )
+
+const respond = (kind: EnvelopeKind | "none", output: Output, headers: Record<string, string>) => {
+  if (HttpServerResponse.isServerResponse(output)) return HttpServerResponse.setHeaders(output, headers)
+  if (output instanceof Reply) {
+    const body = kind === "none" ? output.result : successOf(kind, output.result, output.message)
+    return json(output.status, body, { ...headers, ...output.headers })
+  }
+  return json(200, kind === "none" ? output : successOf(kind, output, null), headers)
+}
+
+const make = <B, Q, R>(
+  spec: Common<B, Q>,
+  auth: "required" | "optional",
+  metered: boolean,
+  handle: (input: any) => Effect.Effect<Output, GatewayError, R>
+): Route<R> => {
+  const envelope = spec.envelope ?? "gateway"
+  const run = Effect.suspend(() => {
+    // Rate-limit headers go on every answer to an authenticated caller, errors included.
+    const out = { headers: {} as Record<string, string> }
+    return Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const authService = yield* Auth
+      const quota = yield* Quota
+      const credentials = { authorization: request.headers["authorization"], apiKey: request.headers["x-api-key"] }
+      const caller = auth === "required"
+        ? Option.some(yield* authService.require(credentials))
+        // Open endpoints ignore stale or foreign credentials instead of refusing the call.
+        : yield* authService.resolve(credentials).pipe(Effect.orElseSucceed(() => Option.none<AvatarRecord>()))
+      const searchParams = yield* HttpServerRequest.ParsedSearchParams
+      const { params } = yield* HttpRouter.RouteContext
+      const query = spec.query ? yield* decode(spec.query, searchParams, "query") : (undefined as Q)
+      const body = spec.body && !spec.rawBody
+        ? yield* Effect.flatMap(readJson, (j) => decode(spec.body!, j, "request body"))
+        : (undefined as B)
+      let state: QuotaState | undefined
+      if (Option.isSome(caller)) {
+        state = metered
+          ? yield* quota.admit(caller.value).pipe(
+            Effect.tapError(() => Effect.map(quota.peek(caller.value), (s) => (out.headers = headersOf(s))))
+          )
+          : yield* quota.peek(caller.value)
+        out.headers = headersOf(state)
+      }
+      const output = yield* handle({
+        body,
+        query,
+        params,
+        request,
+        caller: auth === "required" ? Option.getOrThrow(caller) : caller,
+        quota: state
+      })
+      return respond(envelope, output, out.headers)
+    }).pipe(
+      Effect.catchIf(isGatewayError, (e) => Effect.succeed(errorResponse(envelope, e, out.headers))),
+      Effect.catchAllCause((cause) => defectResponse(envelope, cause))
+    )
+  }) as Route<R>["run"]
+  return {
+    method: spec.method,
+    path: spec.path,
+    auth,
+    metered,
+    envelope,
+    docs: spec,
+    body: Option.fromNullable(spec.body as Schema.Schema.Any | undefined),
+    query: Option.fromNullable(spec.query as Schema.Schema.Any | undefined),
+    rawBody: spec.rawBody ?? false,
+    run
+  }
+}
+
+/** An endpoint that needs credentials (401 without). */
+export const authed = <B = undefined, Q = undefined, R = never>(spec: AuthedSpec<B, Q, R>): Route<R> =>
+  make(spec, "required", spec.metered ?? false, spec.handle)
+
+/** An endpoint open to everyone; credentials, when sent, are still checked. */
+export const open = <B = undefined, Q = undefined, R = never>(spec: PublicSpec<B, Q, R>): Route<R> =>
+  make(spec, "optional", false, spec.handle)

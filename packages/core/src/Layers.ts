@@ -1,0 +1,56 @@
+/**
+ * Layer presets. `layerServices` needs stores, a Mailer and GatewayConfig; the presets add them:
+ * `layerMemory` (unit tests, throw-away embedding) and `layerDatabase(url)` (SQLite or PostgreSQL).
+ */
+import { Config, Effect, Layer, Option } from "effect"
+import * as ApiKeys from "./Accounts/ApiKeys.ts"
+import * as Auth from "./Accounts/Auth.ts"
+import * as Avatars from "./Accounts/Avatars.ts"
+import * as Jwt from "./Accounts/Jwt.ts"
+import * as Passwords from "./Accounts/Passwords.ts"
+import * as GatewayConfig from "./Config.ts"
+import * as Mailer from "./Mail/Mailer.ts"
+import * as Smtp from "./Mail/Smtp.ts"
+import * as Quota from "./Quota.ts"
+import * as Database from "./Storage/Database.ts"
+import * as Stores from "./Storage/Stores.ts"
+
+/** Every core service, given stores, a Mailer and GatewayConfig. */
+export const layerServices = Layer.mergeAll(Avatars.layer, Auth.layer, ApiKeys.layer, Quota.layer).pipe(
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer))
+)
+
+/** Services on memory stores. Provide a Mailer (e.g. Mailer.layerMemory) and GatewayConfig. */
+export const layerMemory = layerServices.pipe(Layer.provideMerge(Stores.layerMemory))
+
+/** Services on SQL stores for a DATABASE_URL (migrations applied). Provide a Mailer and GatewayConfig. */
+export const layerDatabase = (url: string, options: { readonly migrate?: boolean } = {}) =>
+  layerServices.pipe(Layer.provideMerge(Stores.layerSql), Layer.provideMerge(Database.layer(url, options)))
+
+/** The Mailer the configuration asks for: SMTP when SMTP_URL is set, else log + files under the data dir. */
+export const layerMailer = Layer.unwrapEffect(
+  Effect.map(GatewayConfig.GatewayConfig, (c) =>
+    Option.match(c.smtpUrl, {
+      onNone: () => Mailer.layerFile(c.dataDir),
+      onSome: (url) => Smtp.layer({ url, from: c.mailFrom })
+    }))
+)
+
+/** Creates the AIGW_ADMIN_* avatar at start when no Admin exists. */
+export const layerBootstrap = Layer.effectDiscard(Effect.flatMap(Avatars.Avatars, (a) => a.bootstrapAdmin))
+
+export const DEFAULT_DATABASE_URL = "sqlite:./data/aigw.sqlite"
+
+/** Everything from the environment (DESIGN.md §3): what the node and lambda hosts run. */
+export const layerFromEnv = (options: { readonly migrate?: boolean } = {}) =>
+  Layer.unwrapEffect(
+    Effect.map(
+      Config.string("DATABASE_URL").pipe(Config.withDefault(DEFAULT_DATABASE_URL)),
+      (url) =>
+        layerBootstrap.pipe(
+          Layer.provideMerge(layerDatabase(url, options)),
+          Layer.provideMerge(layerMailer),
+          Layer.provideMerge(GatewayConfig.layerConfig)
+        )
+    )
+  ).pipe(Layer.orDie)

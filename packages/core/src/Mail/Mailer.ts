@@ -1,0 +1,47 @@
+/**
+ * Outgoing mail. Three layers: `layerMemory` (unit tests read `sent`), `layerFile` (the
+ * embedded default: logs each mail and writes it to `<dataDir>/mail/`), and the SMTP layer in
+ * `Smtp.ts` (nodemailer).
+ */
+import { Context, Effect, Layer } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+export interface Mail {
+  readonly to: string
+  readonly subject: string
+  readonly text: string
+  readonly html: string
+}
+
+export interface MailerService {
+  readonly send: (mail: Mail) => Effect.Effect<void>
+}
+
+export class Mailer extends Context.Tag("aigw/Mailer")<Mailer, MailerService>() {}
+
+/** The memory mailer, with its outbox exposed for assertions. */
+export class MemoryMailbox extends Context.Tag("aigw/MemoryMailbox")<MemoryMailbox, { readonly sent: Array<Mail> }>() {}
+
+export const layerMemory = Layer.effectContext(
+  Effect.sync(() => {
+    const sent: Array<Mail> = []
+    return Context.make(Mailer, { send: (mail) => Effect.sync(() => void sent.push(mail)) }).pipe(
+      Context.add(MemoryMailbox, { sent })
+    )
+  })
+)
+
+export const layerFile = (dataDir: string) =>
+  Layer.succeed(Mailer, {
+    send: (mail) =>
+      Effect.gen(function*() {
+        const dir = path.join(dataDir, "mail")
+        const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, "-")}-${crypto.randomUUID().slice(0, 8)}.eml`)
+        yield* Effect.sync(() => {
+          fs.mkdirSync(dir, { recursive: true })
+          fs.writeFileSync(file, `To: ${mail.to}\nSubject: ${mail.subject}\n\n${mail.text}\n`)
+        })
+        yield* Effect.logInfo(`mail to ${mail.to}: ${mail.subject} (saved to ${file})\n${mail.text}`)
+      })
+  })

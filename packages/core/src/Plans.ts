@@ -1,0 +1,42 @@
+/**
+ * Subscription plans, their daily base limits and the karma multiplier.
+ *
+ * Multiplier: 1 + log10(1 + karma / 100) * 3, clamped to [1, 10] and rounded to two decimals.
+ * It is 1.0 at zero (or negative) karma, grows monotonically and reaches the 10.0 cap at
+ * about 99 900 karma. Documented with a table in docs/quota.md.
+ */
+import { Schema } from "effect"
+
+export const PlanNames = ["Free", "Bronze", "Silver", "Gold", "Enterprise"] as const
+export const Plan = Schema.Literal(...PlanNames)
+export type Plan = typeof Plan.Type
+
+/** Plans a model may require (the spec lists four; Enterprise sees everything). */
+export const ModelPlan = Schema.Literal("Free", "Bronze", "Silver", "Gold")
+
+export const defaultPlanLimits: Readonly<Record<Plan, number>> = {
+  Free: 100,
+  Bronze: 1_000,
+  Silver: 5_000,
+  Gold: 20_000,
+  Enterprise: 100_000
+}
+
+export const planRank = (plan: Plan): number => PlanNames.indexOf(plan)
+
+/** True when `plan` is at least `required`. */
+export const planAllows = (plan: Plan, required: Plan): boolean => planRank(plan) >= planRank(required)
+
+export const karmaMultiplier = (karma: number): number => {
+  if (!Number.isFinite(karma) || karma <= 0) return 1
+  const raw = 1 + Math.log10(1 + karma / 100) * 3
+  return Math.min(10, Math.round(raw * 100) / 100)
+}
+
+/** Effective daily limit: base x multiplier, rounded down to whole calls. */
+export const dailyLimit = (base: number, karma: number): number => Math.floor(base * karmaMultiplier(karma))
+
+/** Parses the `AIGW_PLAN_LIMITS` JSON object; plans not named keep their defaults. */
+export const PlanLimitsOverride = Schema.parseJson(
+  Schema.partial(Schema.Record({ key: Plan, value: Schema.Int.pipe(Schema.nonNegative()) }))
+)

@@ -1,0 +1,89 @@
+/**
+ * Daily quota: limit = plan base limit x karma multiplier, counted per avatar per UTC day.
+ * Admission is one atomic conditional increment in the UsageStore.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { GatewayConfig } from "./Config.ts"
+import { QuotaExceeded } from "./Errors.ts"
+import { dailyLimit, karmaMultiplier, type Plan } from "./Plans.ts"
+import type { AvatarRecord } from "./Storage/AvatarStore.ts"
+import { UsageStore } from "./Storage/UsageStore.ts"
+
+export const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
+export const nextUtcMidnight = (ms: number): number => {
+  const d = new Date(ms)
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1)
+}
+/** Whole seconds until the next UTC midnight (at least 1). */
+export const secondsToReset = (ms: number): number => Math.max(1, Math.ceil((nextUtcMidnight(ms) - ms) / 1000))
+
+export interface QuotaState {
+  readonly plan: Plan
+  readonly multiplier: number
+  readonly limit: number
+  readonly used: number
+  readonly remaining: number
+  /** Unix seconds of the next reset (UTC midnight). */
+  readonly reset: number
+}
+
+/** The response headers every authenticated answer carries. */
+export const headersOf = (q: QuotaState): Record<string, string> => ({
+  "x-ratelimit-limit": String(q.limit),
+  "x-ratelimit-remaining": String(q.remaining),
+  "x-ratelimit-reset": String(q.reset),
+  "x-ratelimit-plan": q.plan,
+  "x-karma-multiplier": q.multiplier.toFixed(2)
+})
+
+const makeService = Effect.gen(function*() {
+  const config = yield* GatewayConfig
+  const usage = yield* UsageStore
+
+  const limitOf = (plan: Plan, karma: number) => dailyLimit(config.planLimits[plan], karma)
+
+  const stateOf = (avatar: AvatarRecord, used: number, now: number): QuotaState => {
+    const limit = limitOf(avatar.plan, avatar.karmaTotal)
+    return {
+      plan: avatar.plan,
+      multiplier: karmaMultiplier(avatar.karmaTotal),
+      limit,
+      used,
+      remaining: Math.max(0, limit - used),
+      reset: Math.floor(nextUtcMidnight(now) / 1000)
+    }
+  }
+
+  return {
+    limitOf,
+    /** Today's state without counting a call. */
+    peek: (avatar: AvatarRecord) =>
+      Effect.suspend(() => {
+        const now = Date.now()
+        return Effect.map(usage.callsOn(avatar.id, utcDay(now)), (used) => stateOf(avatar, used, now))
+      }),
+    /** Counts one metered call, or fails with QuotaExceeded (state attached for headers). */
+    admit: (avatar: AvatarRecord) =>
+      Effect.suspend(() => {
+        const now = Date.now()
+        const limit = limitOf(avatar.plan, avatar.karmaTotal)
+        return Effect.flatMap(usage.admit(avatar.id, utcDay(now), limit), (used) =>
+          Option.match(used, {
+            onSome: (n) => Effect.succeed(stateOf(avatar, n, now)),
+            onNone: () =>
+              Effect.fail(
+                new QuotaExceeded({
+                  message: `Daily quota of ${limit} calls for plan ${avatar.plan} is used up; it resets at the next UTC midnight (${
+                    new Date(nextUtcMidnight(now)).toISOString()
+                  }).`,
+                  retryAfterSeconds: secondsToReset(now)
+                })
+              )
+          }))
+      })
+  }
+})
+
+export class Quota extends Context.Tag("aigw/Quota")<Quota, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(Quota, makeService)

@@ -1,0 +1,53 @@
+/**
+ * API keys: random secrets shown once, stored as SHA-256 hashes and looked up by hash
+ * (a unique index), owned by an avatar and revocable.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+
+export interface ApiKeyRecord {
+  readonly id: string
+  readonly avatarId: string
+  readonly name: string
+  /** The first characters of the secret, so owners can tell keys apart. */
+  readonly prefix: string
+  readonly hash: string
+  readonly createdAt: number
+  readonly lastUsedAt: number | null
+  readonly revokedAt: number | null
+}
+
+export interface ApiKeyStoreService {
+  readonly insert: (key: ApiKeyRecord) => Effect.Effect<void>
+  readonly findByHash: (hash: string) => Effect.Effect<Option.Option<ApiKeyRecord>>
+  readonly listByAvatar: (avatarId: string) => Effect.Effect<ReadonlyArray<ApiKeyRecord>>
+  /** Revokes the avatar's key; false when it does not exist, belongs to another avatar or is already revoked. */
+  readonly revoke: (avatarId: string, id: string, now: number) => Effect.Effect<boolean>
+}
+
+export class ApiKeyStore extends Context.Tag("aigw/ApiKeyStore")<ApiKeyStore, ApiKeyStoreService>() {}
+
+export const makeMemory = Effect.sync((): ApiKeyStoreService => {
+  const byId = new Map<string, ApiKeyRecord>()
+  const byHash = new Map<string, string>()
+  return {
+    insert: (key) =>
+      Effect.sync(() => {
+        byId.set(key.id, key)
+        byHash.set(key.hash, key.id)
+      }),
+    findByHash: (hash) => Effect.sync(() => Option.fromNullable(byId.get(byHash.get(hash) ?? ""))),
+    listByAvatar: (avatarId) =>
+      Effect.sync(() =>
+        [...byId.values()].filter((k) => k.avatarId === avatarId).sort((a, b) => a.createdAt - b.createdAt)
+      ),
+    revoke: (avatarId, id, now) =>
+      Effect.sync(() => {
+        const key = byId.get(id)
+        if (!key || key.avatarId !== avatarId || key.revokedAt !== null) return false
+        byId.set(id, { ...key, revokedAt: now })
+        return true
+      })
+  }
+})
+
+export const layerMemory = Layer.effect(ApiKeyStore, makeMemory)

@@ -1,0 +1,109 @@
+/**
+ * Avatar (user account) records. Uniqueness of username and e-mail is case-insensitive and
+ * enforced by the store itself (a unique index in SQL, the same rule in memory).
+ * Infrastructure failures are defects (logged, answered with a generic 500); only domain
+ * outcomes are typed.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { Conflict } from "../Errors.ts"
+import type { Plan } from "../Plans.ts"
+
+export type AvatarType = "User" | "Admin"
+
+export interface AvatarRecord {
+  readonly id: string
+  readonly username: string
+  readonly email: string
+  readonly passwordHash: string
+  readonly title: string
+  readonly description: string
+  readonly image: string
+  readonly dob: string | null
+  readonly karmaTotal: number
+  readonly avatarType: AvatarType
+  readonly providerType: string
+  readonly plan: Plan
+  readonly emailVerified: boolean
+  /** A new address waiting for confirmation; the verified `email` stays in force until then. */
+  readonly pendingEmail: string | null
+  readonly isActive: boolean
+  readonly createdAt: number
+  readonly updatedAt: number
+  readonly deletedAt: number | null
+  /** Tokens issued before this instant (epoch milliseconds) are rejected. */
+  readonly tokensValidAfter: number
+}
+
+export type AvatarPatch = Partial<Omit<AvatarRecord, "id" | "createdAt">>
+
+export interface AvatarStoreService {
+  /** Fails with Conflict when the username or e-mail is taken (case-insensitive). */
+  readonly insert: (avatar: AvatarRecord) => Effect.Effect<void, Conflict>
+  readonly findById: (id: string) => Effect.Effect<Option.Option<AvatarRecord>>
+  /** Looks up by username or e-mail, case-insensitive. */
+  readonly findByLogin: (login: string) => Effect.Effect<Option.Option<AvatarRecord>>
+  readonly findByEmail: (email: string) => Effect.Effect<Option.Option<AvatarRecord>>
+  readonly list: () => Effect.Effect<ReadonlyArray<AvatarRecord>>
+  /** Fails with Conflict when a changed username or e-mail is taken. Returns the updated record. */
+  readonly update: (
+    id: string,
+    patch: AvatarPatch
+  ) => Effect.Effect<Option.Option<AvatarRecord>, Conflict>
+  readonly countAdmins: () => Effect.Effect<number>
+}
+
+export class AvatarStore extends Context.Tag("aigw/AvatarStore")<AvatarStore, AvatarStoreService>() {}
+
+export const usernameTaken = new Conflict({ message: "That username is already taken." })
+export const emailTaken = new Conflict({ message: "That e-mail address is already registered." })
+
+export const makeMemory = Effect.sync((): AvatarStoreService => {
+  const byId = new Map<string, AvatarRecord>()
+  const lower = (s: string) => s.toLowerCase()
+  const clash = (candidate: AvatarRecord): Option.Option<Conflict> => {
+    for (const other of byId.values()) {
+      if (other.id === candidate.id) continue
+      if (lower(other.username) === lower(candidate.username)) return Option.some(usernameTaken)
+      if (lower(other.email) === lower(candidate.email)) return Option.some(emailTaken)
+    }
+    return Option.none()
+  }
+  return {
+    insert: (avatar) =>
+      Option.match(clash(avatar), {
+        onSome: Effect.fail,
+        onNone: () => Effect.sync(() => void byId.set(avatar.id, avatar))
+      }),
+    findById: (id) => Effect.sync(() => Option.fromNullable(byId.get(id))),
+    findByLogin: (login) =>
+      Effect.sync(() => {
+        const l = lower(login)
+        for (const a of byId.values()) if (lower(a.username) === l || lower(a.email) === l) return Option.some(a)
+        return Option.none()
+      }),
+    findByEmail: (email) =>
+      Effect.sync(() => {
+        const l = lower(email)
+        for (const a of byId.values()) if (lower(a.email) === l) return Option.some(a)
+        return Option.none()
+      }),
+    list: () => Effect.sync(() => [...byId.values()].sort((a, b) => a.createdAt - b.createdAt)),
+    update: (id, patch) =>
+      Effect.suspend(() => {
+        const current = byId.get(id)
+        if (!current) return Effect.succeed(Option.none())
+        const next = { ...current, ...patch }
+        return Option.match(clash(next), {
+          onSome: Effect.fail,
+          onNone: () =>
+            Effect.sync(() => {
+              byId.set(id, next)
+              return Option.some(next)
+            })
+        })
+      }),
+    countAdmins: () => Effect.sync(() => [...byId.values()].filter((a) => a.avatarType === "Admin").length)
+  }
+})
+
+export const layerMemory = Layer.effect(AvatarStore, makeMemory)

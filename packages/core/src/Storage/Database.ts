@@ -1,0 +1,42 @@
+/**
+ * Picks the SQL driver from a `DATABASE_URL`: `postgres://…` (or `postgresql://…`) for
+ * PostgreSQL, `sqlite:PATH` for SQLite. Applies migrations once the client is up.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Effect, Layer, Redacted } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { migrate } from "./Sql/Migrations.ts"
+
+export type DatabaseKind = "sqlite" | "pg"
+
+export const kindOf = (url: string): DatabaseKind => {
+  if (/^postgres(ql)?:\/\//.test(url)) return "pg"
+  if (url.startsWith("sqlite:")) return "sqlite"
+  throw new Error(`DATABASE_URL must start with postgres://, postgresql:// or sqlite: (got "${url.split(":")[0]}:…")`)
+}
+
+/** The SqlClient for a URL, without migrations. */
+export const layerClient = (url: string, options: { maxConnections?: number } = {}): Layer.Layer<SqlClient.SqlClient> => {
+  if (kindOf(url) === "pg") {
+    return PgClient.layer({ url: Redacted.make(url), maxConnections: options.maxConnections ?? 10 }).pipe(Layer.orDie)
+  }
+  const filename = url.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "")
+  return Layer.unwrapEffect(
+    Effect.sync(() => {
+      if (filename !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true })
+      return SqliteClient.layer({ filename })
+    })
+  ).pipe(Layer.orDie)
+}
+
+/** A migration layer: apply pending migrations when built. */
+export const layerMigrate = Layer.effectDiscard(migrate.pipe(Effect.orDie))
+
+/** SqlClient for the URL with every pending migration applied. */
+export const layer = (url: string, options: { maxConnections?: number; migrate?: boolean } = {}) => {
+  const client = layerClient(url, options)
+  return options.migrate === false ? client : Layer.provideMerge(layerMigrate, client)
+}

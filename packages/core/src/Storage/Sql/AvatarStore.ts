@@ -1,0 +1,116 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Layer, Option } from "effect"
+import type { Plan } from "../../Plans.ts"
+import {
+  type AvatarPatch,
+  type AvatarRecord,
+  AvatarStore,
+  type AvatarStoreService,
+  type AvatarType,
+  emailTaken,
+  usernameTaken
+} from "../AvatarStore.ts"
+import { bool, isUniqueViolation, num, numOrNull } from "./util.ts"
+
+const columns: Record<keyof AvatarPatch, string> = {
+  username: "username",
+  email: "email",
+  passwordHash: "password_hash",
+  title: "title",
+  description: "description",
+  image: "image",
+  dob: "dob",
+  karmaTotal: "karma_total",
+  avatarType: "avatar_type",
+  providerType: "provider_type",
+  plan: "plan",
+  emailVerified: "email_verified",
+  pendingEmail: "pending_email",
+  isActive: "is_active",
+  updatedAt: "updated_at",
+  deletedAt: "deleted_at",
+  tokensValidAfter: "tokens_valid_after"
+}
+
+/** Turns a record patch into column values (booleans as 0/1, lower-case shadows of unique columns). */
+const toColumns = (patch: AvatarPatch): Record<string, unknown> => {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === undefined) continue
+    const column = columns[key as keyof AvatarPatch]
+    out[column] = typeof value === "boolean" ? (value ? 1 : 0) : value
+  }
+  if (patch.username !== undefined) out.username_lower = patch.username.toLowerCase()
+  if (patch.email !== undefined) out.email_lower = patch.email.toLowerCase()
+  return out
+}
+
+const fromRow = (r: any): AvatarRecord => ({
+  id: r.id,
+  username: r.username,
+  email: r.email,
+  passwordHash: r.password_hash,
+  title: r.title,
+  description: r.description,
+  image: r.image,
+  dob: r.dob ?? null,
+  karmaTotal: num(r.karma_total),
+  avatarType: r.avatar_type as AvatarType,
+  providerType: r.provider_type,
+  plan: r.plan as Plan,
+  emailVerified: bool(r.email_verified),
+  pendingEmail: r.pending_email ?? null,
+  isActive: bool(r.is_active),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at),
+  deletedAt: numOrNull(r.deleted_at),
+  tokensValidAfter: num(r.tokens_valid_after)
+})
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const one = (rows: ReadonlyArray<any>) => Option.map(Option.fromNullable(rows[0]), fromRow)
+
+  const conflictFor = (avatar: Pick<AvatarRecord, "id" | "username" | "email">) =>
+    sql`SELECT id FROM avatars WHERE username_lower = ${avatar.username.toLowerCase()} AND id <> ${avatar.id}`.pipe(
+      Effect.map((rows) => (rows.length > 0 ? usernameTaken : emailTaken))
+    )
+
+  const service: AvatarStoreService = {
+    insert: (avatar) =>
+      Effect.gen(function*() {
+        const { createdAt, id, ...rest } = avatar
+        const row = { id, created_at: createdAt, ...toColumns(rest) }
+        const inserted = yield* sql`INSERT INTO avatars ${sql.insert(row)} ON CONFLICT DO NOTHING RETURNING id`
+        if (inserted.length === 0) return yield* Effect.flatMap(conflictFor(avatar), Effect.fail)
+      }).pipe(Effect.catchTag("SqlError", Effect.die)),
+    findById: (id) => sql`SELECT * FROM avatars WHERE id = ${id}`.pipe(Effect.map(one), Effect.orDie),
+    findByLogin: (login) =>
+      sql`SELECT * FROM avatars WHERE username_lower = ${login.toLowerCase()} OR email_lower = ${login.toLowerCase()}`
+        .pipe(Effect.map(one), Effect.orDie),
+    findByEmail: (email) =>
+      sql`SELECT * FROM avatars WHERE email_lower = ${email.toLowerCase()}`.pipe(Effect.map(one), Effect.orDie),
+    list: () => sql`SELECT * FROM avatars ORDER BY created_at, id`.pipe(Effect.map((rows) => rows.map(fromRow)), Effect.orDie),
+    update: (id, patch) => {
+      const values = toColumns(patch)
+      if (Object.keys(values).length === 0) return service.findById(id)
+      return sql`UPDATE avatars SET ${sql.update(values)} WHERE id = ${id} RETURNING *`.pipe(
+        Effect.map(one),
+        Effect.catchTag("SqlError", (error) =>
+          isUniqueViolation(error, "username")
+            ? Effect.fail(usernameTaken)
+            : isUniqueViolation(error, "email")
+            ? Effect.fail(emailTaken)
+            : Effect.die(error))
+      )
+    },
+    countAdmins: () =>
+      sql`SELECT COUNT(*) AS n FROM avatars WHERE avatar_type = 'Admin'`.pipe(
+        Effect.map((rows) => num(rows[0]?.n)),
+        Effect.orDie
+      )
+  }
+  return service
+})
+
+export const layer = Layer.effect(AvatarStore, make)

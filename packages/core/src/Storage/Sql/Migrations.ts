@@ -1,0 +1,99 @@
+/**
+ * Schema migrations, kept in code (`Migrator.fromRecord`) so bundles (Lambda) carry them.
+ * The SQL is portable between SQLite and PostgreSQL: times are epoch milliseconds in BIGINT,
+ * booleans are 0/1 INTEGERs, JSON is TEXT; case-insensitive uniqueness uses *_lower columns.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+
+/** Runs each `;`-separated statement on its own (SQLite prepares one statement at a time). */
+const statements = (ddl: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    for (const statement of ddl.split(/;\s*\n/).map((s) => s.trim()).filter(Boolean)) {
+      yield* sql.unsafe(statement)
+    }
+  })
+
+export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
+  "0001_accounts_usage": statements(`
+    CREATE TABLE avatars (
+      id TEXT PRIMARY KEY,
+      username TEXT NOT NULL,
+      username_lower TEXT NOT NULL UNIQUE,
+      email TEXT NOT NULL,
+      email_lower TEXT NOT NULL UNIQUE,
+      password_hash TEXT NOT NULL,
+      title TEXT NOT NULL,
+      description TEXT NOT NULL,
+      image TEXT NOT NULL,
+      dob TEXT,
+      karma_total DOUBLE PRECISION NOT NULL,
+      avatar_type TEXT NOT NULL,
+      provider_type TEXT NOT NULL,
+      plan TEXT NOT NULL,
+      email_verified INTEGER NOT NULL,
+      pending_email TEXT,
+      is_active INTEGER NOT NULL,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL,
+      deleted_at BIGINT,
+      tokens_valid_after BIGINT NOT NULL
+    );
+    CREATE TABLE one_time_tokens (
+      hash TEXT PRIMARY KEY,
+      avatar_id TEXT NOT NULL,
+      purpose TEXT NOT NULL,
+      email TEXT,
+      expires_at BIGINT NOT NULL,
+      created_at BIGINT NOT NULL,
+      used_at BIGINT
+    );
+    CREATE INDEX one_time_tokens_avatar ON one_time_tokens (avatar_id, purpose);
+    CREATE TABLE send_limits (
+      key TEXT PRIMARY KEY,
+      t1 BIGINT,
+      t2 BIGINT,
+      t3 BIGINT
+    );
+    CREATE TABLE api_keys (
+      id TEXT PRIMARY KEY,
+      avatar_id TEXT NOT NULL,
+      name TEXT NOT NULL,
+      prefix TEXT NOT NULL,
+      hash TEXT NOT NULL UNIQUE,
+      created_at BIGINT NOT NULL,
+      last_used_at BIGINT,
+      revoked_at BIGINT
+    );
+    CREATE INDEX api_keys_avatar ON api_keys (avatar_id);
+    CREATE TABLE daily_usage (
+      avatar_id TEXT NOT NULL,
+      day TEXT NOT NULL,
+      calls INTEGER NOT NULL,
+      tokens BIGINT NOT NULL,
+      spend_usd DOUBLE PRECISION NOT NULL,
+      PRIMARY KEY (avatar_id, day)
+    );
+    CREATE TABLE usage_events (
+      id TEXT PRIMARY KEY,
+      avatar_id TEXT NOT NULL,
+      day TEXT NOT NULL,
+      provider TEXT NOT NULL,
+      model TEXT NOT NULL,
+      capability TEXT NOT NULL,
+      prompt_tokens INTEGER NOT NULL,
+      completion_tokens INTEGER NOT NULL,
+      cost_usd DOUBLE PRECISION NOT NULL,
+      latency_ms INTEGER NOT NULL,
+      estimated INTEGER NOT NULL,
+      ok INTEGER NOT NULL,
+      at BIGINT NOT NULL
+    );
+    CREATE INDEX usage_events_avatar_day ON usage_events (avatar_id, day)
+  `)
+}
+
+/** Applies pending migrations; safe to run at every start. */
+export const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: "aigw_migrations" })

@@ -1,0 +1,15 @@
+/** Small helpers shared by the SQL stores (row decoding across SQLite and PostgreSQL). */
+import type { SqlError } from "@effect/sql/SqlError"
+
+/** PostgreSQL returns BIGINT and SUM() as strings; SQLite returns numbers. */
+export const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v))
+export const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
+export const bool = (v: unknown): boolean => v === true || v === 1 || v === "1" || v === "t"
+
+/** True when the driver reports a unique-constraint violation; `column` narrows to one index. */
+export const isUniqueViolation = (error: SqlError, column?: string): boolean => {
+  const cause = error.cause as { code?: string; constraint?: string; message?: string } | undefined
+  const unique = cause?.code === "23505" || (cause?.code ?? "").startsWith("SQLITE_CONSTRAINT")
+  if (!unique || column === undefined) return unique
+  return `${cause?.constraint ?? ""} ${cause?.message ?? ""}`.includes(column)
+}

@@ -1,0 +1,38 @@
+/**
+ * All stores at once: the memory layer (unit tests, throw-away embedding) and the SQL layer
+ * (SQLite or PostgreSQL, whichever SqlClient is provided).
+ */
+import { Layer } from "effect"
+import * as ApiKeyStore from "./ApiKeyStore.ts"
+import * as AvatarStore from "./AvatarStore.ts"
+import * as OneTimeTokenStore from "./OneTimeTokenStore.ts"
+import * as SendLimitStore from "./SendLimitStore.ts"
+import * as SqlApiKeyStore from "./Sql/ApiKeyStore.ts"
+import * as SqlAvatarStore from "./Sql/AvatarStore.ts"
+import * as SqlOneTimeTokenStore from "./Sql/OneTimeTokenStore.ts"
+import * as SqlSendLimitStore from "./Sql/SendLimitStore.ts"
+import * as SqlUsageStore from "./Sql/UsageStore.ts"
+import * as UsageStore from "./UsageStore.ts"
+
+export const layerMemory = Layer.mergeAll(
+  AvatarStore.layerMemory,
+  OneTimeTokenStore.layerMemory,
+  SendLimitStore.layerMemory,
+  ApiKeyStore.layerMemory,
+  UsageStore.layerMemory
+)
+
+export const layerSql = Layer.mergeAll(
+  SqlAvatarStore.layer,
+  SqlOneTimeTokenStore.layer,
+  SqlSendLimitStore.layer,
+  SqlApiKeyStore.layer,
+  SqlUsageStore.layer
+)
+
+export type Stores =
+  | AvatarStore.AvatarStore
+  | OneTimeTokenStore.OneTimeTokenStore
+  | SendLimitStore.SendLimitStore
+  | ApiKeyStore.ApiKeyStore
+  | UsageStore.UsageStore
