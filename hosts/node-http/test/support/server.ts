@@ -1,0 +1,115 @@
+/**
+ * Starts the real node host (hosts/node-http/src/main.ts) in a child process on a free
+ * loopback port, with the environment a test gives it.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..")
+const main = path.join(root, "hosts/node-http/src/main.ts")
+const tsx = path.join(root, "node_modules/.bin/tsx")
+
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const srv = net.createServer()
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo
+      srv.close(() => resolve(port))
+    })
+    srv.on("error", reject)
+  })
+
+export interface RunningServer {
+  readonly url: string
+  readonly port: number
+  readonly dataDir: string
+  readonly output: () => string
+  readonly child: ChildProcess
+  /** SIGTERM and wait for exit; returns the exit code. */
+  readonly stop: () => Promise<number | null>
+  /** SIGKILL (a crash) and wait. */
+  readonly kill: () => Promise<void>
+}
+
+export const startServer = async (env: Record<string, string> = {}, options: { dataDir?: string; port?: number } = {}): Promise<RunningServer> => {
+  const port = options.port ?? (await freePort())
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "aigw-e2e-"))
+  let output = ""
+  const child = spawn(tsx, [main], {
+    cwd: dataDir,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      AIGW_DATA_DIR: path.join(dataDir, "data"),
+      DATABASE_URL: `sqlite:${path.join(dataDir, "data", "aigw.sqlite")}`,
+      ...env
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  child.stdout!.on("data", (d) => (output += d))
+  child.stderr!.on("data", (d) => (output += d))
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`)
+    try {
+      const res = await fetch(`${url}/v1/health`)
+      if (res.ok) break
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL")
+      throw new Error(`server did not start within 60 s:\n${output}`)
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return {
+    url,
+    port,
+    dataDir,
+    child,
+    output: () => output,
+    stop: async () => {
+      child.kill("SIGTERM")
+      return exited
+    },
+    kill: async () => {
+      child.kill("SIGKILL")
+      await exited
+    }
+  }
+}
+
+/** JSON request helper: returns status, headers and parsed body. */
+export const call = async (
+  base: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; raw?: string; token?: string; apiKey?: string; headers?: Record<string, string> } = {}
+) => {
+  const headers: Record<string, string> = { accept: "application/json", ...options.headers }
+  if (options.body !== undefined || options.raw !== undefined) headers["content-type"] ??= "application/json"
+  if (options.token) headers.authorization = `Bearer ${options.token}`
+  if (options.apiKey) headers["x-api-key"] = options.apiKey
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
+  })
+  const text = await res.text()
+  let body: any
+  try {
+    body = JSON.parse(text)
+  } catch {
+    body = text
+  }
+  return { status: res.status, headers: res.headers, body }
+}

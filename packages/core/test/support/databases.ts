@@ -1,0 +1,37 @@
+/**
+ * Test databases: a temp SQLite file, or a fresh PostgreSQL database on the server named by
+ * AIGW_TEST_PG_URL (.ci/run starts one). In CI a missing URL fails loudly; locally the
+ * PostgreSQL suites are skipped with a warning.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import pg from "pg"
+
+export const pgUrl = process.env.AIGW_TEST_PG_URL
+if (!pgUrl && process.env.CI) throw new Error("AIGW_TEST_PG_URL is not set: CI must run the PostgreSQL suites")
+export const hasPg = pgUrl !== undefined && pgUrl !== ""
+if (!hasPg) console.warn("AIGW_TEST_PG_URL not set: skipping PostgreSQL suites (run `eval \"$(bash .ci/pg.sh start)\"`)")
+
+/** A new, empty PostgreSQL database; returns its URL. */
+export const freshPgDatabase = async (): Promise<string> => {
+  const name = `aigw_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
+  const client = new pg.Client({ connectionString: pgUrl })
+  await client.connect()
+  try {
+    await client.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await client.end()
+  }
+  const url = new URL(pgUrl!)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+/** A new SQLite file URL under the OS temp dir. */
+export const freshSqliteUrl = (): string => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-sqlite-"))
+  return `sqlite:${path.join(dir, "test.sqlite")}`
+}
+
+export const freshDatabaseUrl = (kind: "sqlite" | "pg") => (kind === "pg" ? freshPgDatabase() : Promise.resolve(freshSqliteUrl()))
