@@ -7,7 +7,7 @@ import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { HttpApp, Layers } from "@aigw/core"
+import { ConfigFile, HttpApp, Layers } from "@aigw/core"
 import { Config, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 
@@ -24,7 +24,8 @@ const HttpLive = Layer.unwrapEffect(
 ).pipe(
   HttpServer.withLogAddress,
   Layer.provide(ServerLive),
-  Layer.provide(Layers.layerFromEnv())
+  Layer.provide(Layers.layerFromEnv()),
+  Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG))
 )
 
 NodeRuntime.runMain(Layer.launch(HttpLive))

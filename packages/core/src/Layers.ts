@@ -20,6 +20,9 @@ export const layerServices = Layer.mergeAll(Avatars.layer, Auth.layer, ApiKeys.l
   Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer))
 )
 
+/** What the HTTP application and the MCP toolkit need from their host. */
+export type CoreServices = Layer.Layer.Success<typeof layerServices> | GatewayConfig.GatewayConfig
+
 /** Services on memory stores. Provide a Mailer (e.g. Mailer.layerMemory) and GatewayConfig. */
 export const layerMemory = layerServices.pipe(Layer.provideMerge(Stores.layerMemory))
 

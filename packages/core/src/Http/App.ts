@@ -2,11 +2,13 @@
  * The HTTP application: every route of the gateway and the avatar API on one router, plus
  * /openapi.json, /docs, and envelope answers for unknown routes. Hosts serve this as it is.
  */
+import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import { GatewayConfig } from "../Config.ts"
+import type { CoreServices } from "../Layers.ts"
 import { failureOf } from "../Envelope.ts"
 import { avatarRoutes } from "./AvatarRoutes.ts"
 import { gatewayRoutes } from "./GatewayRoutes.ts"
@@ -31,5 +33,6 @@ export const makeRouter = (all: ReadonlyArray<Route> = routes) =>
       HttpRouter.get("/docs", Effect.succeed(HttpServerResponse.html(docs)))
     )
     for (const r of all) router = HttpRouter.append(router, HttpRouter.makeRoute(r.method, r.path as any, r.run))
-    return router.pipe(Effect.catchTag("RouteNotFound", () => notFound))
+    // Routes are declared with open requirements; all of them are core services.
+    return router.pipe(Effect.catchTag("RouteNotFound", () => notFound)) as HttpApp.Default<never, CoreServices>
   })
