@@ -4,7 +4,7 @@
  * tokensValidAfter are refused.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { Unauthorized } from "../Errors.ts"
+import { Forbidden, NotFound, Unauthorized } from "../Errors.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { ApiKeys, KEY_PREFIX } from "./ApiKeys.ts"
 import { Jwt } from "./Jwt.ts"
@@ -63,7 +63,25 @@ const makeService = Effect.gen(function*() {
       onSome: Effect.succeed
     }))
 
-  return { resolve, require }
+  /**
+   * The avatar a call acts for: the caller itself, or (Admins only) the avatar named by a
+   * request's `avatarId`. Others naming a foreign avatar get 403.
+   */
+  const actingAs = (caller: AvatarRecord, avatarId: string | undefined) => {
+    if (avatarId === undefined || avatarId === caller.id) return Effect.succeed(caller)
+    if (caller.avatarType !== "Admin") {
+      return Effect.fail(new Forbidden({ message: "avatarId must be your own avatar unless you are an Admin." }))
+    }
+    return avatars.findById(avatarId).pipe(
+      Effect.flatMap((a) =>
+        Option.isSome(a) && a.value.isActive
+          ? Effect.succeed(a.value)
+          : Effect.fail(new NotFound({ message: `No active avatar with id ${avatarId}.` }))
+      )
+    )
+  }
+
+  return { resolve, require, actingAs }
 })
 
 export class Auth extends Context.Tag("aigw/Auth")<Auth, Effect.Effect.Success<typeof makeService>>() {}

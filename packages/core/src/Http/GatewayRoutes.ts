@@ -1,6 +1,7 @@
 /** The gateway API (spec: gateway-api.md) under /v1. */
 import { Effect, Schema } from "effect"
 import { GatewayConfig } from "../Config.ts"
+import { accessRoutes } from "./AccessRoutes.ts"
 import { open } from "./Route.ts"
 
 const Health = Schema.Struct({ status: Schema.String, version: Schema.String, timestamp: Schema.String })
@@ -16,4 +17,4 @@ export const healthRoute = open({
     Effect.map(GatewayConfig, (c) => ({ status: "ok", version: c.version, timestamp: new Date().toISOString() }))
 })
 
-export const gatewayRoutes = [healthRoute]
+export const gatewayRoutes = [healthRoute, ...accessRoutes]

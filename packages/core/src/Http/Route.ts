@@ -59,7 +59,16 @@ type Output = unknown
 export interface AuthedSpec<B, Q, R> extends Common<B, Q> {
   /** Counts against the daily quota (every capability call). */
   readonly metered?: boolean
-  readonly handle: (input: Input<B, Q> & { readonly caller: AvatarRecord; readonly quota: QuotaState }) => Effect.Effect<Output, GatewayError, R>
+  /** The `avatarId` the request acts for (Admins may name another avatar; quota is charged to it). */
+  readonly avatarIdOf?: (body: B) => string | undefined
+  readonly handle: (
+    input: Input<B, Q> & {
+      readonly caller: AvatarRecord
+      /** The avatar the call acts for: the caller, or the avatar an Admin named. */
+      readonly avatar: AvatarRecord
+      readonly quota: QuotaState
+    }
+  ) => Effect.Effect<Output, GatewayError, R>
 }
 
 export interface PublicSpec<B, Q, R> extends Common<B, Q> {
@@ -146,7 +155,7 @@ const respond = (kind: EnvelopeKind | "none", output: Output, headers: Record<st
 }
 
 const make = <B, Q, R>(
-  spec: Common<B, Q>,
+  spec: Common<B, Q> & { readonly avatarIdOf?: ((body: B) => string | undefined) | undefined },
   auth: "required" | "optional",
   metered: boolean,
   handle: (input: any) => Effect.Effect<Output, GatewayError, R>
@@ -171,12 +180,15 @@ const make = <B, Q, R>(
         ? yield* Effect.flatMap(readJson, (j) => decode(spec.body!, j, "request body"))
         : (undefined as B)
       let state: QuotaState | undefined
+      let avatar: AvatarRecord | undefined
       if (Option.isSome(caller)) {
+        avatar = spec.avatarIdOf ? yield* authService.actingAs(caller.value, spec.avatarIdOf(body)) : caller.value
+        const charged = avatar
         state = metered
-          ? yield* quota.admit(caller.value).pipe(
-            Effect.tapError(() => Effect.map(quota.peek(caller.value), (s) => (out.headers = headersOf(s))))
+          ? yield* quota.admit(charged).pipe(
+            Effect.tapError(() => Effect.map(quota.peek(charged), (s) => (out.headers = headersOf(s))))
           )
-          : yield* quota.peek(caller.value)
+          : yield* quota.peek(charged)
         out.headers = headersOf(state)
       }
       const output = yield* handle({
@@ -185,6 +197,7 @@ const make = <B, Q, R>(
         params,
         request,
         caller: auth === "required" ? Option.getOrThrow(caller) : caller,
+        avatar,
         quota: state
       })
       return respond(envelope, output, out.headers)

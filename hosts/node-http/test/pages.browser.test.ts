@@ -1,0 +1,170 @@
+/**
+ * The two HTML pages people reach from e-mail links, opened in a real browser (Debian's
+ * Chromium driven by playwright-core): the verification link and the password-reset form.
+ * PUBLIC_URL is the server's own URL, so the mailed links open as they are.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { call, freePort, type RunningServer, startServer } from "./support/server.ts"
+import { type MailCatcher, startSmtp } from "./support/smtp.ts"
+
+const chromiumPath = "/usr/bin/chromium"
+const hasChromium = fs.existsSync(chromiumPath)
+const inCi = !!process.env.CI && process.env.CI !== "false" && process.env.CI !== "0"
+
+if (!hasChromium && !inCi) {
+  console.warn(`pages.browser.test.ts: skipped, no Chromium at ${chromiumPath} (in CI this test fails instead).`)
+}
+
+describe.skipIf(!hasChromium && !inCi)("e-mail link pages in a browser", () => {
+  let server: RunningServer
+  let smtp: MailCatcher
+  let browser: Browser
+  let page: Page
+  let pageErrors: Array<string> = []
+  const shots = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-pages-"))
+  const u = Math.random().toString(36).slice(2, 8)
+  const carol = { username: `carol_${u}`, email: `carol_${u}@example.com`, password: "old password 1" }
+  const newPassword = "new password 1"
+  const api = (method: string, path: string, options: Parameters<typeof call>[3] = {}) =>
+    call(server.url, method, `/api${path}`, options)
+  const screenshot = async (name: string) => {
+    const file = path.join(shots, `${name}.png`)
+    await page.screenshot({ path: file, fullPage: true })
+    console.log(`screenshot: ${file}`)
+  }
+
+  beforeAll(async () => {
+    if (!hasChromium) throw new Error(`CI is set but there is no Chromium at ${chromiumPath}; the browser test cannot run.`)
+    smtp = await startSmtp()
+    const port = await freePort()
+    server = await startServer(
+      { PUBLIC_URL: `http://127.0.0.1:${port}`, SMTP_URL: smtp.url, MAIL_FROM: "aigw test <no-reply@aigw.test>" },
+      { port }
+    )
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    })
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await server?.stop()
+    await smtp?.close()
+  })
+  beforeEach(async () => {
+    pageErrors = []
+    page = await browser.newPage()
+    page.on("pageerror", (e) => pageErrors.push(`pageerror: ${e.message}`))
+    page.on("console", (m) => {
+      // Chromium asks for /favicon.ico on its own; the gateway has none (404), which is fine
+      if (m.type() === "error" && !m.location().url.endsWith("/favicon.ico")) pageErrors.push(`console: ${m.text()} (${m.location().url})`)
+    })
+  })
+  afterEach(async () => {
+    await page?.close()
+  })
+
+  it("the verification link shows that the address is verified", async () => {
+    const res = await api("POST", "/avatar/register", { body: carol })
+    expect(res.body.isError).toBe(false)
+    const link = smtp.linkIn(await smtp.waitFor(carol.email, /verify/i))
+    expect(link.startsWith(`${server.url}/api/avatar/verify-email?token=`)).toBe(true)
+
+    const response = await page.goto(link)
+    expect(response?.status()).toBe(200)
+    expect(response?.headers()["content-type"]).toMatch(/text\/html/)
+    await expect(page.title()).resolves.toBe("E-mail verified · aigw")
+    const outcome = page.locator("#outcome")
+    expect(await outcome.getAttribute("class")).toBe("ok")
+    expect(await outcome.innerText()).toBe("Your e-mail address is verified.")
+    expect(await page.locator("#message").innerText()).toContain(carol.email)
+    await screenshot("verify-ok")
+    expect(pageErrors).toEqual([])
+
+    const login = await api("POST", "/avatar/authenticate", { body: { username: carol.username, password: carol.password } })
+    expect(login.body.isError).toBe(false)
+  })
+
+  it("a used or bad verification link shows that verification failed", async () => {
+    const link = smtp.linkIn(await smtp.waitFor(carol.email, /verify/i))
+    const used = await page.goto(link)
+    expect(used?.status()).toBe(400)
+    expect(await page.locator("#outcome").getAttribute("class")).toBe("err")
+    expect(await page.locator("#outcome").innerText()).toBe("Verification failed.")
+    expect((await page.locator("#message").innerText()).length).toBeGreaterThan(0)
+    await screenshot("verify-used")
+
+    const bogus = await page.goto(`${server.url}/api/avatar/verify-email?token=${encodeURIComponent("<b>bogus</b>")}`)
+    expect(bogus?.status()).toBe(400)
+    expect(await page.locator("#outcome").getAttribute("class")).toBe("err")
+    expect(await page.locator("#outcome").innerText()).toBe("Verification failed.")
+    expect(await page.locator("b").count()).toBe(0)
+    await screenshot("verify-bogus")
+    // Chromium logs the 400 document as a failed resource load; nothing else may fail
+    expect(pageErrors.filter((e) => !/status of 400 .*\/api\/avatar\/verify-email\?token=/.test(e))).toEqual([])
+  })
+
+  it("the reset link opens a form that rejects mismatched passwords, then resets", async () => {
+    const forgot = await api("POST", "/avatar/forgot-password", { body: { email: carol.email } })
+    expect(forgot.body.isError).toBe(false)
+    const link = smtp.linkIn(await smtp.waitFor(carol.email, /reset your password/i))
+    expect(link.startsWith(`${server.url}/api/avatar/reset-password?token=`)).toBe(true)
+
+    const response = await page.goto(link)
+    expect(response?.status()).toBe(200)
+    expect(response?.headers()["content-type"]).toMatch(/text\/html/)
+    await expect(page.locator("h1").innerText()).resolves.toBe("Choose a new password")
+    await screenshot("reset-form")
+
+    // mismatched: the server refuses, the page shows its message, the form stays
+    await page.fill("#password", newPassword)
+    await page.fill("#confirmPassword", "something else 1")
+    const [mismatchPost] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === "POST" && r.url() === `${server.url}/api/avatar/reset-password`),
+      page.click("#submit")
+    ])
+    expect(mismatchPost.status()).toBe(400)
+    await page.waitForSelector("#outcome.err")
+    expect(await page.locator("#outcome").innerText()).toMatch(/do not match/)
+    expect(await page.locator("#reset").count()).toBe(1)
+    await screenshot("reset-mismatch")
+
+    // matching: success, the form goes away
+    await page.fill("#confirmPassword", newPassword)
+    const [okPost] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === "POST" && r.url() === `${server.url}/api/avatar/reset-password`),
+      page.click("#submit")
+    ])
+    expect(okPost.status()).toBe(200)
+    await page.waitForSelector("#outcome.ok")
+    expect(await page.locator("#outcome").innerText()).toBe("Your password was changed. You can sign in now.")
+    expect(await page.locator("#reset").count()).toBe(0)
+    await screenshot("reset-ok")
+    // only the refused mismatch POST (400) may be logged
+    expect(pageErrors.filter((e) => !/status of 400 .*\/api\/avatar\/reset-password\)$/.test(e))).toEqual([])
+
+    await smtp.waitFor(carol.email, /password was changed/i)
+    const fresh = await api("POST", "/avatar/authenticate", { body: { username: carol.username, password: newPassword } })
+    expect(fresh.body).toMatchObject({ isError: false, result: { username: carol.username } })
+    const old = await api("POST", "/avatar/authenticate", { body: { username: carol.username, password: carol.password } })
+    expect(old.body).toMatchObject({ isError: true, message: "Invalid credentials." })
+  })
+
+  it("a used reset link's form shows the error", async () => {
+    const link = smtp.linkIn(await smtp.waitFor(carol.email, /reset your password/i))
+    await page.goto(link)
+    await page.fill("#password", "another password 2")
+    await page.fill("#confirmPassword", "another password 2")
+    await page.click("#submit")
+    await page.waitForSelector("#outcome.err")
+    expect((await page.locator("#outcome").innerText()).length).toBeGreaterThan(0)
+    expect(await page.locator("#reset").count()).toBe(1)
+    const login = await api("POST", "/avatar/authenticate", { body: { username: carol.username, password: newPassword } })
+    expect(login.body.isError).toBe(false)
+  })
+})

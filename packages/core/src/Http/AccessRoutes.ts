@@ -1,0 +1,177 @@
+/** Gateway access: API keys, plans, usage, cost estimate and the catalogues. None of these is metered. */
+import { Effect, Option, Schema } from "effect"
+import { ApiKeys } from "../Accounts/ApiKeys.ts"
+import { Avatars } from "../Accounts/Avatars.ts"
+import { Catalog, modelDetail, modelView, openServView } from "../Catalog/Catalog.ts"
+import { costOf, pricingNote } from "../Cost.ts"
+import { Forbidden, NotFound } from "../Errors.ts"
+import { Plan, PlanNames } from "../Plans.ts"
+import { ProviderHealth } from "../Providers/ProviderHealth.ts"
+import { Usage } from "../Usage.ts"
+import { authed, Reply } from "./Route.ts"
+
+const PlanQuery = Plan.annotations({
+  message: () => `plan must be one of ${PlanNames.join(", ")}`
+})
+
+const TokenCount = Schema.Int.pipe(
+  Schema.between(0, 100_000_000, { message: () => "token counts must be integers from 0 to 100000000" })
+)
+
+const KeyBody = Schema.Struct({
+  name: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "default" })
+})
+
+const EstimateBody = Schema.Struct({
+  provider: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)),
+  model: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  promptTokens: TokenCount,
+  completionTokens: Schema.optionalWith(TokenCount, { default: () => 0 })
+})
+
+const UsageQuery = Schema.Struct({
+  plan: Schema.optional(PlanQuery),
+  karma: Schema.optional(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(-1e12, 1e12), Schema.annotations({ message: () => "karma must be an integer" }))
+  )
+})
+
+export const accessRoutes = [
+  authed({
+    method: "POST",
+    path: "/v1/keys",
+    tag: "API keys",
+    summary: "Create an API key for the calling avatar (the secret is shown only in this answer)",
+    body: KeyBody,
+    handle: ({ body, caller }) =>
+      Effect.flatMap(ApiKeys, (k) => k.create(caller.id, body.name)).pipe(
+        Effect.map((key) => new Reply(key, "API key created. Store the key now: it is not shown again."))
+      )
+  }),
+  authed({
+    method: "GET",
+    path: "/v1/keys",
+    tag: "API keys",
+    summary: "List the calling avatar's API keys (no secrets)",
+    handle: ({ caller }) => Effect.flatMap(ApiKeys, (k) => k.list(caller.id))
+  }),
+  authed({
+    method: "DELETE",
+    path: "/v1/keys/:id",
+    tag: "API keys",
+    summary: "Revoke one of the calling avatar's API keys",
+    handle: ({ caller, params }) =>
+      Effect.flatMap(ApiKeys, (k) => k.revoke(caller.id, params.id ?? "")).pipe(Effect.as(new Reply({ id: params.id, revoked: true }, "API key revoked.")))
+  }),
+  authed({
+    method: "PUT",
+    path: "/v1/admin/avatars/:id/plan",
+    tag: "Plans",
+    summary: "Set an avatar's plan (Admin only)",
+    body: Schema.Struct({ plan: PlanQuery }),
+    handle: ({ body, caller, params }) =>
+      caller.avatarType !== "Admin"
+        ? Effect.fail(new Forbidden({ message: "Only an Admin can set plans." }))
+        : Effect.flatMap(Avatars, (a) => a.update(caller, params.id ?? "", { plan: body.plan })).pipe(
+          Effect.map((avatar) => new Reply({ id: avatar.id, plan: avatar.plan }, `Plan set to ${avatar.plan}.`))
+        )
+  }),
+  authed({
+    method: "GET",
+    path: "/v1/usage",
+    tag: "Usage",
+    summary: "Usage summary of the calling avatar",
+    description:
+      "`plan` and `karma` compute a what-if limit for the answer (whatIf: true); they never change the enforced quota, which is under `enforced` and in the X-RateLimit-* headers.",
+    query: UsageQuery,
+    handle: ({ caller, query }) => Effect.flatMap(Usage, (u) => u.summary(caller, { plan: query.plan, karma: query.karma }))
+  }),
+  authed({
+    method: "GET",
+    path: "/v1/models",
+    tag: "Catalogue",
+    summary: "Model catalogue, optionally filtered to the models available on a plan",
+    query: Schema.Struct({ plan: Schema.optional(PlanQuery) }),
+    handle: ({ query }) =>
+      Effect.map(Catalog, (c) => {
+        const models = (query.plan ? c.modelsFor(query.plan) : c.models).map((m) => modelView(m, c.provider))
+        return { total: models.length, models }
+      })
+  }),
+  authed({
+    method: "GET",
+    path: "/v1/models/*",
+    tag: "Catalogue",
+    summary: "Detail of one model (ids with `/` may be sent as is or URL-encoded)",
+    handle: ({ params }) =>
+      Effect.flatMap(Catalog, (c) => {
+        const id = safeDecode(params["*"] ?? "")
+        return Option.match(c.model(id), {
+          onNone: () => Effect.fail(new NotFound({ message: `Unknown model ${id}. See GET /v1/models.` })),
+          onSome: (m) => Effect.succeed(modelDetail(m, c.provider))
+        })
+      })
+  }),
+  authed({
+    method: "GET",
+    path: "/v1/providers",
+    tag: "Catalogue",
+    summary: "All providers with minimum plan, endpoint types, configuration and live status",
+    handle: () =>
+      Effect.gen(function*() {
+        const c = yield* Catalog
+        const health = yield* ProviderHealth
+        const providers = c.providers.map((p) => ({
+          id: p.id,
+          name: p.name,
+          adapter: p.adapter,
+          baseUrl: p.endpoint,
+          auth: p.auth,
+          endpointTypes: p.capabilities,
+          minPlan: p.minPlan,
+          minPlanLabel: p.minPlan,
+          configured: p.configured,
+          status: health.status(p.id),
+          models: c.modelsOf(p.id).map((m) => m.id),
+          website: p.website
+        }))
+        return { total: providers.length, providers }
+      })
+  }),
+  authed({
+    method: "GET",
+    path: "/v1/openserv/models",
+    tag: "Catalogue",
+    envelope: "none",
+    summary: "Chat models in the third-party catalogue format (a bare array, not enveloped)",
+    handle: () => Effect.map(Catalog, (c) => c.models.filter((m) => m.kind === "chat").map(openServView))
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/estimate",
+    tag: "Cost",
+    summary: "Estimate the cost of a call from token counts and catalogue prices",
+    body: EstimateBody,
+    handle: ({ body }) =>
+      Effect.flatMap(Catalog, (c) => {
+        const provider = c.provider(body.provider)
+        if (Option.isNone(provider)) return Effect.fail(new NotFound({ message: `Unknown provider ${body.provider}. See GET /v1/providers.` }))
+        const model = c.model(body.model)
+        if (Option.isNone(model) || model.value.provider !== body.provider) {
+          return Effect.fail(new NotFound({ message: `Provider ${body.provider} has no model ${body.model} in the catalogue. See GET /v1/models.` }))
+        }
+        return Effect.succeed({
+          estimatedUSD: costOf(model.value, body.promptTokens, body.completionTokens),
+          note: pricingNote(model.value, provider.value.name)
+        })
+      })
+  })
+]
+
+const safeDecode = (s: string) => {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Usage: per-call records (tokens, cost, provider, model, latency) and the spec's usage
+ * summary. The summary's `plan`/`karma` inputs are a what-if preview and never change what
+ * Quota enforces.
+ */
+import { Context, Effect, Layer } from "effect"
+import { GatewayConfig } from "./Config.ts"
+import { dailyLimit, karmaMultiplier, type Plan } from "./Plans.ts"
+import { utcDay } from "./Quota.ts"
+import type { AvatarRecord } from "./Storage/AvatarStore.ts"
+import { type UsageEvent, UsageStore } from "./Storage/UsageStore.ts"
+
+export interface UsageSummary {
+  readonly dailyCallsUsed: number
+  readonly dailyCallLimit: number
+  readonly remainingCallsToday: number
+  readonly karmaMultiplier: number
+  readonly monthlySpendUSD: number
+  readonly dailyTokensUsed: number
+  readonly periodMonth: string
+  readonly periodDay: string
+  /** The plan the limit above was computed for. */
+  readonly plan: Plan
+  /** True when plan/karma came from the query (a preview); the enforced values are in `enforced`. */
+  readonly whatIf: boolean
+  readonly enforced: { readonly plan: Plan; readonly karmaMultiplier: number; readonly dailyCallLimit: number }
+}
+
+const makeService = Effect.gen(function*() {
+  const config = yield* GatewayConfig
+  const store = yield* UsageStore
+  return {
+    record: (event: Omit<UsageEvent, "day" | "at">) =>
+      Effect.suspend(() => {
+        const at = Date.now()
+        return store.record({ ...event, day: utcDay(at), at })
+      }),
+    summary: (avatar: AvatarRecord, whatIf: { readonly plan?: Plan | undefined; readonly karma?: number | undefined } = {}) =>
+      Effect.gen(function*() {
+        const day = utcDay(Date.now())
+        const totals = yield* store.totals(avatar.id, day)
+        const plan = whatIf.plan ?? avatar.plan
+        const karma = whatIf.karma ?? avatar.karmaTotal
+        const limit = dailyLimit(config.planLimits[plan], karma)
+        const summary: UsageSummary = {
+          dailyCallsUsed: totals.callsToday,
+          dailyCallLimit: limit,
+          remainingCallsToday: Math.max(0, limit - totals.callsToday),
+          karmaMultiplier: karmaMultiplier(karma),
+          monthlySpendUSD: Math.round(totals.spendMonthUSD * 1e8) / 1e8,
+          dailyTokensUsed: totals.tokensToday,
+          periodMonth: day.slice(0, 7),
+          periodDay: day,
+          plan,
+          whatIf: whatIf.plan !== undefined || whatIf.karma !== undefined,
+          enforced: {
+            plan: avatar.plan,
+            karmaMultiplier: karmaMultiplier(avatar.karmaTotal),
+            dailyCallLimit: dailyLimit(config.planLimits[avatar.plan], avatar.karmaTotal)
+          }
+        }
+        return summary
+      })
+  }
+})
+
+export class Usage extends Context.Tag("aigw/Usage")<Usage, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(Usage, makeService)
