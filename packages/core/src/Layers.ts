@@ -11,7 +11,9 @@ import * as Passwords from "./Accounts/Passwords.ts"
 import * as GatewayConfig from "./Config.ts"
 import * as Mailer from "./Mail/Mailer.ts"
 import * as Smtp from "./Mail/Smtp.ts"
+import * as Completions from "./Capabilities/Completions.ts"
 import * as Catalog from "./Catalog/Catalog.ts"
+import * as Routing from "./Routing.ts"
 import * as ProviderHealth from "./Providers/ProviderHealth.ts"
 import * as Quota from "./Quota.ts"
 import * as Usage from "./Usage.ts"
@@ -19,8 +21,10 @@ import * as Database from "./Storage/Database.ts"
 import * as Stores from "./Storage/Stores.ts"
 
 /** Every core service, given stores, a Mailer and GatewayConfig. */
-export const layerServices = Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer, Catalog.layer, ProviderHealth.layer).pipe(
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer))
+export const layerServices = Completions.layer.pipe(
+  Layer.provideMerge(Routing.layer),
+  Layer.provideMerge(Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer))
 )
 
 /** What the HTTP application and the MCP toolkit need from their host. */

@@ -1,0 +1,201 @@
+/** POST /v1/complete, /v1/complete/stream and /v1/complete/tool-result. */
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Effect, Exit, Schema, Scope, Stream } from "effect"
+import { type CompletionInput, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
+import { BadRequest } from "../Errors.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import type { ChatMessage } from "../Providers/Chat.ts"
+import { authed } from "./Route.ts"
+
+const tag = "Completions"
+
+const ToolName = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "tool names are 1-64 letters, digits, _ or -" }))
+
+/** A tool call as OpenAI sends it (`{id, type, function: {name, arguments}}`) or flat (`{id, name, arguments}`). */
+const WireToolCall = Schema.Struct({
+  id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  type: Schema.optional(Schema.Literal("function")),
+  function: Schema.optional(Schema.Struct({ name: ToolName, arguments: Schema.optional(Schema.String) })),
+  name: Schema.optional(ToolName),
+  arguments: Schema.optional(Schema.String)
+})
+
+const Content = Schema.String.pipe(Schema.maxLength(2_000_000))
+
+const messageFields = {
+  content: Schema.optionalWith(Schema.NullOr(Content), { default: () => "" }),
+  toolCalls: Schema.optional(Schema.Array(WireToolCall)),
+  tool_calls: Schema.optional(Schema.Array(WireToolCall)),
+  toolCallId: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
+  tool_call_id: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
+  name: Schema.optional(Schema.String.pipe(Schema.maxLength(64)))
+}
+
+const messageSchema = <R extends ReadonlyArray<string>>(...roles: R) =>
+  Schema.Struct({
+    role: Schema.Literal(...(roles as unknown as [string, ...Array<string>])).annotations({
+      message: () => `role must be one of ${roles.join(", ")}`
+    }),
+    ...messageFields
+  })
+
+const ToolDefinitionSchema = Schema.Struct({
+  type: Schema.optionalWith(Schema.Literal("function"), { default: () => "function" as const }),
+  function: Schema.Struct({
+    name: ToolName,
+    description: Schema.optional(Schema.String.pipe(Schema.maxLength(10_000))),
+    parameters: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), {
+      default: () => ({ type: "object", properties: {} })
+    })
+  })
+})
+
+const requestFields = {
+  provider: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" }),
+  model: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(200)), { default: () => "auto" }),
+  avatarId: Schema.optional(Schema.UUID.annotations({ message: () => "avatarId must be a UUID" })),
+  useFAHRN: Schema.optional(Schema.Boolean),
+  useHolonicBraid: Schema.optional(Schema.Boolean),
+  injectAvatarContext: Schema.optional(Schema.Boolean),
+  tools: Schema.optional(Schema.Array(ToolDefinitionSchema).pipe(Schema.maxItems(128))),
+  temperature: Schema.optional(Schema.Number.pipe(Schema.between(0, 2, { message: () => "temperature must be between 0 and 2" }))),
+  maxTokens: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "maxTokens must be an integer from 1 to 1000000" }))),
+  routing: Schema.optional(
+    Schema.Struct({
+      useOpenServ: Schema.optional(Schema.Boolean),
+      preference: Schema.optional(Schema.Literal("cost", "balanced", "quality")),
+      fallback: Schema.optional(Schema.Boolean)
+    })
+  )
+}
+
+const nonEmpty = { message: () => "messages must hold at least one message" }
+
+export const CompleteBody = Schema.Struct({
+  messages: Schema.Array(messageSchema("system", "user", "assistant")).pipe(Schema.minItems(1, nonEmpty), Schema.maxItems(1000)),
+  ...requestFields
+})
+
+export const ToolResultBody = Schema.Struct({
+  messages: Schema.Array(messageSchema("system", "user", "assistant", "tool")).pipe(Schema.minItems(1, nonEmpty), Schema.maxItems(1000)),
+  ...requestFields
+})
+
+type WireMessage = typeof ToolResultBody.Type["messages"][number]
+
+/** Wire messages -> chat messages; checks that tool results answer earlier tool calls. */
+export const toChatMessages = (wire: ReadonlyArray<WireMessage>): Effect.Effect<Array<ChatMessage>, BadRequest> =>
+  Effect.suspend(() => {
+    const calls = new Set<string>()
+    const out: Array<ChatMessage> = []
+    for (const [i, m] of wire.entries()) {
+      const toolCalls = (m.toolCalls ?? m.tool_calls ?? []).map((c) => ({
+        id: c.id,
+        name: c.function?.name ?? c.name ?? "",
+        arguments: c.function?.arguments ?? c.arguments ?? "{}"
+      }))
+      if (toolCalls.some((c) => c.name === "")) return Effect.fail(new BadRequest({ message: `messages.${i}: every tool call needs a function name` }))
+      if (toolCalls.length > 0 && m.role !== "assistant") {
+        return Effect.fail(new BadRequest({ message: `messages.${i}: only assistant messages carry tool calls` }))
+      }
+      for (const c of toolCalls) calls.add(c.id)
+      const toolCallId = m.toolCallId ?? m.tool_call_id
+      if (m.role === "tool") {
+        if (!toolCallId) return Effect.fail(new BadRequest({ message: `messages.${i}: a tool message needs toolCallId (or tool_call_id)` }))
+        if (!calls.has(toolCallId)) {
+          return Effect.fail(new BadRequest({ message: `messages.${i}: toolCallId ${toolCallId} answers no earlier assistant tool call` }))
+        }
+      }
+      out.push({
+        role: m.role as ChatMessage["role"],
+        content: m.content ?? "",
+        ...(toolCalls.length > 0 ? { toolCalls } : {}),
+        ...(m.role === "tool" ? { toolCallId, ...(m.name ? { name: m.name } : {}) } : {})
+      })
+    }
+    return Effect.succeed(out)
+  })
+
+export const toInput = (body: typeof ToolResultBody.Type, messages: ReadonlyArray<ChatMessage>): CompletionInput => ({
+  messages,
+  provider: body.provider,
+  model: body.model,
+  tools: body.tools?.map((t) => ({ name: t.function.name, description: t.function.description, parameters: t.function.parameters })),
+  temperature: body.temperature,
+  maxTokens: body.maxTokens,
+  injectAvatarContext: body.injectAvatarContext,
+  useFAHRN: body.useFAHRN,
+  useHolonicBraid: body.useHolonicBraid,
+  routing: body.routing
+})
+
+const encoder = new TextEncoder()
+export const sseFrame = (chunk: unknown) => encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`)
+
+/**
+ * Opens the upstream before answering (so routing and upstream refusals still get a status
+ * code and an envelope), then streams. The upstream request lives as long as the response
+ * stream: a client that disconnects interrupts it.
+ */
+export const openStream = <A, E, R>(
+  open: Effect.Effect<Stream.Stream<A>, E, R>,
+  frame: (a: A) => Uint8Array,
+  trailer?: Uint8Array
+) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const stream = yield* Scope.extend(open, scope).pipe(Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause))))
+    const bytes = stream.pipe(
+      Stream.map(frame),
+      trailer ? Stream.concat(Stream.make(trailer)) : (s) => s,
+      Stream.ensuring(Scope.close(scope, Exit.void))
+    )
+    return HttpServerResponse.stream(bytes, {
+      contentType: "text/event-stream",
+      headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+    })
+  })
+
+const completeWith = (body: typeof ToolResultBody.Type, avatar: AvatarRecord) =>
+  Effect.flatMap(toChatMessages(body.messages), (messages) => Effect.flatMap(Completions, (c) => c.complete(avatar, toInput(body, messages))))
+
+export const completionRoutes = [
+  authed({
+    method: "POST",
+    path: "/v1/complete",
+    tag,
+    metered: true,
+    summary: "Chat completion, routed to the named provider or the best fit for the plan (auto)",
+    body: CompleteBody,
+    avatarIdOf: (b) => b.avatarId,
+    handle: ({ avatar, body }) => completeWith(body, avatar)
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/complete/stream",
+    tag,
+    metered: true,
+    contentType: "text/event-stream",
+    summary: "Streaming chat completion: text/event-stream of {content, done} chunks; the last has done=true and token counts",
+    body: CompleteBody,
+    avatarIdOf: (b) => b.avatarId,
+    handle: ({ avatar, body }) =>
+      Effect.flatMap(toChatMessages(body.messages), (messages) =>
+        openStream(Effect.flatMap(Completions, (c) => c.stream(avatar, toInput(body, messages))), (chunk: StreamChunk) => sseFrame(chunk)))
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/complete/tool-result",
+    tag,
+    metered: true,
+    summary: "Continue a tool-calling loop: the history holds assistant tool calls and role=tool results",
+    description:
+      "Same body as /v1/complete; messages may also have role `tool` with `toolCallId` (or `tool_call_id`) answering an earlier assistant message's `toolCalls` (or OpenAI-style `tool_calls`). Send the same `tools` again.",
+    body: ToolResultBody,
+    avatarIdOf: (b) => b.avatarId,
+    handle: ({ avatar, body }) =>
+      body.messages.some((m) => m.role === "tool")
+        ? completeWith(body, avatar)
+        : Effect.fail(new BadRequest({ message: "messages must contain at least one role=tool message (use /v1/complete otherwise)" }))
+  })
+]

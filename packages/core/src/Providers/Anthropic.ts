@@ -1,0 +1,138 @@
+/**
+ * Anthropic Messages API adapter: top-level `system`, content blocks (text, tool_use,
+ * tool_result), `max_tokens` required, SSE with typed events.
+ */
+import { Effect, Stream } from "effect"
+import type { ChatAdapter, ChatMessage, ChatRequest, FinishReason, StreamEvent, Target } from "./Chat.ts"
+import { authHeaders, json, postJson, postSse } from "./internal/http.ts"
+import { protocolError } from "./UpstreamError.ts"
+
+export const API_VERSION = "2023-06-01"
+/** Used when the request sets no maxTokens (the API requires one). */
+export const DEFAULT_MAX_TOKENS = 4096
+
+const parseArgs = (args: string): unknown => {
+  try {
+    return JSON.parse(args || "{}")
+  } catch {
+    return {}
+  }
+}
+
+/** Chat messages -> Anthropic messages; consecutive tool results merge into one user turn. */
+export const toWireMessages = (messages: ReadonlyArray<ChatMessage>) => {
+  const out: Array<{ role: "user" | "assistant"; content: Array<any> }> = []
+  const push = (role: "user" | "assistant", blocks: Array<any>) => {
+    const last = out[out.length - 1]
+    if (last && last.role === role) last.content.push(...blocks)
+    else out.push({ role, content: blocks })
+  }
+  for (const m of messages) {
+    if (m.role === "system") continue
+    if (m.role === "tool") {
+      push("user", [{ type: "tool_result", tool_use_id: m.toolCallId ?? "", content: m.content }])
+    } else if (m.role === "assistant") {
+      push("assistant", [
+        ...(m.content !== "" ? [{ type: "text", text: m.content }] : []),
+        ...(m.toolCalls ?? []).map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: parseArgs(c.arguments) }))
+      ])
+    } else {
+      push("user", [{ type: "text", text: m.content }])
+    }
+  }
+  return out
+}
+
+export const toWireRequest = (target: Target, request: ChatRequest, stream: boolean) => {
+  const system = request.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n")
+  return {
+    model: request.model,
+    max_tokens: request.maxTokens ?? Math.min(DEFAULT_MAX_TOKENS, target.model.maxOutputTokens || DEFAULT_MAX_TOKENS),
+    ...(system ? { system } : {}),
+    messages: toWireMessages(request.messages),
+    ...(request.tools && request.tools.length > 0
+      ? { tools: request.tools.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), input_schema: t.parameters })) }
+      : {}),
+    // Anthropic accepts 0..1; the gateway's 0..2 scale is clamped.
+    ...(request.temperature !== undefined ? { temperature: Math.min(1, request.temperature) } : {}),
+    ...(stream ? { stream: true } : {})
+  }
+}
+
+export const finishReason = (reason: unknown): FinishReason =>
+  reason === "max_tokens" ? "length" : reason === "tool_use" ? "tool_calls" : reason === "refusal" ? "content_filter" : "stop"
+
+const one = (event: StreamEvent): Stream.Stream<StreamEvent> => Stream.make(event)
+
+const headers = (target: Target) => ({ ...authHeaders(target.provider), "anthropic-version": API_VERSION })
+const url = (target: Target) => `${target.provider.endpoint}/messages`
+
+export const adapter: ChatAdapter = {
+  complete: (target, request) =>
+    postJson(target.provider.id, url(target), headers(target), toWireRequest(target, request, false)).pipe(
+      Effect.flatMap((body) => {
+        if (!Array.isArray(body?.content)) return Effect.fail(protocolError(target.provider.id, "no content array"))
+        const blocks: Array<any> = body.content
+        return Effect.succeed({
+          content: blocks.filter((b) => b.type === "text").map((b) => String(b.text)).join(""),
+          toolCalls: blocks
+            .filter((b) => b.type === "tool_use")
+            .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) })),
+          finishReason: finishReason(body.stop_reason),
+          usage: typeof body.usage?.input_tokens === "number"
+            ? { promptTokens: body.usage.input_tokens, completionTokens: body.usage.output_tokens ?? 0 }
+            : undefined
+        })
+      })
+    ),
+  stream: (target, request) =>
+    postSse(target.provider.id, url(target), headers(target), toWireRequest(target, request, true)).pipe(
+      Effect.map((events) => {
+        // Content block index -> tool ordinal, so tool deltas carry OpenAI-like indexes.
+        const toolIndex = new Map<number, number>()
+        return events.pipe(
+          Stream.takeWhile((e) => e.event !== "message_stop"),
+          Stream.filter((e) => e.event !== "ping"),
+          Stream.mapEffect((e) => Effect.map(json(target.provider.id, e.data), (data) => ({ event: e.event, data }))),
+          Stream.flatMap(({ data, event }): Stream.Stream<StreamEvent, ReturnType<typeof protocolError>> => {
+            const type = data?.type ?? event
+            switch (type) {
+              case "error":
+                return Stream.fail(protocolError(target.provider.id, `stream error: ${data?.error?.message ?? "unknown"}`))
+              case "message_start": {
+                const u = data?.message?.usage
+                return typeof u?.input_tokens === "number"
+                  ? one({ _tag: "Usage", usage: { promptTokens: u.input_tokens } })
+                  : Stream.empty
+              }
+              case "content_block_start": {
+                const block = data?.content_block
+                if (block?.type === "tool_use") {
+                  const ordinal = toolIndex.size
+                  toolIndex.set(data.index, ordinal)
+                  return one({ _tag: "ToolCallDelta", index: ordinal, id: String(block.id), name: String(block.name), arguments: "" })
+                }
+                return block?.type === "text" && block.text ? one({ _tag: "Text", text: String(block.text) }) : Stream.empty
+              }
+              case "content_block_delta": {
+                const delta = data?.delta
+                if (delta?.type === "text_delta") return one({ _tag: "Text", text: String(delta.text) })
+                if (delta?.type === "input_json_delta") {
+                  return one({ _tag: "ToolCallDelta", index: toolIndex.get(data.index) ?? 0, arguments: String(delta.partial_json ?? "") })
+                }
+                return Stream.empty
+              }
+              case "message_delta": {
+                const out: Array<StreamEvent> = []
+                if (data?.delta?.stop_reason) out.push({ _tag: "Finish", reason: finishReason(data.delta.stop_reason) })
+                if (typeof data?.usage?.output_tokens === "number") out.push({ _tag: "Usage", usage: { completionTokens: data.usage.output_tokens } })
+                return Stream.fromIterable(out)
+              }
+              default:
+                return Stream.empty
+            }
+          })
+        )
+      })
+    )
+}

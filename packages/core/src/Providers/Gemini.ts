@@ -1,0 +1,148 @@
+/**
+ * Google Gemini generateContent / streamGenerateContent adapter: `contents` of `parts`,
+ * `systemInstruction`, `functionDeclarations` / `functionCall` / `functionResponse`,
+ * `usageMetadata`.
+ */
+import { Effect, Stream } from "effect"
+import type { ChatAdapter, ChatMessage, ChatRequest, FinishReason, StreamEvent, Target, ToolCall } from "./Chat.ts"
+import { authHeaders, json, postJson, postSse } from "./internal/http.ts"
+import { protocolError } from "./UpstreamError.ts"
+
+const parseArgs = (args: string): unknown => {
+  try {
+    return JSON.parse(args || "{}")
+  } catch {
+    return {}
+  }
+}
+
+/** Gemini's schema dialect (an OpenAPI subset) rejects a few JSON Schema keywords. */
+export const sanitizeSchema = (schema: unknown): unknown => {
+  if (Array.isArray(schema)) return schema.map(sanitizeSchema)
+  if (typeof schema !== "object" || schema === null) return schema
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === "$schema" || k === "additionalProperties" || k === "$id") continue
+    out[k] = sanitizeSchema(v)
+  }
+  return out
+}
+
+export const toWireContents = (messages: ReadonlyArray<ChatMessage>) => {
+  // Gemini answers tools by name; recover each call id's tool name from the history.
+  const names = new Map<string, string>()
+  for (const m of messages) for (const c of m.toolCalls ?? []) names.set(c.id, c.name)
+  const out: Array<{ role: "user" | "model"; parts: Array<any> }> = []
+  const push = (role: "user" | "model", parts: Array<any>) => {
+    const last = out[out.length - 1]
+    if (last && last.role === role) last.parts.push(...parts)
+    else out.push({ role, parts })
+  }
+  for (const m of messages) {
+    if (m.role === "system") continue
+    if (m.role === "tool") {
+      const name = m.name ?? names.get(m.toolCallId ?? "") ?? "tool"
+      push("user", [{ functionResponse: { name, response: { content: parseArgsOrText(m.content) } } }])
+    } else if (m.role === "assistant") {
+      push("model", [
+        ...(m.content !== "" ? [{ text: m.content }] : []),
+        ...(m.toolCalls ?? []).map((c) => ({ functionCall: { name: c.name, args: parseArgs(c.arguments) } }))
+      ])
+    } else {
+      push("user", [{ text: m.content }])
+    }
+  }
+  return out
+}
+
+const parseArgsOrText = (s: string): unknown => {
+  try {
+    return JSON.parse(s)
+  } catch {
+    return s
+  }
+}
+
+export const toWireRequest = (request: ChatRequest) => {
+  const system = request.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n")
+  const generationConfig = {
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    ...(request.maxTokens !== undefined ? { maxOutputTokens: request.maxTokens } : {})
+  }
+  return {
+    contents: toWireContents(request.messages),
+    ...(system ? { systemInstruction: { parts: [{ text: system }] } } : {}),
+    ...(request.tools && request.tools.length > 0
+      ? {
+        tools: [{
+          functionDeclarations: request.tools.map((t) => ({
+            name: t.name,
+            ...(t.description ? { description: t.description } : {}),
+            parameters: sanitizeSchema(t.parameters)
+          }))
+        }]
+      }
+      : {}),
+    ...(Object.keys(generationConfig).length > 0 ? { generationConfig } : {})
+  }
+}
+
+export const finishReason = (reason: unknown, hasCalls: boolean): FinishReason =>
+  hasCalls ? "tool_calls" : reason === "MAX_TOKENS" ? "length" : reason === "SAFETY" || reason === "RECITATION" || reason === "PROHIBITED_CONTENT" ? "content_filter" : "stop"
+
+const partsOf = (body: any): Array<any> => body?.candidates?.[0]?.content?.parts ?? []
+
+const callsOf = (parts: Array<any>, offset: number): Array<ToolCall> =>
+  parts
+    .filter((p) => p.functionCall)
+    .map((p, i) => ({
+      id: String(p.functionCall.id ?? `call_${offset + i}_${p.functionCall.name}`),
+      name: String(p.functionCall.name),
+      arguments: JSON.stringify(p.functionCall.args ?? {})
+    }))
+
+const usageOf = (u: any) =>
+  typeof u?.promptTokenCount === "number"
+    ? { promptTokens: u.promptTokenCount, completionTokens: (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0) }
+    : undefined
+
+const url = (target: Target, stream: boolean) =>
+  `${target.provider.endpoint}/models/${encodeURIComponent(target.model.id)}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`
+
+export const adapter: ChatAdapter = {
+  complete: (target, request) =>
+    postJson(target.provider.id, url(target, false), authHeaders(target.provider), toWireRequest(request)).pipe(
+      Effect.flatMap((body) => {
+        if (!Array.isArray(body?.candidates)) return Effect.fail(protocolError(target.provider.id, "no candidates"))
+        const parts = partsOf(body)
+        const toolCalls = callsOf(parts, 0)
+        return Effect.succeed({
+          content: parts.filter((p) => typeof p.text === "string" && !p.thought).map((p) => p.text).join(""),
+          toolCalls,
+          finishReason: finishReason(body.candidates[0]?.finishReason, toolCalls.length > 0),
+          usage: usageOf(body.usageMetadata)
+        })
+      })
+    ),
+  stream: (target, request) =>
+    postSse(target.provider.id, url(target, true), authHeaders(target.provider), toWireRequest(request)).pipe(
+      Effect.map((events) => {
+        let calls = 0
+        return events.pipe(
+          Stream.mapEffect((e) => json(target.provider.id, e.data)),
+          Stream.flatMap((chunk: any): Stream.Stream<StreamEvent, ReturnType<typeof protocolError>> => {
+            if (chunk?.error) return Stream.fail(protocolError(target.provider.id, `stream error: ${chunk.error.message ?? "unknown"}`))
+            const out: Array<StreamEvent> = []
+            const parts = partsOf(chunk)
+            for (const p of parts) if (typeof p.text === "string" && p.text !== "" && !p.thought) out.push({ _tag: "Text", text: p.text })
+            for (const c of callsOf(parts, calls)) out.push({ _tag: "ToolCallDelta", index: calls++, id: c.id, name: c.name, arguments: c.arguments })
+            const reason = chunk?.candidates?.[0]?.finishReason
+            if (reason) out.push({ _tag: "Finish", reason: finishReason(reason, calls > 0) })
+            const usage = usageOf(chunk?.usageMetadata)
+            if (usage) out.push({ _tag: "Usage", usage })
+            return Stream.fromIterable(out)
+          })
+        )
+      })
+    )
+}

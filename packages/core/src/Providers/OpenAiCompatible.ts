@@ -1,0 +1,114 @@
+/**
+ * The generic adapter for every OpenAI-compatible provider (Chat Completions wire format).
+ * Providers differ only by data: base URL, auth style, and the few parameter quirks below.
+ */
+import { Effect, Stream } from "effect"
+import type { ChatAdapter, ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target } from "./Chat.ts"
+import { authHeaders, json, postJson, postSse } from "./internal/http.ts"
+import { protocolError } from "./UpstreamError.ts"
+
+/** Per-provider differences from the reference OpenAI API. */
+export interface Quirks {
+  /** Newer OpenAI models reject `max_tokens`. */
+  readonly maxTokensField: "max_tokens" | "max_completion_tokens"
+  /** Whether `stream_options.include_usage` is understood. */
+  readonly streamUsage: boolean
+}
+
+const defaults: Quirks = { maxTokensField: "max_tokens", streamUsage: true }
+
+export const quirks: Readonly<Record<string, Partial<Quirks>>> = {
+  openai: { maxTokensField: "max_completion_tokens" },
+  "azure-openai": { maxTokensField: "max_completion_tokens" }
+}
+
+const quirksOf = (providerId: string): Quirks => ({ ...defaults, ...quirks[providerId] })
+
+const toWireMessage = (m: ChatMessage) => {
+  if (m.role === "tool") return { role: "tool", tool_call_id: m.toolCallId ?? "", content: m.content }
+  if (m.role === "assistant" && m.toolCalls && m.toolCalls.length > 0) {
+    return {
+      role: "assistant",
+      content: m.content === "" ? null : m.content,
+      tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }))
+    }
+  }
+  return { role: m.role, content: m.content }
+}
+
+export const toWireRequest = (providerId: string, request: ChatRequest, stream: boolean) => {
+  const q = quirksOf(providerId)
+  return {
+    model: request.model,
+    messages: request.messages.map(toWireMessage),
+    ...(request.tools && request.tools.length > 0
+      ? {
+        tools: request.tools.map((t) => ({
+          type: "function",
+          function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters }
+        }))
+      }
+      : {}),
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    ...(request.maxTokens !== undefined ? { [q.maxTokensField]: request.maxTokens } : {}),
+    ...(stream ? { stream: true, ...(q.streamUsage ? { stream_options: { include_usage: true } } : {}) } : {})
+  }
+}
+
+export const finishReason = (reason: unknown): FinishReason =>
+  reason === "length" ? "length" : reason === "tool_calls" || reason === "function_call" ? "tool_calls" : reason === "content_filter" ? "content_filter" : "stop"
+
+const usageOf = (u: any) =>
+  u && typeof u.prompt_tokens === "number"
+    ? { promptTokens: u.prompt_tokens, completionTokens: typeof u.completion_tokens === "number" ? u.completion_tokens : 0 }
+    : undefined
+
+const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
+
+export const adapter: ChatAdapter = {
+  complete: (target, request) =>
+    postJson(target.provider.id, url(target), authHeaders(target.provider), toWireRequest(target.provider.id, request, false)).pipe(
+      Effect.flatMap((body): Effect.Effect<ChatResult, ReturnType<typeof protocolError>> => {
+        const choice = body?.choices?.[0]
+        if (!choice?.message) return Effect.fail(protocolError(target.provider.id, "no choices[0].message"))
+        const calls = Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : []
+        return Effect.succeed({
+          content: typeof choice.message.content === "string" ? choice.message.content : "",
+          toolCalls: calls.map((c: any) => ({ id: String(c.id), name: String(c.function?.name), arguments: String(c.function?.arguments ?? "{}") })),
+          finishReason: finishReason(choice.finish_reason),
+          usage: usageOf(body.usage)
+        })
+      })
+    ),
+  stream: (target, request) =>
+    postSse(target.provider.id, url(target), authHeaders(target.provider), toWireRequest(target.provider.id, request, true)).pipe(
+      Effect.map((events) =>
+        events.pipe(
+          Stream.takeWhile((e) => e.data !== "[DONE]"),
+          Stream.mapEffect((e) => json(target.provider.id, e.data)),
+          Stream.flatMap((chunk: any) => {
+            if (chunk?.error) {
+              return Stream.fail(protocolError(target.provider.id, `stream error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`))
+            }
+            const out: Array<StreamEvent> = []
+            const choice = chunk?.choices?.[0]
+            const delta = choice?.delta
+            if (typeof delta?.content === "string" && delta.content !== "") out.push({ _tag: "Text", text: delta.content })
+            for (const call of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
+              out.push({
+                _tag: "ToolCallDelta",
+                index: typeof call.index === "number" ? call.index : 0,
+                ...(call.id ? { id: String(call.id) } : {}),
+                ...(call.function?.name ? { name: String(call.function.name) } : {}),
+                arguments: String(call.function?.arguments ?? "")
+              })
+            }
+            if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
+            const usage = usageOf(chunk?.usage)
+            if (usage) out.push({ _tag: "Usage", usage })
+            return Stream.fromIterable(out)
+          })
+        )
+      )
+    )
+}

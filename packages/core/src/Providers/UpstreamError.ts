@@ -1,0 +1,55 @@
+/**
+ * One error type for every upstream failure, and one mapper from HTTP answers to it.
+ * `retryable` decides fallback: connect errors, timeouts, 408, 429 and 5xx.
+ */
+import { Data } from "effect"
+import { UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
+
+export class UpstreamError extends Data.TaggedError("UpstreamError")<{
+  readonly provider: string
+  readonly kind: "connect" | "timeout" | "http" | "protocol"
+  readonly status?: number | undefined
+  readonly message: string
+  readonly retryable: boolean
+}> {}
+
+export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500
+
+/** Pulls the human message out of the usual error bodies (OpenAI, Anthropic, Gemini, Cohere, plain). */
+export const upstreamMessage = (body: string): string => {
+  try {
+    const json = JSON.parse(body) as any
+    const candidates = [json?.error?.message, json?.message, typeof json?.error === "string" ? json.error : undefined, json?.detail]
+    const found = candidates.find((m) => typeof m === "string" && m.length > 0)
+    if (found) return found
+  } catch {
+    // not JSON
+  }
+  return body.slice(0, 300) || "no error body"
+}
+
+export const fromHttp = (provider: string, status: number, body: string) =>
+  new UpstreamError({
+    provider,
+    kind: "http",
+    status,
+    message: `${provider} answered HTTP ${status}: ${upstreamMessage(body)}`,
+    retryable: isRetryableStatus(status)
+  })
+
+export const connectFailed = (provider: string, cause: unknown) =>
+  new UpstreamError({
+    provider,
+    kind: "connect",
+    message: `cannot reach ${provider}: ${(cause as Error)?.message ?? String(cause)}`,
+    retryable: true
+  })
+
+export const protocolError = (provider: string, detail: string) =>
+  new UpstreamError({ provider, kind: "protocol", message: `${provider} sent an unexpected answer: ${detail}`, retryable: false })
+
+/** To the gateway's error set: timeouts 504, everything else 502. */
+export const toGatewayError = (e: UpstreamError) =>
+  e.kind === "timeout"
+    ? new UpstreamTimeout({ message: e.message, provider: e.provider })
+    : new UpstreamFailed({ message: e.message, provider: e.provider, status: e.status })

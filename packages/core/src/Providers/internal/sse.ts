@@ -1,0 +1,55 @@
+/**
+ * The one SSE parser: bytes -> events ({ event, data }), per the WHATWG EventSource rules
+ * (LF, CR or CRLF line ends; multi-line data joined with \n; comments ignored).
+ */
+import { Stream } from "effect"
+
+export interface SseEvent {
+  readonly event: string
+  readonly data: string
+}
+
+export const parseSse = <E>(bytes: Stream.Stream<Uint8Array, E>): Stream.Stream<SseEvent, E> =>
+  Stream.suspend(() => {
+    const decoder = new TextDecoder()
+    let buffer = ""
+    let event = ""
+    let data: Array<string> = []
+    const take = (line: string, out: Array<SseEvent>) => {
+      if (line === "") {
+        if (data.length > 0) out.push({ event: event || "message", data: data.join("\n") })
+        event = ""
+        data = []
+        return
+      }
+      if (line.startsWith(":")) return
+      const colon = line.indexOf(":")
+      const field = colon === -1 ? line : line.slice(0, colon)
+      let value = colon === -1 ? "" : line.slice(colon + 1)
+      if (value.startsWith(" ")) value = value.slice(1)
+      if (field === "data") data.push(value)
+      else if (field === "event") event = value
+    }
+    const drain = (final: boolean) => {
+      const out: Array<SseEvent> = []
+      for (;;) {
+        const match = /\r\n|\r|\n/.exec(buffer)
+        // A lone trailing CR may be the first half of CRLF: wait for more bytes.
+        if (!match || (match[0] === "\r" && match.index === buffer.length - 1 && !final)) break
+        take(buffer.slice(0, match.index), out)
+        buffer = buffer.slice(match.index + match[0].length)
+      }
+      if (final) {
+        if (buffer !== "") take(buffer, out)
+        take("", out)
+      }
+      return out
+    }
+    return bytes.pipe(
+      Stream.mapConcat((chunk) => {
+        buffer += decoder.decode(chunk, { stream: true })
+        return drain(false)
+      }),
+      Stream.concat(Stream.suspend(() => Stream.fromIterable(drain(true))))
+    )
+  })

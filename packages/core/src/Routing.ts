@@ -1,0 +1,134 @@
+/**
+ * Provider and model selection for a capability call. A named provider or model is used as
+ * named or refused with a clear error; `auto` filters the catalogue and ranks by the plan's
+ * preference. See docs/routing.md.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { Catalog, type ConfiguredProvider, type ModelEntry } from "./Catalog/Catalog.ts"
+import { envPrefix } from "./Config.ts"
+import { Forbidden, NotFound, Unprocessable } from "./Errors.ts"
+import { type Plan, planAllows } from "./Plans.ts"
+import { chatAdapters } from "./Providers/Adapters.ts"
+import type { Target } from "./Providers/Chat.ts"
+import { ProviderHealth } from "./Providers/ProviderHealth.ts"
+
+export type Preference = "cost" | "balanced" | "quality"
+
+export interface ChatNeeds {
+  readonly provider: string
+  readonly model: string
+  readonly plan: Plan
+  readonly needsTools: boolean
+  /** Estimated prompt tokens plus requested completion tokens. */
+  readonly contextTokens: number
+  readonly maxTokens?: number | undefined
+  readonly preference?: Preference | undefined
+}
+
+export const preferenceOf = (plan: Plan): Preference =>
+  plan === "Free" || plan === "Bronze" ? "cost" : plan === "Silver" ? "balanced" : "quality"
+
+const price = (m: ModelEntry) => m.inputPer1kUSD + m.outputPer1kUSD
+
+export const rank = (models: ReadonlyArray<ModelEntry>, preference: Preference): Array<ModelEntry> =>
+  [...models].sort((a, b) => {
+    switch (preference) {
+      case "cost":
+        return price(a) - price(b) || b.quality - a.quality
+      case "balanced":
+        return price(a) / a.quality - price(b) / b.quality || b.quality - a.quality
+      case "quality":
+        return b.quality - a.quality || price(a) - price(b)
+    }
+  })
+
+const isAuto = (s: string) => s === "" || s === "auto"
+
+const makeService = Effect.gen(function*() {
+  const catalog = yield* Catalog
+  const health = yield* ProviderHealth
+
+  /** Why a provider cannot serve chat for this caller, if it cannot. */
+  const providerProblem = (p: ConfiguredProvider, plan: Plan) => {
+    if (!planAllows(plan, p.minPlan)) return new Forbidden({ message: `Provider ${p.id} needs plan ${p.minPlan} or higher (yours: ${plan}).` })
+    if (!p.capabilities.includes("chat")) return new Unprocessable({ message: `Provider ${p.id} does not offer chat completions.` })
+    if (!chatAdapters[p.adapter]) return new Unprocessable({ message: `Provider ${p.id} speaks its own (${p.adapter}) protocol, which has no chat adapter yet.` })
+    if (!p.configured) {
+      return new Unprocessable({
+        message: p.endpoint.includes("{")
+          ? `Provider ${p.id} is not configured: set ${envPrefix(p.id)}_BASE_URL (deployment-specific endpoint) and ${envPrefix(p.id)}_API_KEY.`
+          : `Provider ${p.id} is not configured: set ${envPrefix(p.id)}_API_KEY.`
+      })
+    }
+    return undefined
+  }
+
+  const modelProblem = (m: ModelEntry, needs: ChatNeeds) => {
+    if (m.kind !== "chat") return new Unprocessable({ message: `Model ${m.id} is an ${m.kind} model, not a chat model.` })
+    if (!planAllows(needs.plan, m.minPlan)) return new Forbidden({ message: `Model ${m.id} needs plan ${m.minPlan} or higher (yours: ${needs.plan}).` })
+    if (needs.needsTools && !m.supportsFunctions) return new Unprocessable({ message: `Model ${m.id} does not support tools.` })
+    if (needs.maxTokens !== undefined && m.maxOutputTokens > 0 && needs.maxTokens > m.maxOutputTokens) {
+      return new Unprocessable({ message: `maxTokens ${needs.maxTokens} exceeds ${m.id}'s limit of ${m.maxOutputTokens} completion tokens.` })
+    }
+    if (needs.contextTokens > m.contextWindow) {
+      return new Unprocessable({ message: `The request needs about ${needs.contextTokens} tokens; ${m.id} has a context window of ${m.contextWindow}.` })
+    }
+    return undefined
+  }
+
+  const usable = (m: ModelEntry, needs: ChatNeeds) =>
+    Option.match(catalog.provider(m.provider), {
+      onNone: () => false,
+      onSome: (p) => !providerProblem(p, needs.plan) && !modelProblem(m, needs) && health.isAvailable(p.id)
+    })
+
+  const targetOf = (m: ModelEntry): Target => ({ provider: Option.getOrThrow(catalog.provider(m.provider)), model: m })
+
+  /** Candidates in the order to try them; at least one, or a clear error. */
+  const chatTargets = (needs: ChatNeeds): Effect.Effect<ReadonlyArray<Target>, NotFound | Forbidden | Unprocessable> =>
+    Effect.suspend((): Effect.Effect<ReadonlyArray<Target>, NotFound | Forbidden | Unprocessable> => {
+      const preference = needs.preference ?? preferenceOf(needs.plan)
+      if (!isAuto(needs.model)) {
+        const model = catalog.model(needs.model)
+        if (Option.isNone(model)) return Effect.fail(new NotFound({ message: `Unknown model ${needs.model}. See GET /v1/models.` }))
+        if (!isAuto(needs.provider) && model.value.provider !== needs.provider) {
+          if (Option.isNone(catalog.provider(needs.provider))) {
+            return Effect.fail(new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` }))
+          }
+          return Effect.fail(new NotFound({ message: `Provider ${needs.provider} has no model ${needs.model}; it is offered by ${model.value.provider}.` }))
+        }
+        const provider = Option.getOrThrow(catalog.provider(model.value.provider))
+        const problem = providerProblem(provider, needs.plan) ?? modelProblem(model.value, needs)
+        return problem ? Effect.fail(problem) : Effect.succeed([targetOf(model.value)])
+      }
+      if (!isAuto(needs.provider)) {
+        const provider = catalog.provider(needs.provider)
+        if (Option.isNone(provider)) return Effect.fail(new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` }))
+        const problem = providerProblem(provider.value, needs.plan)
+        if (problem) return Effect.fail(problem)
+        const models = catalog.modelsOf(provider.value.id).filter((m) => !modelProblem(m, needs))
+        if (models.length === 0) {
+          return Effect.fail(new Unprocessable({ message: `Provider ${provider.value.id} has no catalogued chat model that fits this request on plan ${needs.plan}.` }))
+        }
+        return Effect.succeed(rank(models, preference).map(targetOf))
+      }
+      const candidates = rank(catalog.models.filter((m) => usable(m, needs)), preference)
+      if (candidates.length === 0) {
+        const configured = catalog.providers.filter((p) => p.configured && chatAdapters[p.adapter] && p.capabilities.includes("chat"))
+        return Effect.fail(
+          new Unprocessable({
+            message: configured.length === 0
+              ? "No chat provider is configured: set a provider key such as OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY."
+              : `No configured provider can serve this request on plan ${needs.plan} (configured: ${configured.map((p) => p.id).join(", ")}; check plan, tools and context size).`
+          })
+        )
+      }
+      return Effect.succeed(candidates.map(targetOf))
+    })
+
+  return { chatTargets }
+})
+
+export class Routing extends Context.Tag("aigw/Routing")<Routing, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(Routing, makeService)
