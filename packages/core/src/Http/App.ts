@@ -19,8 +19,11 @@ export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes]
 
 const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   const path = request.url.split("?")[0] ?? "/"
-  const kind = path.startsWith("/api/") ? "avatar" : "gateway"
-  return HttpServerResponse.unsafeJson(failureOf(kind, `No route for ${request.method} ${path}.`), { status: 404 })
+  const message = `No route for ${request.method} ${path}.`
+  if (path.startsWith("/openai/")) {
+    return HttpServerResponse.unsafeJson({ error: { message, type: "invalid_request_error", code: "NotFound" } }, { status: 404 })
+  }
+  return HttpServerResponse.unsafeJson(failureOf(path.startsWith("/api/") ? "avatar" : "gateway", message), { status: 404 })
 })
 
 export const makeRouter = (all: ReadonlyArray<Route> = routes) =>

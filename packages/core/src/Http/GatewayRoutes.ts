@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { accessRoutes } from "./AccessRoutes.ts"
 import { completionRoutes } from "./CompletionRoutes.ts"
+import { openAiRoutes } from "./OpenAiRoutes.ts"
 import { open } from "./Route.ts"
 
 const Health = Schema.Struct({ status: Schema.String, version: Schema.String, timestamp: Schema.String })
@@ -18,4 +19,4 @@ export const healthRoute = open({
     Effect.map(GatewayConfig, (c) => ({ status: "ok", version: c.version, timestamp: new Date().toISOString() }))
 })
 
-export const gatewayRoutes = [healthRoute, ...accessRoutes, ...completionRoutes]
+export const gatewayRoutes = [healthRoute, ...accessRoutes, ...completionRoutes, ...openAiRoutes]

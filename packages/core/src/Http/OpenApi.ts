@@ -14,7 +14,7 @@ const schemaOf = (s: Schema.Schema.Any): Record<string, unknown> => {
 }
 
 const envelopeSchema = (kind: Route["envelope"], result: Record<string, unknown>) =>
-  kind === "none"
+  kind === "none" || kind === "openai"
     ? result
     : {
       type: "object",

@@ -17,6 +17,8 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 
 export type Method = "GET" | "POST" | "PUT" | "DELETE"
 
+export type Envelope = EnvelopeKind | "none" | "openai"
+
 /** A handler's answer with an explicit message (and optionally status / headers). */
 export class Reply<A> {
   constructor(
@@ -48,8 +50,11 @@ interface Common<B, Q> extends Docs {
   readonly path: string
   readonly body?: Schema.Schema<B, any, never>
   readonly query?: Schema.Schema<Q, any, never>
-  /** The envelope of this API: the gateway's or the avatar API's; "none" for raw answers. */
-  readonly envelope?: EnvelopeKind | "none"
+  /**
+   * The envelope of this API: the gateway's or the avatar API's; "none" for raw answers;
+   * "openai" for raw answers with OpenAI-shaped errors (`{ error: { message, type, code } }`).
+   */
+  readonly envelope?: Envelope
   /** Read the body as multipart instead of JSON (the handler reads it from the request). */
   readonly rawBody?: boolean
 }
@@ -80,7 +85,7 @@ export interface Route<R = any> {
   readonly path: string
   readonly auth: "required" | "optional"
   readonly metered: boolean
-  readonly envelope: EnvelopeKind | "none"
+  readonly envelope: Envelope
   readonly docs: Docs
   readonly body: Option.Option<Schema.Schema.Any>
   readonly query: Option.Option<Schema.Schema.Any>
@@ -129,29 +134,45 @@ const json = (status: number, body: unknown, headers: Record<string, string>) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
 
 /** Turns a typed failure into the envelope response of the route's API. */
-export const errorResponse = (kind: EnvelopeKind | "none", error: GatewayError, headers: Record<string, string> = {}) => {
+const openAiErrorType: Partial<Record<GatewayError["_tag"], string>> = {
+  Unauthorized: "authentication_error",
+  Forbidden: "permission_error",
+  NotFound: "not_found_error",
+  QuotaExceeded: "rate_limit_error",
+  TooManyRequests: "rate_limit_error",
+  UpstreamFailed: "api_error",
+  UpstreamTimeout: "api_error"
+}
+
+const errorBody = (kind: Envelope, error: { readonly _tag: string; readonly message: string }) =>
+  kind === "openai"
+    ? { error: { message: error.message, type: openAiErrorType[error._tag as GatewayError["_tag"]] ?? "invalid_request_error", code: error._tag } }
+    : failureOf(kind === "none" ? "gateway" : kind, error.message)
+
+export const errorResponse = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
   let status = statusOf(error)
   // The avatar API answers business rejections with 200 + isError, as its spec describes.
   if (kind === "avatar" && (error._tag === "Rejected" || error._tag === "Conflict")) status = 200
   const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests"
     ? { "retry-after": String(error.retryAfterSeconds) }
     : {}
-  return json(status, failureOf(kind === "none" ? "gateway" : kind, error.message), { ...headers, ...extra })
+  return json(status, errorBody(kind, error), { ...headers, ...extra })
 }
 
 /** The last resort: log the cause, answer a generic 500 envelope. */
-export const defectResponse = (kind: EnvelopeKind | "none", cause: Cause.Cause<unknown>) =>
+export const defectResponse = (kind: Envelope, cause: Cause.Cause<unknown>) =>
   Effect.logError("unexpected failure", cause).pipe(
-    Effect.as(json(500, failureOf(kind === "none" ? "gateway" : kind, "Internal server error."), {}))
+    Effect.as(json(500, errorBody(kind, { _tag: "Internal", message: "Internal server error." }), {}))
   )
 
-const respond = (kind: EnvelopeKind | "none", output: Output, headers: Record<string, string>) => {
+const respond = (kind: Envelope, output: Output, headers: Record<string, string>) => {
   if (HttpServerResponse.isServerResponse(output)) return HttpServerResponse.setHeaders(output, headers)
+  const raw = kind === "none" || kind === "openai"
   if (output instanceof Reply) {
-    const body = kind === "none" ? output.result : successOf(kind, output.result, output.message)
+    const body = raw ? output.result : successOf(kind, output.result, output.message)
     return json(output.status, body, { ...headers, ...output.headers })
   }
-  return json(200, kind === "none" ? output : successOf(kind, output, null), headers)
+  return json(200, raw ? output : successOf(kind, output, null), headers)
 }
 
 const make = <B, Q, R>(

@@ -1,0 +1,186 @@
+/**
+ * The OpenAI-compatible surface under /openai/v1: Chat Completions (plain and streamed, with
+ * tools) and the model list, so OpenAI SDKs can point their baseURL at the gateway. Same
+ * authentication, quota, routing and usage recording as /v1/complete.
+ */
+import { Effect, Schema, Stream } from "effect"
+import { type CompletionResult, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
+import { Catalog } from "../Catalog/Catalog.ts"
+import { BadRequest } from "../Errors.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { type CompleteBody, openStream, sseFrame, toChatMessages, toInput, ToolResultBody } from "./CompletionRoutes.ts"
+import { authed } from "./Route.ts"
+
+const tag = "OpenAI-compatible"
+
+const TextPart = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
+const OtherPart = Schema.Struct({ type: Schema.String })
+
+/** OpenAI content: a string, or an array of parts of which only text is supported. */
+const OpenAiContent = Schema.Union(Schema.String, Schema.Null, Schema.Array(Schema.Union(TextPart, OtherPart)))
+
+const OpenAiMessage = Schema.Struct({
+  role: Schema.Literal("system", "developer", "user", "assistant", "tool").annotations({
+    message: () => "role must be one of system, developer, user, assistant, tool"
+  }),
+  content: Schema.optional(OpenAiContent),
+  tool_calls: Schema.optional(Schema.Array(Schema.Unknown)),
+  tool_call_id: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.String)
+})
+
+export const ChatCompletionBody = Schema.Struct({
+  model: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  messages: Schema.Array(OpenAiMessage).pipe(Schema.minItems(1, { message: () => "messages must hold at least one message" })),
+  /** Extension: pin a provider (default auto). */
+  provider: Schema.optional(Schema.String),
+  tools: Schema.optional(Schema.Array(Schema.Unknown)),
+  temperature: Schema.optional(Schema.NullOr(Schema.Number)),
+  max_tokens: Schema.optional(Schema.NullOr(Schema.Number)),
+  max_completion_tokens: Schema.optional(Schema.NullOr(Schema.Number)),
+  stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }))),
+  user: Schema.optional(Schema.String)
+})
+type ChatCompletionBody = typeof ChatCompletionBody.Type
+
+const textOf = (content: typeof OpenAiContent.Type | undefined): Effect.Effect<string, BadRequest> => {
+  if (content === undefined || content === null) return Effect.succeed("")
+  if (typeof content === "string") return Effect.succeed(content)
+  const unsupported = content.find((p) => p.type !== "text")
+  if (unsupported) return Effect.fail(new BadRequest({ message: `content parts of type ${unsupported.type} are not supported; send text` }))
+  return Effect.succeed(content.map((p) => (p as { text: string }).text).join(""))
+}
+
+/** OpenAI request -> the gateway's completion body (validated by the same schema). */
+const toGatewayBody = (body: ChatCompletionBody) =>
+  Effect.gen(function*() {
+    const messages = yield* Effect.forEach(body.messages, (m) =>
+      Effect.map(textOf(m.content), (content) => ({
+        role: m.role === "developer" ? "system" : m.role,
+        content,
+        ...(m.tool_calls ? { tool_calls: m.tool_calls } : {}),
+        ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
+        ...(m.name ? { name: m.name } : {})
+      })))
+    const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined
+    return yield* Schema.decodeUnknown(ToolResultBody, { errors: "all" })({
+      messages,
+      provider: body.provider ?? "auto",
+      model: body.model,
+      ...(body.tools ? { tools: body.tools } : {}),
+      ...(body.temperature !== undefined && body.temperature !== null ? { temperature: body.temperature } : {}),
+      ...(maxTokens !== undefined ? { maxTokens } : {})
+    }).pipe(Effect.mapError((e) => new BadRequest({ message: `Invalid request: ${e.message.split("\n").slice(-1)[0]}` })))
+  })
+
+const wireCalls = (calls: CompletionResult["toolCalls"]) =>
+  calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } }))
+
+export const toChatCompletion = (id: string, r: CompletionResult) => ({
+  id,
+  object: "chat.completion",
+  created: Math.floor(Date.now() / 1000),
+  model: r.model,
+  provider: r.provider,
+  choices: [{
+    index: 0,
+    message: {
+      role: "assistant",
+      content: r.toolCalls.length > 0 && r.content === "" ? null : r.content,
+      refusal: null,
+      ...(r.toolCalls.length > 0 ? { tool_calls: wireCalls(r.toolCalls) } : {})
+    },
+    logprobs: null,
+    finish_reason: r.finishReason === "error" ? "stop" : r.finishReason
+  }],
+  usage: { prompt_tokens: r.usage.promptTokens, completion_tokens: r.usage.completionTokens, total_tokens: r.usage.totalTokens }
+})
+
+/** Gateway chunks -> chat.completion.chunk objects (role first, usage chunk when asked, errors as `error`). */
+const toChunks = (id: string, model: string, includeUsage: boolean) => {
+  const created = Math.floor(Date.now() / 1000)
+  const base = { id, object: "chat.completion.chunk", created, model }
+  let first = true
+  return (c: StreamChunk): Array<unknown> => {
+    const out: Array<unknown> = []
+    const role = first ? { role: "assistant" } : {}
+    first = false
+    if (c.error !== undefined) return [{ error: { message: c.error, type: "api_error", code: "UpstreamFailed" } }]
+    if (!c.done) {
+      out.push({
+        ...base,
+        choices: [{
+          index: 0,
+          delta: {
+            ...role,
+            ...(c.content !== "" || !c.toolCalls ? { content: c.content } : {}),
+            ...(c.toolCalls
+              ? { tool_calls: c.toolCalls.map((t) => ({ index: t.index, ...(t.id ? { id: t.id, type: "function" } : {}), function: { ...(t.name ? { name: t.name } : {}), arguments: t.arguments } })) }
+              : {})
+          },
+          logprobs: null,
+          finish_reason: null
+        }]
+      })
+      return out
+    }
+    out.push({ ...base, model: c.model ?? model, choices: [{ index: 0, delta: role, logprobs: null, finish_reason: c.finishReason ?? "stop" }] })
+    if (includeUsage) {
+      out.push({
+        ...base,
+        model: c.model ?? model,
+        choices: [],
+        usage: { prompt_tokens: c.promptTokens ?? 0, completion_tokens: c.completionTokens ?? 0, total_tokens: (c.promptTokens ?? 0) + (c.completionTokens ?? 0) }
+      })
+    }
+    return out
+  }
+}
+
+const encoder = new TextEncoder()
+
+const chat = (avatar: AvatarRecord, body: ChatCompletionBody) =>
+  Effect.gen(function*() {
+    const gatewayBody: typeof CompleteBody.Type = yield* toGatewayBody(body)
+    const messages = yield* toChatMessages(gatewayBody.messages)
+    const input = toInput(gatewayBody, messages)
+    const completions = yield* Completions
+    const id = `chatcmpl-${crypto.randomUUID().replace(/-/g, "")}`
+    if (!body.stream) return toChatCompletion(id, yield* completions.complete(avatar, input))
+    const convert = toChunks(id, body.model, body.stream_options?.include_usage === true)
+    return yield* openStream(
+      Effect.map(completions.stream(avatar, input), Stream.mapConcat(convert)),
+      (chunk) => sseFrame(chunk),
+      encoder.encode("data: [DONE]\n\n")
+    )
+  })
+
+export const openAiRoutes = [
+  authed({
+    method: "POST",
+    path: "/openai/v1/chat/completions",
+    tag,
+    envelope: "openai",
+    metered: true,
+    summary: "OpenAI Chat Completions (plain and stream: true, tools); model may be a catalogue id or auto",
+    description: "Errors use OpenAI's shape. An extra `provider` field pins a provider; the answer names it in `provider`.",
+    body: ChatCompletionBody,
+    handle: ({ avatar, body }) => chat(avatar, body)
+  }),
+  authed({
+    method: "GET",
+    path: "/openai/v1/models",
+    tag,
+    envelope: "openai",
+    summary: "OpenAI model list of the catalogue's chat models",
+    handle: () =>
+      Effect.map(Catalog, (c) => ({
+        object: "list",
+        data: [
+          { id: "auto", object: "model", created: 0, owned_by: "aigw" },
+          ...c.models.filter((m) => m.kind === "chat").map((m) => ({ id: m.id, object: "model", created: 0, owned_by: m.provider }))
+        ]
+      }))
+  })
+]
