@@ -3,12 +3,14 @@
  * (SQLite or PostgreSQL, whichever SqlClient is provided).
  */
 import { Layer } from "effect"
+import * as JobStore from "../Jobs/JobStore.ts"
 import * as ApiKeyStore from "./ApiKeyStore.ts"
 import * as AvatarStore from "./AvatarStore.ts"
 import * as OneTimeTokenStore from "./OneTimeTokenStore.ts"
 import * as SendLimitStore from "./SendLimitStore.ts"
 import * as SqlApiKeyStore from "./Sql/ApiKeyStore.ts"
 import * as SqlAvatarStore from "./Sql/AvatarStore.ts"
+import * as SqlJobStore from "./Sql/JobStore.ts"
 import * as SqlOneTimeTokenStore from "./Sql/OneTimeTokenStore.ts"
 import * as SqlSendLimitStore from "./Sql/SendLimitStore.ts"
 import * as SqlUsageStore from "./Sql/UsageStore.ts"
@@ -19,7 +21,8 @@ export const layerMemory = Layer.mergeAll(
   OneTimeTokenStore.layerMemory,
   SendLimitStore.layerMemory,
   ApiKeyStore.layerMemory,
-  UsageStore.layerMemory
+  UsageStore.layerMemory,
+  JobStore.layerMemory
 )
 
 export const layerSql = Layer.mergeAll(
@@ -27,7 +30,8 @@ export const layerSql = Layer.mergeAll(
   SqlOneTimeTokenStore.layer,
   SqlSendLimitStore.layer,
   SqlApiKeyStore.layer,
-  SqlUsageStore.layer
+  SqlUsageStore.layer,
+  SqlJobStore.layer
 )
 
 export type Stores =
@@ -36,3 +40,4 @@ export type Stores =
   | SendLimitStore.SendLimitStore
   | ApiKeyStore.ApiKeyStore
   | UsageStore.UsageStore
+  | JobStore.JobStore

@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
+import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
 import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import { OneTimeTokenStore } from "../../src/Storage/OneTimeTokenStore.ts"
@@ -197,5 +198,87 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.strictEqual(totals.tokensToday, 120)
           assert.closeTo(totals.spendMonthUSD, 0.75, 1e-9)
         }))
+
+      it.effect("jobs: claim with a lease, progress, finish with its webhook in one step", () =>
+        Effect.gen(function*() {
+          const jobs = yield* JobStore
+          const now = 2_000_000_000_000 + Math.floor(Math.random() * 1e9)
+          const job = jobRecord({ nextRunAt: now - 1, createdAt: now, updatedAt: now })
+          yield* jobs.insert(job)
+          const claimed = yield* jobs.claimDue(now, 100, 1000)
+          assert.isTrue(claimed.some((j) => j.id === job.id))
+          assert.isFalse((yield* jobs.claimDue(now + 10, 100, 1000)).some((j) => j.id === job.id), "leased")
+          yield* jobs.progress(job.id, { status: "running", upstreamId: "up_1", state: { step: 2 }, nextRunAt: now + 50 }, now)
+          const saved = Option.getOrThrow(yield* jobs.get(job.id))
+          assert.deepStrictEqual([saved.status, saved.upstreamId, saved.state, saved.lockedUntil], ["running", "up_1", { step: 2 }, null])
+          assert.isFalse((yield* jobs.claimDue(now + 10, 100, 1000)).some((j) => j.id === job.id), "not due yet")
+          assert.isTrue((yield* jobs.claimDue(now + 60, 100, 1000)).some((j) => j.id === job.id), "due again")
+          assert.isTrue((yield* jobs.claimDue(now + 2000, 100, 1000)).some((j) => j.id === job.id), "lease expired: claimable again")
+          const delivery = {
+            id: crypto.randomUUID(), jobId: job.id, url: "https://example.com/hook", event: "video", body: "{\"a\":1}",
+            status: "pending" as const, attempts: 0, nextAttemptAt: now, lockedUntil: null, createdAt: now, deliveredAt: null, lastError: null
+          }
+          assert.isTrue(yield* jobs.finish(job.id, { status: "completed", result: { url: "x" }, error: null, completedAt: now + 5 }, Option.some(delivery)))
+          assert.isFalse(yield* jobs.finish(job.id, { status: "failed", result: null, error: "late", completedAt: now + 6 }, Option.some({ ...delivery, id: crypto.randomUUID() })), "finished once")
+          const done = Option.getOrThrow(yield* jobs.get(job.id))
+          assert.deepStrictEqual([done.status, done.result, done.completedAt], ["completed", { url: "x" }, now + 5])
+          assert.strictEqual((yield* jobs.deliveriesOf(job.id)).length, 1)
+          assert.isFalse((yield* jobs.claimDue(now + 5000, 100, 1000)).some((j) => j.id === job.id), "finished jobs are not claimed")
+        }))
+
+      it.effect("deliveries: claim, attempts recorded, delivered rows stop", () =>
+        Effect.gen(function*() {
+          const jobs = yield* JobStore
+          const now = 3_000_000_000_000 + Math.floor(Math.random() * 1e9)
+          const job = jobRecord({ nextRunAt: now, createdAt: now, updatedAt: now })
+          yield* jobs.insert(job)
+          const id = crypto.randomUUID()
+          yield* jobs.finish(job.id, { status: "failed", result: null, error: "boom", completedAt: now }, Option.some({
+            id, jobId: job.id, url: "https://example.com/h", event: "batch", body: "{}", status: "pending", attempts: 0,
+            nextAttemptAt: now, lockedUntil: null, createdAt: now, deliveredAt: null, lastError: null
+          }))
+          assert.isTrue((yield* jobs.claimDeliveries(now, 10, 1000)).some((d) => d.id === id))
+          assert.isFalse((yield* jobs.claimDeliveries(now, 10, 1000)).some((d) => d.id === id), "leased")
+          yield* jobs.recordAttempt({ deliveryId: id, at: now, statusCode: 500, error: "HTTP 500", durationMs: 12 }, { status: "pending", nextAttemptAt: now + 100, lastError: "HTTP 500" })
+          assert.isTrue((yield* jobs.claimDeliveries(now + 100, 10, 1000)).some((d) => d.id === id))
+          yield* jobs.recordAttempt({ deliveryId: id, at: now + 100, statusCode: 204, error: null, durationMs: 3 }, { status: "delivered", nextAttemptAt: now + 100, lastError: null })
+          const [d] = yield* jobs.deliveriesOf(job.id)
+          assert.deepStrictEqual([d!.status, d!.attempts, d!.deliveredAt], ["delivered", 2, now + 100])
+          assert.deepStrictEqual((yield* jobs.attemptsOf(id)).map((a) => a.statusCode), [500, 204])
+          assert.isFalse((yield* jobs.claimDeliveries(now + 10_000, 10, 1000)).some((x) => x.id === id))
+        }))
+
+      it.effect("jobs: concurrent claimers never share a job", () =>
+        Effect.gen(function*() {
+          const jobs = yield* JobStore
+          const now = 4_000_000_000_000 + Math.floor(Math.random() * 1e9)
+          const ids = Array.from({ length: 30 }, () => crypto.randomUUID())
+          for (const id of ids) yield* jobs.insert(jobRecord({ id, nextRunAt: now - 1, createdAt: now, updatedAt: now }))
+          const batches = yield* Effect.all(Array.from({ length: 6 }, () => jobs.claimDue(now, 10, 60_000)), { concurrency: "unbounded" })
+          const mine = batches.flat().map((j) => j.id).filter((id) => ids.includes(id))
+          assert.strictEqual(new Set(mine).size, mine.length, "no job claimed twice")
+          assert.strictEqual(mine.length, 30)
+        }))
     })
   })
+
+const jobRecord = (overrides: Partial<JobRecord> = {}): JobRecord => ({
+  id: crypto.randomUUID(),
+  type: "video",
+  avatarId: crypto.randomUUID(),
+  provider: "replicate",
+  upstreamId: null,
+  status: "queued",
+  input: { prompt: "a cat" },
+  state: null,
+  result: null,
+  error: null,
+  callbackUrl: "https://example.com/hook",
+  attempts: 0,
+  nextRunAt: 0,
+  lockedUntil: null,
+  createdAt: 0,
+  updatedAt: 0,
+  completedAt: null,
+  ...overrides
+})

@@ -92,6 +92,54 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       at BIGINT NOT NULL
     );
     CREATE INDEX usage_events_avatar_day ON usage_events (avatar_id, day)
+  `),
+  "0002_jobs_webhooks": statements(`
+    CREATE TABLE jobs (
+      id TEXT PRIMARY KEY,
+      type TEXT NOT NULL,
+      avatar_id TEXT NOT NULL,
+      provider TEXT NOT NULL,
+      upstream_id TEXT,
+      status TEXT NOT NULL,
+      input TEXT NOT NULL,
+      state TEXT,
+      result TEXT,
+      error TEXT,
+      callback_url TEXT,
+      attempts INTEGER NOT NULL,
+      next_run_at BIGINT NOT NULL,
+      locked_until BIGINT,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL,
+      completed_at BIGINT
+    );
+    CREATE INDEX jobs_due ON jobs (status, next_run_at);
+    CREATE INDEX jobs_avatar ON jobs (avatar_id);
+    CREATE TABLE webhook_deliveries (
+      id TEXT PRIMARY KEY,
+      job_id TEXT NOT NULL,
+      url TEXT NOT NULL,
+      event TEXT NOT NULL,
+      body TEXT NOT NULL,
+      status TEXT NOT NULL,
+      attempts INTEGER NOT NULL,
+      next_attempt_at BIGINT NOT NULL,
+      locked_until BIGINT,
+      created_at BIGINT NOT NULL,
+      delivered_at BIGINT,
+      last_error TEXT
+    );
+    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+    CREATE INDEX webhook_deliveries_job ON webhook_deliveries (job_id);
+    CREATE TABLE webhook_attempts (
+      id TEXT PRIMARY KEY,
+      delivery_id TEXT NOT NULL,
+      at BIGINT NOT NULL,
+      status_code INTEGER,
+      error TEXT,
+      duration_ms INTEGER NOT NULL
+    );
+    CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id)
   `)
 }
 

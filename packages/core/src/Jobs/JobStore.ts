@@ -1,0 +1,169 @@
+/**
+ * Durable jobs (video, batch, fine-tuning) and the webhook outbox. Finishing a job and
+ * enqueueing its webhook happen in one transaction, so a completion is never reported twice
+ * or lost. Workers claim due rows with a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL), so
+ * several processes share the work and a crashed process's rows come back when the lease ends.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+
+export type JobType = "video" | "batch" | "finetune"
+export type JobStatus = "queued" | "running" | "completed" | "failed" | "cancelled"
+export const isTerminal = (s: JobStatus) => s === "completed" || s === "failed" || s === "cancelled"
+
+export interface JobRecord {
+  readonly id: string
+  readonly type: JobType
+  readonly avatarId: string
+  readonly provider: string
+  readonly upstreamId: string | null
+  readonly status: JobStatus
+  /** The validated request, as submitted. */
+  readonly input: unknown
+  /** Runner-private progress between steps (upstream ids, item cursor, partial results). */
+  readonly state: unknown
+  readonly result: unknown
+  readonly error: string | null
+  readonly callbackUrl: string | null
+  /** Consecutive failed steps (retryable upstream errors). */
+  readonly attempts: number
+  readonly nextRunAt: number
+  readonly lockedUntil: number | null
+  readonly createdAt: number
+  readonly updatedAt: number
+  readonly completedAt: number | null
+}
+
+export type DeliveryStatus = "pending" | "delivered" | "dead"
+
+export interface DeliveryRecord {
+  readonly id: string
+  readonly jobId: string
+  readonly url: string
+  readonly event: string
+  /** The exact JSON bytes that are signed and sent. */
+  readonly body: string
+  readonly status: DeliveryStatus
+  readonly attempts: number
+  readonly nextAttemptAt: number
+  readonly lockedUntil: number | null
+  readonly createdAt: number
+  readonly deliveredAt: number | null
+  readonly lastError: string | null
+}
+
+export interface DeliveryAttempt {
+  readonly deliveryId: string
+  readonly at: number
+  readonly statusCode: number | null
+  readonly error: string | null
+  readonly durationMs: number
+}
+
+export interface JobProgress {
+  readonly status?: "queued" | "running"
+  readonly upstreamId?: string | null
+  readonly state?: unknown
+  readonly result?: unknown
+  readonly attempts?: number
+  readonly nextRunAt: number
+}
+
+export interface JobOutcome {
+  readonly status: "completed" | "failed" | "cancelled"
+  readonly result: unknown
+  readonly error: string | null
+  readonly completedAt: number
+}
+
+export interface JobStoreService {
+  readonly insert: (job: JobRecord) => Effect.Effect<void>
+  readonly get: (id: string) => Effect.Effect<Option.Option<JobRecord>>
+  /** Leases up to `limit` due, unfinished jobs until `now + leaseMs`. */
+  readonly claimDue: (now: number, limit: number, leaseMs: number) => Effect.Effect<ReadonlyArray<JobRecord>>
+  /** Saves a step's progress and releases the lease. */
+  readonly progress: (id: string, progress: JobProgress, now: number) => Effect.Effect<void>
+  /** Ends the job and enqueues its webhook (if any) in one transaction; no-op if already ended. */
+  readonly finish: (id: string, outcome: JobOutcome, delivery: Option.Option<DeliveryRecord>) => Effect.Effect<boolean>
+  readonly claimDeliveries: (now: number, limit: number, leaseMs: number) => Effect.Effect<ReadonlyArray<DeliveryRecord>>
+  /** Records an attempt and the delivery's next state, releasing the lease. */
+  readonly recordAttempt: (
+    attempt: DeliveryAttempt,
+    next: { readonly status: DeliveryStatus; readonly nextAttemptAt: number; readonly lastError: string | null }
+  ) => Effect.Effect<void>
+  readonly deliveriesOf: (jobId: string) => Effect.Effect<ReadonlyArray<DeliveryRecord>>
+  readonly attemptsOf: (deliveryId: string) => Effect.Effect<ReadonlyArray<DeliveryAttempt>>
+}
+
+export class JobStore extends Context.Tag("aigw/JobStore")<JobStore, JobStoreService>() {}
+
+export const makeMemory = Effect.sync((): JobStoreService => {
+  const jobs = new Map<string, JobRecord>()
+  const deliveries = new Map<string, DeliveryRecord>()
+  const attempts: Array<DeliveryAttempt> = []
+  const free = (lockedUntil: number | null, now: number) => lockedUntil === null || lockedUntil < now
+  return {
+    insert: (job) => Effect.sync(() => void jobs.set(job.id, job)),
+    get: (id) => Effect.sync(() => Option.fromNullable(jobs.get(id))),
+    claimDue: (now, limit, leaseMs) =>
+      Effect.sync(() => {
+        const due = [...jobs.values()]
+          .filter((j) => (j.status === "queued" || j.status === "running") && j.nextRunAt <= now && free(j.lockedUntil, now))
+          .sort((a, b) => a.nextRunAt - b.nextRunAt)
+          .slice(0, limit)
+          .map((j) => ({ ...j, lockedUntil: now + leaseMs }))
+        for (const j of due) jobs.set(j.id, j)
+        return due
+      }),
+    progress: (id, p, now) =>
+      Effect.sync(() => {
+        const j = jobs.get(id)
+        if (!j) return
+        jobs.set(id, {
+          ...j,
+          ...(p.status !== undefined ? { status: p.status } : {}),
+          ...(p.upstreamId !== undefined ? { upstreamId: p.upstreamId } : {}),
+          ...(p.state !== undefined ? { state: p.state } : {}),
+          ...(p.result !== undefined ? { result: p.result } : {}),
+          ...(p.attempts !== undefined ? { attempts: p.attempts } : {}),
+          nextRunAt: p.nextRunAt,
+          lockedUntil: null,
+          updatedAt: now
+        })
+      }),
+    finish: (id, outcome, delivery) =>
+      Effect.sync(() => {
+        const j = jobs.get(id)
+        if (!j || j.status === "completed" || j.status === "failed" || j.status === "cancelled") return false
+        jobs.set(id, { ...j, ...outcome, lockedUntil: null, updatedAt: outcome.completedAt })
+        if (Option.isSome(delivery)) deliveries.set(delivery.value.id, delivery.value)
+        return true
+      }),
+    claimDeliveries: (now, limit, leaseMs) =>
+      Effect.sync(() => {
+        const due = [...deliveries.values()]
+          .filter((d) => d.status === "pending" && d.nextAttemptAt <= now && free(d.lockedUntil, now))
+          .sort((a, b) => a.nextAttemptAt - b.nextAttemptAt)
+          .slice(0, limit)
+          .map((d) => ({ ...d, lockedUntil: now + leaseMs }))
+        for (const d of due) deliveries.set(d.id, d)
+        return due
+      }),
+    recordAttempt: (attempt, next) =>
+      Effect.sync(() => {
+        attempts.push(attempt)
+        const d = deliveries.get(attempt.deliveryId)
+        if (!d) return
+        deliveries.set(d.id, {
+          ...d,
+          ...next,
+          attempts: d.attempts + 1,
+          lockedUntil: null,
+          deliveredAt: next.status === "delivered" ? attempt.at : d.deliveredAt
+        })
+      }),
+    deliveriesOf: (jobId) => Effect.sync(() => [...deliveries.values()].filter((d) => d.jobId === jobId)),
+    attemptsOf: (deliveryId) => Effect.sync(() => attempts.filter((a) => a.deliveryId === deliveryId))
+  }
+})
+
+export const layerMemory = Layer.effect(JobStore, makeMemory)
