@@ -25,6 +25,12 @@ export interface GatewayOptions {
   readonly mailFrom: string
   /** Largest accepted request body in bytes (413 above). */
   readonly maxBodyBytes: number
+  /** First webhook retry delay; later ones grow x3 (see docs/webhooks.md). */
+  readonly webhookRetryBaseMs: number
+  /** Pause between polls of upstream jobs (video, batch, fine-tuning). */
+  readonly jobPollMs: number
+  /** Pause between background rounds (jobs, webhook deliveries) of long-lived hosts. */
+  readonly workerIntervalMs: number
   /** Reads `<ID>_API_KEY` / `<ID>_BASE_URL` for a provider id. */
   readonly providerEnv: (providerId: string) => { readonly apiKey: Option.Option<Redacted.Redacted>; readonly baseUrl: Option.Option<string> }
 }
@@ -47,6 +53,9 @@ export const defaults = (overrides: Partial<GatewayOptions> = {}): GatewayOption
   smtpUrl: Option.none(),
   mailFrom: "aigw <no-reply@localhost>",
   maxBodyBytes: 10 * 1024 * 1024,
+  webhookRetryBaseMs: 2_000,
+  jobPollMs: 5_000,
+  workerIntervalMs: 1_000,
   providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() }),
   ...overrides
 })
@@ -72,7 +81,10 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   adminPassword: nonEmpty(Config.redacted("AIGW_ADMIN_PASSWORD")),
   smtpUrl: nonEmpty(Config.redacted("SMTP_URL")),
   mailFrom: Config.string("MAIL_FROM").pipe(Config.withDefault("aigw <no-reply@localhost>")),
-  maxBodyBytes: Config.integer("AIGW_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024))
+  maxBodyBytes: Config.integer("AIGW_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
+  webhookRetryBaseMs: Config.integer("AIGW_WEBHOOK_RETRY_BASE_MS").pipe(Config.withDefault(2_000)),
+  jobPollMs: Config.integer("AIGW_JOB_POLL_MS").pipe(Config.withDefault(5_000)),
+  workerIntervalMs: Config.integer("AIGW_WORKER_INTERVAL_MS").pipe(Config.withDefault(1_000))
 }).pipe(
   Config.mapOrFail((c) => {
     const planLimits = Option.match(c.planLimits, {
@@ -98,6 +110,9 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
       smtpUrl: c.smtpUrl,
       mailFrom: c.mailFrom,
       maxBodyBytes: c.maxBodyBytes,
+      webhookRetryBaseMs: c.webhookRetryBaseMs,
+      jobPollMs: c.jobPollMs,
+      workerIntervalMs: c.workerIntervalMs,
       providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() })
     }))
   })

@@ -13,6 +13,10 @@ import * as Mailer from "./Mail/Mailer.ts"
 import * as Smtp from "./Mail/Smtp.ts"
 import * as Completions from "./Capabilities/Completions.ts"
 import * as Catalog from "./Catalog/Catalog.ts"
+import * as Jobs from "./Jobs/Jobs.ts"
+import * as JobRunners from "./Jobs/Runners.ts"
+import * as JobWorker from "./Jobs/Worker.ts"
+import * as WebhookDelivery from "./Webhooks/Delivery.ts"
 import * as Routing from "./Routing.ts"
 import * as ProviderHealth from "./Providers/ProviderHealth.ts"
 import * as Quota from "./Quota.ts"
@@ -21,7 +25,9 @@ import * as Database from "./Storage/Database.ts"
 import * as Stores from "./Storage/Stores.ts"
 
 /** Every core service, given stores, a Mailer and GatewayConfig. */
-export const layerServices = Completions.layer.pipe(
+export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, WebhookDelivery.layer()).pipe(
+  Layer.provideMerge(JobRunners.layer()),
+  Layer.provideMerge(Completions.layer),
   Layer.provideMerge(Routing.layer),
   Layer.provideMerge(Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
   Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer))
@@ -45,6 +51,9 @@ export const layerMailer = Layer.unwrapEffect(
       onSome: (url) => Smtp.layer({ url, from: c.mailFrom })
     }))
 )
+
+/** Background job and webhook rounds, for long-lived hosts (the Lambda host drains on a schedule instead). */
+export const layerBackground = JobWorker.layerLoop
 
 /** Creates the AIGW_ADMIN_* avatar at start when no Admin exists. */
 export const layerBootstrap = Layer.effectDiscard(Effect.flatMap(Avatars.Avatars, (a) => a.bootstrapAdmin))

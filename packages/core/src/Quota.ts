@@ -62,18 +62,18 @@ const makeService = Effect.gen(function*() {
         const now = Date.now()
         return Effect.map(usage.callsOn(avatar.id, utcDay(now)), (used) => stateOf(avatar, used, now))
       }),
-    /** Counts one metered call, or fails with QuotaExceeded (state attached for headers). */
-    admit: (avatar: AvatarRecord) =>
+    /** Counts `calls` metered calls (all or none), or fails with QuotaExceeded. */
+    admit: (avatar: AvatarRecord, calls = 1) =>
       Effect.suspend(() => {
         const now = Date.now()
         const limit = limitOf(avatar.plan, avatar.karmaTotal)
-        return Effect.flatMap(usage.admit(avatar.id, utcDay(now), limit), (used) =>
+        return Effect.flatMap(usage.admit(avatar.id, utcDay(now), limit, calls), (used) =>
           Option.match(used, {
             onSome: (n) => Effect.succeed(stateOf(avatar, n, now)),
             onNone: () =>
               Effect.fail(
                 new QuotaExceeded({
-                  message: `Daily quota of ${limit} calls for plan ${avatar.plan} is used up; it resets at the next UTC midnight (${
+                  message: `${calls > 1 ? `These ${calls} calls do not fit in the` : "Daily"} quota of ${limit} calls for plan ${avatar.plan}${calls > 1 ? "" : " is used up"}; it resets at the next UTC midnight (${
                     new Date(nextUtcMidnight(now)).toISOString()
                   }).`,
                   retryAfterSeconds: secondsToReset(now)

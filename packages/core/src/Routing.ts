@@ -4,7 +4,7 @@
  * preference. See docs/routing.md.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { Catalog, type ConfiguredProvider, type ModelEntry } from "./Catalog/Catalog.ts"
+import { Catalog, type ConfiguredProvider, type EndpointType, type ModelEntry } from "./Catalog/Catalog.ts"
 import { envPrefix } from "./Config.ts"
 import { Forbidden, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
@@ -126,7 +126,43 @@ const makeService = Effect.gen(function*() {
       return Effect.succeed(candidates.map(targetOf))
     })
 
-  return { chatTargets }
+  /**
+   * The provider for a non-chat capability served by dedicated clients (`supported`: the
+   * provider ids that have one). A named provider is used or refused; `auto` takes the first
+   * supported provider that is configured and allowed on the plan.
+   */
+  const providerFor = (
+    capability: EndpointType,
+    named: string,
+    plan: Plan,
+    supported: ReadonlyArray<string>
+  ): Effect.Effect<ConfiguredProvider, NotFound | Forbidden | Unprocessable> =>
+    Effect.suspend((): Effect.Effect<ConfiguredProvider, NotFound | Forbidden | Unprocessable> => {
+      if (!isAuto(named)) {
+        const p = catalog.provider(named)
+        if (Option.isNone(p)) return Effect.fail(new NotFound({ message: `Unknown provider ${named}. See GET /v1/providers.` }))
+        if (!planAllows(plan, p.value.minPlan)) {
+          return Effect.fail(new Forbidden({ message: `Provider ${named} needs plan ${p.value.minPlan} or higher (yours: ${plan}).` }))
+        }
+        if (!p.value.capabilities.includes(capability) || !supported.includes(named)) {
+          return Effect.fail(new Unprocessable({ message: `Provider ${named} cannot serve ${capability} here; supported: ${supported.join(", ")}.` }))
+        }
+        if (!p.value.configured) return Effect.fail(new Unprocessable({ message: `Provider ${named} is not configured: set ${envPrefix(named)}_API_KEY.` }))
+        return Effect.succeed(p.value)
+      }
+      const usable = supported
+        .map((id) => catalog.provider(id))
+        .filter(Option.isSome)
+        .map((p) => p.value)
+        .filter((p) => p.configured && planAllows(plan, p.minPlan) && health.isAvailable(p.id))
+      return usable.length > 0
+        ? Effect.succeed(usable[0]!)
+        : Effect.fail(new Unprocessable({
+          message: `No ${capability} provider is configured for plan ${plan}: set one of ${supported.map((id) => `${envPrefix(id)}_API_KEY`).join(", ")}.`
+        }))
+    })
+
+  return { chatTargets, providerFor }
 })
 
 export class Routing extends Context.Tag("aigw/Routing")<Routing, Effect.Effect.Success<typeof makeService>>() {}

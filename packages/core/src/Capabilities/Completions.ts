@@ -76,6 +76,15 @@ export const avatarContext = (avatar: AvatarRecord) =>
     karmaMultiplier(avatar.karmaTotal).toFixed(2)
   }); plan ${avatar.plan}.`
 
+/** Tokenizer counts for a call whose upstream reported no usage. */
+const estimate = (messages: ReadonlyArray<ChatMessage>, completion: string) =>
+  Effect.map(Effect.all([countMessages(messages), countText(completion)]), ([promptTokens, completionTokens]): UsageReport => ({
+    promptTokens,
+    completionTokens,
+    totalTokens: promptTokens + completionTokens,
+    estimated: true
+  }))
+
 const withAvatarContext = (messages: ReadonlyArray<ChatMessage>, avatar: AvatarRecord): ReadonlyArray<ChatMessage> => {
   const block = avatarContext(avatar)
   const [first, ...rest] = messages
@@ -157,11 +166,7 @@ const makeService = Effect.gen(function*() {
     const latencyMs = Math.round(performance.now() - started)
     const report: UsageReport = value.usage
       ? { ...value.usage, totalTokens: value.usage.promptTokens + value.usage.completionTokens, estimated: false }
-      : (() => {
-        const promptTokens = countMessages(messages)
-        const completionTokens = countText(value.content) + value.toolCalls.reduce((n, c) => n + countText(c.arguments), 0)
-        return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: true }
-      })()
+      : yield* estimate(messages, value.content + value.toolCalls.map((c) => c.arguments).join(""))
     yield* record(avatar, target, report, latencyMs, true)
     const result: CompletionResult = {
       provider: target.provider.id,
@@ -193,18 +198,25 @@ const makeService = Effect.gen(function*() {
       let upstreamPrompt: number | undefined
       let upstreamCompletion: number | undefined
       let recorded: Option.Option<UsageReport> = Option.none()
-      const report = (): UsageReport => {
-        const estimated = upstreamPrompt === undefined || upstreamCompletion === undefined
-        const promptTokens = upstreamPrompt ?? countMessages(messages)
-        const completionTokens = upstreamCompletion ?? countText(text) + countText(toolArgs)
-        return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated }
-      }
+      const report = Effect.suspend((): Effect.Effect<UsageReport> => {
+        if (upstreamPrompt !== undefined && upstreamCompletion !== undefined) {
+          return Effect.succeed({ promptTokens: upstreamPrompt, completionTokens: upstreamCompletion, totalTokens: upstreamPrompt + upstreamCompletion, estimated: false })
+        }
+        const [prompt, completion] = [upstreamPrompt, upstreamCompletion]
+        return Effect.map(estimate(messages, text + toolArgs), (e) => {
+          const promptTokens = prompt ?? e.promptTokens
+          const completionTokens = completion ?? e.completionTokens
+          return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: true }
+        })
+      })
       const recordOnce = (ok: boolean) =>
         Effect.suspend(() => {
           if (Option.isSome(recorded)) return Effect.succeed(recorded.value)
-          const r = report()
-          recorded = Option.some(r)
-          return Effect.as(record(avatar, target, r, Math.round(performance.now() - started), ok), r)
+          return Effect.flatMap(report, (r) => {
+            if (Option.isSome(recorded)) return Effect.succeed(recorded.value)
+            recorded = Option.some(r)
+            return Effect.as(record(avatar, target, r, Math.round(performance.now() - started), ok), r)
+          })
         })
       const finalChunk = (error?: string) =>
         Effect.map(recordOnce(error === undefined), (r): StreamChunk => ({

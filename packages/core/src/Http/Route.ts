@@ -64,6 +64,8 @@ type Output = unknown
 export interface AuthedSpec<B, Q, R> extends Common<B, Q> {
   /** Counts against the daily quota (every capability call). */
   readonly metered?: boolean
+  /** How many calls the request counts for (a batch counts its items); default 1. */
+  readonly meteredCalls?: (body: B) => number
   /** The `avatarId` the request acts for (Admins may name another avatar; quota is charged to it). */
   readonly avatarIdOf?: (body: B) => string | undefined
   readonly handle: (
@@ -176,7 +178,10 @@ const respond = (kind: Envelope, output: Output, headers: Record<string, string>
 }
 
 const make = <B, Q, R>(
-  spec: Common<B, Q> & { readonly avatarIdOf?: ((body: B) => string | undefined) | undefined },
+  spec: Common<B, Q> & {
+    readonly avatarIdOf?: ((body: B) => string | undefined) | undefined
+    readonly meteredCalls?: ((body: B) => number) | undefined
+  },
   auth: "required" | "optional",
   metered: boolean,
   handle: (input: any) => Effect.Effect<Output, GatewayError, R>
@@ -206,7 +211,7 @@ const make = <B, Q, R>(
         avatar = spec.avatarIdOf ? yield* authService.actingAs(caller.value, spec.avatarIdOf(body)) : caller.value
         const charged = avatar
         state = metered
-          ? yield* quota.admit(charged).pipe(
+          ? yield* quota.admit(charged, spec.meteredCalls ? spec.meteredCalls(body) : 1).pipe(
             Effect.tapError(() => Effect.map(quota.peek(charged), (s) => (out.headers = headersOf(s))))
           )
           : yield* quota.peek(charged)

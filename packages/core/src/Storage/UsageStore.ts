@@ -29,8 +29,11 @@ export interface UsageTotals {
 }
 
 export interface UsageStoreService {
-  /** Increments today's call count if it is below `limit`; returns the new count, or None when full. */
-  readonly admit: (avatarId: string, day: string, limit: number) => Effect.Effect<Option.Option<number>>
+  /**
+   * Adds `count` calls to today's count if the result stays within `limit`; returns the new
+   * count, or None when they do not fit (nothing is added then).
+   */
+  readonly admit: (avatarId: string, day: string, limit: number, count?: number) => Effect.Effect<Option.Option<number>>
   readonly callsOn: (avatarId: string, day: string) => Effect.Effect<number>
   readonly record: (event: UsageEvent) => Effect.Effect<void>
   readonly totals: (avatarId: string, day: string) => Effect.Effect<UsageTotals>
@@ -55,11 +58,11 @@ export const makeMemory = Effect.sync((): UsageStoreService => {
     return r
   }
   return {
-    admit: (avatarId, day, limit) =>
+    admit: (avatarId, day, limit, count = 1) =>
       Effect.sync(() => {
         const r = row(avatarId, day)
-        if (r.calls >= limit) return Option.none()
-        r.calls += 1
+        if (r.calls + count > limit) return Option.none()
+        r.calls += count
         return Option.some(r.calls)
       }),
     callsOn: (avatarId, day) => Effect.sync(() => days.get(keyOf(avatarId, day))?.calls ?? 0),

@@ -252,7 +252,7 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
         Effect.gen(function*() {
           const jobs = yield* JobStore
           const now = 4_000_000_000_000 + Math.floor(Math.random() * 1e9)
-          const ids = Array.from({ length: 30 }, () => crypto.randomUUID())
+          const ids: Array<string> = Array.from({ length: 30 }, () => crypto.randomUUID())
           for (const id of ids) yield* jobs.insert(jobRecord({ id, nextRunAt: now - 1, createdAt: now, updatedAt: now }))
           const batches = yield* Effect.all(Array.from({ length: 6 }, () => jobs.claimDue(now, 10, 60_000)), { concurrency: "unbounded" })
           const mine = batches.flat().map((j) => j.id).filter((id) => ids.includes(id))

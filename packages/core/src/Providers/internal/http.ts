@@ -1,7 +1,7 @@
 /**
- * Upstream HTTP, once for every adapter: JSON POST and SSE streams over fetch, with the
- * Effect interruption wired to the request's AbortSignal (a client that goes away cancels the
- * upstream call), timeouts, and error mapping.
+ * Upstream HTTP, once for every adapter: JSON POST/GET, multipart upload, text download and SSE
+ * streams over fetch, with the Effect interruption wired to the request's AbortSignal (a client
+ * that goes away cancels the upstream call), timeouts, and error mapping.
  */
 import { Duration, Effect, Option, Redacted, Scope, Stream } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
@@ -57,6 +57,50 @@ export const postJson = (provider: string, url: string, headers: Record<string, 
     },
     catch: (e) => (e instanceof UpstreamError ? e : connectFailed(provider, e))
   }).pipe(Effect.timeoutFail({ duration: REQUEST_TIMEOUT, onTimeout: () => timeoutError(provider, "answer") }))
+
+/**
+ * One request/answer exchange: sends, reads the whole body, maps non-2xx answers with `fromHttp`
+ * and network failures with `connectFailed`, and parses the 2xx body with `parse` (which throws
+ * an UpstreamError for a body it cannot use). Interruption aborts the request.
+ */
+const exchange = <A>(
+  provider: string,
+  url: string,
+  init: Omit<RequestInit, "signal">,
+  parse: (text: string) => A
+): Effect.Effect<A, UpstreamError> =>
+  Effect.tryPromise({
+    try: async (signal) => {
+      const res = await fetch(url, { ...init, signal }).catch((cause) => Promise.reject(connectFailed(provider, cause)))
+      const text = await res.text()
+      if (!res.ok) throw fromHttp(provider, res.status, text)
+      return parse(text)
+    },
+    catch: (e) => (e instanceof UpstreamError ? e : connectFailed(provider, e))
+  }).pipe(Effect.timeoutFail({ duration: REQUEST_TIMEOUT, onTimeout: () => timeoutError(provider, "answer") }))
+
+const parseJson = (provider: string) => (text: string): any => {
+  try {
+    return JSON.parse(text) as any
+  } catch {
+    throw protocolError(provider, "the body is not JSON")
+  }
+}
+
+/** GETs and returns the parsed JSON answer; non-2xx answers become UpstreamErrors. */
+export const getJson = (provider: string, url: string, headers: Record<string, string>) =>
+  exchange(provider, url, { method: "GET", headers: { accept: "application/json", ...headers } }, parseJson(provider))
+
+/** GETs a document (e.g. a JSONL file's content) and returns its body as text. */
+export const getText = (provider: string, url: string, headers: Record<string, string>) =>
+  exchange(provider, url, { method: "GET", headers: { accept: "*/*", ...headers } }, (text) => text)
+
+/**
+ * POSTs a `multipart/form-data` body and returns the parsed JSON answer. The content type (with
+ * its boundary) is left to fetch, so `headers` must not set one.
+ */
+export const postMultipart = (provider: string, url: string, headers: Record<string, string>, form: FormData) =>
+  exchange(provider, url, { method: "POST", headers: { accept: "application/json", ...headers }, body: form }, parseJson(provider))
 
 /**
  * POSTs and, once the upstream answered 2xx, returns its SSE events as a stream. The request

@@ -8,12 +8,12 @@ export const make = Effect.gen(function*() {
   return UsageStore.of({
     // The quota gate: one conditional upsert. When the row is full the WHERE fails and no
     // row is returned; PostgreSQL re-evaluates the WHERE under the row lock.
-    admit: (avatarId, day, limit) =>
-      limit <= 0
+    admit: (avatarId, day, limit, count = 1) =>
+      count > limit
         ? Effect.succeed(Option.none())
-        : sql`INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES (${avatarId}, ${day}, 1, 0, 0)
-              ON CONFLICT (avatar_id, day) DO UPDATE SET calls = daily_usage.calls + 1
-              WHERE daily_usage.calls < ${limit}
+        : sql`INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES (${avatarId}, ${day}, ${count}, 0, 0)
+              ON CONFLICT (avatar_id, day) DO UPDATE SET calls = daily_usage.calls + ${count}
+              WHERE daily_usage.calls + ${count} <= ${limit}
               RETURNING calls`.pipe(
           Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (r) => num(r.calls))),
           Effect.orDie

@@ -1,0 +1,202 @@
+/**
+ * Durable jobs and signed webhooks end to end: batch through the gateway, signature checks,
+ * retries until acknowledged, delivery after a kill -9, exactly-once delivery with two
+ * processes on PostgreSQL, SSRF refusals and hostile bodies.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { verify } from "../../../packages/core/src/Webhooks/Signature.ts"
+import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
+import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { signUp, type TestAvatar } from "./support/accounts.ts"
+import { type Receiver, startReceiver } from "./support/receiver.ts"
+import { call, freePort, type RunningServer, startServer } from "./support/server.ts"
+
+const SECRET = "whsec_test_secret"
+const fast = {
+  WEBHOOK_SECRET: SECRET,
+  AIGW_ALLOW_PRIVATE_URLS: "true",
+  AIGW_WEBHOOK_RETRY_BASE_MS: "100",
+  AIGW_WORKER_INTERVAL_MS: "100",
+  AIGW_JOB_POLL_MS: "100"
+}
+const batch = (callbackUrl: string, n = 2) => ({
+  requests: Array.from({ length: n }, (_, i) => ({ messages: [{ role: "user", content: `item ${i}` }], provider: "openai", model: "gpt-4o-mini" })),
+  callbackUrl
+})
+const waitForStatus = async (server: RunningServer, user: TestAvatar, id: string, status: string, timeoutMs = 15_000) => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const res = await call(server.url, "GET", `/v1/batch/${id}/status`, { apiKey: user.apiKey })
+    if (res.body.result?.status === status) return res.body.result
+    if (Date.now() > deadline) throw new Error(`batch ${id} not ${status}: ${JSON.stringify(res.body)}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+describe("batch jobs and webhooks", () => {
+  let mock: MockUpstream
+  let receiver: Receiver
+  let server: RunningServer
+  let user: TestAvatar
+
+  beforeAll(async () => {
+    mock = await startOpenAiMock({ apiKey: "sk-j" })
+    receiver = await startReceiver()
+    server = await startServer({ ...fast, OPENAI_API_KEY: "sk-j", OPENAI_BASE_URL: mock.url })
+    user = await signUp(server, "jobs")
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await receiver?.close()
+    await mock?.close()
+  })
+
+  it("runs a batch, reports per-item results and POSTs a signed webhook", async () => {
+    mock.queue({ kind: "text", text: "first answer" }, { kind: "error", status: 400, message: "item refused" })
+    const submit = await call(server.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body: batch(receiver.url) })
+    expect(submit.status).toBe(200)
+    expect(submit.body.result).toMatchObject({ jobType: "batch", status: "queued", total: 2 })
+    const id = submit.body.result.batchId
+    const [hook] = await receiver.waitFor(1)
+    expect(verify(SECRET, hook!.body, hook!.headers["x-gateway-signature"] as string)).toBe(true)
+    expect(hook!.headers["x-gateway-event"]).toBe("batch")
+    expect(hook!.headers["x-gateway-delivery"]).toBeTruthy()
+    const payload = JSON.parse(hook!.body)
+    expect(payload).toMatchObject({ jobId: id, jobType: "batch", status: "completed", error: null })
+    expect(payload.completedAtUtc).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+    expect(payload.result).toMatchObject({ total: 2, completed: 1, failed: 1 })
+    const status = await waitForStatus(server, user, id, "completed")
+    expect(status.result.items[0]).toMatchObject({ index: 0, ok: true })
+    expect(status.result.items[0].result.content).toBe("first answer")
+    expect(status.result.items[1]).toMatchObject({ index: 1, ok: false })
+    expect(status.result.items[1].error).toMatch(/item refused/)
+    expect(status.webhook).toMatchObject({ status: "delivered", attempts: 1 })
+    const usage = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
+    expect(usage.body.result.dailyCallsUsed).toBe(2)
+  })
+
+  it("retries a failing receiver with backoff until it acknowledges, once", async () => {
+    receiver.received.length = 0
+    receiver.failNext(3)
+    const submit = await call(server.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body: batch(receiver.url, 1) })
+    const id = submit.body.result.batchId
+    const deliveries = await receiver.waitFor(4)
+    await new Promise((r) => setTimeout(r, 500))
+    expect(receiver.received.map((r) => r.status)).toEqual([500, 500, 500, 204])
+    expect(new Set(receiver.received.map((r) => r.headers["x-gateway-delivery"])).size).toBe(1)
+    expect(receiver.received.map((r) => r.headers["x-gateway-attempt"])).toEqual(["1", "2", "3", "4"])
+    expect(new Set(deliveries.map((d) => d.body)).size).toBe(1)
+    const status = await waitForStatus(server, user, id, "completed")
+    expect(status.webhook).toMatchObject({ status: "delivered", attempts: 4 })
+  })
+
+  it("shows jobs only to their owner (others get 404)", async () => {
+    const submit = await call(server.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body: batch(receiver.url, 1) })
+    const stranger = await signUp(server, "stranger")
+    const res = await call(server.url, "GET", `/v1/batch/${submit.body.result.batchId}/status`, { apiKey: stranger.apiKey })
+    expect(res.status).toBe(404)
+    expect((await call(server.url, "GET", `/v1/batch/${submit.body.result.batchId}/status?provider=anthropic`, { apiKey: user.apiKey })).status).toBe(404)
+    expect((await call(server.url, "GET", `/v1/batch/${crypto.randomUUID()}/status`, { apiKey: user.apiKey })).status).toBe(404)
+  })
+
+  it("refuses hostile bodies with 400 and creates no job", async () => {
+    const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+    for (const body of [
+      { requests: [] },
+      { requests: "x" },
+      { requests: [{ messages: [] }] },
+      { requests: [{ messages: [{ role: "user", content: "x" }], temperature: 9 }] },
+      { requests: Array.from({ length: 101 }, () => ({ messages: [{ role: "user", content: "x" }] })) },
+      { requests: [{ messages: [{ role: "user", content: "x" }] }], callbackUrl: 42 }
+    ]) {
+      const res = await call(server.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body })
+      expect(res.status, JSON.stringify(body).slice(0, 80)).toBe(400)
+      expect(res.body.isError).toBe(true)
+    }
+    const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+    expect(after).toBe(before)
+  })
+})
+
+describe("SSRF guard on callbackUrl (no AIGW_ALLOW_PRIVATE_URLS)", () => {
+  let server: RunningServer
+  let user: TestAvatar
+  beforeAll(async () => {
+    server = await startServer({ OPENAI_API_KEY: "x" })
+    user = await signUp(server, "ssrf")
+  })
+  afterAll(() => server?.stop())
+
+  it.each([
+    "http://169.254.169.254/latest/meta-data/",
+    "http://127.0.0.1:8080/hook",
+    "http://localhost:8080/hook",
+    "http://10.0.0.8/hook",
+    "http://[::1]/hook",
+    "file:///etc/passwd",
+    "gopher://example.com/"
+  ])("refuses %s with 422 and creates no job", async (url) => {
+    const res = await call(server.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body: batch(url, 1) })
+    expect(res.status).toBe(422)
+    expect(res.body.isError).toBe(true)
+    expect(res.body.message).toMatch(/callbackUrl refused/)
+  })
+})
+
+describe("delivery survives kill -9 while the receiver is down", () => {
+  it("delivers after the gateway restarts", async () => {
+    const mock = await startOpenAiMock({ apiKey: "sk-k" })
+    const port = await freePort()
+    const env = { ...fast, OPENAI_API_KEY: "sk-k", OPENAI_BASE_URL: mock.url }
+    const first = await startServer(env)
+    try {
+      const user = await signUp(first, "crash")
+      const submit = await call(first.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body: batch(`http://127.0.0.1:${port}/hook`, 1) })
+      const id = submit.body.result.batchId
+      await waitForStatus(first, user, id, "completed")
+      await new Promise((r) => setTimeout(r, 300)) // at least one refused attempt
+      await first.kill()
+      const receiver = await startReceiver(port)
+      const second = await startServer(env, { dataDir: first.dataDir })
+      try {
+        const [hook] = await receiver.waitFor(1, 30_000)
+        expect(JSON.parse(hook!.body)).toMatchObject({ jobId: id, status: "completed" })
+        expect(verify(SECRET, hook!.body, hook!.headers["x-gateway-signature"] as string)).toBe(true)
+        const status = await waitForStatus(second, user, id, "completed")
+        expect(status.webhook.status).toBe("delivered")
+        expect(status.webhook.attempts).toBeGreaterThan(1)
+      } finally {
+        await second.stop()
+        await receiver.close()
+      }
+    } finally {
+      await mock.close()
+    }
+  })
+})
+
+describe.skipIf(!hasPg)("two processes on one PostgreSQL", () => {
+  it("deliver each webhook exactly once", async () => {
+    const mock = await startOpenAiMock({ apiKey: "sk-2" })
+    const receiver = await startReceiver()
+    const env = { ...fast, OPENAI_API_KEY: "sk-2", OPENAI_BASE_URL: mock.url, DATABASE_URL: await freshPgDatabase(), JWT_SECRET: "shared-secret-shared-secret-shared-secret" }
+    const servers = [await startServer(env), await startServer(env)]
+    try {
+      const user = await signUp(servers[0]!, "twin")
+      const ids: Array<string> = []
+      for (let i = 0; i < 8; i++) {
+        const res = await call(servers[i % 2]!.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body: batch(receiver.url, 1) })
+        ids.push(res.body.result.batchId)
+      }
+      await receiver.waitFor(8)
+      await new Promise((r) => setTimeout(r, 1500))
+      const jobIds = receiver.received.map((r) => JSON.parse(r.body).jobId)
+      expect(jobIds.sort()).toEqual([...ids].sort())
+      expect(new Set(receiver.received.map((r) => r.headers["x-gateway-delivery"])).size).toBe(8)
+    } finally {
+      await Promise.all(servers.map((s) => s.stop()))
+      await receiver.close()
+      await mock.close()
+    }
+  })
+})

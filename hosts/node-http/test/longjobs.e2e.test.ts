@@ -1,0 +1,196 @@
+/**
+ * Video generation (Replicate, Luma), OpenAI Batch API batches and OpenAI fine-tuning end to
+ * end: submit, worker polls the mock upstream, status endpoint, signed webhook.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { verify } from "../../../packages/core/src/Webhooks/Signature.ts"
+import { type JobMock, type OpenAiJobsMock, startLumaMock, startOpenAiJobsMock, startReplicateMock } from "../../../packages/core/test/support/mockJobs.ts"
+import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
+import { type Receiver, startReceiver } from "./support/receiver.ts"
+import { call, type RunningServer, startServer } from "./support/server.ts"
+
+const SECRET = "whsec_long"
+
+describe("long-running jobs against vendor mocks", () => {
+  let replicate: JobMock
+  let luma: JobMock
+  let openai: OpenAiJobsMock
+  let receiver: Receiver
+  let server: RunningServer
+  let user: TestAvatar
+
+  beforeAll(async () => {
+    ;[replicate, luma, openai] = await Promise.all([
+      startReplicateMock({ apiKey: "r8_test", pollsUntilDone: 3 }),
+      startLumaMock({ apiKey: "luma_test", pollsUntilDone: 2 }),
+      startOpenAiJobsMock({ apiKey: "sk-jobs", pollsUntilDone: 3 })
+    ])
+    receiver = await startReceiver()
+    server = await startServer({
+      ...adminEnv,
+      WEBHOOK_SECRET: SECRET,
+      AIGW_ALLOW_PRIVATE_URLS: "true",
+      AIGW_WORKER_INTERVAL_MS: "50",
+      AIGW_JOB_POLL_MS: "50",
+      AIGW_WEBHOOK_RETRY_BASE_MS: "100",
+      REPLICATE_API_KEY: "r8_test",
+      REPLICATE_BASE_URL: replicate.url,
+      LUMA_API_KEY: "luma_test",
+      LUMA_BASE_URL: luma.url,
+      OPENAI_API_KEY: "sk-jobs",
+      OPENAI_BASE_URL: openai.url
+    })
+    user = await signUp(server, "long")
+    await call(server.url, "PUT", `/v1/admin/avatars/${user.id}/plan`, { token: await adminToken(server), body: { plan: "Gold" } })
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await receiver?.close()
+    await Promise.all([replicate, luma, openai].map((m) => m?.close()))
+  })
+
+  const waitDone = async (path: string, timeoutMs = 20_000) => {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const res = await call(server.url, "GET", path, { apiKey: user.apiKey })
+      if (["completed", "failed", "cancelled"].includes(res.body.result?.status)) return res.body.result
+      if (Date.now() > deadline) throw new Error(`${path} did not finish: ${JSON.stringify(res.body)}`)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+  const hookFor = async (jobId: string) => {
+    const deadline = Date.now() + 15_000
+    for (;;) {
+      const hook = receiver.received.find((r) => JSON.parse(r.body).jobId === jobId)
+      if (hook) return hook
+      if (Date.now() > deadline) throw new Error(`no webhook for ${jobId}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+
+  for (const provider of ["replicate", "luma"] as const) {
+    it(`generates a video on ${provider}: job id at once, polling, signed webhook`, async () => {
+      const res = await call(server.url, "POST", "/v1/video/generate", {
+        apiKey: user.apiKey,
+        body: { prompt: "a fox in the snow", provider, duration: 5, aspectRatio: "16:9", callbackUrl: receiver.url }
+      })
+      expect(res.status).toBe(200)
+      expect(res.body.result).toMatchObject({ jobType: "video", status: "queued", provider })
+      const jobId = res.body.result.jobId
+      const done = await waitDone(`/v1/video/${jobId}`)
+      expect(done.status).toBe("completed")
+      expect(done.result.videoUrl).toMatch(/^https?:\/\//)
+      expect(done.upstreamId).toBeTruthy()
+      const hook = await hookFor(jobId)
+      expect(verify(SECRET, hook.body, hook.headers["x-gateway-signature"] as string)).toBe(true)
+      expect(hook.headers["x-gateway-event"]).toBe("video")
+      expect(JSON.parse(hook.body)).toMatchObject({ jobId, jobType: "video", status: "completed", error: null })
+      const mock = provider === "replicate" ? replicate : luma
+      const create = mock.requests.find((r) => r.method === "POST")!
+      expect(JSON.stringify(create.body)).toContain("a fox in the snow")
+    })
+  }
+
+  it("reports a failed upstream video job as failed with the vendor's reason", async () => {
+    luma.configure({ fail: true, failMessage: "prompt rejected by moderation" })
+    const res = await call(server.url, "POST", "/v1/video/generate", { apiKey: user.apiKey, body: { prompt: "x", provider: "luma", callbackUrl: receiver.url } })
+    const done = await waitDone(`/v1/video/${res.body.result.jobId}`)
+    expect(done.status).toBe("failed")
+    expect(done.error).toMatch(/moderation/)
+    const hook = await hookFor(res.body.result.jobId)
+    expect(JSON.parse(hook.body)).toMatchObject({ status: "failed", error: expect.stringMatching(/moderation/) })
+    luma.configure({ fail: false })
+  })
+
+  it("refuses bad video requests (400/404/422) and private imageUrls", async () => {
+    const cases: Array<[unknown, number]> = [
+      [{}, 400],
+      [{ prompt: "" }, 400],
+      [{ prompt: "x", duration: 0 }, 400],
+      [{ prompt: "x", aspectRatio: "wide" }, 400],
+      [{ prompt: "x", provider: "nope" }, 404],
+      [{ prompt: "x", provider: "openai" }, 422],
+      [{ prompt: "x", provider: "runway" }, 422]
+    ]
+    for (const [body, status] of cases) {
+      const res = await call(server.url, "POST", "/v1/video/generate", { apiKey: user.apiKey, body })
+      expect(res.status, JSON.stringify(body)).toBe(status)
+    }
+    const ssrf = await startServer({ REPLICATE_API_KEY: "r8_test", REPLICATE_BASE_URL: replicate.url })
+    try {
+      const u = await signUp(ssrf, "img")
+      for (const imageUrl of ["http://169.254.169.254/latest/meta-data/iam", "file:///etc/passwd", "http://127.0.0.1/x.png"]) {
+        const res = await call(ssrf.url, "POST", "/v1/video/generate", { apiKey: u.apiKey, body: { prompt: "x", imageUrl } })
+        expect(res.status, imageUrl).toBe(422)
+        expect(res.body.message).toMatch(/imageUrl refused/)
+      }
+    } finally {
+      await ssrf.stop()
+    }
+  })
+
+  it("runs a batch through OpenAI's Batch API (upload JSONL, create, poll, collect)", async () => {
+    const res = await call(server.url, "POST", "/v1/batch/submit", {
+      apiKey: user.apiKey,
+      body: {
+        provider: "openai",
+        callbackUrl: receiver.url,
+        requests: [
+          { messages: [{ role: "user", content: "hello batch" }], model: "gpt-4o-mini" },
+          { messages: [{ role: "user", content: "FAIL" }], model: "gpt-4o-mini" }
+        ]
+      }
+    })
+    expect(res.body.result).toMatchObject({ jobType: "batch", provider: "openai", total: 2 })
+    const done = await waitDone(`/v1/batch/${res.body.result.batchId}/status`)
+    expect(done.status).toBe("completed")
+    expect(done.result).toMatchObject({ total: 2, completed: 1, failed: 1 })
+    expect(done.result.items[0]).toMatchObject({ index: 0, ok: true })
+    expect(done.result.items[1]).toMatchObject({ index: 1, ok: false })
+    const upload = openai.requests.find((r) => r.path.endsWith("/files"))!
+    expect((upload.body as any).fields.purpose).toBe("batch")
+    const create = openai.requests.find((r) => r.path.endsWith("/batches") && r.method === "POST")!
+    expect(create.body).toMatchObject({ endpoint: "/v1/chat/completions", completion_window: "24h" })
+    const hook = await hookFor(res.body.batchId ?? res.body.result.batchId)
+    expect(JSON.parse(hook.body).result).toMatchObject({ total: 2, completed: 1, failed: 1 })
+  })
+
+  it("creates an OpenAI fine-tuning job, polls it to success and reports the model", async () => {
+    const trainingData = Array.from({ length: 10 }, (_, i) => ({
+      messages: [{ role: "system", content: "You are terse." }, { role: "user", content: `Q${i}` }, { role: "assistant", content: `A${i}` }]
+    }))
+    const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini-2024-07-18", trainingData, callbackUrl: receiver.url } })
+    expect(res.status).toBe(200)
+    expect(res.body.result).toMatchObject({ jobType: "finetune", provider: "openai", examples: 10 })
+    const done = await waitDone(`/v1/fine-tuning/jobs/${res.body.result.jobId}`)
+    expect(done.status).toBe("completed")
+    expect(done.result.fineTunedModel).toMatch(/^ft:/)
+    const upload = openai.requests.find((r) => r.path.endsWith("/files") && (r.body as any).fields.purpose === "fine-tune")!
+    expect(upload).toBeTruthy()
+    const create = openai.requests.find((r) => r.path.endsWith("/fine_tuning/jobs") && r.method === "POST")!
+    expect(create.body).toMatchObject({ model: "gpt-4o-mini-2024-07-18" })
+    const hook = await hookFor(res.body.result.jobId)
+    expect(hook.headers["x-gateway-event"]).toBe("finetune")
+  })
+
+  it("validates training data and names the first bad example", async () => {
+    const good = { messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }
+    const cases: Array<[unknown, RegExp]> = [
+      [[good, good, { messages: [{ role: "user", content: "only a question" }] }], /trainingData\[2\]/],
+      [[good, { prompt: "old format", completion: "x" }], /trainingData\[1\]/],
+      [[{ messages: [{ role: "user", content: "q" }, { role: "user", content: "q2" }] }], /trainingData\[0\].*assistant/],
+      [[], /at least one example/],
+      ["not an array", /trainingData/]
+    ]
+    for (const [trainingData, pattern] of cases) {
+      const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini", trainingData } })
+      expect(res.status).toBe(400)
+      expect(res.body.message).toMatch(pattern)
+    }
+    expect((await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "m", trainingData: [good], provider: "anthropic" } })).status).toBe(422)
+    const stranger = await signUp(server, "peek")
+    const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini", trainingData: [good] } })
+    expect((await call(server.url, "GET", `/v1/fine-tuning/jobs/${res.body.result.jobId}`, { apiKey: stranger.apiKey })).status).toBe(404)
+    expect((await call(server.url, "GET", `/v1/fine-tuning/jobs/${res.body.result.jobId}`, { token: await adminToken(server) })).status).toBe(200)
+  })
+})

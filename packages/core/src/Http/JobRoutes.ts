@@ -1,0 +1,183 @@
+/** Long-running endpoints: batch, video and fine-tuning. Each answers the job id at once. */
+import { Effect, Schema } from "effect"
+import type { CompletionInput } from "../Capabilities/Completions.ts"
+import { NotFound } from "../Errors.ts"
+import { Jobs } from "../Jobs/Jobs.ts"
+import type { BatchInput } from "../Jobs/Runners.ts"
+import { CompleteBody, toChatMessages, toInput } from "./CompletionRoutes.ts"
+import { BadRequest } from "../Errors.ts"
+import { GatewayConfig } from "../Config.ts"
+import type { FineTuneInput, VideoInput } from "../Jobs/Runners.ts"
+import { videoAdapters } from "../Providers/Video/index.ts"
+import { Routing } from "../Routing.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import * as UrlGuard from "../UrlGuard.ts"
+import { authed, describeParseError as describe, Reply } from "./Route.ts"
+
+const CallbackUrl = Schema.String.pipe(Schema.maxLength(2048))
+export const MAX_BATCH = 100
+export const MAX_TRAINING_EXAMPLES = 50_000
+
+const VideoBody = Schema.Struct({
+  prompt: Schema.String.pipe(Schema.minLength(1, { message: () => "prompt is required" }), Schema.maxLength(4000)),
+  provider: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" }),
+  model: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
+  imageUrl: Schema.optional(Schema.String.pipe(Schema.maxLength(2048))),
+  duration: Schema.optional(Schema.Int.pipe(Schema.between(1, 60, { message: () => "duration must be 1 to 60 seconds" }))),
+  aspectRatio: Schema.optional(Schema.String.pipe(Schema.pattern(/^[1-9]\d{0,2}:[1-9]\d{0,2}$/, { message: () => "aspectRatio must look like W:H, e.g. 16:9" }))),
+  callbackUrl: Schema.optional(CallbackUrl)
+})
+
+const FineTuneBody = Schema.Struct({
+  baseModel: Schema.String.pipe(Schema.minLength(1, { message: () => "baseModel is required" }), Schema.maxLength(200)),
+  trainingData: Schema.Array(Schema.Unknown).pipe(
+    Schema.minItems(1, { message: () => "trainingData must hold at least one example" }),
+    Schema.maxItems(MAX_TRAINING_EXAMPLES, { message: () => `trainingData holds at most ${MAX_TRAINING_EXAMPLES} examples` })
+  ),
+  provider: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "openai" }),
+  suffix: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,40}$/, { message: () => "suffix: 1-40 letters, digits, _ or -" }))),
+  callbackUrl: Schema.optional(CallbackUrl)
+})
+
+/** One chat-format training example: `{ messages: [{ role, content }, ...] }` with an assistant answer. */
+const TrainingExample = Schema.Struct({
+  messages: Schema.Array(
+    Schema.Struct({
+      role: Schema.Literal("system", "user", "assistant"),
+      content: Schema.String.pipe(Schema.maxLength(200_000))
+    })
+  ).pipe(Schema.minItems(2))
+}).pipe(Schema.filter((e) => e.messages.some((m) => m.role === "assistant") || "an example needs at least one assistant message"))
+
+/** Checks every example; the error names the first bad one by index. */
+const checkTrainingData = (data: ReadonlyArray<unknown>) =>
+  Effect.suspend(() => {
+    const decode = Schema.decodeUnknownEither(TrainingExample)
+    for (const [i, example] of data.entries()) {
+      const result = decode(example, { onExcessProperty: "ignore" })
+      if (result._tag === "Left") {
+        return Effect.fail(new BadRequest({ message: `trainingData[${i}] is not a chat example ({ messages: [{ role, content }] } with an assistant answer): ${describe(result.left)}` }))
+      }
+    }
+    return Effect.void
+  })
+
+const BatchBody = Schema.Struct({
+  requests: Schema.Array(CompleteBody).pipe(
+    Schema.minItems(1, { message: () => "requests must hold at least one completion request" }),
+    Schema.maxItems(MAX_BATCH, { message: () => `a batch holds at most ${MAX_BATCH} requests` })
+  ),
+  provider: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" }),
+  callbackUrl: Schema.optional(CallbackUrl)
+})
+
+/** Fine-tuning clients exist for these providers. */
+export const FINE_TUNING_PROVIDERS = ["openai"] as const
+
+const jobView = (type: "video" | "finetune") => ({ caller, params }: { readonly caller: AvatarRecord; readonly params: Readonly<Record<string, string | undefined>> }) =>
+  Effect.flatMap(Jobs, (jobs) => Effect.flatMap(jobs.get(caller, params.jobId ?? "", type), jobs.view))
+
+export const jobRoutes = [
+  authed({
+    method: "POST",
+    path: "/v1/batch/submit",
+    tag: "Batch",
+    metered: true,
+    meteredCalls: (b) => b.requests.length,
+    summary: "Submit completion requests as a batch; answers the batch id at once, reports by webhook",
+    description:
+      "Each request counts as one call against the daily quota. `provider: \"openai\"` uses OpenAI's Batch API (up to 50% cheaper); otherwise the gateway runs the items through its own routing.",
+    body: BatchBody,
+    handle: ({ avatar, body }) =>
+      Effect.gen(function*() {
+        const requests: Array<CompletionInput> = []
+        for (const r of body.requests) {
+          const messages = yield* toChatMessages(r.messages)
+          requests.push(toInput({ ...r, provider: r.provider === "auto" ? body.provider : r.provider }, messages))
+        }
+        const mode = body.provider === "openai" ? "openai" : "gateway"
+        // The upstream Batch API needs the provider configured and allowed now, not at the first step.
+        if (mode === "openai") yield* Effect.flatMap(Routing, (r) => r.providerFor("batch", "openai", avatar.plan, ["openai"]))
+        const input: BatchInput = { mode, requests }
+        const jobs = yield* Jobs
+        const job = yield* jobs.submit(avatar, { type: "batch", provider: body.provider, input, callbackUrl: body.callbackUrl })
+        return new Reply(
+          { batchId: job.id, jobId: job.id, jobType: "batch", status: job.status, provider: job.provider, total: requests.length, statusUrl: `/v1/batch/${job.id}/status` },
+          "Batch accepted."
+        )
+      })
+  }),
+  authed({
+    method: "GET",
+    path: "/v1/batch/:batchId/status",
+    tag: "Batch",
+    summary: "Status of a batch: counts, per-item results and errors",
+    query: Schema.Struct({ provider: Schema.optional(Schema.String) }),
+    handle: ({ caller, params, query }) =>
+      Effect.gen(function*() {
+        const jobs = yield* Jobs
+        const job = yield* jobs.get(caller, params.batchId ?? "", "batch")
+        if (query.provider !== undefined && query.provider !== job.provider) {
+          return yield* Effect.fail(new NotFound({ message: `Batch ${job.id} does not belong to provider ${query.provider}.` }))
+        }
+        const view = yield* jobs.view(job)
+        return { batchId: job.id, ...view }
+      })
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/video/generate",
+    tag: "Video",
+    metered: true,
+    summary: "Start a video generation (long-running); answers the job id at once, reports by webhook",
+    description: `Providers with a video client: ${Object.keys(videoAdapters).join(", ")}. imageUrl and callbackUrl must be public http(s) URLs (422 otherwise).`,
+    body: VideoBody,
+    handle: ({ avatar, body }) =>
+      Effect.gen(function*() {
+        const config = yield* GatewayConfig
+        // Input first: a refused URL is reported whatever the provider situation.
+        const imageUrl = body.imageUrl === undefined
+          ? undefined
+          : (yield* UrlGuard.check(body.imageUrl, { allowPrivate: config.allowPrivateUrls, field: "imageUrl" })).toString()
+        const provider = yield* Effect.flatMap(Routing, (r) => r.providerFor("video", body.provider, avatar.plan, Object.keys(videoAdapters)))
+        const input: VideoInput = { prompt: body.prompt, imageUrl, durationSeconds: body.duration, aspectRatio: body.aspectRatio, model: body.model }
+        const job = yield* Effect.flatMap(Jobs, (j) => j.submit(avatar, { type: "video", provider: provider.id, input, callbackUrl: body.callbackUrl }))
+        return new Reply({ jobId: job.id, jobType: "video", status: job.status, provider: provider.id, statusUrl: `/v1/video/${job.id}` }, "Video generation accepted.")
+      })
+  }),
+  authed({
+    method: "GET",
+    path: "/v1/video/:jobId",
+    tag: "Video",
+    summary: "Status and result of a video job (not in the spec; for polling)",
+    handle: jobView("video")
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/fine-tuning/jobs",
+    tag: "Fine-tuning",
+    metered: true,
+    summary: "Create a fine-tuning job from chat-format training examples; reports by webhook",
+    description:
+      "trainingData: [{ messages: [{ role: system|user|assistant, content }] }, …], each with an assistant answer; a bad example is a 400 naming its index. The data is uploaded as JSONL to the provider's fine-tuning API.",
+    body: FineTuneBody,
+    handle: ({ avatar, body }) =>
+      Effect.gen(function*() {
+        yield* checkTrainingData(body.trainingData)
+        const provider = yield* Effect.flatMap(Routing, (r) => r.providerFor("finetune", body.provider, avatar.plan, FINE_TUNING_PROVIDERS))
+        const input: FineTuneInput = { baseModel: body.baseModel, trainingData: body.trainingData, suffix: body.suffix }
+        const job = yield* Effect.flatMap(Jobs, (j) => j.submit(avatar, { type: "finetune", provider: provider.id, input, callbackUrl: body.callbackUrl }))
+        return new Reply(
+          { jobId: job.id, jobType: "finetune", status: job.status, provider: provider.id, baseModel: body.baseModel, examples: body.trainingData.length, statusUrl: `/v1/fine-tuning/jobs/${job.id}` },
+          "Fine-tuning job accepted."
+        )
+      })
+  }),
+  authed({
+    method: "GET",
+    path: "/v1/fine-tuning/jobs/:jobId",
+    tag: "Fine-tuning",
+    summary: "Status of one fine-tuning job",
+    handle: jobView("finetune")
+  })
+]

@@ -1,0 +1,23 @@
+/**
+ * What a job type must provide: `advance` moves a job one step (submit upstream on the first
+ * step, poll afterwards). Steps must be safe to repeat: a crash between a step and its save
+ * repeats the step after the lease expires.
+ */
+import type { Effect } from "effect"
+import type { GatewayError } from "../Errors.ts"
+import type { UpstreamError } from "../Providers/UpstreamError.ts"
+import type { JobRecord } from "./JobStore.ts"
+
+export type Step =
+  /** Not done: save progress and come back after `afterMs`. */
+  | { readonly _tag: "Wait"; readonly afterMs: number; readonly upstreamId?: string; readonly state?: unknown; readonly result?: unknown }
+  | { readonly _tag: "Done"; readonly result: unknown }
+  | { readonly _tag: "Failed"; readonly error: string; readonly result?: unknown }
+
+export interface JobRunner {
+  readonly advance: (job: JobRecord) => Effect.Effect<Step, UpstreamError | GatewayError>
+}
+
+export const wait = (afterMs: number, extra: Omit<Extract<Step, { _tag: "Wait" }>, "_tag" | "afterMs"> = {}): Step => ({ _tag: "Wait", afterMs, ...extra })
+export const done = (result: unknown): Step => ({ _tag: "Done", result })
+export const failed = (error: string, result?: unknown): Step => ({ _tag: "Failed", error, ...(result !== undefined ? { result } : {}) })

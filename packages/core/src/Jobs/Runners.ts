@@ -1,0 +1,256 @@
+/**
+ * The runner of each job type. Batches run through the gateway's own routing (bounded
+ * concurrency, a few items per step so progress survives restarts) unless they go to
+ * OpenAI's Batch API; video and fine-tuning submit upstream and poll.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import type { CompletionInput } from "../Capabilities/Completions.ts"
+import { Completions } from "../Capabilities/Completions.ts"
+import { GatewayConfig } from "../Config.ts"
+import { Catalog, type ConfiguredProvider, data } from "../Catalog/Catalog.ts"
+import { costOf } from "../Cost.ts"
+import * as OpenAiCompatible from "../Providers/OpenAiCompatible.ts"
+import {
+  batchInputLine,
+  batchResults,
+  createBatch,
+  createFineTune,
+  getBatch,
+  getFineTune,
+  listFineTuneEvents,
+  uploadJsonl
+} from "../Providers/OpenAiJobs.ts"
+import { videoAdapters, type VideoRequest } from "../Providers/Video/index.ts"
+import { Routing } from "../Routing.ts"
+import { AvatarStore } from "../Storage/AvatarStore.ts"
+import { Usage } from "../Usage.ts"
+import type { JobRecord, JobType } from "./JobStore.ts"
+import { done, failed, type JobRunner, wait } from "./Runner.ts"
+
+export interface RunnerOptions {
+  /** Pause between polls of an upstream job. */
+  readonly pollMs: number
+}
+
+export const defaultRunnerOptions: RunnerOptions = { pollMs: 5_000 }
+
+/** Items of a gateway-run batch per step, and how many of them run at once. */
+export const BATCH_STEP_ITEMS = 8
+export const BATCH_CONCURRENCY = 4
+
+export interface BatchInput {
+  readonly mode: "gateway" | "openai"
+  readonly requests: ReadonlyArray<CompletionInput>
+}
+
+export interface BatchItem {
+  readonly index: number
+  readonly ok: boolean
+  readonly result?: unknown
+  readonly error?: string
+}
+
+export interface BatchState {
+  readonly next: number
+  readonly items: ReadonlyArray<BatchItem>
+}
+
+export const batchSummary = (total: number, items: ReadonlyArray<BatchItem>) => ({
+  total,
+  completed: items.filter((i) => i.ok).length,
+  failed: items.filter((i) => !i.ok).length,
+  items
+})
+
+const gatewayBatch = Effect.gen(function*() {
+  const completions = yield* Completions
+  const avatars = yield* AvatarStore
+  return (job: JobRecord) =>
+    Effect.gen(function*() {
+      const input = job.input as BatchInput
+      const state = (job.state as BatchState | null) ?? { next: 0, items: [] }
+      const owner = yield* avatars.findById(job.avatarId)
+      if (Option.isNone(owner) || !owner.value.isActive) return failed("the batch's avatar no longer exists")
+      const slice = input.requests.slice(state.next, state.next + BATCH_STEP_ITEMS)
+      const items = yield* Effect.forEach(
+        slice,
+        (request, i) =>
+          completions.complete(owner.value, request).pipe(
+            Effect.map((result): BatchItem => ({ index: state.next + i, ok: true, result })),
+            Effect.catchAll((e) => Effect.succeed<BatchItem>({ index: state.next + i, ok: false, error: e.message }))
+          ),
+        { concurrency: BATCH_CONCURRENCY }
+      )
+      const next: BatchState = { next: state.next + slice.length, items: [...state.items, ...items] }
+      const summary = batchSummary(input.requests.length, next.items)
+      return next.next >= input.requests.length ? done(summary) : wait(0, { state: next, result: summary })
+    })
+})
+
+export interface VideoInput extends VideoRequest {}
+
+export interface FineTuneInput {
+  readonly baseModel: string
+  readonly trainingData: ReadonlyArray<unknown>
+  readonly suffix?: string | undefined
+}
+
+/** Fine-tuning and OpenAI batches need a chat message format per line. */
+const itemId = (index: number) => `item-${index}`
+
+/** OpenAI's Batch API: upload JSONL, create the batch, poll, collect output and error files. */
+const openAiBatch = (options: RunnerOptions) =>
+  Effect.gen(function*() {
+    const routing = yield* Routing
+    const avatars = yield* AvatarStore
+    const usage = yield* Usage
+    return (job: JobRecord, provider: ConfiguredProvider) =>
+      Effect.gen(function*() {
+        const input = job.input as BatchInput
+        if (job.upstreamId === null) {
+          const owner = yield* avatars.findById(job.avatarId)
+          if (Option.isNone(owner)) return failed("the batch's avatar no longer exists")
+          const lines: Array<unknown> = []
+          const models: Array<string> = []
+          for (const [i, r] of input.requests.entries()) {
+            const [target] = yield* routing.chatTargets({
+              provider: "openai",
+              model: r.model,
+              plan: owner.value.plan,
+              needsTools: (r.tools?.length ?? 0) > 0,
+              contextTokens: 0,
+              maxTokens: r.maxTokens
+            })
+            models.push(target!.model.id)
+            lines.push(batchInputLine(itemId(i), OpenAiCompatible.toWireRequest("openai", { ...r, model: target!.model.id }, false)))
+          }
+          const fileId = yield* uploadJsonl(provider, "batch", lines, `aigw-batch-${job.id}.jsonl`)
+          const batch = yield* createBatch(provider, fileId, { aigw_job: job.id })
+          return wait(options.pollMs, { upstreamId: batch.id, state: { models }, result: { upstreamStatus: batch.status, total: input.requests.length } })
+        }
+        const batch = yield* getBatch(provider, job.upstreamId)
+        switch (batch.status) {
+          case "validating":
+          case "in_progress":
+          case "finalizing":
+          case "cancelling":
+            return wait(options.pollMs, { result: { upstreamStatus: batch.status, ...batch.requestCounts, total: input.requests.length } })
+          case "completed": {
+            const results = yield* batchResults(provider, batch)
+            const models = (job.state as { models?: Array<string> } | null)?.models ?? []
+            const items: Array<BatchItem> = []
+            for (const [index] of input.requests.entries()) {
+              const r = results.find((x) => x.customId === itemId(index))
+              if (!r) {
+                items.push({ index, ok: false, error: "no result for this item in the batch output" })
+              } else if (r.ok) {
+                const body = r.body as any
+                const model = Option.getOrUndefined(Option.fromNullable(models[index]).pipe(Option.flatMap((id) => Option.fromNullable(data.models.find((m) => m.id === id)))))
+                const promptTokens = Number(body?.usage?.prompt_tokens ?? 0)
+                const completionTokens = Number(body?.usage?.completion_tokens ?? 0)
+                // The Batch API bills half the list price.
+                const costUSD = model ? costOf(model, promptTokens, completionTokens) * BATCH_DISCOUNT : 0
+                yield* usage.record({
+                  avatarId: job.avatarId, provider: provider.id, model: models[index] ?? "unknown", capability: "batch",
+                  promptTokens, completionTokens, costUSD, latencyMs: 0, estimated: false, ok: true
+                })
+                items.push({
+                  index,
+                  ok: true,
+                  result: {
+                    provider: provider.id,
+                    model: body?.model ?? models[index],
+                    content: body?.choices?.[0]?.message?.content ?? "",
+                    finishReason: body?.choices?.[0]?.finish_reason ?? "stop",
+                    usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: false },
+                    costUSD
+                  }
+                })
+              } else {
+                items.push({ index, ok: false, error: r.message })
+              }
+            }
+            return done({ ...batchSummary(input.requests.length, items), upstreamBatchId: batch.id })
+          }
+          default:
+            return failed(
+              `OpenAI batch ${batch.id} ended ${batch.status}${batch.errors.length > 0 ? `: ${batch.errors.map((e) => e.message).join("; ")}` : ""}`,
+              { upstreamStatus: batch.status, ...batch.requestCounts }
+            )
+        }
+      })
+  })
+
+export const BATCH_DISCOUNT = 0.5
+
+export type JobRunnersMap = Partial<Record<JobType, JobRunner>>
+
+const make = (options: RunnerOptions) =>
+  Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const runGatewayBatch = yield* gatewayBatch
+    const runOpenAiBatch = yield* openAiBatch(options)
+    /** The job's provider with credentials, or a failed step when it is no longer configured. */
+    const providerOf = (job: JobRecord) =>
+      Option.filter(catalog.provider(job.provider), (p) => p.configured)
+
+    const runners: JobRunnersMap = {
+      batch: {
+        advance: (job) => {
+          if ((job.input as BatchInput).mode === "gateway") return runGatewayBatch(job)
+          return Option.match(providerOf(job), {
+            onNone: () => Effect.succeed(failed(`provider ${job.provider} is not configured any more`)),
+            onSome: (p) => runOpenAiBatch(job, p)
+          })
+        }
+      },
+      video: {
+        advance: (job) =>
+          Effect.gen(function*() {
+            const provider = providerOf(job)
+            const adapter = videoAdapters[job.provider]
+            if (Option.isNone(provider) || !adapter) return failed(`provider ${job.provider} cannot generate video here`)
+            if (job.upstreamId === null) {
+              const { upstreamId } = yield* adapter.submit(provider.value, job.input as VideoInput)
+              return wait(options.pollMs, { upstreamId, result: { upstreamStatus: "submitted" } })
+            }
+            const poll = yield* adapter.poll(provider.value, job.upstreamId)
+            switch (poll.status) {
+              case "pending":
+              case "running":
+                return wait(options.pollMs, { result: { upstreamStatus: poll.status } })
+              case "succeeded":
+                return done({ videoUrl: poll.videoUrl, provider: job.provider, upstreamId: job.upstreamId, ...poll.details })
+              case "failed":
+                return failed(poll.error, { provider: job.provider, upstreamId: job.upstreamId })
+            }
+          })
+      },
+      finetune: {
+        advance: (job) =>
+          Effect.gen(function*() {
+            const provider = providerOf(job)
+            if (Option.isNone(provider)) return failed(`provider ${job.provider} is not configured any more`)
+            const input = job.input as FineTuneInput
+            if (job.upstreamId === null) {
+              const fileId = yield* uploadJsonl(provider.value, "fine-tune", input.trainingData, `aigw-finetune-${job.id}.jsonl`)
+              const created = yield* createFineTune(provider.value, { trainingFileId: fileId, model: input.baseModel, suffix: input.suffix })
+              return wait(options.pollMs, { upstreamId: created.id, result: { upstreamStatus: created.status, baseModel: input.baseModel, trainingFile: fileId } })
+            }
+            const ft = yield* getFineTune(provider.value, job.upstreamId)
+            const summary = { baseModel: input.baseModel, upstreamStatus: ft.status, trainingFile: ft.trainingFile, fineTunedModel: ft.fineTunedModel, trainedTokens: ft.trainedTokens }
+            if (ft.status === "validating_files" || ft.status === "queued" || ft.status === "running") return wait(options.pollMs, { result: summary })
+            const { events } = yield* listFineTuneEvents(provider.value, job.upstreamId, { limit: 20 })
+            const withEvents = { ...summary, events: events.map((e) => ({ at: new Date(e.createdAt * 1000).toISOString(), level: e.level, message: e.message })) }
+            if (ft.status === "succeeded") return done(withEvents)
+            return failed(ft.error?.message ?? `fine-tuning ended ${ft.status}`, withEvents)
+          })
+      }
+    }
+    return runners
+  })
+
+export class JobRunners extends Context.Tag("aigw/JobRunners")<JobRunners, JobRunnersMap>() {}
+
+export const layer = (options: Partial<RunnerOptions> = {}) =>
+  Layer.effect(JobRunners, Effect.flatMap(GatewayConfig, (c) => make({ ...defaultRunnerOptions, pollMs: c.jobPollMs, ...options })))

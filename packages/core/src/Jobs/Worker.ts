@@ -1,0 +1,144 @@
+/**
+ * The job worker: claims due jobs (bounded concurrency), advances each one step with its
+ * type's runner, and saves progress or finishes the job, enqueueing its webhook in the same
+ * transaction. `drain` is one round (the Lambda scheduled handler calls it); `layerLoop` runs
+ * rounds in a background fiber for long-lived hosts and stops with the host.
+ */
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import { GatewayConfig } from "../Config.ts"
+import { WebhookDelivery } from "../Webhooks/Delivery.ts"
+import { type JobOutcome, type JobRecord, JobStore } from "./JobStore.ts"
+import type { JobRunner, Step } from "./Runner.ts"
+import { JobRunners } from "./Runners.ts"
+
+/** Retryable step failures are retried this many times (with backoff) before the job fails. */
+export const MAX_STEP_ATTEMPTS = 8
+export const LEASE_MS = 5 * 60 * 1000
+
+export const completedAtUtc = (ms: number) => new Date(ms).toISOString()
+
+/** The spec's webhook payload. */
+export const webhookBody = (job: JobRecord, outcome: JobOutcome) =>
+  JSON.stringify({
+    jobId: job.id,
+    jobType: job.type,
+    status: outcome.status,
+    result: outcome.result ?? {},
+    error: outcome.error,
+    completedAtUtc: completedAtUtc(outcome.completedAt)
+  })
+
+const makeService = Effect.gen(function*() {
+  const store = yield* JobStore
+  const runners = yield* JobRunners
+
+  const finish = (job: JobRecord, status: JobOutcome["status"], result: unknown, error: string | null) =>
+    Effect.suspend(() => {
+      const outcome: JobOutcome = { status, result, error, completedAt: Date.now() }
+      const delivery = Option.map(Option.fromNullable(job.callbackUrl), (url) => ({
+        id: crypto.randomUUID(),
+        jobId: job.id,
+        url,
+        event: job.type,
+        body: webhookBody(job, outcome),
+        status: "pending" as const,
+        attempts: 0,
+        nextAttemptAt: outcome.completedAt,
+        lockedUntil: null,
+        createdAt: outcome.completedAt,
+        deliveredAt: null,
+        lastError: null
+      }))
+      return store.finish(job.id, outcome, delivery).pipe(
+        Effect.tap((ended) => ended ? Effect.logInfo(`job ${job.id} (${job.type}) ${status}${error ? `: ${error}` : ""}`) : Effect.void)
+      )
+    })
+
+  const apply = (job: JobRecord, step: Step) => {
+    switch (step._tag) {
+      case "Wait":
+        return store.progress(job.id, {
+          status: "running",
+          ...(step.upstreamId !== undefined ? { upstreamId: step.upstreamId } : {}),
+          ...(step.state !== undefined ? { state: step.state } : {}),
+          ...(step.result !== undefined ? { result: step.result } : {}),
+          attempts: 0,
+          nextRunAt: Date.now() + step.afterMs
+        }, Date.now())
+      case "Done":
+        return finish(job, "completed", step.result, null)
+      case "Failed":
+        return finish(job, "failed", step.result ?? null, step.error)
+    }
+  }
+
+  /** One step of one job; failures of the step are handled here (retry or fail the job). */
+  const advance = (job: JobRecord) => {
+    const runner: JobRunner | undefined = runners[job.type]
+    if (!runner) return finish(job, "failed", null, `no runner for job type ${job.type}`).pipe(Effect.asVoid)
+    return runner.advance(job).pipe(
+      Effect.flatMap((step) => apply(job, step)),
+      Effect.catchAll((error) => {
+        const retryable = error._tag === "UpstreamError" && error.retryable
+        const attempts = job.attempts + 1
+        if (retryable && attempts < MAX_STEP_ATTEMPTS) {
+          return store.progress(job.id, { attempts, nextRunAt: Date.now() + Math.min(300_000, 1000 * 2 ** attempts) }, Date.now())
+        }
+        return finish(job, "failed", job.result, error.message)
+      }),
+      Effect.catchAllDefect((defect) =>
+        Effect.zipRight(Effect.logError(`job ${job.id} step crashed`, defect), finish(job, "failed", job.result, "internal error while running the job"))
+      ),
+      Effect.asVoid
+    )
+  }
+
+  const drainJobs = Effect.gen(function*() {
+    const due = yield* store.claimDue(Date.now(), 8, LEASE_MS)
+    yield* Effect.forEach(due, advance, { concurrency: 4, discard: true })
+    return due.length
+  })
+
+  return { advance, drainJobs }
+})
+
+export class JobWorker extends Context.Tag("aigw/JobWorker")<JobWorker, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(JobWorker, makeService)
+
+/** One round of background work: due jobs, then due webhook deliveries. */
+export const drainOnce = Effect.gen(function*() {
+  const worker = yield* JobWorker
+  const delivery = yield* WebhookDelivery
+  const jobs = yield* worker.drainJobs
+  const deliveries = yield* delivery.drain
+  return { jobs, deliveries }
+})
+
+/** Runs rounds until `deadline` (epoch ms) or until nothing is due; for time-boxed hosts (Lambda). */
+export const drainUntil = (deadline: number) =>
+  Effect.gen(function*() {
+    const total = { jobs: 0, deliveries: 0 }
+    while (Date.now() < deadline) {
+      const round = yield* drainOnce
+      total.jobs += round.jobs
+      total.deliveries += round.deliveries
+      if (round.jobs === 0 && round.deliveries === 0) break
+    }
+    return total
+  })
+
+/**
+ * Background rounds for long-lived hosts (every `workerIntervalMs`, at once again while work
+ * was found); a failing round is logged, never fatal. Stops with the host's scope.
+ */
+export const layerLoop = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const { workerIntervalMs } = yield* GatewayConfig
+    const round = drainOnce.pipe(
+      Effect.catchAllCause((cause) => Effect.as(Effect.logError("background round failed", cause), { jobs: 0, deliveries: 0 })),
+      Effect.flatMap((r) => (r.jobs + r.deliveries > 0 ? Effect.void : Effect.sleep(Duration.millis(workerIntervalMs))))
+    )
+    yield* Effect.forkScoped(Effect.forever(round))
+  })
+)

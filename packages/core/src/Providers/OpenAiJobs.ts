@@ -1,0 +1,322 @@
+/**
+ * OpenAI Files, Batch and Fine-tuning clients: plain Effect functions over a ConfiguredProvider
+ * (`provider.endpoint` is the API base, e.g. `https://api.openai.com/v1`; auth from `authHeaders`).
+ *
+ * Wire format (https://platform.openai.com/docs/api-reference/files, .../batch, .../fine-tuning; object
+ * shapes mirrored in openai-python `types/batch.py` and openai-node `FileObject` / `FineTuningJob`):
+ *  - `POST /files` multipart (`purpose`, `file`) → File object `{id: "file-…", object: "file", bytes,
+ *    created_at, filename, purpose}`; `GET /files/{id}/content` → the raw file (JSONL for batch files).
+ *  - Batch input lines: `{custom_id, method: "POST", url: "/v1/chat/completions", body}`.
+ *    `POST /batches {input_file_id, endpoint, completion_window: "24h"}` → Batch object; `GET /batches/{id}`:
+ *    `status` validating | failed | in_progress | finalizing | completed | expired | cancelling | cancelled,
+ *    `request_counts {total, completed, failed}`, `output_file_id`, `error_file_id`, `errors {object: "list",
+ *    data: [{code, message, param, line}]}` (validation errors of the input file).
+ *  - Batch output lines: `{id: "batch_req_…", custom_id, response: {status_code, request_id, body} | null,
+ *    error: {code, message} | null}`. Requests the upstream answered with non-2xx are written to the
+ *    *error* file (with `response.status_code` 4xx/5xx and the error in `response.body.error`, `error: null`:
+ *    https://github.com/openai/openai-openapi/issues/302); line order need not follow the input, match on
+ *    `custom_id`.
+ *  - `POST /fine_tuning/jobs {training_file, model, suffix?, validation_file?}` → `fine_tuning.job`;
+ *    `GET /fine_tuning/jobs/{id}`: `status` validating_files | queued | running | succeeded | failed |
+ *    cancelled, `fine_tuned_model`, `trained_tokens`, `error {code, message, param}`;
+ *    `GET /fine_tuning/jobs/{id}/events?limit=&after=` → `{object: "list", data: [fine_tuning.job.event
+ *    {id, created_at, level, message, type, data}], has_more}` (newest first).
+ */
+import { Effect } from "effect"
+import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
+import { authHeaders, getJson, getText, postJson, postMultipart } from "./internal/http.ts"
+import { protocolError, type UpstreamError } from "./UpstreamError.ts"
+
+// ---------------------------------------------------------------------------------------------
+// Types (the fields the gateway reads; the wire objects carry more)
+// ---------------------------------------------------------------------------------------------
+
+export type FilePurpose = "batch" | "fine-tune"
+
+export interface OpenAiFile {
+  readonly id: string
+  readonly bytes: number
+  readonly filename: string
+  readonly purpose: string
+}
+
+export type BatchStatus =
+  | "validating"
+  | "failed"
+  | "in_progress"
+  | "finalizing"
+  | "completed"
+  | "expired"
+  | "cancelling"
+  | "cancelled"
+
+export interface BatchError {
+  readonly code?: string | null
+  readonly message?: string | null
+  readonly param?: string | null
+  readonly line?: number | null
+}
+
+export interface Batch {
+  readonly id: string
+  readonly status: BatchStatus
+  readonly endpoint: string
+  readonly inputFileId: string
+  readonly outputFileId: string | null
+  readonly errorFileId: string | null
+  readonly requestCounts: { readonly total: number; readonly completed: number; readonly failed: number }
+  readonly errors: ReadonlyArray<BatchError>
+  readonly createdAt: number | null
+  readonly completedAt: number | null
+}
+
+/** One line of a batch output or error file, as sent. */
+export interface BatchOutputLine {
+  readonly id: string
+  readonly custom_id: string
+  readonly response: { readonly status_code: number; readonly request_id?: string; readonly body: unknown } | null
+  readonly error: { readonly code?: string | null; readonly message?: string | null } | null
+}
+
+/** One batch item's outcome, normalised. */
+export type BatchItemResult =
+  | { readonly customId: string; readonly ok: true; readonly statusCode: number; readonly body: unknown }
+  | {
+    readonly customId: string
+    readonly ok: false
+    readonly statusCode: number | null
+    readonly code: string | null
+    readonly message: string
+  }
+
+export type FineTuneStatus = "validating_files" | "queued" | "running" | "succeeded" | "failed" | "cancelled"
+
+export interface FineTuneJob {
+  readonly id: string
+  readonly status: FineTuneStatus
+  readonly model: string
+  readonly trainingFile: string
+  readonly fineTunedModel: string | null
+  readonly trainedTokens: number | null
+  readonly error: { readonly code: string | null; readonly message: string; readonly param: string | null } | null
+  readonly createdAt: number | null
+  readonly finishedAt: number | null
+}
+
+export interface FineTuneEvent {
+  readonly id: string
+  readonly createdAt: number
+  readonly level: string
+  readonly message: string
+  readonly type: string | null
+  readonly data: unknown
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding helpers
+// ---------------------------------------------------------------------------------------------
+
+const str = (v: unknown): string | null => (typeof v === "string" ? v : null)
+const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null)
+const nonEmpty = (v: unknown): string | null => (typeof v === "string" && v.length > 0 ? v : null)
+
+const BATCH_STATUSES: ReadonlyArray<BatchStatus> = [
+  "validating", "failed", "in_progress", "finalizing", "completed", "expired", "cancelling", "cancelled"
+]
+const FINE_TUNE_STATUSES: ReadonlyArray<FineTuneStatus> = [
+  "validating_files", "queued", "running", "succeeded", "failed", "cancelled"
+]
+
+export const decodeBatch = (provider: string, json: any): Effect.Effect<Batch, UpstreamError> => {
+  if (typeof json?.id !== "string" || !BATCH_STATUSES.includes(json?.status)) {
+    return Effect.fail(protocolError(provider, `not a batch object (status ${JSON.stringify(json?.status)})`))
+  }
+  const counts = json.request_counts ?? {}
+  return Effect.succeed({
+    id: json.id,
+    status: json.status,
+    endpoint: str(json.endpoint) ?? "",
+    inputFileId: str(json.input_file_id) ?? "",
+    outputFileId: nonEmpty(json.output_file_id),
+    errorFileId: nonEmpty(json.error_file_id),
+    requestCounts: { total: num(counts.total) ?? 0, completed: num(counts.completed) ?? 0, failed: num(counts.failed) ?? 0 },
+    errors: Array.isArray(json.errors?.data) ? json.errors.data : [],
+    createdAt: num(json.created_at),
+    completedAt: num(json.completed_at)
+  })
+}
+
+export const decodeFineTune = (provider: string, json: any): Effect.Effect<FineTuneJob, UpstreamError> => {
+  if (typeof json?.id !== "string" || !FINE_TUNE_STATUSES.includes(json?.status)) {
+    return Effect.fail(protocolError(provider, `not a fine-tuning job (status ${JSON.stringify(json?.status)})`))
+  }
+  // A job that has not failed may carry `error: {}` or `error: null`.
+  const e = json.error
+  const error = e && typeof e === "object" && (nonEmpty(e.message) || nonEmpty(e.code))
+    ? { code: str(e.code), message: nonEmpty(e.message) ?? str(e.code) ?? "fine-tuning failed", param: str(e.param) }
+    : null
+  return Effect.succeed({
+    id: json.id,
+    status: json.status,
+    model: str(json.model) ?? "",
+    trainingFile: str(json.training_file) ?? "",
+    fineTunedModel: nonEmpty(json.fine_tuned_model),
+    trainedTokens: num(json.trained_tokens),
+    error,
+    createdAt: num(json.created_at),
+    finishedAt: num(json.finished_at)
+  })
+}
+
+const decodeEvent = (e: any): FineTuneEvent => ({
+  id: str(e?.id) ?? "",
+  createdAt: num(e?.created_at) ?? 0,
+  level: str(e?.level) ?? "info",
+  message: str(e?.message) ?? "",
+  type: str(e?.type),
+  data: e?.data ?? null
+})
+
+// ---------------------------------------------------------------------------------------------
+// Files
+// ---------------------------------------------------------------------------------------------
+
+/** Serialises values as JSONL: one compact JSON document per line, newline-terminated. */
+export const toJsonl = (lines: ReadonlyArray<unknown>): string => lines.map((l) => JSON.stringify(l)).join("\n") + "\n"
+
+/** Uploads `lines` as a JSONL file for `purpose`; returns the file id. */
+export const uploadJsonl = (
+  provider: ConfiguredProvider,
+  purpose: FilePurpose,
+  lines: ReadonlyArray<unknown>,
+  filename: string
+): Effect.Effect<string, UpstreamError> =>
+  Effect.gen(function*() {
+    const form = new FormData()
+    form.append("purpose", purpose)
+    form.append("file", new Blob([toJsonl(lines)], { type: "application/jsonl" }), filename)
+    const file = yield* postMultipart(provider.id, `${provider.endpoint}/files`, authHeaders(provider), form)
+    const id = nonEmpty(file?.id)
+    if (!id) return yield* Effect.fail(protocolError(provider.id, "the uploaded file has no id"))
+    return id
+  })
+
+/** A file's raw content (`GET /files/{id}/content`). */
+export const fileContent = (provider: ConfiguredProvider, fileId: string): Effect.Effect<string, UpstreamError> =>
+  getText(provider.id, `${provider.endpoint}/files/${encodeURIComponent(fileId)}/content`, authHeaders(provider))
+
+// ---------------------------------------------------------------------------------------------
+// Batch
+// ---------------------------------------------------------------------------------------------
+
+export const BATCH_ENDPOINT = "/v1/chat/completions"
+
+/** One batch input line for a Chat Completions request body. */
+export const batchInputLine = (customId: string, body: unknown) => ({
+  custom_id: customId,
+  method: "POST",
+  url: BATCH_ENDPOINT,
+  body
+})
+
+export const createBatch = (
+  provider: ConfiguredProvider,
+  inputFileId: string,
+  metadata?: Record<string, string>
+): Effect.Effect<Batch, UpstreamError> =>
+  postJson(provider.id, `${provider.endpoint}/batches`, authHeaders(provider), {
+    input_file_id: inputFileId,
+    endpoint: BATCH_ENDPOINT,
+    completion_window: "24h",
+    ...(metadata ? { metadata } : {})
+  }).pipe(Effect.flatMap((json) => decodeBatch(provider.id, json)))
+
+export const getBatch = (provider: ConfiguredProvider, id: string): Effect.Effect<Batch, UpstreamError> =>
+  getJson(provider.id, `${provider.endpoint}/batches/${encodeURIComponent(id)}`, authHeaders(provider)).pipe(
+    Effect.flatMap((json) => decodeBatch(provider.id, json))
+  )
+
+/** Parses a batch output or error file. Blank lines are skipped; a line that is not one fails. */
+export const parseBatchOutput = (
+  provider: string,
+  text: string
+): Effect.Effect<ReadonlyArray<BatchOutputLine>, UpstreamError> =>
+  Effect.forEach(
+    text.split("\n").map((l, i) => [l.trim(), i + 1] as const).filter(([l]) => l.length > 0),
+    ([line, n]) =>
+      Effect.try({ try: () => JSON.parse(line) as any, catch: () => protocolError(provider, `batch output line ${n} is not JSON`) }).pipe(
+        Effect.filterOrFail(
+          (o): o is BatchOutputLine => typeof o?.custom_id === "string" && (o.response == null || typeof o.response === "object"),
+          () => protocolError(provider, `batch output line ${n} has no custom_id`)
+        )
+      )
+  )
+
+/** One output line's outcome: 2xx with no `error` is success; anything else is a failure with its message. */
+export const batchItemResult = (line: BatchOutputLine): BatchItemResult => {
+  const status = line.response ? num(line.response.status_code) : null
+  if (!line.error && status !== null && status >= 200 && status < 300) {
+    return { customId: line.custom_id, ok: true, statusCode: status, body: line.response!.body }
+  }
+  const bodyError = (line.response?.body as any)?.error
+  const message = nonEmpty(line.error?.message) ?? nonEmpty(bodyError?.message) ??
+    (status !== null ? `the request failed with HTTP ${status}` : "the request failed")
+  return {
+    customId: line.custom_id,
+    ok: false,
+    statusCode: status,
+    code: str(line.error?.code) ?? str(bodyError?.code) ?? str(bodyError?.type),
+    message
+  }
+}
+
+/** Downloads and merges a finished batch's output and error files, one result per item (any order). */
+export const batchResults = (provider: ConfiguredProvider, batch: Batch): Effect.Effect<ReadonlyArray<BatchItemResult>, UpstreamError> =>
+  Effect.forEach([batch.outputFileId, batch.errorFileId].filter((f): f is string => f !== null), (fileId) =>
+    fileContent(provider, fileId).pipe(Effect.flatMap((text) => parseBatchOutput(provider.id, text)))).pipe(
+      Effect.map((files) => files.flat().map(batchItemResult))
+    )
+
+// ---------------------------------------------------------------------------------------------
+// Fine-tuning
+// ---------------------------------------------------------------------------------------------
+
+export interface FineTuneRequest {
+  readonly trainingFileId: string
+  readonly model: string
+  readonly validationFileId?: string | undefined
+  /** Up to 64 characters added to the fine-tuned model's name. */
+  readonly suffix?: string | undefined
+}
+
+export const createFineTune = (provider: ConfiguredProvider, request: FineTuneRequest): Effect.Effect<FineTuneJob, UpstreamError> =>
+  postJson(provider.id, `${provider.endpoint}/fine_tuning/jobs`, authHeaders(provider), {
+    training_file: request.trainingFileId,
+    model: request.model,
+    ...(request.validationFileId ? { validation_file: request.validationFileId } : {}),
+    ...(request.suffix ? { suffix: request.suffix } : {})
+  }).pipe(Effect.flatMap((json) => decodeFineTune(provider.id, json)))
+
+export const getFineTune = (provider: ConfiguredProvider, id: string): Effect.Effect<FineTuneJob, UpstreamError> =>
+  getJson(provider.id, `${provider.endpoint}/fine_tuning/jobs/${encodeURIComponent(id)}`, authHeaders(provider)).pipe(
+    Effect.flatMap((json) => decodeFineTune(provider.id, json))
+  )
+
+/** A page of a job's events, newest first; pass the last event's id as `after` for the next page. */
+export const listFineTuneEvents = (
+  provider: ConfiguredProvider,
+  id: string,
+  options: { readonly limit?: number; readonly after?: string } = {}
+): Effect.Effect<{ readonly events: ReadonlyArray<FineTuneEvent>; readonly hasMore: boolean }, UpstreamError> => {
+  const query = new URLSearchParams()
+  if (options.limit !== undefined) query.set("limit", String(options.limit))
+  if (options.after !== undefined) query.set("after", options.after)
+  const qs = query.toString() ? `?${query}` : ""
+  return getJson(provider.id, `${provider.endpoint}/fine_tuning/jobs/${encodeURIComponent(id)}/events${qs}`, authHeaders(provider)).pipe(
+    Effect.flatMap((json) =>
+      Array.isArray(json?.data)
+        ? Effect.succeed({ events: (json.data as Array<unknown>).map(decodeEvent), hasMore: json.has_more === true })
+        : Effect.fail(protocolError(provider.id, "the events answer has no data list"))
+    )
+  )
+}

@@ -1,0 +1,116 @@
+/**
+ * Webhook delivery from the outbox: POST the stored body, signed when WEBHOOK_SECRET is set;
+ * 2xx is delivered, anything else is retried with exponential backoff and jitter until the
+ * delivery is older than the maximum age. Every attempt is recorded. The target address is
+ * re-checked against SSRF at connect time (the DNS answer used is the one checked).
+ */
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import * as dns from "node:dns"
+import { Agent, fetch as undiciFetch } from "undici"
+import { GatewayConfig } from "../Config.ts"
+import { type DeliveryRecord, JobStore } from "../Jobs/JobStore.ts"
+import * as UrlGuard from "../UrlGuard.ts"
+import { sign } from "./Signature.ts"
+
+export interface DeliveryOptions {
+  /** First retry delay; attempt n waits base x 3^(n-1), capped at one hour, +-20% jitter. */
+  readonly retryBaseMs: number
+  /** Deliveries older than this stop retrying ("dead"). */
+  readonly maxAgeMs: number
+  readonly timeoutMs: number
+}
+
+export const defaultDeliveryOptions: DeliveryOptions = {
+  retryBaseMs: 2_000,
+  maxAgeMs: 24 * 60 * 60 * 1000,
+  timeoutMs: 10_000
+}
+
+export const backoffMs = (attempt: number, baseMs: number, random = Math.random): number => {
+  const raw = Math.min(60 * 60 * 1000, baseMs * 3 ** Math.max(0, attempt - 1))
+  return Math.round(raw * (0.8 + 0.4 * random()))
+}
+
+/** An HTTP agent whose DNS lookups refuse blocked addresses, so the checked answer is the one used. */
+const guardedAgent = (allowPrivate: boolean) =>
+  new Agent({
+    connect: {
+      lookup: (hostname, options, callback) =>
+        dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+          if (err) return callback(err, "", 4)
+          const list = addresses as unknown as Array<dns.LookupAddress>
+          const bad = allowPrivate ? undefined : list.find((a) => UrlGuard.isBlockedAddress(a.address))
+          if (bad) return callback(new Error(`refused: ${hostname} resolves to blocked address ${bad.address}`), "", 4)
+          if ((options as { all?: boolean }).all) return (callback as any)(null, list)
+          callback(null, list[0]!.address, list[0]!.family)
+        })
+    }
+  })
+
+const makeService = (overrides: Partial<DeliveryOptions>) =>
+  Effect.gen(function*() {
+    const config = yield* GatewayConfig
+    const options: DeliveryOptions = { ...defaultDeliveryOptions, retryBaseMs: config.webhookRetryBaseMs, ...overrides }
+    const store = yield* JobStore
+    const agent = guardedAgent(config.allowPrivateUrls)
+    yield* Effect.addFinalizer(() => Effect.promise(() => agent.close()))
+    const secret = Option.map(config.webhookSecret, Redacted.value)
+
+    const headersFor = (d: DeliveryRecord): Record<string, string> => ({
+      "content-type": "application/json",
+      "user-agent": `aigw-webhooks/${config.version}`,
+      "x-gateway-delivery": d.id,
+      "x-gateway-attempt": String(d.attempts + 1),
+      ...(Option.isSome(secret) ? { "x-gateway-signature": sign(secret.value, d.body), "x-gateway-event": d.event } : {})
+    })
+
+    /** One attempt; never fails (the outcome is recorded). */
+    const deliver = (d: DeliveryRecord) =>
+      Effect.gen(function*() {
+        const started = Date.now()
+        const checked = yield* Effect.either(UrlGuard.check(d.url, { allowPrivate: config.allowPrivateUrls, field: "callbackUrl" }))
+        const outcome = checked._tag === "Left"
+          ? { statusCode: null, error: checked.left.message }
+          : yield* Effect.tryPromise({
+            try: (signal) =>
+              undiciFetch(d.url, { method: "POST", headers: headersFor(d), body: d.body, dispatcher: agent, signal, redirect: "manual" }).then(
+                async (res) => {
+                  await res.body?.cancel().catch(() => undefined)
+                  return { statusCode: res.status, error: res.ok ? null : `HTTP ${res.status}` }
+                }
+              ),
+            catch: (e) => e
+          }).pipe(
+            Effect.timeoutFail({ duration: Duration.millis(options.timeoutMs), onTimeout: () => new Error(`no answer within ${options.timeoutMs} ms`) }),
+            Effect.catchAll((e) => Effect.succeed({ statusCode: null, error: `delivery failed: ${(e as Error)?.cause ?? (e as Error)?.message ?? e}` }))
+          )
+        const now = Date.now()
+        const delivered = outcome.error === null
+        const attempt = d.attempts + 1
+        const expired = now - d.createdAt >= options.maxAgeMs || checked._tag === "Left"
+        const next = delivered
+          ? { status: "delivered" as const, nextAttemptAt: now, lastError: null }
+          : expired
+          ? { status: "dead" as const, nextAttemptAt: now, lastError: outcome.error }
+          : { status: "pending" as const, nextAttemptAt: now + backoffMs(attempt, options.retryBaseMs), lastError: outcome.error }
+        yield* store.recordAttempt({ deliveryId: d.id, at: started, statusCode: outcome.statusCode, error: outcome.error, durationMs: now - started }, next)
+        if (!delivered) yield* Effect.logWarning(`webhook ${d.id} to ${d.url} attempt ${attempt}: ${outcome.error} -> ${next.status}`)
+        return delivered
+      })
+
+    /** Delivers what is due now; returns how many deliveries were attempted. */
+    const drain = Effect.gen(function*() {
+      const due = yield* store.claimDeliveries(Date.now(), 16, options.timeoutMs + 5_000)
+      yield* Effect.forEach(due, deliver, { concurrency: 8, discard: true })
+      return due.length
+    })
+
+    return { deliver, drain }
+  })
+
+export class WebhookDelivery extends Context.Tag("aigw/WebhookDelivery")<
+  WebhookDelivery,
+  Effect.Effect.Success<ReturnType<typeof makeService>>
+>() {}
+
+export const layer = (options: Partial<DeliveryOptions> = {}) => Layer.scoped(WebhookDelivery, makeService(options))

@@ -1,0 +1,279 @@
+/**
+ * The OpenAI Files, Batch and Fine-tuning clients against a mock that parses the multipart
+ * upload, runs each batch line, and advances jobs on every poll.
+ */
+import { Effect, Either, Option, Redacted } from "effect"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { type ConfiguredProvider, data } from "../../../src/Catalog/Catalog.ts"
+import {
+  batchInputLine,
+  batchItemResult,
+  batchResults,
+  createBatch,
+  createFineTune,
+  fileContent,
+  getBatch,
+  getFineTune,
+  listFineTuneEvents,
+  parseBatchOutput,
+  uploadJsonl
+} from "../../../src/Providers/OpenAiJobs.ts"
+import type { UpstreamError } from "../../../src/Providers/UpstreamError.ts"
+import { type OpenAiJobsMock, startOpenAiJobsMock } from "../../support/mockJobs.ts"
+
+const KEY = "sk-test-jobs"
+
+const providerAt = (endpoint: string, key = KEY): ConfiguredProvider => ({
+  ...data.providers.find((p) => p.id === "openai")!,
+  endpoint,
+  apiKey: Option.some(Redacted.make(key)),
+  configured: true
+})
+
+const run = <A>(e: Effect.Effect<A, UpstreamError>) => Effect.runPromise(Effect.either(e))
+const ok = <A>(e: Effect.Effect<A, UpstreamError>) => Effect.runPromise(e)
+
+const chat = (content: string) => ({ model: "gpt-4o-mini", messages: [{ role: "user", content }] })
+
+const trainingExamples = [
+  { messages: [{ role: "system", content: "Be terse." }, { role: "user", content: "Hi" }, { role: "assistant", content: "Hello." }] },
+  { messages: [{ role: "user", content: "2+2?" }, { role: "assistant", content: "4" }] }
+]
+
+describe("OpenAI jobs clients (Files, Batch, Fine-tuning)", () => {
+  let mock: OpenAiJobsMock
+  let provider: ConfiguredProvider
+  beforeAll(async () => {
+    mock = await startOpenAiJobsMock({ apiKey: KEY })
+    provider = providerAt(mock.url)
+  })
+  afterAll(() => mock.close())
+  beforeEach(() => mock.configure({ pollsUntilDone: 2, fail: false }))
+
+  describe("files", () => {
+    it("uploads JSONL as multipart (purpose + file) with bearer auth and returns the file id", async () => {
+      const lines = [batchInputLine("a", chat("one")), batchInputLine("b", chat("two"))]
+      const id = await ok(uploadJsonl(provider, "batch", lines, "items.jsonl"))
+      expect(id).toMatch(/^file-\w{22}$/)
+      const sent = mock.requests.at(-1)!
+      expect(sent.method).toBe("POST")
+      expect(sent.path).toBe("/v1/files")
+      expect(sent.headers.authorization).toBe(`Bearer ${KEY}`)
+      expect(String(sent.headers["content-type"])).toMatch(/^multipart\/form-data; boundary=/)
+      const body = sent.body as { fields: Record<string, string>; files: Record<string, { filename: string; content: string }> }
+      expect(body.fields).toEqual({ purpose: "batch" })
+      expect(body.files.file!.filename).toBe("items.jsonl")
+      expect(body.files.file!.content.split("\n")).toEqual([JSON.stringify(lines[0]), JSON.stringify(lines[1]), ""])
+      expect(mock.files.get(id)).toMatchObject({ purpose: "batch", filename: "items.jsonl" })
+      expect(await ok(fileContent(provider, id))).toBe(body.files.file!.content)
+      expect(mock.requests.at(-1)!.path).toBe(`/v1/files/${id}/content`)
+    })
+
+    it("an unknown file's content is a non-retryable 404", async () => {
+      const result = await run(fileContent(provider, "file-missing"))
+      expect(Either.isLeft(result) && result.left).toMatchObject({ provider: "openai", kind: "http", status: 404, retryable: false })
+      if (Either.isLeft(result)) expect(result.left.message).toContain("No such File object")
+    })
+
+    it("a wrong key is 401 with OpenAI's message, not retryable", async () => {
+      const result = await run(uploadJsonl(providerAt(mock.url, "sk-wrong"), "batch", [{}], "x.jsonl"))
+      expect(Either.isLeft(result) && result.left).toMatchObject({ kind: "http", status: 401, retryable: false })
+      if (Either.isLeft(result)) expect(result.left.message).toContain("Incorrect API key provided")
+    })
+  })
+
+  describe("batch", () => {
+    it("runs a batch: create, poll in_progress → completed, then per-item results from the output and error files", async () => {
+      const fileId = await ok(uploadJsonl(provider, "batch", [
+        batchInputLine("item-0", chat("hello")),
+        batchInputLine("item-1", chat("FAIL")),
+        batchInputLine("item-2", chat("world"))
+      ], "batch.jsonl"))
+
+      const created = await ok(createBatch(provider, fileId, { job: "job-1" }))
+      const sent = mock.requests.at(-1)!
+      expect(sent.path).toBe("/v1/batches")
+      expect(sent.headers.authorization).toBe(`Bearer ${KEY}`)
+      expect(sent.body).toEqual({
+        input_file_id: fileId,
+        endpoint: "/v1/chat/completions",
+        completion_window: "24h",
+        metadata: { job: "job-1" }
+      })
+      expect(created).toMatchObject({ status: "validating", inputFileId: fileId, outputFileId: null, errorFileId: null })
+      expect(created.id).toMatch(/^batch_[0-9a-f]{32}$/)
+
+      const first = await ok(getBatch(provider, created.id))
+      expect(mock.requests.at(-1)!.path).toBe(`/v1/batches/${created.id}`)
+      expect(first).toMatchObject({ status: "in_progress", requestCounts: { total: 3, completed: 1, failed: 0 } })
+
+      const done = await ok(getBatch(provider, created.id))
+      expect(done).toMatchObject({ status: "completed", requestCounts: { total: 3, completed: 2, failed: 1 } })
+      expect(done.outputFileId).toMatch(/^file-/)
+      expect(done.errorFileId).toMatch(/^file-/)
+      // terminal: later polls keep answering the same batch
+      expect(await ok(getBatch(provider, created.id))).toEqual(done)
+
+      // the raw output file: one line per successful request
+      const output = await ok(fileContent(provider, done.outputFileId!).pipe(Effect.flatMap((t) => parseBatchOutput("openai", t))))
+      expect(output.map((l) => l.custom_id)).toEqual(["item-0", "item-2"])
+      expect(output[0]).toMatchObject({
+        id: expect.stringMatching(/^batch_req_/),
+        response: { status_code: 200, request_id: expect.any(String), body: { object: "chat.completion" } },
+        error: null
+      })
+
+      const results = await ok(batchResults(provider, done))
+      const byId = new Map(results.map((r) => [r.customId, r]))
+      expect(results).toHaveLength(3)
+      expect(byId.get("item-0")).toMatchObject({ ok: true, statusCode: 200 })
+      expect((byId.get("item-0") as any).body.choices[0].message).toEqual({ role: "assistant", content: "Echo: hello", refusal: null })
+      expect((byId.get("item-2") as any).body.choices[0].message.content).toBe("Echo: world")
+      expect(byId.get("item-1")).toEqual({
+        customId: "item-1",
+        ok: false,
+        statusCode: 400,
+        code: "invalid_request_error",
+        message: "The mock was asked to fail this request."
+      })
+    })
+
+    it("a batch whose input fails validation ends failed with the bad line's error", async () => {
+      const fileId = await ok(uploadJsonl(provider, "batch", [
+        batchInputLine("ok", chat("fine")),
+        { custom_id: "bad", method: "POST", url: "/v1/embeddings", body: {} }
+      ], "bad.jsonl"))
+      const created = await ok(createBatch(provider, fileId))
+      // validation errors end the batch in the validating stage: the first poll
+      const done = await ok(getBatch(provider, created.id))
+      expect(done.status).toBe("failed")
+      expect(done.outputFileId).toBeNull()
+      expect(done.errors).toEqual([expect.objectContaining({ code: "mismatched_endpoint", line: 2 })])
+    })
+
+    it("a batch the upstream fails ends failed with its errors list", async () => {
+      mock.configure({ fail: true, failMessage: "Enqueued token limit reached for gpt-4o-mini." })
+      const fileId = await ok(uploadJsonl(provider, "batch", [batchInputLine("x", chat("x"))], "x.jsonl"))
+      const created = await ok(createBatch(provider, fileId))
+      expect((await ok(getBatch(provider, created.id))).status).toBe("in_progress")
+      const done = await ok(getBatch(provider, created.id))
+      expect(done).toMatchObject({ status: "failed", outputFileId: null, errorFileId: null })
+      expect(done.errors[0]!.message).toBe("Enqueued token limit reached for gpt-4o-mini.")
+    })
+
+    it("creating a batch from an unknown file is a non-retryable 404", async () => {
+      const result = await run(createBatch(provider, "file-nope"))
+      expect(Either.isLeft(result) && result.left).toMatchObject({ kind: "http", status: 404, retryable: false })
+    })
+
+    it("429 and 500 while polling are retryable and do not advance the batch", async () => {
+      const fileId = await ok(uploadJsonl(provider, "batch", [batchInputLine("x", chat("x"))], "x.jsonl"))
+      const created = await ok(createBatch(provider, fileId))
+      mock.failNext(429)
+      const throttled = await run(getBatch(provider, created.id))
+      expect(Either.isLeft(throttled) && throttled.left).toMatchObject({ kind: "http", status: 429, retryable: true })
+      if (Either.isLeft(throttled)) expect(throttled.left.message).toContain("Rate limit reached")
+      mock.failNext(500)
+      const broken = await run(getBatch(provider, created.id))
+      expect(Either.isLeft(broken) && broken.left).toMatchObject({ kind: "http", status: 500, retryable: true })
+      expect((await ok(getBatch(provider, created.id))).status).toBe("in_progress")
+    })
+
+    it("parses output lines strictly and normalises line-level errors", async () => {
+      const bad = await run(parseBatchOutput("openai", '{"custom_id":"a","response":null,"error":null}\nnot json\n'))
+      expect(Either.isLeft(bad) && bad.left).toMatchObject({ kind: "protocol", retryable: false })
+      if (Either.isLeft(bad)) expect(bad.left.message).toContain("line 2")
+      const lines = await ok(parseBatchOutput("openai", '\n{"id":"batch_req_1","custom_id":"z","response":null,"error":{"code":"batch_expired","message":"This request could not be executed before the completion window expired."}}\n\n'))
+      expect(lines.map(batchItemResult)).toEqual([{
+        customId: "z",
+        ok: false,
+        statusCode: null,
+        code: "batch_expired",
+        message: "This request could not be executed before the completion window expired."
+      }])
+    })
+  })
+
+  describe("fine-tuning", () => {
+    it("uploads training data, creates the job and polls validating_files → queued → running → succeeded", async () => {
+      mock.configure({ pollsUntilDone: 3 })
+      const fileId = await ok(uploadJsonl(provider, "fine-tune", trainingExamples, "train.jsonl"))
+      expect((mock.requests.at(-1)!.body as any).fields).toEqual({ purpose: "fine-tune" })
+
+      const created = await ok(createFineTune(provider, { trainingFileId: fileId, model: "gpt-4o-mini-2024-07-18", suffix: "terse" }))
+      const sent = mock.requests.at(-1)!
+      expect(sent.path).toBe("/v1/fine_tuning/jobs")
+      expect(sent.headers.authorization).toBe(`Bearer ${KEY}`)
+      expect(sent.body).toEqual({ training_file: fileId, model: "gpt-4o-mini-2024-07-18", suffix: "terse" })
+      expect(created).toMatchObject({ status: "validating_files", trainingFile: fileId, fineTunedModel: null, error: null })
+      expect(created.id).toMatch(/^ftjob-/)
+
+      const statuses = []
+      let job = created
+      for (let i = 0; i < 3; i++) {
+        job = await ok(getFineTune(provider, created.id))
+        statuses.push(job.status)
+      }
+      expect(mock.requests.at(-1)!.path).toBe(`/v1/fine_tuning/jobs/${created.id}`)
+      expect(statuses).toEqual(["queued", "running", "succeeded"])
+      expect(job.fineTunedModel).toMatch(/^ft:gpt-4o-mini-2024-07-18:org-mock:terse:/)
+      expect(job.trainedTokens).toBeGreaterThan(0)
+      expect(job.error).toBeNull()
+      expect(job.finishedAt).toEqual(expect.any(Number))
+
+      const { events, hasMore } = await ok(listFineTuneEvents(provider, created.id))
+      expect(mock.requests.at(-1)!.path).toBe(`/v1/fine_tuning/jobs/${created.id}/events`)
+      expect(hasMore).toBe(false)
+      expect(events[0]!.message).toBe("The job has successfully completed")
+      expect(events.map((e) => e.message)).toContain(`New fine-tuned model created: ${job.fineTunedModel}`)
+      expect(events.at(-1)!.message).toBe(`Validating training file: ${fileId}`)
+      expect(events.find((e) => e.type === "metrics")).toMatchObject({ level: "info", data: { step: 2, train_loss: 0.9 } })
+
+      const page1 = await ok(listFineTuneEvents(provider, created.id, { limit: 2 }))
+      expect(mock.requests.at(-1)!.query).toEqual({ limit: "2" })
+      expect(page1.hasMore).toBe(true)
+      const page2 = await ok(listFineTuneEvents(provider, created.id, { limit: 2, after: page1.events.at(-1)!.id }))
+      expect(page2.events.map((e) => e.id)).toEqual(events.slice(2, 4).map((e) => e.id))
+    })
+
+    it("a failed job carries OpenAI's error object", async () => {
+      mock.configure({ fail: true, failMessage: "The job failed due to an invalid training file. Expected file to have JSONL format." })
+      const fileId = await ok(uploadJsonl(provider, "fine-tune", trainingExamples, "train.jsonl"))
+      const created = await ok(createFineTune(provider, { trainingFileId: fileId, model: "gpt-4o-mini-2024-07-18" }))
+      expect((await ok(getFineTune(provider, created.id))).status).toBe("running")
+      const job = await ok(getFineTune(provider, created.id))
+      expect(job).toMatchObject({
+        status: "failed",
+        fineTunedModel: null,
+        error: {
+          code: "invalid_training_file",
+          param: "training_file",
+          message: "The job failed due to an invalid training file. Expected file to have JSONL format."
+        }
+      })
+      const { events } = await ok(listFineTuneEvents(provider, created.id))
+      expect(events[0]!.level).toBe("error")
+    })
+
+    it("training on a batch-purpose file is a non-retryable 400", async () => {
+      const fileId = await ok(uploadJsonl(provider, "batch", [batchInputLine("x", chat("x"))], "x.jsonl"))
+      const result = await run(createFineTune(provider, { trainingFileId: fileId, model: "gpt-4o-mini-2024-07-18" }))
+      expect(Either.isLeft(result) && result.left).toMatchObject({ kind: "http", status: 400, retryable: false })
+    })
+
+    it("500 on create and 429 on poll are retryable", async () => {
+      const fileId = await ok(uploadJsonl(provider, "fine-tune", trainingExamples, "train.jsonl"))
+      mock.failNext(500)
+      const broken = await run(createFineTune(provider, { trainingFileId: fileId, model: "gpt-4o-mini-2024-07-18" }))
+      expect(Either.isLeft(broken) && broken.left).toMatchObject({ kind: "http", status: 500, retryable: true })
+      if (Either.isLeft(broken)) expect(broken.left.message).toContain("The server had an error")
+      const created = await ok(createFineTune(provider, { trainingFileId: fileId, model: "gpt-4o-mini-2024-07-18" }))
+      mock.failNext(429)
+      const throttled = await run(getFineTune(provider, created.id))
+      expect(Either.isLeft(throttled) && throttled.left).toMatchObject({ kind: "http", status: 429, retryable: true })
+      mock.failNext(429)
+      const eventsThrottled = await run(listFineTuneEvents(provider, created.id))
+      expect(Either.isLeft(eventsThrottled) && eventsThrottled.left).toMatchObject({ status: 429, retryable: true })
+    })
+  })
+})
