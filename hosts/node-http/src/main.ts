@@ -7,7 +7,7 @@ import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ConfigFile, HttpApp, Layers } from "@aigw/core"
+import { ConfigFile, HttpApp, Layers, Mcp } from "@aigw/core"
 import { Config, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 
@@ -24,6 +24,10 @@ const HttpLive = Layer.unwrapEffect(
 ).pipe(
   HttpServer.withLogAddress,
   Layer.provide(ServerLive),
+  // MCP over streamable HTTP at /mcp (+ /.well-known/mcp.json, /.well-known/agent.json)
+  Layer.provide(Mcp.layerHttp),
+  // Background rounds: advance durable jobs, deliver webhooks.
+  Layer.merge(Layers.layerBackground),
   Layer.provide(Layers.layerFromEnv()),
   Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG))
 )

@@ -1,12 +1,10 @@
 /** Gateway access: API keys, plans, usage, cost estimate and the catalogues. None of these is metered. */
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { ApiKeys } from "../Accounts/ApiKeys.ts"
 import { Avatars } from "../Accounts/Avatars.ts"
-import { Catalog, modelDetail, modelView, openServView } from "../Catalog/Catalog.ts"
-import { costOf, pricingNote } from "../Cost.ts"
-import { Forbidden, NotFound } from "../Errors.ts"
+import { EstimateRequest, estimateCost, getModel, listModels, listProviders, openServModels } from "../Catalog/Queries.ts"
+import { Forbidden } from "../Errors.ts"
 import { Plan, PlanNames } from "../Plans.ts"
-import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { Usage } from "../Usage.ts"
 import { authed, Reply } from "./Route.ts"
 
@@ -14,19 +12,8 @@ const PlanQuery = Plan.annotations({
   message: () => `plan must be one of ${PlanNames.join(", ")}`
 })
 
-const TokenCount = Schema.Int.pipe(
-  Schema.between(0, 100_000_000, { message: () => "token counts must be integers from 0 to 100000000" })
-)
-
 const KeyBody = Schema.Struct({
   name: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "default" })
-})
-
-const EstimateBody = Schema.Struct({
-  provider: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)),
-  model: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
-  promptTokens: TokenCount,
-  completionTokens: Schema.optionalWith(TokenCount, { default: () => 0 })
 })
 
 const UsageQuery = Schema.Struct({
@@ -92,51 +79,21 @@ export const accessRoutes = [
     tag: "Catalogue",
     summary: "Model catalogue, optionally filtered to the models available on a plan",
     query: Schema.Struct({ plan: Schema.optional(PlanQuery) }),
-    handle: ({ query }) =>
-      Effect.map(Catalog, (c) => {
-        const models = (query.plan ? c.modelsFor(query.plan) : c.models).map((m) => modelView(m, c.provider))
-        return { total: models.length, models }
-      })
+    handle: ({ query }) => listModels({ plan: query.plan })
   }),
   authed({
     method: "GET",
     path: "/v1/models/*",
     tag: "Catalogue",
     summary: "Detail of one model (ids with `/` may be sent as is or URL-encoded)",
-    handle: ({ params }) =>
-      Effect.flatMap(Catalog, (c) => {
-        const id = safeDecode(params["*"] ?? "")
-        return Option.match(c.model(id), {
-          onNone: () => Effect.fail(new NotFound({ message: `Unknown model ${id}. See GET /v1/models.` })),
-          onSome: (m) => Effect.succeed(modelDetail(m, c.provider))
-        })
-      })
+    handle: ({ params }) => getModel(safeDecode(params["*"] ?? ""))
   }),
   authed({
     method: "GET",
     path: "/v1/providers",
     tag: "Catalogue",
     summary: "All providers with minimum plan, endpoint types, configuration and live status",
-    handle: () =>
-      Effect.gen(function*() {
-        const c = yield* Catalog
-        const health = yield* ProviderHealth
-        const providers = c.providers.map((p) => ({
-          id: p.id,
-          name: p.name,
-          adapter: p.adapter,
-          baseUrl: p.endpoint,
-          auth: p.auth,
-          endpointTypes: p.capabilities,
-          minPlan: p.minPlan,
-          minPlanLabel: p.minPlan,
-          configured: p.configured,
-          status: health.status(p.id),
-          models: c.modelsOf(p.id).map((m) => m.id),
-          website: p.website
-        }))
-        return { total: providers.length, providers }
-      })
+    handle: () => listProviders
   }),
   authed({
     method: "GET",
@@ -144,27 +101,15 @@ export const accessRoutes = [
     tag: "Catalogue",
     envelope: "none",
     summary: "Chat models in the third-party catalogue format (a bare array, not enveloped)",
-    handle: () => Effect.map(Catalog, (c) => c.models.filter((m) => m.kind === "chat").map(openServView))
+    handle: () => openServModels
   }),
   authed({
     method: "POST",
     path: "/v1/estimate",
     tag: "Cost",
     summary: "Estimate the cost of a call from token counts and catalogue prices",
-    body: EstimateBody,
-    handle: ({ body }) =>
-      Effect.flatMap(Catalog, (c) => {
-        const provider = c.provider(body.provider)
-        if (Option.isNone(provider)) return Effect.fail(new NotFound({ message: `Unknown provider ${body.provider}. See GET /v1/providers.` }))
-        const model = c.model(body.model)
-        if (Option.isNone(model) || model.value.provider !== body.provider) {
-          return Effect.fail(new NotFound({ message: `Provider ${body.provider} has no model ${body.model} in the catalogue. See GET /v1/models.` }))
-        }
-        return Effect.succeed({
-          estimatedUSD: costOf(model.value, body.promptTokens, body.completionTokens),
-          note: pricingNote(model.value, provider.value.name)
-        })
-      })
+    body: EstimateRequest,
+    handle: ({ body }) => estimateCost(body)
   })
 ]
 

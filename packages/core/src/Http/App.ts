@@ -6,10 +6,12 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import type { CoreServices } from "../Layers.ts"
 import { failureOf } from "../Envelope.ts"
+import { agentCard, MCP_PATH, serverCard } from "../Mcp/Discovery.ts"
+import { McpHttpApp } from "../Mcp/Server.ts"
 import { avatarRoutes } from "./AvatarRoutes.ts"
 import { gatewayRoutes } from "./GatewayRoutes.ts"
 import { docsPage, openApiDocument } from "./OpenApi.ts"
@@ -26,14 +28,27 @@ const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   return HttpServerResponse.unsafeJson(failureOf(path.startsWith("/api/") ? "avatar" : "gateway", message), { status: 404 })
 })
 
+/**
+ * /mcp and its discovery documents are served when the host provides McpHttpApp
+ * (Mcp.layerHttp); otherwise they answer 404 like any unknown route.
+ */
+const withMcp = (serve: (app: McpHttpApp["Type"]) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>) =>
+  Effect.flatMap(Effect.serviceOption(McpHttpApp), Option.match({ onNone: () => notFound, onSome: serve }))
+
 export const makeRouter = (all: ReadonlyArray<Route> = routes) =>
   Effect.gen(function*() {
-    const { version } = yield* GatewayConfig
+    const config = yield* GatewayConfig
+    const { version } = config
     const openapi = JSON.stringify(openApiDocument(all, version))
     const docs = docsPage(all, version)
+    const mcpCard = HttpServerResponse.unsafeJson(serverCard(config))
+    const agent = HttpServerResponse.unsafeJson(agentCard(config))
     let router: HttpRouter.HttpRouter<never, any> = HttpRouter.empty.pipe(
       HttpRouter.get("/openapi.json", Effect.succeed(HttpServerResponse.text(openapi, { contentType: "application/json" }))),
-      HttpRouter.get("/docs", Effect.succeed(HttpServerResponse.html(docs)))
+      HttpRouter.get("/docs", Effect.succeed(HttpServerResponse.html(docs))),
+      HttpRouter.all(MCP_PATH, withMcp((app) => app)),
+      HttpRouter.get("/.well-known/mcp.json", withMcp(() => Effect.succeed(mcpCard))),
+      HttpRouter.get("/.well-known/agent.json", withMcp(() => Effect.succeed(agent)))
     )
     for (const r of all) router = HttpRouter.append(router, HttpRouter.makeRoute(r.method, r.path as any, r.run))
     // Routes are declared with open requirements; all of them are core services.

@@ -1,12 +1,10 @@
 /** The gateway API (spec: gateway-api.md) under /v1. */
-import { Effect, Schema } from "effect"
-import { GatewayConfig } from "../Config.ts"
+import { check, Health } from "../Health.ts"
 import { accessRoutes } from "./AccessRoutes.ts"
 import { completionRoutes } from "./CompletionRoutes.ts"
+import { jobRoutes } from "./JobRoutes.ts"
 import { openAiRoutes } from "./OpenAiRoutes.ts"
 import { open } from "./Route.ts"
-
-const Health = Schema.Struct({ status: Schema.String, version: Schema.String, timestamp: Schema.String })
 
 export const healthRoute = open({
   method: "GET",
@@ -15,8 +13,7 @@ export const healthRoute = open({
   envelope: "none",
   summary: "Health check for load balancers (unauthenticated, not enveloped)",
   success: Health,
-  handle: () =>
-    Effect.map(GatewayConfig, (c) => ({ status: "ok", version: c.version, timestamp: new Date().toISOString() }))
+  handle: () => check
 })
 
-export const gatewayRoutes = [healthRoute, ...accessRoutes, ...completionRoutes, ...openAiRoutes]
+export const gatewayRoutes = [healthRoute, ...accessRoutes, ...completionRoutes, ...openAiRoutes, ...jobRoutes]

@@ -1,0 +1,28 @@
+/**
+ * The MCP host over stdio, for desktop MCP hosts: the gateway toolkit (the same as /mcp on the
+ * node host) with `AIGW_API_KEY` naming the avatar. Wiring only: configuration -> layers -> stdio.
+ * stdout carries the protocol, so every log line goes to stderr.
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeSink from "@effect/platform-node/NodeSink"
+import * as NodeStream from "@effect/platform-node/NodeStream"
+import { ConfigFile, Layers, Mcp } from "@aigw/core"
+import { Config, Effect, Layer, Logger } from "effect"
+
+// A stray console.log from any library would corrupt the protocol stream.
+console.log = console.error
+console.info = console.error
+console.debug = console.error
+
+const McpLive = Layer.unwrapEffect(
+  Effect.map(Config.option(Config.redacted("AIGW_API_KEY")), (apiKey) =>
+    Mcp.layerStdio({ stdin: NodeStream.stdin, stdout: NodeSink.stdout, apiKey }))
+).pipe(
+  Layer.provide(Layers.layerFromEnv()),
+  Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG))
+)
+
+Layer.launch(McpLive).pipe(
+  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: false }))),
+  NodeRuntime.runMain({ disablePrettyLogger: true })
+)

@@ -1,0 +1,150 @@
+/**
+ * The stdio MCP host (hosts/mcp/src/main.ts) spawned as a desktop MCP host would, with the
+ * official @modelcontextprotocol/sdk client: the shared tool suite, AIGW_API_KEY handling
+ * (none, invalid, revoked while running) and a protocol-only stdout with logs on stderr.
+ *
+ * Avatars are created beforehand through the real node host on the same SQLite file, which keeps
+ * running (SQLite in WAL mode serves both processes) so a key can be revoked mid-session.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { callTool, mcpToolSuite } from "../../../packages/core/test/Mcp/support/suite.ts"
+import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { adminEnv, adminToken, signUp, type TestAvatar } from "../../node-http/test/support/accounts.ts"
+import { call, type RunningServer, startServer } from "../../node-http/test/support/server.ts"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..")
+const main = path.join(root, "hosts/mcp/src/main.ts")
+const tsx = path.join(root, "node_modules/.bin/tsx")
+
+describe("MCP over stdio (hosts/mcp)", () => {
+  let server: RunningServer
+  let upstream: MockUpstream
+  let gold: TestAvatar
+  let free: TestAvatar
+  let revokable: TestAvatar
+  const clients: Array<Client> = []
+  const children: Array<ChildProcess> = []
+  let goldClient: Client
+  let anonymous: Client
+  let freeClient: Client
+
+  const env = (apiKey?: string): Record<string, string> => ({
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "",
+    DATABASE_URL: `sqlite:${path.join(server.dataDir, "data", "aigw.sqlite")}`,
+    AIGW_DATA_DIR: path.join(server.dataDir, "data"),
+    OPENAI_API_KEY: "sk-openai-stdio",
+    OPENAI_BASE_URL: upstream.url,
+    AIGW_PLAN_LIMITS: '{"Free":2}',
+    ...(apiKey === undefined ? {} : { AIGW_API_KEY: apiKey })
+  })
+
+  const connect = async (apiKey?: string) => {
+    const transport = new StdioClientTransport({ command: tsx, args: [main], cwd: server.dataDir, env: env(apiKey), stderr: "pipe" })
+    let stderr = ""
+    transport.stderr?.on("data", (d) => (stderr += d))
+    const client = new Client({ name: "aigw-test", version: "1.0.0" })
+    await client.connect(transport).catch((e) => {
+      throw new Error(`stdio server did not start: ${e}\n${stderr}`)
+    })
+    clients.push(client)
+    return { client, stderr: () => stderr }
+  }
+
+  beforeAll(async () => {
+    upstream = await startOpenAiMock({ apiKey: "sk-openai-stdio", chunkDelayMs: 1 })
+    server = await startServer({ ...adminEnv, AIGW_PLAN_LIMITS: '{"Free":2}' })
+    ;[gold, free, revokable] = await Promise.all([signUp(server, "stdgold"), signUp(server, "stdfree"), signUp(server, "stdrev")])
+    const admin = await adminToken(server)
+    const plan = await call(server.url, "PUT", `/v1/admin/avatars/${gold.id}/plan`, { token: admin, body: { plan: "Gold" } })
+    expect(plan.body.isError).toBe(false)
+    ;[goldClient, anonymous, freeClient] = (await Promise.all([connect(gold.apiKey), connect(), connect(free.apiKey)])).map((c) => c.client)
+  })
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close().catch(() => undefined)))
+    for (const child of children) child.kill("SIGKILL")
+    await server?.stop()
+    await upstream?.close()
+  })
+
+  it("negotiates protocol 2025-06-18 and names the server", () => {
+    expect(goldClient.getServerVersion()).toMatchObject({ name: "aigw", version: "1.0.0" })
+    expect(goldClient.getServerCapabilities()).toMatchObject({ tools: { listChanged: true } })
+  })
+
+  mcpToolSuite({
+    client: () => goldClient,
+    username: () => gold.username,
+    anonymous: () => anonymous,
+    freeClient: () => freeClient,
+    upstream: () => upstream
+  })
+
+  it("writes only JSON-RPC to stdout and its logs to stderr", async () => {
+    const child = spawn(tsx, [main], { cwd: server.dataDir, env: env(gold.apiKey), stdio: ["pipe", "pipe", "pipe"] })
+    children.push(child)
+    let stdout = ""
+    let stderr = ""
+    child.stdout!.on("data", (d) => (stdout += d))
+    child.stderr!.on("data", (d) => (stderr += d))
+    const lines = () => stdout.split("\n").filter((l) => l.trim() !== "")
+    const send = (m: unknown) => child.stdin!.write(`${JSON.stringify(m)}\n`)
+    const answer = async (id: number) => {
+      const deadline = Date.now() + 30_000
+      for (;;) {
+        const found = lines().map((l) => JSON.parse(l)).find((m) => m.id === id)
+        if (found) return found
+        if (Date.now() > deadline) throw new Error(`no answer to ${id}:\n${stdout}\n${stderr}`)
+        await new Promise((r) => setTimeout(r, 50))
+      }
+    }
+    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } })
+    expect(await answer(1)).toMatchObject({ result: { protocolVersion: "2025-06-18", serverInfo: { name: "aigw" } } })
+    send({ jsonrpc: "2.0", method: "notifications/initialized" })
+    // An upstream failure is logged (a warning) by the completion service.
+    upstream.queue({ kind: "error", status: 503, message: "overloaded for the log test" })
+    send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "gateway_complete", arguments: { messages: [{ role: "user", content: "hi" }], provider: "openai", model: "gpt-4o-mini", routing: { fallback: false } } }
+    })
+    expect(await answer(2)).toMatchObject({ result: { isError: true } })
+    send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "gateway_health", arguments: {} } })
+    expect(await answer(3)).toMatchObject({ result: { isError: false } })
+    for (const line of lines()) expect(JSON.parse(line)).toMatchObject({ jsonrpc: "2.0" })
+    expect(stderr).toContain(`acting as avatar ${gold.username}`)
+    expect(stderr).toContain("overloaded for the log test")
+    child.kill("SIGTERM")
+  })
+
+  it("refuses to start with an invalid AIGW_API_KEY, saying why on stderr", async () => {
+    const child = spawn(tsx, [main], { cwd: server.dataDir, env: env("aigw_not_a_real_key"), stdio: ["pipe", "pipe", "pipe"] })
+    children.push(child)
+    let stdout = ""
+    let stderr = ""
+    child.stdout!.on("data", (d) => (stdout += d))
+    child.stderr!.on("data", (d) => (stderr += d))
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve))
+    expect(code).not.toBe(0)
+    expect(stderr).toContain("AIGW_API_KEY is refused (Invalid or expired credentials.)")
+    expect(stdout).toBe("")
+  })
+
+  it("resolves the key on every call: a key revoked while running stops working at once", async () => {
+    const { client } = await connect(revokable.apiKey)
+    expect((await callTool(client, "gateway_get_avatar_context", {})).structuredContent).toMatchObject({ id: revokable.id })
+    const keys = await call(server.url, "GET", "/v1/keys", { token: revokable.token })
+    const key = keys.body.result.find((k: any) => revokable.apiKey.startsWith(k.prefix ?? "")) ?? keys.body.result[0]
+    const revoked = await call(server.url, "DELETE", `/v1/keys/${key.id}`, { token: revokable.token })
+    expect(revoked.body.isError).toBe(false)
+    const after = await callTool(client, "gateway_get_avatar_context", {})
+    expect(after).toMatchObject({ isError: true, structuredContent: { error: { kind: "Unauthorized", message: "Invalid or expired credentials." } } })
+    expect((await callTool(client, "gateway_health", {})).isError).toBe(false)
+  })
+})

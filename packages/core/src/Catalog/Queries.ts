@@ -1,0 +1,100 @@
+/**
+ * Read-only catalogue queries shared by the HTTP routes (/v1/models, /v1/models/{id},
+ * /v1/providers, /v1/openserv/models, /v1/estimate) and the MCP tools, so both edges answer
+ * from one implementation.
+ */
+import { Effect, Option, Schema } from "effect"
+import { costOf, pricingNote } from "../Cost.ts"
+import { NotFound } from "../Errors.ts"
+import type { Plan } from "../Plans.ts"
+import { ProviderHealth } from "../Providers/ProviderHealth.ts"
+import { Catalog, modelDetail, modelView, openServView } from "./Catalog.ts"
+
+/** Model capabilities a caller can filter on (a chat model's features, or its kind). */
+export const ModelCapability = Schema.Literal("chat", "embeddings", "tools", "vision")
+export type ModelCapability = typeof ModelCapability.Type
+
+/** The model catalogue (spec: `total` and `models`), optionally for one plan and one capability. */
+export const listModels = (filter: { readonly plan?: Plan | undefined; readonly capability?: ModelCapability | undefined } = {}) =>
+  Effect.map(Catalog, (c) => {
+    const byPlan = filter.plan ? c.modelsFor(filter.plan) : c.models
+    const byCapability = filter.capability === undefined ? byPlan : byPlan.filter((m) => {
+      switch (filter.capability) {
+        case "chat":
+        case "embeddings":
+          return m.kind === filter.capability
+        case "tools":
+          return m.kind === "chat" && m.supportsFunctions
+        case "vision":
+          return m.kind === "chat" && m.supportsVision
+      }
+    })
+    const models = byCapability.map((m) => modelView(m, c.provider))
+    return { total: models.length, models }
+  })
+
+/** Full detail of one model. */
+export const getModel = (id: string) =>
+  Effect.flatMap(Catalog, (c) =>
+    Option.match(c.model(id), {
+      onNone: () => Effect.fail(new NotFound({ message: `Unknown model ${id}. See GET /v1/models.` })),
+      onSome: (m) => Effect.succeed(modelDetail(m, c.provider))
+    }))
+
+/** All providers with minimum plan, endpoint types, configuration and live status. */
+export const listProviders = Effect.gen(function*() {
+  const c = yield* Catalog
+  const health = yield* ProviderHealth
+  const providers = c.providers.map((p) => ({
+    id: p.id,
+    name: p.name,
+    adapter: p.adapter,
+    baseUrl: p.endpoint,
+    auth: p.auth,
+    endpointTypes: p.capabilities,
+    minPlan: p.minPlan,
+    minPlanLabel: p.minPlan,
+    configured: p.configured,
+    status: health.status(p.id),
+    models: c.modelsOf(p.id).map((m) => m.id),
+    website: p.website
+  }))
+  return { total: providers.length, providers }
+})
+
+/** Chat models in the third-party (OpenServ-style) connector format. */
+export const openServModels = Effect.map(Catalog, (c) => c.models.filter((m) => m.kind === "chat").map(openServView))
+
+const TokenCount = Schema.Int.pipe(
+  Schema.between(0, 100_000_000, { message: () => "token counts must be integers from 0 to 100000000" })
+)
+
+/** The cost-estimate request (POST /v1/estimate and gateway_estimate_cost). */
+export const EstimateRequest = Schema.Struct({
+  provider: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)).annotations({
+    description: "Provider id, e.g. openai (see the provider catalogue)"
+  }),
+  model: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations({
+    description: "Model id of that provider, e.g. gpt-4o-mini (see the model catalogue)"
+  }),
+  promptTokens: TokenCount.annotations({ description: "Expected prompt (input) tokens" }),
+  completionTokens: Schema.optionalWith(TokenCount.annotations({ description: "Expected completion (output) tokens; default 0" }), {
+    default: () => 0
+  })
+})
+export type EstimateRequest = typeof EstimateRequest.Type
+
+/** Cost of a call from token counts and the catalogue's list prices. */
+export const estimateCost = (request: EstimateRequest) =>
+  Effect.flatMap(Catalog, (c) => {
+    const provider = c.provider(request.provider)
+    if (Option.isNone(provider)) return Effect.fail(new NotFound({ message: `Unknown provider ${request.provider}. See GET /v1/providers.` }))
+    const model = c.model(request.model)
+    if (Option.isNone(model) || model.value.provider !== request.provider) {
+      return Effect.fail(new NotFound({ message: `Provider ${request.provider} has no model ${request.model} in the catalogue. See GET /v1/models.` }))
+    }
+    return Effect.succeed({
+      estimatedUSD: costOf(model.value, request.promptTokens, request.completionTokens),
+      note: pricingNote(model.value, provider.value.name)
+    })
+  })

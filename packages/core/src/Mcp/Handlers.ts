@@ -1,0 +1,66 @@
+/**
+ * The toolkit's handlers: each calls the same core service or query as the matching HTTP
+ * endpoint. Authentication and quota admission happen before a handler runs (Server.ts), which
+ * provides the calling avatar as CurrentAvatar.
+ */
+import { Effect } from "effect"
+import { Catalog } from "../Catalog/Catalog.ts"
+import { GatewayConfig } from "../Config.ts"
+import { ProviderHealth } from "../Providers/ProviderHealth.ts"
+import { Quota } from "../Quota.ts"
+import { avatarContext, Completions } from "../Capabilities/Completions.ts"
+import { estimateCost, getModel, listModels, listProviders, openServModels } from "../Catalog/Queries.ts"
+import { check } from "../Health.ts"
+import { Sentiment } from "../Ml/Sentiment.ts"
+import { TaskClassifier } from "../Ml/TaskClassifier.ts"
+import { karmaMultiplier } from "../Plans.ts"
+import { Usage } from "../Usage.ts"
+import { CurrentAvatar, GatewayToolkit } from "./Tools.ts"
+
+export const layerHandlers = GatewayToolkit.toLayer(
+  Effect.gen(function*() {
+    const completions = yield* Completions
+    const usage = yield* Usage
+    const quota = yield* Quota
+    const sentiment = yield* Sentiment
+    const classifier = yield* TaskClassifier
+    // The shared queries read Catalog, ProviderHealth and GatewayConfig: capture them once.
+    const services = yield* Effect.context<Catalog | ProviderHealth | GatewayConfig>()
+    const withServices = <A, E>(effect: Effect.Effect<A, E, Catalog | ProviderHealth | GatewayConfig>) => Effect.provide(effect, services)
+
+    return {
+      gateway_complete: (params) =>
+        Effect.flatMap(CurrentAvatar, (avatar) =>
+          completions.complete(avatar, {
+            messages: params.messages,
+            provider: params.provider,
+            model: params.model,
+            temperature: params.temperature,
+            maxTokens: params.maxTokens,
+            injectAvatarContext: params.injectAvatarContext,
+            routing: params.routing
+          })),
+      gateway_list_models: (params) => withServices(listModels({ plan: params.plan, capability: params.capability })),
+      gateway_get_model: (params) => withServices(getModel(params.modelId)),
+      gateway_list_providers: () => withServices(listProviders),
+      gateway_estimate_cost: (params) => withServices(estimateCost(params)),
+      gateway_get_usage: (params) => Effect.flatMap(CurrentAvatar, (avatar) => usage.summary(avatar, { plan: params.plan, karma: params.karma })),
+      gateway_get_avatar_context: () =>
+        Effect.map(CurrentAvatar, (avatar) => ({
+          id: avatar.id,
+          username: avatar.username,
+          title: avatar.title,
+          avatarType: avatar.avatarType,
+          plan: avatar.plan,
+          karma: avatar.karmaTotal,
+          karmaMultiplier: karmaMultiplier(avatar.karmaTotal),
+          dailyCallLimit: quota.limitOf(avatar.plan, avatar.karmaTotal),
+          contextBlock: avatarContext(avatar)
+        })),
+      gateway_list_openserv_models: () => withServices(Effect.map(openServModels, (models) => ({ total: models.length, models }))),
+      gateway_health: () => withServices(check),
+      gateway_ml_classify_task: (params) => classifier.classify(params.text),
+      gateway_ml_sentiment: (params) => sentiment.analyze(params.text)
+    }
+  })
+)

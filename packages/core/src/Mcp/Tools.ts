@@ -1,0 +1,310 @@
+/**
+ * The gateway's MCP tools, defined once with @effect/ai's Tool/Toolkit: names, descriptions,
+ * precise input schemas (the JSON Schema clients see is generated from these), annotations.
+ * Handlers are in Handlers.ts; the MCP edge (transport, auth, rendering) in Server.ts.
+ *
+ * Only tools of capabilities that exist are listed. Later capability work adds its tools here.
+ */
+import * as Tool from "@effect/ai/Tool"
+import * as Toolkit from "@effect/ai/Toolkit"
+import { Context, Schema } from "effect"
+import { EstimateRequest, ModelCapability } from "../Catalog/Queries.ts"
+import {
+  BadRequest,
+  Conflict,
+  Forbidden,
+  NotAvailable,
+  NotFound,
+  PayloadTooLarge,
+  QuotaExceeded,
+  Rejected,
+  TooManyRequests,
+  Unauthorized,
+  Unprocessable,
+  UpstreamFailed,
+  UpstreamTimeout
+} from "../Errors.ts"
+import { Health } from "../Health.ts"
+import { SentimentResult } from "../Ml/Sentiment.ts"
+import { TaskClassification } from "../Ml/TaskClassifier.ts"
+import { MAX_TEXT } from "../Ml/Nlp.ts"
+import { Plan, PlanNames } from "../Plans.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+
+/** The authenticated avatar a tool call runs for (provided per call by the MCP edge). */
+export class CurrentAvatar extends Context.Tag("aigw/Mcp/CurrentAvatar")<CurrentAvatar, AvatarRecord>() {}
+
+/** Tool annotation: the tool needs credentials (default). Open tools run for anyone. */
+export class RequiresAuth extends Context.Reference<RequiresAuth>()("aigw/Mcp/RequiresAuth", { defaultValue: () => true }) {}
+
+/** Tool annotation: each call counts against the caller's daily quota (capability tools). */
+export class Metered extends Context.Reference<Metered>()("aigw/Mcp/Metered", { defaultValue: () => false }) {}
+
+/** Every tool fails with one of the gateway's typed errors (rendered as an MCP tool error). */
+export const ToolFailure = Schema.Union(
+  BadRequest,
+  Unprocessable,
+  Unauthorized,
+  Forbidden,
+  NotFound,
+  Conflict,
+  PayloadTooLarge,
+  QuotaExceeded,
+  TooManyRequests,
+  UpstreamFailed,
+  UpstreamTimeout,
+  NotAvailable,
+  Rejected
+)
+
+/** An optional field that must be absent or valid (JSON has no `undefined`). */
+const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
+const PlanParam = Plan.annotations({
+  description: `Subscription plan: ${PlanNames.join(", ")}`,
+  message: () => ({ message: `plan must be one of ${PlanNames.join(", ")}`, override: true })
+})
+
+const Text = (what: string) =>
+  Schema.String.pipe(
+    Schema.minLength(1, { message: () => `${what} must not be empty` }),
+    Schema.maxLength(MAX_TEXT, { message: () => `${what} is limited to ${MAX_TEXT} characters` })
+  )
+
+export const ChatMessage = Schema.Struct({
+  role: Schema.Literal("system", "user", "assistant").annotations({
+    description: "Who speaks: system (instructions), user or assistant (earlier replies)",
+    message: () => ({ message: "role must be one of system, user, assistant", override: true })
+  }),
+  content: Schema.String.pipe(Schema.maxLength(2_000_000)).annotations({ description: "Message text" })
+})
+
+export const CompleteParams = {
+  messages: Schema.Array(ChatMessage).pipe(
+    Schema.minItems(1, { message: () => "messages must hold at least one message" }),
+    Schema.maxItems(1000)
+  ).annotations({ description: "The conversation, oldest first; the last message is usually the user's question" }),
+  provider: Schema.optionalWith(
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)).annotations({
+      description: "Provider id (see gateway_list_providers) or auto to let the gateway pick the best fit for the plan",
+      default: "auto"
+    }),
+    { default: () => "auto" }
+  ),
+  model: Schema.optionalWith(
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations({
+      description: "Model id (see gateway_list_models) or auto",
+      default: "auto"
+    }),
+    { default: () => "auto" }
+  ),
+  temperature: optional(
+    Schema.Number.pipe(Schema.between(0, 2, { message: () => "temperature must be between 0 and 2" })).annotations({
+      description: "Sampling temperature from 0 (deterministic) to 2; default is provider-specific"
+    })
+  ),
+  maxTokens: optional(
+    Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "maxTokens must be an integer from 1 to 1000000" })).annotations({
+      description: "Maximum completion tokens"
+    })
+  ),
+  injectAvatarContext: optional(
+    Schema.Boolean.annotations({ description: "Prepend the caller's identity, karma and plan to the system prompt" })
+  ),
+  routing: optional(
+    Schema.Struct({
+      preference: optional(
+        Schema.Literal("cost", "balanced", "quality").annotations({
+          description: "Ranking for auto: cheapest first, balanced, or best quality first (default follows the plan)",
+          message: () => ({ message: "routing.preference must be one of cost, balanced, quality", override: true })
+        })
+      ),
+      fallback: optional(
+        Schema.Boolean.annotations({ description: "Try the next candidate on retryable upstream failures (default true)" })
+      )
+    }).annotations({ description: "Advanced routing overrides" })
+  )
+}
+
+/** Title and hints of a tool that reads only (no side effects but quota). */
+const readOnly = <T extends Tool.Tool<any, any, any>>(tool: T, title: string): T =>
+  tool
+    .annotate(Tool.Title, title)
+    .annotate(Tool.Readonly, true)
+    .annotate(Tool.Destructive, false)
+    .annotate(Tool.Idempotent, true)
+    .annotate(Tool.OpenWorld, false) as T
+
+export const Complete = Tool.make("gateway_complete", {
+  description:
+    "Chat completion through the gateway. With provider/model auto the gateway picks the best-fit configured model for the caller's plan and falls back on upstream failures. Returns the reply (content), tool calls, finish reason, token usage, cost in USD and the provider/model used. Counts against the daily quota.",
+  parameters: CompleteParams,
+  success: Schema.Unknown,
+  failure: ToolFailure,
+  dependencies: [CurrentAvatar]
+}).pipe(
+  (t) => t.annotate(Metered, true),
+  (t) => t.annotate(Tool.Title, "Chat completion"),
+  (t) => t.annotate(Tool.Readonly, false),
+  (t) => t.annotate(Tool.Destructive, false),
+  (t) => t.annotate(Tool.Idempotent, false),
+  (t) => t.annotate(Tool.OpenWorld, true)
+)
+
+export const ListModels = readOnly(
+  Tool.make("gateway_list_models", {
+    description:
+      "Browse the model catalogue: id, name, provider, minimum plan, USD prices per 1000 input/output tokens, context window, vision and function-calling support. Filter by plan (models available on that plan) and/or capability.",
+    parameters: {
+      plan: optional(PlanParam),
+      capability: optional(ModelCapability.annotations({
+        description: "chat or embeddings (model kind), tools (function calling) or vision (image input)",
+        message: () => ({ message: "capability must be one of chat, embeddings, tools, vision", override: true })
+      }))
+    },
+    success: Schema.Unknown,
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }),
+  "List models"
+)
+
+export const GetModel = readOnly(
+  Tool.make("gateway_get_model", {
+    description: "Full detail of one model: catalogue entry plus provider id, kind, max output tokens, quality tier and pricing source.",
+    parameters: {
+      modelId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations({
+        description: "Model id as listed by gateway_list_models, e.g. gpt-4o-mini"
+      })
+    },
+    success: Schema.Unknown,
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }),
+  "Model detail"
+)
+
+export const ListProviders = readOnly(
+  Tool.make("gateway_list_providers", {
+    description:
+      "All upstream providers with adapter, minimum plan (tier), endpoint types, whether credentials are configured on this gateway, live status and model ids.",
+    success: Schema.Unknown,
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }),
+  "List providers"
+)
+
+export const EstimateCost = readOnly(
+  Tool.make("gateway_estimate_cost", {
+    description: "Estimate the USD cost of a call from token counts and the catalogue's list prices for a provider's model.",
+    parameters: EstimateRequest.fields,
+    success: Schema.Struct({ estimatedUSD: Schema.Number, note: Schema.String }),
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }),
+  "Estimate cost"
+)
+
+export const GetUsage = readOnly(
+  Tool.make("gateway_get_usage", {
+    description:
+      "The caller's usage today and this month: calls used, daily limit (plan base limit x karma multiplier), remaining calls, karma multiplier, monthly spend in USD, tokens today. plan/karma compute a what-if limit only; they never change the enforced quota (under `enforced`).",
+    parameters: {
+      plan: optional(PlanParam.annotations({ description: "What-if plan for the limit calculation" })),
+      karma: optional(
+        Schema.Number.pipe(
+          Schema.int({ message: () => "karma must be an integer" }),
+          Schema.between(-1e12, 1e12, { message: () => "karma must be between -1e12 and 1e12" })
+        ).annotations({ description: "What-if karma for the limit calculation" })
+      )
+    },
+    success: Schema.Unknown,
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }),
+  "Usage and quota"
+)
+
+export const AvatarContext = Schema.Struct({
+  id: Schema.String,
+  username: Schema.String,
+  title: Schema.String,
+  avatarType: Schema.String,
+  plan: Schema.String,
+  karma: Schema.Number,
+  karmaMultiplier: Schema.Number,
+  dailyCallLimit: Schema.Number,
+  contextBlock: Schema.String
+})
+
+export const GetAvatarContext = readOnly(
+  Tool.make("gateway_get_avatar_context", {
+    description:
+      "The caller's avatar context: identity (id, username, title, type), karma, karma multiplier, plan and daily call limit, plus the context block that injectAvatarContext prepends to prompts.",
+    success: AvatarContext,
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }),
+  "Avatar context"
+)
+
+export const ListOpenServModels = readOnly(
+  Tool.make("gateway_list_openserv_models", {
+    description:
+      "Chat models in the third-party (OpenServ) connector format: id (aigw/<model>), name, provider, context window, capabilities (chat, tools, vision). Same data as GET /v1/openserv/models, under `models`.",
+    success: Schema.Unknown,
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }),
+  "List OpenServ models"
+)
+
+export const HealthTool = readOnly(
+  Tool.make("gateway_health", {
+    description: "Gateway status, API version and UTC timestamp. Needs no credentials.",
+    success: Health,
+    failure: ToolFailure
+  }).annotate(RequiresAuth, false),
+  "Health"
+)
+
+export const ClassifyTask = readOnly(
+  Tool.make("gateway_ml_classify_task", {
+    description:
+      "Classify what kind of task a request is (code, math, research, creative, analysis, summarization, translation, general) with an in-process naive Bayes classifier; returns the task type, its probability and every type's probability. No upstream call. Counts against the daily quota.",
+    parameters: { text: Text("text").annotations({ description: "The request or prompt to classify" }) },
+    success: TaskClassification,
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }).annotate(Metered, true),
+  "Classify task"
+)
+
+export const SentimentTool = readOnly(
+  Tool.make("gateway_ml_sentiment", {
+    description:
+      "In-process English sentiment analysis (lexicon with negation and emoji handling): score from -1 (negative) to +1 (positive), label positive/neutral/negative, and per-sentence scores. No upstream call. Counts against the daily quota.",
+    parameters: { text: Text("text").annotations({ description: "English text to analyse" }) },
+    success: SentimentResult,
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }).annotate(Metered, true),
+  "Sentiment"
+)
+
+export const GatewayToolkit = Toolkit.make(
+  Complete,
+  ListModels,
+  GetModel,
+  ListProviders,
+  EstimateCost,
+  GetUsage,
+  GetAvatarContext,
+  ListOpenServModels,
+  HealthTool,
+  ClassifyTask,
+  SentimentTool
+)
+
+export const toolNames: ReadonlyArray<string> = Object.keys(GatewayToolkit.tools)

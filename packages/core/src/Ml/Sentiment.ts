@@ -1,0 +1,50 @@
+/**
+ * In-process sentiment analysis with wink-nlp's English model: a lexicon of scored words,
+ * emojis and emoticons with negation handling ("not good" is negative), scored per sentence
+ * and for the whole text on a scale from -1 (negative) to +1 (positive).
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { nlp } from "./Nlp.ts"
+
+export const SentimentLabel = Schema.Literal("positive", "neutral", "negative")
+export type SentimentLabel = typeof SentimentLabel.Type
+
+export const SentimentResult = Schema.Struct({
+  /** -1 (most negative) to +1 (most positive). */
+  score: Schema.Number,
+  label: SentimentLabel,
+  sentences: Schema.Array(Schema.Struct({ text: Schema.String, score: Schema.Number, label: SentimentLabel })),
+  engine: Schema.String
+})
+export type SentimentResult = typeof SentimentResult.Type
+
+/** Scores within ±NEUTRAL_BAND are neutral. */
+export const NEUTRAL_BAND = 0.05
+
+export const labelOf = (score: number): SentimentLabel =>
+  score > NEUTRAL_BAND ? "positive" : score < -NEUTRAL_BAND ? "negative" : "neutral"
+
+const round = (n: number) => Math.round(n * 1000) / 1000
+
+export const ENGINE = "wink-nlp 2.4 (wink-eng-lite-web-model 1.8)"
+
+const makeService = Effect.sync(() => {
+  const wink = nlp()
+  const its = wink.its
+  const analyze = (text: string): SentimentResult => {
+    const doc = wink.readDoc(text)
+    const score = round(doc.out(its.sentiment) as unknown as number)
+    const texts = doc.sentences().out() as Array<string>
+    const scores = doc.sentences().out(its.sentiment) as unknown as Array<number>
+    const sentences = texts.map((text, i) => {
+      const value = round(scores[i] ?? 0)
+      return { text, score: value, label: labelOf(value) }
+    })
+    return { score, label: labelOf(score), sentences, engine: ENGINE }
+  }
+  return { analyze: (text: string) => Effect.sync(() => analyze(text)) }
+})
+
+export class Sentiment extends Context.Tag("aigw/Ml/Sentiment")<Sentiment, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(Sentiment, makeService)

@@ -1,0 +1,172 @@
+/**
+ * The MCP registration in process (no transport): decode errors, authentication, quota and
+ * error rendering per call, the input schemas clients see, and the discovery documents.
+ */
+import * as McpServer from "@effect/ai/McpServer"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import * as GatewayConfig from "../../src/Config.ts"
+import { Unauthorized } from "../../src/Errors.ts"
+import * as Layers from "../../src/Layers.ts"
+import * as Mailer from "../../src/Mail/Mailer.ts"
+import * as Mcp from "../../src/Mcp/index.ts"
+import { defaultPlanLimits } from "../../src/Plans.ts"
+import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
+
+const avatarRecord = (id: string, username: string): AvatarRecord => ({
+  id,
+  username,
+  email: `${username}@example.com`,
+  passwordHash: "x",
+  title: "Dr",
+  description: "",
+  image: "",
+  dob: null,
+  karmaTotal: 0,
+  avatarType: "User",
+  providerType: "Default",
+  plan: "Free",
+  emailVerified: true,
+  pendingEmail: null,
+  isActive: true,
+  createdAt: 0,
+  updatedAt: 0,
+  deletedAt: null,
+  tokensValidAfter: 0
+})
+
+const TestLayer = Mcp.layerTools.pipe(
+  Layer.provideMerge(McpServer.McpServer.layer),
+  Layer.provideMerge(Layers.layerMemory),
+  Layer.provideMerge(Mailer.layerMemory),
+  Layer.provideMerge(GatewayConfig.layer({ planLimits: { ...defaultPlanLimits, Free: 2 }, publicUrl: "https://gw.example.test" }))
+)
+
+const call = (name: string, args: Record<string, unknown>, caller?: AvatarRecord | Mcp.McpCaller["Type"]) =>
+  Effect.gen(function*() {
+    const server = yield* McpServer.McpServer
+    const run = server.callTool({ name, arguments: args })
+    const provided = caller === undefined
+      ? run
+      : Effect.provideService(run, Mcp.McpCaller, "resolve" in caller ? caller : { resolve: Effect.succeed(Option.some(caller)) })
+    return yield* provided
+  })
+
+const text = (r: { readonly content: ReadonlyArray<unknown> }) => (r.content[0] as { text: string }).text
+
+layer(TestLayer)("MCP tool calls", (it) => {
+  const alice = avatarRecord("00000000-0000-4000-8000-00000000000a", "alice")
+  const bob = avatarRecord("00000000-0000-4000-8000-00000000000b", "bob")
+
+  it.effect("registers exactly the gateway's tools, none of capabilities that do not exist", () =>
+    Effect.gen(function*() {
+      const server = yield* McpServer.McpServer
+      const names = server.tools.map((t) => t.name).sort()
+      assert.deepStrictEqual(names, [...Mcp.toolNames].sort())
+      assert.strictEqual(names.length, 11)
+      assert.isFalse(names.some((n) => n === "gateway_embed" || n === "gateway_generate_image"))
+    }))
+
+  it.effect("answers health without a caller, and 'authentication required' for the rest", () =>
+    Effect.gen(function*() {
+      const health = yield* call("gateway_health", {})
+      assert.isFalse(health.isError)
+      assert.strictEqual((health.structuredContent as any).status, "ok")
+      for (const name of Mcp.toolNames.filter((n) => n !== "gateway_health")) {
+        const r = yield* call(name, name === "gateway_get_model" ? { modelId: "gpt-4o-mini" } : name.startsWith("gateway_ml") ? { text: "hi" } : name === "gateway_estimate_cost" ? { provider: "openai", model: "gpt-4o-mini", promptTokens: 1 } : name === "gateway_complete" ? { messages: [{ role: "user", content: "hi" }] } : {})
+        assert.isTrue(r.isError, name)
+        assert.match(text(r), /^Authentication required/, name)
+        assert.strictEqual((r.structuredContent as any).error.kind, "Unauthorized")
+      }
+    }))
+
+  it.effect("runs a tool for the caller of that call", () =>
+    Effect.gen(function*() {
+      const store = yield* AvatarStore
+      yield* store.insert(alice)
+      yield* store.insert(bob)
+      const [a, b] = yield* Effect.all([call("gateway_get_avatar_context", {}, alice), call("gateway_get_avatar_context", {}, bob)], {
+        concurrency: 2
+      })
+      assert.strictEqual((a.structuredContent as any).username, "alice")
+      assert.strictEqual((b.structuredContent as any).username, "bob")
+      assert.match((a.structuredContent as any).contextBlock, /username alice, title "Dr"; karma 0/)
+      assert.strictEqual((a.structuredContent as any).dailyCallLimit, 2)
+    }))
+
+  it.effect("turns a decode failure into a tool error naming every problem", () =>
+    Effect.gen(function*() {
+      const missing = yield* call("gateway_estimate_cost", { provider: "openai" }, alice)
+      assert.isTrue(missing.isError)
+      assert.strictEqual(text(missing), "Invalid arguments for gateway_estimate_cost: model: is missing; promptTokens: is missing")
+      const bounds = yield* call("gateway_complete", { messages: [], temperature: 3 }, alice)
+      assert.match(text(bounds), /messages: messages must hold at least one message; temperature: temperature must be between 0 and 2/)
+      const excess = yield* call("gateway_health", { verbose: true })
+      assert.strictEqual(text(excess), "Invalid arguments for gateway_health: this tool takes no arguments (got verbose)")
+      const role = yield* call("gateway_complete", { messages: [{ role: "tool", content: "x" }] }, alice)
+      assert.match(text(role), /messages\.0\.role: role must be one of system, user, assistant/)
+    }))
+
+  it.effect("admits metered tools against the daily quota and says when it resets", () =>
+    Effect.gen(function*() {
+      const carol = avatarRecord("00000000-0000-4000-8000-00000000000c", "carol")
+      yield* Effect.flatMap(AvatarStore, (s) => s.insert(carol))
+      assert.isFalse((yield* call("gateway_ml_sentiment", { text: "great" }, carol)).isError)
+      assert.isFalse((yield* call("gateway_ml_classify_task", { text: "write a python script" }, carol)).isError)
+      const refused = yield* call("gateway_ml_sentiment", { text: "great" }, carol)
+      assert.isTrue(refused.isError)
+      assert.match(text(refused), /Daily quota of 2 calls for plan Free is used up; it resets at the next UTC midnight \(\d{4}-\d\d-\d\dT00:00:00\.000Z\)/)
+      const error = (refused.structuredContent as any).error
+      assert.strictEqual(error.kind, "QuotaExceeded")
+      assert.isAbove(error.retryAfterSeconds, 0)
+      assert.match(error.resetsAt, /T/)
+      // Unmetered tools keep working, and a decode failure costs nothing.
+      assert.isFalse((yield* call("gateway_list_models", {}, carol)).isError)
+      const usage = yield* call("gateway_get_usage", {}, carol)
+      assert.strictEqual((usage.structuredContent as any).dailyCallsUsed, 2)
+    }))
+
+  it.effect("renders typed failures of the caller's credentials and hides defects", () =>
+    Effect.gen(function*() {
+      const invalid = yield* call("gateway_get_usage", {}, { resolve: Effect.fail(new Unauthorized({ message: "Invalid or expired credentials." })) })
+      assert.strictEqual(text(invalid), "Invalid or expired credentials.")
+      const defect = yield* call("gateway_get_usage", {}, { resolve: Effect.die(new Error("secret detail")) })
+      assert.isTrue(defect.isError)
+      assert.strictEqual(text(defect), "Internal server error.")
+      const notFound = yield* call("gateway_get_model", { modelId: "no-such-model" }, alice)
+      assert.deepStrictEqual(notFound.structuredContent, { error: { kind: "NotFound", message: "Unknown model no-such-model. See GET /v1/models." } })
+    }))
+
+  it.effect("answers an unknown tool with a protocol error", () =>
+    Effect.gen(function*() {
+      const r = yield* Effect.flip(call("gateway_embed", {}, alice))
+      assert.strictEqual(r._tag, "InvalidParams")
+    }))
+})
+
+describe("input schemas and discovery", () => {
+  it("every tool takes a closed object without refinement titles", () => {
+    for (const tool of Object.values(Mcp.GatewayToolkit.tools)) {
+      const schema = Mcp.inputSchemaOf(tool) as any
+      assert.strictEqual(schema.type, "object", tool.name)
+      assert.strictEqual(schema.additionalProperties, false, tool.name)
+      assert.notMatch(JSON.stringify(schema), /"title":"[A-Za-z]+\(/, tool.name)
+      assert.isAbove(tool.description?.length ?? 0, 40, tool.name)
+    }
+  })
+
+  it("describes the HTTP endpoint from PUBLIC_URL with every tool", () => {
+    const config = { publicUrl: "https://gw.example.test", version: "9.9.9" }
+    const card = Mcp.serverCard(config)
+    assert.strictEqual(card.endpoint, "https://gw.example.test/mcp")
+    assert.strictEqual(card.transport.type, "streamable-http")
+    assert.deepStrictEqual(card.tools.map((t) => t.name), [...Mcp.toolNames])
+    assert.deepStrictEqual(card.tools.filter((t) => t.metered).map((t) => t.name).sort(), ["gateway_complete", "gateway_ml_classify_task", "gateway_ml_sentiment"])
+    assert.deepStrictEqual(card.tools.filter((t) => !t.requiresAuth).map((t) => t.name), ["gateway_health"])
+    const agent = Mcp.agentCard(config)
+    assert.strictEqual(agent.url, "https://gw.example.test/mcp")
+    assert.strictEqual(agent.version, "9.9.9")
+    assert.deepStrictEqual(agent.skills.map((s) => s.id), [...Mcp.toolNames])
+    assert.deepStrictEqual(Object.keys(agent.securitySchemes).sort(), ["apiKey", "bearer"])
+  })
+})
