@@ -1,0 +1,254 @@
+/**
+ * Lambda HTTP events <-> web `Request` / `Response`. Three event shapes reach the function:
+ *
+ *  - API Gateway HTTP API, payload format 2.0 (`version: "2.0"`, `rawPath`, `rawQueryString`,
+ *    `cookies`, comma-joined `headers`);
+ *  - Lambda Function URLs, which use the same 2.0 shape (`domainName` `<id>.lambda-url.<region>.on.aws`);
+ *  - API Gateway REST API (and HTTP API payload 1.0): `httpMethod`, `path`, `headers` plus
+ *    `multiValueHeaders`, `queryStringParameters` plus `multiValueQueryStringParameters` (decoded values).
+ *
+ * Bodies are base64 when `isBase64Encoded` is true (binary uploads). Results: 2.0 answers with
+ * `cookies` for Set-Cookie, 1.0 with `multiValueHeaders`; binary response bodies are base64 with
+ * `isBase64Encoded: true`. Payload shapes: https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-integrations-lambda.html,
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html,
+ * https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html
+ */
+import { Either, ParseResult, Schema } from "effect"
+
+const StringRecord = Schema.Record({ key: Schema.String, value: Schema.String })
+const NullableStrings = Schema.optional(Schema.NullOr(StringRecord))
+const NullableStringLists = Schema.optional(Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) })))
+const Body = {
+  body: Schema.optional(Schema.NullOr(Schema.String)),
+  isBase64Encoded: Schema.optional(Schema.NullOr(Schema.Boolean))
+}
+
+/** HTTP API payload 2.0 and Function URL events (only the fields the host reads). */
+export const EventV2 = Schema.Struct({
+  version: Schema.Literal("2.0"),
+  rawPath: Schema.String,
+  rawQueryString: Schema.optional(Schema.NullOr(Schema.String)),
+  cookies: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  headers: NullableStrings,
+  requestContext: Schema.Struct({
+    domainName: Schema.optional(Schema.NullOr(Schema.String)),
+    stage: Schema.optional(Schema.NullOr(Schema.String)),
+    http: Schema.Struct({ method: Schema.String })
+  }),
+  ...Body
+})
+export type EventV2 = typeof EventV2.Type
+
+/** REST API (and HTTP API payload 1.0) events. */
+export const EventV1 = Schema.Struct({
+  httpMethod: Schema.String,
+  path: Schema.String,
+  headers: NullableStrings,
+  multiValueHeaders: NullableStringLists,
+  queryStringParameters: NullableStrings,
+  multiValueQueryStringParameters: NullableStringLists,
+  requestContext: Schema.optional(Schema.NullOr(Schema.Struct({ domainName: Schema.optional(Schema.NullOr(Schema.String)) }))),
+  ...Body
+})
+export type EventV1 = typeof EventV1.Type
+
+export type HttpEvent =
+  | { readonly format: "v2"; readonly event: EventV2 }
+  | { readonly format: "v1"; readonly event: EventV1 }
+
+/** The result shape API Gateway / Function URLs expect from a buffered invocation. */
+export interface ResultV2 {
+  statusCode: number
+  headers: Record<string, string>
+  cookies?: Array<string>
+  body: string
+  isBase64Encoded: boolean
+}
+export interface ResultV1 {
+  statusCode: number
+  headers: Record<string, string>
+  multiValueHeaders: Record<string, Array<string>>
+  body: string
+  isBase64Encoded: boolean
+}
+export type HttpResult = ResultV2 | ResultV1
+
+/** An event the host cannot turn into a request: answered with a 400 envelope. */
+export class BadEvent extends Error {
+  readonly _tag = "BadEvent"
+}
+
+const decodeV2 = Schema.decodeUnknownEither(EventV2)
+const decodeV1 = Schema.decodeUnknownEither(EventV1)
+const problem = (error: ParseResult.ParseError) => ParseResult.TreeFormatter.formatErrorSync(error).replace(/\s+/g, " ")
+
+/** Which event this is, validated. Left: why it is not an HTTP event the host understands. */
+export const classify = (input: unknown): Either.Either<HttpEvent, BadEvent> => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    return Either.left(new BadEvent("the event is not a JSON object"))
+  }
+  const raw = input as Record<string, unknown>
+  if (raw.version === "2.0") {
+    return Either.match(decodeV2(raw), {
+      onLeft: (e) => Either.left(new BadEvent(`not a valid payload 2.0 / Function URL event: ${problem(e)}`)),
+      onRight: (event) => Either.right({ format: "v2" as const, event })
+    })
+  }
+  if ("httpMethod" in raw) {
+    return Either.match(decodeV1(raw), {
+      onLeft: (e) => Either.left(new BadEvent(`not a valid REST API / payload 1.0 event: ${problem(e)}`)),
+      onRight: (event) => Either.right({ format: "v1" as const, event })
+    })
+  }
+  return Either.left(
+    new BadEvent("not an API Gateway or Function URL event (expected version \"2.0\" with requestContext.http, or httpMethod and path)")
+  )
+}
+
+const BASE64 = /^[A-Za-z0-9+/\-_]*={0,2}$/
+
+const decodeBody = (body: string | null | undefined, base64: boolean | null | undefined): Uint8Array | undefined => {
+  if (body === undefined || body === null) return undefined
+  if (!base64) return Buffer.from(body, "utf8")
+  const compact = body.replace(/\s+/g, "")
+  if (!BASE64.test(compact)) throw new BadEvent("isBase64Encoded is true but the body is not base64")
+  return Buffer.from(compact, "base64")
+}
+
+/** Appends a header, skipping names or values the Fetch API rejects (the AWS samples carry an empty name). */
+const append = (headers: Headers, name: string, value: string) => {
+  try {
+    headers.append(name, value)
+  } catch {
+    // an invalid header name or value: not forwardable
+  }
+}
+
+const ensureSlash = (path: string) => (path.startsWith("/") ? path : `/${path}`)
+
+/** The path as the gateway routes it: a named HTTP API stage appears in rawPath and is removed. */
+const pathV2 = (event: EventV2) => {
+  const stage = event.requestContext.stage
+  const path = ensureSlash(event.rawPath)
+  if (stage && stage !== "$default") {
+    const prefix = `/${stage}`
+    if (path === prefix) return "/"
+    if (path.startsWith(`${prefix}/`)) return path.slice(prefix.length)
+  }
+  return path
+}
+
+const queryV1 = (event: EventV1) => {
+  const params = new URLSearchParams()
+  const multi = event.multiValueQueryStringParameters ?? {}
+  for (const [name, values] of Object.entries(multi)) for (const v of values) params.append(name, v)
+  for (const [name, value] of Object.entries(event.queryStringParameters ?? {})) {
+    if (!(name in multi)) params.append(name, value)
+  }
+  const s = params.toString()
+  return s ? `?${s}` : ""
+}
+
+/** The web Request for a classified event. Throws BadEvent for an undecodable body. */
+export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
+  const headers = new Headers()
+  let method: string
+  let target: string
+  let domain: string | null | undefined
+  if (http.format === "v2") {
+    const e = http.event
+    for (const [name, value] of Object.entries(e.headers ?? {})) append(headers, name, value)
+    if (e.cookies && e.cookies.length > 0) headers.set("cookie", e.cookies.join("; "))
+    method = e.requestContext.http.method.toUpperCase()
+    const query = e.rawQueryString ? `?${e.rawQueryString.replace(/^\?/, "")}` : ""
+    target = `${pathV2(e)}${query}`
+    domain = e.requestContext.domainName
+  } else {
+    const e = http.event
+    const multi = e.multiValueHeaders ?? {}
+    const lower = new Set(Object.keys(multi).map((k) => k.toLowerCase()))
+    for (const [name, values] of Object.entries(multi)) for (const v of values) append(headers, name, v)
+    for (const [name, value] of Object.entries(e.headers ?? {})) {
+      if (!lower.has(name.toLowerCase())) append(headers, name, value)
+    }
+    method = e.httpMethod.toUpperCase()
+    target = `${ensureSlash(e.path)}${queryV1(e)}`
+    domain = e.requestContext?.domainName
+  }
+  // The host only completes the URL: routing ignores it and e-mail links use PUBLIC_URL.
+  const proto = headers.get("x-forwarded-proto")?.split(",")[0]?.trim() === "http" ? "http" : "https"
+  const url = [headers.get("host"), domain, "localhost"].reduce<URL | undefined>((found, host) => {
+    if (found || !host) return found
+    try {
+      return new URL(target, `${proto}://${host}`)
+    } catch {
+      return undefined
+    }
+  }, undefined)
+  if (!url) throw new BadEvent(`cannot form a URL from the path "${target}"`)
+  const body = method === "GET" || method === "HEAD" ? undefined : decodeBody(http.event.body, http.event.isBase64Encoded)
+  return new Request(url, { method, headers, body: body as BodyInit | undefined, signal })
+}
+
+const TEXTUAL = /^(text\/|application\/(json|[\w.+-]+\+json|xml|[\w.+-]+\+xml|javascript|ecmascript|x-www-form-urlencoded|x-ndjson|yaml|graphql)|image\/svg\+xml)/i
+
+/** Whether a response body can travel as a UTF-8 string; anything else (audio, images, compressed) goes base64. */
+export const isTextual = (headers: Headers) => {
+  const encoding = headers.get("content-encoding")
+  if (encoding && encoding.toLowerCase() !== "identity") return false
+  const type = headers.get("content-type")
+  return type === null || TEXTUAL.test(type.trim())
+}
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"])
+
+/** Single-valued headers (duplicates comma-joined, as Headers does), without Set-Cookie and hop-by-hop ones. */
+export const singleHeaders = (headers: Headers): Record<string, string> => {
+  const out: Record<string, string> = {}
+  headers.forEach((value, name) => {
+    if (name !== "set-cookie" && !HOP_BY_HOP.has(name)) out[name] = value
+  })
+  return out
+}
+
+/** Reads the whole body: UTF-8 text when textual, else base64. */
+export const encodeBody = async (response: Response): Promise<{ body: string; isBase64Encoded: boolean }> => {
+  const bytes = Buffer.from(await response.arrayBuffer())
+  return isTextual(response.headers)
+    ? { body: bytes.toString("utf8"), isBase64Encoded: false }
+    : { body: bytes.toString("base64"), isBase64Encoded: true }
+}
+
+/** The buffered result for the event's payload format. */
+export const toResult = async (format: "v1" | "v2", response: Response): Promise<HttpResult> => {
+  const { body, isBase64Encoded } = await encodeBody(response)
+  const headers = singleHeaders(response.headers)
+  const cookies = response.headers.getSetCookie()
+  if (format === "v2") {
+    return { statusCode: response.status, headers, ...(cookies.length > 0 ? { cookies } : {}), body, isBase64Encoded }
+  }
+  const multiValueHeaders: Record<string, Array<string>> = {}
+  for (const [name, value] of Object.entries(headers)) multiValueHeaders[name] = [value]
+  if (cookies.length > 0) multiValueHeaders["set-cookie"] = cookies
+  return { statusCode: response.status, headers, multiValueHeaders, body, isBase64Encoded }
+}
+
+/** The metadata prelude of a streamed response (HttpResponseStream.from). */
+export interface StreamMetadata {
+  statusCode: number
+  headers: Record<string, string>
+  cookies: Array<string>
+}
+
+export const toStreamMetadata = (response: Response): StreamMetadata => ({
+  statusCode: response.status,
+  headers: singleHeaders(response.headers),
+  cookies: response.headers.getSetCookie()
+})
+
+/** A JSON envelope response (the gateway's `{ isError, message, result }`). */
+export const envelopeResponse = (status: number, message: string): Response =>
+  new Response(JSON.stringify({ isError: true, message, result: null }), {
+    status,
+    headers: { "content-type": "application/json" }
+  })

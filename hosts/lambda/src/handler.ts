@@ -1,0 +1,50 @@
+/**
+ * AWS Lambda entry points (bundled to dist/handler.mjs):
+ *
+ *  - `handler`: API Gateway HTTP API (payload 2.0), REST API (1.0) and Function URL (BUFFERED)
+ *    events -> the gateway and avatar API; SSE answers arrive whole.
+ *  - `streamHandler`: Function URL with InvokeMode RESPONSE_STREAM; SSE is passed on as produced.
+ *  - `migrate`: applies pending database migrations (invoke once per deploy).
+ *  - `scheduled`: EventBridge schedule; runs the `drainers` within the invocation's time budget.
+ *
+ * One runtime per container, built on the first invocation (see host.ts). Configuration is the
+ * node host's (docs/configuration.md); Lambda additionally needs a PostgreSQL DATABASE_URL and
+ * JWT_SECRET or JWT_PRIVATE_KEY (docs/deployment-lambda.md).
+ */
+import { JobWorker } from "@aigw/core"
+import { type Drainer, makeLambdaHost, type ResponseStream } from "./host.ts"
+
+export type { Drainer } from "./host.ts"
+
+/**
+ * Background work the scheduled handler runs, in order, each until the deadline it is given:
+ * core's rounds of due jobs (video, batch, fine-tuning) and webhook deliveries.
+ */
+export const drainers: ReadonlyArray<Drainer> = [
+  { name: "jobs+webhooks", drain: (deadlineMs) => JobWorker.drainUntil(deadlineMs) }
+]
+
+const host = makeLambdaHost({ drainers })
+
+// In a gateway function, build the runtime during Lambda's init phase (which waits for this
+// top-level await), so that provisioned or pre-initialised containers start warm. A failure is
+// logged and left to the first invocation, which retries and answers the 503 envelope.
+if (process.env.AWS_LAMBDA_FUNCTION_NAME && /\.(handler|streamHandler)$/.test(process.env._HANDLER ?? "")) {
+  await host.warm()
+}
+
+export const handler = host.handler
+export const migrate = host.migrate
+export const scheduled = host.scheduled
+
+/** The streaming handler before `awslambda.streamifyResponse` (for tests and other runtimes). */
+export const streamingHandler = host.streamingHandler
+
+declare const awslambda:
+  | { readonly streamifyResponse: (h: (event: unknown, stream: ResponseStream, context?: any) => Promise<void>) => unknown }
+  | undefined
+
+/** Marked for response streaming when the Lambda Node.js runtime (or lambda-local) provides `awslambda`. */
+export const streamHandler = typeof awslambda !== "undefined" && awslambda?.streamifyResponse
+  ? awslambda.streamifyResponse(streamingHandler)
+  : streamingHandler

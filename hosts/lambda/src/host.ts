@@ -1,0 +1,374 @@
+/**
+ * The Lambda host: configuration -> core layers -> the core HTTP application, built once per
+ * container and reused by every invocation. Wiring only; the event <-> Request mapping lives in
+ * events.ts.
+ *
+ * Cold start: the first invocation reads the configuration (environment, or the AIGW_CONFIG file),
+ * checks what Lambda needs (a PostgreSQL DATABASE_URL, a fixed JWT key, an up-to-date schema)
+ * and builds the layers. A failure is logged with its cause and answered with a 503 envelope
+ * "gateway failed to start: …"; it is not cached, so the next invocation tries again (a database
+ * that was briefly unreachable does not poison the container).
+ */
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as PlatformHttpApp from "@effect/platform/HttpApp"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { ConfigFile, Database, Envelope, HttpApp, Layers } from "@aigw/core"
+import { migrate as runMigrations, migrations } from "@aigw/core/Storage/Sql/Migrations"
+import { Cause, Config, ConfigProvider, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
+import { Readable } from "node:stream"
+import { pipeline } from "node:stream/promises"
+import {
+  BadEvent,
+  classify,
+  envelopeResponse,
+  type HttpEvent,
+  type HttpResult,
+  toRequest,
+  toResult,
+  toStreamMetadata
+} from "./events.ts"
+
+/** The Lambda context fields the host reads. */
+export interface LambdaContext {
+  readonly getRemainingTimeInMillis?: () => number
+  readonly awsRequestId?: string
+}
+
+/** A Node writable as handed over by `awslambda.streamifyResponse`. */
+export interface ResponseStream extends NodeJS.WritableStream {
+  setContentType?: (type: string) => void
+}
+
+/** What the runtime provides to the application and to drainers. */
+type GatewayLayer = ReturnType<typeof Layers.layerFromEnv>
+export type GatewayServices = Layer.Layer.Success<GatewayLayer>
+
+/**
+ * Background work run by the scheduled handler: gets the wall-clock deadline (epoch ms) by which it
+ * must stop claiming new work, and returns when it is done or out of time.
+ */
+export interface Drainer {
+  readonly name: string
+  readonly drain: (deadlineMs: number) => Effect.Effect<unknown, unknown, GatewayServices>
+}
+
+export interface HostOptions {
+  /** Configuration variables to use instead of process.env and AIGW_CONFIG (tests). */
+  readonly env?: Readonly<Record<string, string | undefined>>
+  /** Background work for the scheduled handler. */
+  readonly drainers?: ReadonlyArray<Drainer>
+  /** Time kept free at the end of a scheduled invocation, ms. Default: 10 s or 20 % of the budget. */
+  readonly drainMarginMs?: number
+}
+
+/** Lambda's only writable place; the file mailer and other data-dir users go there by default. */
+const LAMBDA_DATA_DIR = "/tmp/aigw"
+
+const configProvider = (options: HostOptions): ConfigProvider.ConfigProvider => {
+  const base = options.env
+    ? ConfigProvider.fromMap(new Map(Object.entries(options.env).filter((e): e is [string, string] => e[1] !== undefined)))
+    : ConfigFile.providerFor(process.env.AIGW_CONFIG)
+  return ConfigProvider.orElse(base, () => ConfigProvider.fromMap(new Map([["AIGW_DATA_DIR", LAMBDA_DATA_DIR]])))
+}
+
+class StartupError extends Error {}
+
+/** Removes credentials from URLs in a message that reaches a client. */
+const redact = (text: string) => text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, "$1***@")
+
+/** One line saying why a cause failed: the innermost useful message. */
+const reasonOf = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  if (error instanceof StartupError) return error.message
+  const parts: Array<string> = []
+  let current: unknown = error
+  for (let depth = 0; depth < 4 && current; depth++) {
+    const message = current instanceof Error ? current.message : typeof current === "object" ? (current as any).message : String(current)
+    if (typeof message === "string" && message && !parts.includes(message)) parts.push(message)
+    current = typeof current === "object" ? (current as any).cause : undefined
+  }
+  return redact(parts.join(": ") || "unknown error")
+}
+
+/** PostgreSQL only: the SQLite driver is not in the Lambda bundle. */
+const databaseUrl = Effect.gen(function*() {
+  const url = yield* Config.option(Config.string("DATABASE_URL"))
+  if (Option.isNone(url) || url.value === "") {
+    return yield* Effect.fail(new StartupError("DATABASE_URL is not set; the Lambda host needs PostgreSQL (postgres://…)"))
+  }
+  if (!/^postgres(ql)?:\/\//.test(url.value)) {
+    return yield* Effect.fail(
+      new StartupError(`DATABASE_URL must be a postgres:// or postgresql:// URL on Lambda (got "${url.value.split(":")[0]}:…"); SQLite is not bundled`)
+    )
+  }
+  return url.value
+})
+
+/** Checks that only concern Lambda, before any layer is built. */
+const preflight = Effect.gen(function*() {
+  yield* databaseUrl
+  const secret = yield* Config.option(Config.string("JWT_SECRET"))
+  const key = yield* Config.option(Config.string("JWT_PRIVATE_KEY"))
+  if (Option.isNone(Option.filter(secret, (s) => s !== "")) && Option.isNone(Option.filter(key, (s) => s !== ""))) {
+    return yield* Effect.fail(
+      new StartupError("JWT_SECRET or JWT_PRIVATE_KEY must be set on Lambda: a generated key would differ between containers")
+    )
+  }
+  const publicUrl = yield* Config.option(Config.string("PUBLIC_URL"))
+  if (Option.isNone(publicUrl)) {
+    yield* Effect.logWarning("PUBLIC_URL is not set: links in e-mails will point at http://127.0.0.1:8787")
+  }
+  const smtp = yield* Config.option(Config.string("SMTP_URL"))
+  if (Option.isNone(smtp)) {
+    yield* Effect.logWarning("SMTP_URL is not set: e-mails (with their one-time links) go to the log and /tmp, not to the recipients")
+  }
+})
+
+const latestBundledMigration = Math.max(0, ...Object.keys(migrations).map((k) => Number(/^(\d+)_/.exec(k)?.[1] ?? 0)))
+
+/** The schema must be migrated by the `migrate` function first; say so instead of failing each request. */
+const schemaCheck = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ latest: number | string | null }>`SELECT max(migration_id) AS latest FROM aigw_migrations`.pipe(
+    // 42P01 undefined_table: never migrated
+    Effect.catchIf((e) => (e.cause as { code?: string } | undefined)?.code === "42P01", () => Effect.succeed([{ latest: null }]))
+  )
+  const latest = Number(rows[0]?.latest ?? 0)
+  if (latest < latestBundledMigration) {
+    return yield* Effect.fail(
+      new StartupError(
+        `the database schema is not up to date (at migration ${latest}, this build needs ${latestBundledMigration}): invoke the migrate function first`
+      )
+    )
+  }
+})
+
+interface Built {
+  readonly handle: (request: Request) => Promise<Response>
+  readonly runtime: ManagedRuntime.ManagedRuntime<GatewayServices, never>
+}
+
+/** The error answer of each API for a request the gateway could not serve at all. */
+const unavailable = (path: string, message: string): Response => {
+  if (path.startsWith("/openai/")) {
+    return new Response(JSON.stringify({ error: { message, type: "api_error", code: "ServiceUnavailable" } }), {
+      status: 503,
+      headers: { "content-type": "application/json", "retry-after": "5" }
+    })
+  }
+  const body = Envelope.failureOf(path.startsWith("/api/") ? "avatar" : "gateway", message)
+  return new Response(JSON.stringify(body), { status: 503, headers: { "content-type": "application/json", "retry-after": "5" } })
+}
+
+const pathOf = (http: HttpEvent) => (http.format === "v2" ? http.event.rawPath : http.event.path)
+
+const log = (effect: Effect.Effect<void>) => Effect.runSync(effect)
+
+export const makeLambdaHost = (options: HostOptions = {}) => {
+  // Read lazily: a bad AIGW_CONFIG file is a clear startup failure, not a module load crash.
+  let provider: ConfigProvider.ConfigProvider | undefined
+  const providerEffect = Effect.try({
+    try: () => (provider ??= configProvider(options)),
+    catch: (e) => new StartupError((e as Error).message)
+  })
+  const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.flatMap(providerEffect, (p) => Effect.withConfigProvider(effect, p))
+  let building: Promise<Built> | undefined
+
+  const build = async (): Promise<Built> => {
+    const started = Date.now()
+    const checked = await Effect.runPromiseExit(withConfig(preflight))
+    if (Exit.isFailure(checked)) throw checked.cause
+    const layer = Layers.layerFromEnv({ migrate: false }).pipe(Layer.provide(Layer.setConfigProvider(provider!)))
+    const runtime = ManagedRuntime.make(layer)
+    const ready = await Effect.runPromiseExit(
+      Effect.gen(function*() {
+        const rt = yield* runtime.runtimeEffect
+        yield* Effect.provide(schemaCheck, rt)
+        const app = yield* Effect.provide(HttpApp.makeRouter(), rt)
+        return PlatformHttpApp.toWebHandlerRuntime(rt)(app, HttpMiddleware.logger)
+      })
+    )
+    if (Exit.isFailure(ready)) {
+      await runtime.dispose().catch(() => undefined)
+      throw ready.cause
+    }
+    log(Effect.logInfo(`aigw: runtime ready in ${Date.now() - started} ms`))
+    return { handle: ready.value, runtime }
+  }
+
+  /** The container's runtime; a failed build is forgotten so that the next call retries. */
+  const runtime = (): Promise<Built> => {
+    building ??= build().catch((failure: unknown) => {
+      building = undefined
+      const cause = Cause.isCause(failure) ? failure : Cause.die(failure)
+      log(Effect.logError("aigw: gateway failed to start", cause))
+      throw new StartupError(`gateway failed to start: ${reasonOf(cause)}`)
+    })
+    return building
+  }
+
+  /** Serves one request; never rejects. */
+  const serve = async (request: Request, path: string): Promise<Response> => {
+    let built: Built
+    try {
+      built = await runtime()
+    } catch (e) {
+      return unavailable(path, (e as Error).message)
+    }
+    try {
+      return await built.handle(request)
+    } catch (e) {
+      log(Effect.logError("aigw: request failed outside the application", Cause.die(e)))
+      return envelopeResponse(500, "Internal server error.")
+    }
+  }
+
+  /** Event -> Response (400 envelope for an event that is not an HTTP request). */
+  const respond = async (input: unknown, signal?: AbortSignal): Promise<{ format: "v1" | "v2"; response: Response }> => {
+    const http = classify(input)
+    if (Either.isLeft(http)) {
+      log(Effect.logWarning(`aigw: bad event: ${http.left.message}`))
+      return { format: "v2", response: envelopeResponse(400, `Bad Lambda event: ${http.left.message}`) }
+    }
+    let request: Request
+    try {
+      request = toRequest(http.right, signal)
+    } catch (e) {
+      const message = e instanceof BadEvent ? e.message : String(e)
+      log(Effect.logWarning(`aigw: bad event: ${message}`))
+      return { format: http.right.format, response: envelopeResponse(400, `Bad Lambda event: ${message}`) }
+    }
+    return { format: http.right.format, response: await serve(request, pathOf(http.right)) }
+  }
+
+  /**
+   * Buffered invocation (API Gateway HTTP API 2.0 / REST API 1.0 / Function URL BUFFERED): the whole
+   * response, SSE streams included, in one result.
+   */
+  const handler = async (event: unknown, _context?: LambdaContext): Promise<HttpResult> => {
+    const { format, response } = await respond(event)
+    try {
+      return await toResult(format, response)
+    } catch (e) {
+      log(Effect.logError("aigw: response body failed", Cause.die(e)))
+      return toResult(format, envelopeResponse(500, "Internal server error."))
+    }
+  }
+
+  /**
+   * Streamed invocation (Function URL with InvokeMode RESPONSE_STREAM): status and headers go first
+   * as the HTTP integration prelude, then the body as it is produced. A client that goes away
+   * aborts the request, which interrupts the upstream call.
+   */
+  const streamingHandler = async (event: unknown, responseStream: ResponseStream, _context?: LambdaContext): Promise<void> => {
+    const abort = new AbortController()
+    const { response } = await respond(event, abort.signal)
+    const out = withPrelude(responseStream, toStreamMetadata(response))
+    const onGone = () => abort.abort()
+    out.on("error", onGone)
+    out.on("close", onGone)
+    // The prelude is sent on the first write: write even when the body is empty.
+    out.write("")
+    try {
+      if (response.body) {
+        await pipeline(Readable.fromWeb(response.body as import("node:stream/web").ReadableStream), out)
+      } else {
+        await new Promise<void>((resolve) => out.end(resolve))
+      }
+    } catch (e) {
+      abort.abort()
+      log(Effect.logWarning(`aigw: response stream ended early: ${(e as Error).message}`))
+    } finally {
+      out.removeListener("error", onGone)
+      out.removeListener("close", onGone)
+    }
+  }
+
+  /** Runs every pending migration (a separate function: never on a gateway cold start). */
+  const migrate = async (_event?: unknown, _context?: LambdaContext) => {
+    const exit = await Effect.runPromiseExit(
+      withConfig(
+        Effect.gen(function*() {
+          const url = yield* databaseUrl
+          const applied = yield* Effect.provide(runMigrations, Database.layerClient(url, { maxConnections: 1 }))
+          return applied.map(([id, name]) => `${String(id).padStart(4, "0")}_${name}`)
+        })
+      )
+    )
+    if (Exit.isFailure(exit)) {
+      log(Effect.logError("aigw: migration failed", exit.cause))
+      throw new Error(`migration failed: ${reasonOf(exit.cause)}`)
+    }
+    log(Effect.logInfo(`aigw: migrations applied: ${exit.value.length === 0 ? "none pending" : exit.value.join(", ")}`))
+    return { applied: exit.value, latest: latestBundledMigration }
+  }
+
+  /**
+   * EventBridge schedule: runs each drainer until the deadline (the invocation's remaining time
+   * minus a margin). Lambda freezes a container between invocations, so background work (job
+   * polling, webhook delivery) advances here instead of in fibers. Throws when a drainer failed so
+   * that the invocation counts as an error in CloudWatch.
+   */
+  const scheduled = async (_event?: unknown, context?: LambdaContext) => {
+    const budget = context?.getRemainingTimeInMillis?.() ?? 60_000
+    const margin = options.drainMarginMs ?? Math.min(10_000, Math.floor(budget * 0.2))
+    const deadlineMs = Date.now() + Math.max(0, budget - margin)
+    const built = await runtime()
+    const results: Array<{ name: string; ok: boolean; ms: number; skipped?: boolean; result?: unknown; error?: string }> = []
+    for (const drainer of options.drainers ?? []) {
+      const started = Date.now()
+      if (started >= deadlineMs) {
+        results.push({ name: drainer.name, ok: true, ms: 0, skipped: true })
+        continue
+      }
+      const exit = await built.runtime.runPromiseExit(drainer.drain(deadlineMs))
+      if (Exit.isSuccess(exit)) {
+        results.push({ name: drainer.name, ok: true, ms: Date.now() - started, ...(exit.value === undefined ? {} : { result: exit.value }) })
+      } else {
+        log(Effect.logError(`aigw: drainer ${drainer.name} failed`, exit.cause))
+        results.push({ name: drainer.name, ok: false, ms: Date.now() - started, error: reasonOf(exit.cause) })
+      }
+    }
+    const summary = { deadline: new Date(deadlineMs).toISOString(), drainers: results }
+    log(Effect.logInfo(`aigw: scheduled run ${JSON.stringify(summary)}`))
+    const failed = results.filter((r) => !r.ok)
+    if (failed.length > 0) throw new Error(`drainers failed: ${failed.map((r) => `${r.name} (${r.error})`).join("; ")}`)
+    return summary
+  }
+
+  /** Builds the runtime ahead of the first request (Lambda's init phase); true when it is ready. */
+  const warm = (): Promise<boolean> => runtime().then(() => true, () => false)
+
+  /** Releases the runtime (database pool); the next invocation builds a new one. */
+  const dispose = async () => {
+    const current = building
+    building = undefined
+    if (!current) return
+    const built = await current.catch(() => undefined)
+    await built?.runtime.dispose()
+  }
+
+  return { handler, streamingHandler, migrate, scheduled, warm, dispose }
+}
+
+export type LambdaHost = ReturnType<typeof makeLambdaHost>
+
+/** The prelude of Lambda's HTTP integration response, as `awslambda.HttpResponseStream.from` writes it. */
+const PRELUDE_DELIMITER = new Uint8Array(8)
+
+/**
+ * Sends status, headers and cookies before the body. Inside Lambda (and lambda-local) this is the
+ * runtime's `awslambda.HttpResponseStream.from`; elsewhere the same wire format is written
+ * directly: the JSON prelude followed by 8 NUL bytes.
+ */
+const withPrelude = (stream: ResponseStream, metadata: ReturnType<typeof toStreamMetadata>): ResponseStream => {
+  const from = (globalThis as any).awslambda?.HttpResponseStream?.from as
+    | ((s: ResponseStream, m: unknown) => ResponseStream)
+    | undefined
+  if (from) return from(stream, metadata)
+  stream.setContentType?.("application/vnd.awslambda.http-integration-response")
+  stream.write(JSON.stringify(metadata))
+  stream.write(PRELUDE_DELIMITER)
+  return stream
+}

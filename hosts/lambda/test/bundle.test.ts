@@ -1,0 +1,139 @@
+/**
+ * The deployable artefact: `npm run build -w hosts/lambda` output (dist/handler.mjs + argon2
+ * beside it), checked for what it may import, then run through lambda-local (an npm emulator of
+ * the Node.js Lambda runtime, including its `awslambda.streamifyResponse` polyfill): migrate,
+ * register -> verify -> authenticate -> streamed completion, all inside the bundle.
+ */
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import { builtinModules, createRequire } from "node:module"
+import * as os from "node:os"
+import * as path from "node:path"
+import type { Readable } from "node:stream"
+import { fileURLToPath } from "node:url"
+import * as lambdaLocal from "lambda-local"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
+import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { fixture, functionUrlEvent, json, sseData, v1Event, v2Event, verificationToken } from "./support/events.ts"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const hostDir = path.resolve(here, "..")
+const dist = path.join(hostDir, "dist")
+const bundle = path.join(dist, "handler.mjs")
+
+const metaFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "aigw-lambda-build-")), "meta.json")
+
+beforeAll(() => {
+  execFileSync(process.execPath, [path.join(hostDir, "build.mjs"), "--meta", metaFile], { cwd: hostDir, stdio: "pipe", timeout: 120_000 })
+}, 180_000)
+
+describe("bundle", () => {
+  it("is one ES module importing only node builtins, argon2 and the optional pg-native", () => {
+    expect(fs.existsSync(bundle)).toBe(true)
+    expect(fs.readdirSync(dist).sort()).toEqual(["handler.mjs", "node_modules"])
+    const meta = JSON.parse(fs.readFileSync(metaFile, "utf8"))
+    const output = Object.values(meta.outputs)[0] as { imports: Array<{ path: string; external?: boolean }>; inputs: Record<string, unknown> }
+    // node: builtins (incl. ones newer than Node 20, such as node:sqlite, required lazily by undici)
+    const builtin = (p: string) => p.startsWith("node:") || builtinModules.includes(p)
+    const externals = new Set(output.imports.filter((i) => i.external).map((i) => i.path).filter((p) => !builtin(p)))
+    expect([...externals].sort()).toEqual(["argon2", "pg-native"].filter((p) => externals.has(p)))
+    expect(externals.has("argon2")).toBe(true)
+    const inputs = Object.keys(output.inputs)
+    expect(inputs.filter((i) => /better-sqlite3|sql-sqlite-node\//.test(i))).toEqual([])
+  })
+
+  it("ships argon2's prebuilt binaries where node-gyp-build looks on Lambda x86_64 and arm64", () => {
+    const argon2 = path.join(dist, "node_modules", "argon2")
+    const resolveFor = (arch: string) =>
+      execFileSync(process.execPath, ["-e", `process.stdout.write(require(${JSON.stringify(path.join(dist, "node_modules", "node-gyp-build"))}).resolve(${JSON.stringify(argon2)}))`], {
+        env: { PATH: process.env.PATH ?? "", npm_config_arch: arch, npm_config_platform: "linux", LIBC: "glibc" }
+      }).toString()
+    expect(resolveFor("x64")).toBe(path.join(argon2, "prebuilds/linux-x64/argon2.glibc.node"))
+    expect(resolveFor("arm64")).toBe(path.join(argon2, "prebuilds/linux-arm64/argon2.armv8.glibc.node"))
+    for (const dep of ["node-gyp-build/package.json", "@phc/format/index.js", "argon2/argon2.cjs"]) {
+      expect(fs.existsSync(path.join(dist, "node_modules", dep)), dep).toBe(true)
+    }
+  })
+})
+
+describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
+  let upstream: MockUpstream
+  let dataDir: string
+  let environment: Record<string, string>
+
+  const invoke = (lambdaHandler: string, event: unknown) =>
+    lambdaLocal.execute({ event, lambdaPath: bundle, lambdaHandler, esm: true, environment, timeoutMs: 30_000, verboseLevel: 0 }) as Promise<any>
+
+  beforeAll(async () => {
+    upstream = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 20 })
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-lambda-local-"))
+    environment = {
+      DATABASE_URL: await freshPgDatabase(),
+      JWT_SECRET: "lambda-local-secret-0123456789abcdef",
+      AIGW_DATA_DIR: dataDir,
+      PUBLIC_URL: "https://gateway.example.com",
+      OPENAI_API_KEY: "sk-openai",
+      OPENAI_BASE_URL: upstream.url
+    }
+    // argon2 0.45's prebuilt binaries declare Node-API 10 (Node >= 22.14, the nodejs22.x runtime);
+    // an older Node (this repository's Node 20) uses the copy npm compiled from source instead.
+    if (Number(process.versions.napi) < 10) environment.ARGON2_PREBUILD = path.dirname(createRequire(import.meta.url).resolve("argon2/package.json"))
+  })
+  afterAll(async () => {
+    await upstream?.close()
+  })
+
+  it("migrates, then serves register -> verify -> authenticate -> a streamed completion", async () => {
+    const migrated = await invoke("migrate", fixture("scheduled-event"))
+    expect(migrated.applied).toContain("0001_accounts_usage")
+
+    const username = `bundle_${Math.random().toString(36).slice(2, 9)}`
+    const email = `${username}@example.com`
+    const password = "password 123"
+    const reg = await invoke("handler", v2Event({ method: "POST", path: "/api/avatar/register", body: { username, email, password } }))
+    expect(reg.statusCode).toBe(200)
+    expect(json(reg).isError).toBe(false)
+
+    const verify = await invoke("handler", v1Event({ method: "GET", path: `/api/avatar/verify-email?token=${encodeURIComponent(verificationToken(dataDir, email))}` }))
+    expect(json(verify).isError).toBe(false)
+
+    const auth = await invoke("handler", functionUrlEvent({ method: "POST", path: "/api/avatar/authenticate", body: { username, password } }))
+    const jwt = json(auth).result.jwtToken as string
+    expect(jwt).toMatch(/^ey/)
+
+    upstream.setScenario({ kind: "text", text: "streamed from the bundle", usage: { prompt: 3, completion: 4 } })
+    const streamed = await invoke("streamHandler", functionUrlEvent({ method: "POST", path: "/v1/complete/stream", token: jwt, body: { messages: [{ role: "user", content: "Hi" }], provider: "openai", model: "gpt-4o-mini" } }))
+    expect(streamed.statusCode).toBe(200)
+    expect(streamed.headers["content-type"]).toMatch(/^text\/event-stream/)
+    let text = ""
+    for await (const chunk of streamed.body as Readable) text += chunk.toString()
+    const chunks = sseData(text).map((f) => JSON.parse(f))
+    expect(chunks.slice(0, -1).map((c) => c.content).join("")).toBe("streamed from the bundle")
+    expect(chunks.at(-1)).toMatchObject({ done: true, completionTokens: 4 })
+
+    const scheduled = await invoke("scheduled", fixture("scheduled-event"))
+    expect(scheduled.drainers).toMatchObject([{ name: "jobs+webhooks", ok: true, result: { jobs: 0, deliveries: 0 } }])
+  })
+
+  it("inside Lambda (_HANDLER names an HTTP handler) the runtime is built during init, before the first event", () => {
+    const script = `
+      const mod = await import(${JSON.stringify(bundle)})
+      console.log("@@imported")
+      const result = await mod.handler(${JSON.stringify(v2Event({ method: "GET", path: "/v1/health" }))})
+      console.log("@@status " + result.statusCode)
+      process.exit(0) // the database pool would keep the process alive
+    `
+    const run = (handler: string) =>
+      execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+        env: { PATH: process.env.PATH ?? "", ...environment, AWS_LAMBDA_FUNCTION_NAME: "aigw-gateway", _HANDLER: handler }
+      }).toString()
+    const gateway = run("handler.handler")
+    expect(gateway.indexOf("aigw: runtime ready")).toBeGreaterThanOrEqual(0)
+    expect(gateway.indexOf("aigw: runtime ready")).toBeLessThan(gateway.indexOf("@@imported"))
+    expect(gateway).toContain("@@status 200")
+    // the migrate and scheduled functions load the same file without building the gateway at init
+    const migrate = run("handler.migrate")
+    expect(migrate.indexOf("aigw: runtime ready")).toBeGreaterThan(migrate.indexOf("@@imported"))
+  })
+})

@@ -1,0 +1,211 @@
+/**
+ * The Lambda host end to end on PostgreSQL, invoked with the AWS documentation's sample events
+ * (adapted per call): cold start on an unmigrated database -> clear 503, the migrate function,
+ * register -> verify -> authenticate -> API key -> complete across HTTP API 2.0, REST API 1.0 and
+ * Function URL events against a mock OpenAI upstream, SSE buffered and streamed (Function URL
+ * RESPONSE_STREAM), a base64 request body, one runtime per container, and the scheduled handler.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Effect } from "effect"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
+import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { drainers as exportedDrainers } from "../src/handler.ts"
+import { type Drainer, type LambdaHost, makeLambdaHost } from "../src/host.ts"
+import { type Call, fixture, functionUrlEvent, json, RecordingStream, sseData, v1Event, v2Event, verificationToken } from "./support/events.ts"
+
+describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
+  let upstream: MockUpstream
+  let host: LambdaHost
+  let dataDir: string
+  const drained: Array<{ name: string; deadlineMs: number; at: number }> = []
+  let failDrainer = false
+  const testDrainers: ReadonlyArray<Drainer> = [
+    { name: "first", drain: (deadlineMs) => Effect.sync(() => void drained.push({ name: "first", deadlineMs, at: Date.now() })) },
+    {
+      name: "second",
+      drain: (deadlineMs) =>
+        Effect.suspend(() => {
+          drained.push({ name: "second", deadlineMs, at: Date.now() })
+          return failDrainer ? Effect.fail(new Error("upstream poll refused")) : Effect.void
+        })
+    }
+  ]
+  const user = { username: `lambda_${Math.random().toString(36).slice(2, 9)}`, password: "password 123", email: "" }
+  let jwt = ""
+  let apiKey = ""
+  const hi = [{ role: "user", content: "Hello" }]
+
+  beforeAll(async () => {
+    user.email = `${user.username}@example.com`
+    upstream = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 150 })
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-lambda-"))
+    host = makeLambdaHost({
+      env: {
+        DATABASE_URL: await freshPgDatabase(),
+        JWT_SECRET: "lambda-test-secret-0123456789abcdef",
+        AIGW_DATA_DIR: dataDir,
+        PUBLIC_URL: "https://gateway.example.com",
+        OPENAI_API_KEY: "sk-openai",
+        OPENAI_BASE_URL: upstream.url
+      },
+      drainers: testDrainers,
+      drainMarginMs: 1_000
+    })
+  })
+  afterAll(async () => {
+    await host?.dispose()
+    await upstream?.close()
+  })
+
+  const v2 = (call: Call) => host.handler(v2Event(call))
+  const v1 = (call: Call) => host.handler(v1Event(call))
+  const url = (call: Call) => host.handler(functionUrlEvent(call))
+
+  it("cold start on an unmigrated database: 503 saying to run migrate; migrate; the next call starts", async () => {
+    const before = await v2({ method: "GET", path: "/v1/health" })
+    expect(before.statusCode).toBe(503)
+    expect(json(before).message).toMatch(/^gateway failed to start: the database schema is not up to date \(at migration 0, this build needs \d+\): invoke the migrate function first$/)
+
+    const migrated = await host.migrate()
+    expect(migrated.applied).toContain("0001_accounts_usage")
+    expect(Number(migrated.applied.at(-1)!.slice(0, 4))).toBe(migrated.latest)
+    expect((await host.migrate()).applied).toEqual([])
+
+    const after = await v2({ method: "GET", path: "/v1/health" })
+    expect(after.statusCode).toBe(200)
+  })
+
+  it("register (HTTP API 2.0) -> verify (REST API 1.0) -> authenticate (Function URL) -> API key", async () => {
+    const reg = await v2({ method: "POST", path: "/api/avatar/register", body: { username: user.username, email: user.email, password: user.password } })
+    expect(reg.statusCode).toBe(200)
+    expect(json(reg).isError).toBe(false)
+
+    const token = verificationToken(dataDir, user.email)
+    expect(fs.readdirSync(path.join(dataDir, "mail")).some((f) => fs.readFileSync(path.join(dataDir, "mail", f), "utf8").includes("https://gateway.example.com/"))).toBe(true)
+    const verify = await v1({ method: "GET", path: `/api/avatar/verify-email?token=${encodeURIComponent(token)}` })
+    expect(verify.statusCode).toBe(200)
+    expect(json(verify).isError).toBe(false)
+
+    const auth = await url({ method: "POST", path: "/api/avatar/authenticate", body: { username: user.username, password: user.password } })
+    const authBody = json(auth)
+    expect(authBody.isError).toBe(false)
+    jwt = authBody.result.jwtToken
+    expect(jwt).toMatch(/^ey/)
+
+    const key = await v2({ method: "POST", path: "/v1/keys", token: jwt, body: { name: "lambda" } })
+    expect(key.statusCode).toBe(200)
+    apiKey = json(key).result.key
+    expect(apiKey).toBeTruthy()
+  })
+
+  it("completes through each event type, with quota headers in the right result fields", async () => {
+    upstream.setScenario({ kind: "text", text: "Hello from Lambda", usage: { prompt: 5, completion: 3 } })
+    const body = { messages: hi, provider: "openai", model: "gpt-4o-mini" }
+
+    const rest = await v1({ method: "POST", path: "/v1/complete", apiKey, body })
+    expect(rest.statusCode).toBe(200)
+    expect(json(rest).result).toMatchObject({ provider: "openai", content: "Hello from Lambda", usage: { totalTokens: 8 } })
+    expect("multiValueHeaders" in rest && rest.multiValueHeaders["x-ratelimit-limit"]).toEqual([rest.headers["x-ratelimit-limit"]])
+    expect(rest.headers["x-ratelimit-plan"]).toBe("Free")
+
+    const http = await v2({ method: "POST", path: "/v1/complete", token: jwt, body })
+    expect(json(http).result.content).toBe("Hello from Lambda")
+    expect(http.headers["x-ratelimit-remaining"]).toBeDefined()
+    expect("multiValueHeaders" in http).toBe(false)
+
+    const fn = await url({ method: "POST", path: "/openai/v1/chat/completions", apiKey, body: { model: "gpt-4o-mini", messages: hi } })
+    expect(fn.statusCode).toBe(200)
+    expect(json(fn).choices[0].message.content).toBe("Hello from Lambda")
+
+    const usage = json(await v2({ method: "GET", path: "/v1/usage", apiKey }))
+    expect(usage.result.dailyCallsUsed).toBeGreaterThanOrEqual(3)
+  })
+
+  it("a base64-encoded request body (binary media type) reaches the route intact", async () => {
+    upstream.setScenario({ kind: "text", text: "décodé ✓" })
+    const content = "Héllo — ünïcode ✓"
+    const rest = await v1({ method: "POST", path: "/v1/complete", apiKey, base64: true, body: { messages: [{ role: "user", content }], provider: "openai", model: "gpt-4o-mini" } })
+    expect(rest.statusCode).toBe(200)
+    expect(json(rest).result.content).toBe("décodé ✓")
+    const sent = upstream.requests.at(-1)!.body as { messages: Array<{ content: string }> }
+    expect(sent.messages.at(-1)!.content).toBe(content)
+  })
+
+  it("buffered invocation returns the whole SSE stream in one result", async () => {
+    upstream.setScenario({ kind: "text", text: "one two three four", usage: { prompt: 2, completion: 4 } })
+    const result = await v2({ method: "POST", path: "/v1/complete/stream", apiKey, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } })
+    expect(result.statusCode).toBe(200)
+    expect(result.headers["content-type"]).toMatch(/^text\/event-stream/)
+    expect(result.isBase64Encoded).toBe(false)
+    const chunks = sseData(result.body).map((f) => JSON.parse(f))
+    expect(chunks.length).toBeGreaterThan(2)
+    expect(chunks.slice(0, -1).map((c) => c.content).join("")).toBe("one two three four")
+    expect(chunks.at(-1)).toMatchObject({ done: true, promptTokens: 2, completionTokens: 4, provider: "openai" })
+  })
+
+  it("RESPONSE_STREAM: prelude first, then SSE frames as the upstream produces them", async () => {
+    upstream.setScenario({ kind: "text", text: "alpha beta gamma delta", usage: { prompt: 2, completion: 4 } })
+    const stream = new RecordingStream()
+    const started = Date.now()
+    await host.streamingHandler(functionUrlEvent({ method: "POST", path: "/v1/complete/stream", apiKey, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } }), stream)
+    const { metadata, body } = stream.parts()
+    expect(metadata).toMatchObject({ statusCode: 200, headers: { "content-type": expect.stringMatching(/^text\/event-stream/) }, cookies: [] })
+    expect(metadata.headers["x-ratelimit-limit"]).toBeDefined()
+    const chunks = sseData(body).map((f) => JSON.parse(f))
+    expect(chunks.slice(0, -1).map((c) => c.content).join("")).toBe("alpha beta gamma delta")
+    expect(chunks.at(-1)).toMatchObject({ done: true, completionTokens: 4 })
+    // Frames were written over time (the mock waits 150 ms between frames), not all at the end.
+    const dataWrites = stream.writes.filter((w) => w.bytes.includes("data: "))
+    expect(dataWrites.length).toBeGreaterThan(2)
+    expect(dataWrites.at(-1)!.at - dataWrites[0]!.at).toBeGreaterThan(250)
+    expect(dataWrites[0]!.at - started).toBeLessThan(stream.endedAt - started - 250)
+  })
+
+  it("RESPONSE_STREAM of a plain JSON answer and of an error keeps status and envelope", async () => {
+    const ok = new RecordingStream()
+    await host.streamingHandler(functionUrlEvent({ method: "GET", path: "/v1/usage", apiKey }), ok)
+    expect(ok.parts().metadata.statusCode).toBe(200)
+    expect(JSON.parse(ok.parts().body).isError).toBe(false)
+    const unauthorized = new RecordingStream()
+    await host.streamingHandler(functionUrlEvent({ method: "GET", path: "/v1/usage" }), unauthorized)
+    expect(unauthorized.parts().metadata.statusCode).toBe(401)
+    expect(JSON.parse(unauthorized.parts().body).isError).toBe(true)
+  })
+
+  it("one runtime per container: built on the first invocation, reused by the next ones", async () => {
+    await host.dispose() // as a fresh container
+    const log = vi.spyOn(console, "log")
+    try {
+      const results = await Promise.all([1, 2, 3].map(() => url({ method: "GET", path: "/v1/health" })))
+      for (let i = 0; i < 3; i++) results.push(await v1({ method: "GET", path: "/v1/health" }))
+      expect(results.map((r) => r.statusCode)).toEqual([200, 200, 200, 200, 200, 200])
+      const builds = log.mock.calls.map((c) => c.join(" ")).filter((l) => l.includes("aigw: runtime ready"))
+      expect(builds).toHaveLength(1)
+    } finally {
+      log.mockRestore()
+    }
+  })
+
+  it("scheduled: runs the drainers in order with a deadline inside the time budget; a failure is reported", async () => {
+    expect(exportedDrainers.map((d) => d.name)).toEqual(["jobs+webhooks"])
+    const context = { getRemainingTimeInMillis: () => 30_000 }
+    const started = Date.now()
+    const summary = await host.scheduled(fixture("scheduled-event"), context)
+    expect(summary.drainers.map((d) => [d.name, d.ok])).toEqual([["first", true], ["second", true]])
+    expect(drained.map((d) => d.name)).toEqual(["first", "second"])
+    const deadline = drained[0]!.deadlineMs
+    expect(deadline).toBeGreaterThanOrEqual(started + 29_000 - 50)
+    expect(deadline).toBeLessThanOrEqual(Date.now() + 29_000)
+
+    failDrainer = true
+    await expect(host.scheduled(fixture("scheduled-event"), context)).rejects.toThrow("drainers failed: second (upstream poll refused)")
+
+    drained.length = 0
+    const none = await host.scheduled(fixture("scheduled-event"), { getRemainingTimeInMillis: () => 500 })
+    expect(none.drainers.map((d) => d.skipped)).toEqual([true, true])
+    expect(drained).toEqual([])
+  })
+})
