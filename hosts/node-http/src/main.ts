@@ -3,7 +3,6 @@
  * SIGINT/SIGTERM interrupt the main fiber: the server stops accepting, in-flight requests
  * finish, layers (database pool, mail transport) are released.
  */
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -20,7 +19,7 @@ const ServerLive = Layer.unwrapEffect(
 )
 
 const HttpLive = Layer.unwrapEffect(
-  Effect.map(HttpApp.makeRouter(), (router) => HttpServer.serve(router, HttpMiddleware.logger))
+  Effect.map(HttpApp.makeApp, (app) => HttpServer.serve(app))
 ).pipe(
   HttpServer.withLogAddress,
   Layer.provide(ServerLive),

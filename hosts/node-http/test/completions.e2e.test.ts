@@ -212,7 +212,7 @@ describe("completions", () => {
       [{ messages: hi, provider: "openai", model: "gpt-4o-mini", maxTokens: 900_000 }, 422, /maxTokens/],
       [{ messages: hi, avatarId: crypto.randomUUID() }, 403, /avatarId/],
       [{ messages: hi, avatarId: "not-a-uuid" }, 400, /avatarId/],
-      [{ messages: hi, useFAHRN: true }, 501, /useFAHRN/]
+      [{ messages: hi, useHolonicBraid: true }, 501, /useHolonicBraid/]
     ]
     for (const [body, status, pattern] of cases) {
       const res = await post("/v1/complete", body)

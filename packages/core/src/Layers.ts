@@ -12,6 +12,15 @@ import * as GatewayConfig from "./Config.ts"
 import * as Mailer from "./Mail/Mailer.ts"
 import * as Smtp from "./Mail/Smtp.ts"
 import * as Completions from "./Capabilities/Completions.ts"
+import * as Embeddings from "./Capabilities/Embeddings.ts"
+import * as LlmTasks from "./Capabilities/LlmTasks.ts"
+import * as CodeExecution from "./Capabilities/CodeExecution.ts"
+import * as GraphRag from "./Capabilities/GraphRag.ts"
+import * as Media from "./Capabilities/Media.ts"
+import * as Memory from "./Capabilities/Memory.ts"
+import * as Orchestration from "./Capabilities/Orchestration.ts"
+import * as ReasoningNetwork from "./Capabilities/ReasoningNetwork.ts"
+import * as TaskClassifier from "./Ml/TaskClassifier.ts"
 import * as Catalog from "./Catalog/Catalog.ts"
 import * as Jobs from "./Jobs/Jobs.ts"
 import * as JobRunners from "./Jobs/Runners.ts"
@@ -23,14 +32,16 @@ import * as Quota from "./Quota.ts"
 import * as Usage from "./Usage.ts"
 import * as Database from "./Storage/Database.ts"
 import * as Stores from "./Storage/Stores.ts"
+import * as Tracing from "./Tracing.ts"
 
 /** Every core service, given stores, a Mailer and GatewayConfig. */
 export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, WebhookDelivery.layer()).pipe(
   Layer.provideMerge(JobRunners.layer()),
-  Layer.provideMerge(Completions.layer),
+  Layer.provideMerge(Layer.mergeAll(LlmTasks.layer, Memory.layer, Orchestration.layer, ReasoningNetwork.layer, Media.layer, GraphRag.layer, CodeExecution.layer)),
+  Layer.provideMerge(Layer.mergeAll(Completions.layer, Embeddings.layer)),
   Layer.provideMerge(Routing.layer),
   Layer.provideMerge(Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer))
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer))
 )
 
 /** What the HTTP application and the MCP toolkit need from their host. */
@@ -72,4 +83,4 @@ export const layerFromEnv = (options: { readonly migrate?: boolean } = {}) =>
           Layer.provideMerge(GatewayConfig.layerConfig)
         )
     )
-  ).pipe(Layer.orDie)
+  ).pipe(Layer.orDie, Layer.provide(Tracing.layerFromEnv))

@@ -10,11 +10,24 @@ import { Forbidden, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
 import { chatAdapters } from "./Providers/Adapters.ts"
 import type { Target } from "./Providers/Chat.ts"
+import { embeddingAdapterOf } from "./Providers/Embeddings.ts"
+import { toGatewayError, type UpstreamError } from "./Providers/UpstreamError.ts"
+import type { GatewayError } from "./Errors.ts"
 import { ProviderHealth } from "./Providers/ProviderHealth.ts"
 
 export type Preference = "cost" | "balanced" | "quality"
 
+/** The model kinds routing serves, each with the check that a provider has an adapter for it. */
+export type ModelKind = ModelEntry["kind"]
+
+const kinds: Record<ModelKind, { readonly label: string; readonly hasAdapter: (p: ConfiguredProvider) => boolean }> = {
+  chat: { label: "chat completions", hasAdapter: (p) => chatAdapters[p.adapter] !== undefined },
+  embeddings: { label: "embeddings", hasAdapter: (p) => embeddingAdapterOf(p) !== undefined }
+}
+
 export interface ChatNeeds {
+  /** Default "chat". */
+  readonly kind?: ModelKind | undefined
   readonly provider: string
   readonly model: string
   readonly plan: Plan
@@ -23,6 +36,12 @@ export interface ChatNeeds {
   readonly contextTokens: number
   readonly maxTokens?: number | undefined
   readonly preference?: Preference | undefined
+}
+
+export interface Fallback {
+  readonly provider: string
+  readonly model: string
+  readonly error: string
 }
 
 export const preferenceOf = (plan: Plan): Preference =>
@@ -48,11 +67,13 @@ const makeService = Effect.gen(function*() {
   const catalog = yield* Catalog
   const health = yield* ProviderHealth
 
-  /** Why a provider cannot serve chat for this caller, if it cannot. */
-  const providerProblem = (p: ConfiguredProvider, plan: Plan) => {
+  /** Why a provider cannot serve this kind of call for this caller, if it cannot. */
+  const providerProblem = (p: ConfiguredProvider, plan: Plan, kind: ModelKind) => {
     if (!planAllows(plan, p.minPlan)) return new Forbidden({ message: `Provider ${p.id} needs plan ${p.minPlan} or higher (yours: ${plan}).` })
-    if (!p.capabilities.includes("chat")) return new Unprocessable({ message: `Provider ${p.id} does not offer chat completions.` })
-    if (!chatAdapters[p.adapter]) return new Unprocessable({ message: `Provider ${p.id} speaks its own (${p.adapter}) protocol, which has no chat adapter yet.` })
+    if (!p.capabilities.includes(kind)) return new Unprocessable({ message: `Provider ${p.id} does not offer ${kinds[kind].label}.` })
+    if (!kinds[kind].hasAdapter(p)) {
+      return new Unprocessable({ message: `Provider ${p.id} speaks its own (${p.adapter}) protocol, which has no ${kinds[kind].label} adapter yet.` })
+    }
     if (!p.configured) {
       return new Unprocessable({
         message: p.endpoint.includes("{")
@@ -64,7 +85,8 @@ const makeService = Effect.gen(function*() {
   }
 
   const modelProblem = (m: ModelEntry, needs: ChatNeeds) => {
-    if (m.kind !== "chat") return new Unprocessable({ message: `Model ${m.id} is an ${m.kind} model, not a chat model.` })
+    const kind = needs.kind ?? "chat"
+    if (m.kind !== kind) return new Unprocessable({ message: `Model ${m.id} is a ${m.kind} model, not a ${kind} model.` })
     if (!planAllows(needs.plan, m.minPlan)) return new Forbidden({ message: `Model ${m.id} needs plan ${m.minPlan} or higher (yours: ${needs.plan}).` })
     if (needs.needsTools && !m.supportsFunctions) return new Unprocessable({ message: `Model ${m.id} does not support tools.` })
     if (needs.maxTokens !== undefined && m.maxOutputTokens > 0 && needs.maxTokens > m.maxOutputTokens) {
@@ -79,13 +101,13 @@ const makeService = Effect.gen(function*() {
   const usable = (m: ModelEntry, needs: ChatNeeds) =>
     Option.match(catalog.provider(m.provider), {
       onNone: () => false,
-      onSome: (p) => !providerProblem(p, needs.plan) && !modelProblem(m, needs) && health.isAvailable(p.id)
+      onSome: (p) => !providerProblem(p, needs.plan, needs.kind ?? "chat") && !modelProblem(m, needs) && health.isAvailable(p.id)
     })
 
   const targetOf = (m: ModelEntry): Target => ({ provider: Option.getOrThrow(catalog.provider(m.provider)), model: m })
 
   /** Candidates in the order to try them; at least one, or a clear error. */
-  const chatTargets = (needs: ChatNeeds): Effect.Effect<ReadonlyArray<Target>, NotFound | Forbidden | Unprocessable> =>
+  const targets = (needs: ChatNeeds): Effect.Effect<ReadonlyArray<Target>, NotFound | Forbidden | Unprocessable> =>
     Effect.suspend((): Effect.Effect<ReadonlyArray<Target>, NotFound | Forbidden | Unprocessable> => {
       const preference = needs.preference ?? preferenceOf(needs.plan)
       if (!isAuto(needs.model)) {
@@ -98,27 +120,28 @@ const makeService = Effect.gen(function*() {
           return Effect.fail(new NotFound({ message: `Provider ${needs.provider} has no model ${needs.model}; it is offered by ${model.value.provider}.` }))
         }
         const provider = Option.getOrThrow(catalog.provider(model.value.provider))
-        const problem = providerProblem(provider, needs.plan) ?? modelProblem(model.value, needs)
+        const problem = providerProblem(provider, needs.plan, needs.kind ?? "chat") ?? modelProblem(model.value, needs)
         return problem ? Effect.fail(problem) : Effect.succeed([targetOf(model.value)])
       }
       if (!isAuto(needs.provider)) {
         const provider = catalog.provider(needs.provider)
         if (Option.isNone(provider)) return Effect.fail(new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` }))
-        const problem = providerProblem(provider.value, needs.plan)
+        const problem = providerProblem(provider.value, needs.plan, needs.kind ?? "chat")
         if (problem) return Effect.fail(problem)
         const models = catalog.modelsOf(provider.value.id).filter((m) => !modelProblem(m, needs))
         if (models.length === 0) {
-          return Effect.fail(new Unprocessable({ message: `Provider ${provider.value.id} has no catalogued chat model that fits this request on plan ${needs.plan}.` }))
+          return Effect.fail(new Unprocessable({ message: `Provider ${provider.value.id} has no catalogued ${needs.kind ?? "chat"} model that fits this request on plan ${needs.plan}.` }))
         }
         return Effect.succeed(rank(models, preference).map(targetOf))
       }
       const candidates = rank(catalog.models.filter((m) => usable(m, needs)), preference)
       if (candidates.length === 0) {
-        const configured = catalog.providers.filter((p) => p.configured && chatAdapters[p.adapter] && p.capabilities.includes("chat"))
+        const kind = needs.kind ?? "chat"
+        const configured = catalog.providers.filter((p) => p.configured && kinds[kind].hasAdapter(p) && p.capabilities.includes(kind))
         return Effect.fail(
           new Unprocessable({
             message: configured.length === 0
-              ? "No chat provider is configured: set a provider key such as OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY."
+              ? `No ${kinds[kind].label} provider is configured: set a provider key such as OPENAI_API_KEY or GOOGLE_API_KEY.`
               : `No configured provider can serve this request on plan ${needs.plan} (configured: ${configured.map((p) => p.id).join(", ")}; check plan, tools and context size).`
           })
         )
@@ -162,7 +185,26 @@ const makeService = Effect.gen(function*() {
         }))
     })
 
-  return { chatTargets, providerFor }
+  /** Tries targets in order; falls back to the next only on retryable upstream errors. */
+  const firstSuccess = <A, R>(
+    targets: ReadonlyArray<Target>,
+    attempt: (t: Target) => Effect.Effect<A, UpstreamError, R>
+  ): Effect.Effect<{ readonly target: Target; readonly value: A; readonly fallbacks: ReadonlyArray<Fallback> }, GatewayError, R> =>
+    Effect.gen(function*() {
+      const fallbacks: Array<Fallback> = []
+      for (let i = 0; ; i++) {
+        const target = targets[i]!
+        const outcome = yield* Effect.either(attempt(target))
+        yield* health.record(target.provider.id, outcome._tag === "Right" || !outcome.left.retryable)
+        if (outcome._tag === "Right") return { target, value: outcome.right, fallbacks }
+        const error = outcome.left
+        yield* Effect.logWarning(`upstream ${target.provider.id}/${target.model.id} failed: ${error.message}`)
+        if (!error.retryable || i === targets.length - 1) return yield* Effect.fail(toGatewayError(error))
+        fallbacks.push({ provider: target.provider.id, model: target.model.id, error: error.message })
+      }
+    })
+
+  return { targets, providerFor, firstSuccess }
 })
 
 export class Routing extends Context.Tag("aigw/Routing")<Routing, Effect.Effect.Success<typeof makeService>>() {}

@@ -5,8 +5,10 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { Forbidden, NotFound, Unauthorized } from "../Errors.ts"
+import { ApiKeyStore } from "../Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { ApiKeys, KEY_PREFIX } from "./ApiKeys.ts"
+import { sha256 } from "./Secrets.ts"
 import { Jwt } from "./Jwt.ts"
 
 export interface Credentials {
@@ -21,6 +23,7 @@ const makeService = Effect.gen(function*() {
   const jwt = yield* Jwt
   const keys = yield* ApiKeys
   const avatars = yield* AvatarStore
+  const keyStore = yield* ApiKeyStore
   const invalid = new Unauthorized({ message: INVALID })
 
   const active = (id: string) =>
@@ -28,12 +31,22 @@ const makeService = Effect.gen(function*() {
       Effect.flatMap((a) => Option.isSome(a) && a.value.isActive ? Effect.succeed(a.value) : Effect.fail(invalid))
     )
 
-  const byApiKey = (secret: string) =>
-    keys.resolve(secret).pipe(
-      Effect.flatMap((k) =>
-        Option.isSome(k) && k.value.revokedAt === null ? active(k.value.avatarId) : Effect.fail(invalid)
+  // One joined lookup when the store has it (SQL); the same checks either way.
+  const byApiKey = (secret: string): Effect.Effect<AvatarRecord, Unauthorized> =>
+    keyStore.findByHashWithAvatar
+      ? keyStore.findByHashWithAvatar(sha256(secret)).pipe(
+        Effect.flatMap((found) =>
+          Option.isSome(found) && found.value.key.revokedAt === null && Option.isSome(found.value.avatar) &&
+            found.value.avatar.value.isActive
+            ? Effect.succeed(found.value.avatar.value)
+            : Effect.fail(invalid)
+        )
       )
-    )
+      : keys.resolve(secret).pipe(
+        Effect.flatMap((k) =>
+          Option.isSome(k) && k.value.revokedAt === null ? active(k.value.avatarId) : Effect.fail(invalid)
+        )
+      )
 
   const byJwt = (token: string) =>
     jwt.verify(token).pipe(

@@ -10,8 +10,10 @@ import { karmaMultiplier, type Plan } from "../Plans.ts"
 import { chatAdapters } from "../Providers/Adapters.ts"
 import type { ChatMessage, ChatRequest, FinishReason, Target, ToolCall, ToolDefinition } from "../Providers/Chat.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
-import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.ts"
-import { type Preference, Routing } from "../Routing.ts"
+import { TaskClassifier } from "../Ml/TaskClassifier.ts"
+import { planBlock } from "./AgentRoster.ts"
+import type { UpstreamError } from "../Providers/UpstreamError.ts"
+import { type Fallback, type Preference, Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { countMessages, countText, roughPromptTokens } from "../Tokens.ts"
 import { Usage } from "../Usage.ts"
@@ -52,7 +54,7 @@ export interface CompletionResult {
   readonly costUSD: number
   readonly latencyMs: number
   /** Earlier candidates that failed with a retryable error before this one answered. */
-  readonly fallbacks: ReadonlyArray<{ readonly provider: string; readonly model: string; readonly error: string }>
+  readonly fallbacks: ReadonlyArray<Fallback>
 }
 
 /** One chunk of `/v1/complete/stream` (the spec's fields plus documented extras). */
@@ -85,8 +87,10 @@ const estimate = (messages: ReadonlyArray<ChatMessage>, completion: string) =>
     estimated: true
   }))
 
-const withAvatarContext = (messages: ReadonlyArray<ChatMessage>, avatar: AvatarRecord): ReadonlyArray<ChatMessage> => {
-  const block = avatarContext(avatar)
+const withAvatarContext = (messages: ReadonlyArray<ChatMessage>, avatar: AvatarRecord) => withSystemBlock(messages, avatarContext(avatar))
+
+/** Prepends `block` to the leading system message, or adds one. */
+const withSystemBlock = (messages: ReadonlyArray<ChatMessage>, block: string): ReadonlyArray<ChatMessage> => {
   const [first, ...rest] = messages
   return first?.role === "system"
     ? [{ ...first, content: `${block}\n\n${first.content}` }, ...rest]
@@ -97,17 +101,21 @@ const makeService = Effect.gen(function*() {
   const routing = yield* Routing
   const usage = yield* Usage
   const health = yield* ProviderHealth
+  const classifier = yield* TaskClassifier
 
   const prepare = (avatar: AvatarRecord, input: CompletionInput) =>
     Effect.gen(function*() {
-      if (input.useFAHRN) {
-        return yield* Effect.fail(new NotAvailable({ message: "useFAHRN (reasoning-network planning) is not available yet in this gateway; send the request without it." }))
-      }
       if (input.useHolonicBraid) {
         return yield* Effect.fail(new NotAvailable({ message: "useHolonicBraid (shared reasoning graphs) is not available yet in this gateway; send the request without it." }))
       }
-      const messages = input.injectAvatarContext ? withAvatarContext(input.messages, avatar) : input.messages
-      const targets = yield* routing.chatTargets({
+      let messages = input.injectAvatarContext ? withAvatarContext(input.messages, avatar) : input.messages
+      if (input.useFAHRN) {
+        // The reasoning network plans from the last user message; the plan goes into the context.
+        const lastUser = [...messages].reverse().find((m) => m.role === "user")
+        const { taskType } = yield* classifier.classify(lastUser?.content ?? "")
+        messages = withSystemBlock(messages, planBlock(taskType))
+      }
+      const targets = yield* routing.targets({
         provider: input.provider,
         model: input.model,
         plan: avatar.plan as Plan,
@@ -140,29 +148,10 @@ const makeService = Effect.gen(function*() {
       ok
     })
 
-  /** Tries targets in order; falls back only on retryable errors. */
-  const firstSuccess = <A, R>(
-    targets: ReadonlyArray<Target>,
-    attempt: (t: Target) => Effect.Effect<A, UpstreamError, R>
-  ): Effect.Effect<{ readonly target: Target; readonly value: A; readonly fallbacks: CompletionResult["fallbacks"] }, GatewayError, R> =>
-    Effect.gen(function*() {
-      const fallbacks: Array<{ provider: string; model: string; error: string }> = []
-      for (let i = 0; ; i++) {
-        const target = targets[i]!
-        const outcome = yield* Effect.either(attempt(target))
-        yield* health.record(target.provider.id, outcome._tag === "Right" || !outcome.left.retryable)
-        if (outcome._tag === "Right") return { target, value: outcome.right, fallbacks }
-        const error = outcome.left
-        yield* Effect.logWarning(`upstream ${target.provider.id}/${target.model.id} failed: ${error.message}`)
-        if (!error.retryable || i === targets.length - 1) return yield* Effect.fail(toGatewayError(error))
-        fallbacks.push({ provider: target.provider.id, model: target.model.id, error: error.message })
-      }
-    })
-
   const complete = Effect.fn("Completions.complete")(function*(avatar: AvatarRecord, input: CompletionInput) {
     const { messages, request, targets } = yield* prepare(avatar, input)
     const started = performance.now()
-    const { fallbacks, target, value } = yield* firstSuccess(targets, (t) => chatAdapters[t.provider.adapter]!.complete(t, request(t)))
+    const { fallbacks, target, value } = yield* routing.firstSuccess(targets, (t) => chatAdapters[t.provider.adapter]!.complete(t, request(t)))
     const latencyMs = Math.round(performance.now() - started)
     const report: UsageReport = value.usage
       ? { ...value.usage, totalTokens: value.usage.promptTokens + value.usage.completionTokens, estimated: false }
@@ -191,7 +180,7 @@ const makeService = Effect.gen(function*() {
     Effect.gen(function*() {
       const { messages, request, targets } = yield* prepare(avatar, input)
       const started = performance.now()
-      const { target, value: events } = yield* firstSuccess(targets, (t) => chatAdapters[t.provider.adapter]!.stream(t, request(t)))
+      const { target, value: events } = yield* routing.firstSuccess(targets, (t) => chatAdapters[t.provider.adapter]!.stream(t, request(t)))
       let text = ""
       let toolArgs = ""
       let finish: FinishReason = "stop"

@@ -3,10 +3,11 @@
  * /openapi.json, /docs, and envelope answers for unknown routes. Hosts serve this as it is.
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Option } from "effect"
+import { Config, Effect, Option } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import type { CoreServices } from "../Layers.ts"
 import { failureOf } from "../Envelope.ts"
@@ -54,3 +55,21 @@ export const makeRouter = (all: ReadonlyArray<Route> = routes) =>
     // Routes are declared with open requirements; all of them are core services.
     return router.pipe(Effect.catchTag("RouteNotFound", () => notFound)) as HttpApp.Default<never, CoreServices>
   })
+
+/** Access log line per request; the query string is left out (it may hold one-time tokens). */
+export const accessLog = HttpMiddleware.make((app) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const started = performance.now()
+    const response = yield* app
+    yield* Effect.logInfo(`${request.method} ${request.url.split("?")[0]} ${response.status} ${(performance.now() - started).toFixed(1)}ms`)
+    return response
+  })
+)
+
+/** The router with the access log when `AIGW_LOG_REQUESTS=true` (off by default: it costs CPU on every request). */
+export const makeApp = Effect.gen(function*() {
+  const router = yield* makeRouter()
+  const log = yield* Config.boolean("AIGW_LOG_REQUESTS").pipe(Config.withDefault(false))
+  return log ? accessLog(router) : router
+})

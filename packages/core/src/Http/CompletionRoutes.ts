@@ -1,6 +1,6 @@
 /** POST /v1/complete, /v1/complete/stream and /v1/complete/tool-result. */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Exit, Schema, Scope, Stream } from "effect"
+import { Chunk, Effect, Exit, Schema, Scope, Stream } from "effect"
 import { type CompletionInput, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -146,7 +146,12 @@ export const openStream = <A, E, R>(
     const scope = yield* Scope.make()
     const stream = yield* Scope.extend(open, scope).pipe(Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause))))
     const bytes = stream.pipe(
-      Stream.map(frame),
+      // The frames of one chunk (what arrived together) leave in one write.
+      Stream.mapChunks((chunk) => {
+        if (Chunk.isEmpty(chunk)) return Chunk.empty<Uint8Array>()
+        const frames = Chunk.toReadonlyArray(Chunk.map(chunk, frame))
+        return Chunk.of(frames.length === 1 ? frames[0]! : Buffer.concat(frames))
+      }),
       trailer ? Stream.concat(Stream.make(trailer)) : (s) => s,
       Stream.ensuring(Scope.close(scope, Exit.void))
     )

@@ -4,7 +4,13 @@ import { accessRoutes } from "./AccessRoutes.ts"
 import { completionRoutes } from "./CompletionRoutes.ts"
 import { jobRoutes } from "./JobRoutes.ts"
 import { openAiRoutes } from "./OpenAiRoutes.ts"
+import { embeddingRoutes } from "./EmbeddingRoutes.ts"
+import { memoryRoutes } from "./MemoryRoutes.ts"
+import { orchestrationRoutes } from "./OrchestrationRoutes.ts"
+import { mediaRoutes } from "./MediaRoutes.ts"
 import { open } from "./Route.ts"
+import { toolRoutes } from "./ToolRoutes.ts"
+import { taskRoutes } from "./TaskRoutes.ts"
 
 export const healthRoute = open({
   method: "GET",
@@ -16,4 +22,4 @@ export const healthRoute = open({
   handle: () => check
 })
 
-export const gatewayRoutes = [healthRoute, ...accessRoutes, ...completionRoutes, ...openAiRoutes, ...jobRoutes]
+export const gatewayRoutes = [healthRoute, ...accessRoutes, ...completionRoutes, ...embeddingRoutes, ...taskRoutes, ...memoryRoutes, ...orchestrationRoutes, ...mediaRoutes, ...toolRoutes, ...openAiRoutes, ...jobRoutes]

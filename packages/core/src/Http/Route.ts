@@ -117,18 +117,43 @@ const decode = <A>(schema: Schema.Schema<A, any, never>, value: unknown, what: s
 export const readJson = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const { maxBodyBytes } = yield* GatewayConfig
-  const tooLarge = new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
+  // Built only when needed: an error object captures a stack trace.
+  const tooLarge = () => new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
   const declared = Number(request.headers["content-length"] ?? "0")
-  if (declared > maxBodyBytes) return yield* Effect.fail(tooLarge)
+  if (declared > maxBodyBytes) return yield* Effect.fail(tooLarge())
   const text = yield* request.text.pipe(
     Effect.provideService(HttpServerRequest.MaxBodySize, Option.some(maxBodyBytes as any)),
-    Effect.mapError(() => tooLarge)
+    Effect.mapError(tooLarge)
   )
-  if (Buffer.byteLength(text) > maxBodyBytes) return yield* Effect.fail(tooLarge)
+  if (Buffer.byteLength(text) > maxBodyBytes) return yield* Effect.fail(tooLarge())
   if (text.trim() === "") return yield* Effect.fail(new BadRequest({ message: "Request body is required (JSON)." }))
   return yield* Effect.try({
     try: () => JSON.parse(text) as unknown,
     catch: (e) => new BadRequest({ message: `Malformed JSON body: ${(e as Error).message}` })
+  })
+})
+
+/**
+ * Reads a `multipart/form-data` body within the size limit and parses it with the web
+ * FormData parser (files arrive as `File`s in memory).
+ */
+export const readForm = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const { maxBodyBytes } = yield* GatewayConfig
+  const contentType = request.headers["content-type"] ?? ""
+  if (!contentType.startsWith("multipart/form-data")) {
+    return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data." }))
+  }
+  const tooLarge = new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
+  if (Number(request.headers["content-length"] ?? "0") > maxBodyBytes) return yield* Effect.fail(tooLarge)
+  const bytes = yield* request.arrayBuffer.pipe(
+    Effect.provideService(HttpServerRequest.MaxBodySize, Option.some(maxBodyBytes as any)),
+    Effect.mapError(() => tooLarge)
+  )
+  if (bytes.byteLength > maxBodyBytes) return yield* Effect.fail(tooLarge)
+  return yield* Effect.tryPromise({
+    try: () => new Response(bytes, { headers: { "content-type": contentType } }).formData(),
+    catch: () => new BadRequest({ message: "Malformed multipart/form-data body." })
   })
 })
 

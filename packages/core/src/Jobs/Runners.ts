@@ -113,7 +113,7 @@ const openAiBatch = (options: RunnerOptions) =>
           const lines: Array<unknown> = []
           const models: Array<string> = []
           for (const [i, r] of input.requests.entries()) {
-            const [target] = yield* routing.chatTargets({
+            const [target] = yield* routing.targets({
               provider: "openai",
               model: r.model,
               plan: owner.value.plan,

@@ -9,6 +9,10 @@ import { GatewayConfig } from "../Config.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { Quota } from "../Quota.ts"
 import { avatarContext, Completions } from "../Capabilities/Completions.ts"
+import { Embeddings } from "../Capabilities/Embeddings.ts"
+import { Media } from "../Capabilities/Media.ts"
+import { Orchestration } from "../Capabilities/Orchestration.ts"
+import { ReasoningNetwork } from "../Capabilities/ReasoningNetwork.ts"
 import { estimateCost, getModel, listModels, listProviders, openServModels } from "../Catalog/Queries.ts"
 import { check } from "../Health.ts"
 import { Sentiment } from "../Ml/Sentiment.ts"
@@ -20,6 +24,10 @@ import { CurrentAvatar, GatewayToolkit } from "./Tools.ts"
 export const layerHandlers = GatewayToolkit.toLayer(
   Effect.gen(function*() {
     const completions = yield* Completions
+    const embeddings = yield* Embeddings
+    const media = yield* Media
+    const reasoning = yield* ReasoningNetwork
+    const orchestration = yield* Orchestration
     const usage = yield* Usage
     const quota = yield* Quota
     const sentiment = yield* Sentiment
@@ -40,6 +48,14 @@ export const layerHandlers = GatewayToolkit.toLayer(
             injectAvatarContext: params.injectAvatarContext,
             routing: params.routing
           })),
+      gateway_embed: (params) => Effect.flatMap(CurrentAvatar, (avatar) => embeddings.embed(avatar, params)),
+      gateway_generate_image: (params) => Effect.flatMap(CurrentAvatar, (avatar) => media.images(avatar, params)),
+      gateway_fahrn_solve: (params) => Effect.flatMap(CurrentAvatar, (avatar) => reasoning.dispatch(avatar, { ...params, mode: "Hybrid" })),
+      gateway_fahrn_dispatch: (params) =>
+        Effect.flatMap(CurrentAvatar, (avatar) => reasoning.dispatch(avatar, { ...params, mode: params.mode === "Decomposed" ? "Hybrid" : params.mode })),
+      gateway_orchestrate_crew: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.crew(avatar, params)),
+      gateway_orchestrate_conversation: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.conversation(avatar, params)),
+      gateway_orchestrate_graph_node: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.graphNode(avatar, params)),
       gateway_list_models: (params) => withServices(listModels({ plan: params.plan, capability: params.capability })),
       gateway_get_model: (params) => withServices(getModel(params.modelId)),
       gateway_list_providers: () => withServices(listProviders),

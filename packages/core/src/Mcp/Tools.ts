@@ -8,6 +8,10 @@
 import * as Tool from "@effect/ai/Tool"
 import * as Toolkit from "@effect/ai/Toolkit"
 import { Context, Schema } from "effect"
+import { EmbeddingsBody } from "../Capabilities/Embeddings.ts"
+import { ImagesBody } from "../Capabilities/Media.ts"
+import { ConversationBody, CrewBody, GraphNodeBody } from "../Capabilities/Orchestration.ts"
+import { DispatchBody } from "../Capabilities/ReasoningNetwork.ts"
 import { EstimateRequest, ModelCapability } from "../Catalog/Queries.ts"
 import {
   BadRequest,
@@ -149,6 +153,78 @@ export const Complete = Tool.make("gateway_complete", {
   (t) => t.annotate(Tool.Destructive, false),
   (t) => t.annotate(Tool.Idempotent, false),
   (t) => t.annotate(Tool.OpenWorld, true)
+)
+
+export const Embed = Tool.make("gateway_embed", {
+  description:
+    "Embed texts with an embedding model. With provider/model auto the gateway picks the best-fit configured embedding model for the caller's plan. Returns one vector per text (in order), the dimensions, token usage, cost in USD and the provider/model used. Counts against the daily quota.",
+  parameters: EmbeddingsBody.fields,
+  success: Schema.Unknown,
+  failure: ToolFailure,
+  dependencies: [CurrentAvatar]
+}).pipe(
+  (t) => t.annotate(Metered, true),
+  (t) => t.annotate(Tool.Title, "Embeddings"),
+  (t) => t.annotate(Tool.Readonly, true),
+  (t) => t.annotate(Tool.Destructive, false),
+  (t) => t.annotate(Tool.Idempotent, true),
+  (t) => t.annotate(Tool.OpenWorld, true)
+)
+
+/** A capability tool: counts against the quota like its HTTP endpoint. */
+const capability = <T extends Tool.Tool<any, any, any>>(tool: T, title: string): T =>
+  tool
+    .annotate(Metered, true)
+    .annotate(Tool.Title, title)
+    .annotate(Tool.Readonly, false)
+    .annotate(Tool.Destructive, false)
+    .annotate(Tool.Idempotent, false)
+    .annotate(Tool.OpenWorld, true) as T
+
+const capabilityTool = <const N extends string, F extends Schema.Struct.Fields>(name: N, title: string, description: string, parameters: F) =>
+  capability(Tool.make(name, { description, parameters, success: Schema.Unknown, failure: ToolFailure, dependencies: [CurrentAvatar] }), title)
+
+export const GenerateImage = capabilityTool(
+  "gateway_generate_image",
+  "Image generation",
+  "Generate images from a prompt with an OpenAI-format image API (provider auto: the first configured). width and height go together. Returns image URLs or base64 data. Counts against the daily quota.",
+  ImagesBody.fields
+)
+
+const SolveParams = { problem: DispatchBody.fields.problem, taskType: DispatchBody.fields.taskType, provider: DispatchBody.fields.provider }
+
+export const FahrnSolve = capabilityTool(
+  "gateway_fahrn_solve",
+  "Reasoning network: solve",
+  "Run the full reasoning pipeline in one call: classify the problem, assemble the best three agents, a planner first, then specialists in parallel, then a synthesiser. Returns the final answer, each step and a Mermaid plan.",
+  SolveParams
+)
+
+export const FahrnDispatch = capabilityTool(
+  "gateway_fahrn_dispatch",
+  "Reasoning network: dispatch",
+  "Reasoning dispatch with an explicit mode: Serial (each agent builds on the previous), Parallel (independent answers merged by a synthesiser) or Decomposed (a planner decomposes, specialists work in parallel, a synthesiser merges).",
+  {
+    ...SolveParams,
+    mode: Schema.optionalWith(Schema.Literal("Serial", "Parallel", "Decomposed").annotations({
+      description: "Serial, Parallel or Decomposed (default Serial)",
+      message: () => ({ message: "mode must be Serial, Parallel or Decomposed", override: true })
+    }), { default: () => "Serial" as const })
+  }
+)
+
+export const OrchestrateCrew = capabilityTool("gateway_orchestrate_crew", "Crew", "Same as POST /v1/orchestrate/crew: run a crew of agents on tasks (sequential or hierarchical).", CrewBody.fields)
+export const OrchestrateConversation = capabilityTool(
+  "gateway_orchestrate_conversation",
+  "Conversation",
+  "Same as POST /v1/orchestrate/conversation: route an opening message and answer an assistant message.",
+  ConversationBody.fields
+)
+export const OrchestrateGraphNode = capabilityTool(
+  "gateway_orchestrate_graph_node",
+  "Graph node",
+  "Same as POST /v1/orchestrate/graph-node: run one node's model step and return the extended state and next node.",
+  GraphNodeBody.fields
 )
 
 export const ListModels = readOnly(
@@ -295,6 +371,13 @@ export const SentimentTool = readOnly(
 
 export const GatewayToolkit = Toolkit.make(
   Complete,
+  Embed,
+  GenerateImage,
+  FahrnSolve,
+  FahrnDispatch,
+  OrchestrateCrew,
+  OrchestrateConversation,
+  OrchestrateGraphNode,
   ListModels,
   GetModel,
   ListProviders,

@@ -29,9 +29,10 @@ const round = (n: number) => Math.round(n * 1000) / 1000
 export const ENGINE = "wink-nlp 2.4 (wink-eng-lite-web-model 1.8)"
 
 const makeService = Effect.sync(() => {
-  const wink = nlp()
-  const its = wink.its
+  // The English model is loaded on the first analysis, not at start (about 30 MB of memory).
   const analyze = (text: string): SentimentResult => {
+    const wink = nlp()
+    const its = wink.its
     const doc = wink.readDoc(text)
     const score = round(doc.out(its.sentiment) as unknown as number)
     const texts = doc.sentences().out() as Array<string>

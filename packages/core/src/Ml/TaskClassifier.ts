@@ -1,8 +1,8 @@
 /**
  * In-process task classification: a multinomial naive Bayes text classifier
- * (wink-naive-bayes-text-classifier) trained at start on the labelled requests of
+ * (wink-naive-bayes-text-classifier) trained on first use on the labelled requests of
  * taskExamples.data.ts, with wink-nlp for tokenisation, stop words and stemming. Training takes
- * a few milliseconds; no model is downloaded.
+ * a few milliseconds (plus loading the English model once); no model is downloaded.
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import classifier from "wink-naive-bayes-text-classifier"
@@ -84,8 +84,10 @@ export const train = (examples: Record<TaskType, ReadonlyArray<string>> = taskEx
 }
 
 const makeService = Effect.sync(() => {
-  const classify = train()
-  return { classify: (text: string) => Effect.sync(() => classify(text)) }
+  // Trained on first use, not at start: the English model takes about 30 MB of memory that a
+  // deployment which never classifies should not carry (docs/performance.md).
+  let classify: ((text: string) => TaskClassification) | undefined
+  return { classify: (text: string) => Effect.sync(() => (classify ??= train())(text)) }
 })
 
 export class TaskClassifier extends Context.Tag("aigw/Ml/TaskClassifier")<TaskClassifier, Effect.Effect.Success<typeof makeService>>() {}

@@ -4,8 +4,9 @@
  */
 import { Effect, Stream } from "effect"
 import type { ChatAdapter, ChatMessage, ChatRequest, FinishReason, StreamEvent, Target } from "./Chat.ts"
-import { authHeaders, json, postJson, postSse } from "./internal/http.ts"
-import { protocolError } from "./UpstreamError.ts"
+import { decodeEach } from "./internal/events.ts"
+import { authHeaders, postJson, postSse } from "./internal/http.ts"
+import { protocolError, type UpstreamError } from "./UpstreamError.ts"
 
 export const API_VERSION = "2023-06-01"
 /** Used when the request sets no maxTokens (the API requires one). */
@@ -62,8 +63,6 @@ export const toWireRequest = (target: Target, request: ChatRequest, stream: bool
 export const finishReason = (reason: unknown): FinishReason =>
   reason === "max_tokens" ? "length" : reason === "tool_use" ? "tool_calls" : reason === "refusal" ? "content_filter" : "stop"
 
-const one = (event: StreamEvent): Stream.Stream<StreamEvent> => Stream.make(event)
-
 const headers = (target: Target) => ({ ...authHeaders(target.provider), "anthropic-version": API_VERSION })
 const url = (target: Target) => `${target.provider.endpoint}/messages`
 
@@ -90,48 +89,47 @@ export const adapter: ChatAdapter = {
       Effect.map((events) => {
         // Content block index -> tool ordinal, so tool deltas carry OpenAI-like indexes.
         const toolIndex = new Map<number, number>()
-        return events.pipe(
-          Stream.takeWhile((e) => e.event !== "message_stop"),
-          Stream.filter((e) => e.event !== "ping"),
-          Stream.mapEffect((e) => Effect.map(json(target.provider.id, e.data), (data) => ({ event: e.event, data }))),
-          Stream.flatMap(({ data, event }): Stream.Stream<StreamEvent, ReturnType<typeof protocolError>> => {
+        return decodeEach(
+          target.provider.id,
+          events.pipe(Stream.takeWhile((e) => e.event !== "message_stop"), Stream.filter((e) => e.event !== "ping")),
+          (data, { event }): ReadonlyArray<StreamEvent> | UpstreamError => {
             const type = data?.type ?? event
             switch (type) {
               case "error":
-                return Stream.fail(protocolError(target.provider.id, `stream error: ${data?.error?.message ?? "unknown"}`))
+                return protocolError(target.provider.id, `stream error: ${data?.error?.message ?? "unknown"}`)
               case "message_start": {
                 const u = data?.message?.usage
                 return typeof u?.input_tokens === "number"
-                  ? one({ _tag: "Usage", usage: { promptTokens: u.input_tokens } })
-                  : Stream.empty
+                  ? [{ _tag: "Usage", usage: { promptTokens: u.input_tokens } }]
+                  : []
               }
               case "content_block_start": {
                 const block = data?.content_block
                 if (block?.type === "tool_use") {
                   const ordinal = toolIndex.size
                   toolIndex.set(data.index, ordinal)
-                  return one({ _tag: "ToolCallDelta", index: ordinal, id: String(block.id), name: String(block.name), arguments: "" })
+                  return [{ _tag: "ToolCallDelta", index: ordinal, id: String(block.id), name: String(block.name), arguments: "" }]
                 }
-                return block?.type === "text" && block.text ? one({ _tag: "Text", text: String(block.text) }) : Stream.empty
+                return block?.type === "text" && block.text ? [{ _tag: "Text", text: String(block.text) }] : []
               }
               case "content_block_delta": {
                 const delta = data?.delta
-                if (delta?.type === "text_delta") return one({ _tag: "Text", text: String(delta.text) })
+                if (delta?.type === "text_delta") return [{ _tag: "Text", text: String(delta.text) }]
                 if (delta?.type === "input_json_delta") {
-                  return one({ _tag: "ToolCallDelta", index: toolIndex.get(data.index) ?? 0, arguments: String(delta.partial_json ?? "") })
+                  return [{ _tag: "ToolCallDelta", index: toolIndex.get(data.index) ?? 0, arguments: String(delta.partial_json ?? "") }]
                 }
-                return Stream.empty
+                return []
               }
               case "message_delta": {
                 const out: Array<StreamEvent> = []
                 if (data?.delta?.stop_reason) out.push({ _tag: "Finish", reason: finishReason(data.delta.stop_reason) })
                 if (typeof data?.usage?.output_tokens === "number") out.push({ _tag: "Usage", usage: { completionTokens: data.usage.output_tokens } })
-                return Stream.fromIterable(out)
+                return out
               }
               default:
-                return Stream.empty
+                return []
             }
-          })
+          }
         )
       })
     )

@@ -3,10 +3,11 @@
  * `systemInstruction`, `functionDeclarations` / `functionCall` / `functionResponse`,
  * `usageMetadata`.
  */
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
 import type { ChatAdapter, ChatMessage, ChatRequest, FinishReason, StreamEvent, Target, ToolCall } from "./Chat.ts"
-import { authHeaders, json, postJson, postSse } from "./internal/http.ts"
-import { protocolError } from "./UpstreamError.ts"
+import { decodeEach } from "./internal/events.ts"
+import { authHeaders, postJson, postSse } from "./internal/http.ts"
+import { protocolError, type UpstreamError } from "./UpstreamError.ts"
 
 const parseArgs = (args: string): unknown => {
   try {
@@ -128,21 +129,18 @@ export const adapter: ChatAdapter = {
     postSse(target.provider.id, url(target, true), authHeaders(target.provider), toWireRequest(request)).pipe(
       Effect.map((events) => {
         let calls = 0
-        return events.pipe(
-          Stream.mapEffect((e) => json(target.provider.id, e.data)),
-          Stream.flatMap((chunk: any): Stream.Stream<StreamEvent, ReturnType<typeof protocolError>> => {
-            if (chunk?.error) return Stream.fail(protocolError(target.provider.id, `stream error: ${chunk.error.message ?? "unknown"}`))
-            const out: Array<StreamEvent> = []
-            const parts = partsOf(chunk)
-            for (const p of parts) if (typeof p.text === "string" && p.text !== "" && !p.thought) out.push({ _tag: "Text", text: p.text })
-            for (const c of callsOf(parts, calls)) out.push({ _tag: "ToolCallDelta", index: calls++, id: c.id, name: c.name, arguments: c.arguments })
-            const reason = chunk?.candidates?.[0]?.finishReason
-            if (reason) out.push({ _tag: "Finish", reason: finishReason(reason, calls > 0) })
-            const usage = usageOf(chunk?.usageMetadata)
-            if (usage) out.push({ _tag: "Usage", usage })
-            return Stream.fromIterable(out)
-          })
-        )
+        return decodeEach(target.provider.id, events, (chunk: any): ReadonlyArray<StreamEvent> | UpstreamError => {
+          if (chunk?.error) return protocolError(target.provider.id, `stream error: ${chunk.error.message ?? "unknown"}`)
+          const out: Array<StreamEvent> = []
+          const parts = partsOf(chunk)
+          for (const p of parts) if (typeof p.text === "string" && p.text !== "" && !p.thought) out.push({ _tag: "Text", text: p.text })
+          for (const c of callsOf(parts, calls)) out.push({ _tag: "ToolCallDelta", index: calls++, id: c.id, name: c.name, arguments: c.arguments })
+          const reason = chunk?.candidates?.[0]?.finishReason
+          if (reason) out.push({ _tag: "Finish", reason: finishReason(reason, calls > 0) })
+          const usage = usageOf(chunk?.usageMetadata)
+          if (usage) out.push({ _tag: "Usage", usage })
+          return out
+        })
       })
     )
 }

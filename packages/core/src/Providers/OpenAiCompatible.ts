@@ -4,7 +4,8 @@
  */
 import { Effect, Stream } from "effect"
 import type { ChatAdapter, ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target } from "./Chat.ts"
-import { authHeaders, json, postJson, postSse } from "./internal/http.ts"
+import { decodeEach } from "./internal/events.ts"
+import { authHeaders, postJson, postSse } from "./internal/http.ts"
 import { protocolError } from "./UpstreamError.ts"
 
 /** Per-provider differences from the reference OpenAI API. */
@@ -83,32 +84,28 @@ export const adapter: ChatAdapter = {
   stream: (target, request) =>
     postSse(target.provider.id, url(target), authHeaders(target.provider), toWireRequest(target.provider.id, request, true)).pipe(
       Effect.map((events) =>
-        events.pipe(
-          Stream.takeWhile((e) => e.data !== "[DONE]"),
-          Stream.mapEffect((e) => json(target.provider.id, e.data)),
-          Stream.flatMap((chunk: any) => {
-            if (chunk?.error) {
-              return Stream.fail(protocolError(target.provider.id, `stream error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`))
-            }
-            const out: Array<StreamEvent> = []
-            const choice = chunk?.choices?.[0]
-            const delta = choice?.delta
-            if (typeof delta?.content === "string" && delta.content !== "") out.push({ _tag: "Text", text: delta.content })
-            for (const call of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
-              out.push({
-                _tag: "ToolCallDelta",
-                index: typeof call.index === "number" ? call.index : 0,
-                ...(call.id ? { id: String(call.id) } : {}),
-                ...(call.function?.name ? { name: String(call.function.name) } : {}),
-                arguments: String(call.function?.arguments ?? "")
-              })
-            }
-            if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
-            const usage = usageOf(chunk?.usage)
-            if (usage) out.push({ _tag: "Usage", usage })
-            return Stream.fromIterable(out)
-          })
-        )
+        decodeEach(target.provider.id, Stream.takeWhile(events, (e) => e.data !== "[DONE]"), (chunk: any) => {
+          if (chunk?.error) {
+            return protocolError(target.provider.id, `stream error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`)
+          }
+          const out: Array<StreamEvent> = []
+          const choice = chunk?.choices?.[0]
+          const delta = choice?.delta
+          if (typeof delta?.content === "string" && delta.content !== "") out.push({ _tag: "Text", text: delta.content })
+          for (const call of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
+            out.push({
+              _tag: "ToolCallDelta",
+              index: typeof call.index === "number" ? call.index : 0,
+              ...(call.id ? { id: String(call.id) } : {}),
+              ...(call.function?.name ? { name: String(call.function.name) } : {}),
+              arguments: String(call.function?.arguments ?? "")
+            })
+          }
+          if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
+          const usage = usageOf(chunk?.usage)
+          if (usage) out.push({ _tag: "Usage", usage })
+          return out
+        })
       )
     )
 }

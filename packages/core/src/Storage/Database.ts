@@ -18,6 +18,17 @@ export const kindOf = (url: string): DatabaseKind => {
   throw new Error(`DATABASE_URL must start with postgres://, postgresql:// or sqlite: (got "${url.split(":")[0]}:…")`)
 }
 
+/**
+ * The SQLite client runs in WAL mode (set by @effect/sql-sqlite-node). SQLite's default
+ * `synchronous = FULL` then fsyncs the WAL at every commit; with WAL, `NORMAL` is the documented
+ * safe setting: a commit survives a crash of the process, the database never corrupts, and only a
+ * power loss or OS crash can roll back the last commits. It saves an fsync on every metered call
+ * (docs/performance.md). The client has a single connection, so one PRAGMA covers it.
+ */
+const layerSqlitePragmas = Layer.effectDiscard(
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`PRAGMA synchronous = NORMAL`)
+)
+
 /** The SqlClient for a URL, without migrations. */
 export const layerClient = (url: string, options: { maxConnections?: number } = {}): Layer.Layer<SqlClient.SqlClient> => {
   if (kindOf(url) === "pg") {
@@ -27,7 +38,7 @@ export const layerClient = (url: string, options: { maxConnections?: number } = 
   return Layer.unwrapEffect(
     Effect.sync(() => {
       if (filename !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true })
-      return SqliteClient.layer({ filename })
+      return Layer.provideMerge(layerSqlitePragmas, SqliteClient.layer({ filename }))
     })
   ).pipe(Layer.orDie)
 }

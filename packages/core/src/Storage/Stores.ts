@@ -5,6 +5,8 @@
 import { Layer } from "effect"
 import * as JobStore from "../Jobs/JobStore.ts"
 import * as ApiKeyStore from "./ApiKeyStore.ts"
+import * as MemoryStore from "./MemoryStore.ts"
+import * as SqlMemoryStore from "./Sql/MemoryStore.ts"
 import * as AvatarStore from "./AvatarStore.ts"
 import * as OneTimeTokenStore from "./OneTimeTokenStore.ts"
 import * as SendLimitStore from "./SendLimitStore.ts"
@@ -22,7 +24,8 @@ export const layerMemory = Layer.mergeAll(
   SendLimitStore.layerMemory,
   ApiKeyStore.layerMemory,
   UsageStore.layerMemory,
-  JobStore.layerMemory
+  JobStore.layerMemory,
+  MemoryStore.layerMemory
 )
 
 export const layerSql = Layer.mergeAll(
@@ -31,7 +34,8 @@ export const layerSql = Layer.mergeAll(
   SqlSendLimitStore.layer,
   SqlApiKeyStore.layer,
   SqlUsageStore.layer,
-  SqlJobStore.layer
+  SqlJobStore.layer,
+  SqlMemoryStore.layer
 )
 
 export type Stores =
@@ -41,3 +45,4 @@ export type Stores =
   | ApiKeyStore.ApiKeyStore
   | UsageStore.UsageStore
   | JobStore.JobStore
+  | MemoryStore.MemoryStore

@@ -63,8 +63,9 @@ layer(TestLayer)("MCP tool calls", (it) => {
       const server = yield* McpServer.McpServer
       const names = server.tools.map((t) => t.name).sort()
       assert.deepStrictEqual(names, [...Mcp.toolNames].sort())
-      assert.strictEqual(names.length, 11)
-      assert.isFalse(names.some((n) => n === "gateway_embed" || n === "gateway_generate_image"))
+      assert.strictEqual(names.length, 18)
+      // Tools of capabilities the gateway does not have (holonic memory, braid graphs, agent registry) are not listed.
+      assert.isFalse(names.some((n) => n.startsWith("gateway_memory_") || n.startsWith("gateway_braid_") || n === "gateway_fahrn_register_agent"))
     }))
 
   it.effect("answers health without a caller, and 'authentication required' for the rest", () =>
@@ -139,7 +140,7 @@ layer(TestLayer)("MCP tool calls", (it) => {
 
   it.effect("answers an unknown tool with a protocol error", () =>
     Effect.gen(function*() {
-      const r = yield* Effect.flip(call("gateway_embed", {}, alice))
+      const r = yield* Effect.flip(call("gateway_memory_external_search", {}, alice))
       assert.strictEqual(r._tag, "InvalidParams")
     }))
 })
@@ -161,7 +162,18 @@ describe("input schemas and discovery", () => {
     assert.strictEqual(card.endpoint, "https://gw.example.test/mcp")
     assert.strictEqual(card.transport.type, "streamable-http")
     assert.deepStrictEqual(card.tools.map((t) => t.name), [...Mcp.toolNames])
-    assert.deepStrictEqual(card.tools.filter((t) => t.metered).map((t) => t.name).sort(), ["gateway_complete", "gateway_ml_classify_task", "gateway_ml_sentiment"])
+    assert.deepStrictEqual(card.tools.filter((t) => t.metered).map((t) => t.name).sort(), [
+      "gateway_complete",
+      "gateway_embed",
+      "gateway_fahrn_dispatch",
+      "gateway_fahrn_solve",
+      "gateway_generate_image",
+      "gateway_ml_classify_task",
+      "gateway_ml_sentiment",
+      "gateway_orchestrate_conversation",
+      "gateway_orchestrate_crew",
+      "gateway_orchestrate_graph_node"
+    ])
     assert.deepStrictEqual(card.tools.filter((t) => !t.requiresAuth).map((t) => t.name), ["gateway_health"])
     const agent = Mcp.agentCard(config)
     assert.strictEqual(agent.url, "https://gw.example.test/mcp")

@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
 import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
+import { MemoryStore } from "../../src/Storage/MemoryStore.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import { OneTimeTokenStore } from "../../src/Storage/OneTimeTokenStore.ts"
 import { SendLimitStore } from "../../src/Storage/SendLimitStore.ts"
@@ -246,6 +247,21 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.deepStrictEqual([d!.status, d!.attempts, d!.deliveredAt], ["delivered", 2, now + 100])
           assert.deepStrictEqual((yield* jobs.attemptsOf(id)).map((a) => a.statusCode), [500, 204])
           assert.isFalse((yield* jobs.claimDeliveries(now + 10_000, 10, 1000)).some((x) => x.id === id))
+        }))
+
+      it.effect("memories: stored with vectors, listed per avatar and user, newest first", () =>
+        Effect.gen(function*() {
+          const memories = yield* MemoryStore
+          const avatarId = crypto.randomUUID()
+          const base = { avatarId, userId: "u1", embedder: "local:hash-256", vector: [0.5, -0.25, 0] }
+          yield* memories.insert({ ...base, id: crypto.randomUUID(), content: "older", createdAt: 1000 })
+          yield* memories.insert({ ...base, id: crypto.randomUUID(), content: "newer", createdAt: 2000 })
+          yield* memories.insert({ ...base, id: crypto.randomUUID(), content: "other user", userId: "u2", createdAt: 3000 })
+          yield* memories.insert({ ...base, id: crypto.randomUUID(), content: "other avatar", avatarId: crypto.randomUUID(), createdAt: 4000 })
+          const list = yield* memories.list(avatarId, "u1", 10)
+          assert.deepStrictEqual(list.map((m) => m.content), ["newer", "older"])
+          assert.deepStrictEqual(list[0]!.vector, [0.5, -0.25, 0])
+          assert.strictEqual((yield* memories.list(avatarId, "u1", 1)).length, 1)
         }))
 
       it.effect("jobs: concurrent claimers never share a job", () =>

@@ -100,6 +100,8 @@ interface Exchange {
   /** takes the scenario for this request (queue first, then the set scenario) */
   scenario(): Scenario
   json(status: number, body: unknown, headers?: Record<string, string>): void
+  /** writes a non-JSON body (audio bytes, …) */
+  raw(status: number, contentType: string, body: Uint8Array | string): void
   /** writes 200 + frames with a small delay; `dropAfter` frames then destroys the socket instead of ending */
   stream(contentType: string, frames: readonly string[], dropAfter?: number, headers?: Record<string, string>): Promise<void>
   hang(): void
@@ -180,6 +182,11 @@ const startMock = async (
             ...headers
           })
           res.end(text)
+        },
+        raw: (status, contentType, payload) => {
+          if (res.destroyed) return
+          res.writeHead(status, { "content-type": contentType, "content-length": Buffer.byteLength(payload) })
+          res.end(payload)
         },
         stream: async (contentType, frames, dropAfter, headers = {}) => {
           if (res.destroyed) return
@@ -569,6 +576,70 @@ export const startOpenAiMock = (opts: MockOptions = {}): Promise<MockUpstream> =
         },
         openAiWire()
       )
+    }
+
+    // Images, moderation and audio (platform.openai.com/docs/api-reference/images, /moderations, /audio).
+    if (ex.method === "POST" && ex.route === "/images/generations") {
+      const b = ex.body
+      if (!isRecord(b) || typeof b.prompt !== "string") {
+        return ex.json(400, openAiErrorBody("Missing required parameter: 'prompt'.", "invalid_request_error", "prompt", "missing_required_parameter"))
+      }
+      const s = ex.scenario()
+      if (s.kind === "error") return ex.json(s.status, openAiError(s.status, s.message))
+      const n = num(b.n) ?? 1
+      const b64 = b.response_format === "b64_json" || b.model === "gpt-image-1"
+      return ex.json(200, {
+        created: Math.floor(Date.now() / 1000),
+        data: Array.from({ length: n }, (_, i) =>
+          b64
+            ? { b64_json: Buffer.from(`PNG:${b.prompt}:${i}:${String(b.size)}`).toString("base64") }
+            : { url: `https://images.mock.openai.test/${i}.png`, revised_prompt: b.prompt }
+        )
+      })
+    }
+
+    if (ex.method === "POST" && ex.route === "/moderations") {
+      const b = ex.body
+      if (!isRecord(b) || b.input === undefined) {
+        return ex.json(400, openAiErrorBody("Missing required parameter: 'input'.", "invalid_request_error", "input", "missing_required_parameter"))
+      }
+      const text = String(b.input).toLowerCase()
+      const violent = /\bkill|murder|attack\b/.test(text)
+      const hateful = /\bhate\b/.test(text)
+      return ex.json(200, {
+        id: `modr-${randomId(12)}`,
+        model: typeof b.model === "string" ? b.model : "omni-moderation-latest",
+        results: [{
+          flagged: violent || hateful,
+          categories: { violence: violent, hate: hateful, harassment: false, "self-harm": false, sexual: false },
+          category_scores: { violence: violent ? 0.91 : 0.01, hate: hateful ? 0.87 : 0.01, harassment: 0.02, "self-harm": 0.001, sexual: 0.001 }
+        }]
+      })
+    }
+
+    if (ex.method === "POST" && ex.route === "/audio/speech") {
+      const b = ex.body
+      if (!isRecord(b) || typeof b.input !== "string" || typeof b.voice !== "string") {
+        return ex.json(400, openAiErrorBody("Missing required parameter: 'input' or 'voice'.", "invalid_request_error", "input", "missing_required_parameter"))
+      }
+      const format = typeof b.response_format === "string" ? b.response_format : "mp3"
+      // An ID3 header then bytes derived from the text: enough for a client to check framing.
+      const audio = Buffer.concat([Buffer.from("ID3\x04\x00\x00", "latin1"), Buffer.from(`${b.voice}:${b.input}`)])
+      return ex.raw(200, format === "wav" ? "audio/wav" : "audio/mpeg", audio)
+    }
+
+    if (ex.method === "POST" && ex.route === "/audio/transcriptions") {
+      const type = String(ex.headers["content-type"] ?? "")
+      if (!type.startsWith("multipart/form-data")) {
+        return ex.json(400, openAiErrorBody("Invalid Content-Type header (expected multipart/form-data).", "invalid_request_error", null, null))
+      }
+      const form = await new Request("http://mock/", { method: "POST", headers: { "content-type": type }, body: String(ex.body ?? "") }).formData()
+      const file = form.get("file")
+      if (!(file instanceof Blob) || typeof form.get("model") !== "string") {
+        return ex.json(400, openAiErrorBody("Missing required parameter: 'file' or 'model'.", "invalid_request_error", "file", "missing_required_parameter"))
+      }
+      const name = (file as File).name ?? "audio"
+      return ex.json(200, { text: `Transcript of ${name} (${file.size} bytes)${form.get("language") ? ` in ${form.get("language")}` : ""}.` })
     }
 
     if (ex.method === "POST" && ex.route === "/embeddings") {

@@ -1,11 +1,14 @@
 /**
  * Upstream HTTP, once for every adapter: JSON POST/GET, multipart upload, text download and SSE
- * streams over fetch, with the Effect interruption wired to the request's AbortSignal (a client
- * that goes away cancels the upstream call), timeouts, and error mapping.
+ * streams over fetch (`nodeFetch`: node:http for string and byte bodies, see nodeFetch.ts), with
+ * the Effect interruption wired to the request's AbortSignal (a client that goes away cancels the
+ * upstream call), timeouts, and error mapping.
  */
 import { Duration, Effect, Option, Redacted, Scope, Stream } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { connectFailed, fromHttp, protocolError, UpstreamError } from "../UpstreamError.ts"
+import { nodeSseEvents } from "./events.ts"
+import { nodeFetch, UpstreamResponse } from "./nodeFetch.ts"
 import { parseSse, type SseEvent } from "./sse.ts"
 
 export const REQUEST_TIMEOUT = Duration.seconds(120)
@@ -35,28 +38,12 @@ const timeoutError = (provider: string, what: string) =>
   new UpstreamError({ provider, kind: "timeout", message: `${provider} did not ${what} in time`, retryable: true })
 
 const send = (provider: string, url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal) =>
-  fetch(url, {
+  nodeFetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
     body: JSON.stringify(body),
     signal
   }).catch((cause) => Promise.reject(connectFailed(provider, cause)))
-
-/** POSTs JSON and returns the parsed JSON answer; non-2xx answers become UpstreamErrors. */
-export const postJson = (provider: string, url: string, headers: Record<string, string>, body: unknown) =>
-  Effect.tryPromise({
-    try: async (signal) => {
-      const res = await send(provider, url, headers, body, signal)
-      const text = await res.text()
-      if (!res.ok) throw fromHttp(provider, res.status, text)
-      try {
-        return JSON.parse(text) as any
-      } catch {
-        throw protocolError(provider, "the body is not JSON")
-      }
-    },
-    catch: (e) => (e instanceof UpstreamError ? e : connectFailed(provider, e))
-  }).pipe(Effect.timeoutFail({ duration: REQUEST_TIMEOUT, onTimeout: () => timeoutError(provider, "answer") }))
 
 /**
  * One request/answer exchange: sends, reads the whole body, maps non-2xx answers with `fromHttp`
@@ -68,16 +55,55 @@ const exchange = <A>(
   url: string,
   init: Omit<RequestInit, "signal">,
   parse: (text: string) => A
+): Effect.Effect<A, UpstreamError> => exchangeWith(provider, url, init, async (res) => parse(await res.text()))
+
+/** `exchange` with the 2xx body read by `read` (for binary answers such as audio). */
+const exchangeWith = <A>(
+  provider: string,
+  url: string,
+  init: Omit<RequestInit, "signal">,
+  read: (res: Response) => Promise<A>
 ): Effect.Effect<A, UpstreamError> =>
-  Effect.tryPromise({
-    try: async (signal) => {
-      const res = await fetch(url, { ...init, signal }).catch((cause) => Promise.reject(connectFailed(provider, cause)))
-      const text = await res.text()
-      if (!res.ok) throw fromHttp(provider, res.status, text)
-      return parse(text)
-    },
-    catch: (e) => (e instanceof UpstreamError ? e : connectFailed(provider, e))
-  }).pipe(Effect.timeoutFail({ duration: REQUEST_TIMEOUT, onTimeout: () => timeoutError(provider, "answer") }))
+  withDeadline(provider, "answer", async (signal) => {
+    const res = await nodeFetch(url, { ...init, signal }).catch((cause) => Promise.reject(connectFailed(provider, cause)))
+    if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""))
+    return read(res)
+  })
+
+/**
+ * Runs `run` with an AbortSignal: interruption aborts it, and after REQUEST_TIMEOUT it is aborted
+ * and fails with a timeout error (`what` did not happen in time). Rejections become UpstreamErrors
+ * (`connectFailed` unless they are one). The deadline is a timer inside the call rather than
+ * Effect.timeout, which forks a fiber per call (about 0.1 ms of CPU each; docs/performance.md).
+ */
+const withDeadline = <A>(
+  provider: string,
+  what: string,
+  run: (signal: AbortSignal) => Promise<A>,
+  controller: AbortController = new AbortController()
+): Effect.Effect<A, UpstreamError> =>
+  Effect.async<A, UpstreamError>((resume) => {
+    let done = false
+    const finish = (effect: Effect.Effect<A, UpstreamError>) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      resume(effect)
+    }
+    const timer = setTimeout(() => {
+      controller.abort()
+      finish(Effect.fail(timeoutError(provider, what)))
+    }, Duration.toMillis(REQUEST_TIMEOUT))
+    run(controller.signal).then(
+      (a) => finish(Effect.succeed(a)),
+      (e) => finish(Effect.fail(e instanceof UpstreamError ? e : connectFailed(provider, e)))
+    )
+    return Effect.sync(() => {
+      done = true
+      clearTimeout(timer)
+      controller.abort()
+    })
+  })
 
 const parseJson = (provider: string) => (text: string): any => {
   try {
@@ -86,6 +112,24 @@ const parseJson = (provider: string) => (text: string): any => {
     throw protocolError(provider, "the body is not JSON")
   }
 }
+
+/** POSTs JSON and returns the parsed JSON answer; non-2xx answers become UpstreamErrors. */
+export const postJson = (provider: string, url: string, headers: Record<string, string>, body: unknown) =>
+  exchange(
+    provider,
+    url,
+    { method: "POST", headers: { "content-type": "application/json", accept: "application/json", ...headers }, body: JSON.stringify(body) },
+    parseJson(provider)
+  )
+
+/** POSTs JSON and returns the raw answer bytes with their content type (audio). */
+export const postForBytes = (provider: string, url: string, headers: Record<string, string>, body: unknown) =>
+  exchangeWith(
+    provider,
+    url,
+    { method: "POST", headers: { "content-type": "application/json", accept: "*/*", ...headers }, body: JSON.stringify(body) },
+    async (res) => ({ bytes: new Uint8Array(await res.arrayBuffer()), contentType: res.headers.get("content-type") ?? "application/octet-stream" })
+  )
 
 /** GETs and returns the parsed JSON answer; non-2xx answers become UpstreamErrors. */
 export const getJson = (provider: string, url: string, headers: Record<string, string>) =>
@@ -117,28 +161,24 @@ export const postSse = (
       Effect.sync(() => new AbortController()),
       (c) => Effect.sync(() => c.abort())
     )
-    const res = yield* Effect.tryPromise({
-      try: () => send(provider, url, headers, body, controller.signal),
-      catch: (e) => (e instanceof UpstreamError ? e : connectFailed(provider, e))
-    }).pipe(
-      Effect.timeoutFail({ duration: REQUEST_TIMEOUT, onTimeout: () => timeoutError(provider, "start streaming") }),
-      Effect.onInterrupt(() => Effect.sync(() => controller.abort()))
-    )
+    const res = yield* withDeadline(provider, "start streaming", (signal) => send(provider, url, headers, body, signal), controller)
     if (!res.ok) {
       const text = yield* Effect.promise(() => res.text().catch(() => ""))
       return yield* Effect.fail(fromHttp(provider, res.status, text))
     }
+    const broke = (e: unknown) =>
+      new UpstreamError({
+        provider,
+        kind: "connect",
+        message: `${provider} stream broke: ${(e as Error)?.message ?? String(e)}`,
+        retryable: false
+      })
+    if (res instanceof UpstreamResponse) {
+      const idle = () => timeoutError(provider, "send the next chunk")
+      return nodeSseEvents(res.nodeBody(), Duration.toMillis(STREAM_IDLE_TIMEOUT), idle, broke)
+    }
     if (!res.body) return yield* Effect.fail(protocolError(provider, "empty stream body"))
-    const bytes = Stream.fromReadableStream(
-      () => res.body!,
-      (e) =>
-        new UpstreamError({
-          provider,
-          kind: "connect",
-          message: `${provider} stream broke: ${(e as Error)?.message ?? String(e)}`,
-          retryable: false
-        })
-    )
+    const bytes = Stream.fromReadableStream(() => res.body!, broke)
     return parseSse(bytes).pipe(
       Stream.timeoutFail(() => timeoutError(provider, "send the next chunk"), STREAM_IDLE_TIMEOUT)
     )

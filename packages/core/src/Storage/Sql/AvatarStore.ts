@@ -45,7 +45,8 @@ const toColumns = (patch: AvatarPatch): Record<string, unknown> => {
   return out
 }
 
-const fromRow = (r: any): AvatarRecord => ({
+/** An `avatars` row -> AvatarRecord (also used for rows joined by the API key lookup). */
+export const fromRow = (r: any): AvatarRecord => ({
   id: r.id,
   username: r.username,
   email: r.email,

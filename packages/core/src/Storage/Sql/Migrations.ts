@@ -140,6 +140,18 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       duration_ms INTEGER NOT NULL
     );
     CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id)
+  `),
+  "0003_memories": statements(`
+    CREATE TABLE memories (
+      id TEXT PRIMARY KEY,
+      avatar_id TEXT NOT NULL,
+      user_id TEXT NOT NULL,
+      content TEXT NOT NULL,
+      embedder TEXT NOT NULL,
+      vector TEXT NOT NULL,
+      created_at BIGINT NOT NULL
+    );
+    CREATE INDEX memories_owner ON memories (avatar_id, user_id, created_at)
   `)
 }
 

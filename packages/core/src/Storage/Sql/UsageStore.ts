@@ -25,31 +25,40 @@ export const make = Effect.gen(function*() {
       ),
     record: (e) => {
       const tokens = e.promptTokens + e.completionTokens
-      return sql.withTransaction(
-        Effect.zipRight(
-          sql`INSERT INTO usage_events ${
-            sql.insert({
-              id: crypto.randomUUID(),
-              avatar_id: e.avatarId,
-              day: e.day,
-              provider: e.provider,
-              model: e.model,
-              capability: e.capability,
-              prompt_tokens: e.promptTokens,
-              completion_tokens: e.completionTokens,
-              cost_usd: e.costUSD,
-              latency_ms: Math.round(e.latencyMs),
-              estimated: e.estimated ? 1 : 0,
-              ok: e.ok ? 1 : 0,
-              at: e.at
-            })
-          }`,
-          sql`INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd)
+      const event = sql.insert({
+        id: crypto.randomUUID(),
+        avatar_id: e.avatarId,
+        day: e.day,
+        provider: e.provider,
+        model: e.model,
+        capability: e.capability,
+        prompt_tokens: e.promptTokens,
+        completion_tokens: e.completionTokens,
+        cost_usd: e.costUSD,
+        latency_ms: Math.round(e.latencyMs),
+        estimated: e.estimated ? 1 : 0,
+        ok: e.ok ? 1 : 0,
+        at: e.at
+      })
+      return sql.onDialectOrElse({
+        // One statement (a data-modifying CTE): atomic like the transaction below, one round trip instead of four.
+        pg: () =>
+          sql`WITH event AS (INSERT INTO usage_events ${event})
+              INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd)
               VALUES (${e.avatarId}, ${e.day}, 0, ${tokens}, ${e.costUSD})
               ON CONFLICT (avatar_id, day) DO UPDATE
-              SET tokens = daily_usage.tokens + ${tokens}, spend_usd = daily_usage.spend_usd + ${e.costUSD}`
-        )
-      ).pipe(Effect.asVoid, Effect.orDie)
+              SET tokens = daily_usage.tokens + ${tokens}, spend_usd = daily_usage.spend_usd + ${e.costUSD}`,
+        orElse: () =>
+          sql.withTransaction(
+            Effect.zipRight(
+              sql`INSERT INTO usage_events ${event}`,
+              sql`INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd)
+                  VALUES (${e.avatarId}, ${e.day}, 0, ${tokens}, ${e.costUSD})
+                  ON CONFLICT (avatar_id, day) DO UPDATE
+                  SET tokens = daily_usage.tokens + ${tokens}, spend_usd = daily_usage.spend_usd + ${e.costUSD}`
+            )
+          )
+      }).pipe(Effect.asVoid, Effect.orDie)
     },
     totals: (avatarId, day) =>
       sql`SELECT

@@ -22,7 +22,11 @@ export interface McpSuiteTarget {
 
 export const TOOL_NAMES = [
   "gateway_complete",
+  "gateway_embed",
   "gateway_estimate_cost",
+  "gateway_fahrn_dispatch",
+  "gateway_fahrn_solve",
+  "gateway_generate_image",
   "gateway_get_avatar_context",
   "gateway_get_model",
   "gateway_get_usage",
@@ -31,7 +35,10 @@ export const TOOL_NAMES = [
   "gateway_list_openserv_models",
   "gateway_list_providers",
   "gateway_ml_classify_task",
-  "gateway_ml_sentiment"
+  "gateway_ml_sentiment",
+  "gateway_orchestrate_conversation",
+  "gateway_orchestrate_crew",
+  "gateway_orchestrate_graph_node"
 ]
 
 export const PARAMETERLESS = ["gateway_list_providers", "gateway_get_avatar_context", "gateway_list_openserv_models", "gateway_health"]
@@ -51,6 +58,31 @@ const hello = { messages: [{ role: "user", content: "Hello" }], provider: "opena
 
 /** Valid arguments for every tool and a check of its answer. */
 const validCalls = (username: () => string): ReadonlyArray<readonly [string, Record<string, unknown>, (r: any) => void]> => [
+  // Capability tools that also call the upstream come first: the test checks gateway_complete's request last.
+  ["gateway_embed", { texts: ["alpha", "beta"], provider: "openai", model: "text-embedding-3-small" }, (r) => {
+    expect(r).toMatchObject({ provider: "openai", model: "text-embedding-3-small", dimensions: 8 })
+    expect(r.embeddings).toHaveLength(2)
+  }],
+  ["gateway_generate_image", { prompt: "a red kite", width: 1024, height: 1024 }, (r) => {
+    expect(r).toMatchObject({ provider: "openai", model: "gpt-image-1", n: 1, size: "1024x1024" })
+  }],
+  ["gateway_fahrn_solve", { problem: "Write a haiku about the sea", taskType: "creative" }, (r) => {
+    expect(r).toMatchObject({ taskType: "creative", mode: "Hybrid", finalAnswer: "Hello from MCP" })
+    expect(r.mermaid).toMatch(/^flowchart TD/)
+  }],
+  ["gateway_fahrn_dispatch", { problem: "Add 2 and 2", mode: "Decomposed" }, (r) => {
+    expect(r).toMatchObject({ mode: "Hybrid" })
+    expect(r.subNetwork).toHaveLength(3)
+  }],
+  ["gateway_orchestrate_crew", { tasks: [{ id: "t1", agent: "Writer", description: "Greet", expected_output: "a greeting" }] }, (r) => {
+    expect(r).toMatchObject({ raw: "Hello from MCP", process: "sequential" })
+  }],
+  ["gateway_orchestrate_conversation", { initial_message: "Hi" }, (r) => {
+    expect(r).toMatchObject({ role: "assistant", content: "Hello from MCP" })
+  }],
+  ["gateway_orchestrate_graph_node", { node_name: "n1", state: { k: 1 }, next_node: "n2" }, (r) => {
+    expect(r).toMatchObject({ nextNode: "n2", state: { k: 1, __node__: "n1" } })
+  }],
   ["gateway_complete", hello, (r) => {
     expect(r).toMatchObject({ provider: "openai", model: "gpt-4o-mini", content: "Hello from MCP", finishReason: "stop" })
     expect(r.usage).toMatchObject({ promptTokens: 9, completionTokens: 3, estimated: false })
@@ -102,6 +134,10 @@ export const invalidCalls: ReadonlyArray<readonly [string, Record<string, unknow
   ["gateway_complete", { messages: [] }, /messages: messages must hold at least one message/],
   ["gateway_complete", { ...hello, temperature: 5, maxTokens: 0 }, /temperature: temperature must be between 0 and 2; maxTokens: maxTokens must be an integer from 1 to 1000000/],
   ["gateway_complete", { messages: [{ role: "robot", content: "x" }] }, /messages\.0\.role: role must be one of system, user, assistant/],
+  ["gateway_embed", { texts: [] }, /texts: texts must hold at least one string/],
+  ["gateway_generate_image", { prompt: "" }, /prompt: prompt must not be empty/],
+  ["gateway_fahrn_dispatch", { problem: "x", mode: "Hybrid" }, /mode: mode must be Serial, Parallel or Decomposed/],
+  ["gateway_orchestrate_crew", { tasks: [] }, /tasks: tasks must hold at least one task/],
   ["gateway_list_models", { plan: "Platinum" }, /plan: plan must be one of Free, Bronze, Silver, Gold, Enterprise/],
   ["gateway_get_model", {}, /modelId: is missing/],
   ["gateway_list_providers", { all: true }, /this tool takes no arguments \(got all\)/],
@@ -189,7 +225,7 @@ export const mcpToolSuite = (target: McpSuiteTarget) => {
     })
 
     it("refuses an unknown tool with a protocol error", async () => {
-      await expect(target.client().callTool({ name: "gateway_embed", arguments: {} })).rejects.toThrow(/not found/)
+      await expect(target.client().callTool({ name: "gateway_memory_external_search", arguments: {} })).rejects.toThrow(/not found/)
     })
   })
 

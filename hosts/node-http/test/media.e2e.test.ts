@@ -1,0 +1,77 @@
+/** Images, moderation, speech and transcription end to end against the OpenAI wire-format mock. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { signUp, type TestAvatar } from "./support/accounts.ts"
+import { call, type RunningServer, startServer } from "./support/server.ts"
+
+describe("media", () => {
+  let openai: MockUpstream
+  let server: RunningServer
+  let user: TestAvatar
+  const post = (path: string, body: unknown) => call(server.url, "POST", path, { apiKey: user.apiKey, body })
+
+  beforeAll(async () => {
+    openai = await startOpenAiMock({ apiKey: "sk-m" })
+    server = await startServer({ OPENAI_API_KEY: "sk-m", OPENAI_BASE_URL: openai.url })
+    user = await signUp(server, "media")
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await openai?.close()
+  })
+
+  it("generates images with the size and count asked for", async () => {
+    const res = await post("/v1/images/generate", { prompt: "a lighthouse at dusk", width: 1024, height: 1024, n: 2 })
+    expect(res.status).toBe(200)
+    expect(res.body.result).toMatchObject({ provider: "openai", model: "gpt-image-1", n: 2, size: "1024x1024" })
+    expect(res.body.result.images[0].b64Json).toBeTruthy()
+    expect(openai.requests.at(-1)!.body).toMatchObject({ model: "gpt-image-1", prompt: "a lighthouse at dusk", n: 2, size: "1024x1024" })
+    for (const [body, status] of [[{}, 400], [{ prompt: "x", n: 11 }, 400], [{ prompt: "x", width: 10, height: 10 }, 400], [{ prompt: "x", width: 512 }, 400], [{ prompt: "x", provider: "groq" }, 422], [{ prompt: "x", provider: "anthropic" }, 403]] as const) {
+      expect((await post("/v1/images/generate", body)).status, JSON.stringify(body)).toBe(status)
+    }
+  })
+
+  it("moderates text", async () => {
+    const flagged = await post("/v1/moderation", { text: "I will attack and kill them" })
+    expect(flagged.body.result).toMatchObject({ flagged: true, categories: ["violence"], provider: "openai", model: "omni-moderation-latest" })
+    expect(flagged.body.result.categoryScores.violence).toBeGreaterThan(0.5)
+    const clean = await post("/v1/moderation", { text: "Have a lovely day" })
+    expect(clean.body.result).toMatchObject({ flagged: false, categories: [] })
+    expect((await post("/v1/moderation", {})).status).toBe(400)
+  })
+
+  it("synthesises speech as audio bytes, errors as envelopes", async () => {
+    const res = await fetch(`${server.url}/v1/audio/speech`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": user.apiKey },
+      body: JSON.stringify({ text: "Hello there", voice: "nova" })
+    })
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toMatch(/^audio\/mpeg/)
+    expect(res.headers.get("x-ratelimit-limit")).not.toBeNull()
+    const bytes = Buffer.from(await res.arrayBuffer())
+    expect(bytes.subarray(0, 3).toString("latin1")).toBe("ID3")
+    expect(bytes.toString("latin1")).toContain("nova:Hello there")
+    const bad = await post("/v1/audio/speech", { voice: "nova" })
+    expect(bad.status).toBe(400)
+    expect(bad.body.isError).toBe(true)
+  })
+
+  it("transcribes an uploaded file (multipart)", async () => {
+    const form = new FormData()
+    form.append("file", new File([new Uint8Array([73, 68, 51, 1, 2, 3, 4, 5])], "hello.mp3", { type: "audio/mpeg" }))
+    form.append("language", "en")
+    const res = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
+    const body = await res.json()
+    expect(res.status).toBe(200)
+    expect(body.result).toMatchObject({ text: "Transcript of hello.mp3 (8 bytes) in en.", language: "en", provider: "openai" })
+    const noFile = new FormData()
+    noFile.append("language", "en")
+    expect((await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: noFile })).status).toBe(400)
+    expect((await call(server.url, "POST", "/v1/audio/transcriptions", { apiKey: user.apiKey, body: { file: "x" } })).status).toBe(400)
+    const badLang = new FormData()
+    badLang.append("file", new File(["abc"], "a.wav"))
+    badLang.append("language", "english")
+    expect((await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: badLang })).status).toBe(400)
+  })
+})

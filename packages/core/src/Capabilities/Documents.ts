@@ -1,0 +1,143 @@
+/**
+ * Document parsing in-process (provider `local`): plain text, Markdown, CSV, JSON and HTML by
+ * hand; PDF text with unpdf (PDF.js); DOCX text with mammoth. Other formats are refused with
+ * the list of supported ones.
+ */
+import { Effect } from "effect"
+import { BadRequest, Unprocessable } from "../Errors.ts"
+
+export type Format = "text" | "markdown" | "csv" | "json" | "html" | "pdf" | "docx"
+
+const byExtension: Record<string, Format> = {
+  txt: "text", text: "text", log: "text", md: "markdown", markdown: "markdown", csv: "csv", json: "json", html: "html", htm: "html", pdf: "pdf", docx: "docx"
+}
+const byMime: Record<string, Format> = {
+  "text/plain": "text",
+  "text/markdown": "markdown",
+  "text/csv": "csv",
+  "application/json": "json",
+  "text/html": "html",
+  "application/pdf": "pdf",
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx"
+}
+
+export const SUPPORTED = "txt, md, csv, json, html, pdf, docx"
+
+export const formatOf = (filename: string, mime: string): Format | undefined =>
+  byExtension[filename.toLowerCase().split(".").pop() ?? ""] ?? byMime[mime.split(";")[0]!.trim().toLowerCase()]
+
+/** RFC 4180 CSV: quoted fields, doubled quotes, CRLF or LF rows. */
+export const parseCsv = (text: string): Array<Array<string>> => {
+  const rows: Array<Array<string>> = []
+  let row: Array<string> = []
+  let field = ""
+  let quoted = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!
+    if (quoted) {
+      if (c === "\"" && text[i + 1] === "\"") {
+        field += "\""
+        i++
+      } else if (c === "\"") quoted = false
+      else field += c
+    } else if (c === "\"") quoted = true
+    else if (c === ",") {
+      row.push(field)
+      field = ""
+    } else if (c === "\n" || c === "\r") {
+      if (c === "\r" && text[i + 1] === "\n") i++
+      row.push(field)
+      rows.push(row)
+      row = []
+      field = ""
+    } else field += c
+  }
+  if (field !== "" || row.length > 0) {
+    row.push(field)
+    rows.push(row)
+  }
+  return rows
+}
+
+const entities: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: " " }
+
+/** Visible text of an HTML document: scripts and styles dropped, block elements as line breaks. */
+export const htmlText = (html: string) =>
+  html
+    .replace(/<(script|style|noscript|template)[\s\S]*?<\/\1>/gi, "")
+    .replace(/<!--[\s\S]*?-->/g, "")
+    .replace(/<(br|\/p|\/div|\/h[1-6]|\/li|\/tr|\/section|\/article|\/header|\/footer)\b[^>]*>/gi, "\n")
+    .replace(/<[^>]+>/g, "")
+    .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) =>
+      e[0] === "#" ? String.fromCodePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : Number(e.slice(1))) : entities[e.toLowerCase()] ?? m)
+    .replace(/[ \t]+/g, " ")
+    .replace(/\n\s*\n+/g, "\n\n")
+    .trim()
+
+const decodeUtf8 = (bytes: Uint8Array) =>
+  Effect.try({
+    try: () => new TextDecoder("utf-8", { fatal: true }).decode(bytes),
+    catch: () => new BadRequest({ message: "file is not valid UTF-8 text" })
+  })
+
+export const parse = (input: { readonly file: File; readonly provider: string }) =>
+  Effect.gen(function*() {
+    if (input.provider !== "auto" && input.provider !== "local") {
+      return yield* Effect.fail(new Unprocessable({ message: `Documents are parsed in-process (provider local); provider ${input.provider} is not supported yet.` }))
+    }
+    const format = formatOf(input.file.name, input.file.type)
+    if (!format) return yield* Effect.fail(new Unprocessable({ message: `Unsupported document type (${input.file.name || input.file.type || "unknown"}); supported: ${SUPPORTED}.` }))
+    const bytes = new Uint8Array(yield* Effect.promise(() => input.file.arrayBuffer()))
+    let text = ""
+    const extra: Record<string, unknown> = {}
+    switch (format) {
+      case "text":
+      case "markdown":
+        text = yield* decodeUtf8(bytes)
+        break
+      case "csv": {
+        text = yield* decodeUtf8(bytes)
+        const rows = parseCsv(text)
+        extra.rows = rows
+        extra.columns = rows[0] ?? []
+        break
+      }
+      case "json": {
+        const raw = yield* decodeUtf8(bytes)
+        extra.data = yield* Effect.try({ try: () => JSON.parse(raw) as unknown, catch: (e) => new BadRequest({ message: `file is not valid JSON: ${(e as Error).message}` }) })
+        text = JSON.stringify(extra.data, null, 2)
+        break
+      }
+      case "html":
+        text = htmlText(yield* decodeUtf8(bytes))
+        break
+      case "pdf": {
+        const { extractText, getDocumentProxy } = yield* Effect.promise(() => import("unpdf"))
+        const pdf = yield* Effect.tryPromise({ try: () => getDocumentProxy(bytes), catch: () => new BadRequest({ message: "file is not a readable PDF" }) })
+        const pages = yield* Effect.tryPromise({ try: () => extractText(pdf, { mergePages: false }), catch: () => new BadRequest({ message: "could not extract text from the PDF" }) })
+        extra.pages = pages.totalPages
+        extra.pageTexts = pages.text
+        text = (pages.text as Array<string>).join("\n\n")
+        break
+      }
+      case "docx": {
+        const mammoth = yield* Effect.promise(() => import("mammoth"))
+        const result = yield* Effect.tryPromise({
+          try: () => mammoth.extractRawText({ buffer: Buffer.from(bytes) }),
+          catch: () => new BadRequest({ message: "file is not a readable DOCX document" })
+        })
+        text = result.value.trim()
+        break
+      }
+    }
+    return {
+      filename: input.file.name,
+      mimeType: input.file.type || null,
+      format,
+      text,
+      characters: text.length,
+      words: (text.match(/\S+/g) ?? []).length,
+      ...extra,
+      provider: "local"
+    }
+  })

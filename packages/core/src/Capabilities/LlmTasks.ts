@@ -1,0 +1,154 @@
+/**
+ * Capabilities answered by a routed chat model with a task prompt: translation, zero-shot
+ * classification, structured extraction and prompt optimisation. Each is a real upstream call
+ * through Completions (routing, fallback, usage and cost recording); answers that must be
+ * JSON are parsed and checked, and a model that does not comply is reported as an upstream
+ * failure, never patched up.
+ */
+import AjvModule from "ajv"
+import { Context, Effect, Layer, Schema } from "effect"
+import { BadRequest, UpstreamFailed } from "../Errors.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { type CompletionResult, Completions } from "./Completions.ts"
+
+export interface TaskTarget {
+  readonly provider: string
+  readonly model?: string | undefined
+}
+
+/** What every LLM task answer carries about the call that produced it. */
+const callInfo = (r: CompletionResult) => ({ provider: r.provider, model: r.model, usage: r.usage, costUSD: r.costUSD })
+
+/** The first JSON object in a model's answer (models sometimes wrap it in a code fence). */
+export const parseJsonAnswer = (content: string): unknown => {
+  const fenced = /```(?:json)?\s*([\s\S]*?)```/.exec(content)
+  const text = (fenced ? fenced[1]! : content).trim()
+  const start = text.indexOf("{")
+  const end = text.lastIndexOf("}")
+  if (start === -1 || end <= start) throw new Error("no JSON object in the answer")
+  return JSON.parse(text.slice(start, end + 1))
+}
+
+const languageNames = new Intl.DisplayNames(["en"], { type: "language" })
+/** English name of an ISO 639-1 code, or undefined when the code is not a language. */
+export const languageName = (code: string): string | undefined => {
+  if (!/^[a-z]{2}$/.test(code)) return undefined
+  const name = languageNames.of(code)
+  return name && name !== code ? name : undefined
+}
+
+export const IsoLanguage = Schema.String.pipe(
+  Schema.filter((c) => languageName(c) !== undefined, { message: () => "must be an ISO 639-1 language code such as en, de, ja" })
+)
+
+const makeService = Effect.gen(function*() {
+  const completions = yield* Completions
+  // ajv is CommonJS: under NodeNext its class is the module's `default` export.
+  const Ajv = AjvModule.default
+  const ajv = new Ajv({ allErrors: true, strict: false })
+
+  const ask = (avatar: AvatarRecord, target: TaskTarget, system: string, user: string, maxTokens?: number) =>
+    completions.complete(avatar, {
+      messages: [{ role: "system", content: system }, { role: "user", content: user }],
+      provider: target.provider,
+      model: target.model ?? "auto",
+      temperature: 0,
+      maxTokens
+    })
+
+  const askJson = (avatar: AvatarRecord, target: TaskTarget, system: string, user: string, maxTokens?: number) =>
+    Effect.flatMap(ask(avatar, target, system, user, maxTokens), (r) =>
+      Effect.try({
+        try: () => ({ json: parseJsonAnswer(r.content) as Record<string, unknown>, call: r }),
+        catch: () => new UpstreamFailed({ provider: r.provider, message: `${r.provider}/${r.model} did not answer with the JSON the task asked for.` })
+      }))
+
+  const translate = Effect.fn("LlmTasks.translate")(function*(
+    avatar: AvatarRecord,
+    input: TaskTarget & { readonly text: string; readonly targetLanguage: string; readonly sourceLanguage?: string | undefined }
+  ) {
+    const target = languageName(input.targetLanguage)!
+    const source = input.sourceLanguage ? languageName(input.sourceLanguage) : undefined
+    const { call, json } = yield* askJson(
+      avatar,
+      input,
+      `You are a translation engine. Translate the user's text ${source ? `from ${source} ` : ""}into ${target}. Keep meaning, tone and formatting; do not add explanations. Answer only with JSON: {"sourceLanguage": "<ISO 639-1 code of the original${source ? ` (${input.sourceLanguage})` : ", detected"}>", "translation": "<the translated text>"}.`,
+      input.text
+    )
+    if (typeof json.translation !== "string") {
+      return yield* Effect.fail(new UpstreamFailed({ provider: call.provider, message: `${call.provider}/${call.model} answered without a translation.` }))
+    }
+    const detected = typeof json.sourceLanguage === "string" && languageName(json.sourceLanguage.toLowerCase()) ? json.sourceLanguage.toLowerCase() : null
+    return { translation: json.translation, sourceLanguage: input.sourceLanguage ?? detected, targetLanguage: input.targetLanguage, ...callInfo(call) }
+  })
+
+  const classify = Effect.fn("LlmTasks.classify")(function*(
+    avatar: AvatarRecord,
+    input: TaskTarget & { readonly text: string; readonly labels: ReadonlyArray<string> }
+  ) {
+    const { call, json } = yield* askJson(
+      avatar,
+      input,
+      `You are a zero-shot text classifier. Labels: ${JSON.stringify(input.labels)}. Choose the single best label for the user's text and give each label a probability (they sum to 1). Answer only with JSON: {"label": "<one of the labels, verbatim>", "scores": {"<label>": <probability>, ...}}.`,
+      input.text
+    )
+    const byLower = new Map(input.labels.map((l) => [l.toLowerCase(), l]))
+    const label = typeof json.label === "string" ? byLower.get(json.label.trim().toLowerCase()) : undefined
+    if (label === undefined) {
+      return yield* Effect.fail(new UpstreamFailed({ provider: call.provider, message: `${call.provider}/${call.model} answered a label that is not one of the given labels.` }))
+    }
+    const raw = (typeof json.scores === "object" && json.scores !== null ? json.scores : {}) as Record<string, unknown>
+    const scores = input.labels.map((l) => {
+      const v = Object.entries(raw).find(([k]) => k.toLowerCase() === l.toLowerCase())?.[1]
+      return { label: l, score: typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0 }
+    })
+    const total = scores.reduce((n, s) => n + s.score, 0)
+    const normalised = total > 0
+      ? scores.map((s) => ({ label: s.label, score: Math.round((s.score / total) * 1e4) / 1e4 }))
+      : scores.map((s) => ({ label: s.label, score: s.label === label ? 1 : 0 }))
+    return { label, scores: normalised.sort((a, b) => b.score - a.score), ...callInfo(call) }
+  })
+
+  const extract = Effect.fn("LlmTasks.extract")(function*(
+    avatar: AvatarRecord,
+    input: TaskTarget & { readonly text: string; readonly schema: Record<string, unknown> }
+  ) {
+    const validate = yield* Effect.try({
+      try: () => ajv.compile(input.schema),
+      catch: (e) => new BadRequest({ message: `schema is not a valid JSON Schema: ${(e as Error).message}` })
+    })
+    const { call, json } = yield* askJson(
+      avatar,
+      input,
+      `You extract structured data from the user's text. Answer only with one JSON object that conforms to this JSON Schema; use null for values the text does not state; do not invent facts.\nJSON Schema: ${JSON.stringify(input.schema)}`,
+      input.text
+    )
+    const valid = validate(json) as boolean
+    return {
+      data: json,
+      valid,
+      errors: valid ? [] : (validate.errors ?? []).map((e: { instancePath: string; message?: string }) => `${e.instancePath || "/"} ${e.message ?? "is invalid"}`),
+      ...callInfo(call)
+    }
+  })
+
+  const optimisePrompt = Effect.fn("LlmTasks.optimisePrompt")(function*(avatar: AvatarRecord, input: TaskTarget & { readonly prompt: string }) {
+    const { call, json } = yield* askJson(
+      avatar,
+      input,
+      "You are a prompt engineer. Rewrite the user's prompt so that a large language model answers it better: state the goal, the context, the constraints and the expected output format; keep the user's intent and language; do not answer the prompt. Answer only with JSON: {\"optimisedPrompt\": \"<the rewritten prompt>\", \"changes\": [\"<short note on each change>\"]}.",
+      input.prompt
+    )
+    if (typeof json.optimisedPrompt !== "string" || json.optimisedPrompt.trim() === "") {
+      return yield* Effect.fail(new UpstreamFailed({ provider: call.provider, message: `${call.provider}/${call.model} answered without an optimised prompt.` }))
+    }
+    const changes = Array.isArray(json.changes) ? json.changes.filter((c): c is string => typeof c === "string") : []
+    return { originalPrompt: input.prompt, optimisedPrompt: json.optimisedPrompt, changes, ...callInfo(call) }
+  })
+
+  return { translate, classify, extract, optimisePrompt }
+})
+
+export class LlmTasks extends Context.Tag("aigw/LlmTasks")<LlmTasks, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(LlmTasks, makeService)

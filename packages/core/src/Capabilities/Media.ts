@@ -1,0 +1,97 @@
+/**
+ * Images, moderation, speech and transcription through providers with an OpenAI-format media
+ * API. A named provider is used or refused; `auto` takes the first configured one allowed on
+ * the plan. Upstream retryable failures are retried on the next configured provider.
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import type { EndpointType } from "../Catalog/Catalog.ts"
+import { BadRequest, Unprocessable } from "../Errors.ts"
+import type { Plan } from "../Plans.ts"
+import { defaultModels, generateImages, moderate, synthesize, transcribe } from "../Providers/OpenAiMedia.ts"
+import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.ts"
+import { Routing } from "../Routing.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { Usage } from "../Usage.ts"
+
+const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
+const Pixels = (name: string) => Schema.optional(Schema.Int.pipe(Schema.between(64, 4096, { message: () => `${name} must be an integer from 64 to 4096` })))
+
+/** The request of POST /v1/images/generate and the gateway_generate_image tool. */
+export const ImagesBody = Schema.Struct({
+  prompt: Schema.String.pipe(Schema.minLength(1, { message: () => "prompt must not be empty" }), Schema.maxLength(32_000)),
+  provider: Provider,
+  model: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
+  width: Pixels("width"),
+  height: Pixels("height"),
+  n: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10, { message: () => "n must be an integer from 1 to 10" })), { default: () => 1 })
+})
+
+const makeService = Effect.gen(function*() {
+  const routing = yield* Routing
+  const usage = yield* Usage
+
+  const providerAndModel = (avatar: AvatarRecord, capability: EndpointType, models: Record<string, string>, provider: string, model?: string) =>
+    Effect.gen(function*() {
+      const p = yield* routing.providerFor(capability, provider, avatar.plan as Plan, Object.keys(models))
+      const chosen = model ?? models[p.id]
+      if (!chosen) return yield* Effect.fail(new Unprocessable({ message: `Name a model for ${capability} on ${p.id}.` }))
+      return { provider: p, model: chosen }
+    })
+
+  const record = (avatar: AvatarRecord, provider: string, model: string, capability: string, latencyMs: number) =>
+    usage.record({ avatarId: avatar.id, provider, model, capability, promptTokens: 0, completionTokens: 0, costUSD: 0, latencyMs, estimated: false, ok: true })
+
+  /** Runs an upstream call and measures it; upstream errors become gateway errors (502/504). */
+  const timed = <A>(effect: Effect.Effect<A, UpstreamError>) =>
+    Effect.suspend(() => {
+      const started = performance.now()
+      return Effect.map(Effect.mapError(effect, toGatewayError), (value) => ({ value, latencyMs: Math.round(performance.now() - started) }))
+    })
+
+  const images = Effect.fn("Media.images")(function*(
+    avatar: AvatarRecord,
+    input: { readonly prompt: string; readonly provider: string; readonly model?: string | undefined; readonly width?: number | undefined; readonly height?: number | undefined; readonly n: number }
+  ) {
+    if ((input.width === undefined) !== (input.height === undefined)) {
+      return yield* Effect.fail(new BadRequest({ message: "width and height go together: give both or neither" }))
+    }
+    const { model, provider } = yield* providerAndModel(avatar, "images", defaultModels.images, input.provider, input.model)
+    const size = input.width && input.height ? `${input.width}x${input.height}` : undefined
+    const { latencyMs, value } = yield* timed(generateImages(provider, { model, prompt: input.prompt, n: input.n, size }))
+    yield* record(avatar, provider.id, model, "images", latencyMs)
+    return { provider: provider.id, model, images: value, n: value.length, ...(size ? { size } : {}) }
+  })
+
+  const moderation = Effect.fn("Media.moderation")(function*(avatar: AvatarRecord, input: { readonly text: string; readonly provider: string }) {
+    const { model, provider } = yield* providerAndModel(avatar, "moderation", defaultModels.moderation, input.provider)
+    const { latencyMs, value } = yield* timed(moderate(provider, model, input.text))
+    yield* record(avatar, provider.id, model, "moderation", latencyMs)
+    return { ...value, provider: provider.id, model }
+  })
+
+  const speech = Effect.fn("Media.speech")(function*(
+    avatar: AvatarRecord,
+    input: { readonly text: string; readonly voice: string; readonly provider: string; readonly format: string }
+  ) {
+    const { model, provider } = yield* providerAndModel(avatar, "speech", defaultModels.speech, input.provider)
+    const { latencyMs, value } = yield* timed(synthesize(provider, { model, text: input.text, voice: input.voice, format: input.format }))
+    yield* record(avatar, provider.id, model, "speech", latencyMs)
+    return { ...value, provider: provider.id, model }
+  })
+
+  const transcription = Effect.fn("Media.transcription")(function*(
+    avatar: AvatarRecord,
+    input: { readonly file: File; readonly language?: string | undefined; readonly provider: string }
+  ) {
+    const { model, provider } = yield* providerAndModel(avatar, "transcription", defaultModels.transcription, input.provider)
+    const { latencyMs, value } = yield* timed(transcribe(provider, { model, file: input.file, language: input.language }))
+    yield* record(avatar, provider.id, model, "transcription", latencyMs)
+    return { text: value.text, language: input.language ?? null, provider: provider.id, model }
+  })
+
+  return { images, moderation, speech, transcription }
+})
+
+export class Media extends Context.Tag("aigw/Media")<Media, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(Media, makeService)

@@ -1,0 +1,17 @@
+/** POST /v1/embeddings. */
+import { Effect } from "effect"
+import { Embeddings, EmbeddingsBody } from "../Capabilities/Embeddings.ts"
+import { authed } from "./Route.ts"
+
+export const embeddingRoutes = [
+  authed({
+    method: "POST",
+    path: "/v1/embeddings",
+    tag: "Embeddings",
+    metered: true,
+    summary: "Embed texts with the named provider/model or the best fit for the plan (auto)",
+    description: "Result: { provider, model, embeddings: number[][] (one per text, in order), dimensions, usage, costUSD }.",
+    body: EmbeddingsBody,
+    handle: ({ avatar, body }) => Effect.flatMap(Embeddings, (e) => e.embed(avatar, body))
+  })
+]

@@ -1,0 +1,77 @@
+/** Images, moderation, speech (audio bytes) and transcription (multipart). */
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Effect, Schema } from "effect"
+import { ImagesBody, Media } from "../Capabilities/Media.ts"
+import { languageName } from "../Capabilities/LlmTasks.ts"
+import { BadRequest } from "../Errors.ts"
+import { authed, readForm } from "./Route.ts"
+
+const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
+const SpeechBody = Schema.Struct({
+  text: Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(4096, { message: () => "text is limited to 4096 characters" })),
+  voice: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "voice must be a voice id" })), { default: () => "alloy" }),
+  format: Schema.optionalWith(Schema.Literal("mp3", "wav", "opus", "aac", "flac", "pcm"), { default: () => "mp3" as const }),
+  provider: Provider
+})
+
+/** Largest audio upload (the OpenAI transcription limit). */
+export const MAX_AUDIO_BYTES = 25 * 1024 * 1024
+
+export const mediaRoutes = [
+  authed({
+    method: "POST",
+    path: "/v1/images/generate",
+    tag: "Media",
+    metered: true,
+    summary: "Generate images (OpenAI-format image APIs); answers URLs or base64 data",
+    body: ImagesBody,
+    handle: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.images(avatar, body))
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/moderation",
+    tag: "Safety",
+    metered: true,
+    summary: "Moderate text with a provider's moderation model (OpenAI, Mistral); flagged, categories, scores",
+    body: Schema.Struct({ text: Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(100_000)), provider: Provider }),
+    handle: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.moderation(avatar, body))
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/audio/speech",
+    tag: "Media",
+    metered: true,
+    envelope: "gateway",
+    contentType: "audio/mpeg",
+    summary: "Text to speech: the answer is the audio bytes (Content-Type audio/*); errors are envelopes",
+    body: SpeechBody,
+    handle: ({ avatar, body }) =>
+      Effect.map(Effect.flatMap(Media, (m) => m.speech(avatar, body)), (audio) =>
+        HttpServerResponse.uint8Array(audio.bytes, {
+          contentType: audio.contentType,
+          headers: { "x-aigw-provider": audio.provider, "x-aigw-model": audio.model }
+        }))
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/audio/transcriptions",
+    tag: "Media",
+    metered: true,
+    rawBody: true,
+    summary: "Speech to text: multipart form with `file` (mp3, wav, m4a …) and optional `language` (ISO 639-1), `provider`",
+    handle: ({ avatar }) =>
+      Effect.gen(function*() {
+        const form = yield* readForm
+        const file = form.get("file")
+        if (!(file instanceof File) || file.size === 0) return yield* Effect.fail(new BadRequest({ message: "file (a non-empty audio file) is required" }))
+        if (file.size > MAX_AUDIO_BYTES) return yield* Effect.fail(new BadRequest({ message: `file is limited to ${MAX_AUDIO_BYTES} bytes` }))
+        const language = form.get("language")
+        if (language !== null && (typeof language !== "string" || !languageName(language))) {
+          return yield* Effect.fail(new BadRequest({ message: "language must be an ISO 639-1 code such as en, de, ja" }))
+        }
+        const provider = form.get("provider")
+        return yield* Effect.flatMap(Media, (m) =>
+          m.transcription(avatar, { file, language: language ?? undefined, provider: typeof provider === "string" && provider ? provider : "auto" }))
+      })
+  })
+]

@@ -1,0 +1,38 @@
+/** POST /v1/memory/store and /v1/memory/query. */
+import { Effect, Schema } from "effect"
+import { Memory } from "../Capabilities/Memory.ts"
+import { authed } from "./Route.ts"
+
+const UserId = Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
+const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
+const AvatarId = Schema.optional(Schema.UUID.annotations({ message: () => "avatarId must be a UUID" }))
+
+export const memoryRoutes = [
+  authed({
+    method: "POST",
+    path: "/v1/memory/store",
+    tag: "Memory",
+    metered: true,
+    summary: "Store a memory (embedded for semantic search) under a user id of the calling avatar",
+    description: "userId defaults to the avatar's id. provider: auto (a configured embedding model, else local), local, or an embedding provider id. Admins may act for another avatar with avatarId.",
+    body: Schema.Struct({ content: Schema.String.pipe(Schema.minLength(1, { message: () => "content must not be empty" }), Schema.maxLength(100_000)), userId: UserId, provider: Provider, avatarId: AvatarId }),
+    avatarIdOf: (b) => b.avatarId,
+    handle: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.store(avatar, body))
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/memory/query",
+    tag: "Memory",
+    metered: true,
+    summary: "Semantic search over a user's memories (cosine similarity); the best topK (default 5)",
+    body: Schema.Struct({
+      query: Schema.String.pipe(Schema.minLength(1, { message: () => "query must not be empty" }), Schema.maxLength(10_000)),
+      userId: UserId,
+      provider: Provider,
+      topK: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100, { message: () => "topK must be an integer from 1 to 100" })), { default: () => 5 }),
+      avatarId: AvatarId
+    }),
+    avatarIdOf: (b) => b.avatarId,
+    handle: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.query(avatar, body))
+  })
+]

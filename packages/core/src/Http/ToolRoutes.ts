@@ -1,0 +1,56 @@
+/** Code execution, document parsing and graph retrieval. */
+import { Effect, Schema } from "effect"
+import { CodeExecution } from "../Capabilities/CodeExecution.ts"
+import * as Documents from "../Capabilities/Documents.ts"
+import { GraphRag } from "../Capabilities/GraphRag.ts"
+import { BadRequest } from "../Errors.ts"
+import { authed, readForm } from "./Route.ts"
+
+const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
+
+export const toolRoutes = [
+  authed({
+    method: "POST",
+    path: "/v1/code/execute",
+    tag: "Tools",
+    metered: true,
+    summary: "Run code in a sandbox: python (Pyodide/WebAssembly, default) or javascript (QuickJS/WebAssembly); stdout, stderr, exit code",
+    description: "No network or host file system inside the sandbox; timeoutMs (default 5000, at most 30000) bounds the run. bash needs a remote sandbox and answers 422.",
+    body: Schema.Struct({
+      code: Schema.String.pipe(Schema.minLength(1, { message: () => "code must not be empty" }), Schema.maxLength(200_000)),
+      language: Schema.optionalWith(Schema.Literal("python", "javascript", "bash").annotations({ message: () => "language must be python, javascript or bash" }), { default: () => "python" as const }),
+      provider: Provider,
+      timeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 30_000, { message: () => "timeoutMs must be an integer from 100 to 30000" })), { default: () => 5000 })
+    }),
+    handle: ({ body }) => Effect.flatMap(CodeExecution, (c) => c.execute(body))
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/documents/parse",
+    tag: "Tools",
+    metered: true,
+    rawBody: true,
+    summary: `Parse a document (multipart \`file\`; ${Documents.SUPPORTED}) into text (plus rows for CSV, data for JSON, pages for PDF)`,
+    handle: () =>
+      Effect.gen(function*() {
+        const form = yield* readForm
+        const file = form.get("file")
+        if (!(file instanceof File) || file.size === 0) return yield* Effect.fail(new BadRequest({ message: "file (a non-empty document) is required" }))
+        const provider = form.get("provider")
+        return yield* Documents.parse({ file, provider: typeof provider === "string" && provider ? provider : "auto" })
+      })
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/graphrag/query",
+    tag: "Retrieval",
+    metered: true,
+    summary: "Multi-hop question over the caller's memories: entity graph walk + a routed model's cited answer",
+    body: Schema.Struct({
+      query: Schema.String.pipe(Schema.minLength(1, { message: () => "query must not be empty" }), Schema.maxLength(10_000)),
+      userId: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
+      provider: Provider
+    }),
+    handle: ({ avatar, body }) => Effect.flatMap(GraphRag, (g) => g.query(avatar, body))
+  })
+]

@@ -1,0 +1,93 @@
+/**
+ * OpenAI-format media endpoints: image generation (`/images/generations`, also served by
+ * OpenAI-compatible image hosts), moderation (`/moderations`; Mistral speaks the same format),
+ * speech synthesis (`/audio/speech`, audio bytes) and transcription (`/audio/transcriptions`,
+ * multipart).
+ */
+import { Effect } from "effect"
+import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
+import { authHeaders, postForBytes, postJson, postMultipart } from "./internal/http.ts"
+import { protocolError, type UpstreamError } from "./UpstreamError.ts"
+
+/** Default models per provider; a request may name another. */
+export const defaultModels = {
+  images: { openai: "gpt-image-1", together: "black-forest-labs/FLUX.1-schnell", xai: "grok-2-image" } as Record<string, string>,
+  moderation: { openai: "omni-moderation-latest", mistral: "mistral-moderation-latest" } as Record<string, string>,
+  speech: { openai: "gpt-4o-mini-tts" } as Record<string, string>,
+  transcription: { openai: "gpt-4o-mini-transcribe", groq: "whisper-large-v3-turbo" } as Record<string, string>
+}
+
+export interface GeneratedImage {
+  readonly url?: string
+  readonly b64Json?: string
+  readonly revisedPrompt?: string
+}
+
+export const generateImages = (
+  provider: ConfiguredProvider,
+  request: { readonly model: string; readonly prompt: string; readonly n: number; readonly size?: string | undefined }
+): Effect.Effect<ReadonlyArray<GeneratedImage>, UpstreamError> =>
+  postJson(provider.id, `${provider.endpoint}/images/generations`, authHeaders(provider), {
+    model: request.model,
+    prompt: request.prompt,
+    n: request.n,
+    ...(request.size ? { size: request.size } : {})
+  }).pipe(
+    Effect.flatMap((body) =>
+      Array.isArray(body?.data)
+        ? Effect.succeed(
+          (body.data as Array<any>).map((d) => ({
+            ...(typeof d?.url === "string" ? { url: d.url } : {}),
+            ...(typeof d?.b64_json === "string" ? { b64Json: d.b64_json } : {}),
+            ...(typeof d?.revised_prompt === "string" ? { revisedPrompt: d.revised_prompt } : {})
+          }))
+        )
+        : Effect.fail(protocolError(provider.id, "no data list in the image answer"))
+    )
+  )
+
+export interface ModerationResult {
+  readonly flagged: boolean
+  readonly categories: ReadonlyArray<string>
+  readonly categoryScores: Readonly<Record<string, number>>
+}
+
+export const moderate = (provider: ConfiguredProvider, model: string, text: string): Effect.Effect<ModerationResult, UpstreamError> =>
+  postJson(provider.id, `${provider.endpoint}/moderations`, authHeaders(provider), { model, input: text }).pipe(
+    Effect.flatMap((body) => {
+      const r = body?.results?.[0]
+      if (typeof r !== "object" || r === null) return Effect.fail(protocolError(provider.id, "no results in the moderation answer"))
+      const flags = (r.categories ?? {}) as Record<string, unknown>
+      const categories = Object.entries(flags).filter(([, v]) => v === true).map(([k]) => k)
+      const scores = Object.fromEntries(
+        Object.entries((r.category_scores ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === "number")
+      ) as Record<string, number>
+      return Effect.succeed({ flagged: typeof r.flagged === "boolean" ? r.flagged : categories.length > 0, categories, categoryScores: scores })
+    })
+  )
+
+export const synthesize = (
+  provider: ConfiguredProvider,
+  request: { readonly model: string; readonly text: string; readonly voice: string; readonly format: string }
+) =>
+  postForBytes(provider.id, `${provider.endpoint}/audio/speech`, authHeaders(provider), {
+    model: request.model,
+    input: request.text,
+    voice: request.voice,
+    response_format: request.format
+  })
+
+export const transcribe = (
+  provider: ConfiguredProvider,
+  request: { readonly model: string; readonly file: File; readonly language?: string | undefined }
+): Effect.Effect<{ readonly text: string }, UpstreamError> => {
+  const form = new FormData()
+  form.append("file", request.file, request.file.name || "audio")
+  form.append("model", request.model)
+  if (request.language) form.append("language", request.language)
+  return postMultipart(provider.id, `${provider.endpoint}/audio/transcriptions`, authHeaders(provider), form).pipe(
+    Effect.flatMap((body) =>
+      typeof body?.text === "string" ? Effect.succeed({ text: body.text }) : Effect.fail(protocolError(provider.id, "no text in the transcription answer"))
+    )
+  )
+}

@@ -1,0 +1,222 @@
+/**
+ * The upstream client's transport: the part of `fetch` the adapters use, on node:http / node:https
+ * with keep-alive agents. Undici's fetch costs several hundred microseconds of CPU per call (web
+ * streams, Request/Response objects, header guards); a plain node:http exchange costs a fraction of
+ * that, and a gateway pays it on every call. See docs/performance.md.
+ *
+ * Handled here: http(s) URLs, bodies that are a string, bytes or absent; the answer's `status`,
+ * `ok`, `headers`, `text()`, `arrayBuffer()`, `json()` and `body` (a web ReadableStream, created
+ * only when asked for). Like fetch it sends `accept-encoding` and decodes gzip / deflate / br,
+ * follows up to 20 redirects (303, and 301/302 after a POST, continue as GET without body; an
+ * `authorization` header is not sent on to another origin), and aborts on the signal, before and
+ * after the answer arrived. Anything else (FormData, Blob and stream bodies, other schemes) goes to
+ * the global fetch unchanged.
+ */
+import * as http from "node:http"
+import * as https from "node:https"
+import { Readable } from "node:stream"
+import * as zlib from "node:zlib"
+
+const agentOptions = {
+  keepAlive: true,
+  maxSockets: Infinity,
+  maxFreeSockets: 256,
+  scheduling: "lifo" as const,
+  // Idle pooled sockets are closed after 4 s (undici's default), before servers drop them. An
+  // active request only gets a 'timeout' event, which nothing here listens to: the callers' own
+  // timeouts decide when to give up.
+  timeout: 4_000
+}
+const httpAgent = new http.Agent(agentOptions)
+const httpsAgent = new https.Agent(agentOptions)
+
+const utf8 = new TextDecoder()
+
+const abortError = (signal: AbortSignal): unknown =>
+  signal.reason ?? new DOMException("This operation was aborted", "AbortError")
+
+/** The answer: what the adapters read of a fetch Response. */
+export class UpstreamResponse {
+  #headers: Headers | undefined
+  #body: ReadableStream<Uint8Array> | undefined
+  #used = false
+
+  constructor(
+    private readonly message: http.IncomingMessage,
+    private readonly stream: Readable,
+    readonly url: string,
+    readonly redirected: boolean
+  ) {}
+
+  get status(): number {
+    return this.message.statusCode ?? 0
+  }
+
+  get ok(): boolean {
+    return this.status >= 200 && this.status < 300
+  }
+
+  get statusText(): string {
+    return this.message.statusMessage ?? ""
+  }
+
+  get headers(): Headers {
+    if (this.#headers === undefined) {
+      const headers = new Headers()
+      const raw = this.message.rawHeaders
+      for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!)
+      this.#headers = headers
+    }
+    return this.#headers
+  }
+
+  get bodyUsed(): boolean {
+    return this.#used
+  }
+
+  /** The body as the node stream it is (decoded), for readers that want no web stream in between. */
+  nodeBody(): Readable {
+    if (this.#used) throw new TypeError("Body is unusable: Body has already been read")
+    this.#used = true
+    return this.stream
+  }
+
+  /** The body as a web stream (created on first access). */
+  get body(): ReadableStream<Uint8Array> {
+    if (this.#body === undefined) {
+      this.#used = true
+      this.#body = Readable.toWeb(this.stream) as unknown as ReadableStream<Uint8Array>
+    }
+    return this.#body
+  }
+
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    const bytes = await this.bytes()
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer
+  }
+
+  async bytes(): Promise<Uint8Array> {
+    if (this.#used) throw new TypeError("Body is unusable: Body has already been read")
+    this.#used = true
+    const chunks: Array<Buffer> = []
+    for await (const chunk of this.stream) chunks.push(chunk as Buffer)
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+  }
+
+  async text(): Promise<string> {
+    return utf8.decode(await this.bytes())
+  }
+
+  async json(): Promise<any> {
+    return JSON.parse(await this.text())
+  }
+}
+
+const isPlainBody = (body: unknown): body is string | Uint8Array | undefined | null =>
+  body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array
+
+const headerRecord = (headers: RequestInit["headers"]): Record<string, string> => {
+  const out: Record<string, string> = {}
+  if (headers === undefined) return out
+  if (headers instanceof Headers || Array.isArray(headers)) {
+    for (const [k, v] of headers instanceof Headers ? headers.entries() : headers) out[k.toLowerCase()] = v!
+    return out
+  }
+  for (const k in headers) out[k.toLowerCase()] = (headers as Record<string, string>)[k]!
+  return out
+}
+
+const decoded = (message: http.IncomingMessage): Readable => {
+  switch ((message.headers["content-encoding"] ?? "").trim().toLowerCase()) {
+    case "gzip":
+    case "x-gzip":
+      return message.pipe(zlib.createGunzip({ flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH }))
+    case "deflate":
+      return message.pipe(zlib.createInflate({ flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH }))
+    case "br":
+      return message.pipe(zlib.createBrotliDecompress())
+    default:
+      return message
+  }
+}
+
+interface Attempt {
+  readonly url: URL
+  readonly method: string
+  readonly headers: Record<string, string>
+  readonly body: string | Uint8Array | undefined
+}
+
+/** One request on the pooled agents; a stale pooled socket that resets before any answer is retried once. */
+const exchange = (attempt: Attempt, signal: AbortSignal | undefined, retried = false): Promise<http.IncomingMessage> =>
+  new Promise((resolve, reject) => {
+    const secure = attempt.url.protocol === "https:"
+    const headers = { ...attempt.headers }
+    if (attempt.body !== undefined) headers["content-length"] = String(Buffer.byteLength(attempt.body))
+    const req = (secure ? https : http).request(attempt.url, {
+      method: attempt.method,
+      headers,
+      agent: secure ? httpsAgent : httpAgent
+    })
+    const onAbort = () => req.destroy(abortError(signal!) as Error)
+    signal?.addEventListener("abort", onAbort, { once: true })
+    req.once("response", (message) => {
+      signal?.removeEventListener("abort", onAbort)
+      resolve(message)
+    })
+    req.once("error", (error: NodeJS.ErrnoException) => {
+      signal?.removeEventListener("abort", onAbort)
+      if (signal?.aborted) return reject(abortError(signal))
+      if (!retried && req.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE")) {
+        return resolve(exchange(attempt, signal, true))
+      }
+      reject(error)
+    })
+    req.end(attempt.body)
+  })
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308])
+
+/**
+ * `fetch` for upstream calls; see the module comment for what is handled here. The answer is an
+ * `UpstreamResponse` (typed as the `Response` subset it implements) or, for the rest, fetch's own.
+ */
+export const nodeFetch = (input: string | URL, init: RequestInit = {}): Promise<Response> =>
+  send(input, init) as Promise<Response>
+
+const send = async (input: string | URL, init: RequestInit): Promise<UpstreamResponse | Response> => {
+  const url = new URL(input)
+  const { body, signal } = init
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || !isPlainBody(body) || init.redirect === "manual" || init.redirect === "error") {
+    return fetch(input, init)
+  }
+  if (signal?.aborted) throw abortError(signal)
+  const headers = headerRecord(init.headers)
+  headers["accept"] ??= "*/*"
+  headers["accept-encoding"] ??= "gzip, deflate, br"
+  headers["user-agent"] ??= "node"
+  let attempt: Attempt = { url, method: (init.method ?? "GET").toUpperCase(), headers, body: body ?? undefined }
+  for (let redirects = 0; ; redirects++) {
+    const message = await exchange(attempt, signal ?? undefined)
+    const location = message.headers.location
+    if (!REDIRECTS.has(message.statusCode ?? 0) || location === undefined) {
+      const stream = decoded(message)
+      if (signal) {
+        // An abort after the answer arrived breaks the body, as with fetch.
+        const onAbort = () => stream.destroy(abortError(signal) as Error)
+        signal.addEventListener("abort", onAbort, { once: true })
+        stream.once("close", () => signal.removeEventListener("abort", onAbort))
+      }
+      return new UpstreamResponse(message, stream, attempt.url.href, redirects > 0)
+    }
+    message.resume()
+    if (redirects === 20) throw new TypeError("fetch failed: redirect count exceeded")
+    const next = new URL(location, attempt.url)
+    const status = message.statusCode!
+    const toGet = status === 303 ? attempt.method !== "HEAD" : (status === 301 || status === 302) && attempt.method === "POST"
+    const nextHeaders = { ...attempt.headers }
+    if (toGet) for (const h of ["content-type", "content-length", "content-encoding", "content-language", "content-location"]) delete nextHeaders[h]
+    if (next.origin !== attempt.url.origin) delete nextHeaders["authorization"]
+    attempt = { url: next, method: toGet ? "GET" : attempt.method, headers: nextHeaders, body: toGet ? undefined : attempt.body }
+  }
+}
