@@ -241,3 +241,25 @@ for (const [name, usePg] of backends) {
     })
   })
 }
+
+describe.skipIf(!hasPg)("resend limit across two processes on one PostgreSQL", () => {
+  it("admits exactly 3 resends per hour per address in total", async () => {
+    const smtp = await startSmtp()
+    const env = { DATABASE_URL: await freshPgDatabase(), SMTP_URL: smtp.url, JWT_SECRET: "shared-secret-shared-secret-shared-secret" }
+    const servers = [await startServer(env), await startServer(env)]
+    try {
+      const email = `twin_${Math.random().toString(36).slice(2, 8)}@example.com`
+      await call(servers[0]!.url, "POST", "/api/avatar/register", { body: { username: `twin_${Math.random().toString(36).slice(2, 8)}`, email, password: "password 123" } })
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          call(servers[i % 2]!.url, "POST", `/api/avatar/resend-verification-email/${encodeURIComponent(email)}`))
+      )
+      expect(answers.filter((a) => a.body.isError === false).length).toBe(3)
+      expect(answers.filter((a) => a.status === 429 && a.body.isError === true).length).toBe(9)
+      await smtp.waitFor(email, /verify/i, 4)
+    } finally {
+      await Promise.all(servers.map((s) => s.stop()))
+      await smtp.close()
+    }
+  })
+})
