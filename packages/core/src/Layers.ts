@@ -14,6 +14,10 @@ import * as Smtp from "./Mail/Smtp.ts"
 import * as Completions from "./Capabilities/Completions.ts"
 import * as Embeddings from "./Capabilities/Embeddings.ts"
 import * as LlmTasks from "./Capabilities/LlmTasks.ts"
+import * as Agents from "./Capabilities/Agents.ts"
+import * as Braid from "./Capabilities/Braid.ts"
+import * as Holons from "./Capabilities/Holons.ts"
+import * as Orchestrators from "./Capabilities/Orchestrators.ts"
 import * as CodeExecution from "./Capabilities/CodeExecution.ts"
 import * as GraphRag from "./Capabilities/GraphRag.ts"
 import * as Media from "./Capabilities/Media.ts"
@@ -37,11 +41,11 @@ import * as Tracing from "./Tracing.ts"
 /** Every core service, given stores, a Mailer and GatewayConfig. */
 export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, WebhookDelivery.layer()).pipe(
   Layer.provideMerge(JobRunners.layer()),
-  Layer.provideMerge(Layer.mergeAll(LlmTasks.layer, Memory.layer, Orchestration.layer, ReasoningNetwork.layer, Media.layer, GraphRag.layer, CodeExecution.layer)),
+  Layer.provideMerge(Layer.mergeAll(LlmTasks.layer, Memory.layer, Orchestration.layer, ReasoningNetwork.layer, Media.layer, GraphRag.layer, CodeExecution.layer, Agents.layer, Holons.layer, Orchestrators.layer)),
   Layer.provideMerge(Layer.mergeAll(Completions.layer, Embeddings.layer)),
   Layer.provideMerge(Routing.layer),
   Layer.provideMerge(Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer))
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer))
 )
 
 /** What the HTTP application and the MCP toolkit need from their host. */

@@ -7,6 +7,7 @@
 import { Effect } from "effect"
 import * as dns from "node:dns"
 import * as net from "node:net"
+import { Agent } from "undici"
 import { Unprocessable } from "./Errors.ts"
 
 const blocked = new net.BlockList()
@@ -62,4 +63,20 @@ export const check = (raw: string, options: { readonly allowPrivate: boolean; re
     const bad = addresses.find(isBlockedAddress)
     if (bad) return yield* Effect.fail(refuse(`${host} resolves to ${bad}, a private, loopback, link-local or metadata address`))
     return url
+  })
+
+/** An HTTP agent whose DNS lookups refuse blocked addresses, so the checked answer is the one used. */
+export const guardedAgent = (allowPrivate: boolean) =>
+  new Agent({
+    connect: {
+      lookup: (hostname, options, callback) =>
+        dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+          if (err) return callback(err, "", 4)
+          const list = addresses as unknown as Array<dns.LookupAddress>
+          const bad = allowPrivate ? undefined : list.find((a) => isBlockedAddress(a.address))
+          if (bad) return callback(new Error(`refused: ${hostname} resolves to blocked address ${bad.address}`), "", 4)
+          if ((options as { all?: boolean }).all) return (callback as any)(null, list)
+          callback(null, list[0]!.address, list[0]!.family)
+        })
+    }
   })

@@ -5,13 +5,14 @@
  */
 import { Context, Effect, Layer, Option, type Scope, Stream } from "effect"
 import { costOf } from "../Cost.ts"
-import { type GatewayError, NotAvailable } from "../Errors.ts"
+import type { GatewayError } from "../Errors.ts"
 import { karmaMultiplier, type Plan } from "../Plans.ts"
 import { chatAdapters } from "../Providers/Adapters.ts"
 import type { ChatMessage, ChatRequest, FinishReason, Target, ToolCall, ToolDefinition } from "../Providers/Chat.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
 import { planBlock } from "./AgentRoster.ts"
+import { Braid } from "./Braid.ts"
 import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import { type Fallback, type Preference, Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -102,18 +103,23 @@ const makeService = Effect.gen(function*() {
   const usage = yield* Usage
   const health = yield* ProviderHealth
   const classifier = yield* TaskClassifier
+  const braid = yield* Braid
 
   const prepare = (avatar: AvatarRecord, input: CompletionInput) =>
     Effect.gen(function*() {
-      if (input.useHolonicBraid) {
-        return yield* Effect.fail(new NotAvailable({ message: "useHolonicBraid (shared reasoning graphs) is not available yet in this gateway; send the request without it." }))
-      }
       let messages = input.injectAvatarContext ? withAvatarContext(input.messages, avatar) : input.messages
-      if (input.useFAHRN) {
-        // The reasoning network plans from the last user message; the plan goes into the context.
+      if (input.useFAHRN || input.useHolonicBraid) {
+        // Both plan from the last user message's task type.
         const lastUser = [...messages].reverse().find((m) => m.role === "user")
         const { taskType } = yield* classifier.classify(lastUser?.content ?? "")
-        messages = withSystemBlock(messages, planBlock(taskType))
+        if (input.useHolonicBraid) {
+          // The shared reasoning graph of the task type, when one was saved.
+          const graph = yield* braid.best(taskType)
+          if (Option.isSome(graph)) {
+            messages = withSystemBlock(messages, `Shared reasoning graph for ${taskType} tasks ("${graph.value.title}"); follow its steps:\n\`\`\`mermaid\n${graph.value.mermaid}\n\`\`\``)
+          }
+        }
+        if (input.useFAHRN) messages = withSystemBlock(messages, planBlock(taskType))
       }
       const targets = yield* routing.targets({
         provider: input.provider,

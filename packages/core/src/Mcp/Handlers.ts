@@ -9,7 +9,11 @@ import { GatewayConfig } from "../Config.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { Quota } from "../Quota.ts"
 import { avatarContext, Completions } from "../Capabilities/Completions.ts"
+import { Agents } from "../Capabilities/Agents.ts"
+import { Braid } from "../Capabilities/Braid.ts"
 import { Embeddings } from "../Capabilities/Embeddings.ts"
+import { Holons } from "../Capabilities/Holons.ts"
+import { Orchestrators } from "../Capabilities/Orchestrators.ts"
 import { Media } from "../Capabilities/Media.ts"
 import { Orchestration } from "../Capabilities/Orchestration.ts"
 import { ReasoningNetwork } from "../Capabilities/ReasoningNetwork.ts"
@@ -28,6 +32,10 @@ export const layerHandlers = GatewayToolkit.toLayer(
     const media = yield* Media
     const reasoning = yield* ReasoningNetwork
     const orchestration = yield* Orchestration
+    const agents = yield* Agents
+    const braid = yield* Braid
+    const holons = yield* Holons
+    const orchestrators = yield* Orchestrators
     const usage = yield* Usage
     const quota = yield* Quota
     const sentiment = yield* Sentiment
@@ -56,6 +64,29 @@ export const layerHandlers = GatewayToolkit.toLayer(
       gateway_orchestrate_crew: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.crew(avatar, params)),
       gateway_orchestrate_conversation: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.conversation(avatar, params)),
       gateway_orchestrate_graph_node: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.graphNode(avatar, params)),
+      gateway_fahrn_register_agent: (params) => Effect.flatMap(CurrentAvatar, (avatar) => agents.register(avatar, params)),
+      gateway_fahrn_get_agents: (params) => Effect.flatMap(CurrentAvatar, (avatar) => agents.list(avatar, params.taskType)),
+      gateway_fahrn_seed_openserv_agents: () => Effect.flatMap(CurrentAvatar, (avatar) => agents.seedOpenServ(avatar)),
+      gateway_fahrn_get_agent_skill: (params) => Effect.flatMap(CurrentAvatar, (avatar) => agents.getSkill(avatar, params.agentId, params.taskCategory)),
+      gateway_fahrn_evolve_agent_skill: (params) => Effect.flatMap(CurrentAvatar, (avatar) => agents.evolveSkill(avatar, params)),
+      gateway_braid_find_graph: (params) => braid.find(params.taskType),
+      gateway_braid_save_graph: (params) => Effect.flatMap(CurrentAvatar, (avatar) => braid.save(avatar, params)),
+      gateway_braid_record_outcome: (params) => braid.recordOutcome(params),
+      gateway_memory_get_earth_holon: () => holons.getEarth,
+      gateway_memory_get_or_create_holon: (params) => Effect.flatMap(CurrentAvatar, (avatar) => holons.getOrCreate(avatar, params)),
+      gateway_memory_set_membrane_rule: (params) => Effect.flatMap(CurrentAvatar, (avatar) => holons.setMembrane(avatar, params)),
+      gateway_memory_record: (params) => Effect.flatMap(CurrentAvatar, (avatar) => holons.record(avatar, params)),
+      gateway_memory_propagate: (params) => holons.propagate(params.holonId),
+      gateway_memory_propagate_up: (params) => holons.propagateUp(params),
+      gateway_memory_search: (params) => Effect.flatMap(CurrentAvatar, (avatar) => holons.search(avatar, params)),
+      gateway_memory_external_list_providers: () =>
+        withServices(Effect.map(Catalog, (c) => {
+          const providers = c.providers.filter((p) => p.capabilities.includes("memory")).map((p) => ({ id: p.id, name: p.name, configured: p.configured, website: p.website }))
+          return { total: providers.length, providers, note: "Searching and adding through external memory providers is not supported yet; use the holon tools or /v1/memory." }
+        })),
+      gateway_orchestrator_register: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestrators.register(avatar, params)),
+      gateway_orchestrator_list: () => Effect.flatMap(CurrentAvatar, (avatar) => orchestrators.list(avatar)),
+      gateway_orchestrator_invoke: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestrators.invoke(avatar, params)),
       gateway_list_models: (params) => withServices(listModels({ plan: params.plan, capability: params.capability })),
       gateway_get_model: (params) => withServices(getModel(params.modelId)),
       gateway_list_providers: () => withServices(listProviders),

@@ -8,7 +8,12 @@
 import * as Tool from "@effect/ai/Tool"
 import * as Toolkit from "@effect/ai/Toolkit"
 import { Context, Schema } from "effect"
+import { RegisterAgentParams } from "../Capabilities/Agents.ts"
+import { SaveGraphParams } from "../Capabilities/Braid.ts"
 import { EmbeddingsBody } from "../Capabilities/Embeddings.ts"
+import { Params as HolonParams } from "../Capabilities/Holons.ts"
+import { Params as OrchestratorParams } from "../Capabilities/Orchestrators.ts"
+import { TaskTypeSchema } from "../Ml/TaskClassifier.ts"
 import { ImagesBody } from "../Capabilities/Media.ts"
 import { ConversationBody, CrewBody, GraphNodeBody } from "../Capabilities/Orchestration.ts"
 import { DispatchBody } from "../Capabilities/ReasoningNetwork.ts"
@@ -227,6 +232,68 @@ export const OrchestrateGraphNode = capabilityTool(
   GraphNodeBody.fields
 )
 
+/** A data tool of the reasoning-network, braid, holon and registry families: not metered. */
+const dataTool = <const N extends string, F extends Schema.Struct.Fields>(name: N, title: string, description: string, parameters: F, readonly_ = false) =>
+  Tool.make(name, { description, parameters, success: Schema.Unknown, failure: ToolFailure, dependencies: [CurrentAvatar] })
+    .annotate(Tool.Title, title)
+    .annotate(Tool.Readonly, readonly_)
+    .annotate(Tool.Destructive, false)
+    .annotate(Tool.Idempotent, readonly_)
+    .annotate(Tool.OpenWorld, false)
+
+const OptionalTaskType = Schema.optional(TaskTypeSchema.annotations({ message: () => "taskType must be one of code, math, research, creative, analysis, summarization, translation, general" }))
+const RequiredTaskType = TaskTypeSchema.annotations({ message: () => "taskCategory must be one of code, math, research, creative, analysis, summarization, translation, general" })
+
+export const FahrnRegisterAgent = dataTool("gateway_fahrn_register_agent", "Register agent", "Register a reasoning agent: name, description, the task types it is good at (skills) and optionally a pinned provider/model. Returns the agent with its id and score.", RegisterAgentParams)
+export const FahrnGetAgents = dataTool("gateway_fahrn_get_agents", "List agents", "List your agents with live composite scoring for a task type: 0.6 x skill fit + 0.4 x smoothed success rate of recorded runs; best first.", { taskType: OptionalTaskType }, true)
+export const FahrnSeedOpenServAgents = dataTool("gateway_fahrn_seed_openserv_agents", "Seed catalogue agents", "Create one agent per chat model of the third-party (OpenServ) catalogue; existing ones are kept. Returns how many were created.", {})
+export const FahrnGetAgentSkill = dataTool("gateway_fahrn_get_agent_skill", "Agent skill", "Get an agent's evolved skill document (Markdown) for a task category; version 0 is the starting document.", { agentId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)), taskCategory: RequiredTaskType }, true)
+export const FahrnEvolveAgentSkill = capability(
+  Tool.make("gateway_fahrn_evolve_agent_skill", {
+    description: "Run one skill-evolution epoch: a model (the agent's provider/model, else auto) rewrites the agent's skill document for the task category from the feedback of a run; success (if given) is recorded in the agent's score. Counts against the daily quota.",
+    parameters: {
+      agentId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)),
+      taskCategory: RequiredTaskType,
+      feedback: Schema.String.pipe(Schema.minLength(1, { message: () => "feedback must not be empty" }), Schema.maxLength(20_000)),
+      success: Schema.optional(Schema.Boolean)
+    },
+    success: Schema.Unknown,
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }),
+  "Evolve agent skill"
+)
+
+export const BraidFindGraph = dataTool("gateway_braid_find_graph", "Find reasoning graph", "Look up the shared reasoning graph (Mermaid) for a task type: the best by smoothed success rate, with its quality metadata; null when none was saved.", { taskType: RequiredTaskType.annotations({ message: () => "taskType must be one of code, math, research, creative, analysis, summarization, translation, general" }) }, true)
+export const BraidSaveGraph = dataTool("gateway_braid_save_graph", "Save reasoning graph", "Store a Mermaid reasoning graph (a flowchart with at least one edge) for a task type in the shared braid.", SaveGraphParams)
+export const BraidRecordOutcome = dataTool("gateway_braid_record_outcome", "Record graph outcome", "Feed a solver outcome (success, optional score 0-1) into a graph's quality metadata.", {
+  graphId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)),
+  success: Schema.Boolean,
+  score: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "score must be between 0 and 1" })))
+})
+
+export const MemoryGetEarthHolon = dataTool("gateway_memory_get_earth_holon", "Earth holon", "Get (creating it on first use) the top-level planetary memory unit, id \"earth\".", {}, true)
+export const MemoryGetOrCreateHolon = dataTool("gateway_memory_get_or_create_holon", "Get or create holon", "Find or create a memory unit by name under a parent (default earth) at any level (continent, country, city, community, household …). Idempotent: the id derives from parent and name.", HolonParams.getOrCreate)
+export const MemorySetMembraneRule = dataTool("gateway_memory_set_membrane_rule", "Set membrane rule", "Set a holon's consent-governed upward-propagation rule: which tags may pass to the parent and whether the author's consent is required (default true). Creator or Admin only.", HolonParams.membrane)
+export const MemoryRecord = dataTool("gateway_memory_record", "Record memory", "Record a memory item at a holon, with tags and consent (without consent it stays private to you and never propagates).", HolonParams.record)
+export const MemoryPropagate = dataTool("gateway_memory_propagate", "Propagate memories", "Propagate the holon's permitted memories (per its membrane rule) one level up; each item once.", HolonParams.propagate)
+export const MemoryPropagateUp = dataTool("gateway_memory_propagate_up", "Propagate memories up", "Propagate permitted memories level by level, N levels up or to the root; each level applies its own membrane rule.", HolonParams.propagateUp)
+export const MemorySearch = dataTool("gateway_memory_search", "Search holon", "Semantic search (local embeddings, cosine) over the memory items of a holon that you may see: yours and consented ones.", HolonParams.search, true)
+export const MemoryExternalListProviders = dataTool("gateway_memory_external_list_providers", "External memory providers", "List the external memory providers of the catalogue with whether they are configured. Searching or adding through them is not supported yet.", {}, true)
+
+export const OrchestratorRegister = dataTool("gateway_orchestrator_register", "Register orchestrator", "Register an external agent or orchestrator endpoint (openai-chat, a2a or http-json); the URL must be public http(s).", OrchestratorParams.register)
+export const OrchestratorList = dataTool("gateway_orchestrator_list", "List orchestrators", "List your registered orchestrator endpoints.", {}, true)
+export const OrchestratorInvoke = capability(
+  Tool.make("gateway_orchestrator_invoke", {
+    description: "Invoke a registered orchestrator with an input over its protocol (OpenAI chat completions, A2A message/send, or a JSON POST) and return its output. Counts against the daily quota.",
+    parameters: OrchestratorParams.invoke,
+    success: Schema.Unknown,
+    failure: ToolFailure,
+    dependencies: [CurrentAvatar]
+  }),
+  "Invoke orchestrator"
+)
+
 export const ListModels = readOnly(
   Tool.make("gateway_list_models", {
     description:
@@ -378,6 +445,25 @@ export const GatewayToolkit = Toolkit.make(
   OrchestrateCrew,
   OrchestrateConversation,
   OrchestrateGraphNode,
+  FahrnRegisterAgent,
+  FahrnGetAgents,
+  FahrnSeedOpenServAgents,
+  FahrnGetAgentSkill,
+  FahrnEvolveAgentSkill,
+  BraidFindGraph,
+  BraidSaveGraph,
+  BraidRecordOutcome,
+  MemoryGetEarthHolon,
+  MemoryGetOrCreateHolon,
+  MemorySetMembraneRule,
+  MemoryRecord,
+  MemoryPropagate,
+  MemoryPropagateUp,
+  MemorySearch,
+  MemoryExternalListProviders,
+  OrchestratorRegister,
+  OrchestratorList,
+  OrchestratorInvoke,
   ListModels,
   GetModel,
   ListProviders,

@@ -5,7 +5,9 @@
 import { Layer } from "effect"
 import * as JobStore from "../Jobs/JobStore.ts"
 import * as ApiKeyStore from "./ApiKeyStore.ts"
+import * as DocumentStore from "./DocumentStore.ts"
 import * as MemoryStore from "./MemoryStore.ts"
+import * as SqlDocumentStore from "./Sql/DocumentStore.ts"
 import * as SqlMemoryStore from "./Sql/MemoryStore.ts"
 import * as AvatarStore from "./AvatarStore.ts"
 import * as OneTimeTokenStore from "./OneTimeTokenStore.ts"
@@ -25,7 +27,8 @@ export const layerMemory = Layer.mergeAll(
   ApiKeyStore.layerMemory,
   UsageStore.layerMemory,
   JobStore.layerMemory,
-  MemoryStore.layerMemory
+  MemoryStore.layerMemory,
+  DocumentStore.layerMemory
 )
 
 export const layerSql = Layer.mergeAll(
@@ -35,7 +38,8 @@ export const layerSql = Layer.mergeAll(
   SqlApiKeyStore.layer,
   SqlUsageStore.layer,
   SqlJobStore.layer,
-  SqlMemoryStore.layer
+  SqlMemoryStore.layer,
+  SqlDocumentStore.layer
 )
 
 export type Stores =
@@ -46,3 +50,4 @@ export type Stores =
   | UsageStore.UsageStore
   | JobStore.JobStore
   | MemoryStore.MemoryStore
+  | DocumentStore.DocumentStore

@@ -5,8 +5,7 @@
  * re-checked against SSRF at connect time (the DNS answer used is the one checked).
  */
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
-import * as dns from "node:dns"
-import { Agent, fetch as undiciFetch } from "undici"
+import { fetch as undiciFetch } from "undici"
 import { GatewayConfig } from "../Config.ts"
 import { type DeliveryRecord, JobStore } from "../Jobs/JobStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
@@ -31,28 +30,12 @@ export const backoffMs = (attempt: number, baseMs: number, random = Math.random)
   return Math.round(raw * (0.8 + 0.4 * random()))
 }
 
-/** An HTTP agent whose DNS lookups refuse blocked addresses, so the checked answer is the one used. */
-const guardedAgent = (allowPrivate: boolean) =>
-  new Agent({
-    connect: {
-      lookup: (hostname, options, callback) =>
-        dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-          if (err) return callback(err, "", 4)
-          const list = addresses as unknown as Array<dns.LookupAddress>
-          const bad = allowPrivate ? undefined : list.find((a) => UrlGuard.isBlockedAddress(a.address))
-          if (bad) return callback(new Error(`refused: ${hostname} resolves to blocked address ${bad.address}`), "", 4)
-          if ((options as { all?: boolean }).all) return (callback as any)(null, list)
-          callback(null, list[0]!.address, list[0]!.family)
-        })
-    }
-  })
-
 const makeService = (overrides: Partial<DeliveryOptions>) =>
   Effect.gen(function*() {
     const config = yield* GatewayConfig
     const options: DeliveryOptions = { ...defaultDeliveryOptions, retryBaseMs: config.webhookRetryBaseMs, ...overrides }
     const store = yield* JobStore
-    const agent = guardedAgent(config.allowPrivateUrls)
+    const agent = UrlGuard.guardedAgent(config.allowPrivateUrls)
     yield* Effect.addFinalizer(() => Effect.promise(() => agent.close()))
     const secret = Option.map(config.webhookSecret, Redacted.value)
 

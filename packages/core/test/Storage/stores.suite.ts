@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
 import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
+import { DocumentStore, modify } from "../../src/Storage/DocumentStore.ts"
 import { MemoryStore } from "../../src/Storage/MemoryStore.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import { OneTimeTokenStore } from "../../src/Storage/OneTimeTokenStore.ts"
@@ -262,6 +263,29 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.deepStrictEqual(list.map((m) => m.content), ["newer", "older"])
           assert.deepStrictEqual(list[0]!.vector, [0.5, -0.25, 0])
           assert.strictEqual((yield* memories.list(avatarId, "u1", 1)).length, 1)
+        }))
+
+      it.effect("documents: insert, get, list by owner and key, compare-and-set updates", () =>
+        Effect.gen(function*() {
+          const docs = yield* DocumentStore
+          const kind = `k_${unique()}`
+          const owner = crypto.randomUUID()
+          const base = { kind, owner, version: 0, updatedAt: 0 }
+          yield* docs.insert({ ...base, id: "a", key: "code", data: { n: 1 }, createdAt: 1 })
+          yield* docs.insert({ ...base, id: "b", key: "math", data: { n: 2 }, createdAt: 2 })
+          yield* docs.insert({ ...base, id: "c", key: "code", owner: null, data: { n: 3 }, createdAt: 3 })
+          assert.deepStrictEqual(Option.getOrThrow(yield* docs.get(kind, "a")).data, { n: 1 })
+          assert.deepStrictEqual((yield* docs.list(kind)).map((d) => d.id), ["c", "b", "a"])
+          assert.deepStrictEqual((yield* docs.list(kind, { owner })).map((d) => d.id), ["b", "a"])
+          assert.deepStrictEqual((yield* docs.list(kind, { owner: null })).map((d) => d.id), ["c"])
+          assert.deepStrictEqual((yield* docs.list(kind, { key: "code" })).map((d) => d.id), ["c", "a"])
+          assert.isTrue(yield* docs.update(kind, "a", 0, { n: 10 }, 5))
+          assert.isFalse(yield* docs.update(kind, "a", 0, { n: 11 }, 6), "stale version")
+          const doc = Option.getOrThrow(yield* docs.get(kind, "a"))
+          assert.deepStrictEqual([doc.data, doc.version, doc.updatedAt], [{ n: 10 }, 1, 5])
+          // 25 concurrent increments through compare-and-set: none lost.
+          yield* Effect.all(Array.from({ length: 25 }, () => modify<{ n: number }>(docs, kind, "b", (d) => ({ n: d.n + 1 }))), { concurrency: "unbounded" })
+          assert.deepStrictEqual(Option.getOrThrow(yield* docs.get(kind, "b")).data, { n: 27 })
         }))
 
       it.effect("jobs: concurrent claimers never share a job", () =>

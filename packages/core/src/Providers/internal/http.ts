@@ -146,6 +146,8 @@ export const getText = (provider: string, url: string, headers: Record<string, s
 export const postMultipart = (provider: string, url: string, headers: Record<string, string>, form: FormData) =>
   exchange(provider, url, { method: "POST", headers: { accept: "application/json", ...headers }, body: form }, parseJson(provider))
 
+const streamClosed = new DOMException("This operation was aborted", "AbortError")
+
 /**
  * POSTs and, once the upstream answered 2xx, returns its SSE events as a stream. The request
  * lives in the caller's scope: closing the scope (or interrupting) aborts it.
@@ -159,7 +161,8 @@ export const postSse = (
   Effect.gen(function*() {
     const controller = yield* Effect.acquireRelease(
       Effect.sync(() => new AbortController()),
-      (c) => Effect.sync(() => c.abort())
+      // With a reason made once: abort() without one builds a DOMException (and its stack) per stream.
+      (c) => Effect.sync(() => c.abort(streamClosed))
     )
     const res = yield* withDeadline(provider, "start streaming", (signal) => send(provider, url, headers, body, signal), controller)
     if (!res.ok) {

@@ -152,6 +152,21 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       created_at BIGINT NOT NULL
     );
     CREATE INDEX memories_owner ON memories (avatar_id, user_id, created_at)
+  `),
+  "0004_documents": statements(`
+    CREATE TABLE documents (
+      kind TEXT NOT NULL,
+      id TEXT NOT NULL,
+      owner TEXT,
+      doc_key TEXT,
+      data TEXT NOT NULL,
+      version INTEGER NOT NULL,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL,
+      PRIMARY KEY (kind, id)
+    );
+    CREATE INDEX documents_key ON documents (kind, doc_key);
+    CREATE INDEX documents_owner ON documents (kind, owner)
   `)
 }
 

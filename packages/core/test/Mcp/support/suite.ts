@@ -21,10 +21,18 @@ export interface McpSuiteTarget {
 }
 
 export const TOOL_NAMES = [
+  "gateway_braid_find_graph",
+  "gateway_braid_record_outcome",
+  "gateway_braid_save_graph",
   "gateway_complete",
   "gateway_embed",
   "gateway_estimate_cost",
   "gateway_fahrn_dispatch",
+  "gateway_fahrn_evolve_agent_skill",
+  "gateway_fahrn_get_agent_skill",
+  "gateway_fahrn_get_agents",
+  "gateway_fahrn_register_agent",
+  "gateway_fahrn_seed_openserv_agents",
   "gateway_fahrn_solve",
   "gateway_generate_image",
   "gateway_get_avatar_context",
@@ -34,14 +42,34 @@ export const TOOL_NAMES = [
   "gateway_list_models",
   "gateway_list_openserv_models",
   "gateway_list_providers",
+  "gateway_memory_external_list_providers",
+  "gateway_memory_get_earth_holon",
+  "gateway_memory_get_or_create_holon",
+  "gateway_memory_propagate",
+  "gateway_memory_propagate_up",
+  "gateway_memory_record",
+  "gateway_memory_search",
+  "gateway_memory_set_membrane_rule",
   "gateway_ml_classify_task",
   "gateway_ml_sentiment",
   "gateway_orchestrate_conversation",
   "gateway_orchestrate_crew",
-  "gateway_orchestrate_graph_node"
+  "gateway_orchestrate_graph_node",
+  "gateway_orchestrator_invoke",
+  "gateway_orchestrator_list",
+  "gateway_orchestrator_register"
 ]
 
-export const PARAMETERLESS = ["gateway_list_providers", "gateway_get_avatar_context", "gateway_list_openserv_models", "gateway_health"]
+export const PARAMETERLESS = [
+  "gateway_list_providers",
+  "gateway_get_avatar_context",
+  "gateway_list_openserv_models",
+  "gateway_health",
+  "gateway_fahrn_seed_openserv_agents",
+  "gateway_memory_get_earth_holon",
+  "gateway_memory_external_list_providers",
+  "gateway_orchestrator_list"
+]
 
 type CallResult = {
   readonly isError?: boolean

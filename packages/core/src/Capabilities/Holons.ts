@@ -1,0 +1,191 @@
+/**
+ * Holonic memory: a shared hierarchy of memory units (holons) rooted at the planetary "Earth"
+ * holon (planet → continent → country → region → city → community → household → individual, or
+ * any level name). Avatars record memory items at a holon; an item is private to its author
+ * unless recorded with consent. A holon's membrane rule decides which items may propagate one
+ * level up: consented items (when the rule requires consent, the default) whose tags the rule
+ * allows. Propagation copies items to the parent, once. Search ranks the items the caller may see
+ * by cosine similarity of local embeddings.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import * as crypto from "node:crypto"
+import { Forbidden, NotFound } from "../Errors.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { DocumentStore, modify } from "../Storage/DocumentStore.ts"
+import { cosine, localEmbedding } from "./Memory.ts"
+
+export const HOLON = "holon"
+export const ITEM = "holon_item"
+export const EARTH_ID = "earth"
+
+export interface MembraneRule {
+  /** Tags allowed through; ["*"] lets every tag through. */
+  readonly allowTags: ReadonlyArray<string>
+  readonly requireConsent: boolean
+}
+
+export interface Holon {
+  readonly id: string
+  readonly name: string
+  readonly level: string
+  readonly parentId: string | null
+  readonly path: ReadonlyArray<string>
+  readonly membrane: MembraneRule | null
+  readonly createdBy: string | null
+}
+
+export interface HolonItem {
+  readonly id: string
+  readonly holonId: string
+  readonly content: string
+  readonly tags: ReadonlyArray<string>
+  readonly consent: boolean
+  readonly authorAvatarId: string
+  /** Where a propagated copy came from. */
+  readonly origin: { readonly holonId: string; readonly itemId: string } | null
+  readonly createdAtUtc: string
+}
+
+const Name = Schema.String.pipe(Schema.minLength(1, { message: () => "name must not be empty" }), Schema.maxLength(200))
+const Tag = Schema.String.pipe(Schema.pattern(/^[\w*:-]{1,64}$/, { message: () => "tags are 1-64 letters, digits, _, -, : (or *)" }))
+export const HolonId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)).annotations({ description: "A holon id (\"earth\" for the root)" })
+
+export const Params = {
+  getOrCreate: { name: Name, level: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(50)).annotations({ description: "Level name, e.g. continent, country, city, community" }), parentId: Schema.optional(HolonId) },
+  membrane: {
+    holonId: HolonId,
+    allowTags: Schema.Array(Tag).pipe(Schema.maxItems(100)).annotations({ description: "Tags allowed to propagate upward; [\"*\"] for all" }),
+    requireConsent: Schema.optionalWith(Schema.Boolean, { default: () => true })
+  },
+  record: {
+    holonId: HolonId,
+    content: Schema.String.pipe(Schema.minLength(1, { message: () => "content must not be empty" }), Schema.maxLength(20_000)),
+    tags: Schema.optionalWith(Schema.Array(Tag).pipe(Schema.maxItems(50)), { default: () => [] }),
+    consent: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({ description: "Whether the item may be shared and propagated" })
+  },
+  propagate: { holonId: HolonId },
+  propagateUp: {
+    holonId: HolonId,
+    levels: Schema.optional(Schema.Int.pipe(Schema.between(1, 20, { message: () => "levels must be an integer from 1 to 20" }))).annotations({ description: "How many levels up; omit to go to the root" })
+  },
+  search: {
+    holonId: HolonId,
+    query: Schema.String.pipe(Schema.minLength(1, { message: () => "query must not be empty" }), Schema.maxLength(5000)),
+    topK: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100)), { default: () => 5 })
+  }
+}
+
+/** Holon ids are derived from the parent and the name, so get-or-create is idempotent. */
+export const holonIdOf = (parentId: string, name: string) =>
+  crypto.createHash("sha256").update(`${parentId}/${name.trim().toLowerCase()}`).digest("hex").slice(0, 24)
+
+const earth: Holon = { id: EARTH_ID, name: "Earth", level: "planet", parentId: null, path: ["Earth"], membrane: null, createdBy: null }
+
+const makeService = Effect.gen(function*() {
+  const docs = yield* DocumentStore
+
+  const put = (h: Holon) =>
+    Effect.suspend(() => {
+      const now = Date.now()
+      return docs.insertIfAbsent({ kind: HOLON, id: h.id, owner: null, key: h.parentId, data: h, version: 0, createdAt: now, updatedAt: now })
+    })
+
+  const getHolon = (id: string) =>
+    Effect.flatMap(id === EARTH_ID ? Effect.zipRight(put(earth), docs.get(HOLON, id)) : docs.get(HOLON, id), (d) =>
+      Option.isSome(d) ? Effect.succeed(d.value.data as Holon) : Effect.fail(new NotFound({ message: `No holon ${id}.` })))
+
+  const items = (holonId: string) => Effect.map(docs.list(ITEM, { key: holonId, limit: 10_000 }), (list) => list.map((d) => d.data as HolonItem))
+
+  const describe = (h: Holon) => Effect.map(items(h.id), (xs) => ({ ...h, items: xs.length }))
+
+  const getEarth = Effect.flatMap(getHolon(EARTH_ID), describe)
+
+  const getOrCreate = Effect.fn("Holons.getOrCreate")(function*(avatar: AvatarRecord, input: { readonly name: string; readonly level: string; readonly parentId?: string | undefined }) {
+    const parent = yield* getHolon(input.parentId ?? EARTH_ID)
+    const holon: Holon = {
+      id: holonIdOf(parent.id, input.name),
+      name: input.name.trim(),
+      level: input.level,
+      parentId: parent.id,
+      path: [...parent.path, input.name.trim()],
+      membrane: null,
+      createdBy: avatar.id
+    }
+    const created = yield* put(holon)
+    return { ...(yield* describe(yield* getHolon(holon.id))), created }
+  })
+
+  const setMembrane = Effect.fn("Holons.setMembrane")(function*(avatar: AvatarRecord, input: { readonly holonId: string; readonly allowTags: ReadonlyArray<string>; readonly requireConsent: boolean }) {
+    const holon = yield* getHolon(input.holonId)
+    if (avatar.avatarType !== "Admin" && holon.createdBy !== avatar.id) {
+      return yield* Effect.fail(new Forbidden({ message: "Only the holon's creator or an Admin can set its membrane rule." }))
+    }
+    const updated = yield* modify<Holon>(docs, HOLON, holon.id, (h) => ({ ...h, membrane: { allowTags: [...new Set(input.allowTags)], requireConsent: input.requireConsent } }))
+    return Option.getOrThrow(updated)
+  })
+
+  const record = Effect.fn("Holons.record")(function*(avatar: AvatarRecord, input: { readonly holonId: string; readonly content: string; readonly tags: ReadonlyArray<string>; readonly consent: boolean }) {
+    const holon = yield* getHolon(input.holonId)
+    const item: HolonItem = {
+      id: crypto.randomUUID(),
+      holonId: holon.id,
+      content: input.content,
+      tags: [...new Set(input.tags)],
+      consent: input.consent,
+      authorAvatarId: avatar.id,
+      origin: null,
+      createdAtUtc: new Date().toISOString()
+    }
+    const now = Date.now()
+    yield* docs.insert({ kind: ITEM, id: item.id, owner: avatar.id, key: holon.id, data: item, version: 0, createdAt: now, updatedAt: now })
+    return item
+  })
+
+  const permitted = (rule: MembraneRule, item: HolonItem) =>
+    (!rule.requireConsent || item.consent) && (rule.allowTags.includes("*") || item.tags.some((t) => rule.allowTags.includes(t)))
+
+  /** Copies the holon's permitted items to its parent, each once (copies have deterministic ids). */
+  const propagateOnce = (holon: Holon) =>
+    Effect.gen(function*() {
+      if (holon.parentId === null) return { from: holon.id, to: null, propagated: 0, reason: "the root has no parent" }
+      if (holon.membrane === null) return { from: holon.id, to: holon.parentId, propagated: 0, reason: "no membrane rule: nothing may pass" }
+      let propagated = 0
+      for (const item of yield* items(holon.id)) {
+        if (!permitted(holon.membrane, item)) continue
+        const origin = item.origin ?? { holonId: holon.id, itemId: item.id }
+        const copy: HolonItem = { ...item, id: holonIdOf(holon.parentId, `${origin.holonId}:${origin.itemId}`), holonId: holon.parentId, origin }
+        const now = Date.now()
+        if (yield* docs.insertIfAbsent({ kind: ITEM, id: copy.id, owner: item.authorAvatarId, key: holon.parentId, data: copy, version: 0, createdAt: now, updatedAt: now })) propagated++
+      }
+      return { from: holon.id, to: holon.parentId, propagated, reason: null }
+    })
+
+  const propagate = (holonId: string) => Effect.flatMap(getHolon(holonId), propagateOnce)
+
+  const propagateUp = Effect.fn("Holons.propagateUp")(function*(input: { readonly holonId: string; readonly levels?: number | undefined }) {
+    const steps: Array<{ from: string; to: string | null; propagated: number; reason: string | null }> = []
+    let current = yield* getHolon(input.holonId)
+    for (let level = 0; level < (input.levels ?? 20) && current.parentId !== null; level++) {
+      steps.push(yield* propagateOnce(current))
+      current = yield* getHolon(current.parentId)
+    }
+    return { steps, reached: current.id, total: steps.reduce((n, s) => n + s.propagated, 0) }
+  })
+
+  const search = Effect.fn("Holons.search")(function*(avatar: AvatarRecord, input: { readonly holonId: string; readonly query: string; readonly topK: number }) {
+    const holon = yield* getHolon(input.holonId)
+    const q = localEmbedding(input.query)
+    const visible = (yield* items(holon.id)).filter((i) => i.consent || i.authorAvatarId === avatar.id)
+    const results = visible
+      .map((i) => ({ ...i, score: Math.round(cosine(q, localEmbedding(i.content)) * 1e6) / 1e6 }))
+      .sort((a, b) => b.score - a.score)
+      .slice(0, input.topK)
+    return { holonId: holon.id, path: holon.path, results, searched: visible.length }
+  })
+
+  return { getEarth, getOrCreate, setMembrane, record, propagate, propagateUp, search }
+})
+
+export class Holons extends Context.Tag("aigw/Holons")<Holons, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.effect(Holons, makeService)
