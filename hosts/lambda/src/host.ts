@@ -9,10 +9,9 @@
  * "gateway failed to start: …"; it is not cached, so the next invocation tries again (a database
  * that was briefly unreachable does not poison the container).
  */
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as PlatformHttpApp from "@effect/platform/HttpApp"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { ConfigFile, Database, Envelope, HttpApp, Layers } from "@aigw/core"
+import { ConfigFile, Database, Envelope, HttpApp, Layers, Mcp } from "@aigw/core"
 import { migrate as runMigrations, migrations } from "@aigw/core/Storage/Sql/Migrations"
 import { Cause, Config, ConfigProvider, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import { Readable } from "node:stream"
@@ -40,7 +39,9 @@ export interface ResponseStream extends NodeJS.WritableStream {
 }
 
 /** What the runtime provides to the application and to drainers. */
-type GatewayLayer = ReturnType<typeof Layers.layerFromEnv>
+/** The core services plus the MCP endpoint (/mcp), as on the node host. */
+const gatewayLayer = (options: { readonly migrate: boolean }) => Mcp.layerHttp.pipe(Layer.provideMerge(Layers.layerFromEnv(options)))
+type GatewayLayer = ReturnType<typeof gatewayLayer>
 export type GatewayServices = Layer.Layer.Success<GatewayLayer>
 
 /**
@@ -179,14 +180,15 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     const started = Date.now()
     const checked = await Effect.runPromiseExit(withConfig(preflight))
     if (Exit.isFailure(checked)) throw checked.cause
-    const layer = Layers.layerFromEnv({ migrate: false }).pipe(Layer.provide(Layer.setConfigProvider(provider!)))
+    const layer = gatewayLayer({ migrate: false }).pipe(Layer.provide(Layer.setConfigProvider(provider!)))
     const runtime = ManagedRuntime.make(layer)
     const ready = await Effect.runPromiseExit(
       Effect.gen(function*() {
         const rt = yield* runtime.runtimeEffect
         yield* Effect.provide(schemaCheck, rt)
-        const app = yield* Effect.provide(HttpApp.makeRouter(), rt)
-        return PlatformHttpApp.toWebHandlerRuntime(rt)(app, HttpMiddleware.logger)
+        // The access log (opt-in, AIGW_LOG_REQUESTS) never includes query strings, which may hold one-time tokens.
+        const app = yield* Effect.provide(withConfig(HttpApp.makeApp), rt)
+        return PlatformHttpApp.toWebHandlerRuntime(rt)(app)
       })
     )
     if (Exit.isFailure(ready)) {

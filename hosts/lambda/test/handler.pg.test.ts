@@ -124,6 +124,19 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     expect(usage.result.dailyCallsUsed).toBeGreaterThanOrEqual(3)
   })
 
+  it("serves the MCP endpoint: tools/list and an authenticated tool call over JSON-RPC", async () => {
+    const rpc = (body: unknown, auth?: string) =>
+      v2({ method: "POST", path: "/mcp", body, headers: { accept: "application/json, text/event-stream", ...(auth ? { authorization: `Bearer ${auth}` } : {}) } })
+    const list = await rpc({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }, jwt)
+    expect(list.statusCode).toBe(200)
+    expect(json(list).result.tools.map((t: any) => t.name)).toContain("gateway_complete")
+    const usage = await rpc({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "gateway_get_usage", arguments: {} } }, apiKey)
+    expect(json(usage).result).toMatchObject({ isError: false })
+    expect(json(usage).result.structuredContent.dailyCallLimit).toBeGreaterThan(0)
+    const anon = await rpc({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "gateway_get_usage", arguments: {} } })
+    expect(json(anon).result.isError).toBe(true)
+  })
+
   it("a base64-encoded request body (binary media type) reaches the route intact", async () => {
     upstream.setScenario({ kind: "text", text: "décodé ✓" })
     const content = "Héllo — ünïcode ✓"

@@ -33,10 +33,20 @@ export const MAX_OUTPUT = 100_000
 
 const clip = (s: string) => (s.length > MAX_OUTPUT ? `${s.slice(0, MAX_OUTPUT)}\n[output truncated]` : s)
 
+/** The QuickJS WebAssembly module, loaded once; a deployment without it gets a clear 422. */
+const quickjs = Effect.runSync(Effect.cached(
+  Effect.tryPromise({
+    try: async () => {
+      const core = await import("quickjs-emscripten-core")
+      const module = await core.newQuickJSWASMModuleFromVariant(import("@jitl/quickjs-wasmfile-release-sync") as any)
+      return { module, shouldInterruptAfterDeadline: core.shouldInterruptAfterDeadline }
+    },
+    catch: () => new Unprocessable({ message: "The JavaScript sandbox (QuickJS WebAssembly) is not available in this deployment." })
+  })
+))
+
 const runJavascript = (code: string, timeoutMs: number) =>
-  Effect.promise(async (): Promise<ExecutionResult> => {
-    const { newQuickJSWASMModuleFromVariant, shouldInterruptAfterDeadline } = await import("quickjs-emscripten-core")
-    const quickjs = await newQuickJSWASMModuleFromVariant(import("@jitl/quickjs-wasmfile-release-sync") as any)
+  Effect.flatMap(quickjs, ({ module: quickjs, shouldInterruptAfterDeadline }) => Effect.sync((): ExecutionResult => {
     const started = performance.now()
     const runtime = quickjs.newRuntime()
     runtime.setMemoryLimit(MEMORY_LIMIT_BYTES)
@@ -85,7 +95,7 @@ const runJavascript = (code: string, timeoutMs: number) =>
       vm.dispose()
       runtime.dispose()
     }
-  })
+  }))
 
 /** The worker: loads Pyodide, waits for one program, runs it, answers, exits. */
 const PYTHON_WORKER = `
