@@ -12,8 +12,8 @@ import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.t
 import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
+import { Provider } from "../RequestFields.ts"
 
-const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
 const Pixels = (name: string) => Schema.optional(Schema.Int.pipe(Schema.between(64, 4096, { message: () => `${name} must be an integer from 64 to 4096` })))
 
 /** The request of POST /v1/images/generate and the gateway_generate_image tool. */

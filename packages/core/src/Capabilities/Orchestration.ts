@@ -10,9 +10,9 @@ import { TaskClassifier } from "../Ml/TaskClassifier.ts"
 import type { ChatMessage } from "../Providers/Chat.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { type CompletionResult, Completions } from "./Completions.ts"
+import { Provider } from "../RequestFields.ts"
 
 // Request schemas, shared by the HTTP routes and the MCP tools.
-const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
 const Str = (max: number, name: string) =>
   Schema.String.pipe(Schema.minLength(1, { message: () => `${name} must not be empty` }), Schema.maxLength(max))
 

@@ -12,8 +12,8 @@ import { type AgentRole, type Mode, mermaidPlan, roster, scoreAgents } from "./A
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { type CompletionResult, Completions } from "./Completions.ts"
 import { tokenUsage } from "./Orchestration.ts"
+import { Provider } from "../RequestFields.ts"
 
-const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
 const Str = (max: number, name: string) =>
   Schema.String.pipe(Schema.minLength(1, { message: () => `${name} must not be empty` }), Schema.maxLength(max))
 

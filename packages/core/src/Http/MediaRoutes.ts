@@ -5,8 +5,8 @@ import { ImagesBody, Media } from "../Capabilities/Media.ts"
 import { languageName } from "../Capabilities/LlmTasks.ts"
 import { BadRequest } from "../Errors.ts"
 import { authed, readForm } from "./Route.ts"
+import { Provider } from "../RequestFields.ts"
 
-const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
 const SpeechBody = Schema.Struct({
   text: Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(4096, { message: () => "text is limited to 4096 characters" })),
   voice: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "voice must be a voice id" })), { default: () => "alloy" }),

@@ -2,9 +2,9 @@
 import { Effect, Schema } from "effect"
 import { Memory } from "../Capabilities/Memory.ts"
 import { authed } from "./Route.ts"
+import { Provider } from "../RequestFields.ts"
 
 const UserId = Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
-const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
 const AvatarId = Schema.optional(Schema.UUID.annotations({ message: () => "avatarId must be a UUID" }))
 
 export const memoryRoutes = [

@@ -7,10 +7,10 @@ import * as Guardrails from "../Capabilities/Guardrails.ts"
 import { IsoLanguage, LlmTasks } from "../Capabilities/LlmTasks.ts"
 import * as Rerank from "../Capabilities/Rerank.ts"
 import { authed } from "./Route.ts"
+import { Provider } from "../RequestFields.ts"
 
 const Text = (max = 100_000) =>
   Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(max, { message: () => `text is limited to ${max} characters` }))
-const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
 const Model = Schema.optional(Schema.String.pipe(Schema.maxLength(200)))
 
 const TranslateBody = Schema.Struct({

@@ -5,8 +5,8 @@ import * as Documents from "../Capabilities/Documents.ts"
 import { GraphRag } from "../Capabilities/GraphRag.ts"
 import { BadRequest } from "../Errors.ts"
 import { authed, readForm } from "./Route.ts"
+import { Provider } from "../RequestFields.ts"
 
-const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
 
 export const toolRoutes = [
   authed({

@@ -5,7 +5,7 @@
  * streamed completion (docs/performance.md).
  */
 import type { Readable } from "node:stream"
-import { Chunk, Effect, Stream } from "effect"
+import { Chunk, Effect, Option, Stream } from "effect"
 import { protocolError, UpstreamError } from "../UpstreamError.ts"
 import { makeSseParser, type SseEvent } from "./sse.ts"
 
@@ -21,9 +21,29 @@ export const nodeSseEvents = <E>(
   onIdle: () => E,
   onError: (e: unknown) => E
 ): Stream.Stream<SseEvent, E> =>
-  Stream.async<SseEvent, E>((emit) => {
+  Stream.suspend(() => {
+    // Events wait in `ready` until pulled; a pull with nothing ready parks in `waiting`. A pull-based
+    // source rather than Stream.async: no queue, no fiber per emitted chunk, no acquireRelease.
     const parser = makeSseParser()
+    const ready: Array<Array<SseEvent>> = []
+    let ended = false
+    let failure: E | undefined
+    let waiting: ((effect: Effect.Effect<Chunk.Chunk<SseEvent>, Option.Option<E>>) => void) | undefined
     let timer: ReturnType<typeof setTimeout> | undefined
+    const next = (): Effect.Effect<Chunk.Chunk<SseEvent>, Option.Option<E>> | undefined => {
+      if (ready.length > 0) return Effect.succeed(Chunk.unsafeFromArray(ready.shift()!))
+      if (failure !== undefined) return Effect.fail(Option.some(failure))
+      if (ended) return Effect.fail(Option.none())
+      return undefined
+    }
+    const wake = () => {
+      const resume = waiting
+      const effect = resume && next()
+      if (resume && effect) {
+        waiting = undefined
+        resume(effect)
+      }
+    }
     const stop = () => {
       clearTimeout(timer)
       body.off("data", onData)
@@ -34,34 +54,48 @@ export const nodeSseEvents = <E>(
       clearTimeout(timer)
       timer = setTimeout(() => {
         stop()
-        void emit.fail(onIdle())
+        failure = onIdle()
+        wake()
       }, idleMs)
     }
     const onData = (bytes: Uint8Array) => {
       const events = parser.push(bytes)
       if (events.length === 0) return
       arm()
-      void emit.chunk(Chunk.unsafeFromArray(events))
+      ready.push(events)
+      wake()
     }
     const onEnd = () => {
       stop()
       const events = parser.end()
-      if (events.length > 0) void emit.chunk(Chunk.unsafeFromArray(events))
-      void emit.end()
+      if (events.length > 0) ready.push(events)
+      ended = true
+      wake()
     }
     const onFail = (e: unknown) => {
       stop()
-      void emit.fail(onError(e))
+      failure = onError(e)
+      wake()
     }
     arm()
     body.on("data", onData)
     body.once("end", onEnd)
     body.once("error", onFail)
-    return Effect.sync(() => {
-      stop()
-      body.destroy()
+    const pull = Effect.async<Chunk.Chunk<SseEvent>, Option.Option<E>>((resume) => {
+      const effect = next()
+      if (effect) return resume(effect)
+      waiting = resume
+      return Effect.sync(() => {
+        waiting = undefined
+      })
     })
-  }, "unbounded")
+    return Stream.repeatEffectChunkOption(pull).pipe(
+      Stream.ensuring(Effect.sync(() => {
+        stop()
+        body.destroy()
+      }))
+    )
+  })
 
 /**
  * Decoding of an upstream SSE stream into adapter events, one pass per chunk of events: `decode`

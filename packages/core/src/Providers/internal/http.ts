@@ -159,11 +159,11 @@ export const postSse = (
   body: unknown
 ): Effect.Effect<Stream.Stream<SseEvent, UpstreamError>, UpstreamError, Scope.Scope> =>
   Effect.gen(function*() {
-    const controller = yield* Effect.acquireRelease(
-      Effect.sync(() => new AbortController()),
-      // With a reason made once: abort() without one builds a DOMException (and its stack) per stream.
-      (c) => Effect.sync(() => c.abort(streamClosed))
-    )
+    // A plain scope finalizer: Effect.acquireRelease would also diff and patch the fiber's whole
+    // context when releasing, which a synchronous abort does not need. The reason is made once:
+    // abort() without one builds a DOMException (and its stack) per stream.
+    const controller = new AbortController()
+    yield* Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, Effect.sync(() => controller.abort(streamClosed))))
     const res = yield* withDeadline(provider, "start streaming", (signal) => send(provider, url, headers, body, signal), controller)
     if (!res.ok) {
       const text = yield* Effect.promise(() => res.text().catch(() => ""))
