@@ -1,0 +1,96 @@
+/**
+ * Mock OpenAI-compatible upstream for the benchmark: node:http, every answer precomputed.
+ *
+ *   POST /v1/chat/completions   chat.completion JSON (with usage), or with "stream": true an SSE stream:
+ *                               role chunk, 20 content chunks, finish chunk, usage chunk when
+ *                               stream_options.include_usage, then [DONE]  (23-24 data events)
+ *   GET  /health                {"status":"ok"}
+ *   POST /__bench/pace?ms=N     sets the pause between SSE events (0 = the whole stream in one write)
+ *
+ * Pacing is process-wide state set by the driver between runs (MOCK_PACE_MS sets the initial value):
+ * gateways do not forward arbitrary request fields or headers, so the pace cannot travel in the request.
+ * Listens on 127.0.0.1:$PORT and prints "READY <port>".
+ */
+import http from "node:http"
+
+const PORT = Number(process.env.PORT ?? 0)
+let paceMs = Number(process.env.MOCK_PACE_MS ?? 0)
+
+const MODEL = "gpt-4o-mini-2024-07-18"
+const ID = "chatcmpl-benchmock000000000000000000"
+const CREATED = 1767225600
+const TEXT = "A gateway sits between applications and model providers. It authenticates callers, " +
+  "enforces quotas, picks a provider and model, forwards the request, and records what each call " +
+  "cost, so that applications talk to one stable API whatever model answers behind it. Its own " +
+  "overhead should stay far below the time a model needs to produce the first token."
+const usage = { prompt_tokens: 205, completion_tokens: 64, total_tokens: 269 }
+
+const completion = Buffer.from(JSON.stringify({
+  id: ID, object: "chat.completion", created: CREATED, model: MODEL, system_fingerprint: "fp_bench",
+  choices: [{ index: 0, message: { role: "assistant", content: TEXT, refusal: null }, logprobs: null, finish_reason: "stop" }],
+  usage
+}))
+
+const frame = (obj) => Buffer.from(`data: ${JSON.stringify(obj)}\n\n`)
+const chunk = (delta, finish_reason = null) =>
+  frame({ id: ID, object: "chat.completion.chunk", created: CREATED, model: MODEL, system_fingerprint: "fp_bench",
+    choices: [{ index: 0, delta, logprobs: null, finish_reason }] })
+const words = TEXT.split(/(?<= )/)
+const parts = Array.from({ length: 20 }, (_, i) => words.slice(Math.floor((i * words.length) / 20), Math.floor(((i + 1) * words.length) / 20)).join(""))
+const events = [chunk({ role: "assistant", content: "" }), ...parts.map((p) => chunk({ content: p })), chunk({}, "stop")]
+const usageEvent = frame({ id: ID, object: "chat.completion.chunk", created: CREATED, model: MODEL, choices: [], usage })
+const done = Buffer.from("data: [DONE]\n\n")
+const burst = Buffer.concat([...events, done])
+const burstWithUsage = Buffer.concat([...events, usageEvent, done])
+
+const jsonHeaders = (n) => ({ "content-type": "application/json", "content-length": n, "x-request-id": "req_bench" })
+const sseHeaders = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-request-id": "req_bench" }
+const notFound = Buffer.from('{"error":{"message":"not found (mock upstream)","type":"invalid_request_error","code":"not_found"}}')
+const ok = Buffer.from('{"status":"ok"}')
+
+const stream = (res, text) => {
+  const withUsage = /"include_usage"\s*:\s*true/.test(text)
+  res.writeHead(200, sseHeaders)
+  if (paceMs <= 0) return res.end(withUsage ? burstWithUsage : burst)
+  const pace = paceMs
+  const tail = withUsage ? [usageEvent, done] : [done]
+  let i = 0
+  const next = () => {
+    if (res.destroyed) return
+    if (i < events.length) {
+      res.write(events[i++])
+      setTimeout(next, pace)
+    } else res.end(Buffer.concat(tail))
+  }
+  next()
+}
+
+const server = http.createServer((req, res) => {
+  if (req.method === "GET") {
+    const body = req.url === "/health" || req.url === "/" ? ok : notFound
+    res.writeHead(body === ok ? 200 : 404, jsonHeaders(body.length))
+    return res.end(body)
+  }
+  const chunks = []
+  req.on("data", (c) => chunks.push(c))
+  req.on("end", () => {
+    if (req.url.startsWith("/__bench/pace")) {
+      paceMs = Number(new URL(req.url, "http://x").searchParams.get("ms") ?? 0)
+      const body = Buffer.from(JSON.stringify({ paceMs }))
+      res.writeHead(200, jsonHeaders(body.length))
+      return res.end(body)
+    }
+    if (!req.url.endsWith("/chat/completions")) {
+      res.writeHead(404, jsonHeaders(notFound.length))
+      return res.end(notFound)
+    }
+    const text = chunks.length === 1 ? chunks[0].toString("latin1") : Buffer.concat(chunks).toString("latin1")
+    if (/"stream"\s*:\s*true/.test(text)) return stream(res, text)
+    res.writeHead(200, jsonHeaders(completion.length))
+    res.end(completion)
+  })
+})
+server.keepAliveTimeout = 120_000
+server.headersTimeout = 121_000
+server.listen(PORT, "127.0.0.1", () => console.log(`READY ${server.address().port}`))
+for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => process.exit(0))
