@@ -6,7 +6,8 @@
  *
  * Handled here: http(s) URLs, bodies that are a string, bytes or absent; the answer's `status`,
  * `ok`, `headers`, `text()`, `arrayBuffer()`, `json()` and `body` (a web ReadableStream, created
- * only when asked for). Like fetch it sends `accept-encoding` and decodes gzip / deflate / br,
+ * only when asked for). Like fetch it sends fetch's default headers (`accept`, `accept-encoding`,
+ * `user-agent`, a text content type for string bodies) and decodes gzip / deflate / br,
  * follows up to 20 redirects (303, and 301/302 after a POST, continue as GET without body; an
  * `authorization` header is not sent on to another origin), and aborts on the signal, before and
  * after the answer arrived. Anything else (FormData, Blob and stream bodies, other schemes) goes to
@@ -192,9 +193,11 @@ const send = async (input: string | URL, init: RequestInit): Promise<UpstreamRes
   }
   if (signal?.aborted) throw abortError(signal)
   const headers = headerRecord(init.headers)
+  // The defaults fetch (undici, Node 20) sends.
   headers["accept"] ??= "*/*"
-  headers["accept-encoding"] ??= "gzip, deflate, br"
+  headers["accept-encoding"] ??= "gzip, deflate"
   headers["user-agent"] ??= "node"
+  if (typeof body === "string") headers["content-type"] ??= "text/plain;charset=UTF-8"
   let attempt: Attempt = { url, method: (init.method ?? "GET").toUpperCase(), headers, body: body ?? undefined }
   for (let redirects = 0; ; redirects++) {
     const message = await exchange(attempt, signal ?? undefined)
