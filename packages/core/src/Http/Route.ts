@@ -113,19 +113,30 @@ const decode = <A>(schema: Schema.Schema<A, any, never>, value: unknown, what: s
     Effect.mapError((e) => new BadRequest({ message: `Invalid ${what}: ${describeParseError(e)}` }))
   )
 
+/**
+ * Reads the body with `read` within the configured size limit: a declared or actual size above
+ * it is a 413 envelope (the error is built only when needed: it captures a stack trace).
+ */
+const readBounded = <A>(
+  read: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<A, unknown>,
+  size: (body: A) => number
+) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const { maxBodyBytes } = yield* GatewayConfig
+    const tooLarge = () => new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
+    if (Number(request.headers["content-length"] ?? "0") > maxBodyBytes) return yield* Effect.fail(tooLarge())
+    const body = yield* read(request).pipe(
+      Effect.provideService(HttpServerRequest.MaxBodySize, Option.some(maxBodyBytes as any)),
+      Effect.mapError(tooLarge)
+    )
+    if (size(body) > maxBodyBytes) return yield* Effect.fail(tooLarge())
+    return body
+  })
+
 /** Reads and parses a JSON body within the configured size limit. */
 export const readJson = Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const { maxBodyBytes } = yield* GatewayConfig
-  // Built only when needed: an error object captures a stack trace.
-  const tooLarge = () => new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
-  const declared = Number(request.headers["content-length"] ?? "0")
-  if (declared > maxBodyBytes) return yield* Effect.fail(tooLarge())
-  const text = yield* request.text.pipe(
-    Effect.provideService(HttpServerRequest.MaxBodySize, Option.some(maxBodyBytes as any)),
-    Effect.mapError(tooLarge)
-  )
-  if (Buffer.byteLength(text) > maxBodyBytes) return yield* Effect.fail(tooLarge())
+  const text = yield* readBounded((r) => r.text, (t) => Buffer.byteLength(t))
   if (text.trim() === "") return yield* Effect.fail(new BadRequest({ message: "Request body is required (JSON)." }))
   return yield* Effect.try({
     try: () => JSON.parse(text) as unknown,
@@ -139,18 +150,11 @@ export const readJson = Effect.gen(function*() {
  */
 export const readForm = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
-  const { maxBodyBytes } = yield* GatewayConfig
   const contentType = request.headers["content-type"] ?? ""
   if (!contentType.startsWith("multipart/form-data")) {
     return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data." }))
   }
-  const tooLarge = new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
-  if (Number(request.headers["content-length"] ?? "0") > maxBodyBytes) return yield* Effect.fail(tooLarge)
-  const bytes = yield* request.arrayBuffer.pipe(
-    Effect.provideService(HttpServerRequest.MaxBodySize, Option.some(maxBodyBytes as any)),
-    Effect.mapError(() => tooLarge)
-  )
-  if (bytes.byteLength > maxBodyBytes) return yield* Effect.fail(tooLarge)
+  const bytes = yield* readBounded((r) => r.arrayBuffer, (b) => b.byteLength)
   return yield* Effect.tryPromise({
     try: () => new Response(bytes, { headers: { "content-type": contentType } }).formData(),
     catch: () => new BadRequest({ message: "Malformed multipart/form-data body." })
@@ -160,7 +164,7 @@ export const readForm = Effect.gen(function*() {
 const json = (status: number, body: unknown, headers: Record<string, string>) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
 
-/** Turns a typed failure into the envelope response of the route's API. */
+/** OpenAI's error `type` for each of our error kinds (invalid_request_error otherwise). */
 const openAiErrorType: Partial<Record<GatewayError["_tag"], string>> = {
   Unauthorized: "authentication_error",
   Forbidden: "permission_error",
@@ -176,6 +180,7 @@ const errorBody = (kind: Envelope, error: { readonly _tag: string; readonly mess
     ? { error: { message: error.message, type: openAiErrorType[error._tag as GatewayError["_tag"]] ?? "invalid_request_error", code: error._tag } }
     : failureOf(kind === "none" ? "gateway" : kind, error.message)
 
+/** Turns a typed failure into the envelope response of the route's API. */
 export const errorResponse = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
   let status = statusOf(error)
   // The avatar API answers business rejections with 200 + isError, as its spec describes.
