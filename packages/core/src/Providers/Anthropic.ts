@@ -2,11 +2,9 @@
  * Anthropic Messages API adapter: top-level `system`, content blocks (text, tool_use,
  * tool_result), `max_tokens` required, SSE with typed events.
  */
-import { Effect, Stream } from "effect"
-import type { ChatAdapter, ChatMessage, ChatRequest, FinishReason, StreamEvent, Target } from "./Chat.ts"
-import { decodeEach } from "./internal/events.ts"
-import { authHeaders, postJson, postSse } from "./internal/http.ts"
-import { protocolError, type UpstreamError } from "./UpstreamError.ts"
+import type { ChatMessage, ChatRequest, ChatWire, FinishReason, StreamEvent, Target } from "./Chat.ts"
+import { authHeaders, eventJson } from "./internal/http.ts"
+import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
 export const API_VERSION = "2023-06-01"
 /** Used when the request sets no maxTokens (the API requires one). */
@@ -66,71 +64,66 @@ export const finishReason = (reason: unknown): FinishReason =>
 const headers = (target: Target) => ({ ...authHeaders(target.provider), "anthropic-version": API_VERSION })
 const url = (target: Target) => `${target.provider.endpoint}/messages`
 
-export const adapter: ChatAdapter = {
-  complete: (target, request) =>
-    postJson(target.provider.id, url(target), headers(target), toWireRequest(target, request, false)).pipe(
-      Effect.flatMap((body) => {
-        if (!Array.isArray(body?.content)) return Effect.fail(protocolError(target.provider.id, "no content array"))
-        const blocks: Array<any> = body.content
-        return Effect.succeed({
-          content: blocks.filter((b) => b.type === "text").map((b) => String(b.text)).join(""),
-          toolCalls: blocks
-            .filter((b) => b.type === "tool_use")
-            .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) })),
-          finishReason: finishReason(body.stop_reason),
-          usage: typeof body.usage?.input_tokens === "number"
-            ? { promptTokens: body.usage.input_tokens, completionTokens: body.usage.output_tokens ?? 0 }
-            : undefined
-        })
-      })
-    ),
-  stream: (target, request) =>
-    postSse(target.provider.id, url(target), headers(target), toWireRequest(target, request, true)).pipe(
-      Effect.map((events) => {
-        // Content block index -> tool ordinal, so tool deltas carry OpenAI-like indexes.
-        const toolIndex = new Map<number, number>()
-        return decodeEach(
-          target.provider.id,
-          events.pipe(Stream.takeWhile((e) => e.event !== "message_stop"), Stream.filter((e) => e.event !== "ping")),
-          (data, { event }): ReadonlyArray<StreamEvent> | UpstreamError => {
-            const type = data?.type ?? event
-            switch (type) {
-              case "error":
-                return protocolError(target.provider.id, `stream error: ${data?.error?.message ?? "unknown"}`)
-              case "message_start": {
-                const u = data?.message?.usage
-                return typeof u?.input_tokens === "number"
-                  ? [{ _tag: "Usage", usage: { promptTokens: u.input_tokens } }]
-                  : []
-              }
-              case "content_block_start": {
-                const block = data?.content_block
-                if (block?.type === "tool_use") {
-                  const ordinal = toolIndex.size
-                  toolIndex.set(data.index, ordinal)
-                  return [{ _tag: "ToolCallDelta", index: ordinal, id: String(block.id), name: String(block.name), arguments: "" }]
-                }
-                return block?.type === "text" && block.text ? [{ _tag: "Text", text: String(block.text) }] : []
-              }
-              case "content_block_delta": {
-                const delta = data?.delta
-                if (delta?.type === "text_delta") return [{ _tag: "Text", text: String(delta.text) }]
-                if (delta?.type === "input_json_delta") {
-                  return [{ _tag: "ToolCallDelta", index: toolIndex.get(data.index) ?? 0, arguments: String(delta.partial_json ?? "") }]
-                }
-                return []
-              }
-              case "message_delta": {
-                const out: Array<StreamEvent> = []
-                if (data?.delta?.stop_reason) out.push({ _tag: "Finish", reason: finishReason(data.delta.stop_reason) })
-                if (typeof data?.usage?.output_tokens === "number") out.push({ _tag: "Usage", usage: { completionTokens: data.usage.output_tokens } })
-                return out
-              }
-              default:
-                return []
-            }
+export const wire: ChatWire = {
+  request: (target, request, stream) => ({ url: url(target), headers: headers(target), body: toWireRequest(target, request, stream) }),
+  result: (provider, body) => {
+    if (!Array.isArray(body?.content)) return protocolError(provider, "no content array")
+    const blocks: Array<any> = body.content
+    return {
+      content: blocks.filter((b) => b.type === "text").map((b) => String(b.text)).join(""),
+      toolCalls: blocks
+        .filter((b) => b.type === "tool_use")
+        .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) })),
+      finishReason: finishReason(body.stop_reason),
+      usage: typeof body.usage?.input_tokens === "number"
+        ? { promptTokens: body.usage.input_tokens, completionTokens: body.usage.output_tokens ?? 0 }
+        : undefined
+    }
+  },
+  events: (provider) => {
+    // Content block index -> tool ordinal, so tool deltas carry OpenAI-like indexes.
+    const toolIndex = new Map<number, number>()
+    return (event): ReadonlyArray<StreamEvent> | UpstreamError | null => {
+      if (event.event === "message_stop") return null
+      if (event.event === "ping") return []
+      const data = eventJson(provider, event)
+      if (data instanceof UpstreamError) return data
+      const type = data?.type ?? event.event
+      switch (type) {
+        case "error":
+          return protocolError(provider, `stream error: ${data?.error?.message ?? "unknown"}`)
+        case "message_start": {
+          const u = data?.message?.usage
+          return typeof u?.input_tokens === "number"
+            ? [{ _tag: "Usage", usage: { promptTokens: u.input_tokens } }]
+            : []
+        }
+        case "content_block_start": {
+          const block = data?.content_block
+          if (block?.type === "tool_use") {
+            const ordinal = toolIndex.size
+            toolIndex.set(data.index, ordinal)
+            return [{ _tag: "ToolCallDelta", index: ordinal, id: String(block.id), name: String(block.name), arguments: "" }]
           }
-        )
-      })
-    )
+          return block?.type === "text" && block.text ? [{ _tag: "Text", text: String(block.text) }] : []
+        }
+        case "content_block_delta": {
+          const delta = data?.delta
+          if (delta?.type === "text_delta") return [{ _tag: "Text", text: String(delta.text) }]
+          if (delta?.type === "input_json_delta") {
+            return [{ _tag: "ToolCallDelta", index: toolIndex.get(data.index) ?? 0, arguments: String(delta.partial_json ?? "") }]
+          }
+          return []
+        }
+        case "message_delta": {
+          const out: Array<StreamEvent> = []
+          if (data?.delta?.stop_reason) out.push({ _tag: "Finish", reason: finishReason(data.delta.stop_reason) })
+          if (typeof data?.usage?.output_tokens === "number") out.push({ _tag: "Usage", usage: { completionTokens: data.usage.output_tokens } })
+          return out
+        }
+        default:
+          return []
+      }
+    }
+  }
 }

@@ -4,6 +4,7 @@
  */
 import type { Effect, Scope, Stream } from "effect"
 import type { ConfiguredProvider, ModelEntry } from "../Catalog/Catalog.ts"
+import type { SseEvent } from "./internal/sse.ts"
 import type { UpstreamError } from "./UpstreamError.ts"
 
 export interface ToolCall {
@@ -77,4 +78,27 @@ export interface ChatAdapter {
     target: Target,
     request: ChatRequest
   ) => Effect.Effect<Stream.Stream<StreamEvent, UpstreamError>, UpstreamError, Scope.Scope>
+}
+
+/** The upstream HTTP request of a call: POSTed as JSON. */
+export interface WireRequest {
+  readonly url: string
+  readonly headers: Record<string, string>
+  readonly body: unknown
+}
+
+/**
+ * A wire-protocol family as data and pure functions: how a call becomes an upstream request and
+ * how answers and stream events come back. The transports (Effect in Adapters.ts, promises in
+ * Capabilities/ChatCalls.ts) are shared by every family.
+ */
+export interface ChatWire {
+  readonly request: (target: Target, request: ChatRequest, stream: boolean) => WireRequest
+  /** A 2xx JSON answer -> the result, or a protocol error. */
+  readonly result: (provider: string, body: any) => ChatResult | UpstreamError
+  /**
+   * A decoder for one stream (it may keep state across events): an SSE event -> stream events,
+   * an UpstreamError (the stream fails after what came before), or null (the stream is complete).
+   */
+  readonly events: (provider: string) => (event: SseEvent) => ReadonlyArray<StreamEvent> | UpstreamError | null
 }

@@ -3,11 +3,9 @@
  * `systemInstruction`, `functionDeclarations` / `functionCall` / `functionResponse`,
  * `usageMetadata`.
  */
-import { Effect } from "effect"
-import type { ChatAdapter, ChatMessage, ChatRequest, FinishReason, StreamEvent, Target, ToolCall } from "./Chat.ts"
-import { decodeEach } from "./internal/events.ts"
-import { authHeaders, postJson, postSse } from "./internal/http.ts"
-import { protocolError, type UpstreamError } from "./UpstreamError.ts"
+import type { ChatMessage, ChatRequest, ChatWire, FinishReason, StreamEvent, Target, ToolCall } from "./Chat.ts"
+import { authHeaders, eventJson } from "./internal/http.ts"
+import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
 const parseArgs = (args: string): unknown => {
   try {
@@ -110,37 +108,34 @@ const usageOf = (u: any) =>
 const url = (target: Target, stream: boolean) =>
   `${target.provider.endpoint}/models/${encodeURIComponent(target.model.id)}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`
 
-export const adapter: ChatAdapter = {
-  complete: (target, request) =>
-    postJson(target.provider.id, url(target, false), authHeaders(target.provider), toWireRequest(request)).pipe(
-      Effect.flatMap((body) => {
-        if (!Array.isArray(body?.candidates)) return Effect.fail(protocolError(target.provider.id, "no candidates"))
-        const parts = partsOf(body)
-        const toolCalls = callsOf(parts, 0)
-        return Effect.succeed({
-          content: parts.filter((p) => typeof p.text === "string" && !p.thought).map((p) => p.text).join(""),
-          toolCalls,
-          finishReason: finishReason(body.candidates[0]?.finishReason, toolCalls.length > 0),
-          usage: usageOf(body.usageMetadata)
-        })
-      })
-    ),
-  stream: (target, request) =>
-    postSse(target.provider.id, url(target, true), authHeaders(target.provider), toWireRequest(request)).pipe(
-      Effect.map((events) => {
-        let calls = 0
-        return decodeEach(target.provider.id, events, (chunk: any): ReadonlyArray<StreamEvent> | UpstreamError => {
-          if (chunk?.error) return protocolError(target.provider.id, `stream error: ${chunk.error.message ?? "unknown"}`)
-          const out: Array<StreamEvent> = []
-          const parts = partsOf(chunk)
-          for (const p of parts) if (typeof p.text === "string" && p.text !== "" && !p.thought) out.push({ _tag: "Text", text: p.text })
-          for (const c of callsOf(parts, calls)) out.push({ _tag: "ToolCallDelta", index: calls++, id: c.id, name: c.name, arguments: c.arguments })
-          const reason = chunk?.candidates?.[0]?.finishReason
-          if (reason) out.push({ _tag: "Finish", reason: finishReason(reason, calls > 0) })
-          const usage = usageOf(chunk?.usageMetadata)
-          if (usage) out.push({ _tag: "Usage", usage })
-          return out
-        })
-      })
-    )
+export const wire: ChatWire = {
+  request: (target, request, stream) => ({ url: url(target, stream), headers: authHeaders(target.provider), body: toWireRequest(request) }),
+  result: (provider, body) => {
+    if (!Array.isArray(body?.candidates)) return protocolError(provider, "no candidates")
+    const parts = partsOf(body)
+    const toolCalls = callsOf(parts, 0)
+    return {
+      content: parts.filter((p) => typeof p.text === "string" && !p.thought).map((p) => p.text).join(""),
+      toolCalls,
+      finishReason: finishReason(body.candidates[0]?.finishReason, toolCalls.length > 0),
+      usage: usageOf(body.usageMetadata)
+    }
+  },
+  events: (provider) => {
+    let calls = 0
+    return (event): ReadonlyArray<StreamEvent> | UpstreamError => {
+      const chunk = eventJson(provider, event)
+      if (chunk instanceof UpstreamError) return chunk
+      if (chunk?.error) return protocolError(provider, `stream error: ${chunk.error.message ?? "unknown"}`)
+      const out: Array<StreamEvent> = []
+      const parts = partsOf(chunk)
+      for (const p of parts) if (typeof p.text === "string" && p.text !== "" && !p.thought) out.push({ _tag: "Text", text: p.text })
+      for (const c of callsOf(parts, calls)) out.push({ _tag: "ToolCallDelta", index: calls++, id: c.id, name: c.name, arguments: c.arguments })
+      const reason = chunk?.candidates?.[0]?.finishReason
+      if (reason) out.push({ _tag: "Finish", reason: finishReason(reason, calls > 0) })
+      const usage = usageOf(chunk?.usageMetadata)
+      if (usage) out.push({ _tag: "Usage", usage })
+      return out
+    }
+  }
 }

@@ -2,11 +2,9 @@
  * The generic adapter for every OpenAI-compatible provider (Chat Completions wire format).
  * Providers differ only by data: base URL, auth style, and the few parameter quirks below.
  */
-import { Effect, Stream } from "effect"
-import type { ChatAdapter, ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target } from "./Chat.ts"
-import { decodeEach } from "./internal/events.ts"
-import { authHeaders, postJson, postSse } from "./internal/http.ts"
-import { protocolError } from "./UpstreamError.ts"
+import type { ChatMessage, ChatRequest, ChatWire, FinishReason, StreamEvent, Target } from "./Chat.ts"
+import { authHeaders, eventJson } from "./internal/http.ts"
+import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
 /** Per-provider differences from the reference OpenAI API. */
 export interface Quirks {
@@ -66,46 +64,44 @@ const usageOf = (u: any) =>
 
 const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
 
-export const adapter: ChatAdapter = {
-  complete: (target, request) =>
-    postJson(target.provider.id, url(target), authHeaders(target.provider), toWireRequest(target.provider.id, request, false)).pipe(
-      Effect.flatMap((body): Effect.Effect<ChatResult, ReturnType<typeof protocolError>> => {
-        const choice = body?.choices?.[0]
-        if (!choice?.message) return Effect.fail(protocolError(target.provider.id, "no choices[0].message"))
-        const calls = Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : []
-        return Effect.succeed({
-          content: typeof choice.message.content === "string" ? choice.message.content : "",
-          toolCalls: calls.map((c: any) => ({ id: String(c.id), name: String(c.function?.name), arguments: String(c.function?.arguments ?? "{}") })),
-          finishReason: finishReason(choice.finish_reason),
-          usage: usageOf(body.usage)
-        })
+export const wire: ChatWire = {
+  request: (target, request, stream) => ({
+    url: url(target),
+    headers: authHeaders(target.provider),
+    body: toWireRequest(target.provider.id, request, stream)
+  }),
+  result: (provider, body) => {
+    const choice = body?.choices?.[0]
+    if (!choice?.message) return protocolError(provider, "no choices[0].message")
+    const calls = Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : []
+    return {
+      content: typeof choice.message.content === "string" ? choice.message.content : "",
+      toolCalls: calls.map((c: any) => ({ id: String(c.id), name: String(c.function?.name), arguments: String(c.function?.arguments ?? "{}") })),
+      finishReason: finishReason(choice.finish_reason),
+      usage: usageOf(body.usage)
+    }
+  },
+  events: (provider) => (event) => {
+    if (event.data === "[DONE]") return null
+    const chunk = eventJson(provider, event)
+    if (chunk instanceof UpstreamError) return chunk
+    if (chunk?.error) return protocolError(provider, `stream error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`)
+    const out: Array<StreamEvent> = []
+    const choice = chunk?.choices?.[0]
+    const delta = choice?.delta
+    if (typeof delta?.content === "string" && delta.content !== "") out.push({ _tag: "Text", text: delta.content })
+    for (const call of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
+      out.push({
+        _tag: "ToolCallDelta",
+        index: typeof call.index === "number" ? call.index : 0,
+        ...(call.id ? { id: String(call.id) } : {}),
+        ...(call.function?.name ? { name: String(call.function.name) } : {}),
+        arguments: String(call.function?.arguments ?? "")
       })
-    ),
-  stream: (target, request) =>
-    postSse(target.provider.id, url(target), authHeaders(target.provider), toWireRequest(target.provider.id, request, true)).pipe(
-      Effect.map((events) =>
-        decodeEach(target.provider.id, Stream.takeWhile(events, (e) => e.data !== "[DONE]"), (chunk: any) => {
-          if (chunk?.error) {
-            return protocolError(target.provider.id, `stream error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`)
-          }
-          const out: Array<StreamEvent> = []
-          const choice = chunk?.choices?.[0]
-          const delta = choice?.delta
-          if (typeof delta?.content === "string" && delta.content !== "") out.push({ _tag: "Text", text: delta.content })
-          for (const call of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
-            out.push({
-              _tag: "ToolCallDelta",
-              index: typeof call.index === "number" ? call.index : 0,
-              ...(call.id ? { id: String(call.id) } : {}),
-              ...(call.function?.name ? { name: String(call.function.name) } : {}),
-              arguments: String(call.function?.arguments ?? "")
-            })
-          }
-          if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
-          const usage = usageOf(chunk?.usage)
-          if (usage) out.push({ _tag: "Usage", usage })
-          return out
-        })
-      )
-    )
+    }
+    if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
+    const usage = usageOf(chunk?.usage)
+    if (usage) out.push({ _tag: "Usage", usage })
+    return out
+  }
 }

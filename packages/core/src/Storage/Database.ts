@@ -4,11 +4,11 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer, Redacted } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { migrate } from "./Sql/Migrations.ts"
+import * as Sqlite from "./Sql/Sqlite.ts"
 
 export type DatabaseKind = "sqlite" | "pg"
 
@@ -19,17 +19,9 @@ export const kindOf = (url: string): DatabaseKind => {
 }
 
 /**
- * The SQLite client runs in WAL mode (set by @effect/sql-sqlite-node). SQLite's default
- * `synchronous = FULL` then fsyncs the WAL at every commit; with WAL, `NORMAL` is the documented
- * safe setting: a commit survives a crash of the process, the database never corrupts, and only a
- * power loss or OS crash can roll back the last commits. It saves an fsync on every metered call
- * (docs/performance.md). The client has a single connection, so one PRAGMA covers it.
+ * The SqlClient for a URL, without migrations. On SQLite the context also holds the connection
+ * as `Sqlite.SqliteDatabase` (used by the metered hot path, Storage/Metering.ts).
  */
-const layerSqlitePragmas = Layer.effectDiscard(
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`PRAGMA synchronous = NORMAL`)
-)
-
-/** The SqlClient for a URL, without migrations. */
 export const layerClient = (url: string, options: { maxConnections?: number } = {}): Layer.Layer<SqlClient.SqlClient> => {
   if (kindOf(url) === "pg") {
     return PgClient.layer({ url: Redacted.make(url), maxConnections: options.maxConnections ?? 10 }).pipe(Layer.orDie)
@@ -38,7 +30,7 @@ export const layerClient = (url: string, options: { maxConnections?: number } = 
   return Layer.unwrapEffect(
     Effect.sync(() => {
       if (filename !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true })
-      return Layer.provideMerge(layerSqlitePragmas, SqliteClient.layer({ filename }))
+      return Sqlite.layer(filename) as Layer.Layer<SqlClient.SqlClient>
     })
   ).pipe(Layer.orDie)
 }

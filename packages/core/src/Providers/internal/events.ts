@@ -6,7 +6,7 @@
  */
 import type { Readable } from "node:stream"
 import { Chunk, Effect, Option, Stream } from "effect"
-import { protocolError, UpstreamError } from "../UpstreamError.ts"
+import { UpstreamError } from "../UpstreamError.ts"
 import { makeSseParser, type SseEvent } from "./sse.ts"
 
 /**
@@ -99,18 +99,17 @@ export const nodeSseEvents = <E>(
 
 /**
  * Decoding of an upstream SSE stream into adapter events, one pass per chunk of events: `decode`
- * turns one event's JSON payload into stream events, or returns an UpstreamError, which ends the
- * stream after the events decoded before it (as a failing element of `Stream.mapEffect` +
- * `Stream.flatMap` did, at the cost of an Effect and an inner stream per event: about 0.2 ms of CPU
- * per event; docs/performance.md).
+ * turns one event into stream events, or returns an UpstreamError, which ends the stream after the
+ * events decoded before it, or null, which completes it (as `Stream.mapEffect` + `Stream.flatMap`
+ * + `Stream.takeWhile` did, at the cost of an Effect and an inner stream per event: about 0.2 ms
+ * of CPU per event; docs/performance.md).
  */
 
 const stop: unique symbol = Symbol("stop")
 
 export const decodeEach = <A, E>(
-  provider: string,
   events: Stream.Stream<SseEvent, E>,
-  decode: (data: any, event: SseEvent) => ReadonlyArray<A> | UpstreamError
+  decode: (event: SseEvent) => ReadonlyArray<A> | UpstreamError | null
 ): Stream.Stream<A, E | UpstreamError> =>
   Stream.suspend(() => {
     let failure: UpstreamError | undefined
@@ -118,17 +117,9 @@ export const decodeEach = <A, E>(
       Stream.mapChunks((chunk) => {
         const out: Array<A | typeof stop> = []
         for (const event of chunk) {
-          let data: unknown
-          try {
-            data = JSON.parse(event.data)
-          } catch {
-            failure = protocolError(provider, `bad JSON in stream: ${event.data.slice(0, 100)}`)
-            out.push(stop)
-            break
-          }
-          const decoded = decode(data, event)
-          if (decoded instanceof UpstreamError) {
-            failure = decoded
+          const decoded = decode(event)
+          if (decoded === null || decoded instanceof UpstreamError) {
+            if (decoded !== null) failure = decoded
             out.push(stop)
             break
           }

@@ -10,6 +10,7 @@ import { connectFailed, fromHttp, protocolError, UpstreamError } from "../Upstre
 import { nodeSseEvents } from "./events.ts"
 import { nodeFetch, UpstreamResponse } from "./nodeFetch.ts"
 import { parseSse, type SseEvent } from "./sse.ts"
+import { Readable } from "node:stream"
 
 export const REQUEST_TIMEOUT = Duration.seconds(120)
 export const STREAM_IDLE_TIMEOUT = Duration.seconds(120)
@@ -63,17 +64,50 @@ const exchangeWith = <A>(
   url: string,
   init: Omit<RequestInit, "signal">,
   read: (res: Response) => Promise<A>
-): Effect.Effect<A, UpstreamError> =>
-  withDeadline(provider, "answer", async (signal) => {
-    const res = await nodeFetch(url, { ...init, signal }).catch((cause) => Promise.reject(connectFailed(provider, cause)))
-    if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""))
-    return read(res)
+): Effect.Effect<A, UpstreamError> => withDeadline(provider, "answer", (signal) => fetchAnswer(provider, url, init, read, signal))
+
+const fetchAnswer = async <A>(
+  provider: string,
+  url: string,
+  init: Omit<RequestInit, "signal">,
+  read: (res: Response) => Promise<A>,
+  signal: AbortSignal
+): Promise<A> => {
+  const res = await nodeFetch(url, { ...init, signal }).catch((cause) => Promise.reject(connectFailed(provider, cause)))
+  if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""))
+  return read(res)
+}
+
+/**
+ * Runs `run` with an AbortSignal that `controller` (or the deadline) aborts: after REQUEST_TIMEOUT
+ * it is aborted and the promise fails with a timeout error (`what` did not happen in time).
+ * Rejections become UpstreamErrors (`connectFailed` unless they are one).
+ */
+export const deadline = <A>(
+  provider: string,
+  what: string,
+  run: (signal: AbortSignal) => Promise<A>,
+  controller: AbortController = new AbortController()
+): Promise<A> =>
+  new Promise<A>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      controller.abort()
+      reject(timeoutError(provider, what))
+    }, Duration.toMillis(REQUEST_TIMEOUT))
+    run(controller.signal).then(
+      (a) => {
+        clearTimeout(timer)
+        resolve(a)
+      },
+      (e) => {
+        clearTimeout(timer)
+        reject(e instanceof UpstreamError ? e : connectFailed(provider, e))
+      }
+    )
   })
 
 /**
- * Runs `run` with an AbortSignal: interruption aborts it, and after REQUEST_TIMEOUT it is aborted
- * and fails with a timeout error (`what` did not happen in time). Rejections become UpstreamErrors
- * (`connectFailed` unless they are one). The deadline is a timer inside the call rather than
+ * `deadline` as an Effect: interruption aborts the call. A timer inside the call rather than
  * Effect.timeout, which forks a fiber per call (about 0.1 ms of CPU each; docs/performance.md).
  */
 const withDeadline = <A>(
@@ -84,23 +118,12 @@ const withDeadline = <A>(
 ): Effect.Effect<A, UpstreamError> =>
   Effect.async<A, UpstreamError>((resume) => {
     let done = false
-    const finish = (effect: Effect.Effect<A, UpstreamError>) => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      resume(effect)
-    }
-    const timer = setTimeout(() => {
-      controller.abort()
-      finish(Effect.fail(timeoutError(provider, what)))
-    }, Duration.toMillis(REQUEST_TIMEOUT))
-    run(controller.signal).then(
-      (a) => finish(Effect.succeed(a)),
-      (e) => finish(Effect.fail(e instanceof UpstreamError ? e : connectFailed(provider, e)))
+    deadline(provider, what, run, controller).then(
+      (a) => done || resume(Effect.succeed(a)),
+      (e: UpstreamError) => done || resume(Effect.fail(e))
     )
     return Effect.sync(() => {
       done = true
-      clearTimeout(timer)
       controller.abort()
     })
   })
@@ -113,14 +136,19 @@ const parseJson = (provider: string) => (text: string): any => {
   }
 }
 
+const jsonPost = (headers: Record<string, string>, body: unknown) => ({
+  method: "POST",
+  headers: { "content-type": "application/json", accept: "application/json", ...headers },
+  body: JSON.stringify(body)
+})
+
 /** POSTs JSON and returns the parsed JSON answer; non-2xx answers become UpstreamErrors. */
 export const postJson = (provider: string, url: string, headers: Record<string, string>, body: unknown) =>
-  exchange(
-    provider,
-    url,
-    { method: "POST", headers: { "content-type": "application/json", accept: "application/json", ...headers }, body: JSON.stringify(body) },
-    parseJson(provider)
-  )
+  exchange(provider, url, jsonPost(headers, body), parseJson(provider))
+
+/** `postJson` as a promise (rejecting with an UpstreamError) that `controller` aborts. */
+export const postJsonNow = (provider: string, url: string, headers: Record<string, string>, body: unknown, controller: AbortController) =>
+  deadline(provider, "answer", (signal) => fetchAnswer(provider, url, jsonPost(headers, body), async (res) => parseJson(provider)(await res.text()), signal), controller)
 
 /** POSTs JSON and returns the raw answer bytes with their content type (audio). */
 export const postForBytes = (provider: string, url: string, headers: Record<string, string>, body: unknown) =>
@@ -164,28 +192,61 @@ export const postSse = (
     // abort() without one builds a DOMException (and its stack) per stream.
     const controller = new AbortController()
     yield* Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, Effect.sync(() => controller.abort(streamClosed))))
-    const res = yield* withDeadline(provider, "start streaming", (signal) => send(provider, url, headers, body, signal), controller)
-    if (!res.ok) {
-      const text = yield* Effect.promise(() => res.text().catch(() => ""))
-      return yield* Effect.fail(fromHttp(provider, res.status, text))
-    }
-    const broke = (e: unknown) =>
-      new UpstreamError({
-        provider,
-        kind: "connect",
-        message: `${provider} stream broke: ${(e as Error)?.message ?? String(e)}`,
-        retryable: false
-      })
+    const res = yield* withDeadline(provider, "start streaming", (signal) => startSse(provider, url, headers, body, signal), controller)
     if (res instanceof UpstreamResponse) {
-      const idle = () => timeoutError(provider, "send the next chunk")
-      return nodeSseEvents(res.nodeBody(), Duration.toMillis(STREAM_IDLE_TIMEOUT), idle, broke)
+      return nodeSseEvents(res.nodeBody(), Duration.toMillis(STREAM_IDLE_TIMEOUT), idleError(provider), streamBroke(provider))
     }
     if (!res.body) return yield* Effect.fail(protocolError(provider, "empty stream body"))
-    const bytes = Stream.fromReadableStream(() => res.body!, broke)
+    const bytes = Stream.fromReadableStream(() => res.body!, streamBroke(provider))
     return parseSse(bytes).pipe(
-      Stream.timeoutFail(() => timeoutError(provider, "send the next chunk"), STREAM_IDLE_TIMEOUT)
+      Stream.timeoutFail(idleError(provider), STREAM_IDLE_TIMEOUT)
     )
   })
+
+/** Sends a streaming request; a non-2xx answer rejects with its UpstreamError. */
+const startSse = async (provider: string, url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal) => {
+  const res = await send(provider, url, headers, body, signal)
+  if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""))
+  return res
+}
+
+/** The error of a stream that broke after it started (not retryable: bytes may have been sent on). */
+export const streamBroke = (provider: string) => (e: unknown) =>
+  new UpstreamError({
+    provider,
+    kind: "connect",
+    message: `${provider} stream broke: ${(e as Error)?.message ?? String(e)}`,
+    retryable: false
+  })
+
+/** The error of a stream that sent no event for STREAM_IDLE_TIMEOUT. */
+export const idleError = (provider: string) => () => timeoutError(provider, "send the next chunk")
+
+/**
+ * `postSse` as a promise for callers outside Effect: the 2xx answer's body as a node stream
+ * (parse it with `makeSseParser`); `controller` aborts the request and the body.
+ */
+export const postSseNow = async (
+  provider: string,
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  controller: AbortController
+): Promise<Readable> => {
+  const res = await deadline(provider, "start streaming", (signal) => startSse(provider, url, headers, body, signal), controller)
+  if (res instanceof UpstreamResponse) return res.nodeBody()
+  if (!res.body) throw protocolError(provider, "empty stream body")
+  return Readable.fromWeb(res.body as any)
+}
+
+/** One SSE event's data as JSON, or the protocol error of a payload that is not JSON. */
+export const eventJson = (provider: string, event: SseEvent): any => {
+  try {
+    return JSON.parse(event.data)
+  } catch {
+    return protocolError(provider, `bad JSON in stream: ${event.data.slice(0, 100)}`)
+  }
+}
 
 /** Parses one SSE data payload as JSON or fails with a protocol error. */
 export const json = (provider: string, data: string): Effect.Effect<any, UpstreamError> =>

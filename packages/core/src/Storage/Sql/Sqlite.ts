@@ -1,0 +1,116 @@
+/**
+ * The SQLite SqlClient: @effect/sql over one better-sqlite3 connection (WAL,
+ * `synchronous = NORMAL`), like @effect/sql-sqlite-node's, plus the connection itself as
+ * `SqliteDatabase`, so the metered hot path can run its few statements synchronously on the same
+ * connection (Storage/Metering.ts) instead of paying @effect/sql's per-statement scope and span.
+ *
+ * One connection serves everything; a semaphore gives transactions exclusive use of it. Because
+ * better-sqlite3 is synchronous, a caller outside Effect that finds `db.inTransaction` false owns
+ * the connection until it returns.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as Client from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import Database from "better-sqlite3"
+import { Context, Effect, Layer, Scope } from "effect"
+
+/** A better-sqlite3 connection. */
+export interface SqliteHandle extends Database.Database {}
+
+export class SqliteDatabase extends Context.Tag("aigw/SqliteDatabase")<SqliteDatabase, SqliteHandle>() {}
+
+const PREPARED_LIMIT = 500
+
+/** Prepared statements by SQL text (the SQL of the stores is a small fixed set). */
+const preparer = (db: Database.Database) => {
+  const cache = new Map<string, Database.Statement>()
+  return (sql: string) => {
+    let statement = cache.get(sql)
+    if (statement === undefined) {
+      statement = db.prepare(sql)
+      if (cache.size >= PREPARED_LIMIT) cache.delete(cache.keys().next().value!)
+      cache.set(sql, statement)
+    }
+    return statement
+  }
+}
+
+const failed = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
+
+const makeConnection = (db: Database.Database): Connection => {
+  const prepare = preparer(db)
+  const run = (statement: Database.Statement, params: ReadonlyArray<unknown>, raw: boolean) =>
+    Effect.try({
+      try: (): ReadonlyArray<any> => {
+        if (statement.reader) return statement.all(...params)
+        const result = statement.run(...params)
+        return raw ? (result as any) : []
+      },
+      catch: failed
+    })
+  return {
+    execute: (sql, params, transformRows) =>
+      Effect.flatMap(Effect.try({ try: () => prepare(sql), catch: failed }), (s) => {
+        const rows = run(s, params, false)
+        return transformRows ? Effect.map(rows, transformRows) : rows
+      }),
+    executeRaw: (sql, params) => Effect.flatMap(Effect.try({ try: () => prepare(sql), catch: failed }), (s) => run(s, params, true)),
+    executeValues: (sql, params) =>
+      Effect.try({
+        try: () => {
+          const statement = prepare(sql)
+          if (!statement.reader) {
+            statement.run(...params)
+            return []
+          }
+          try {
+            return statement.raw(true).all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
+          } finally {
+            statement.raw(false)
+          }
+        },
+        catch: failed
+      }),
+    executeUnprepared: (sql, params, transformRows) => {
+      const rows = Effect.flatMap(Effect.try({ try: () => db.prepare(sql), catch: failed }), (s) => run(s, params, false))
+      return transformRows ? Effect.map(rows, transformRows) : rows
+    },
+    executeStream: () => Effect.dieMessage("executeStream is not supported on SQLite") as never
+  }
+}
+
+const make = (filename: string) =>
+  Effect.gen(function*() {
+    const db = yield* Effect.acquireRelease(
+      Effect.try({ try: () => new Database(filename), catch: (cause) => new SqlError({ cause, message: `Cannot open SQLite database ${filename}` }) }),
+      (db) => Effect.sync(() => db.close())
+    )
+    db.pragma("journal_mode = WAL")
+    // With WAL, NORMAL is SQLite's documented safe setting: a commit survives a process crash and
+    // the file never corrupts; only an OS crash or power loss can roll back the last commits. It
+    // saves an fsync per commit (two per metered call; docs/performance.md).
+    db.pragma("synchronous = NORMAL")
+    const connection = makeConnection(db)
+    const semaphore = yield* Effect.makeSemaphore(1)
+    const client = yield* Client.make({
+      acquirer: semaphore.withPermits(1)(Effect.succeed(connection)),
+      transactionAcquirer: Effect.uninterruptibleMask((restore) =>
+        Effect.as(
+          Effect.zipRight(
+            restore(semaphore.take(1)),
+            Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
+          ),
+          connection
+        )
+      ),
+      compiler: Statement.makeCompilerSqlite(),
+      spanAttributes: [["db.system.name", "sqlite"]]
+    })
+    return Context.make(SqliteDatabase, db).pipe(Context.add(Client.SqlClient, client))
+  })
+
+/** SqlClient and SqliteDatabase for a database file (":memory:" for a private in-memory one). */
+export const layer = (filename: string): Layer.Layer<Client.SqlClient | SqliteDatabase, SqlError> =>
+  Layer.scopedContext(make(filename)).pipe(Layer.provide(Reactivity.layer))
