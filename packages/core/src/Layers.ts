@@ -34,6 +34,7 @@ import * as Routing from "./Routing.ts"
 import * as ProviderHealth from "./Providers/ProviderHealth.ts"
 import * as Quota from "./Quota.ts"
 import * as Usage from "./Usage.ts"
+import * as ChatCalls from "./Capabilities/ChatCalls.ts"
 import * as Database from "./Storage/Database.ts"
 import * as Metering from "./Storage/Metering.ts"
 import * as Stores from "./Storage/Stores.ts"
@@ -44,7 +45,7 @@ export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, Webhook
   Layer.provideMerge(JobRunners.layer()),
   Layer.provideMerge(Layer.mergeAll(LlmTasks.layer, Memory.layer, Orchestration.layer, ReasoningNetwork.layer, Media.layer, GraphRag.layer, CodeExecution.layer, Agents.layer, Holons.layer, Orchestrators.layer)),
   Layer.provideMerge(Layer.mergeAll(Completions.layer, Embeddings.layer)),
-  Layer.provideMerge(Routing.layer),
+  Layer.provideMerge(Layer.mergeAll(Routing.layer, ChatCalls.layer)),
   Layer.provideMerge(Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer, Metering.layer)),
   Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer))
 )

@@ -36,23 +36,33 @@ export const headersOf = (q: QuotaState): Record<string, string> => ({
   "x-karma-multiplier": q.multiplier.toFixed(2)
 })
 
+/** The state of an avatar whose daily limit is `limit` after `used` calls today. */
+export const quotaState = (avatar: AvatarRecord, limit: number, used: number, now: number): QuotaState => ({
+  plan: avatar.plan,
+  multiplier: karmaMultiplier(avatar.karmaTotal),
+  limit,
+  used,
+  remaining: Math.max(0, limit - used),
+  reset: Math.floor(nextUtcMidnight(now) / 1000)
+})
+
+/** The refusal of `calls` calls that do not fit in the day's `limit`. */
+export const quotaExceeded = (limit: number, plan: Plan, calls: number, now: number) =>
+  new QuotaExceeded({
+    message: `${calls > 1 ? `These ${calls} calls do not fit in the` : "Daily"} quota of ${limit} calls for plan ${plan}${calls > 1 ? "" : " is used up"}; it resets at the next UTC midnight (${
+      new Date(nextUtcMidnight(now)).toISOString()
+    }).`,
+    retryAfterSeconds: secondsToReset(now)
+  })
+
 const makeService = Effect.gen(function*() {
   const config = yield* GatewayConfig
   const usage = yield* UsageStore
 
   const limitOf = (plan: Plan, karma: number) => dailyLimit(config.planLimits[plan], karma)
 
-  const stateOf = (avatar: AvatarRecord, used: number, now: number): QuotaState => {
-    const limit = limitOf(avatar.plan, avatar.karmaTotal)
-    return {
-      plan: avatar.plan,
-      multiplier: karmaMultiplier(avatar.karmaTotal),
-      limit,
-      used,
-      remaining: Math.max(0, limit - used),
-      reset: Math.floor(nextUtcMidnight(now) / 1000)
-    }
-  }
+  const stateOf = (avatar: AvatarRecord, used: number, now: number): QuotaState =>
+    quotaState(avatar, limitOf(avatar.plan, avatar.karmaTotal), used, now)
 
   return {
     limitOf,
@@ -70,15 +80,7 @@ const makeService = Effect.gen(function*() {
         return Effect.flatMap(usage.admit(avatar.id, utcDay(now), limit, calls), (used) =>
           Option.match(used, {
             onSome: (n) => Effect.succeed(stateOf(avatar, n, now)),
-            onNone: () =>
-              Effect.fail(
-                new QuotaExceeded({
-                  message: `${calls > 1 ? `These ${calls} calls do not fit in the` : "Daily"} quota of ${limit} calls for plan ${avatar.plan}${calls > 1 ? "" : " is used up"}; it resets at the next UTC midnight (${
-                    new Date(nextUtcMidnight(now)).toISOString()
-                  }).`,
-                  retryAfterSeconds: secondsToReset(now)
-                })
-              )
+            onNone: () => Effect.fail(quotaExceeded(limit, avatar.plan, calls, now))
           }))
       })
   }

@@ -108,46 +108,50 @@ const makeService = Effect.gen(function*() {
 
   /** Candidates in the order to try them; at least one, or a clear error. */
   const targets = (needs: ChatNeeds): Effect.Effect<ReadonlyArray<Target>, NotFound | Forbidden | Unprocessable> =>
-    Effect.suspend((): Effect.Effect<ReadonlyArray<Target>, NotFound | Forbidden | Unprocessable> => {
-      const preference = needs.preference ?? preferenceOf(needs.plan)
-      if (!isAuto(needs.model)) {
-        const model = catalog.model(needs.model)
-        if (Option.isNone(model)) return Effect.fail(new NotFound({ message: `Unknown model ${needs.model}. See GET /v1/models.` }))
-        if (!isAuto(needs.provider) && model.value.provider !== needs.provider) {
-          if (Option.isNone(catalog.provider(needs.provider))) {
-            return Effect.fail(new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` }))
-          }
-          return Effect.fail(new NotFound({ message: `Provider ${needs.provider} has no model ${needs.model}; it is offered by ${model.value.provider}.` }))
-        }
-        const provider = Option.getOrThrow(catalog.provider(model.value.provider))
-        const problem = providerProblem(provider, needs.plan, needs.kind ?? "chat") ?? modelProblem(model.value, needs)
-        return problem ? Effect.fail(problem) : Effect.succeed([targetOf(model.value)])
-      }
-      if (!isAuto(needs.provider)) {
-        const provider = catalog.provider(needs.provider)
-        if (Option.isNone(provider)) return Effect.fail(new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` }))
-        const problem = providerProblem(provider.value, needs.plan, needs.kind ?? "chat")
-        if (problem) return Effect.fail(problem)
-        const models = catalog.modelsOf(provider.value.id).filter((m) => !modelProblem(m, needs))
-        if (models.length === 0) {
-          return Effect.fail(new Unprocessable({ message: `Provider ${provider.value.id} has no catalogued ${needs.kind ?? "chat"} model that fits this request on plan ${needs.plan}.` }))
-        }
-        return Effect.succeed(rank(models, preference).map(targetOf))
-      }
-      const candidates = rank(catalog.models.filter((m) => usable(m, needs)), preference)
-      if (candidates.length === 0) {
-        const kind = needs.kind ?? "chat"
-        const configured = catalog.providers.filter((p) => p.configured && kinds[kind].hasAdapter(p) && p.capabilities.includes(kind))
-        return Effect.fail(
-          new Unprocessable({
-            message: configured.length === 0
-              ? `No ${kinds[kind].label} provider is configured: set a provider key such as OPENAI_API_KEY or GOOGLE_API_KEY.`
-              : `No configured provider can serve this request on plan ${needs.plan} (configured: ${configured.map((p) => p.id).join(", ")}; check plan, tools and context size).`
-          })
-        )
-      }
-      return Effect.succeed(candidates.map(targetOf))
+    Effect.suspend(() => {
+      const found = targetsNow(needs)
+      return Array.isArray(found) ? Effect.succeed(found) : Effect.fail(found as NotFound | Forbidden | Unprocessable)
     })
+
+  /** `targets`, synchronously: the candidates or the error. */
+  const targetsNow = (needs: ChatNeeds): ReadonlyArray<Target> | NotFound | Forbidden | Unprocessable => {
+    const preference = needs.preference ?? preferenceOf(needs.plan)
+    if (!isAuto(needs.model)) {
+      const model = catalog.model(needs.model)
+      if (Option.isNone(model)) return new NotFound({ message: `Unknown model ${needs.model}. See GET /v1/models.` })
+      if (!isAuto(needs.provider) && model.value.provider !== needs.provider) {
+        if (Option.isNone(catalog.provider(needs.provider))) {
+          return new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` })
+        }
+        return new NotFound({ message: `Provider ${needs.provider} has no model ${needs.model}; it is offered by ${model.value.provider}.` })
+      }
+      const provider = Option.getOrThrow(catalog.provider(model.value.provider))
+      const problem = providerProblem(provider, needs.plan, needs.kind ?? "chat") ?? modelProblem(model.value, needs)
+      return problem ?? [targetOf(model.value)]
+    }
+    if (!isAuto(needs.provider)) {
+      const provider = catalog.provider(needs.provider)
+      if (Option.isNone(provider)) return new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` })
+      const problem = providerProblem(provider.value, needs.plan, needs.kind ?? "chat")
+      if (problem) return problem
+      const models = catalog.modelsOf(provider.value.id).filter((m) => !modelProblem(m, needs))
+      if (models.length === 0) {
+        return new Unprocessable({ message: `Provider ${provider.value.id} has no catalogued ${needs.kind ?? "chat"} model that fits this request on plan ${needs.plan}.` })
+      }
+      return rank(models, preference).map(targetOf)
+    }
+    const candidates = rank(catalog.models.filter((m) => usable(m, needs)), preference)
+    if (candidates.length === 0) {
+      const kind = needs.kind ?? "chat"
+      const configured = catalog.providers.filter((p) => p.configured && kinds[kind].hasAdapter(p) && p.capabilities.includes(kind))
+      return new Unprocessable({
+      message: configured.length === 0
+        ? `No ${kinds[kind].label} provider is configured: set a provider key such as OPENAI_API_KEY or GOOGLE_API_KEY.`
+        : `No configured provider can serve this request on plan ${needs.plan} (configured: ${configured.map((p) => p.id).join(", ")}; check plan, tools and context size).`
+    })
+    }
+    return candidates.map(targetOf)
+  }
 
   /**
    * The provider for a non-chat capability served by dedicated clients (`supported`: the
@@ -204,7 +208,7 @@ const makeService = Effect.gen(function*() {
       }
     })
 
-  return { targets, providerFor, firstSuccess }
+  return { targets, targetsNow, providerFor, firstSuccess }
 })
 
 export class Routing extends Context.Tag("aigw/Routing")<Routing, Effect.Effect.Success<typeof makeService>>() {}

@@ -84,36 +84,41 @@ export const ToolResultBody = Schema.Struct({
 type WireMessage = typeof ToolResultBody.Type["messages"][number]
 
 /** Wire messages -> chat messages; checks that tool results answer earlier tool calls. */
+export const chatMessagesOf = (wire: ReadonlyArray<WireMessage>): Array<ChatMessage> | BadRequest => {
+  const calls = new Set<string>()
+  const out: Array<ChatMessage> = []
+  for (const [i, m] of wire.entries()) {
+    const toolCalls = (m.toolCalls ?? m.tool_calls ?? []).map((c) => ({
+      id: c.id,
+      name: c.function?.name ?? c.name ?? "",
+      arguments: c.function?.arguments ?? c.arguments ?? "{}"
+    }))
+    if (toolCalls.some((c) => c.name === "")) return new BadRequest({ message: `messages.${i}: every tool call needs a function name` })
+    if (toolCalls.length > 0 && m.role !== "assistant") {
+      return new BadRequest({ message: `messages.${i}: only assistant messages carry tool calls` })
+    }
+    for (const c of toolCalls) calls.add(c.id)
+    const toolCallId = m.toolCallId ?? m.tool_call_id
+    if (m.role === "tool") {
+      if (!toolCallId) return new BadRequest({ message: `messages.${i}: a tool message needs toolCallId (or tool_call_id)` })
+      if (!calls.has(toolCallId)) {
+        return new BadRequest({ message: `messages.${i}: toolCallId ${toolCallId} answers no earlier assistant tool call` })
+      }
+    }
+    out.push({
+      role: m.role as ChatMessage["role"],
+      content: m.content ?? "",
+      ...(toolCalls.length > 0 ? { toolCalls } : {}),
+      ...(m.role === "tool" ? { toolCallId, ...(m.name ? { name: m.name } : {}) } : {})
+    })
+  }
+  return out
+}
+
 export const toChatMessages = (wire: ReadonlyArray<WireMessage>): Effect.Effect<Array<ChatMessage>, BadRequest> =>
   Effect.suspend(() => {
-    const calls = new Set<string>()
-    const out: Array<ChatMessage> = []
-    for (const [i, m] of wire.entries()) {
-      const toolCalls = (m.toolCalls ?? m.tool_calls ?? []).map((c) => ({
-        id: c.id,
-        name: c.function?.name ?? c.name ?? "",
-        arguments: c.function?.arguments ?? c.arguments ?? "{}"
-      }))
-      if (toolCalls.some((c) => c.name === "")) return Effect.fail(new BadRequest({ message: `messages.${i}: every tool call needs a function name` }))
-      if (toolCalls.length > 0 && m.role !== "assistant") {
-        return Effect.fail(new BadRequest({ message: `messages.${i}: only assistant messages carry tool calls` }))
-      }
-      for (const c of toolCalls) calls.add(c.id)
-      const toolCallId = m.toolCallId ?? m.tool_call_id
-      if (m.role === "tool") {
-        if (!toolCallId) return Effect.fail(new BadRequest({ message: `messages.${i}: a tool message needs toolCallId (or tool_call_id)` }))
-        if (!calls.has(toolCallId)) {
-          return Effect.fail(new BadRequest({ message: `messages.${i}: toolCallId ${toolCallId} answers no earlier assistant tool call` }))
-        }
-      }
-      out.push({
-        role: m.role as ChatMessage["role"],
-        content: m.content ?? "",
-        ...(toolCalls.length > 0 ? { toolCalls } : {}),
-        ...(m.role === "tool" ? { toolCallId, ...(m.name ? { name: m.name } : {}) } : {})
-      })
-    }
-    return Effect.succeed(out)
+    const messages = chatMessagesOf(wire)
+    return messages instanceof BadRequest ? Effect.fail(messages) : Effect.succeed(messages)
   })
 
 export const toInput = (body: typeof ToolResultBody.Type, messages: ReadonlyArray<ChatMessage>): CompletionInput => ({

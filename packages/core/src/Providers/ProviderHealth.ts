@@ -24,21 +24,24 @@ const makeService = Effect.sync(() => {
     if (!s) states.set(id, (s = { consecutiveFailures: 0, openedAt: null, lastOutcomeAt: 0, recent: [] }))
     return s
   }
+  const recordNow = (providerId: string, ok: boolean) => {
+    const s = stateOf(providerId)
+    const now = Date.now()
+    s.lastOutcomeAt = now
+    s.recent.push(ok)
+    if (s.recent.length > 20) s.recent.shift()
+    if (ok) {
+      s.consecutiveFailures = 0
+      s.openedAt = null
+    } else {
+      s.consecutiveFailures += 1
+      if (s.consecutiveFailures >= FAILURE_THRESHOLD) s.openedAt = now
+    }
+  }
   return {
-    record: (providerId: string, ok: boolean) =>
-      Effect.sync(() => {
-        const s = stateOf(providerId)
-        const now = Date.now()
-        s.lastOutcomeAt = now
-        s.recent = [...s.recent, ok].slice(-20)
-        if (ok) {
-          s.consecutiveFailures = 0
-          s.openedAt = null
-        } else {
-          s.consecutiveFailures += 1
-          if (s.consecutiveFailures >= FAILURE_THRESHOLD) s.openedAt = now
-        }
-      }),
+    record: (providerId: string, ok: boolean) => Effect.sync(() => recordNow(providerId, ok)),
+    /** `record`, outside Effect. */
+    recordNow,
     /** False while the circuit is open; true again once the cool-down passed (half-open). */
     isAvailable: (providerId: string, now = Date.now()) => {
       const s = states.get(providerId)
