@@ -6,7 +6,7 @@
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ConfigFile, HttpApp, Layers, Mcp } from "@aigw/core"
+import { ConfigFile, FastLane, HttpApp, Layers, Mcp } from "@aigw/core"
 import { Config, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 
@@ -14,7 +14,9 @@ const ServerLive = Layer.unwrapEffect(
   Effect.gen(function*() {
     const port = yield* Config.integer("PORT").pipe(Config.withDefault(8787))
     const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
-    return NodeHttpServer.layer(createServer, { port, host })
+    // Metered OpenAI chat calls with an API key take the fast lane (FastLane.ts); the rest the Effect app.
+    const lane = yield* FastLane.make
+    return NodeHttpServer.layer(() => FastLane.attach(createServer(), lane), { port, host })
   })
 )
 

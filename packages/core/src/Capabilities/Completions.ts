@@ -39,6 +39,12 @@ export interface CompletionInput {
 
 export type { CompletionResult, StreamChunk, UsageReport } from "./ChatCalls.ts"
 
+interface PlannedCall {
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly targets: ReadonlyArray<Target>
+  readonly request: (target: Target) => ChatRequest
+}
+
 /** The system block `injectAvatarContext` prepends. */
 export const avatarContext = (avatar: AvatarRecord) =>
   `Context about the user (avatar): username ${avatar.username}${avatar.title ? `, title "${avatar.title}"` : ""}; karma ${avatar.karmaTotal} (quota multiplier ${
@@ -79,24 +85,46 @@ const makeService = Effect.gen(function*() {
         }
         if (input.useFAHRN) messages = withSystemBlock(messages, planBlock(taskType))
       }
-      const targets = yield* routing.targets({
-        provider: input.provider,
-        model: input.model,
-        plan: avatar.plan as Plan,
-        needsTools: (input.tools?.length ?? 0) > 0,
-        contextTokens: roughPromptTokens(messages) + (input.maxTokens ?? 0),
-        maxTokens: input.maxTokens,
-        preference: input.routing?.preference
-      })
-      const request = (t: Target): ChatRequest => ({
-        model: t.model.id,
-        messages,
-        tools: input.tools,
-        temperature: input.temperature,
-        maxTokens: input.maxTokens
-      })
-      return { messages, targets: input.routing?.fallback === false ? targets.slice(0, 1) : targets, request }
+      return yield* routed(avatar, input, messages)
     })
+
+  /** Routing targets and the per-target request for the final messages. */
+  const routed = (avatar: AvatarRecord, input: CompletionInput, messages: ReadonlyArray<ChatMessage>) =>
+    Effect.suspend(() => {
+      const planned = plan(avatar, input, messages)
+      return Array.isArray(planned.targets)
+        ? Effect.succeed(planned as PlannedCall)
+        : Effect.fail(planned.targets as Exclude<typeof planned.targets, ReadonlyArray<Target>>)
+    })
+
+  /**
+   * `prepare` without the Effect-only steps (avatar context, FAHRN, braid), synchronously: the
+   * targets (or the routing error) and the request for each. The HTTP fast lane uses it for calls
+   * that ask for none of those steps.
+   */
+  const plan = (avatar: AvatarRecord, input: CompletionInput, messages: ReadonlyArray<ChatMessage>) => {
+    const targets = routing.targetsNow({
+      provider: input.provider,
+      model: input.model,
+      plan: avatar.plan as Plan,
+      needsTools: (input.tools?.length ?? 0) > 0,
+      contextTokens: roughPromptTokens(messages) + (input.maxTokens ?? 0),
+      maxTokens: input.maxTokens,
+      preference: input.routing?.preference
+    })
+    const request = (t: Target): ChatRequest => ({
+      model: t.model.id,
+      messages,
+      tools: input.tools,
+      temperature: input.temperature,
+      maxTokens: input.maxTokens
+    })
+    return {
+      messages,
+      targets: Array.isArray(targets) && input.routing?.fallback === false ? targets.slice(0, 1) : targets,
+      request
+    }
+  }
 
   const record = (avatar: AvatarRecord, t: Target, report: UsageReport, latencyMs: number, ok: boolean) =>
     usage.record({
@@ -159,7 +187,7 @@ const makeService = Effect.gen(function*() {
       )
     })
 
-  return { complete, stream }
+  return { complete, stream, plan }
 })
 
 export class Completions extends Context.Tag("aigw/Completions")<Completions, Effect.Effect.Success<typeof makeService>>() {}

@@ -8,7 +8,7 @@ import { type CompletionResult, Completions, type StreamChunk } from "../Capabil
 import { Catalog } from "../Catalog/Catalog.ts"
 import { BadRequest } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { type CompleteBody, openStream, sseFrame, toChatMessages, toInput, ToolResultBody } from "./CompletionRoutes.ts"
+import { chatMessagesOf, openStream, sseFrame, toInput, ToolResultBody } from "./CompletionRoutes.ts"
 import { authed } from "./Route.ts"
 
 const tag = "OpenAI-compatible"
@@ -44,35 +44,51 @@ export const ChatCompletionBody = Schema.Struct({
 })
 type ChatCompletionBody = typeof ChatCompletionBody.Type
 
-const textOf = (content: typeof OpenAiContent.Type | undefined): Effect.Effect<string, BadRequest> => {
-  if (content === undefined || content === null) return Effect.succeed("")
-  if (typeof content === "string") return Effect.succeed(content)
+const textOf = (content: typeof OpenAiContent.Type | undefined): string | BadRequest => {
+  if (content === undefined || content === null) return ""
+  if (typeof content === "string") return content
   const unsupported = content.find((p) => p.type !== "text")
-  if (unsupported) return Effect.fail(new BadRequest({ message: `content parts of type ${unsupported.type} are not supported; send text` }))
-  return Effect.succeed(content.map((p) => (p as { text: string }).text).join(""))
+  if (unsupported) return new BadRequest({ message: `content parts of type ${unsupported.type} are not supported; send text` })
+  return content.map((p) => (p as { text: string }).text).join("")
 }
 
+const decodeToolResultBody = Schema.decodeUnknownEither(ToolResultBody, { errors: "all" })
+
 /** OpenAI request -> the gateway's completion body (validated by the same schema). */
-const toGatewayBody = (body: ChatCompletionBody) =>
-  Effect.gen(function*() {
-    const messages = yield* Effect.forEach(body.messages, (m) =>
-      Effect.map(textOf(m.content), (content) => ({
-        role: m.role === "developer" ? "system" : m.role,
-        content,
-        ...(m.tool_calls ? { tool_calls: m.tool_calls } : {}),
-        ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
-        ...(m.name ? { name: m.name } : {})
-      })))
-    const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined
-    return yield* Schema.decodeUnknown(ToolResultBody, { errors: "all" })({
-      messages,
-      provider: body.provider ?? "auto",
-      model: body.model,
-      ...(body.tools ? { tools: body.tools } : {}),
-      ...(body.temperature !== undefined && body.temperature !== null ? { temperature: body.temperature } : {}),
-      ...(maxTokens !== undefined ? { maxTokens } : {})
-    }).pipe(Effect.mapError((e) => new BadRequest({ message: `Invalid request: ${e.message.split("\n").slice(-1)[0]}` })))
+export const gatewayBodyOf = (body: ChatCompletionBody): typeof ToolResultBody.Type | BadRequest => {
+  const messages: Array<Record<string, unknown>> = []
+  for (const m of body.messages) {
+    const content = textOf(m.content)
+    if (content instanceof BadRequest) return content
+    messages.push({
+      role: m.role === "developer" ? "system" : m.role,
+      content,
+      ...(m.tool_calls ? { tool_calls: m.tool_calls } : {}),
+      ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
+      ...(m.name ? { name: m.name } : {})
+    })
+  }
+  const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined
+  const decoded = decodeToolResultBody({
+    messages,
+    provider: body.provider ?? "auto",
+    model: body.model,
+    ...(body.tools ? { tools: body.tools } : {}),
+    ...(body.temperature !== undefined && body.temperature !== null ? { temperature: body.temperature } : {}),
+    ...(maxTokens !== undefined ? { maxTokens } : {})
   })
+  return decoded._tag === "Right"
+    ? decoded.right
+    : new BadRequest({ message: `Invalid request: ${decoded.left.message.split("\n").slice(-1)[0]}` })
+}
+
+/** The chat call's input: gateway body, then checked messages. */
+export const chatInputOf = (body: ChatCompletionBody) => {
+  const gatewayBody = gatewayBodyOf(body)
+  if (gatewayBody instanceof BadRequest) return gatewayBody
+  const messages = chatMessagesOf(gatewayBody.messages)
+  return messages instanceof BadRequest ? messages : toInput(gatewayBody, messages)
+}
 
 const wireCalls = (calls: CompletionResult["toolCalls"]) =>
   calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } }))
@@ -98,7 +114,7 @@ export const toChatCompletion = (id: string, r: CompletionResult) => ({
 })
 
 /** Gateway chunks -> chat.completion.chunk objects (role first, usage chunk when asked, errors as `error`). */
-const toChunks = (id: string, model: string, includeUsage: boolean) => {
+export const toChunks = (id: string, model: string, includeUsage: boolean) => {
   const created = Math.floor(Date.now() / 1000)
   const base = { id, object: "chat.completion.chunk", created, model }
   let first = true
@@ -140,13 +156,15 @@ const toChunks = (id: string, model: string, includeUsage: boolean) => {
 
 const encoder = new TextEncoder()
 
+/** A fresh completion id in OpenAI's format. */
+export const completionId = () => `chatcmpl-${crypto.randomUUID().replace(/-/g, "")}`
+
 const chat = (avatar: AvatarRecord, body: ChatCompletionBody) =>
   Effect.gen(function*() {
-    const gatewayBody: typeof CompleteBody.Type = yield* toGatewayBody(body)
-    const messages = yield* toChatMessages(gatewayBody.messages)
-    const input = toInput(gatewayBody, messages)
+    const input = chatInputOf(body)
+    if (input instanceof BadRequest) return yield* Effect.fail(input)
     const completions = yield* Completions
-    const id = `chatcmpl-${crypto.randomUUID().replace(/-/g, "")}`
+    const id = completionId()
     if (!body.stream) return toChatCompletion(id, yield* completions.complete(avatar, input))
     const convert = toChunks(id, body.model, body.stream_options?.include_usage === true)
     return yield* openStream(

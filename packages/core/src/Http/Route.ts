@@ -113,6 +113,29 @@ const decode = <A>(schema: Schema.Schema<A, any, never>, value: unknown, what: s
     Effect.mapError((e) => new BadRequest({ message: `Invalid ${what}: ${describeParseError(e)}` }))
   )
 
+/** `decode` of a synchronous schema outside Effect: the value, or the same 400 error. */
+export const decoderNow = <A>(schema: Schema.Schema<A, any, never>, what: string) => {
+  const run = Schema.decodeUnknownEither(schema, parseOptions)
+  return (value: unknown): A | BadRequest => {
+    const result = run(value)
+    return result._tag === "Right" ? result.right : new BadRequest({ message: `Invalid ${what}: ${describeParseError(result.left)}` })
+  }
+}
+
+/** The 413 error of a body above `maxBodyBytes`. */
+export const tooLargeError = (maxBodyBytes: number) =>
+  new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
+
+/** A JSON body's text -> value, or the 400 error of an empty or malformed body. */
+export const parseJsonBody = (text: string): unknown | BadRequest => {
+  if (text.trim() === "") return new BadRequest({ message: "Request body is required (JSON)." })
+  try {
+    return JSON.parse(text) as unknown
+  } catch (e) {
+    return new BadRequest({ message: `Malformed JSON body: ${(e as Error).message}` })
+  }
+}
+
 /**
  * Reads the body with `read` within the configured size limit: a declared or actual size above
  * it is a 413 envelope (the error is built only when needed: it captures a stack trace).
@@ -124,7 +147,7 @@ const readBounded = <A>(
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const { maxBodyBytes } = yield* GatewayConfig
-    const tooLarge = () => new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
+    const tooLarge = () => tooLargeError(maxBodyBytes)
     if (Number(request.headers["content-length"] ?? "0") > maxBodyBytes) return yield* Effect.fail(tooLarge())
     const body = yield* read(request).pipe(
       Effect.provideService(HttpServerRequest.MaxBodySize, Option.some(maxBodyBytes as any)),
@@ -137,11 +160,8 @@ const readBounded = <A>(
 /** Reads and parses a JSON body within the configured size limit. */
 export const readJson = Effect.gen(function*() {
   const text = yield* readBounded((r) => r.text, (t) => Buffer.byteLength(t))
-  if (text.trim() === "") return yield* Effect.fail(new BadRequest({ message: "Request body is required (JSON)." }))
-  return yield* Effect.try({
-    try: () => JSON.parse(text) as unknown,
-    catch: (e) => new BadRequest({ message: `Malformed JSON body: ${(e as Error).message}` })
-  })
+  const parsed = parseJsonBody(text)
+  return parsed instanceof BadRequest ? yield* Effect.fail(parsed) : parsed
 })
 
 /**
@@ -175,20 +195,26 @@ const openAiErrorType: Partial<Record<GatewayError["_tag"], string>> = {
   UpstreamTimeout: "api_error"
 }
 
-const errorBody = (kind: Envelope, error: { readonly _tag: string; readonly message: string }) =>
+export const errorBody = (kind: Envelope, error: { readonly _tag: string; readonly message: string }) =>
   kind === "openai"
     ? { error: { message: error.message, type: openAiErrorType[error._tag as GatewayError["_tag"]] ?? "invalid_request_error", code: error._tag } }
     : failureOf(kind === "none" ? "gateway" : kind, error.message)
 
-/** Turns a typed failure into the envelope response of the route's API. */
-export const errorResponse = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
+/** A typed failure as the status, envelope body and headers of the route's API. */
+export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
   let status = statusOf(error)
   // The avatar API answers business rejections with 200 + isError, as its spec describes.
   if (kind === "avatar" && (error._tag === "Rejected" || error._tag === "Conflict")) status = 200
   const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests"
     ? { "retry-after": String(error.retryAfterSeconds) }
     : {}
-  return json(status, errorBody(kind, error), { ...headers, ...extra })
+  return { status, body: errorBody(kind, error), headers: { ...headers, ...extra } }
+}
+
+/** Turns a typed failure into the envelope response of the route's API. */
+export const errorResponse = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
+  const { body, headers: all, status } = errorParts(kind, error, headers)
+  return json(status, body, all)
 }
 
 /** The last resort: log the cause, answer a generic 500 envelope. */

@@ -1,0 +1,186 @@
+/**
+ * The fast lane (API-key calls of POST /openai/v1/chat/completions, Http/FastLane.ts) answers
+ * exactly as the Effect route does (the same request with the avatar's JWT): status, envelope,
+ * rate-limit headers, answer and chunk shapes, for successes and for every kind of failure.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
+import { call, type RunningServer, startServer } from "./support/server.ts"
+
+const PATH = "/openai/v1/chat/completions"
+const hi = [{ role: "user", content: "Hello" }]
+const rateLimitHeaders = ["x-ratelimit-limit", "x-ratelimit-plan", "x-karma-multiplier"]
+
+/** Ids and timestamps differ per call; everything else must not. */
+const normal = (body: any): any =>
+  JSON.parse(JSON.stringify(body), (key, value) => (key === "id" && typeof value === "string" && value.startsWith("chatcmpl-") ? "chatcmpl-X" : key === "created" ? 0 : value))
+
+const sseChunks = (text: string) =>
+  text.split("\n\n").filter((b) => b.startsWith("data: ")).map((b) => b.slice(6)).map((d) => (d === "[DONE]" ? d : normal(JSON.parse(d))))
+
+describe("fast lane", () => {
+  let server: RunningServer
+  let openai: MockUpstream
+  let user: TestAvatar
+  let bronze: TestAvatar
+
+  /** The same request through the Effect route (JWT) and the fast lane (API key). */
+  const both = async (who: TestAvatar, init: { body?: unknown; raw?: string; headers?: Record<string, string> }) => {
+    const viaRoute = await call(server.url, "POST", PATH, { ...init, token: who.token })
+    const viaLane = await call(server.url, "POST", PATH, { ...init, apiKey: who.apiKey })
+    return { viaRoute, viaLane }
+  }
+
+  const expectSame = (a: Awaited<ReturnType<typeof call>>, b: Awaited<ReturnType<typeof call>>) => {
+    expect(b.status).toBe(a.status)
+    expect(b.headers.get("content-type")).toBe(a.headers.get("content-type"))
+    for (const h of [...rateLimitHeaders, "retry-after"]) expect([h, b.headers.get(h)]).toEqual([h, a.headers.get(h)])
+    expect(b.headers.has("x-ratelimit-remaining")).toBe(a.headers.has("x-ratelimit-remaining"))
+    expect(typeof b.body === "string" ? sseChunks(b.body) : normal(b.body)).toEqual(typeof a.body === "string" ? sseChunks(a.body) : normal(a.body))
+  }
+
+  beforeAll(async () => {
+    openai = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 1 })
+    server = await startServer({
+      ...adminEnv,
+      OPENAI_API_KEY: "sk-openai",
+      OPENAI_BASE_URL: openai.url,
+      AIGW_MAX_BODY_BYTES: "20000",
+      AIGW_PLAN_LIMITS: JSON.stringify({ Free: 1000, Bronze: 4 })
+    })
+    ;[user, bronze] = await Promise.all([signUp(server, "lane"), signUp(server, "lanebronze")])
+    const admin = await adminToken(server)
+    const plan = await call(server.url, "PUT", `/v1/admin/avatars/${bronze.id}/plan`, { token: admin, body: { plan: "Bronze" } })
+    expect(plan.status).toBe(200)
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await openai?.close()
+  })
+
+  it("answers a completion like the route, and counts it", async () => {
+    openai.setScenario({ kind: "text", text: "Hello from OpenAI", usage: { prompt: 12, completion: 4 } })
+    const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+    const { viaLane, viaRoute } = await both(user, { body: { model: "gpt-4o-mini", messages: hi, max_tokens: 50 } })
+    expect(viaLane.status).toBe(200)
+    expect(viaLane.body.choices[0].message.content).toBe("Hello from OpenAI")
+    expect(viaLane.body.usage).toEqual({ prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 })
+    expectSame(viaRoute, viaLane)
+    expect(Number(viaLane.headers.get("x-ratelimit-remaining"))).toBe(Number(viaRoute.headers.get("x-ratelimit-remaining")) - 1)
+    const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+    expect(after.dailyCallsUsed - before.dailyCallsUsed).toBe(2)
+    expect(after.dailyTokensUsed - before.dailyTokensUsed).toBe(32)
+    // The upstream got the same request both times.
+    const [first, second] = openai.requests.slice(-2)
+    expect(second!.body).toEqual(first!.body)
+  })
+
+  it("streams like the route: role first, content, finish, usage chunk, [DONE]", async () => {
+    openai.setScenario({ kind: "text", text: "one two three", usage: { prompt: 5, completion: 3 } })
+    const body = { model: "gpt-4o-mini", messages: hi, stream: true, stream_options: { include_usage: true } }
+    const { viaLane, viaRoute } = await both(user, { body })
+    expect(viaLane.status).toBe(200)
+    expect(viaLane.headers.get("content-type")).toContain("text/event-stream")
+    const chunks = sseChunks(viaLane.body)
+    expect(chunks.at(-1)).toBe("[DONE]")
+    expect(chunks.at(-2).usage).toEqual({ prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 })
+    expectSame(viaRoute, viaLane)
+  })
+
+  it("streams tool-call deltas like the route", async () => {
+    openai.setScenario({ kind: "tool", name: "get_weather", arguments: { city: "Oslo" }, id: "call_fixed" })
+    const tools = [{ type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } } }]
+    const { viaLane, viaRoute } = await both(user, { body: { model: "gpt-4o-mini", messages: hi, tools, stream: true } })
+    expect(viaLane.body).toContain("get_weather")
+    expectSame(viaRoute, viaLane)
+    const plain = await both(user, { body: { model: "gpt-4o-mini", messages: hi, tools } })
+    expect(plain.viaLane.body.choices[0].message.tool_calls[0].function.name).toBe("get_weather")
+    expectSame(plain.viaRoute, plain.viaLane)
+  })
+
+  it("refuses bad input like the route (400, 413), without counting it", async () => {
+    const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+    const cases: Array<{ body?: unknown; raw?: string }> = [
+      { raw: "{\"model\": \"gpt-4o-mini\", \"messages\": [" },
+      { raw: "" },
+      { raw: "[1, 2]" },
+      { body: { model: "gpt-4o-mini", messages: [] } },
+      { body: { model: 42, messages: hi } },
+      { body: { model: "gpt-4o-mini", messages: [{ role: "wizard", content: "x" }] } },
+      { body: { model: "gpt-4o-mini", messages: hi, temperature: "hot" } },
+      { raw: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "x".repeat(30_000) }] }) }
+    ]
+    for (const c of cases) {
+      const { viaLane, viaRoute } = await both(user, c)
+      expect([400, 413]).toContain(viaLane.status)
+      expect(viaLane.body.error.message).toBeTruthy()
+      expectSame(viaRoute, viaLane)
+    }
+    const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+    expect(after).toBe(before)
+  })
+
+  it("refuses what routing or the upstream refuses like the route (400, 404, 422, 502), with rate-limit headers", async () => {
+    const cases = [
+      { model: "no-such-model", messages: hi },
+      { model: "gpt-4o-mini", provider: "anthropic", messages: hi },
+      { model: "gpt-4o-mini", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] },
+      { model: "gpt-4o-mini", messages: [{ role: "tool", tool_call_id: "nope", content: "42" }] },
+      { model: "gpt-4o-mini", messages: hi, max_tokens: 10_000_000 }
+    ]
+    for (const body of cases) {
+      const { viaLane, viaRoute } = await both(user, { body })
+      expect(viaLane.status).toBeGreaterThanOrEqual(400)
+      expect(viaLane.headers.get("x-ratelimit-limit")).toBe("1000")
+      expectSame(viaRoute, viaLane)
+    }
+    openai.setScenario({ kind: "error", status: 500, message: "upstream exploded" })
+    const failed = await both(user, { body: { model: "gpt-4o-mini", messages: hi } })
+    expect(failed.viaLane.status).toBe(502)
+    expect(failed.viaLane.body.error).toMatchObject({ type: "api_error", code: "UpstreamFailed" })
+    expectSame(failed.viaRoute, failed.viaLane)
+    openai.setScenario({ kind: "error", status: 400, message: "bad request upstream", midStream: true })
+    const broken = await both(user, { body: { model: "gpt-4o-mini", messages: hi, stream: true } })
+    expectSame(broken.viaRoute, broken.viaLane)
+  })
+
+  it("answers 429 with Retry-After at the plan's limit like the route", async () => {
+    openai.setScenario({ kind: "text", text: "ok" })
+    const first = await both(bronze, { body: { model: "gpt-4o-mini", messages: hi } })
+    expect([first.viaRoute.status, first.viaLane.status]).toEqual([200, 200])
+    const second = await both(bronze, { body: { model: "gpt-4o-mini", messages: hi } })
+    expect([second.viaRoute.status, second.viaLane.status]).toEqual([200, 200])
+    const refused = await both(bronze, { body: { model: "gpt-4o-mini", messages: hi } })
+    expect(refused.viaLane.status).toBe(429)
+    expect(refused.viaLane.headers.get("x-ratelimit-remaining")).toBe("0")
+    expect(refused.viaLane.body.error).toMatchObject({ type: "rate_limit_error", code: "QuotaExceeded" })
+    expect(Math.abs(Number(refused.viaLane.headers.get("retry-after")) - Number(refused.viaRoute.headers.get("retry-after")))).toBeLessThanOrEqual(1)
+    const withoutRetryAfter = (r: typeof refused.viaLane) => {
+      const headers = new Headers(r.headers)
+      headers.delete("retry-after")
+      return { ...r, headers }
+    }
+    expectSame(withoutRetryAfter(refused.viaRoute), withoutRetryAfter(refused.viaLane))
+  })
+
+  it("refuses unknown and revoked keys with the route's 401, and leaves JWT and anonymous calls to the route", async () => {
+    const unknown = await call(server.url, "POST", PATH, { body: { model: "gpt-4o-mini", messages: hi }, apiKey: "aigw_unknown" })
+    expect(unknown.status).toBe(401)
+    expect(unknown.body.error).toMatchObject({ type: "authentication_error", code: "Unauthorized" })
+    const viaBearer = await call(server.url, "POST", PATH, { body: { model: "gpt-4o-mini", messages: hi }, headers: { authorization: "Bearer aigw_unknown" } })
+    expect(viaBearer.status).toBe(401)
+    expect(normal(viaBearer.body)).toEqual(normal(unknown.body))
+    const badJwt = await call(server.url, "POST", PATH, { body: { model: "gpt-4o-mini", messages: hi }, token: "not.a.jwt" })
+    expect(normal(badJwt.body)).toEqual(normal(unknown.body))
+    const anonymous = await call(server.url, "POST", PATH, { body: { model: "gpt-4o-mini", messages: hi } })
+    expect(anonymous.status).toBe(401)
+    const temp = await signUp(server, "lanerevoke")
+    const keys = await call(server.url, "GET", "/v1/keys", { token: temp.token })
+    const id = keys.body.result.find((k: any) => k.name === "test").id
+    expect((await call(server.url, "DELETE", `/v1/keys/${id}`, { token: temp.token })).status).toBe(200)
+    const revoked = await call(server.url, "POST", PATH, { body: { model: "gpt-4o-mini", messages: hi }, apiKey: temp.apiKey })
+    expect(revoked.status).toBe(401)
+    expect(normal(revoked.body)).toEqual(normal(unknown.body))
+  })
+})
