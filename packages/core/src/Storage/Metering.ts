@@ -106,6 +106,56 @@ const direct = (db: SqliteHandle, fallback: MeteringService): MeteringService =>
       return Promise.reject(e)
     }
   }
+
+  // Group commit: the writes (admissions, usage records) arriving in one turn of the event loop
+  // run in one transaction at its end. Each is still atomic and answered only once committed, an
+  // admission still sees every earlier one, and the WAL receives the pages of a batch once instead
+  // of once per call (fewer bytes, fewer checkpoints).
+  interface Write {
+    readonly run: () => unknown
+    readonly fallback: () => Promise<unknown>
+    readonly resolve: (a: any) => void
+    readonly reject: (e: unknown) => void
+  }
+  let queue: Array<Write> = []
+  const begin = prepared("BEGIN")
+  const commit = prepared("COMMIT")
+  const flush = () => {
+    const writes = queue
+    queue = []
+    if (db.inTransaction) {
+      // An Effect transaction holds the connection across a yield: queue behind it.
+      for (const w of writes) w.fallback().then(w.resolve, w.reject)
+      return
+    }
+    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = []
+    try {
+      begin().run()
+      for (const w of writes) {
+        try {
+          outcomes.push({ ok: true, value: w.run() })
+        } catch (error) {
+          outcomes.push({ ok: false, error })
+        }
+      }
+      commit().run()
+    } catch (error) {
+      if (db.inTransaction) db.exec("ROLLBACK")
+      for (const w of writes) w.reject(error)
+      return
+    }
+    writes.forEach((w, i) => {
+      const o = outcomes[i]!
+      if (o.ok) w.resolve(o.value)
+      else w.reject(o.error)
+    })
+  }
+  const write = <A>(run: () => A, fallback: () => Promise<A>): Promise<A> =>
+    new Promise<A>((resolve, reject) => {
+      if (queue.length === 0) setImmediate(flush)
+      queue.push({ run, fallback, resolve, reject })
+    })
+
   return {
     avatarOfKey: (hash) =>
       db.inTransaction ? fallback.avatarOfKey(hash) : now(() => {
@@ -115,14 +165,13 @@ const direct = (db: SqliteHandle, fallback: MeteringService): MeteringService =>
         return avatar.isActive ? avatar : undefined
       }),
     admit: (avatarId, day, limit, count) =>
-      db.inTransaction ? fallback.admit(avatarId, day, limit, count) : now(() => {
-        if (count > limit) return undefined
+      count > limit ? Promise.resolve(undefined) : write(() => {
         const row = admit().get(avatarId, day, count, limit) as { calls: unknown } | undefined
         return row === undefined ? undefined : num(row.calls)
-      }),
+      }, () => fallback.admit(avatarId, day, limit, count)),
     callsOn: (avatarId, day) =>
       db.inTransaction ? fallback.callsOn(avatarId, day) : now(() => num((callsOn().get(avatarId, day) as any)?.calls)),
-    record: (event) => (db.inTransaction ? fallback.record(event) : now(() => void record(event)))
+    record: (event) => write(() => void record(event), () => fallback.record(event))
   }
 }
 
