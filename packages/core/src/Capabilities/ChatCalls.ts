@@ -20,6 +20,7 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
 import { countMessages, countText } from "../Tokens.ts"
 import { Duration } from "effect"
+import type { Readable } from "node:stream"
 
 export interface UsageReport {
   readonly promptTokens: number
@@ -151,6 +152,22 @@ export interface ChatCall {
   readonly controller: AbortController
 }
 
+/** How long a finished stream's remaining bytes may take before its connection is dropped. */
+const DRAIN_MS = 5_000
+
+/**
+ * Lets a stream that is complete for us (its last event read) finish on the wire, so its
+ * keep-alive connection goes back to the pool instead of being closed (and re-opened for the next
+ * call); one that does not end soon is destroyed.
+ */
+export const release = (body: Readable) => {
+  if (body.readableEnded || body.destroyed) return
+  const timer = setTimeout(() => body.destroy(), DRAIN_MS)
+  body.once("end", () => clearTimeout(timer))
+  body.once("close", () => clearTimeout(timer))
+  body.resume()
+}
+
 const makeService = Effect.gen(function*() {
   const health = yield* ProviderHealth
   const metering = yield* Metering
@@ -253,8 +270,9 @@ const makeService = Effect.gen(function*() {
             clearTimeout(timer)
             body.off("data", onData)
             call.controller.signal.removeEventListener("abort", onAbort)
-            body.destroy()
             const aborted = call.controller.signal.aborted
+            if (error === undefined && !aborted) release(body)
+            else body.destroy()
             if (error !== undefined) health.recordNow(provider, false)
             run(account.report(call.messages))
               .then((r) =>

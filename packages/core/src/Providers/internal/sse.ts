@@ -30,17 +30,24 @@ export const makeSseParser = () => {
     if (field === "data") data.push(value)
     else if (field === "event") event = value
   }
+  // Lines are cut from `buffer` by index and the rest kept once per push: re-slicing the
+  // remainder after every line made a chunk of many events quadratic.
+  const lineEnd = /\r\n|\r|\n/g
   const drain = (final: boolean) => {
     const out: Array<SseEvent> = []
+    let start = 0
     for (;;) {
-      const match = /\r\n|\r|\n/.exec(buffer)
+      lineEnd.lastIndex = start
+      const match = lineEnd.exec(buffer)
       // A lone trailing CR may be the first half of CRLF: wait for more bytes.
       if (!match || (match[0] === "\r" && match.index === buffer.length - 1 && !final)) break
-      take(buffer.slice(0, match.index), out)
-      buffer = buffer.slice(match.index + match[0].length)
+      take(buffer.slice(start, match.index), out)
+      start = match.index + match[0].length
     }
+    buffer = start === 0 ? buffer : buffer.slice(start)
     if (final) {
       if (buffer !== "") take(buffer, out)
+      buffer = ""
       take("", out)
     }
     return out
