@@ -5,9 +5,9 @@
  *
  *  - argon2 stays external: its loader (node-gyp-build) finds the binary relative to argon2's own
  *    directory, so argon2.cjs, its two small dependencies and the two prebuilds are copied as files.
- *  - The SQLite driver is not shipped: `@effect/sql-sqlite-node` (imported statically by core's
- *    Database.ts) is replaced by a stub that throws if used; the handler refuses non-PostgreSQL
- *    DATABASE_URLs before any layer is built, so the stub is never reached.
+ *  - The SQLite driver is not shipped: `better-sqlite3` (imported statically by core's
+ *    Storage/Sql/Sqlite.ts) is replaced by a stub that throws if used; the handler refuses
+ *    non-PostgreSQL DATABASE_URLs before any layer is built, so the stub is never reached.
  *  - `pg-native` (an optional peer of pg, used only with `pg.native`) is left external and absent.
  *
  * Usage: node build.mjs [--sourcemap] [--no-minify] [--meta FILE]; prints the sizes.
@@ -29,11 +29,10 @@ const require = createRequire(path.join(here, "package.json"))
 const sqliteStub = {
   name: "no-sqlite",
   setup(build) {
-    build.onResolve({ filter: /^(@effect\/sql-sqlite-node|better-sqlite3)(\/.*)?$/ }, (args) => ({ path: args.path, namespace: "no-sqlite" }))
+    build.onResolve({ filter: /^better-sqlite3(\/.*)?$/ }, (args) => ({ path: args.path, namespace: "no-sqlite" }))
     build.onLoad({ filter: /.*/, namespace: "no-sqlite" }, (args) => ({
       contents: `
         const unavailable = () => { throw new Error("SQLite is not available in the aigw Lambda bundle (${args.path}); use a postgres:// DATABASE_URL") }
-        export const SqliteClient = { layer: unavailable, make: unavailable }
         export default unavailable
       `,
       loader: "js"

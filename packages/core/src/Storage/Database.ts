@@ -3,11 +3,11 @@
  * PostgreSQL, `sqlite:PATH` for SQLite. Applies migrations once the client is up.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { migrate } from "./Sql/Migrations.ts"
+import * as Postgres from "./Sql/Postgres.ts"
 import * as Sqlite from "./Sql/Sqlite.ts"
 
 export type DatabaseKind = "sqlite" | "pg"
@@ -20,11 +20,12 @@ export const kindOf = (url: string): DatabaseKind => {
 
 /**
  * The SqlClient for a URL, without migrations. On SQLite the context also holds the connection
- * as `Sqlite.SqliteDatabase` (used by the metered hot path, Storage/Metering.ts).
+ * as `Sqlite.SqliteDatabase`, on PostgreSQL the pool as `Postgres.PgPool` (both used by the metered
+ * hot path, Storage/Metering.ts).
  */
 export const layerClient = (url: string, options: { maxConnections?: number } = {}): Layer.Layer<SqlClient.SqlClient> => {
   if (kindOf(url) === "pg") {
-    return PgClient.layer({ url: Redacted.make(url), maxConnections: options.maxConnections ?? 10 }).pipe(Layer.orDie)
+    return Postgres.layer(url, options.maxConnections ?? 10).pipe(Layer.orDie)
   }
   const filename = url.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "")
   return Layer.unwrapEffect(

@@ -15,6 +15,7 @@ import { Context, Effect, Layer, Option, Runtime } from "effect"
 import { ApiKeyStore } from "./ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "./AvatarStore.ts"
 import { fromRow as avatarFromRow } from "./Sql/AvatarStore.ts"
+import { PgPool } from "./Sql/Postgres.ts"
 import { SqliteDatabase, type SqliteHandle } from "./Sql/Sqlite.ts"
 import { num } from "./Sql/util.ts"
 import { type UsageEvent, UsageStore } from "./UsageStore.ts"
@@ -29,6 +30,8 @@ export interface MeteringService {
   /** UsageStore.record. */
   readonly record: (event: UsageEvent) => Promise<void>
 }
+
+type PgPoolHandle = Context.Tag.Service<typeof PgPool>
 
 export class Metering extends Context.Tag("aigw/Metering")<Metering, MeteringService>() {}
 
@@ -175,12 +178,72 @@ const direct = (db: SqliteHandle, fallback: MeteringService): MeteringService =>
   }
 }
 
-/** Direct statements on SQLite (when the context holds its connection), the Effect stores otherwise. */
-export const layer = Layer.effect(
-  Metering,
-  Effect.gen(function*() {
-    const stores = yield* viaStores
-    const db = yield* Effect.serviceOption(SqliteDatabase)
-    return Option.isSome(db) ? direct(db.value, stores) : stores
-  })
-)
+/**
+ * The same statements on PostgreSQL, sent on the pool directly as named prepared statements
+ * (parsed and planned once per connection). Usage recording is the Effect store's single
+ * statement (a data-modifying CTE), so it is atomic on its own.
+ */
+const directPg = (pool: PgPoolHandle): MeteringService => {
+  const query = (name: string, text: string, values: Array<unknown>) => pool.query({ name, text, values }).then((r) => r.rows)
+  return {
+    avatarOfKey: (hash) =>
+      query(
+        "aigw_key_avatar",
+        "SELECT k.revoked_at AS k_revoked_at, a.* FROM api_keys k LEFT JOIN avatars a ON a.id = k.avatar_id WHERE k.hash = $1",
+        [hash]
+      ).then((rows: Array<any>) => {
+        const row = rows[0]
+        if (row === undefined || row.k_revoked_at !== null || row.id === null) return undefined
+        const avatar = avatarFromRow(row)
+        return avatar.isActive ? avatar : undefined
+      }),
+    admit: (avatarId, day, limit, count) =>
+      count > limit ? Promise.resolve(undefined) : query(
+        "aigw_admit",
+        `INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES ($1, $2, $3, 0, 0)
+         ON CONFLICT (avatar_id, day) DO UPDATE SET calls = daily_usage.calls + excluded.calls
+         WHERE daily_usage.calls + excluded.calls <= $4 RETURNING calls`,
+        [avatarId, day, count, limit]
+      ).then((rows: Array<any>) => (rows[0] === undefined ? undefined : num(rows[0].calls))),
+    callsOn: (avatarId, day) =>
+      query("aigw_calls_on", "SELECT calls FROM daily_usage WHERE avatar_id = $1 AND day = $2", [avatarId, day])
+        .then((rows: Array<any>) => num(rows[0]?.calls)),
+    record: (e) =>
+      query(
+        "aigw_record",
+        `WITH event AS (
+           INSERT INTO usage_events (id, avatar_id, day, provider, model, capability, prompt_tokens, completion_tokens, cost_usd, latency_ms, estimated, ok, at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13))
+         INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES ($2, $3, 0, $14, $9)
+         ON CONFLICT (avatar_id, day) DO UPDATE
+         SET tokens = daily_usage.tokens + excluded.tokens, spend_usd = daily_usage.spend_usd + excluded.spend_usd`,
+        [
+          crypto.randomUUID(),
+          e.avatarId,
+          e.day,
+          e.provider,
+          e.model,
+          e.capability,
+          e.promptTokens,
+          e.completionTokens,
+          e.costUSD,
+          Math.round(e.latencyMs),
+          e.estimated ? 1 : 0,
+          e.ok ? 1 : 0,
+          e.at,
+          e.promptTokens + e.completionTokens
+        ]
+      ).then(() => undefined)
+  }
+}
+
+/** Direct statements on SQLite and PostgreSQL (from the connection or pool in the context), the Effect stores otherwise. */
+export const make = Effect.gen(function*() {
+  const stores = yield* viaStores
+  const db = yield* Effect.serviceOption(SqliteDatabase)
+  if (Option.isSome(db)) return direct(db.value, stores)
+  const pool = yield* Effect.serviceOption(PgPool)
+  return Option.isSome(pool) ? directPg(pool.value) : stores
+})
+
+export const layer = Layer.effect(Metering, make)

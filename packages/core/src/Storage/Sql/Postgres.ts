@@ -1,0 +1,43 @@
+/**
+ * The PostgreSQL SqlClient: @effect/sql-pg over a `pg` pool that this module owns, plus the pool
+ * itself as `PgPool`, so the metered hot path can send its few statements directly
+ * (Storage/Metering.ts) instead of through @effect/sql's per-statement fiber work.
+ */
+import { PgClient } from "@effect/sql-pg"
+import * as Client from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { Context, Duration, Effect, Layer } from "effect"
+import Pg from "pg"
+
+export class PgPool extends Context.Tag("aigw/PgPool")<PgPool, Pg.Pool>() {}
+
+const CONNECT_TIMEOUT = Duration.seconds(5)
+
+const make = (url: string, maxConnections: number) =>
+  Effect.gen(function*() {
+    const pool = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const pool = new Pg.Pool({ connectionString: url, max: maxConnections, application_name: "aigw" })
+        // Errors of idle clients (a restarted server) must not crash the process; the next query reconnects.
+        pool.on("error", () => {})
+        return pool
+      }),
+      (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000))
+    )
+    yield* Effect.tryPromise({
+      try: () => pool.query("SELECT 1"),
+      catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+    }).pipe(
+      Effect.timeoutFail({
+        duration: CONNECT_TIMEOUT,
+        onTimeout: () => new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+      })
+    )
+    const client = yield* PgClient.fromPool({ acquire: Effect.succeed(pool), applicationName: "aigw" })
+    return Context.make(PgPool, pool).pipe(Context.add(PgClient.PgClient, client), Context.add(Client.SqlClient, client))
+  })
+
+/** SqlClient, PgClient and PgPool for a postgres:// URL. */
+export const layer = (url: string, maxConnections: number): Layer.Layer<Client.SqlClient | PgClient.PgClient | PgPool, SqlError> =>
+  Layer.scopedContext(make(url, maxConnections)).pipe(Layer.provide(Reactivity.layer))
