@@ -109,6 +109,9 @@ describe("fast lane", () => {
       { body: { model: 42, messages: hi } },
       { body: { model: "gpt-4o-mini", messages: [{ role: "wizard", content: "x" }] } },
       { body: { model: "gpt-4o-mini", messages: hi, temperature: "hot" } },
+      { body: { model: "gpt-4o-mini", messages: hi, temperature: 2.5 } },
+      { body: { model: "gpt-4o-mini", messages: hi, max_tokens: 10_000_000 } },
+      { body: { model: "gpt-4o-mini", messages: hi, tools: [{ type: "function", function: { name: "bad name!" } }] } },
       { raw: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "x".repeat(30_000) }] }) }
     ]
     for (const c of cases) {
@@ -126,8 +129,7 @@ describe("fast lane", () => {
       { model: "no-such-model", messages: hi },
       { model: "gpt-4o-mini", provider: "anthropic", messages: hi },
       { model: "gpt-4o-mini", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] },
-      { model: "gpt-4o-mini", messages: [{ role: "tool", tool_call_id: "nope", content: "42" }] },
-      { model: "gpt-4o-mini", messages: hi, max_tokens: 10_000_000 }
+      { model: "gpt-4o-mini", messages: [{ role: "tool", tool_call_id: "nope", content: "42" }] }
     ]
     for (const body of cases) {
       const { viaLane, viaRoute } = await both(user, { body })

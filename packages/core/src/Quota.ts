@@ -9,7 +9,16 @@ import { dailyLimit, karmaMultiplier, type Plan } from "./Plans.ts"
 import type { AvatarRecord } from "./Storage/AvatarStore.ts"
 import { UsageStore } from "./Storage/UsageStore.ts"
 
-export const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
+// The current day's string, kept until its end: every metered call asks for it.
+let cachedDay = { from: 0, until: 0, day: "" }
+
+export const utcDay = (ms: number): string => {
+  if (ms >= cachedDay.from && ms < cachedDay.until) return cachedDay.day
+  const day = new Date(ms).toISOString().slice(0, 10)
+  const from = Date.parse(`${day}T00:00:00.000Z`)
+  cachedDay = { from, until: from + 86_400_000, day }
+  return day
+}
 export const nextUtcMidnight = (ms: number): number => {
   const d = new Date(ms)
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1)

@@ -9,10 +9,10 @@ import { authed } from "./Route.ts"
 
 const tag = "Completions"
 
-const ToolName = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "tool names are 1-64 letters, digits, _ or -" }))
+export const ToolName = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "tool names are 1-64 letters, digits, _ or -" }))
 
 /** A tool call as OpenAI sends it (`{id, type, function: {name, arguments}}`) or flat (`{id, name, arguments}`). */
-const WireToolCall = Schema.Struct({
+export const WireToolCall = Schema.Struct({
   id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   type: Schema.optional(Schema.Literal("function")),
   function: Schema.optional(Schema.Struct({ name: ToolName, arguments: Schema.optional(Schema.String) })),
@@ -20,7 +20,7 @@ const WireToolCall = Schema.Struct({
   arguments: Schema.optional(Schema.String)
 })
 
-const Content = Schema.String.pipe(Schema.maxLength(2_000_000))
+export const Content = Schema.String.pipe(Schema.maxLength(2_000_000))
 
 const messageFields = {
   content: Schema.optionalWith(Schema.NullOr(Content), { default: () => "" }),
@@ -39,7 +39,7 @@ const messageSchema = <R extends ReadonlyArray<string>>(...roles: R) =>
     ...messageFields
   })
 
-const ToolDefinitionSchema = Schema.Struct({
+export const ToolDefinitionSchema = Schema.Struct({
   type: Schema.optionalWith(Schema.Literal("function"), { default: () => "function" as const }),
   function: Schema.Struct({
     name: ToolName,
@@ -50,6 +50,10 @@ const ToolDefinitionSchema = Schema.Struct({
   })
 })
 
+export const Temperature = Schema.Number.pipe(Schema.between(0, 2, { message: () => "temperature must be between 0 and 2" }))
+export const MaxTokens = Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "maxTokens must be an integer from 1 to 1000000" }))
+export const Tools = Schema.Array(ToolDefinitionSchema).pipe(Schema.maxItems(128))
+
 const requestFields = {
   provider: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" }),
   model: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(200)), { default: () => "auto" }),
@@ -57,9 +61,9 @@ const requestFields = {
   useFAHRN: Schema.optional(Schema.Boolean),
   useHolonicBraid: Schema.optional(Schema.Boolean),
   injectAvatarContext: Schema.optional(Schema.Boolean),
-  tools: Schema.optional(Schema.Array(ToolDefinitionSchema).pipe(Schema.maxItems(128))),
-  temperature: Schema.optional(Schema.Number.pipe(Schema.between(0, 2, { message: () => "temperature must be between 0 and 2" }))),
-  maxTokens: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "maxTokens must be an integer from 1 to 1000000" }))),
+  tools: Schema.optional(Tools),
+  temperature: Schema.optional(Temperature),
+  maxTokens: Schema.optional(MaxTokens),
   routing: Schema.optional(
     Schema.Struct({
       useOpenServ: Schema.optional(Schema.Boolean),

@@ -8,7 +8,7 @@ import { type CompletionResult, Completions, type StreamChunk } from "../Capabil
 import { Catalog } from "../Catalog/Catalog.ts"
 import { BadRequest } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { chatMessagesOf, openStream, sseFrame, toInput, ToolResultBody } from "./CompletionRoutes.ts"
+import { chatMessagesOf, Content, MaxTokens, openStream, sseFrame, Temperature, toInput, type ToolResultBody, Tools, WireToolCall } from "./CompletionRoutes.ts"
 import { authed } from "./Route.ts"
 
 const tag = "OpenAI-compatible"
@@ -17,27 +17,34 @@ const TextPart = Schema.Struct({ type: Schema.Literal("text"), text: Schema.Stri
 const OtherPart = Schema.Struct({ type: Schema.String })
 
 /** OpenAI content: a string, or an array of parts of which only text is supported. */
-const OpenAiContent = Schema.Union(Schema.String, Schema.Null, Schema.Array(Schema.Union(TextPart, OtherPart)))
+const OpenAiContent = Schema.Union(Content, Schema.Null, Schema.Array(Schema.Union(TextPart, OtherPart)))
 
 const OpenAiMessage = Schema.Struct({
   role: Schema.Literal("system", "developer", "user", "assistant", "tool").annotations({
     message: () => "role must be one of system, developer, user, assistant, tool"
   }),
   content: Schema.optional(OpenAiContent),
-  tool_calls: Schema.optional(Schema.Array(Schema.Unknown)),
-  tool_call_id: Schema.optional(Schema.String),
-  name: Schema.optional(Schema.String)
+  tool_calls: Schema.optional(Schema.Array(WireToolCall)),
+  tool_call_id: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
+  name: Schema.optional(Schema.String.pipe(Schema.maxLength(64)))
 })
 
+/**
+ * The request, with the gateway's limits (the field schemas of /v1/complete): once it decodes, the
+ * call's input is built from it directly, with no second decoding.
+ */
 export const ChatCompletionBody = Schema.Struct({
   model: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
-  messages: Schema.Array(OpenAiMessage).pipe(Schema.minItems(1, { message: () => "messages must hold at least one message" })),
+  messages: Schema.Array(OpenAiMessage).pipe(
+    Schema.minItems(1, { message: () => "messages must hold at least one message" }),
+    Schema.maxItems(1000)
+  ),
   /** Extension: pin a provider (default auto). */
-  provider: Schema.optional(Schema.String),
-  tools: Schema.optional(Schema.Array(Schema.Unknown)),
-  temperature: Schema.optional(Schema.NullOr(Schema.Number)),
-  max_tokens: Schema.optional(Schema.NullOr(Schema.Number)),
-  max_completion_tokens: Schema.optional(Schema.NullOr(Schema.Number)),
+  provider: Schema.optional(Schema.String.pipe(Schema.maxLength(100))),
+  tools: Schema.optional(Tools),
+  temperature: Schema.optional(Schema.NullOr(Temperature)),
+  max_tokens: Schema.optional(Schema.NullOr(MaxTokens)),
+  max_completion_tokens: Schema.optional(Schema.NullOr(MaxTokens)),
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
   stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }))),
   user: Schema.optional(Schema.String)
@@ -52,14 +59,13 @@ const textOf = (content: typeof OpenAiContent.Type | undefined): string | BadReq
   return content.map((p) => (p as { text: string }).text).join("")
 }
 
-const decodeToolResultBody = Schema.decodeUnknownEither(ToolResultBody, { errors: "all" })
-
-/** OpenAI request -> the gateway's completion body (validated by the same schema). */
+/** OpenAI request -> the gateway's completion body (the decoded request already holds its limits). */
 export const gatewayBodyOf = (body: ChatCompletionBody): typeof ToolResultBody.Type | BadRequest => {
-  const messages: Array<Record<string, unknown>> = []
+  const messages: Array<typeof ToolResultBody.Type["messages"][number]> = []
   for (const m of body.messages) {
     const content = textOf(m.content)
     if (content instanceof BadRequest) return content
+    if (content.length > 2_000_000) return new BadRequest({ message: "Invalid request: a message's text parts exceed 2000000 characters" })
     messages.push({
       role: m.role === "developer" ? "system" : m.role,
       content,
@@ -69,17 +75,14 @@ export const gatewayBodyOf = (body: ChatCompletionBody): typeof ToolResultBody.T
     })
   }
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined
-  const decoded = decodeToolResultBody({
+  return {
     messages,
     provider: body.provider ?? "auto",
     model: body.model,
     ...(body.tools ? { tools: body.tools } : {}),
     ...(body.temperature !== undefined && body.temperature !== null ? { temperature: body.temperature } : {}),
     ...(maxTokens !== undefined ? { maxTokens } : {})
-  })
-  return decoded._tag === "Right"
-    ? decoded.right
-    : new BadRequest({ message: `Invalid request: ${decoded.left.message.split("\n").slice(-1)[0]}` })
+  }
 }
 
 /** The chat call's input: gateway body, then checked messages. */

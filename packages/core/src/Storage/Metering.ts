@@ -17,6 +17,7 @@ import { type AvatarRecord, AvatarStore } from "./AvatarStore.ts"
 import { fromRow as avatarFromRow } from "./Sql/AvatarStore.ts"
 import { PgPool } from "./Sql/Postgres.ts"
 import { SqliteDatabase, type SqliteHandle } from "./Sql/Sqlite.ts"
+import { uuidv7 } from "./Sql/ids.ts"
 import { num } from "./Sql/util.ts"
 import { type UsageEvent, UsageStore } from "./UsageStore.ts"
 
@@ -85,7 +86,7 @@ const direct = (db: SqliteHandle, fallback: MeteringService): MeteringService =>
   )
   const record = db.transaction((e: UsageEvent): void => {
     insertEvent().run(
-      crypto.randomUUID(),
+      uuidv7(e.at),
       e.avatarId,
       e.day,
       e.provider,
@@ -218,7 +219,7 @@ const directPg = (pool: PgPoolHandle): MeteringService => {
          ON CONFLICT (avatar_id, day) DO UPDATE
          SET tokens = daily_usage.tokens + excluded.tokens, spend_usd = daily_usage.spend_usd + excluded.spend_usd`,
         [
-          crypto.randomUUID(),
+          uuidv7(e.at),
           e.avatarId,
           e.day,
           e.provider,

@@ -1,6 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
 import { UsageStore } from "../UsageStore.ts"
+import { uuidv7 } from "./ids.ts"
 import { num } from "./util.ts"
 
 export const make = Effect.gen(function*() {
@@ -26,7 +27,7 @@ export const make = Effect.gen(function*() {
     record: (e) => {
       const tokens = e.promptTokens + e.completionTokens
       const event = sql.insert({
-        id: crypto.randomUUID(),
+        id: uuidv7(e.at),
         avatar_id: e.avatarId,
         day: e.day,
         provider: e.provider,
