@@ -10,6 +10,7 @@ import { costOf } from "../Cost.ts"
 import type { GatewayError } from "../Errors.ts"
 import { chatWires } from "../Providers/Adapters.ts"
 import type { ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target } from "../Providers/Chat.ts"
+import { release } from "../Providers/internal/events.ts"
 import { idleError, postJsonNow, postSseNow, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
@@ -20,7 +21,6 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
 import { countMessages, countText } from "../Tokens.ts"
 import { Duration } from "effect"
-import type { Readable } from "node:stream"
 
 export interface UsageReport {
   readonly promptTokens: number
@@ -150,22 +150,6 @@ export interface ChatCall {
   readonly request: (target: Target) => ChatRequest
   /** Aborting it cancels the upstream call (a client that went away). */
   readonly controller: AbortController
-}
-
-/** How long a finished stream's remaining bytes may take before its connection is dropped. */
-const DRAIN_MS = 5_000
-
-/**
- * Lets a stream that is complete for us (its last event read) finish on the wire, so its
- * keep-alive connection goes back to the pool instead of being closed (and re-opened for the next
- * call); one that does not end soon is destroyed.
- */
-export const release = (body: Readable) => {
-  if (body.readableEnded || body.destroyed) return
-  const timer = setTimeout(() => body.destroy(), DRAIN_MS)
-  body.once("end", () => clearTimeout(timer))
-  body.once("close", () => clearTimeout(timer))
-  body.resume()
 }
 
 const makeService = Effect.gen(function*() {

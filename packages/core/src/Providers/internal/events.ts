@@ -5,7 +5,7 @@
  * streamed completion (docs/performance.md).
  */
 import type { Readable } from "node:stream"
-import { Chunk, Effect, Option, Stream } from "effect"
+import { Chunk, Effect, HashSet, Option, Stream } from "effect"
 import { UpstreamError } from "../UpstreamError.ts"
 import { makeSseParser, type SseEvent } from "./sse.ts"
 
@@ -90,12 +90,33 @@ export const nodeSseEvents = <E>(
       })
     })
     return Stream.repeatEffectChunkOption(pull).pipe(
-      Stream.ensuring(Effect.sync(() => {
-        stop()
-        body.destroy()
-      }))
+      // A consumer that simply stopped (its last event read) lets the connection go back to the
+      // pool; an interrupted (client gone) or failed stream cuts it.
+      Stream.ensuring(Effect.descriptorWith((fiber) =>
+        Effect.sync(() => {
+          stop()
+          if (HashSet.size(fiber.interruptors) > 0 || failure !== undefined) body.destroy()
+          else release(body)
+        })
+      ))
     )
   })
+
+/** How long a finished stream's remaining bytes may take before its connection is dropped. */
+const DRAIN_MS = 5_000
+
+/**
+ * Lets a stream that is complete for its reader (its last event read) finish on the wire, so its
+ * keep-alive connection goes back to the pool instead of being closed (and re-opened by the next
+ * call); one that does not end soon is destroyed.
+ */
+export const release = (body: Readable) => {
+  if (body.readableEnded || body.destroyed) return
+  const timer = setTimeout(() => body.destroy(), DRAIN_MS)
+  body.once("end", () => clearTimeout(timer))
+  body.once("close", () => clearTimeout(timer))
+  body.resume()
+}
 
 /**
  * Decoding of an upstream SSE stream into adapter events, one pass per chunk of events: `decode`
