@@ -8,7 +8,9 @@
  *
  * Prints one line `STAGESJSON {...}`.
  */
-import { ApiKeys, Auth, Avatars, Layers, Quota } from "@aigw/core"
+import { ApiKeys, Auth, Avatars, Layers, Metering, Quota } from "@aigw/core"
+import { sha256 } from "@aigw/core/Accounts/Secrets"
+import { utcDay } from "@aigw/core/Quota"
 import * as Completions from "@aigw/core/Capabilities/Completions"
 import * as UsageService from "@aigw/core/Usage"
 import * as Http from "@aigw/core/Providers/internal/http"
@@ -63,6 +65,12 @@ const main = async () => {
       u.record({ avatarId: avatar.id, provider: "openai", model: "gpt-4o-mini", capability: "chat", promptTokens: 205, completionTokens: 64, costUSD: 0.0001, latencyMs: 1, estimated: false, ok: true }))))
   stages.push(await measure("upstream: POST JSON to the mock", () => Http.postJson("openai", upstream, { authorization: "Bearer sk-bench" }, wire)))
   stages.push(await measure("completion: route + upstream + record", () => Effect.flatMap(Completions.Completions, (c) => c.complete(avatar, input))))
+  // The fast lane's storage steps (Metering: promises, direct statements) and its upstream call.
+  const event = { avatarId: avatar.id, provider: "openai", model: "gpt-4o-mini", capability: "chat", promptTokens: 205, completionTokens: 64, costUSD: 0.0001, latencyMs: 1, estimated: false, ok: true }
+  stages.push(await measure("fast lane: API key -> avatar", () => Effect.flatMap(Metering.Metering, (m) => Effect.promise(() => m.avatarOfKey(sha256(key))))))
+  stages.push(await measure("fast lane: atomic admit", () => Effect.flatMap(Metering.Metering, (m) => Effect.promise(() => m.admit(avatar.id, utcDay(Date.now()), 100_000_000, 1)))))
+  stages.push(await measure("fast lane: usage record", () => Effect.flatMap(Metering.Metering, (m) => Effect.promise(() => m.record({ ...event, day: utcDay(Date.now()), at: Date.now() })))))
+  stages.push(await measure("fast lane: upstream POST JSON", () => Effect.promise(() => Http.postJsonNow("openai", upstream, { authorization: "Bearer sk-bench" }, wire, new AbortController()))))
   const tracing = await runtime.runPromise(FiberRef.get(FiberRef.currentTracerEnabled))
   console.log("STAGESJSON " + JSON.stringify({ n: N, c: C, database: (process.env.DATABASE_URL ?? "").split(":")[0], tracing, stages }))
   await runtime.dispose()

@@ -83,6 +83,8 @@ describe("fast lane", () => {
     expect(viaLane.status).toBe(200)
     expect(viaLane.headers.get("content-type")).toContain("text/event-stream")
     const chunks = sseChunks(viaLane.body)
+    expect(chunks[0].choices[0].delta).toEqual({ role: "assistant", content: "" })
+    expect(chunks.slice(1, -3).map((c: any) => c.choices[0].delta.content).join("")).toBe("one two three")
     expect(chunks.at(-1)).toBe("[DONE]")
     expect(chunks.at(-2).usage).toEqual({ prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 })
     expectSame(viaRoute, viaLane)

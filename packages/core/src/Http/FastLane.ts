@@ -119,8 +119,9 @@ export const make = Effect.gen(function*() {
     try {
       if (!body.stream) return sendJson(res, 200, toChatCompletion(id, await calls.complete(call)), headers)
       const stream = await calls.openStream(call)
-      const convert = toChunks(id, body.model, body.stream_options?.include_usage === true)
+      const { convert, opening } = toChunks(id, body.model, body.stream_options?.include_usage === true)
       res.writeHead(200, { ...headers, "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" })
+      res.write(`data: ${JSON.stringify(opening)}\n\n`)
       await stream.run((chunks: ReadonlyArray<StreamChunk>) => {
         let frames = ""
         for (const chunk of chunks) for (const out of convert(chunk)) frames += `data: ${JSON.stringify(out)}\n\n`

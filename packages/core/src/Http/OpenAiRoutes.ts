@@ -116,15 +116,17 @@ export const toChatCompletion = (id: string, r: CompletionResult) => ({
   usage: { prompt_tokens: r.usage.promptTokens, completion_tokens: r.usage.completionTokens, total_tokens: r.usage.totalTokens }
 })
 
-/** Gateway chunks -> chat.completion.chunk objects (role first, usage chunk when asked, errors as `error`). */
+/**
+ * Gateway chunks -> chat.completion.chunk objects. `opening` is the role chunk OpenAI sends first
+ * (empty content), sent as soon as the upstream accepted the call; then `convert` per chunk (usage
+ * chunk when asked, errors as `error`).
+ */
 export const toChunks = (id: string, model: string, includeUsage: boolean) => {
   const created = Math.floor(Date.now() / 1000)
   const base = { id, object: "chat.completion.chunk", created, model }
-  let first = true
-  return (c: StreamChunk): Array<unknown> => {
+  const opening = { ...base, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] }
+  const convert = (c: StreamChunk): Array<unknown> => {
     const out: Array<unknown> = []
-    const role = first ? { role: "assistant" } : {}
-    first = false
     if (c.error !== undefined) return [{ error: { message: c.error, type: "api_error", code: "UpstreamFailed" } }]
     if (!c.done) {
       out.push({
@@ -132,7 +134,6 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
         choices: [{
           index: 0,
           delta: {
-            ...role,
             ...(c.content !== "" || !c.toolCalls ? { content: c.content } : {}),
             ...(c.toolCalls
               ? { tool_calls: c.toolCalls.map((t) => ({ index: t.index, ...(t.id ? { id: t.id, type: "function" } : {}), function: { ...(t.name ? { name: t.name } : {}), arguments: t.arguments } })) }
@@ -144,7 +145,7 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
       })
       return out
     }
-    out.push({ ...base, model: c.model ?? model, choices: [{ index: 0, delta: role, logprobs: null, finish_reason: c.finishReason ?? "stop" }] })
+    out.push({ ...base, model: c.model ?? model, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: c.finishReason ?? "stop" }] })
     if (includeUsage) {
       out.push({
         ...base,
@@ -155,6 +156,7 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
     }
     return out
   }
+  return { opening, convert }
 }
 
 const encoder = new TextEncoder()
@@ -169,9 +171,9 @@ const chat = (avatar: AvatarRecord, body: ChatCompletionBody) =>
     const completions = yield* Completions
     const id = completionId()
     if (!body.stream) return toChatCompletion(id, yield* completions.complete(avatar, input))
-    const convert = toChunks(id, body.model, body.stream_options?.include_usage === true)
+    const { convert, opening } = toChunks(id, body.model, body.stream_options?.include_usage === true)
     return yield* openStream(
-      Effect.map(completions.stream(avatar, input), Stream.mapConcat(convert)),
+      Effect.map(completions.stream(avatar, input), (chunks) => Stream.concat(Stream.make(opening), Stream.mapConcat(chunks, convert))),
       (chunk) => sseFrame(chunk),
       encoder.encode("data: [DONE]\n\n")
     )
