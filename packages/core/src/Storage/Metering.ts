@@ -36,6 +36,23 @@ type PgPoolHandle = Context.Tag.Service<typeof PgPool>
 
 export class Metering extends Context.Tag("aigw/Metering")<Metering, MeteringService>() {}
 
+/** The values of a usage_events row, in the column order of the INSERTs below. */
+const eventRow = (e: UsageEvent): Array<unknown> => [
+  uuidv7(e.at),
+  e.avatarId,
+  e.day,
+  e.provider,
+  e.model,
+  e.capability,
+  e.promptTokens,
+  e.completionTokens,
+  e.costUSD,
+  Math.round(e.latencyMs),
+  e.estimated ? 1 : 0,
+  e.ok ? 1 : 0,
+  e.at
+]
+
 /** Through the Effect stores (any backend). */
 const viaStores = Effect.gen(function*() {
   const keys = yield* ApiKeyStore
@@ -85,21 +102,7 @@ const direct = (db: SqliteHandle, fallback: MeteringService): MeteringService =>
      ON CONFLICT (avatar_id, day) DO UPDATE SET tokens = daily_usage.tokens + excluded.tokens, spend_usd = daily_usage.spend_usd + excluded.spend_usd`
   )
   const record = db.transaction((e: UsageEvent): void => {
-    insertEvent().run(
-      uuidv7(e.at),
-      e.avatarId,
-      e.day,
-      e.provider,
-      e.model,
-      e.capability,
-      e.promptTokens,
-      e.completionTokens,
-      e.costUSD,
-      Math.round(e.latencyMs),
-      e.estimated ? 1 : 0,
-      e.ok ? 1 : 0,
-      e.at
-    )
+    insertEvent().run(...eventRow(e))
     addTotals().run(e.avatarId, e.day, e.promptTokens + e.completionTokens, e.costUSD)
   })
   // Sync work as a promise; a thrown driver error becomes a rejection like the Effect stores' defects.
@@ -218,22 +221,7 @@ const directPg = (pool: PgPoolHandle): MeteringService => {
          INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES ($2, $3, 0, $14, $9)
          ON CONFLICT (avatar_id, day) DO UPDATE
          SET tokens = daily_usage.tokens + excluded.tokens, spend_usd = daily_usage.spend_usd + excluded.spend_usd`,
-        [
-          uuidv7(e.at),
-          e.avatarId,
-          e.day,
-          e.provider,
-          e.model,
-          e.capability,
-          e.promptTokens,
-          e.completionTokens,
-          e.costUSD,
-          Math.round(e.latencyMs),
-          e.estimated ? 1 : 0,
-          e.ok ? 1 : 0,
-          e.at,
-          e.promptTokens + e.completionTokens
-        ]
+        [...eventRow(e), e.promptTokens + e.completionTokens]
       ).then(() => undefined)
   }
 }
