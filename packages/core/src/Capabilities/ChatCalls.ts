@@ -101,6 +101,11 @@ export const makeStreamAccount = () => {
       }
     },
     finishReason: () => finish,
+    /** The usage as the upstream reported it, when it reported both counts. */
+    reported: (): UsageReport | undefined =>
+      prompt !== undefined && completion !== undefined
+        ? { promptTokens: prompt, completionTokens: completion, totalTokens: prompt + completion, estimated: false }
+        : undefined,
     /** The usage: the upstream's counts, with the tokenizer's for whatever it did not report. */
     report: (messages: ReadonlyArray<ChatMessage>): Effect.Effect<UsageReport> => {
       if (prompt !== undefined && completion !== undefined) {
@@ -258,7 +263,9 @@ const makeService = Effect.gen(function*() {
             if (error === undefined && !aborted) release(body)
             else body.destroy()
             if (error !== undefined) health.recordNow(provider, false)
-            run(account.report(call.messages))
+            // The tokenizer (an Effect) only when the upstream did not report usage.
+            const reported = account.reported()
+            ;(reported ? Promise.resolve(reported) : run(account.report(call.messages)))
               .then((r) =>
                 record(call, target, r, Math.round(performance.now() - started), error === undefined && !aborted).then(() => {
                   if (!aborted) emit([finalChunk(target, account.finishReason(), r, error)])
@@ -283,9 +290,10 @@ const makeService = Effect.gen(function*() {
             if (out.length > 0) emit(out)
             if (stop !== undefined) end(stop ?? undefined)
           }
+          // The idle timer restarts on every read that completed an event (refresh: no new timer).
           const arm = () => {
-            clearTimeout(timer)
-            timer = setTimeout(() => end(idleError(provider)().message), idleMs)
+            if (timer === undefined) timer = setTimeout(() => end(idleError(provider)().message), idleMs)
+            else timer.refresh()
           }
           const onData = (bytes: Uint8Array) => {
             if (ended) return
