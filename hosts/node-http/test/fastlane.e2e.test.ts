@@ -3,6 +3,7 @@
  * exactly as the Effect route does (the same request with the avatar's JWT): status, envelope,
  * rate-limit headers, answer and chunk shapes, for successes and for every kind of failure.
  */
+import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
@@ -186,5 +187,21 @@ describe("fast lane", () => {
     const revoked = await call(server.url, "POST", PATH, { body: { model: "gpt-4o-mini", messages: hi }, apiKey: temp.apiKey })
     expect(revoked.status).toBe(401)
     expect(normal(revoked.body)).toEqual(normal(unknown.body))
+  })
+
+  it("survives clients that leave mid-upload or mid-stream, without logging failures", async () => {
+    const port = Number(new URL(server.url).port)
+    for (let i = 0; i < 5; i++) {
+      const socket = net.connect(port, "127.0.0.1")
+      await new Promise((resolve) => socket.once("connect", resolve))
+      socket.write(`POST ${PATH} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${user.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"model":`)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      socket.destroy()
+    }
+    openai.setScenario({ kind: "text", text: "still here" })
+    const ok = await call(server.url, "POST", PATH, { body: { model: "gpt-4o-mini", messages: hi }, apiKey: user.apiKey })
+    expect(ok.status).toBe(200)
+    expect(ok.body.choices[0].message.content).toBe("still here")
+    expect(server.output()).not.toContain("unexpected failure")
   })
 })

@@ -45,9 +45,12 @@ const apiKeyOf = (req: IncomingMessage): string | undefined => {
   return match && match[1]!.startsWith(KEY_PREFIX) ? match[1] : undefined
 }
 
-/** The body as text within `limit` bytes, or undefined when it is larger. */
-const readBody = (req: IncomingMessage, limit: number): Promise<string | undefined> =>
-  new Promise((resolve, reject) => {
+const TOO_LARGE = Symbol("too large")
+const GONE = Symbol("client gone")
+
+/** The body as text within `limit` bytes; TOO_LARGE when it is larger, GONE when the client left first. */
+const readBody = (req: IncomingMessage, limit: number): Promise<string | typeof TOO_LARGE | typeof GONE> =>
+  new Promise((resolve) => {
     const chunks: Array<Buffer> = []
     let size = 0
     req.on("data", (chunk: Buffer) => {
@@ -55,12 +58,14 @@ const readBody = (req: IncomingMessage, limit: number): Promise<string | undefin
       if (size > limit) {
         req.removeAllListeners("data")
         req.resume()
-        return resolve(undefined)
+        return resolve(TOO_LARGE)
       }
       chunks.push(chunk)
     })
     req.once("end", () => resolve(utf8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))))
-    req.once("error", reject)
+    // An aborted upload: nothing to answer (resolve is a no-op after "end").
+    req.once("error", () => resolve(GONE))
+    req.once("close", () => resolve(GONE))
   })
 
 const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string>) => {
@@ -90,7 +95,8 @@ export const make = Effect.gen(function*() {
     if (avatar === undefined) return sendError(res, new Unauthorized({ message: INVALID }))
     if (Number(req.headers["content-length"] ?? "0") > maxBodyBytes) return sendError(res, tooLargeError(maxBodyBytes))
     const text = await readBody(req, maxBodyBytes)
-    if (text === undefined) return sendError(res, tooLargeError(maxBodyBytes))
+    if (text === GONE) return
+    if (text === TOO_LARGE) return sendError(res, tooLargeError(maxBodyBytes))
     const json = parseJsonBody(text)
     if (json instanceof BadRequest) return sendError(res, json)
     const body = decodeBody(json)
