@@ -13,9 +13,10 @@ const PATH = "/openai/v1/chat/completions"
 const hi = [{ role: "user", content: "Hello" }]
 const rateLimitHeaders = ["x-ratelimit-limit", "x-ratelimit-plan", "x-karma-multiplier"]
 
-/** Ids and timestamps differ per call; everything else must not. */
+/** Ids, timestamps and latencies differ per call; everything else must not. */
 const normal = (body: any): any =>
-  JSON.parse(JSON.stringify(body), (key, value) => (key === "id" && typeof value === "string" && value.startsWith("chatcmpl-") ? "chatcmpl-X" : key === "created" ? 0 : value))
+  JSON.parse(JSON.stringify(body), (key, value) =>
+    key === "id" && typeof value === "string" && value.startsWith("chatcmpl-") ? "chatcmpl-X" : key === "created" || key === "latencyMs" ? 0 : value)
 
 const sseChunks = (text: string) =>
   text.split("\n\n").filter((b) => b.startsWith("data: ")).map((b) => b.slice(6)).map((d) => (d === "[DONE]" ? d : normal(JSON.parse(d))))
@@ -27,9 +28,9 @@ describe("fast lane", () => {
   let bronze: TestAvatar
 
   /** The same request through the Effect route (JWT) and the fast lane (API key). */
-  const both = async (who: TestAvatar, init: { body?: unknown; raw?: string; headers?: Record<string, string> }) => {
-    const viaRoute = await call(server.url, "POST", PATH, { ...init, token: who.token })
-    const viaLane = await call(server.url, "POST", PATH, { ...init, apiKey: who.apiKey })
+  const both = async (who: TestAvatar, init: { body?: unknown; raw?: string; headers?: Record<string, string> }, path = PATH) => {
+    const viaRoute = await call(server.url, "POST", path, { ...init, token: who.token })
+    const viaLane = await call(server.url, "POST", path, { ...init, apiKey: who.apiKey })
     return { viaRoute, viaLane }
   }
 
@@ -203,5 +204,67 @@ describe("fast lane", () => {
     expect(ok.status).toBe(200)
     expect(ok.body.choices[0].message.content).toBe("still here")
     expect(server.output()).not.toContain("unexpected failure")
+  })
+
+  it("serves /v1/complete, /v1/complete/stream and /v1/complete/tool-result like their routes", async () => {
+    openai.setScenario({ kind: "text", text: "gateway answer", usage: { prompt: 9, completion: 2 } })
+    const plain = await both(user, { body: { messages: hi, provider: "openai", model: "gpt-4o-mini", maxTokens: 32 } }, "/v1/complete")
+    expect(plain.viaLane.status).toBe(200)
+    expect(plain.viaLane.body.result).toMatchObject({ provider: "openai", content: "gateway answer", usage: { promptTokens: 9, completionTokens: 2 } })
+    expectSame(plain.viaRoute, plain.viaLane)
+    const streamed = await both(user, { body: { messages: hi, model: "gpt-4o-mini" } }, "/v1/complete/stream")
+    expect(streamed.viaLane.headers.get("content-type")).toContain("text/event-stream")
+    expect(sseChunks(streamed.viaLane.body).at(-1)).toMatchObject({ done: true, promptTokens: 9, completionTokens: 2 })
+    expectSame(streamed.viaRoute, streamed.viaLane)
+    openai.setScenario({ kind: "text", text: "42 it is" })
+    const history = [
+      { role: "user", content: "What is 6 x 7?" },
+      { role: "assistant", content: "", toolCalls: [{ id: "call_1", name: "calc", arguments: "{\"a\":6}" }] },
+      { role: "tool", toolCallId: "call_1", content: "42" }
+    ]
+    const tools = [{ type: "function", function: { name: "calc", parameters: { type: "object" } } }]
+    const toolResult = await both(user, { body: { messages: history, tools, model: "gpt-4o-mini" } }, "/v1/complete/tool-result")
+    expect(toolResult.viaLane.status).toBe(200)
+    expectSame(toolResult.viaRoute, toolResult.viaLane)
+    const noTool = await both(user, { body: { messages: hi, model: "gpt-4o-mini" } }, "/v1/complete/tool-result")
+    expect(noTool.viaLane.status).toBe(400)
+    expectSame(noTool.viaRoute, noTool.viaLane)
+  })
+
+  it("refuses bad /v1/complete* requests like their routes, in the gateway envelope", async () => {
+    const cases: Array<[string, { body?: unknown; raw?: string }]> = [
+      ["/v1/complete", { raw: "{" }],
+      ["/v1/complete", { body: { messages: [] } }],
+      ["/v1/complete", { body: { messages: hi, temperature: 5 } }],
+      ["/v1/complete", { body: { messages: hi, model: "nope" } }],
+      ["/v1/complete", { body: { messages: [{ role: "tool", content: "x" }] } }],
+      ["/v1/complete/stream", { body: { messages: hi, provider: "nope" } }],
+      ["/v1/complete/stream", { body: { messages: "hi" } }]
+    ]
+    for (const [path, init] of cases) {
+      const { viaLane, viaRoute } = await both(user, init, path)
+      expect(viaLane.status).toBeGreaterThanOrEqual(400)
+      expect(viaLane.body).toMatchObject({ isError: true })
+      expectSame(viaRoute, viaLane)
+    }
+  })
+
+  it("leaves Effect-only options and acting for another avatar to the route, with the same answers", async () => {
+    openai.setScenario({ kind: "text", text: "planned" })
+    for (const extra of [{ useFAHRN: true }, { injectAvatarContext: true }, { useHolonicBraid: true }, { useFAHRN: "yes" }]) {
+      const { viaLane, viaRoute } = await both(user, { body: { messages: hi, model: "gpt-4o-mini", ...extra } }, "/v1/complete")
+      expect(viaLane.status).toBe(viaRoute.status)
+      expectSame(viaRoute, viaLane)
+    }
+    const other = await both(user, { body: { messages: hi, model: "gpt-4o-mini", avatarId: bronze.id } }, "/v1/complete")
+    expect(other.viaLane.status).toBe(403)
+    expectSame(other.viaRoute, other.viaLane)
+    const self = await both(user, { body: { messages: hi, model: "gpt-4o-mini", avatarId: user.id } }, "/v1/complete/stream")
+    expect(self.viaLane.status).toBe(200)
+    expectSame(self.viaRoute, self.viaLane)
+    // The last request sent to the upstream by a FAHRN call carried the plan block (the route served it).
+    const { viaLane } = await both(user, { body: { messages: hi, model: "gpt-4o-mini", useFAHRN: true } }, "/v1/complete")
+    expect(viaLane.status).toBe(200)
+    expect(JSON.stringify(openai.requests.at(-1)!.body)).toContain("system")
   })
 })

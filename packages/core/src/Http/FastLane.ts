@@ -1,32 +1,41 @@
 /**
- * The fast lane of the node host: `POST /openai/v1/chat/completions` with an API key, served on
- * node:http directly instead of through the Effect HTTP stack. A metered chat call is the
- * gateway's hottest request, and the per-request cost of the HttpServer / HttpRouter / route
- * wrapper pipeline (fibers, scopes, context copies: ~0.5 ms of CPU) was several times the work of
- * the call itself (docs/performance.md).
+ * The fast lane of the node host: the metered chat calls — `POST /openai/v1/chat/completions`,
+ * `/v1/complete`, `/v1/complete/stream` and `/v1/complete/tool-result` — with an API key, served on
+ * node:http directly instead of through the Effect HTTP stack. They are the gateway's hottest
+ * requests, and the per-request cost of the HttpServer / HttpRouter / route wrapper pipeline
+ * (fibers, scopes, context copies: ~0.5 ms of CPU) was several times the work of the call itself
+ * (docs/performance.md).
  *
- * Same contract as the route in OpenAiRoutes.ts, built from the same parts: the body schema and
- * conversions, Auth's API-key checks (Metering), quota admission with the same headers and
- * refusal, Completions' routing plan, ChatCalls for the upstream, fallback and usage, the OpenAI
- * answer and chunk shapes and the error envelopes of Route.ts. Requests it does not claim (other
- * paths, JWTs, no credentials) go to the Effect app unchanged. Calls that need Effect-only steps
- * cannot arrive here: the OpenAI body has no avatar-context, FAHRN or braid options.
+ * Same contract as the routes (OpenAiRoutes.ts, CompletionRoutes.ts), built from the same parts:
+ * the body schemas and conversions, Auth's API-key checks (Metering), quota admission with the same
+ * headers and refusal, Completions' routing plan, ChatCalls for the upstream, fallback and usage,
+ * the answer and chunk shapes and the error envelopes of Route.ts. Requests it does not claim (other
+ * paths, JWTs, no credentials) go to the Effect app unchanged; requests it reads but that need
+ * Effect-only steps (avatar context, FAHRN, the braid, an Admin acting for another avatar) are
+ * handed to the Effect app with their body.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
-import { Config, Effect, Runtime } from "effect"
+import { Config, Effect, Runtime, type Scope } from "effect"
 import { INVALID } from "../Accounts/Auth.ts"
 import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
 import { sha256 } from "../Accounts/Secrets.ts"
-import { ChatCalls, type StreamChunk } from "../Capabilities/ChatCalls.ts"
-import { Completions } from "../Capabilities/Completions.ts"
+import { type ChatCall, ChatCalls, type StreamChunk } from "../Capabilities/ChatCalls.ts"
+import { type CompletionInput, Completions } from "../Capabilities/Completions.ts"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
 import { headersOf, Quota, quotaExceeded, quotaState, utcDay } from "../Quota.ts"
 import { Metering } from "../Storage/Metering.ts"
+import { successOf } from "../Envelope.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { makeApp } from "./App.ts"
+import { chatMessagesOf, CompleteBody, toInput, ToolResultBody } from "./CompletionRoutes.ts"
 import { ChatCompletionBody, chatInputOf, completionId, toChatCompletion, toChunks } from "./OpenAiRoutes.ts"
-import { decoderNow, errorBody, errorParts, parseJsonBody, tooLargeError } from "./Route.ts"
+import { decoderNow, type Envelope, errorBody, errorParts, parseJsonBody, tooLargeError } from "./Route.ts"
+import * as HttpApp from "@effect/platform/HttpApp"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import { Readable } from "node:stream"
+import { pipeline } from "node:stream/promises"
 
-export const FAST_PATH = "/openai/v1/chat/completions"
 
 export interface FastLane {
   /** Serves the request and returns true, or returns false without touching it. */
@@ -74,9 +83,37 @@ const sendJson = (res: ServerResponse, status: number, body: unknown, headers: R
   res.end(text)
 }
 
-const sendError = (res: ServerResponse, error: GatewayError, headers: Record<string, string> = {}) => {
-  const parts = errorParts("openai", error, headers)
+const sendError = (res: ServerResponse, envelope: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
+  const parts = errorParts(envelope, error, headers)
   sendJson(res, parts.status, parts.body, parts.headers)
+}
+
+const sse = { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" }
+const frame = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`
+
+/** What the Effect app needs besides the request (for handing requests to it). */
+type AppServices = Exclude<
+  Effect.Effect.Context<Effect.Effect.Success<typeof makeApp>>,
+  HttpServerRequest.HttpServerRequest | Scope.Scope
+>
+
+/** The admitted call a lane route serves. */
+interface Admitted<B> {
+  readonly envelope: Envelope
+  readonly avatar: AvatarRecord
+  readonly body: B
+  readonly res: ServerResponse
+  /** The rate-limit headers every answer carries. */
+  readonly headers: Record<string, string>
+}
+
+interface LaneRoute<B> {
+  readonly path: string
+  readonly envelope: Envelope
+  readonly decode: (json: unknown) => B | BadRequest
+  /** Requests the lane leaves to the Effect route after reading them (Effect-only steps, acting for another avatar). */
+  readonly delegate?: (json: any, caller: AvatarRecord) => boolean
+  readonly serve: (call: Admitted<B>) => Promise<void>
 }
 
 export const make = Effect.gen(function*() {
@@ -86,76 +123,163 @@ export const make = Effect.gen(function*() {
   const completions = yield* Completions
   const calls = yield* ChatCalls
   const logRequests = yield* Config.boolean("AIGW_LOG_REQUESTS").pipe(Config.withDefault(false))
-  const run = Runtime.runPromise(yield* Effect.runtime<never>())
-  const decodeBody = decoderNow(ChatCompletionBody, "request body")
+  const runtime = yield* Effect.runtime<AppServices>()
+  const run = Runtime.runPromise(runtime)
+  // The Effect app, for the few requests the lane reads but leaves to their route.
+  const app = HttpApp.toWebHandlerRuntime(runtime)(yield* makeApp)
 
-  const serve = async (req: IncomingMessage, res: ServerResponse, apiKey: string) => {
+  /** Routing plan and upstream call of an admitted chat request; the answer is written by `answer`. */
+  const chatCall = async <B>(
+    call: Admitted<B>,
+    input: CompletionInput | BadRequest,
+    answer: (chat: { readonly call: ChatCall }) => Promise<void>
+  ) => {
+    const { avatar, headers, res } = call
+    if (input instanceof BadRequest) return sendError(res, call.envelope, input, headers)
+    const { messages, request, targets } = completions.plan(avatar, input, input.messages)
+    if (!Array.isArray(targets)) return sendError(res, call.envelope, targets as GatewayError, headers)
+    const controller = new AbortController()
+    res.once("close", () => {
+      if (!res.writableFinished) controller.abort(clientGone)
+    })
+    try {
+      await answer({ call: { avatar, messages, targets, request, controller } })
+    } catch (e) {
+      if (isGatewayError(e) && !res.headersSent) return sendError(res, call.envelope, e, headers)
+      throw e
+    }
+  }
+
+  /** Streams a call's chunks as SSE frames (`opening` first, `trailer` last). */
+  const streamAnswer = async (
+    res: ServerResponse,
+    headers: Record<string, string>,
+    call: ChatCall,
+    frames: (chunk: StreamChunk) => string,
+    opening = "",
+    trailer = ""
+  ) => {
+    const stream = await calls.openStream(call)
+    res.writeHead(200, { ...headers, ...sse })
+    if (opening !== "") res.write(opening)
+    await stream.run((chunks) => {
+      let out = ""
+      for (const chunk of chunks) out += frames(chunk)
+      if (out !== "") res.write(out)
+    })
+    res.end(trailer)
+  }
+
+  const openAiChat: LaneRoute<typeof ChatCompletionBody.Type> = {
+    path: "/openai/v1/chat/completions",
+    envelope: "openai",
+    decode: decoderNow(ChatCompletionBody, "request body"),
+    serve: (admitted) =>
+      chatCall(admitted, chatInputOf(admitted.body), async ({ call }) => {
+        const { body, headers, res } = admitted
+        const id = completionId()
+        if (!body.stream) return sendJson(res, 200, toChatCompletion(id, await calls.complete(call)), headers)
+        const { convert, opening } = toChunks(id, body.model, body.stream_options?.include_usage === true)
+        await streamAnswer(res, headers, call, (chunk) => convert(chunk).map(frame).join(""), frame(opening), "data: [DONE]\n\n")
+      })
+  }
+
+  // /v1/complete*: the gateway's own shapes. Avatar context, FAHRN, the braid and acting for another
+  // avatar (Admins) need Effect services: those requests go to the route.
+  const effectOnly = (json: any, caller: AvatarRecord) =>
+    typeof json === "object" && json !== null &&
+    (json.injectAvatarContext !== undefined || json.useFAHRN !== undefined || json.useHolonicBraid !== undefined ||
+      (json.avatarId !== undefined && json.avatarId !== caller.id))
+  const gatewayInput = (body: typeof ToolResultBody.Type) => {
+    const messages = chatMessagesOf(body.messages)
+    return messages instanceof BadRequest ? messages : toInput(body, messages)
+  }
+  const complete = (path: string, decode: (json: unknown) => typeof ToolResultBody.Type | BadRequest, check?: (body: typeof ToolResultBody.Type) => BadRequest | undefined): LaneRoute<typeof ToolResultBody.Type> => ({
+    path,
+    envelope: "gateway",
+    decode,
+    delegate: effectOnly,
+    serve: (admitted) =>
+      chatCall(admitted, check?.(admitted.body) ?? gatewayInput(admitted.body), async ({ call }) =>
+        sendJson(admitted.res, 200, successOf("gateway", await calls.complete(call), null), admitted.headers))
+  })
+  const routes: ReadonlyArray<LaneRoute<any>> = [
+    openAiChat,
+    complete("/v1/complete", decoderNow(CompleteBody, "request body")),
+    complete("/v1/complete/tool-result", decoderNow(ToolResultBody, "request body"), (body) =>
+      body.messages.some((m) => m.role === "tool")
+        ? undefined
+        : new BadRequest({ message: "messages must contain at least one role=tool message (use /v1/complete otherwise)" })),
+    {
+      path: "/v1/complete/stream",
+      envelope: "gateway",
+      decode: decoderNow(CompleteBody, "request body"),
+      delegate: effectOnly,
+      serve: (admitted) =>
+        chatCall(admitted, gatewayInput(admitted.body), ({ call }) => streamAnswer(admitted.res, admitted.headers, call, frame))
+    }
+  ]
+  const byPath = new Map(routes.map((r) => [r.path, r]))
+
+  /** Hands a request whose body the lane already read to the Effect app. */
+  const delegate = async (req: IncomingMessage, res: ServerResponse, text: string) => {
+    const headers = new Headers()
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value === undefined || name === "content-length" || name === "transfer-encoding") continue
+      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
+    }
+    const answer = await app(new Request(`http://${req.headers.host ?? "localhost"}${req.url}`, { method: "POST", headers, body: text }))
+    const out: Record<string, Array<string>> = {}
+    answer.headers.forEach((value, name) => (out[name] ??= []).push(value))
+    res.writeHead(answer.status, out)
+    if (answer.body === null) return void res.end()
+    await pipeline(Readable.fromWeb(answer.body as any), res)
+  }
+
+  const serve = async (req: IncomingMessage, res: ServerResponse, apiKey: string, route: LaneRoute<any>) => {
     // The order of the route: credentials, body, admission, then the call.
-    const avatar = await metering.avatarOfKey(sha256(apiKey))
-    if (avatar === undefined) return sendError(res, new Unauthorized({ message: INVALID }))
-    if (Number(req.headers["content-length"] ?? "0") > maxBodyBytes) return sendError(res, tooLargeError(maxBodyBytes))
+    const caller = await metering.avatarOfKey(sha256(apiKey))
+    if (caller === undefined) return sendError(res, route.envelope, new Unauthorized({ message: INVALID }))
+    if (Number(req.headers["content-length"] ?? "0") > maxBodyBytes) return sendError(res, route.envelope, tooLargeError(maxBodyBytes))
     const text = await readBody(req, maxBodyBytes)
     if (text === GONE) return
-    if (text === TOO_LARGE) return sendError(res, tooLargeError(maxBodyBytes))
+    if (text === TOO_LARGE) return sendError(res, route.envelope, tooLargeError(maxBodyBytes))
     const json = parseJsonBody(text)
-    if (json instanceof BadRequest) return sendError(res, json)
-    const body = decodeBody(json)
-    if (body instanceof BadRequest) return sendError(res, body)
+    if (json instanceof BadRequest) return sendError(res, route.envelope, json)
+    if (route.delegate?.(json, caller)) return delegate(req, res, text)
+    const body = route.decode(json)
+    if (body instanceof BadRequest) return sendError(res, route.envelope, body)
 
+    const avatar = caller // acting for another avatar was delegated above
     const now = Date.now()
     const day = utcDay(now)
     const limit = quota.limitOf(avatar.plan, avatar.karmaTotal)
     const used = await metering.admit(avatar.id, day, limit, 1)
     if (used === undefined) {
       const state = quotaState(avatar, limit, await metering.callsOn(avatar.id, day), now)
-      return sendError(res, quotaExceeded(limit, avatar.plan, 1, now), headersOf(state))
+      return sendError(res, route.envelope, quotaExceeded(limit, avatar.plan, 1, now), headersOf(state))
     }
-    const headers = headersOf(quotaState(avatar, limit, used, now))
-
-    const input = chatInputOf(body)
-    if (input instanceof BadRequest) return sendError(res, input, headers)
-    const { messages, request, targets } = completions.plan(avatar, input, input.messages)
-    if (!Array.isArray(targets)) return sendError(res, targets as GatewayError, headers)
-    const controller = new AbortController()
-    res.once("close", () => {
-      if (!res.writableFinished) controller.abort(clientGone)
-    })
-    const call = { avatar, messages, targets, request, controller }
-    const id = completionId()
-    try {
-      if (!body.stream) return sendJson(res, 200, toChatCompletion(id, await calls.complete(call)), headers)
-      const stream = await calls.openStream(call)
-      const { convert, opening } = toChunks(id, body.model, body.stream_options?.include_usage === true)
-      res.writeHead(200, { ...headers, "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" })
-      res.write(`data: ${JSON.stringify(opening)}\n\n`)
-      await stream.run((chunks: ReadonlyArray<StreamChunk>) => {
-        let frames = ""
-        for (const chunk of chunks) for (const out of convert(chunk)) frames += `data: ${JSON.stringify(out)}\n\n`
-        if (frames !== "") res.write(frames)
-      })
-      res.end("data: [DONE]\n\n")
-    } catch (e) {
-      if (isGatewayError(e) && !res.headersSent) return sendError(res, e, headers)
-      throw e
-    }
+    return route.serve({ envelope: route.envelope, avatar, body, res, headers: headersOf(quotaState(avatar, limit, used, now)) })
   }
 
   const handle = (req: IncomingMessage, res: ServerResponse): boolean => {
     if (req.method !== "POST") return false
     const url = req.url ?? ""
-    if (url !== FAST_PATH && !url.startsWith(`${FAST_PATH}?`)) return false
+    const query = url.indexOf("?")
+    const route = byPath.get(query === -1 ? url : url.slice(0, query))
+    if (route === undefined) return false
     const apiKey = apiKeyOf(req)
     if (apiKey === undefined) return false
     const started = performance.now()
-    serve(req, res, apiKey).then(
+    serve(req, res, apiKey, route).then(
       () => {
-        if (logRequests) void run(Effect.logInfo(`POST ${FAST_PATH} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms`))
+        if (logRequests) void run(Effect.logInfo(`POST ${route.path} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms`))
       },
       (e) => {
         // As Route.ts's last resort: log the cause, answer a generic 500 envelope (or cut a started stream).
         void run(Effect.logError("unexpected failure", e))
         if (res.headersSent) return res.destroy()
-        sendJson(res, 500, errorBody("openai", { _tag: "Internal", message: "Internal server error." }), {})
+        sendJson(res, 500, errorBody(route.envelope, { _tag: "Internal", message: "Internal server error." }), {})
       }
     )
     return true
