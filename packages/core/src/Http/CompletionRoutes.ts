@@ -125,6 +125,12 @@ export const toChatMessages = (wire: ReadonlyArray<WireMessage>): Effect.Effect<
     return messages instanceof BadRequest ? Effect.fail(messages) : Effect.succeed(messages)
   })
 
+/** A request body -> the call's input, after checking its messages (tool results answer earlier calls). */
+export const inputOf = (body: typeof ToolResultBody.Type): CompletionInput | BadRequest => {
+  const messages = chatMessagesOf(body.messages)
+  return messages instanceof BadRequest ? messages : toInput(body, messages)
+}
+
 export const toInput = (body: typeof ToolResultBody.Type, messages: ReadonlyArray<ChatMessage>): CompletionInput => ({
   messages,
   provider: body.provider,

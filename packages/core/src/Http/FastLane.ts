@@ -28,7 +28,7 @@ import { Metering } from "../Storage/Metering.ts"
 import { successOf } from "../Envelope.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { makeApp } from "./App.ts"
-import { chatMessagesOf, CompleteBody, toInput, ToolResultBody } from "./CompletionRoutes.ts"
+import { CompleteBody, inputOf, ToolResultBody } from "./CompletionRoutes.ts"
 import { ChatCompletionBody, chatInputOf, completionId, toChatCompletion, toChunks } from "./OpenAiRoutes.ts"
 import { decoderNow, type Envelope, errorBody, errorParts, parseJsonBody, tooLargeError } from "./Route.ts"
 import * as HttpApp from "@effect/platform/HttpApp"
@@ -132,7 +132,7 @@ export const make = Effect.gen(function*() {
   const chatCall = async <B>(
     call: Admitted<B>,
     input: CompletionInput | BadRequest,
-    answer: (chat: { readonly call: ChatCall }) => Promise<void>
+    answer: (call: ChatCall) => Promise<void>
   ) => {
     const { avatar, headers, res } = call
     if (input instanceof BadRequest) return sendError(res, call.envelope, input, headers)
@@ -143,7 +143,7 @@ export const make = Effect.gen(function*() {
       if (!res.writableFinished) controller.abort(clientGone)
     })
     try {
-      await answer({ call: { avatar, messages, targets, request, controller } })
+      await answer({ avatar, messages, targets, request, controller })
     } catch (e) {
       if (isGatewayError(e) && !res.headersSent) return sendError(res, call.envelope, e, headers)
       throw e
@@ -175,7 +175,7 @@ export const make = Effect.gen(function*() {
     envelope: "openai",
     decode: decoderNow(ChatCompletionBody, "request body"),
     serve: (admitted) =>
-      chatCall(admitted, chatInputOf(admitted.body), async ({ call }) => {
+      chatCall(admitted, chatInputOf(admitted.body), async (call) => {
         const { body, headers, res } = admitted
         const id = completionId()
         if (!body.stream) return sendJson(res, 200, toChatCompletion(id, await calls.complete(call)), headers)
@@ -190,17 +190,18 @@ export const make = Effect.gen(function*() {
     typeof json === "object" && json !== null &&
     (json.injectAvatarContext !== undefined || json.useFAHRN !== undefined || json.useHolonicBraid !== undefined ||
       (json.avatarId !== undefined && json.avatarId !== caller.id))
-  const gatewayInput = (body: typeof ToolResultBody.Type) => {
-    const messages = chatMessagesOf(body.messages)
-    return messages instanceof BadRequest ? messages : toInput(body, messages)
-  }
-  const complete = (path: string, decode: (json: unknown) => typeof ToolResultBody.Type | BadRequest, check?: (body: typeof ToolResultBody.Type) => BadRequest | undefined): LaneRoute<typeof ToolResultBody.Type> => ({
+  type GatewayBody = typeof ToolResultBody.Type
+  const complete = (
+    path: string,
+    decode: (json: unknown) => GatewayBody | BadRequest,
+    check?: (body: GatewayBody) => BadRequest | undefined
+  ): LaneRoute<GatewayBody> => ({
     path,
     envelope: "gateway",
     decode,
     delegate: effectOnly,
     serve: (admitted) =>
-      chatCall(admitted, check?.(admitted.body) ?? gatewayInput(admitted.body), async ({ call }) =>
+      chatCall(admitted, check?.(admitted.body) ?? inputOf(admitted.body), async (call) =>
         sendJson(admitted.res, 200, successOf("gateway", await calls.complete(call), null), admitted.headers))
   })
   const routes: ReadonlyArray<LaneRoute<any>> = [
@@ -216,7 +217,7 @@ export const make = Effect.gen(function*() {
       decode: decoderNow(CompleteBody, "request body"),
       delegate: effectOnly,
       serve: (admitted) =>
-        chatCall(admitted, gatewayInput(admitted.body), ({ call }) => streamAnswer(admitted.res, admitted.headers, call, frame))
+        chatCall(admitted, inputOf(admitted.body), (call) => streamAnswer(admitted.res, admitted.headers, call, frame))
     }
   ]
   const byPath = new Map(routes.map((r) => [r.path, r]))

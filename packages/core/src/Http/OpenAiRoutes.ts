@@ -8,7 +8,7 @@ import { type CompletionResult, Completions, type StreamChunk } from "../Capabil
 import { Catalog } from "../Catalog/Catalog.ts"
 import { BadRequest } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { chatMessagesOf, Content, MaxTokens, openStream, sseFrame, Temperature, toInput, type ToolResultBody, Tools, WireToolCall } from "./CompletionRoutes.ts"
+import { Content, inputOf, MaxTokens, openStream, sseFrame, Temperature, type ToolResultBody, Tools, WireToolCall } from "./CompletionRoutes.ts"
 import { authed } from "./Route.ts"
 
 const tag = "OpenAI-compatible"
@@ -88,9 +88,7 @@ export const gatewayBodyOf = (body: ChatCompletionBody): typeof ToolResultBody.T
 /** The chat call's input: gateway body, then checked messages. */
 export const chatInputOf = (body: ChatCompletionBody) => {
   const gatewayBody = gatewayBodyOf(body)
-  if (gatewayBody instanceof BadRequest) return gatewayBody
-  const messages = chatMessagesOf(gatewayBody.messages)
-  return messages instanceof BadRequest ? messages : toInput(gatewayBody, messages)
+  return gatewayBody instanceof BadRequest ? gatewayBody : inputOf(gatewayBody)
 }
 
 const wireCalls = (calls: CompletionResult["toolCalls"]) =>
