@@ -1,0 +1,67 @@
+/** The promise transport of the fast lane: deadline, abort, error mapping, JSON answers. */
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { postJsonNow, REQUEST_TIMEOUT } from "../../src/Providers/internal/http.ts"
+import { UpstreamError } from "../../src/Providers/UpstreamError.ts"
+import { Duration } from "effect"
+
+describe("postJsonNow", () => {
+  let server: http.Server
+  let url: string
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      if (req.url === "/hang") return // never answers
+      if (req.url === "/500") {
+        res.writeHead(500, { "content-type": "application/json" })
+        return res.end(JSON.stringify({ error: { message: "exploded" } }))
+      }
+      if (req.url === "/text") return res.end("not json")
+      let body = ""
+      req.on("data", (c) => (body += c))
+      req.on("end", () => res.end(JSON.stringify({ echo: JSON.parse(body), auth: req.headers.authorization })))
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  afterAll(() => {
+    server.closeAllConnections()
+    server.close()
+  })
+
+  it("posts JSON and parses the answer", async () => {
+    const answer = await postJsonNow("p", `${url}/ok`, { authorization: "Bearer k" }, { a: 1 }, new AbortController())
+    expect(answer).toEqual({ echo: { a: 1 }, auth: "Bearer k" })
+  })
+
+  it("maps failures: HTTP errors, bodies that are not JSON, refused connections", async () => {
+    const failure = (path: string, base = url) => postJsonNow("p", `${base}${path}`, {}, {}, new AbortController()).catch((e) => e)
+    expect(await failure("/500")).toMatchObject({ _tag: "UpstreamError", kind: "http", status: 500, retryable: true, message: "p answered HTTP 500: exploded" })
+    expect(await failure("/text")).toMatchObject({ kind: "protocol", retryable: false })
+    expect(await failure("", "http://127.0.0.1:9")).toMatchObject({ kind: "connect", retryable: true })
+  })
+
+  it("gives up after REQUEST_TIMEOUT with a retryable timeout error and cancels the request", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] })
+    try {
+      const controller = new AbortController()
+      const pending = postJsonNow("p", `${url}/hang`, {}, {}, controller).catch((e) => e)
+      await vi.advanceTimersByTimeAsync(Duration.toMillis(REQUEST_TIMEOUT) + 1)
+      const error = await pending
+      expect(error).toBeInstanceOf(UpstreamError)
+      expect(error).toMatchObject({ kind: "timeout", retryable: true, message: "p did not answer in time" })
+      expect(controller.signal.aborted).toBe(true)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it("rejects at once when its controller aborts (a client that went away)", async () => {
+    const controller = new AbortController()
+    const pending = postJsonNow("p", `${url}/hang`, {}, {}, controller).catch((e) => e)
+    setTimeout(() => controller.abort(), 20)
+    const error = await pending
+    expect(error).toBeInstanceOf(UpstreamError)
+    expect(controller.signal.aborted).toBe(true)
+  })
+})
