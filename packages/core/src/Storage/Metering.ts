@@ -135,6 +135,15 @@ const direct = (db: SqliteHandle, fallback: MeteringService): MeteringService =>
       for (const w of writes) w.fallback().then(w.resolve, w.reject)
       return
     }
+    if (writes.length === 1) {
+      // Alone in its turn (light load): its own statement(s) are already atomic, no BEGIN/COMMIT around.
+      const w = writes[0]!
+      try {
+        return w.resolve(w.run())
+      } catch (error) {
+        return w.reject(error)
+      }
+    }
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = []
     try {
       begin().run()
