@@ -12,7 +12,7 @@
  * (OPENAI_BASE_URL = the mock), usage recording, on POST /openai/v1/chat/completions.
  *
  * Knobs (environment): ROUNDS [3], DURATION [7] and WARMUP [3] seconds per load run, CONNS ["1 16 64"],
- * SSE_CONNS ["16 64"], STREAM_N [200], STREAM_WARMUP [20], PACED_N [10], PACED_MS [5],
+ * SSE_CONNS ["1 16 64"], STREAM_N [200], STREAM_WARMUP [20], PACED_N [10], PACED_MS [5],
  * TARGETS ["direct proxy portkey aigw-sqlite aigw-pg"], CLIENT_CPUS [0], SERVER_CPUS [1], PIN [auto],
  * AIGW_RUNNER [bundle | tsx], AIGW_BUNDLE [a prebuilt bundle instead of building one], STAGES [1],
  * AIGW_BEFORE_BUNDLE [with targets aigw-sqlite-before / aigw-pg-before: A/B against another build],
@@ -38,7 +38,7 @@ const cfg = {
   duration: num("DURATION", 7),
   warmup: num("WARMUP", 3),
   conns: list("CONNS", "1 16 64").map(Number),
-  sseConns: list("SSE_CONNS", "16 64").map(Number),
+  sseConns: list("SSE_CONNS", "1 16 64").map(Number),
   streamN: num("STREAM_N", 200),
   streamWarmup: num("STREAM_WARMUP", 20),
   pacedN: num("PACED_N", 10),
