@@ -46,8 +46,8 @@ export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, Webhook
   Layer.provideMerge(Layer.mergeAll(LlmTasks.layer, Memory.layer, Orchestration.layer, ReasoningNetwork.layer, Media.layer, GraphRag.layer, CodeExecution.layer, Agents.layer, Holons.layer, Orchestrators.layer)),
   Layer.provideMerge(Layer.mergeAll(Completions.layer, Embeddings.layer)),
   Layer.provideMerge(Layer.mergeAll(Routing.layer, ChatCalls.layer)),
-  Layer.provideMerge(Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer, Metering.layer)),
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer))
+  Layer.provideMerge(Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer, Metering.layer))
 )
 
 /** What the HTTP application and the MCP toolkit need from their host. */

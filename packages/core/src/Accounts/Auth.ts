@@ -5,9 +5,9 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { Forbidden, NotFound, Unauthorized } from "../Errors.ts"
-import { ApiKeyStore } from "../Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
-import { ApiKeys, KEY_PREFIX } from "./ApiKeys.ts"
+import { Metering } from "../Storage/Metering.ts"
+import { KEY_PREFIX } from "./ApiKeys.ts"
 import { sha256 } from "./Secrets.ts"
 import { Jwt } from "./Jwt.ts"
 
@@ -21,9 +21,8 @@ export const INVALID = "Invalid or expired credentials."
 
 const makeService = Effect.gen(function*() {
   const jwt = yield* Jwt
-  const keys = yield* ApiKeys
   const avatars = yield* AvatarStore
-  const keyStore = yield* ApiKeyStore
+  const metering = yield* Metering
   const invalid = new Unauthorized({ message: INVALID })
 
   const active = (id: string) =>
@@ -31,22 +30,11 @@ const makeService = Effect.gen(function*() {
       Effect.flatMap((a) => Option.isSome(a) && a.value.isActive ? Effect.succeed(a.value) : Effect.fail(invalid))
     )
 
-  // One joined lookup when the store has it (SQL); the same checks either way.
+  // Metering holds the one definition of a valid key (exists, not revoked, owner active) and runs it
+  // on the database directly where it can.
   const byApiKey = (secret: string): Effect.Effect<AvatarRecord, Unauthorized> =>
-    keyStore.findByHashWithAvatar
-      ? keyStore.findByHashWithAvatar(sha256(secret)).pipe(
-        Effect.flatMap((found) =>
-          Option.isSome(found) && found.value.key.revokedAt === null && Option.isSome(found.value.avatar) &&
-            found.value.avatar.value.isActive
-            ? Effect.succeed(found.value.avatar.value)
-            : Effect.fail(invalid)
-        )
-      )
-      : keys.resolve(secret).pipe(
-        Effect.flatMap((k) =>
-          Option.isSome(k) && k.value.revokedAt === null ? active(k.value.avatarId) : Effect.fail(invalid)
-        )
-      )
+    Effect.flatMap(Effect.promise(() => metering.avatarOfKey(sha256(secret))), (avatar) =>
+      avatar === undefined ? Effect.fail(invalid) : Effect.succeed(avatar))
 
   const byJwt = (token: string) =>
     jwt.verify(token).pipe(
