@@ -147,36 +147,8 @@ export const postJson = (provider: string, url: string, headers: Record<string, 
   exchange(provider, url, jsonPost(headers, body), parseJson(provider))
 
 /** `postJson` as a promise (rejecting with an UpstreamError) that `controller` aborts. */
-export const postJsonNow = (
-  provider: string,
-  url: string,
-  headers: Record<string, string>,
-  body: unknown,
-  controller: AbortController
-): Promise<any> => {
-  // `deadline` and `fetchAnswer` in one promise chain: this runs on every fast-lane call.
-  const timer = setTimeout(() => controller.abort(deadlineReached), Duration.toMillis(REQUEST_TIMEOUT))
-  return nodeFetch(url, { ...jsonPost(headers, body), signal: controller.signal })
-    .then((res) =>
-      res.text().then((text) => {
-        if (!res.ok) throw fromHttp(provider, res.status, text)
-        return parseJson(provider)(text)
-      })
-    )
-    .then(
-      (answer) => {
-        clearTimeout(timer)
-        return answer
-      },
-      (e) => {
-        clearTimeout(timer)
-        if (controller.signal.reason === deadlineReached) throw timeoutError(provider, "answer")
-        throw e instanceof UpstreamError ? e : connectFailed(provider, e)
-      }
-    )
-}
-
-const deadlineReached = new DOMException("The upstream did not answer in time", "TimeoutError")
+export const postJsonNow = (provider: string, url: string, headers: Record<string, string>, body: unknown, controller: AbortController) =>
+  deadline(provider, "answer", (signal) => fetchAnswer(provider, url, jsonPost(headers, body), async (res) => parseJson(provider)(await res.text()), signal), controller)
 
 /** POSTs JSON and returns the raw answer bytes with their content type (audio). */
 export const postForBytes = (provider: string, url: string, headers: Record<string, string>, body: unknown) =>
