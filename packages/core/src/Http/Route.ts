@@ -108,12 +108,7 @@ export const describeParseError = (error: ParseResult.ParseError): string =>
     .map((i) => (i.path.length > 0 ? `${i.path.join(".")}: ${i.message}` : i.message))
     .join("; ")
 
-const decode = <A>(schema: Schema.Schema<A, any, never>, value: unknown, what: string) =>
-  Schema.decodeUnknown(schema, parseOptions)(value).pipe(
-    Effect.mapError((e) => new BadRequest({ message: `Invalid ${what}: ${describeParseError(e)}` }))
-  )
-
-/** `decode` of a synchronous schema outside Effect: the value, or the same 400 error. */
+/** A decoder for a request part (body, query): the value, or the 400 error naming the problems. */
 export const decoderNow = <A>(schema: Schema.Schema<A, any, never>, what: string) => {
   const run = Schema.decodeUnknownEither(schema, parseOptions)
   return (value: unknown): A | BadRequest => {
@@ -121,6 +116,9 @@ export const decoderNow = <A>(schema: Schema.Schema<A, any, never>, what: string
     return result._tag === "Right" ? result.right : new BadRequest({ message: `Invalid ${what}: ${describeParseError(result.left)}` })
   }
 }
+
+const asEffect = <A>(decoded: A | BadRequest): Effect.Effect<A, BadRequest> =>
+  decoded instanceof BadRequest ? Effect.fail(decoded) : Effect.succeed(decoded)
 
 /** The 413 error of a body above `maxBodyBytes`. */
 export const tooLargeError = (maxBodyBytes: number) =>
@@ -243,6 +241,9 @@ const make = <B, Q, R>(
   handle: (input: any) => Effect.Effect<Output, GatewayError, R>
 ): Route<R> => {
   const envelope = spec.envelope ?? "gateway"
+  // Decoders built once per route, not per request.
+  const decodeQuery = spec.query ? decoderNow(spec.query, "query") : undefined
+  const decodeBody = spec.body && !spec.rawBody ? decoderNow(spec.body, "request body") : undefined
   const run = Effect.suspend(() => {
     // Rate-limit headers go on every answer to an authenticated caller, errors included.
     const out = { headers: {} as Record<string, string> }
@@ -257,10 +258,8 @@ const make = <B, Q, R>(
         : yield* authService.resolve(credentials).pipe(Effect.orElseSucceed(() => Option.none<AvatarRecord>()))
       const searchParams = yield* HttpServerRequest.ParsedSearchParams
       const { params } = yield* HttpRouter.RouteContext
-      const query = spec.query ? yield* decode(spec.query, searchParams, "query") : (undefined as Q)
-      const body = spec.body && !spec.rawBody
-        ? yield* Effect.flatMap(readJson, (j) => decode(spec.body!, j, "request body"))
-        : (undefined as B)
+      const query = decodeQuery ? yield* asEffect(decodeQuery(searchParams)) : (undefined as Q)
+      const body = decodeBody ? yield* Effect.flatMap(readJson, (j) => asEffect(decodeBody(j))) : (undefined as B)
       let state: QuotaState | undefined
       let avatar: AvatarRecord | undefined
       if (Option.isSome(caller)) {
