@@ -20,7 +20,10 @@ export const WireToolCall = Schema.Struct({
   arguments: Schema.optional(Schema.String)
 })
 
-export const Content = Schema.String.pipe(Schema.maxLength(2_000_000))
+/** Longest message text accepted (characters). */
+export const MAX_CONTENT = 2_000_000
+
+export const Content = Schema.String.pipe(Schema.maxLength(MAX_CONTENT))
 
 const messageFields = {
   content: Schema.optionalWith(Schema.NullOr(Content), { default: () => "" }),

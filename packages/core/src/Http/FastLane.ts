@@ -130,14 +130,14 @@ export const make = Effect.gen(function*() {
 
   /** Routing plan and upstream call of an admitted chat request; the answer is written by `answer`. */
   const chatCall = async <B>(
-    call: Admitted<B>,
+    admitted: Admitted<B>,
     input: CompletionInput | BadRequest,
     answer: (call: ChatCall) => Promise<void>
   ) => {
-    const { avatar, headers, res } = call
-    if (input instanceof BadRequest) return sendError(res, call.envelope, input, headers)
+    const { avatar, envelope, headers, res } = admitted
+    if (input instanceof BadRequest) return sendError(res, envelope, input, headers)
     const { messages, request, targets } = completions.plan(avatar, input, input.messages)
-    if (!Array.isArray(targets)) return sendError(res, call.envelope, targets as GatewayError, headers)
+    if (!Array.isArray(targets)) return sendError(res, envelope, targets as GatewayError, headers)
     const controller = new AbortController()
     res.once("close", () => {
       if (!res.writableFinished) controller.abort(clientGone)
@@ -145,7 +145,7 @@ export const make = Effect.gen(function*() {
     try {
       await answer({ avatar, messages, targets, request, controller })
     } catch (e) {
-      if (isGatewayError(e) && !res.headersSent) return sendError(res, call.envelope, e, headers)
+      if (isGatewayError(e) && !res.headersSent) return sendError(res, envelope, e, headers)
       throw e
     }
   }

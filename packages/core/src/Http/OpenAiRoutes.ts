@@ -8,7 +8,7 @@ import { type CompletionResult, Completions, type StreamChunk } from "../Capabil
 import { Catalog } from "../Catalog/Catalog.ts"
 import { BadRequest } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { Content, inputOf, MaxTokens, openStream, sseFrame, Temperature, type ToolResultBody, Tools, WireToolCall } from "./CompletionRoutes.ts"
+import { Content, inputOf, MAX_CONTENT, MaxTokens, openStream, sseFrame, Temperature, type ToolResultBody, Tools, WireToolCall } from "./CompletionRoutes.ts"
 import { authed } from "./Route.ts"
 
 const tag = "OpenAI-compatible"
@@ -65,7 +65,7 @@ export const gatewayBodyOf = (body: ChatCompletionBody): typeof ToolResultBody.T
   for (const m of body.messages) {
     const content = textOf(m.content)
     if (content instanceof BadRequest) return content
-    if (content.length > 2_000_000) return new BadRequest({ message: "Invalid request: a message's text parts exceed 2000000 characters" })
+    if (content.length > MAX_CONTENT) return new BadRequest({ message: `Invalid request: a message's text parts exceed ${MAX_CONTENT} characters` })
     messages.push({
       role: m.role === "developer" ? "system" : m.role,
       content,
