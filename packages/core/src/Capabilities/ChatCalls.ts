@@ -5,7 +5,7 @@
  * Completions (Effect) runs plain completions through it; the HTTP fast lane runs plain and
  * streamed ones. Nothing here creates fibers per call: a metered call pays for its work only.
  */
-import { Context, Effect, Layer, Runtime } from "effect"
+import { Context, Duration, Effect, Layer, Runtime } from "effect"
 import { costOf } from "../Cost.ts"
 import type { GatewayError } from "../Errors.ts"
 import { chatWires } from "../Providers/Adapters.ts"
@@ -20,7 +20,6 @@ import type { Fallback } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
 import { countMessages, countText } from "../Tokens.ts"
-import { Duration } from "effect"
 
 export interface UsageReport {
   readonly promptTokens: number
@@ -164,10 +163,11 @@ const makeService = Effect.gen(function*() {
   const warn = (target: Target, error: UpstreamError) =>
     run(Effect.logWarning(`upstream ${target.provider.id}/${target.model.id} failed: ${error.message}`))
 
-  const record = (call: ChatCall, target: Target, report: UsageReport, latencyMs: number, ok: boolean) => {
+  /** Records a chat call's usage (its cost from the target's model prices). */
+  const record = (avatar: AvatarRecord, target: Target, report: UsageReport, latencyMs: number, ok: boolean) => {
     const at = Date.now()
     return metering.record({
-      avatarId: call.avatar.id,
+      avatarId: avatar.id,
       day: utcDay(at),
       at,
       provider: target.provider.id,
@@ -219,7 +219,7 @@ const makeService = Effect.gen(function*() {
     const report: UsageReport = value.usage
       ? { ...value.usage, totalTokens: value.usage.promptTokens + value.usage.completionTokens, estimated: false }
       : await run(estimate(call.messages, value.content + value.toolCalls.map((c) => c.arguments).join("")))
-    await record(call, target, report, latencyMs, true)
+    await record(call.avatar, target, report, latencyMs, true)
     return {
       provider: target.provider.id,
       model: target.model.id,
@@ -267,7 +267,7 @@ const makeService = Effect.gen(function*() {
             const reported = account.reported()
             ;(reported ? Promise.resolve(reported) : run(account.report(call.messages)))
               .then((r) =>
-                record(call, target, r, Math.round(performance.now() - started), error === undefined && !aborted).then(() => {
+                record(call.avatar, target, r, Math.round(performance.now() - started), error === undefined && !aborted).then(() => {
                   if (!aborted) emit([finalChunk(target, account.finishReason(), r, error)])
                 })
               )
@@ -316,7 +316,7 @@ const makeService = Effect.gen(function*() {
     }
   }
 
-  return { complete, openStream }
+  return { complete, openStream, record }
 })
 
 export class ChatCalls extends Context.Tag("aigw/ChatCalls")<ChatCalls, Effect.Effect.Success<typeof makeService>>() {}

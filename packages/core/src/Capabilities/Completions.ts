@@ -4,7 +4,6 @@
  * and provider health for every call, including streams the client abandons.
  */
 import { Context, Effect, Layer, Option, type Scope, Stream } from "effect"
-import { costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
 import { ChatCalls, type CompletionResult, finalChunk, makeStreamAccount, type StreamChunk, type UsageReport } from "./ChatCalls.ts"
 import { karmaMultiplier, type Plan } from "../Plans.ts"
@@ -18,7 +17,6 @@ import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import { type Preference, Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { roughPromptTokens } from "../Tokens.ts"
-import { Usage } from "../Usage.ts"
 
 export interface CompletionInput {
   readonly messages: ReadonlyArray<ChatMessage>
@@ -63,7 +61,6 @@ const withSystemBlock = (messages: ReadonlyArray<ChatMessage>, block: string): R
 
 const makeService = Effect.gen(function*() {
   const routing = yield* Routing
-  const usage = yield* Usage
   const health = yield* ProviderHealth
   const calls = yield* ChatCalls
   const classifier = yield* TaskClassifier
@@ -126,20 +123,6 @@ const makeService = Effect.gen(function*() {
     }
   }
 
-  const record = (avatar: AvatarRecord, t: Target, report: UsageReport, latencyMs: number, ok: boolean) =>
-    usage.record({
-      avatarId: avatar.id,
-      provider: t.provider.id,
-      model: t.model.id,
-      capability: "chat",
-      promptTokens: report.promptTokens,
-      completionTokens: report.completionTokens,
-      costUSD: costOf(t.model, report.promptTokens, report.completionTokens),
-      latencyMs,
-      estimated: report.estimated,
-      ok
-    })
-
   /** A plain completion: routed here, called through ChatCalls (interruption aborts the upstream call). */
   const complete = (avatar: AvatarRecord, input: CompletionInput) =>
     Effect.flatMap(prepare(avatar, input), ({ messages, request, targets }) =>
@@ -169,7 +152,7 @@ const makeService = Effect.gen(function*() {
           return Effect.flatMap(account.report(messages), (r) => {
             if (Option.isSome(recorded)) return Effect.succeed(recorded.value)
             recorded = Option.some(r)
-            return Effect.as(record(avatar, target, r, Math.round(performance.now() - started), ok), r)
+            return Effect.as(Effect.promise(() => calls.record(avatar, target, r, Math.round(performance.now() - started), ok)), r)
           })
         })
       const lastChunk = (error?: string) =>
