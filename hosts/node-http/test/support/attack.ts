@@ -1,0 +1,94 @@
+/**
+ * Measures a running gateway while an attack is under way: how long `/v1/health` takes (a
+ * blocked event loop shows as a slow health answer) and how much memory the server's process
+ * tree holds (the tsx wrapper and the server it starts, and any sandbox children).
+ */
+import * as fs from "node:fs"
+import type { RunningServer } from "./server.ts"
+
+/** The pids of `root` and all its descendants, read from /proc. */
+export const processTree = (root: number): Array<number> => {
+  const children = new Map<number, Array<number>>()
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8")
+      // The command name may hold spaces and parentheses: the ppid follows the last ")".
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+      const list = children.get(ppid) ?? []
+      list.push(Number(entry))
+      children.set(ppid, list)
+    } catch {
+      // the process ended while we read
+    }
+  }
+  const out: Array<number> = []
+  const visit = (pid: number) => {
+    out.push(pid)
+    for (const c of children.get(pid) ?? []) visit(c)
+  }
+  visit(root)
+  return out
+}
+
+const rssKb = (pid: number) => {
+  try {
+    const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))
+    return m ? Number(m[1]) : 0
+  } catch {
+    return 0
+  }
+}
+
+/** Resident memory of the server's whole process tree, in MB. */
+export const treeRssMb = (server: RunningServer) =>
+  processTree(server.child.pid!).reduce((sum, pid) => sum + rssKb(pid), 0) / 1024
+
+export interface AttackFigures {
+  /** The slowest `/v1/health` answer seen while the attack ran (ms). */
+  readonly maxHealthMs: number
+  /** Health probes made. */
+  readonly probes: number
+  /** Largest resident memory of the server's process tree seen (MB). */
+  readonly peakRssMb: number
+  /** Resident memory before the attack started (MB). */
+  readonly baselineRssMb: number
+}
+
+/**
+ * Runs `attack` while probing health every `intervalMs` and sampling memory. A probe that has not
+ * answered counts its time so far, so a loop blocked past the attack's end is still seen.
+ */
+export const underAttack = async <A>(server: RunningServer, attack: () => Promise<A>, intervalMs = 50): Promise<{ value: A; figures: AttackFigures }> => {
+  const baselineRssMb = treeRssMb(server)
+  let maxHealthMs = 0
+  let peakRssMb = baselineRssMb
+  let probes = 0
+  let running = true
+  const probeLoop = (async () => {
+    while (running) {
+      const started = performance.now()
+      try {
+        await fetch(`${server.url}/v1/health`, { signal: AbortSignal.timeout(60_000) })
+      } catch {
+        // a refused or timed-out probe still counts its time
+      }
+      maxHealthMs = Math.max(maxHealthMs, performance.now() - started)
+      probes++
+      peakRssMb = Math.max(peakRssMb, treeRssMb(server))
+      await new Promise((r) => setTimeout(r, intervalMs))
+    }
+  })()
+  let value: A
+  try {
+    value = await attack()
+  } finally {
+    running = false
+    await probeLoop
+  }
+  return { value, figures: { maxHealthMs, probes, peakRssMb, baselineRssMb } }
+}
+
+/** Bounds that only a blocked loop or exploding memory break (a busy 2-core CI machine stays well under). */
+export const LOOP_BLOCKED_MS = 1_500
+export const MEMORY_EXPLODED_MB = 600
