@@ -31,9 +31,81 @@ export interface GatewayOptions {
   readonly jobPollMs: number
   /** Pause between background rounds (jobs, webhook deliveries) of long-lived hosts. */
   readonly workerIntervalMs: number
+  /** Bounds on everything an outsider controls (docs/security.md). */
+  readonly limits: SecurityLimits
   /** Reads `<ID>_API_KEY` / `<ID>_BASE_URL` for a provider id. */
   readonly providerEnv: (providerId: string) => { readonly apiKey: Option.Option<Redacted.Redacted>; readonly baseUrl: Option.Option<string> }
 }
+
+/** Bounds on untrusted input and outbound replies; each has an `AIGW_` variable (docs/configuration.md). */
+export interface SecurityLimits {
+  /** Deepest nesting of arrays and objects accepted in a JSON body (400 above). */
+  readonly maxJsonDepth: number
+  /** Largest reply read from an upstream, orchestrator or webhook receiver, after decompression. */
+  readonly maxUpstreamResponseBytes: number
+  /** Largest total an archive (e.g. a .docx) may inflate to. */
+  readonly maxInflatedBytes: number
+  /** Largest inflated/compressed ratio accepted for an archive entry. */
+  readonly maxInflateRatio: number
+  /** Most entries in one JSON-RPC batch on /mcp. */
+  readonly mcpMaxBatch: number
+  /** Time allowed for a caller-supplied regular expression (JSON-Schema `pattern`) per validation. */
+  readonly regexTimeoutMs: number
+  /** Sandboxed code runs at once in this process (503 with Retry-After above). */
+  readonly sandboxMaxConcurrent: number
+  /** Sandboxed code runs at once for one avatar (429 with Retry-After above). */
+  readonly sandboxMaxPerAvatar: number
+  /** Memory of one sandbox process in MB (heap and WebAssembly memory). */
+  readonly sandboxMemoryMb: number
+  /** Failed logins allowed per account within `loginWindowSeconds` before further attempts get 429. */
+  readonly loginMaxFailuresPerAccount: number
+  /** Failed logins allowed per client address within `loginWindowSeconds`. */
+  readonly loginMaxFailuresPerAddress: number
+  readonly loginWindowSeconds: number
+}
+
+export const defaultLimits: SecurityLimits = {
+  maxJsonDepth: 64,
+  maxUpstreamResponseBytes: 32 * 1024 * 1024,
+  maxInflatedBytes: 50 * 1024 * 1024,
+  maxInflateRatio: 100,
+  mcpMaxBatch: 32,
+  regexTimeoutMs: 100,
+  sandboxMaxConcurrent: 2,
+  sandboxMaxPerAvatar: 1,
+  sandboxMemoryMb: 256,
+  loginMaxFailuresPerAccount: 10,
+  loginMaxFailuresPerAddress: 100,
+  loginWindowSeconds: 900
+}
+
+/** Environment variable of each limit. */
+export const limitVariables: Readonly<Record<keyof SecurityLimits, string>> = {
+  maxJsonDepth: "AIGW_MAX_JSON_DEPTH",
+  maxUpstreamResponseBytes: "AIGW_MAX_UPSTREAM_RESPONSE_BYTES",
+  maxInflatedBytes: "AIGW_MAX_INFLATED_BYTES",
+  maxInflateRatio: "AIGW_MAX_INFLATE_RATIO",
+  mcpMaxBatch: "AIGW_MCP_MAX_BATCH",
+  regexTimeoutMs: "AIGW_REGEX_TIMEOUT_MS",
+  sandboxMaxConcurrent: "AIGW_SANDBOX_MAX_CONCURRENT",
+  sandboxMaxPerAvatar: "AIGW_SANDBOX_MAX_PER_AVATAR",
+  sandboxMemoryMb: "AIGW_SANDBOX_MEMORY_MB",
+  loginMaxFailuresPerAccount: "AIGW_LOGIN_MAX_FAILURES_PER_ACCOUNT",
+  loginMaxFailuresPerAddress: "AIGW_LOGIN_MAX_FAILURES_PER_ADDRESS",
+  loginWindowSeconds: "AIGW_LOGIN_WINDOW_SECONDS"
+}
+
+const limitsFromEnv: Config.Config<SecurityLimits> = Config.all(
+  Object.fromEntries(
+    (Object.keys(limitVariables) as Array<keyof SecurityLimits>).map((k) => [
+      k,
+      Config.integer(limitVariables[k]).pipe(
+        Config.validate({ message: `${limitVariables[k]} must be a positive integer`, validation: (n) => n > 0 }),
+        Config.withDefault(defaultLimits[k])
+      )
+    ])
+  ) as { [K in keyof SecurityLimits]: Config.Config<number> }
+)
 
 export class GatewayConfig extends Context.Tag("aigw/GatewayConfig")<GatewayConfig, GatewayOptions>() {}
 
@@ -56,6 +128,7 @@ export const defaults = (overrides: Partial<GatewayOptions> = {}): GatewayOption
   webhookRetryBaseMs: 2_000,
   jobPollMs: 5_000,
   workerIntervalMs: 1_000,
+  limits: defaultLimits,
   providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() }),
   ...overrides
 })
@@ -84,7 +157,8 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   maxBodyBytes: Config.integer("AIGW_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
   webhookRetryBaseMs: Config.integer("AIGW_WEBHOOK_RETRY_BASE_MS").pipe(Config.withDefault(2_000)),
   jobPollMs: Config.integer("AIGW_JOB_POLL_MS").pipe(Config.withDefault(5_000)),
-  workerIntervalMs: Config.integer("AIGW_WORKER_INTERVAL_MS").pipe(Config.withDefault(1_000))
+  workerIntervalMs: Config.integer("AIGW_WORKER_INTERVAL_MS").pipe(Config.withDefault(1_000)),
+  limits: limitsFromEnv
 }).pipe(
   Config.mapOrFail((c) => {
     const planLimits = Option.match(c.planLimits, {
@@ -113,6 +187,7 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
       webhookRetryBaseMs: c.webhookRetryBaseMs,
       jobPollMs: c.jobPollMs,
       workerIntervalMs: c.workerIntervalMs,
+      limits: c.limits,
       providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() })
     }))
   })
