@@ -25,6 +25,8 @@ export interface GatewayOptions {
   readonly mailFrom: string
   /** Largest accepted request body in bytes (413 above). */
   readonly maxBodyBytes: number
+  /** Reverse proxies in front of aigw whose X-Forwarded-For entries are trusted (0: use the socket peer). */
+  readonly trustProxy: number
   /** First webhook retry delay; later ones grow x3 (see docs/webhooks.md). */
   readonly webhookRetryBaseMs: number
   /** Pause between polls of upstream jobs (video, batch, fine-tuning). */
@@ -33,6 +35,8 @@ export interface GatewayOptions {
   readonly workerIntervalMs: number
   /** Bounds on everything an outsider controls (docs/security.md). */
   readonly limits: SecurityLimits
+  /** How sandboxed code is isolated: `auto` (bubblewrap when it works, else a child process), `bwrap`, `process` or `off`. */
+  readonly sandbox: "auto" | "bwrap" | "process" | "off"
   /** Reads `<ID>_API_KEY` / `<ID>_BASE_URL` for a provider id. */
   readonly providerEnv: (providerId: string) => { readonly apiKey: Option.Option<Redacted.Redacted>; readonly baseUrl: Option.Option<string> }
 }
@@ -125,10 +129,12 @@ export const defaults = (overrides: Partial<GatewayOptions> = {}): GatewayOption
   smtpUrl: Option.none(),
   mailFrom: "aigw <no-reply@localhost>",
   maxBodyBytes: 10 * 1024 * 1024,
+  trustProxy: 0,
   webhookRetryBaseMs: 2_000,
   jobPollMs: 5_000,
   workerIntervalMs: 1_000,
   limits: defaultLimits,
+  sandbox: "auto",
   providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() }),
   ...overrides
 })
@@ -155,10 +161,15 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   smtpUrl: nonEmpty(Config.redacted("SMTP_URL")),
   mailFrom: Config.string("MAIL_FROM").pipe(Config.withDefault("aigw <no-reply@localhost>")),
   maxBodyBytes: Config.integer("AIGW_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
+  trustProxy: Config.integer("AIGW_TRUST_PROXY").pipe(
+    Config.validate({ message: "AIGW_TRUST_PROXY must be the number of trusted reverse proxies (0 or more)", validation: (n) => n >= 0 }),
+    Config.withDefault(0)
+  ),
   webhookRetryBaseMs: Config.integer("AIGW_WEBHOOK_RETRY_BASE_MS").pipe(Config.withDefault(2_000)),
   jobPollMs: Config.integer("AIGW_JOB_POLL_MS").pipe(Config.withDefault(5_000)),
   workerIntervalMs: Config.integer("AIGW_WORKER_INTERVAL_MS").pipe(Config.withDefault(1_000)),
-  limits: limitsFromEnv
+  limits: limitsFromEnv,
+  sandbox: Config.literal("auto", "bwrap", "process", "off")("AIGW_SANDBOX").pipe(Config.withDefault("auto" as const))
 }).pipe(
   Config.mapOrFail((c) => {
     const planLimits = Option.match(c.planLimits, {
@@ -184,10 +195,12 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
       smtpUrl: c.smtpUrl,
       mailFrom: c.mailFrom,
       maxBodyBytes: c.maxBodyBytes,
+      trustProxy: c.trustProxy,
       webhookRetryBaseMs: c.webhookRetryBaseMs,
       jobPollMs: c.jobPollMs,
       workerIntervalMs: c.workerIntervalMs,
       limits: c.limits,
+      sandbox: c.sandbox,
       providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() })
     }))
   })

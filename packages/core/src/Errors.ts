@@ -32,6 +32,11 @@ export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooM
   message: Schema.String,
   retryAfterSeconds: Schema.Number
 }) {}
+/** The gateway is at capacity for this kind of work (e.g. every code sandbox is busy); retry shortly. */
+export class Busy extends Schema.TaggedError<Busy>()("Busy", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.Number
+}) {}
 /** The upstream provider failed (connect error, 5xx, malformed answer). */
 export class UpstreamFailed extends Schema.TaggedError<UpstreamFailed>()("UpstreamFailed", {
   message: Schema.String,
@@ -55,6 +60,7 @@ export type GatewayError =
   | PayloadTooLarge
   | QuotaExceeded
   | TooManyRequests
+  | Busy
   | UpstreamFailed
   | UpstreamTimeout
   | NotAvailable
@@ -70,6 +76,7 @@ const statusByTag: Record<GatewayError["_tag"], number> = {
   PayloadTooLarge: 413,
   QuotaExceeded: 429,
   TooManyRequests: 429,
+  Busy: 503,
   UpstreamFailed: 502,
   UpstreamTimeout: 504,
   NotAvailable: 501,

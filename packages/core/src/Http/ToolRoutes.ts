@@ -22,7 +22,7 @@ export const toolRoutes = [
       provider: Provider,
       timeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 30_000, { message: () => "timeoutMs must be an integer from 100 to 30000" })), { default: () => 5000 })
     }),
-    handle: ({ body }) => Effect.flatMap(CodeExecution, (c) => c.execute(body))
+    handle: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.execute(body, avatar.id))
   }),
   authed({
     method: "POST",

@@ -1,0 +1,354 @@
+/**
+ * Sandbox processes for untrusted code. Code never runs in the gateway's process: each run gets a
+ * fresh child process (runner.cjs) that loads one WebAssembly interpreter and is killed (with its
+ * whole process group) when the run ends or overruns. Layers, outermost first (docs/security.md):
+ *
+ * 1. bubblewrap (`bwrap`), when it works here: new user, PID, network, IPC, UTS and mount
+ *    namespaces, no capabilities, only the Node runtime and the interpreter files visible, read-only.
+ * 2. OS limits through `prlimit`: address space (which bounds WebAssembly memory), CPU time, open
+ *    files, file size 0 (no writes), no core dumps.
+ * 3. Node's permission model: file reads only of the interpreter files, no writes, no child
+ *    processes, no workers, no native addons, no inspector; an empty environment.
+ * 4. In the runner: network, DNS and signals closed on the built-in modules themselves, host
+ *    objects removed from the global scope; QuickJS has no host objects at all, Pyodide's `js`
+ *    module sees an empty object.
+ *
+ * Runs are bounded per process and per avatar; a warm process per language is kept ready after
+ * the first run of that language, so a run does not wait for the interpreter to load.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+export type SandboxLanguage = "python" | "javascript"
+/** `auto`: bubblewrap when it works on this machine, else a plain child process. */
+export type SandboxMode = "auto" | "bwrap" | "process" | "off"
+export type Isolation = "bwrap" | "process"
+
+export interface SandboxLimits {
+  readonly memoryMb: number
+  readonly maxOutput: number
+}
+
+export interface RunOutcome {
+  readonly stdout: string
+  readonly stderr: string
+  readonly result: string | null
+  readonly exitCode: number
+  readonly error: string | null
+  readonly timedOut: boolean
+}
+
+/** Interpreter start-up allowance (Pyodide loads its standard library first). */
+const LOAD_MS = 30_000
+/** CPU seconds a sandbox process may use in all (a backstop behind the wall-clock kill). */
+const CPU_SECONDS = 90
+/** Address space the Node runtime itself reserves, added to the memory limit. */
+const RUNTIME_ADDRESS_SPACE_MB = 1024
+const MB = 1024 * 1024
+
+interface Runtime {
+  readonly runner: string
+  readonly modules: Record<string, string>
+  /** Directories the sandbox may read: the runner and the interpreter packages. */
+  readonly readDirs: ReadonlyArray<string>
+  readonly missing: ReadonlyArray<string>
+}
+
+/** The installed directory of package `name` (found from its entry point: not every package exports package.json). */
+const packageDir = (require: NodeRequire, name: string): string | undefined => {
+  let entry: string
+  try {
+    entry = require.resolve(name)
+  } catch {
+    return undefined
+  }
+  for (let dir = path.dirname(entry); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const manifest = path.join(dir, "package.json")
+    try {
+      if (JSON.parse(fs.readFileSync(manifest, "utf8")).name === name) return fs.realpathSync(dir)
+    } catch {
+      // no manifest here
+    }
+  }
+  return undefined
+}
+
+/** Where the runner and the interpreters are installed (absent ones make that language unavailable). */
+const locateRuntime = (): Runtime => {
+  const here = path.dirname(fileURLToPath(import.meta.url))
+  const runner = path.join(here, "Sandbox", "runner.cjs")
+  const require = createRequire(import.meta.url)
+  const quickjs = packageDir(require, "quickjs-emscripten-core")
+  const quickjsRequire = quickjs ? createRequire(path.join(quickjs, "package.json")) : require
+  const dirs = {
+    quickjs,
+    variant: packageDir(require, "@jitl/quickjs-wasmfile-release-sync"),
+    ffi: packageDir(quickjsRequire, "@jitl/quickjs-ffi-types"),
+    pyodide: packageDir(require, "pyodide")
+  }
+  const missing = [
+    ...(fs.existsSync(runner) ? [] : ["the sandbox runner"]),
+    ...(dirs.quickjs && dirs.variant && dirs.ffi ? [] : ["javascript"]),
+    ...(dirs.pyodide ? [] : ["python"])
+  ]
+  return {
+    runner: fs.existsSync(runner) ? fs.realpathSync(runner) : runner,
+    modules: Object.fromEntries(Object.entries(dirs).filter(([, d]) => d !== undefined)) as Record<string, string>,
+    readDirs: [path.dirname(runner), ...Object.values(dirs).filter((d): d is string => d !== undefined)],
+    missing
+  }
+}
+
+const which = (command: string): string | undefined => {
+  for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(":")) {
+    const candidate = path.join(dir, command)
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK)
+      return candidate
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+const nodeFlags = (runtime: Runtime, memoryMb: number) => {
+  const flags = process.allowedNodeEnvironmentFlags
+  return [
+    flags.has("--permission") ? "--permission" : "--experimental-permission",
+    ...runtime.readDirs.map((d) => `--allow-fs-read=${d}/*`),
+    // Without guard regions, WebAssembly memory is bounded by the address-space limit.
+    ...(flags.has("--disable-wasm-trap-handler") ? ["--disable-wasm-trap-handler"] : []),
+    `--max-old-space-size=${memoryMb}`,
+    "--no-warnings"
+  ]
+}
+
+/** bubblewrap's arguments: an empty root with the system libraries, Node and the runtime, read-only. */
+const bwrapArgs = (runtime: Runtime) => {
+  const binds = new Set<string>(["/usr", ...runtime.readDirs])
+  const node = fs.realpathSync(process.execPath)
+  if (!node.startsWith("/usr/")) binds.add(path.dirname(node))
+  const args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+  for (const dir of binds) args.push("--ro-bind", dir, dir)
+  for (const top of ["/lib", "/lib64", "/bin"]) {
+    try {
+      const st = fs.lstatSync(top)
+      if (st.isSymbolicLink()) args.push("--symlink", fs.readlinkSync(top), top)
+      else if (st.isDirectory()) args.push("--ro-bind", top, top)
+    } catch {
+      // absent on this system
+    }
+  }
+  if (fs.existsSync("/etc/ld.so.cache")) args.push("--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache")
+  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--uid", "65534", "--gid", "65534", "--chdir", "/", "--")
+  return { args, node }
+}
+
+export interface Launcher {
+  readonly isolation: Isolation
+  /** The command line of a sandbox process for `language`. */
+  readonly command: (language: SandboxLanguage) => { readonly file: string; readonly args: ReadonlyArray<string> }
+  /** Languages whose interpreter is not installed. */
+  readonly missing: ReadonlyArray<string>
+}
+
+/**
+ * Builds the sandbox command lines for `mode`, or explains why code execution is unavailable.
+ * bubblewrap is tried once with the real arguments (it fails where user namespaces are disabled).
+ */
+export const makeLauncher = (mode: SandboxMode, memoryMb: number): Launcher | { readonly unavailable: string } => {
+  if (mode === "off") return { unavailable: "Code execution is switched off (AIGW_SANDBOX=off)." }
+  const runtime = locateRuntime()
+  if (runtime.missing.includes("the sandbox runner")) return { unavailable: "The code sandbox runner is not part of this deployment." }
+  const prlimit = which("prlimit")
+  const limits = prlimit
+    ? [prlimit, `--as=${(RUNTIME_ADDRESS_SPACE_MB + memoryMb) * MB}`, `--cpu=${CPU_SECONDS}`, "--nofile=64", "--fsize=0", "--core=0", "--"]
+    : []
+  const flags = nodeFlags(runtime, memoryMb)
+  const plain = (language: SandboxLanguage) => [...flags, runtime.runner, language, JSON.stringify(runtime.modules)]
+  let isolation: Isolation = "process"
+  let bwrap: { args: Array<string>; node: string; file: string } | undefined
+  if (mode !== "process") {
+    const file = which("bwrap")
+    const probe = file ? spawnSync(file, [...bwrapArgs(runtime).args, fs.realpathSync(process.execPath), "-e", "0"], { stdio: "pipe", timeout: 10_000, env: {} }) : undefined
+    if (file && probe?.status === 0) {
+      bwrap = { ...bwrapArgs(runtime), file }
+      isolation = "bwrap"
+    } else if (mode === "bwrap") {
+      const why = file ? String(probe?.stderr ?? probe?.error ?? "").trim().split("\n")[0] : "bwrap is not installed (Debian: apt-get install bubblewrap)"
+      return { unavailable: `AIGW_SANDBOX=bwrap, but bubblewrap does not work here: ${why}` }
+    }
+  }
+  const command = (language: SandboxLanguage) => {
+    const inner = bwrap ? [bwrap.file, ...bwrap.args, bwrap.node, ...plain(language)] : [process.execPath, ...plain(language)]
+    const all = [...limits, ...inner]
+    return { file: all[0]!, args: all.slice(1) }
+  }
+  return { isolation, command, missing: runtime.missing }
+}
+
+/** One sandbox process: ready once its interpreter is loaded; runs one job. */
+interface SandboxProcess {
+  readonly child: ChildProcess
+  readonly ready: Promise<void>
+  readonly lines: (listener: (message: any) => void) => void
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>
+  readonly kill: () => void
+}
+
+/** Bytes read from a sandbox's pipes before it is killed: its answer is bounded by the runner. */
+const PIPE_LIMIT = 16 * MB
+
+const start = (launcher: Launcher, language: SandboxLanguage): SandboxProcess => {
+  const { args, file } = launcher.command(language)
+  // A process group of its own, so a kill reaches everything it started; an empty environment.
+  const child = spawn(file, args, { env: {}, stdio: ["pipe", "pipe", "pipe"], detached: true })
+  const kill = () => {
+    try {
+      process.kill(-child.pid!, "SIGKILL")
+    } catch {
+      // already gone
+    }
+  }
+  let stderr = ""
+  let bytes = 0
+  let buffered = ""
+  const listeners: Array<(message: any) => void> = []
+  const pending: Array<any> = []
+  child.stdout!.setEncoding("utf8")
+  child.stdout!.on("data", (chunk: string) => {
+    bytes += chunk.length
+    if (bytes > PIPE_LIMIT) return kill()
+    buffered += chunk
+    for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
+      const line = buffered.slice(0, nl)
+      buffered = buffered.slice(nl + 1)
+      let message: unknown
+      try {
+        message = JSON.parse(line)
+      } catch {
+        continue
+      }
+      if (listeners.length) for (const l of listeners) l(message)
+      else pending.push(message)
+    }
+  })
+  child.stderr!.setEncoding("utf8")
+  child.stderr!.on("data", (chunk: string) => {
+    if (stderr.length < 8192) stderr += chunk.slice(0, 8192 - stderr.length)
+  })
+  child.stdin!.on("error", () => {})
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) =>
+    // "close": after the pipes are drained, so a last answer line is never lost to "exit".
+    child.once("close", (code, signal) => resolve({ code, signal, stderr }))
+  )
+  child.once("error", () => kill())
+  const lines = (listener: (message: any) => void) => {
+    listeners.push(listener)
+    for (const m of pending.splice(0)) listener(m)
+  }
+  const ready = new Promise<void>((resolve, reject) => {
+    lines((m) => {
+      if (m?.type === "ready") resolve()
+      else if (m?.type === "failed") reject(new Error(String(m.error)))
+    })
+    void exited.then((e) => reject(new Error(`the sandbox process ended before it was ready (${e.signal ?? `exit ${e.code}`}) ${e.stderr.split("\n")[0] ?? ""}`.trim())))
+  })
+  ready.catch(() => {})
+  return { child, ready, lines, exited, kill }
+}
+
+/** Why a sandbox process ended without an answer, in the caller's terms. */
+const endedWithout = (e: { code: number | null; signal: NodeJS.Signals | null; stderr: string }, memoryMb: number): string => {
+  if (e.signal === "SIGXCPU") return "CPU time limit exceeded"
+  if (/out of memory|Allocation failed|heap limit|OOM/i.test(e.stderr) || e.code === 134) return `memory limit of ${memoryMb} MB exceeded`
+  if (e.signal === "SIGKILL") return "the sandbox process was killed (output or memory limit)"
+  return `the sandbox process ended unexpectedly (${e.signal ?? `exit ${e.code}`})`
+}
+
+export interface Sandbox {
+  readonly isolation: Isolation
+  /** Runs `code`; the promise never rejects for the program's own failures. `signal` kills the run. */
+  readonly run: (language: SandboxLanguage, job: { code: string; timeoutMs: number }, signal?: AbortSignal) => Promise<RunOutcome>
+  /** Kills the warm processes. */
+  readonly close: () => void
+}
+
+export const makeSandbox = (launcher: Launcher, limits: SandboxLimits): Sandbox => {
+  const warm = new Map<SandboxLanguage, SandboxProcess>()
+  const unrefWarm = (p: SandboxProcess) => {
+    p.child.unref()
+    for (const s of [p.child.stdin, p.child.stdout, p.child.stderr]) (s as unknown as { unref?: () => void } | null)?.unref?.()
+  }
+  const keepWarm = (language: SandboxLanguage) => {
+    if (warm.has(language)) return
+    const next = start(launcher, language)
+    unrefWarm(next)
+    warm.set(language, next)
+    void next.exited.then(() => {
+      if (warm.get(language) === next) warm.delete(language)
+    })
+  }
+  /** The warm process of `language` if there is one (a new one is started behind it), else a fresh one. */
+  const take = (language: SandboxLanguage): SandboxProcess => {
+    const ready = warm.get(language)
+    warm.delete(language)
+    if (ready && ready.child.exitCode === null && ready.child.signalCode === null) {
+      ready.child.ref()
+      keepWarm(language)
+      return ready
+    }
+    ready?.kill()
+    const fresh = start(launcher, language)
+    // Loading two interpreters at once would slow this run down: the warm one starts after.
+    void fresh.ready.then(() => keepWarm(language), () => {})
+    return fresh
+  }
+
+  const run = (language: SandboxLanguage, job: { code: string; timeoutMs: number }, signal?: AbortSignal) =>
+    new Promise<RunOutcome>((resolve) => {
+      const proc = take(language)
+      let settled = false
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const finish = (outcome: RunOutcome) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        signal?.removeEventListener("abort", onAbort)
+        proc.kill()
+        resolve(outcome)
+      }
+      const failed = (error: string, timedOut = false): RunOutcome => ({ stdout: "", stderr: "", result: null, exitCode: timedOut ? 124 : 1, error, timedOut })
+      const onAbort = () => finish(failed("the run was cancelled"))
+      if (signal?.aborted) return finish(failed("the run was cancelled"))
+      signal?.addEventListener("abort", onAbort, { once: true })
+      timer = setTimeout(() => finish(failed("the sandbox did not start in time")), LOAD_MS)
+      proc.lines((m) => {
+        if (m?.type === "result") {
+          finish({ stdout: String(m.stdout ?? ""), stderr: String(m.stderr ?? ""), result: m.result ?? null, exitCode: Number(m.exitCode), error: m.error ?? null, timedOut: Boolean(m.timedOut) })
+        }
+      })
+      void proc.exited.then((e) => finish(failed(endedWithout(e, limits.memoryMb))))
+      proc.ready.then(
+        () => {
+          if (settled) return
+          clearTimeout(timer)
+          // QuickJS stops itself at the deadline; the kill is the hard bound for both languages.
+          const grace = language === "javascript" ? 1_000 : 0
+          timer = setTimeout(() => finish(failed(`time limit of ${job.timeoutMs} ms exceeded`, true)), job.timeoutMs + grace)
+          proc.child.stdin!.end(`${JSON.stringify({ code: job.code, timeoutMs: job.timeoutMs, memoryMb: limits.memoryMb, maxOutput: limits.maxOutput })}\n`)
+        },
+        (e: Error) => finish(failed(`the sandbox could not start: ${e.message}`))
+      )
+    })
+
+  const close = () => {
+    for (const p of warm.values()) p.kill()
+    warm.clear()
+  }
+  return { isolation: launcher.isolation, run, close }
+}

@@ -1,0 +1,176 @@
+"use strict"
+/**
+ * The program inside a sandbox process (started by Sandbox.ts, never in the gateway's process).
+ * It loads one interpreter (QuickJS or Pyodide, both WebAssembly), locks the process down, then
+ * runs one untrusted program and exits.
+ *
+ * Protocol on the pipes: argv[2] is the language, argv[3] the interpreter packages' directories; this process writes `{"type":"ready"}` once the
+ * interpreter is loaded, reads one job line `{ code, timeoutMs, memoryMb, maxOutput }` from stdin,
+ * and writes one result line. It exits when the job is done or when stdin closes (its gateway
+ * went away).
+ *
+ * The lockdown is the in-process layer only; the outer layers (empty environment, Node's permission
+ * model, bubblewrap namespaces, OS limits) are set by the parent. See docs/security.md.
+ */
+const fs = require("node:fs")
+
+const language = process.argv[2]
+/** Installed directories of the interpreter packages, resolved by the parent. */
+const modules = JSON.parse(process.argv[3])
+const writeLine = (message) => fs.writeSync(1, `${JSON.stringify(message)}\n`)
+const stdin = process.stdin
+const exit = process.exit.bind(process)
+
+/** Pyodide's Emscripten file systems read one table through process.binding at load. */
+const fsConstants = fs.constants
+process.binding = (name) => {
+  if (name === "constants") return { fs: fsConstants }
+  throw new Error("process.binding is not available in the sandbox")
+}
+
+const refuse = (what) => () => {
+  throw new Error(`${what} is not available in the sandbox`)
+}
+
+/**
+ * Closes every way out that the permission model leaves open on this Node version (network,
+ * signals), on the shared built-in objects themselves, so `import("node:net")` from the global
+ * scope finds them closed too; then removes host objects from the global scope.
+ */
+const lockDown = () => {
+  const net = require("node:net")
+  const dgram = require("node:dgram")
+  const dns = require("node:dns")
+  net.Socket.prototype.connect = refuse("network access")
+  net.Server.prototype.listen = refuse("network access")
+  for (const m of ["bind", "send", "connect"]) dgram.Socket.prototype[m] = refuse("network access")
+  for (const target of [dns, dns.promises, dns.Resolver.prototype, dns.promises.Resolver.prototype]) {
+    for (const key of Object.keys(target)) {
+      if (typeof target[key] === "function" && /^(lookup|resolve|reverse)/.test(key)) target[key] = refuse("name resolution")
+    }
+  }
+  process.kill = refuse("process.kill")
+  process._kill = refuse("process.kill")
+  process.dlopen = refuse("native addons")
+  process.chdir = refuse("process.chdir")
+  for (const name of ["process", "fetch", "WebSocket", "EventSource", "Request", "Response", "Headers", "FormData", "navigator", "global"]) {
+    try {
+      delete globalThis[name]
+    } catch {
+      globalThis[name] = undefined
+    }
+  }
+}
+
+const clip = (text, max) => (text.length > max ? `${text.slice(0, max)}\n[output truncated]` : text)
+
+/** JavaScript in QuickJS: no host objects at all; its own memory limit and interrupt deadline. */
+const loadJavascript = async () => {
+  const core = require(modules.quickjs)
+  const variant = require(modules.variant)
+  const module = await core.newQuickJSWASMModuleFromVariant(variant.default ?? variant)
+  return (job) => {
+    const started = performance.now()
+    const runtime = module.newRuntime()
+    runtime.setMemoryLimit(job.memoryMb * 1024 * 1024)
+    runtime.setMaxStackSize(1024 * 1024)
+    const deadline = Date.now() + job.timeoutMs
+    runtime.setInterruptHandler(core.shouldInterruptAfterDeadline(deadline))
+    const vm = runtime.newContext()
+    const stdout = []
+    const stderr = []
+    let printed = 0
+    const consoleObject = vm.newObject()
+    for (const [name, sink] of [["log", stdout], ["info", stdout], ["debug", stdout], ["error", stderr], ["warn", stderr]]) {
+      const fn = vm.newFunction(name, (...args) => {
+        if (printed > job.maxOutput) return
+        const line = args.map((a) => {
+          const v = vm.dump(a)
+          return typeof v === "string" ? v : JSON.stringify(v)
+        }).join(" ")
+        printed += line.length
+        sink.push(line)
+      })
+      vm.setProp(consoleObject, name, fn)
+      fn.dispose()
+    }
+    vm.setProp(vm.global, "console", consoleObject)
+    consoleObject.dispose()
+    const outcome = vm.evalCode(job.code, "main.js")
+    const timedOut = Date.now() >= deadline
+    const base = { stdout: clip(stdout.join("\n"), job.maxOutput), stderr: clip(stderr.join("\n"), job.maxOutput), durationMs: Math.round(performance.now() - started) }
+    if (outcome.error) {
+      const err = vm.dump(outcome.error)
+      outcome.error.dispose()
+      const message = typeof err === "object" && err !== null ? `${err.name ?? "Error"}: ${err.message ?? JSON.stringify(err)}` : String(err)
+      return { ...base, result: null, exitCode: 1, error: timedOut ? `time limit of ${job.timeoutMs} ms exceeded` : message, timedOut }
+    }
+    const value = vm.dump(outcome.value)
+    outcome.value.dispose()
+    const result = value === undefined ? null : JSON.stringify(value) ?? null
+    return { ...base, result: result === null ? null : clip(result, job.maxOutput), exitCode: 0, error: null, timedOut: false }
+  }
+}
+
+/** The user's part of a Python traceback (Pyodide's own frames left out). */
+const userTrace = (message) => {
+  const lines = message.trim().split("\n")
+  const at = lines.findIndex((l) => l.includes("File \"<exec>\""))
+  return at > 0 ? [lines[0], ...lines.slice(at)].join("\n") : message.trim()
+}
+
+/** Python in Pyodide, whose `js` module sees an empty object instead of the global scope. */
+const loadPython = async () => {
+  const { loadPyodide } = require(modules.pyodide)
+  const out = []
+  const err = []
+  let printed = 0
+  const sink = (list) => (s) => {
+    if (printed > 0 && printed + s.length > 4 * 1024 * 1024) return
+    printed += s.length
+    list.push(s)
+  }
+  const py = await loadPyodide({ jsglobals: {}, stdout: sink(out), stderr: sink(err) })
+  py.setStdout({ batched: sink(out) })
+  py.setStderr({ batched: sink(err) })
+  py.unregisterJsModule("pyodide_js")
+  return async (job) => {
+    const started = performance.now()
+    const base = () => ({ stdout: clip(out.join("\n"), job.maxOutput), stderr: clip(err.join("\n"), job.maxOutput), result: null, timedOut: false, durationMs: Math.round(performance.now() - started) })
+    try {
+      await py.runPythonAsync(job.code)
+      return { ...base(), exitCode: 0, error: null }
+    } catch (e) {
+      const trace = userTrace(String((e && e.message) || e))
+      err.push(trace)
+      const lines = trace.split("\n")
+      return { ...base(), exitCode: 1, error: lines[lines.length - 1] }
+    }
+  }
+}
+
+const main = async () => {
+  const run = language === "python" ? await loadPython() : await loadJavascript()
+  lockDown()
+  writeLine({ type: "ready" })
+  let buffered = ""
+  let running = false
+  stdin.setEncoding("utf8")
+  // The gateway closed the pipe without a job (it went away, or drops a warm process).
+  stdin.on("end", () => running || exit(0))
+  stdin.on("data", async (chunk) => {
+    buffered += chunk
+    const newline = buffered.indexOf("\n")
+    if (newline < 0 || running) return
+    running = true
+    const job = JSON.parse(buffered.slice(0, newline))
+    const result = await run(job)
+    writeLine({ type: "result", ...result })
+    exit(0)
+  })
+}
+
+main().catch((e) => {
+  writeLine({ type: "failed", error: String((e && e.message) || e) })
+  exit(1)
+})
