@@ -1,17 +1,22 @@
 /**
- * The braid: shared reasoning graphs. Any avatar may save a Mermaid reasoning graph for a task
- * type; solver outcomes feed each graph's quality metadata; the best graph of a task type is the
- * one with the highest smoothed success rate, (successes + 1) / (runs + 2), newest first on ties.
- * `useHolonicBraid` injects it into a completion's context.
+ * The braid: Mermaid reasoning graphs per task type. A graph is private to the avatar that saved
+ * it; only an Admin may publish one to every avatar (docs/authorization.md), because whatever a
+ * graph says lands in the system prompt of each `useHolonicBraid` completion that receives it.
+ * The candidates for a caller are its own graphs and the published ones; the best is the one with
+ * the highest smoothed success rate, (successes + 1) / (runs + 2), the caller's own and then the
+ * newest first on ties. Outcomes may be reported by the graph's owner (Admins for published
+ * graphs) or, once per completion that received the graph, by the avatar that used it.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { NotFound } from "../Errors.ts"
+import { Forbidden, NotFound } from "../Errors.ts"
 import { TaskTypeSchema } from "../Ml/TaskClassifier.ts"
 import type { TaskType } from "../Ml/taskExamples.data.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { DocumentStore, modify } from "../Storage/DocumentStore.ts"
 
 export const KIND = "braid_graph"
+/** Per avatar and graph: how many outcome reports its completions with that graph still allow. */
+export const USE = "braid_use"
 
 export interface BraidGraph {
   readonly id: string
@@ -20,11 +25,17 @@ export interface BraidGraph {
   readonly description: string
   readonly mermaid: string
   readonly createdBy: string
+  /** Published by an Admin to every avatar; otherwise private to `createdBy`. */
+  readonly published: boolean
   readonly runs: number
   readonly successes: number
   /** Sum of reported scores (0-1), for the mean. */
   readonly scoreSum: number
   readonly scored: number
+}
+
+interface BraidUse {
+  readonly reportsLeft: number
 }
 
 export const Mermaid = Schema.String.pipe(
@@ -36,7 +47,14 @@ export const SaveGraphParams = {
   taskType: TaskTypeSchema.annotations({ description: "Task type the graph solves", message: () => "taskType must be one of code, math, research, creative, analysis, summarization, translation, general" }),
   mermaid: Mermaid.annotations({ description: "Mermaid flowchart of the reasoning steps" }),
   title: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
-  description: Schema.optional(Schema.String.pipe(Schema.maxLength(5000)))
+  description: Schema.optional(Schema.String.pipe(Schema.maxLength(5000))),
+  publish: Schema.optional(Schema.Boolean).annotations({ description: "Admin only: publish the graph to every avatar's useHolonicBraid; otherwise it is private to you" })
+}
+
+export interface OutcomeInput {
+  readonly graphId: string
+  readonly success: boolean
+  readonly score?: number | undefined
 }
 
 export const quality = (g: BraidGraph) => ({
@@ -48,10 +66,20 @@ export const quality = (g: BraidGraph) => ({
 
 const view = (g: BraidGraph) => ({ ...g, quality: quality(g) })
 
+/**
+ * Published graphs live under their own key, so documents saved before graphs had owners (owner
+ * null, key = task type, written by anyone) match no query: they reach no prompt.
+ */
+const publishedKey = (taskType: TaskType) => `published:${taskType}`
+
+const isAdmin = (avatar: AvatarRecord) => avatar.avatarType === "Admin"
+
 const makeService = Effect.gen(function*() {
   const docs = yield* DocumentStore
 
-  const save = Effect.fn("Braid.save")(function*(avatar: AvatarRecord, input: { readonly taskType: TaskType; readonly mermaid: string; readonly title?: string | undefined; readonly description?: string | undefined }) {
+  const save = Effect.fn("Braid.save")(function*(avatar: AvatarRecord, input: { readonly taskType: TaskType; readonly mermaid: string; readonly title?: string | undefined; readonly description?: string | undefined; readonly publish?: boolean | undefined }) {
+    const published = input.publish === true
+    if (published && !isAdmin(avatar)) return yield* Effect.fail(new Forbidden({ message: "Only an Admin can publish a reasoning graph to other avatars; save it without publish to keep it for yourself." }))
     const now = Date.now()
     const graph: BraidGraph = {
       id: crypto.randomUUID(),
@@ -60,43 +88,89 @@ const makeService = Effect.gen(function*() {
       description: input.description ?? "",
       mermaid: input.mermaid.trim(),
       createdBy: avatar.id,
+      published,
       runs: 0,
       successes: 0,
       scoreSum: 0,
       scored: 0
     }
-    yield* docs.insert({ kind: KIND, id: graph.id, owner: null, key: graph.taskType, data: graph, version: 0, createdAt: now, updatedAt: now })
+    yield* docs.insert({
+      kind: KIND,
+      id: graph.id,
+      owner: published ? null : avatar.id,
+      key: published ? publishedKey(graph.taskType) : graph.taskType,
+      data: graph,
+      version: 0,
+      createdAt: now,
+      updatedAt: now
+    })
     return view(graph)
   })
 
-  /** The task type's graphs, best first. */
-  const ranked = (taskType: TaskType) =>
-    Effect.map(docs.list(KIND, { key: taskType }), (list) =>
-      list.map((d) => d.data as BraidGraph).sort((a, b) => quality(b).successRate - quality(a).successRate))
+  /** The caller's own and the published graphs of a task type, best first. */
+  const ranked = (avatar: AvatarRecord, taskType: TaskType) =>
+    Effect.map(
+      Effect.all([docs.list(KIND, { owner: avatar.id, key: taskType }), docs.list(KIND, { owner: null, key: publishedKey(taskType) })]),
+      ([own, published]) => [...own, ...published].map((d) => d.data as BraidGraph).sort((a, b) => quality(b).successRate - quality(a).successRate)
+    )
 
-  /** The best graph of a task type, or None. */
-  const best = (taskType: TaskType) => Effect.map(ranked(taskType), (graphs) => Option.fromNullable(graphs[0]))
-
-  const find = (taskType: TaskType) =>
-    Effect.map(ranked(taskType), (graphs) => ({
+  const find = (avatar: AvatarRecord, taskType: TaskType) =>
+    Effect.map(ranked(avatar, taskType), (graphs) => ({
       taskType,
       graph: graphs[0] ? view(graphs[0]) : null,
       alternatives: Math.max(0, graphs.length - 1)
     }))
 
-  const recordOutcome = Effect.fn("Braid.recordOutcome")(function*(input: { readonly graphId: string; readonly success: boolean; readonly score?: number | undefined }) {
-    const updated = yield* modify<BraidGraph>(docs, KIND, input.graphId, (g) => ({
+  /**
+   * The graph a `useHolonicBraid` completion of the caller receives. Each time a published graph
+   * is received, the caller may report one outcome for it (its own graphs need no allowance).
+   */
+  const forPrompt = Effect.fn("Braid.forPrompt")(function*(avatar: AvatarRecord, taskType: TaskType) {
+    const graph = (yield* ranked(avatar, taskType))[0]
+    if (graph === undefined) return Option.none<BraidGraph>()
+    if (graph.published) {
+      const id = `${avatar.id}:${graph.id}`
+      const now = Date.now()
+      const inserted = yield* docs.insertIfAbsent({ kind: USE, id, owner: avatar.id, key: graph.id, data: { reportsLeft: 1 } satisfies BraidUse, version: 0, createdAt: now, updatedAt: now })
+      if (!inserted) yield* modify<BraidUse>(docs, USE, id, (u) => ({ reportsLeft: u.reportsLeft + 1 }))
+    }
+    return Option.some(graph)
+  })
+
+  /** Spends one of the caller's report allowances for the graph; false when none is left. */
+  const spendUse = (avatar: AvatarRecord, graphId: string) =>
+    Effect.suspend(() => {
+      let spent = false // set by the attempt that wins the compare-and-set
+      return Effect.map(
+        modify<BraidUse>(docs, USE, `${avatar.id}:${graphId}`, (u) => {
+          spent = u.reportsLeft > 0
+          return { reportsLeft: Math.max(0, u.reportsLeft - 1) }
+        }),
+        () => spent
+      )
+    })
+
+  const recordOutcome = Effect.fn("Braid.recordOutcome")(function*(avatar: AvatarRecord, input: OutcomeInput) {
+    const doc = yield* docs.get(KIND, input.graphId)
+    // Another avatar's private graph, or an ownerless one saved before graphs had owners, is not there for the caller.
+    if (Option.isNone(doc) || !((doc.value.data as BraidGraph).published === true || doc.value.owner === avatar.id)) {
+      return yield* Effect.fail(new NotFound({ message: `No braid graph ${input.graphId}.` }))
+    }
+    const graph = doc.value.data as BraidGraph
+    if (graph.published && !isAdmin(avatar) && !(yield* spendUse(avatar, graph.id))) {
+      return yield* Effect.fail(new Forbidden({ message: "Outcomes of a published graph are reported by Admins, or once per useHolonicBraid completion of yours that received it." }))
+    }
+    const updated = yield* modify<BraidGraph>(docs, KIND, graph.id, (g) => ({
       ...g,
       runs: g.runs + 1,
       successes: g.successes + (input.success ? 1 : 0),
       scoreSum: g.scoreSum + (input.score ?? 0),
       scored: g.scored + (input.score === undefined ? 0 : 1)
     }))
-    if (Option.isNone(updated)) return yield* Effect.fail(new NotFound({ message: `No braid graph ${input.graphId}.` }))
-    return view(updated.value)
+    return view(Option.getOrThrow(updated))
   })
 
-  return { save, best, find, recordOutcome }
+  return { save, find, forPrompt, recordOutcome }
 })
 
 export class Braid extends Context.Tag("aigw/Braid")<Braid, Effect.Effect.Success<typeof makeService>>() {}

@@ -74,8 +74,8 @@ const makeService = Effect.gen(function*() {
         const lastUser = [...messages].reverse().find((m) => m.role === "user")
         const { taskType } = yield* classifier.classify(lastUser?.content ?? "")
         if (input.useHolonicBraid) {
-          // The shared reasoning graph of the task type, when one was saved.
-          const graph = yield* braid.best(taskType)
+          // The caller's own or an Admin-published reasoning graph of the task type (docs/authorization.md).
+          const graph = yield* braid.forPrompt(avatar, taskType)
           if (Option.isSome(graph)) {
             messages = withSystemBlock(messages, `Shared reasoning graph for ${taskType} tasks ("${graph.value.title}"); follow its steps:\n\`\`\`mermaid\n${graph.value.mermaid}\n\`\`\``)
           }

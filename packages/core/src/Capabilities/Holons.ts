@@ -1,11 +1,14 @@
 /**
- * Holonic memory: a shared hierarchy of memory units (holons) rooted at the planetary "Earth"
- * holon (planet → continent → country → region → city → community → household → individual, or
- * any level name). Avatars record memory items at a holon; an item is private to its author
- * unless recorded with consent. A holon's membrane rule decides which items may propagate one
- * level up: consented items (when the rule requires consent, the default) whose tags the rule
- * allows. Propagation copies items to the parent, once. Search ranks the items the caller may see
- * by cosine similarity of local embeddings.
+ * Holonic memory: a hierarchy of memory units (holons) rooted at the planetary "Earth" holon
+ * (planet → continent → country → region → city → community → household → individual, or any
+ * level name). Each avatar's get-or-create lands in a holon of its own (the id derives from
+ * parent, owner and name), so nobody can claim a name first and receive others' memories; only
+ * the owner or an Admin sets its membrane rule. Avatars record memory items at a holon; an item
+ * is private to its author unless recorded with consent. The membrane rule decides which items
+ * propagate one level up: consented items whose tags the rule allows; an item recorded without
+ * consent never propagates, whatever the rule says (docs/authorization.md). Propagation copies
+ * items to the parent, once. Search ranks the items the caller may see by cosine similarity of
+ * local embeddings.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
@@ -21,6 +24,7 @@ export const EARTH_ID = "earth"
 export interface MembraneRule {
   /** Tags allowed through; ["*"] lets every tag through. */
   readonly allowTags: ReadonlyArray<string>
+  /** Always true since consent became unconditional; rules stored earlier may say false, which is ignored. */
   readonly requireConsent: boolean
 }
 
@@ -55,7 +59,7 @@ export const Params = {
   membrane: {
     holonId: HolonId,
     allowTags: Schema.Array(Tag).pipe(Schema.maxItems(100)).annotations({ description: "Tags allowed to propagate upward; [\"*\"] for all" }),
-    requireConsent: Schema.optionalWith(Schema.Boolean, { default: () => true })
+    requireConsent: Schema.optionalWith(Schema.Boolean, { default: () => true }).annotations({ description: "Accepted for compatibility; consent is always required: an item recorded without it never propagates" })
   },
   record: {
     holonId: HolonId,
@@ -75,9 +79,10 @@ export const Params = {
   }
 }
 
-/** Holon ids are derived from the parent and the name, so get-or-create is idempotent. */
-export const holonIdOf = (parentId: string, name: string) =>
-  crypto.createHash("sha256").update(`${parentId}/${name.trim().toLowerCase()}`).digest("hex").slice(0, 24)
+const digest = (s: string) => crypto.createHash("sha256").update(s).digest("hex").slice(0, 24)
+
+/** Holon ids derive from the parent, the owner and the name: get-or-create is idempotent per avatar. */
+export const holonIdOf = (parentId: string, owner: string, name: string) => digest(`${parentId}/${owner}/${name.trim().toLowerCase()}`)
 
 const earth: Holon = { id: EARTH_ID, name: "Earth", level: "planet", parentId: null, path: ["Earth"], membrane: null, createdBy: null }
 
@@ -103,7 +108,7 @@ const makeService = Effect.gen(function*() {
   const getOrCreate = Effect.fn("Holons.getOrCreate")(function*(avatar: AvatarRecord, input: { readonly name: string; readonly level: string; readonly parentId?: string | undefined }) {
     const parent = yield* getHolon(input.parentId ?? EARTH_ID)
     const holon: Holon = {
-      id: holonIdOf(parent.id, input.name),
+      id: holonIdOf(parent.id, avatar.id, input.name),
       name: input.name.trim(),
       level: input.level,
       parentId: parent.id,
@@ -118,9 +123,10 @@ const makeService = Effect.gen(function*() {
   const setMembrane = Effect.fn("Holons.setMembrane")(function*(avatar: AvatarRecord, input: { readonly holonId: string; readonly allowTags: ReadonlyArray<string>; readonly requireConsent: boolean }) {
     const holon = yield* getHolon(input.holonId)
     if (avatar.avatarType !== "Admin" && holon.createdBy !== avatar.id) {
-      return yield* Effect.fail(new Forbidden({ message: "Only the holon's creator or an Admin can set its membrane rule." }))
+      return yield* Effect.fail(new Forbidden({ message: "Only the holon's owner or an Admin can set its membrane rule." }))
     }
-    const updated = yield* modify<Holon>(docs, HOLON, holon.id, (h) => ({ ...h, membrane: { allowTags: [...new Set(input.allowTags)], requireConsent: input.requireConsent } }))
+    // requireConsent is not taken from the input: an item recorded without consent never leaves its holon.
+    const updated = yield* modify<Holon>(docs, HOLON, holon.id, (h) => ({ ...h, membrane: { allowTags: [...new Set(input.allowTags)], requireConsent: true } }))
     return Option.getOrThrow(updated)
   })
 
@@ -141,8 +147,9 @@ const makeService = Effect.gen(function*() {
     return item
   })
 
+  /** The author's consent first, whatever the rule says; then the rule's tags. */
   const permitted = (rule: MembraneRule, item: HolonItem) =>
-    (!rule.requireConsent || item.consent) && (rule.allowTags.includes("*") || item.tags.some((t) => rule.allowTags.includes(t)))
+    item.consent && (rule.allowTags.includes("*") || item.tags.some((t) => rule.allowTags.includes(t)))
 
   /** Copies the holon's permitted items to its parent, each once (copies have deterministic ids). */
   const propagateOnce = (holon: Holon) =>
@@ -153,7 +160,7 @@ const makeService = Effect.gen(function*() {
       for (const item of yield* items(holon.id)) {
         if (!permitted(holon.membrane, item)) continue
         const origin = item.origin ?? { holonId: holon.id, itemId: item.id }
-        const copy: HolonItem = { ...item, id: holonIdOf(holon.parentId, `${origin.holonId}:${origin.itemId}`), holonId: holon.parentId, origin }
+        const copy: HolonItem = { ...item, id: digest(`${holon.parentId}/${origin.holonId}:${origin.itemId}`), holonId: holon.parentId, origin }
         const now = Date.now()
         if (yield* docs.insertIfAbsent({ kind: ITEM, id: copy.id, owner: item.authorAvatarId, key: holon.parentId, data: copy, version: 0, createdAt: now, updatedAt: now })) propagated++
       }

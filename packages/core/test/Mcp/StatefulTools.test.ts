@@ -22,6 +22,7 @@ const avatar = (id: string, username: string, avatarType: "User" | "Admin" = "Us
 })
 const alice = avatar("00000000-0000-4000-8000-0000000000a1", "alice")
 const bob = avatar("00000000-0000-4000-8000-0000000000b2", "bob")
+const root = avatar("00000000-0000-4000-8000-0000000000c3", "root", "Admin")
 
 describe("stateful MCP tools", () => {
   let openai: MockUpstream
@@ -111,17 +112,24 @@ describe("stateful MCP tools", () => {
     expect((await call("gateway_fahrn_get_agent_skill", { agentId: coder.id, taskCategory: "code" }, bob)).isError).toBe(true)
   })
 
-  it("saves, finds and scores shared reasoning graphs; useHolonicBraid injects the best", async () => {
+  it("saves, finds and scores reasoning graphs (own and Admin-published); useHolonicBraid injects the best", async () => {
     const mermaid = "flowchart TD\n  A[Read the problem] --> B[Write tests]\n  B --> C[Implement]"
     const saved = await call("gateway_braid_save_graph", { taskType: "code", mermaid, title: "TDD" })
-    expect(saved.data).toMatchObject({ taskType: "code", quality: { runs: 0, successRate: 0.5 } })
+    expect(saved.data).toMatchObject({ taskType: "code", published: false, quality: { runs: 0, successRate: 0.5 } })
     const weaker = await call("gateway_braid_save_graph", { taskType: "code", mermaid: "graph LR\n  X --> Y" }, bob)
     await call("gateway_braid_record_outcome", { graphId: saved.data.id, success: true, score: 0.9 })
     await call("gateway_braid_record_outcome", { graphId: weaker.data.id, success: false }, bob)
-    const found = await call("gateway_braid_find_graph", { taskType: "code" }, bob)
+    const found = await call("gateway_braid_find_graph", { taskType: "code" })
     expect(found.data.graph).toMatchObject({ id: saved.data.id, quality: { runs: 1, successes: 1, meanScore: 0.9 } })
-    expect(found.data.alternatives).toBe(1)
-    expect((await call("gateway_braid_find_graph", { taskType: "math" })).data.graph).toBeNull()
+    expect(found.data.alternatives).toBe(0)
+    // Private: bob sees only his own graph and may not report on alice's.
+    expect((await call("gateway_braid_find_graph", { taskType: "code" }, bob)).data.graph.id).toBe(weaker.data.id)
+    expect((await call("gateway_braid_record_outcome", { graphId: saved.data.id, success: false }, bob)).isError).toBe(true)
+    expect((await call("gateway_braid_save_graph", { taskType: "code", mermaid, publish: true }, bob)).isError).toBe(true)
+    const published = await call("gateway_braid_save_graph", { taskType: "math", mermaid, title: "Curated", publish: true }, root)
+    expect(published.data).toMatchObject({ published: true })
+    expect((await call("gateway_braid_find_graph", { taskType: "math" }, bob)).data.graph.id).toBe(published.data.id)
+    expect((await call("gateway_braid_find_graph", { taskType: "research" })).data.graph).toBeNull()
     expect((await call("gateway_braid_save_graph", { taskType: "code", mermaid: "not a graph" })).isError).toBe(true)
     expect((await call("gateway_braid_record_outcome", { graphId: "nope", success: true })).isError).toBe(true)
 
