@@ -170,5 +170,36 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   `)
 }
 
-/** Applies pending migrations; safe to run at every start. */
-export const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: "aigw_migrations" })
+const TABLE = "aigw_migrations"
+/** Key of the PostgreSQL advisory lock that serialises migrators (any constant; "aigw" in ASCII). */
+const LOCK_KEY = 0x61696777
+
+const migrator = Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: TABLE })
+
+/**
+ * Applies pending migrations; safe to run at every start, also by several processes at once on a
+ * fresh database. The Migrator alone races there: two processes both miss the migrations table and
+ * both create it (PostgreSQL: duplicate `pg_type` entry). So the whole run is one transaction that
+ * first takes a lock: on PostgreSQL a transaction-scoped advisory lock, then the table is created
+ * under it (inside the transaction the Migrator's own probe-then-create would abort it on a miss);
+ * on SQLite the client's `BEGIN IMMEDIATE` (Sqlite.ts) takes the write lock and others wait on it.
+ */
+export const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql.withTransaction(
+    Effect.zipRight(
+      sql.onDialectOrElse({
+        pg: () =>
+          Effect.zipRight(
+            sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`,
+            // The Migrator's own PostgreSQL definition of the table.
+            sql`CREATE TABLE IF NOT EXISTS ${sql(TABLE)} (
+              migration_id integer primary key,
+              created_at timestamp with time zone not null default now(),
+              name text not null
+            )`
+          ),
+        orElse: () => Effect.void
+      }),
+      migrator
+    )
+  ))

@@ -105,6 +105,10 @@ const make = (filename: string) =>
           connection
         )
       ),
+      // Take the write lock at BEGIN: a deferred transaction that reads and then writes fails with
+      // SQLITE_BUSY when another process wrote in between (migrations of two processes at start);
+      // an immediate one waits for the lock (better-sqlite3's 5 s busy timeout) instead.
+      beginTransaction: "BEGIN IMMEDIATE",
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
