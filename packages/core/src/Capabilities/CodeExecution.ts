@@ -44,12 +44,12 @@ const makeService = Effect.gen(function*() {
   /** Takes a slot for `avatarId`, or says why not. */
   const acquire = (avatarId: string): Effect.Effect<void, Busy | TooManyRequests> =>
     Effect.suspend((): Effect.Effect<void, Busy | TooManyRequests> => {
-      if (running >= limits.sandboxMaxConcurrent) {
-        return Effect.fail(new Busy({ message: `All ${limits.sandboxMaxConcurrent} code sandboxes are busy; retry shortly.`, retryAfterSeconds: 1 }))
-      }
       const mine = perAvatar.get(avatarId) ?? 0
       if (mine >= limits.sandboxMaxPerAvatar) {
         return Effect.fail(new TooManyRequests({ message: `At most ${limits.sandboxMaxPerAvatar} code run(s) at once per avatar; wait for the running one.`, retryAfterSeconds: 1 }))
+      }
+      if (running >= limits.sandboxMaxConcurrent) {
+        return Effect.fail(new Busy({ message: `All ${limits.sandboxMaxConcurrent} code sandboxes are busy; retry shortly.`, retryAfterSeconds: 1 }))
       }
       running++
       perAvatar.set(avatarId, mine + 1)

@@ -49,6 +49,8 @@ const lockDown = () => {
       if (typeof target[key] === "function" && /^(lookup|resolve|reverse)/.test(key)) target[key] = refuse("name resolution")
     }
   }
+  // The parent passes an empty environment; bubblewrap adds PWD.
+  for (const key of Object.keys(process.env)) delete process.env[key]
   process.kill = refuse("process.kill")
   process._kill = refuse("process.kill")
   process.dlopen = refuse("native addons")
@@ -133,7 +135,9 @@ const loadPython = async () => {
   const py = await loadPyodide({ jsglobals: {}, stdout: sink(out), stderr: sink(err) })
   py.setStdout({ batched: sink(out) })
   py.setStderr({ batched: sink(err) })
+  // The interpreter's own API (file systems that mount host directories, the loader) stays out of reach.
   py.unregisterJsModule("pyodide_js")
+  py.runPython("import sys\nsys.modules.pop('pyodide_js', None)")
   return async (job) => {
     const started = performance.now()
     const base = () => ({ stdout: clip(out.join("\n"), job.maxOutput), stderr: clip(err.join("\n"), job.maxOutput), result: null, timedOut: false, durationMs: Math.round(performance.now() - started) })
