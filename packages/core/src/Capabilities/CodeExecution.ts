@@ -7,7 +7,7 @@
 import { Context, Effect, Layer } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { Busy, NotAvailable, TooManyRequests, Unprocessable } from "../Errors.ts"
-import { makeLauncher, makeSandbox, type Sandbox } from "./Sandbox.ts"
+import { type Launcher, makeLauncher, makeSandbox, type Sandbox } from "./Sandbox.ts"
 
 export type Language = "python" | "javascript" | "bash"
 
@@ -32,12 +32,17 @@ export const MAX_OUTPUT = 100_000
 const makeService = Effect.gen(function*() {
   const config = yield* GatewayConfig
   const { limits } = config
-  const launcher = makeLauncher(config.sandbox, limits.sandboxMemoryMb)
-  const sandbox: Sandbox | undefined = "unavailable" in launcher ? undefined : makeSandbox(launcher, { memoryMb: limits.sandboxMemoryMb, maxOutput: MAX_OUTPUT })
-  if (sandbox) yield* Effect.addFinalizer(() => Effect.sync(sandbox.close))
-  if (sandbox?.isolation === "process" && config.sandbox === "auto") {
-    yield* Effect.logWarning("Code sandboxes run without bubblewrap (not installed or not usable here): no network namespace; see docs/security.md")
-  }
+  /** The sandbox, set up on the first run (probing bubblewrap costs a process start). */
+  let setUp: { readonly launcher: Launcher | { readonly unavailable: string }; readonly sandbox?: Sandbox } | undefined
+  const sandboxNow = Effect.suspend(() => {
+    if (setUp) return Effect.succeed(setUp)
+    const launcher = makeLauncher(config.sandbox, limits.sandboxMemoryMb)
+    setUp = "unavailable" in launcher ? { launcher } : { launcher, sandbox: makeSandbox(launcher, { memoryMb: limits.sandboxMemoryMb, maxOutput: MAX_OUTPUT }) }
+    return setUp.sandbox?.isolation === "process" && config.sandbox === "auto"
+      ? Effect.as(Effect.logWarning("Code sandboxes run without bubblewrap (not installed or not usable here): no network namespace; see docs/security.md"), setUp)
+      : Effect.succeed(setUp)
+  })
+  yield* Effect.addFinalizer(() => Effect.sync(() => setUp?.sandbox?.close()))
   let running = 0
   const perAvatar = new Map<string, number>()
 
@@ -72,20 +77,22 @@ const makeService = Effect.gen(function*() {
       if (language === "bash") {
         return Effect.fail(new Unprocessable({ message: "bash needs a remote sandbox provider (e2b), which is not supported yet; use python or javascript." }))
       }
-      if ("unavailable" in launcher) return Effect.fail(new NotAvailable({ message: launcher.unavailable }))
-      if (launcher.missing.includes(language)) {
-        return Effect.fail(new NotAvailable({ message: `${language} needs the ${language === "python" ? "pyodide" : "quickjs-emscripten-core"} package, which is not installed in this deployment.` }))
-      }
-      const started = performance.now()
-      return Effect.acquireUseRelease(
-        acquire(avatarId),
-        () =>
-          Effect.tryPromise({
-            try: (signal) => sandbox!.run(language, { code: input.code, timeoutMs: input.timeoutMs }, signal),
-            catch: (e) => new NotAvailable({ message: `The code sandbox failed: ${String(e)}` })
-          }).pipe(Effect.map((r): ExecutionResult => ({ ...r, language, durationMs: Math.round(performance.now() - started), provider: "local", isolation: sandbox!.isolation }))),
-        () => release(avatarId)
-      )
+      return Effect.flatMap(sandboxNow, ({ launcher, sandbox }) => {
+        if ("unavailable" in launcher || !sandbox) return Effect.fail(new NotAvailable({ message: "unavailable" in launcher ? launcher.unavailable : "The code sandbox is not available." }))
+        if (launcher.missing.includes(language)) {
+          return Effect.fail(new NotAvailable({ message: `${language} needs the ${language === "python" ? "pyodide" : "quickjs-emscripten-core"} package, which is not installed in this deployment.` }))
+        }
+        const started = performance.now()
+        return Effect.acquireUseRelease(
+          acquire(avatarId),
+          () =>
+            Effect.tryPromise({
+              try: (signal) => sandbox.run(language, { code: input.code, timeoutMs: input.timeoutMs }, signal),
+              catch: (e) => new NotAvailable({ message: `The code sandbox failed: ${String(e)}` })
+            }).pipe(Effect.map((r): ExecutionResult => ({ ...r, language, durationMs: Math.round(performance.now() - started), provider: "local", isolation: sandbox.isolation }))),
+          () => release(avatarId)
+        )
+      })
     })
 
   return { execute }
