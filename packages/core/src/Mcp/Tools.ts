@@ -266,17 +266,17 @@ export const FahrnEvolveAgentSkill = capability(
   "Evolve agent skill"
 )
 
-export const BraidFindGraph = dataTool("gateway_braid_find_graph", "Find reasoning graph", "Look up the shared reasoning graph (Mermaid) for a task type: the best by smoothed success rate, with its quality metadata; null when none was saved.", { taskType: RequiredTaskType.annotations({ message: () => "taskType must be one of code, math, research, creative, analysis, summarization, translation, general" }) }, true)
-export const BraidSaveGraph = dataTool("gateway_braid_save_graph", "Save reasoning graph", "Store a Mermaid reasoning graph (a flowchart with at least one edge) for a task type in the shared braid.", SaveGraphParams)
-export const BraidRecordOutcome = dataTool("gateway_braid_record_outcome", "Record graph outcome", "Feed a solver outcome (success, optional score 0-1) into a graph's quality metadata.", {
+export const BraidFindGraph = dataTool("gateway_braid_find_graph", "Find reasoning graph", "Look up the best reasoning graph (Mermaid) for a task type among your own graphs and those an Admin published, by smoothed success rate, with its quality metadata; null when there is none.", { taskType: RequiredTaskType.annotations({ message: () => "taskType must be one of code, math, research, creative, analysis, summarization, translation, general" }) }, true)
+export const BraidSaveGraph = dataTool("gateway_braid_save_graph", "Save reasoning graph", "Store a Mermaid reasoning graph (a flowchart with at least one edge) for a task type; it is private to you unless an Admin publishes it (publish: true) for every avatar.", SaveGraphParams)
+export const BraidRecordOutcome = dataTool("gateway_braid_record_outcome", "Record graph outcome", "Feed a solver outcome (success, optional score 0-1) into a graph's quality metadata: your own graphs, or a published one once per completion of yours that used it.", {
   graphId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)),
   success: Schema.Boolean,
   score: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "score must be between 0 and 1" })))
 })
 
 export const MemoryGetEarthHolon = dataTool("gateway_memory_get_earth_holon", "Earth holon", "Get (creating it on first use) the top-level planetary memory unit, id \"earth\".", {}, true)
-export const MemoryGetOrCreateHolon = dataTool("gateway_memory_get_or_create_holon", "Get or create holon", "Find or create a memory unit by name under a parent (default earth) at any level (continent, country, city, community, household …). Idempotent: the id derives from parent and name.", HolonParams.getOrCreate)
-export const MemorySetMembraneRule = dataTool("gateway_memory_set_membrane_rule", "Set membrane rule", "Set a holon's consent-governed upward-propagation rule: which tags may pass to the parent and whether the author's consent is required (default true). Creator or Admin only.", HolonParams.membrane)
+export const MemoryGetOrCreateHolon = dataTool("gateway_memory_get_or_create_holon", "Get or create holon", "Find or create a memory unit by name under a parent (default earth) at any level (continent, country, city, community, household …). Idempotent: the id derives from parent, owner and name, so each avatar gets its own holon of a name.", HolonParams.getOrCreate)
+export const MemorySetMembraneRule = dataTool("gateway_memory_set_membrane_rule", "Set membrane rule", "Set a holon's consent-governed upward-propagation rule: which tags may pass to the parent and whether the author's consent is required (always true: an item without its author's consent never propagates). Owner or Admin only.", HolonParams.membrane)
 export const MemoryRecord = dataTool("gateway_memory_record", "Record memory", "Record a memory item at a holon, with tags and consent (without consent it stays private to you and never propagates).", HolonParams.record)
 export const MemoryPropagate = dataTool("gateway_memory_propagate", "Propagate memories", "Propagate the holon's permitted memories (per its membrane rule) one level up; each item once.", HolonParams.propagate)
 export const MemoryPropagateUp = dataTool("gateway_memory_propagate_up", "Propagate memories up", "Propagate permitted memories level by level, N levels up or to the root; each level applies its own membrane rule.", HolonParams.propagateUp)
