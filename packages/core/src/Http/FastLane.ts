@@ -12,7 +12,8 @@
  * the answer and chunk shapes and the error envelopes of Route.ts. Requests it does not claim (other
  * paths, JWTs, no credentials) go to the Effect app unchanged; requests it reads but that need
  * Effect-only steps (avatar context, FAHRN, the braid, an Admin acting for another avatar) are
- * handed to the Effect app with their body.
+ * handed to the Effect app with their body, on their own path: the Host header never builds the
+ * URL (it once routed hand-offs to other endpoints), and an invalid one is answered 400.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import { Config, Effect, Runtime, type Scope } from "effect"
@@ -30,7 +31,7 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { makeApp } from "./App.ts"
 import { CompleteBody, inputOf, ToolResultBody } from "./CompletionRoutes.ts"
 import { ChatCompletionBody, chatInputOf, completionId, toChatCompletion, toChunks } from "./OpenAiRoutes.ts"
-import { decoderNow, type Envelope, errorBody, errorParts, parseJsonBody, tooLargeError } from "./Route.ts"
+import { declaresTooLarge, decoderNow, type Envelope, errorBody, errorParts, parseJsonBody, tooLargeError } from "./Route.ts"
 import * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Readable } from "node:stream"
@@ -53,6 +54,16 @@ const apiKeyOf = (req: IncomingMessage): string | undefined => {
   const match = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization?.trim() ?? "")
   return match && match[1]!.startsWith(KEY_PREFIX) ? match[1] : undefined
 }
+
+/**
+ * A syntactically valid Host header (RFC 3986 host and optional port), or none (HTTP/1.0). RFC 9112
+ * §3.2: a request with an invalid Host is answered 400.
+ */
+const validHost = (host: string | undefined) =>
+  host === undefined || /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(?::\d{0,5})?$/.test(host)
+
+/** The base hand-offs are parsed against: the request's own path, never its Host header, names the route. */
+const HANDOFF_BASE = "http://aigw.internal"
 
 const TOO_LARGE = Symbol("too large")
 const GONE = Symbol("client gone")
@@ -117,7 +128,7 @@ interface LaneRoute<B> {
 }
 
 export const make = Effect.gen(function*() {
-  const { maxBodyBytes } = yield* GatewayConfig
+  const { limits, maxBodyBytes } = yield* GatewayConfig
   const metering = yield* Metering
   const quota = yield* Quota
   const completions = yield* Completions
@@ -229,7 +240,7 @@ export const make = Effect.gen(function*() {
       if (value === undefined || name === "content-length" || name === "transfer-encoding") continue
       for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
     }
-    const answer = await app(new Request(`http://${req.headers.host ?? "localhost"}${req.url}`, { method: "POST", headers, body: text }))
+    const answer = await app(new Request(new URL(req.url!, HANDOFF_BASE), { method: "POST", headers, body: text }))
     const out: Record<string, Array<string>> = {}
     answer.headers.forEach((value, name) => (out[name] ??= []).push(value))
     res.writeHead(answer.status, out)
@@ -238,14 +249,15 @@ export const make = Effect.gen(function*() {
   }
 
   const serve = async (req: IncomingMessage, res: ServerResponse, apiKey: string, route: LaneRoute<any>) => {
+    if (!validHost(req.headers.host)) return sendError(res, route.envelope, new BadRequest({ message: "Invalid Host header." }))
     // The order of the route: credentials, body, admission, then the call.
     const caller = await metering.avatarOfKey(sha256(apiKey))
     if (caller === undefined) return sendError(res, route.envelope, new Unauthorized({ message: INVALID }))
-    if (Number(req.headers["content-length"] ?? "0") > maxBodyBytes) return sendError(res, route.envelope, tooLargeError(maxBodyBytes))
+    if (declaresTooLarge(req.headers, maxBodyBytes)) return sendError(res, route.envelope, tooLargeError(maxBodyBytes))
     const text = await readBody(req, maxBodyBytes)
     if (text === GONE) return
     if (text === TOO_LARGE) return sendError(res, route.envelope, tooLargeError(maxBodyBytes))
-    const json = parseJsonBody(text)
+    const json = parseJsonBody(text, limits.maxJsonDepth)
     if (json instanceof BadRequest) return sendError(res, route.envelope, json)
     if (route.delegate?.(json, caller)) return delegate(req, res, text)
     const body = route.decode(json)

@@ -124,9 +124,42 @@ const asEffect = <A>(decoded: A | BadRequest): Effect.Effect<A, BadRequest> =>
 export const tooLargeError = (maxBodyBytes: number) =>
   new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
 
-/** A JSON body's text -> value, or the 400 error of an empty or malformed body. */
-export const parseJsonBody = (text: string): unknown | BadRequest => {
+/** A declared Content-Length above the limit: refused before reading a byte. */
+export const declaresTooLarge = (headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>, maxBodyBytes: number) =>
+  Number(headers["content-length"] ?? "0") > maxBodyBytes
+
+const NUL_PROBLEM = "NUL characters (\\u0000) are not accepted."
+
+/**
+ * Why a JSON text must not be parsed, or undefined: nesting deeper than `maxDepth` (a deep value
+ * overflows the stack of every recursive step after JSON.parse), or a NUL character in a string
+ * (PostgreSQL cannot store it). One linear pass outside and inside strings, before JSON.parse.
+ */
+export const jsonTextProblem = (text: string, maxDepth: number): string | undefined => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0) return NUL_PROBLEM
+    if (inString) {
+      if (c === 0x5c) {
+        // An escape: `\u0000` is NUL; any other is skipped whole (`\"` does not end the string).
+        if (text.charCodeAt(i + 1) === 0x75 && text.startsWith("0000", i + 2)) return NUL_PROBLEM
+        i++
+      } else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels.`
+    } else if (c === 0x7d || c === 0x5d) depth--
+  }
+  return undefined
+}
+
+/** A JSON body's text -> value, or the 400 error of an empty, too deep, NUL-carrying or malformed body. */
+export const parseJsonBody = (text: string, maxDepth: number): unknown | BadRequest => {
   if (text.trim() === "") return new BadRequest({ message: "Request body is required (JSON)." })
+  const problem = jsonTextProblem(text, maxDepth)
+  if (problem !== undefined) return new BadRequest({ message: `Invalid request body: ${problem}` })
   try {
     return JSON.parse(text) as unknown
   } catch (e) {
@@ -146,7 +179,7 @@ const readBounded = <A>(
     const request = yield* HttpServerRequest.HttpServerRequest
     const { maxBodyBytes } = yield* GatewayConfig
     const tooLarge = () => tooLargeError(maxBodyBytes)
-    if (Number(request.headers["content-length"] ?? "0") > maxBodyBytes) return yield* Effect.fail(tooLarge())
+    if (declaresTooLarge(request.headers, maxBodyBytes)) return yield* Effect.fail(tooLarge())
     const body = yield* read(request).pipe(
       Effect.provideService(HttpServerRequest.MaxBodySize, Option.some(maxBodyBytes as any)),
       Effect.mapError(tooLarge)
@@ -155,10 +188,14 @@ const readBounded = <A>(
     return body
   })
 
-/** Reads and parses a JSON body within the configured size limit. */
+/** The body as text within the configured size limit (the Effect routes and /mcp). */
+export const readText = readBounded((r) => r.text, (t) => Buffer.byteLength(t))
+
+/** Reads and parses a JSON body within the configured size, depth and NUL limits. */
 export const readJson = Effect.gen(function*() {
-  const text = yield* readBounded((r) => r.text, (t) => Buffer.byteLength(t))
-  const parsed = parseJsonBody(text)
+  const text = yield* readText
+  const { limits } = yield* GatewayConfig
+  const parsed = parseJsonBody(text, limits.maxJsonDepth)
   return parsed instanceof BadRequest ? yield* Effect.fail(parsed) : parsed
 })
 
@@ -231,6 +268,14 @@ const respond = (kind: Envelope, output: Output, headers: Record<string, string>
   return json(200, raw ? output : successOf(kind, output, null), headers)
 }
 
+const hasNul = (values: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>): boolean => {
+  for (const key in values) {
+    const value = values[key]
+    if (key.includes("\0") || (typeof value === "string" ? value.includes("\0") : value?.some((v) => v.includes("\0")))) return true
+  }
+  return false
+}
+
 const make = <B, Q, R>(
   spec: Common<B, Q> & {
     readonly avatarIdOf?: ((body: B) => string | undefined) | undefined
@@ -258,6 +303,10 @@ const make = <B, Q, R>(
         : yield* authService.resolve(credentials).pipe(Effect.orElseSucceed(() => Option.none<AvatarRecord>()))
       const searchParams = yield* HttpServerRequest.ParsedSearchParams
       const { params } = yield* HttpRouter.RouteContext
+      // PostgreSQL cannot store NUL; refused here for every route and both databases.
+      if (hasNul(params) || hasNul(searchParams)) {
+        return yield* Effect.fail(new BadRequest({ message: `Invalid path or query: ${NUL_PROBLEM}` }))
+      }
       const query = decodeQuery ? yield* asEffect(decodeQuery(searchParams)) : (undefined as Q)
       const body = decodeBody ? yield* Effect.flatMap(readJson, (j) => asEffect(decodeBody(j))) : (undefined as B)
       let state: QuotaState | undefined

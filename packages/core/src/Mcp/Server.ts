@@ -22,7 +22,6 @@ import * as Tool from "@effect/ai/Tool"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import * as RpcServer from "@effect/rpc/RpcServer"
 import { Cause, Context, Effect, JSONSchema, Layer, Option, Redacted, Schema, type Sink, type Stream } from "effect"
@@ -30,12 +29,13 @@ import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
 import { type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
-import { describeParseError } from "../Http/Route.ts"
+import { describeParseError, jsonTextProblem, readText } from "../Http/Route.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
 import { Quota } from "../Quota.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { layerHandlers } from "./Handlers.ts"
+import * as JsonRpc from "./JsonRpc.ts"
 import { CurrentAvatar, GatewayToolkit, Metered, RequiresAuth } from "./Tools.ts"
 
 export const SERVER_NAME = "aigw"
@@ -216,61 +216,95 @@ export const layerTools = Layer.effectDiscard(registerToolkit).pipe(
 /** The streamable HTTP endpoint as an HttpApp; the HTTP application mounts it at /mcp. */
 export class McpHttpApp extends Context.Tag("aigw/Mcp/McpHttpApp")<McpHttpApp, HttpApp.Default>() {}
 
-const jsonRpcError = (status: number, message: string, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson(
-    { jsonrpc: "2.0", id: null, error: { code: status === 401 ? -32001 : -32000, message } },
-    { status, headers }
-  )
+/** A whole-request refusal: one JSON-RPC error with id null, and the HTTP status that fits it. */
+const jsonRpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(JsonRpc.errorResponse(null, code, message), { status, headers })
 
-/** True when a JSON-RPC body holds no request (only notifications or responses): answered 202. */
-const hasNoRequest = (text: string): boolean => {
-  try {
-    const parsed: unknown = JSON.parse(text)
-    const messages = Array.isArray(parsed) ? parsed : [parsed]
-    return messages.length > 0 && messages.every((m) => isRecord(m) && !("method" in m && "id" in m))
-  } catch {
-    return false
-  }
-}
+const utf8 = new TextDecoder()
 
 /**
  * MCP over streamable HTTP (protocol 2025-06-18, stateless): POST carries JSON-RPC and is
  * answered with JSON; GET (no server-initiated stream) and DELETE (no sessions) answer 405.
- * Credentials are read per request: none means an anonymous caller; invalid ones are refused
- * with 401 before any MCP processing, as the MCP authorization rules require.
+ * Credentials are read per request, first: none means an anonymous caller; invalid ones are
+ * refused with 401 before the body is read, as the MCP authorization rules require. The body
+ * goes through the routes' bounded reader and JSON checks, then the JSON-RPC front (JsonRpc.ts):
+ * an anonymous `tools/call` of a tool that needs credentials is answered there, so without
+ * credentials only the free tools (gateway_health) and the protocol's listings do any work.
  */
 export const layerHttp = Layer.unwrapScoped(
   Effect.gen(function*() {
     const { httpApp, protocol } = yield* RpcServer.makeProtocolWithHttpApp.pipe(Effect.provide(RpcSerialization.layerJsonRpc()))
     const auth = yield* Auth
     const config = yield* GatewayConfig
+    const { limits } = config
     const server = McpServer.layer(yield* serverInfo).pipe(Layer.provide(Layer.succeed(RpcServer.Protocol, protocol)))
+    const freeTools = new Set(
+      (Object.values(GatewayToolkit.tools) as ReadonlyArray<Tool.Any>).filter((t) => !Context.get(t.annotations, RequiresAuth)).map((t) => t.name)
+    )
+    const authRequired = Schema.encodeSync(McpSchema.CallToolResult)(errorResult("Unauthorized", AUTH_REQUIRED))
+    const refuseAnonymous = (name: unknown) => (typeof name === "string" && freeTools.has(name) ? undefined : authRequired)
+    const refuseNothing = () => undefined
+
+    /** Runs the forwarded requests through @effect/rpc's protocol app; its outputs as JSON values. */
+    const runServer = (body: string, caller: Option.Option<AvatarRecord>) =>
+      httpApp.pipe(
+        Effect.provideService(
+          HttpServerRequest.HttpServerRequest,
+          HttpServerRequest.fromWeb(new Request("http://aigw.internal/mcp", { method: "POST", headers: { "content-type": "application/json" }, body }))
+        ),
+        Effect.provideService(McpCaller, { resolve: Effect.succeed(caller) }),
+        Effect.scoped,
+        Effect.map((response): ReadonlyArray<unknown> => {
+          const text = response.body._tag === "Uint8Array" ? utf8.decode(response.body.body) : ""
+          return text.trim() === "" ? [] : [JSON.parse(text) as unknown].flat()
+        })
+      )
 
     const app = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       if (request.method !== "POST") {
-        return jsonRpcError(405, `Method ${request.method} is not allowed: this MCP endpoint takes JSON-RPC over POST (no server-initiated stream, no sessions).`, {
+        return jsonRpcError(405, -32000, `Method ${request.method} is not allowed: this MCP endpoint takes JSON-RPC over POST (no server-initiated stream, no sessions).`, {
           allow: "POST"
         })
       }
-      const declared = Number(request.headers["content-length"] ?? "0")
-      if (declared > config.maxBodyBytes) return jsonRpcError(413, `Request body exceeds the limit of ${config.maxBodyBytes} bytes.`)
-      const text = yield* request.text.pipe(
-        HttpIncomingMessage.withMaxBodySize(Option.some(config.maxBodyBytes)),
-        Effect.option
-      )
-      if (Option.isNone(text)) return jsonRpcError(413, `Request body exceeds the limit of ${config.maxBodyBytes} bytes.`)
       const credentials = { authorization: request.headers["authorization"], apiKey: request.headers["x-api-key"] }
       const caller = yield* Effect.either(auth.resolve(credentials))
       if (caller._tag === "Left") {
-        return jsonRpcError(401, INVALID, { "www-authenticate": 'Bearer error="invalid_token"' })
+        return jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer error="invalid_token"' })
       }
-      const response = yield* httpApp.pipe(
-        Effect.provideService(McpCaller, { resolve: Effect.succeed(caller.right) }),
-        Effect.scoped
+      const text = yield* Effect.either(Effect.provideService(readText, GatewayConfig, config))
+      if (text._tag === "Left") return jsonRpcError(413, -32000, text.left.message)
+      const problem = jsonTextProblem(text.right, limits.maxJsonDepth)
+      if (problem !== undefined) return jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${problem}`)
+      let body: unknown
+      try {
+        body = JSON.parse(text.right)
+      } catch {
+        return jsonRpcError(400, JsonRpc.PARSE_ERROR, "Parse error")
+      }
+      const plan = JsonRpc.plan(body, {
+        maxBatch: limits.mcpMaxBatch,
+        refuseTool: Option.isNone(caller.right) ? refuseAnonymous : refuseNothing
+      })
+      if (!("slots" in plan)) return jsonRpcError(400, plan.code, plan.message)
+      const forwarded = JsonRpc.forwardedBody(plan.slots)
+      const outputs = forwarded === undefined ? [] : yield* runServer(forwarded, caller.right)
+      const internal: Array<unknown> = []
+      const answers = JsonRpc.answers(plan.slots, outputs, (output) => internal.push(output))
+      if (internal.length > 0) yield* Effect.logError("MCP request failed", internal)
+      // Only notifications or responses: nothing to answer.
+      if (answers.length === 0) return HttpServerResponse.empty({ status: 202 })
+      if (plan.batch) return HttpServerResponse.unsafeJson(answers)
+      const single = answers[0]!
+      return HttpServerResponse.unsafeJson(single, { status: single.error?.code === JsonRpc.INVALID_REQUEST ? 400 : 200 })
+    }).pipe(
+      // A defect of the server itself: logged, answered as JSON-RPC without details.
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.logError("MCP request failed", cause).pipe(Effect.as(jsonRpcError(500, JsonRpc.INTERNAL_ERROR, "Internal error")))
       )
-      return hasNoRequest(text.value) ? HttpServerResponse.empty({ status: 202 }) : response
-    })
+    )
 
     return Layer.mergeAll(Layer.succeed(McpHttpApp, app), layerTools, layerForgetClients(protocol)).pipe(Layer.provide(server))
   })

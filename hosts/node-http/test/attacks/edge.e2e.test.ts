@@ -1,0 +1,266 @@
+/**
+ * Attacks on the HTTP edge of the real node host: an anonymous 90,000-entry JSON-RPC batch on /mcp,
+ * 50,000-deep JSON on every JSON route (Effect routes, the fast lane, /mcp), NUL characters in
+ * strings, paths and queries (on SQLite, and on PostgreSQL when AIGW_TEST_PG_URL is set), and Host
+ * header tricks on the fast lane's hand-off to the Effect app. The server must answer at once with
+ * 400s (JSON-RPC 2.0 errors on /mcp), keep /v1/health fast and its memory bounded, and create nothing.
+ */
+import * as http from "node:http"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freshPgDatabase, hasPg } from "../../../../packages/core/test/support/databases.ts"
+import { signUp, type TestAvatar } from "../support/accounts.ts"
+import { LOOP_BLOCKED_MS, MEMORY_EXPLODED_MB, underAttack } from "../support/attack.ts"
+import { call, type RunningServer, startServer } from "../support/server.ts"
+
+const deep = (levels: number) => "[".repeat(levels) + "]".repeat(levels)
+const DEEP = deep(50_000)
+
+const rpc = (server: RunningServer, body: string, headers: Record<string, string> = {}) =>
+  call(server.url, "POST", "/mcp", { raw: body, headers: { accept: "application/json, text/event-stream", ...headers } })
+
+/** A conformant JSON-RPC 2.0 error: code and message only, nothing internal. */
+const expectRpcError = (body: any, id: unknown, code: number | ReadonlyArray<number>) => {
+  expect(Object.keys(body).sort()).toEqual(["error", "id", "jsonrpc"])
+  expect(body.jsonrpc).toBe("2.0")
+  expect(body.id).toEqual(id)
+  expect(Object.keys(body.error).sort()).toEqual(["code", "message"])
+  expect(Array.isArray(code) ? code : [code]).toContain(body.error.code)
+  expect(typeof body.error.message).toBe("string")
+}
+
+/** A POST through node:http, which sends the Host header it is given (fetch does not). */
+const rawPost = (server: RunningServer, path: string, host: string, body: unknown, apiKey: string) =>
+  new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const text = JSON.stringify(body)
+    const req = http.request(
+      {
+        host: "127.0.0.1",
+        port: server.port,
+        method: "POST",
+        path,
+        headers: { host, "content-type": "application/json", "content-length": Buffer.byteLength(text), "x-api-key": apiKey }
+      },
+      (res) => {
+        let data = ""
+        res.on("data", (d) => (data += d))
+        res.on("end", () => resolve({ status: res.statusCode!, body: data === "" ? null : JSON.parse(data) }))
+      }
+    )
+    req.on("error", reject)
+    req.end(text)
+  })
+
+/** The JSON-bodied POST/PUT routes of /openapi.json, with path parameters filled in. */
+const jsonRoutes = async (server: RunningServer) => {
+  const doc = (await call(server.url, "GET", "/openapi.json")).body
+  return Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+    Object.entries(ops)
+      .filter(([method, op]) => (method === "post" || method === "put") && op.requestBody?.content?.["application/json"] !== undefined)
+      .map(([method]) => ({
+        method: method.toUpperCase(),
+        path: path.replace(/\{(\w+)\}/g, (_, p: string) => (p === "id" || p.endsWith("Id") ? crypto.randomUUID() : "x"))
+      }))
+  )
+}
+
+describe("edge attacks", () => {
+  let server: RunningServer
+  let user: TestAvatar
+
+  beforeAll(async () => {
+    server = await startServer()
+    user = await signUp(server, "edge")
+  })
+  afterAll(() => server?.stop())
+
+  describe("/mcp", () => {
+    it("refuses an anonymous 90,000-entry batch (9 MB) at once: health stays fast, memory bounded", async () => {
+      const entry = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "gateway_complete", arguments: {} } })
+      const body = JSON.stringify(Array.from({ length: 90_000 }, (_, i) => entry(i + 1)))
+      expect(body.length).toBeGreaterThan(9_000_000)
+      const { figures, value } = await underAttack(server, async () => {
+        const started = performance.now()
+        const res = await rpc(server, body)
+        return { res, ms: performance.now() - started }
+      })
+      console.log(`anonymous 90,000-entry batch: answered in ${value.ms.toFixed(0)} ms`, figures)
+      expect(value.res.status).toBe(400)
+      expectRpcError(value.res.body, null, -32600)
+      expect(value.res.body.error.message).toMatch(/at most 32 messages \(AIGW_MCP_MAX_BATCH\); this one has 90000/)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+      expect(figures.peakRssMb).toBeLessThan(MEMORY_EXPLODED_MB)
+    })
+
+    it("answers a batch at the limit, anonymous calls of tools that need credentials without running them", async () => {
+      const batch = Array.from({ length: 32 }, (_, i) => ({
+        jsonrpc: "2.0",
+        id: `c${i}`,
+        method: "tools/call",
+        params: i === 0 ? { name: "gateway_health" } : { name: "gateway_complete", arguments: { messages: [{ role: "user", content: "hi" }] } }
+      }))
+      const res = await rpc(server, JSON.stringify(batch))
+      expect(res.status).toBe(200)
+      expect(res.body.map((r: any) => r.id)).toEqual(batch.map((b) => b.id))
+      expect(res.body[0].result.structuredContent.status).toBe("ok")
+      for (const r of res.body.slice(1)) expect(r.result).toMatchObject({ isError: true, structuredContent: { error: { kind: "Unauthorized" } } })
+      const over = await rpc(server, JSON.stringify([...batch, { ...batch[0], id: "c32" }]), { "x-api-key": user.apiKey })
+      expect(over.status).toBe(400)
+      expectRpcError(over.body, null, -32600)
+    })
+
+    it("answers JSON-RPC 2.0 errors: parse -32700, invalid request -32600, unknown method -32601, invalid params -32602", async () => {
+      const parse = await rpc(server, "{\"jsonrpc\": \"2.0\", ")
+      expect(parse.status).toBe(400)
+      expect(parse.body).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } })
+      for (const raw of ["42", "[]", "{\"id\": 1, \"method\": \"ping\"}"]) {
+        const invalid = await rpc(server, raw)
+        expect(invalid.status, raw).toBe(400)
+        expectRpcError(invalid.body, raw.includes("id") ? 1 : null, -32600)
+      }
+      const unknown = await rpc(server, JSON.stringify({ jsonrpc: "2.0", id: "m", method: "no/such" }), { "x-api-key": user.apiKey })
+      expectRpcError(unknown.body, "m", -32601)
+      const params = await rpc(server, JSON.stringify({ jsonrpc: "2.0", id: 7, method: "initialize", params: {} }))
+      expectRpcError(params.body, 7, -32602)
+      const mixed = await rpc(server, JSON.stringify([{ jsonrpc: "2.0", id: 0, method: "ping" }, 5, { jsonrpc: "2.0", id: "s", method: "tools/call", params: 3 }]), {
+        "x-api-key": user.apiKey
+      })
+      expect(mixed.status).toBe(200)
+      expect(mixed.body[0]).toEqual({ jsonrpc: "2.0", id: 0, result: {} })
+      expectRpcError(mixed.body[1], null, -32600)
+      expectRpcError(mixed.body[2], "s", -32602)
+    })
+  })
+
+  describe("deep JSON", () => {
+    it("answers 50,000-deep JSON with 400 on every JSON route and /mcp, health fast, no stack in the log", async () => {
+      const routes = await jsonRoutes(server)
+      expect(routes.length).toBeGreaterThan(30)
+      const logBefore = server.output().length
+      const { figures, value } = await underAttack(server, async () => {
+        const answers: Array<{ route: string; status: number; body: any }> = []
+        for (const r of routes) {
+          const res = await call(server.url, r.method, r.path, { raw: DEEP, apiKey: user.apiKey })
+          answers.push({ route: `${r.method} ${r.path}`, status: res.status, body: res.body })
+        }
+        // Anonymous routes without credentials, the fast lane with them (an API key).
+        for (const path of ["/api/avatar/register", "/api/avatar/authenticate"]) {
+          const res = await call(server.url, "POST", path, { raw: DEEP })
+          answers.push({ route: `anonymous POST ${path}`, status: res.status, body: res.body })
+        }
+        return answers
+      })
+      for (const { body, route, status } of value) {
+        expect(status, route).toBe(400)
+        const message = route.includes("/openai/") ? body.error.message : body.message
+        expect(message, route).toBe("Invalid request body: JSON nested deeper than 64 levels.")
+      }
+      for (const headers of [{}, { "x-api-key": user.apiKey }]) {
+        const mcp = await rpc(server, DEEP, headers)
+        expect(mcp.status).toBe(400)
+        expectRpcError(mcp.body, null, [-32700, -32600])
+        expect(mcp.body.error.message).toMatch(/nested deeper than 64 levels/)
+      }
+      // 64 levels are fine (the limit), 65 are not.
+      expect((await call(server.url, "POST", "/v1/estimate", { raw: deep(64), apiKey: user.apiKey })).body.message).toMatch(/^Invalid request body: Expected/)
+      expect((await call(server.url, "POST", "/v1/estimate", { raw: deep(65), apiKey: user.apiKey })).body.message).toMatch(/deeper than 64/)
+      console.log(`50,000-deep JSON on ${value.length} routes`, figures)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+      expect(server.output().slice(logBefore)).not.toMatch(/Maximum call stack|RangeError|unexpected failure/)
+    })
+  })
+
+  nulSuite(() => ({ server, user }))
+
+  describe("Host header on the fast lane", () => {
+    const keyNames = async () => ((await call(server.url, "GET", "/v1/keys", { apiKey: user.apiKey })).body.result as Array<{ name: string }>).map((k) => k.name)
+
+    it("never builds the hand-off URL from Host: tricks create no key and no avatar", async () => {
+      const messages = [{ role: "user", content: "hi" }]
+      // injectAvatarContext makes the lane hand the request to the Effect app.
+      const key = await rawPost(server, "/v1/complete", "127.0.0.1/v1/keys?x=", { name: "smuggled", messages, injectAvatarContext: true }, user.apiKey)
+      expect(key.status).toBe(400)
+      expect(key.body.message).toBe("Invalid Host header.")
+      expect(await keyNames()).not.toContain("smuggled")
+
+      const username = `smuggled_${Math.random().toString(36).slice(2, 8)}`
+      const avatar = { username, email: `${username}@example.com`, password: "password 123", messages, injectAvatarContext: true }
+      const reg = await rawPost(server, "/v1/complete", "x/api/avatar/register#", avatar, user.apiKey)
+      expect(reg.status).toBe(400)
+      const again = await call(server.url, "POST", "/api/avatar/register", { body: { username, email: avatar.email, password: avatar.password } })
+      expect(again.body.isError, "the username must still be free").toBe(false)
+    })
+
+    it("answers 400 to an invalid Host, and hands off on the request's own path with a valid one", async () => {
+      const bad = await rawPost(server, "/v1/complete", "bad host", { messages: [{ role: "user", content: "hi" }], injectAvatarContext: true }, user.apiKey)
+      expect(bad.status).toBe(400)
+      expect(bad.body).toMatchObject({ isError: true, message: "Invalid Host header." })
+      // A hand-off reaches /v1/complete's Effect route (its decode error), whatever the (valid) Host says.
+      const handed = await rawPost(server, "/v1/complete?x=1", "gateway.example.test", { messages: [], injectAvatarContext: true }, user.apiKey)
+      expect(handed.status).toBe(400)
+      expect(handed.body.message).toMatch(/^Invalid request body: messages/)
+    })
+  })
+})
+
+/** NUL characters in JSON strings, path parameters and query values: 400 before any database sees them. */
+function nulSuite(target: () => { server: RunningServer; user: TestAvatar }) {
+  describe("NUL characters", () => {
+    it("refuses \\u0000 and literal NUL in the named fields with a 400 envelope, and writes nothing", async () => {
+      const { server, user } = target()
+      const nul = "a\u0000b"
+      const u = `nul_${Math.random().toString(36).slice(2, 8)}`
+      const cases: Array<{ method: string; path: string; body: Record<string, unknown>; auth?: boolean }> = [
+        { method: "POST", path: "/api/avatar/register", body: { username: nul, email: `${u}@example.com`, password: "password 123" } },
+        { method: "POST", path: "/api/avatar/register", body: { username: u, email: `${u}${nul}@example.com`, password: "password 123" } },
+        { method: "POST", path: "/api/avatar/register", body: { username: u, email: `${u}@example.com`, password: "password 123", title: nul } },
+        { method: "POST", path: "/api/avatar/authenticate", body: { username: nul, password: "password 123" } },
+        { method: "PUT", path: `/api/avatar/${user.id}`, body: { title: nul }, auth: true },
+        { method: "PUT", path: `/api/avatar/${user.id}`, body: { description: nul }, auth: true },
+        { method: "POST", path: "/v1/keys", body: { name: nul }, auth: true },
+        { method: "POST", path: "/v1/memory/store", body: { content: nul }, auth: true }
+      ]
+      for (const c of cases) {
+        const text = JSON.stringify(c.body)
+        // The escape as JSON sends it, and the raw byte.
+        for (const raw of [text, text.replace("\\u0000", "\u0000")]) {
+          const res = await call(server.url, c.method, c.path, { raw, ...(c.auth ? { apiKey: user.apiKey } : {}) })
+          expect(res.status, `${c.method} ${c.path} ${text}`).toBe(400)
+          expect(res.body.message, c.path).toBe("Invalid request body: NUL characters (\\u0000) are not accepted.")
+        }
+      }
+      // An escaped backslash before "u0000" is not a NUL.
+      const fine = await call(server.url, "PUT", `/api/avatar/${user.id}`, { body: { description: "C:\\u0000" }, apiKey: user.apiKey })
+      expect(fine.status).toBe(200)
+      expect((await call(server.url, "POST", "/api/avatar/register", { body: { username: u, email: `${u}@example.com`, password: "password 123" } })).body.isError).toBe(false)
+      const keys = (await call(server.url, "GET", "/v1/keys", { apiKey: user.apiKey })).body.result as Array<{ name: string }>
+      expect(keys.some((k) => k.name.includes("\u0000"))).toBe(false)
+    })
+
+    it("refuses NUL in path parameters and query values with 400", async () => {
+      const { server, user } = target()
+      for (const path of ["/v1/batch/a%00b/status?provider=openai", "/v1/batch/abc/status?provider=open%00ai", "/v1/video/a%00b", "/api/avatar/verify-email?token=a%00b"]) {
+        const res = await call(server.url, "GET", path, { apiKey: user.apiKey })
+        expect(res.status, path).toBe(400)
+        expect(res.body.message, path).toBe("Invalid path or query: NUL characters (\\u0000) are not accepted.")
+      }
+      const resend = await call(server.url, "POST", "/api/avatar/resend-verification-email/a%00b%40example.com")
+      expect(resend.status).toBe(400)
+    })
+  })
+}
+
+describe.skipIf(!hasPg)("edge attacks on PostgreSQL", () => {
+  let server: RunningServer
+  let user: TestAvatar
+  beforeAll(async () => {
+    server = await startServer({ DATABASE_URL: await freshPgDatabase() })
+    user = await signUp(server, "edgepg")
+  })
+  afterAll(() => server?.stop())
+
+  nulSuite(() => ({ server, user }))
+
+  it("logs no database failure for them", () => {
+    expect(server.output()).not.toMatch(/invalid byte sequence|unexpected failure/)
+  })
+})
