@@ -8,6 +8,7 @@ import { BadRequest, Conflict, Forbidden, NotFound, Rejected, TooManyRequests } 
 import * as Templates from "../Mail/Templates.ts"
 import { Mailer } from "../Mail/Mailer.ts"
 import type { Plan } from "../Plans.ts"
+import { ApiKeyStore } from "../Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore, type AvatarType } from "../Storage/AvatarStore.ts"
 import { OneTimeTokenStore, type TokenPurpose } from "../Storage/OneTimeTokenStore.ts"
 import { SendLimitStore } from "../Storage/SendLimitStore.ts"
@@ -107,6 +108,7 @@ export interface AuthResult {
 }
 
 export const INVALID_CREDENTIALS = "Invalid credentials."
+export const TOO_MANY_LOGINS = "Too many failed sign-ins. Try again later."
 export const VERIFICATION_PENDING =
   "Your e-mail address is not verified yet. Follow the link in the verification e-mail (or ask for a new one)."
 
@@ -115,6 +117,7 @@ const makeService = Effect.gen(function*() {
   const store = yield* AvatarStore
   const tokens = yield* OneTimeTokenStore
   const limits = yield* SendLimitStore
+  const apiKeys = yield* ApiKeyStore
   const mailer = yield* Mailer
   const passwords = yield* Passwords
   const jwt = yield* Jwt
@@ -137,16 +140,12 @@ const makeService = Effect.gen(function*() {
 
   const resetLink = (token: string) => `${config.publicUrl}/api/avatar/reset-password?token=${encodeURIComponent(token)}`
 
-  /** At most three mails of a kind per address per hour, counted in storage. */
-  const admitSend = (kind: string, address: string) =>
+  /** At most three mails of a kind per address (or other key) per hour, counted in storage. */
+  const admitSend = (kind: string, address: string, refusal = "Too many e-mails requested for this address: at most 3 per hour. Try again later.") =>
     limits.tryRecord(`${kind}:${address.toLowerCase()}`, Date.now(), SEND_WINDOW_MS).pipe(
       Effect.filterOrFail(
         (ok) => ok,
-        () =>
-          new TooManyRequests({
-            message: "Too many e-mails requested for this address: at most 3 per hour. Try again later.",
-            retryAfterSeconds: 3600
-          })
+        () => new TooManyRequests({ message: refusal, retryAfterSeconds: 3600 })
       )
     )
 
@@ -189,7 +188,10 @@ const makeService = Effect.gen(function*() {
     if (outcome === "created") {
       yield* sendVerification(avatar, avatar.email)
     } else {
-      // Answer as if created (no enumeration); tell the real owner instead.
+      // No enumeration: the avatar is stored all the same (its id, username and password behave
+      // like a fresh one's: visible by id, username reserved, login says "not verified"), but under
+      // an unguessable, undeliverable address, so it can never be verified. The owner is told.
+      yield* store.insert({ ...avatar, email: `unregistered-${randomToken()}@aigw.invalid` })
       const owner = yield* store.findByEmail(input.email)
       if (Option.isSome(owner) && owner.value.isActive) {
         const ok = yield* admitSend("notice", input.email).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
@@ -202,16 +204,46 @@ const makeService = Effect.gen(function*() {
     return view(avatar)
   })
 
-  const authenticate = Effect.fn("Avatars.authenticate")(function*(login: string, password: string) {
-    const found = yield* store.findByLogin(login.trim())
-    if (Option.isNone(found)) {
-      // Spend the same time as a real check so timing does not reveal unknown logins.
-      yield* passwords.verify(DUMMY_HASH, password)
-      return yield* Effect.fail(new Rejected({ message: INVALID_CREDENTIALS }))
+  /**
+   * Reserves one failed-login slot for `key` before the password is checked, so concurrent
+   * attempts cannot overshoot the limit; a correct password gives the slot back.
+   */
+  const reserveLoginSlot = (key: string, limit: number, now: number) =>
+    limits.tryCount(key, now, config.limits.loginWindowSeconds * 1000, limit).pipe(
+      Effect.filterOrFail(
+        (c) => c.admitted,
+        (c) => new TooManyRequests({ message: TOO_MANY_LOGINS, retryAfterSeconds: Math.max(1, Math.ceil((c.expiresAt - now) / 1000)) })
+      ),
+      Effect.map((c) => ({ key, expiresAt: c.expiresAt }))
+    )
+
+  /**
+   * Logs in. Failed password checks are counted per account and per client address (`address`,
+   * None when the host does not know it) in storage; over either limit every attempt, right or
+   * wrong, answers 429 without checking the password.
+   */
+  const authenticate = Effect.fn("Avatars.authenticate")(function*(login: string, password: string, address: Option.Option<string>) {
+    const now = Date.now()
+    const name = login.trim().toLowerCase()
+    const slots: Array<{ key: string; expiresAt: number }> = []
+    if (Option.isSome(address)) {
+      slots.push(yield* reserveLoginSlot(`login-address:${address.value}`, config.limits.loginMaxFailuresPerAddress, now))
     }
+    // An address is a login only once verified: a registration that found its address taken is
+    // stored under another one, so an unverified address must look unknown, not "not verified".
+    const found = Option.filter(yield* store.findByLogin(name), (a) => a.emailVerified || a.username.toLowerCase() === name)
+    // Unknown logins are counted under their own name, so they lock exactly like accounts do.
+    const accountKey = `login-account:${Option.match(found, { onNone: () => `?${name}`, onSome: (a) => a.id })}`
+    const account = yield* reserveLoginSlot(accountKey, config.limits.loginMaxFailuresPerAccount, now).pipe(
+      Effect.tapError(() => Effect.forEach(slots, (s) => limits.uncount(s.key, s.expiresAt)))
+    )
+    slots.push(account)
+    // Unknown logins spend the same argon2 time as a real check, so timing does not reveal them.
+    const ok = yield* passwords.verify(Option.match(found, { onNone: () => DUMMY_HASH, onSome: (a) => a.passwordHash }), password)
+    if (Option.isNone(found) || !ok || !found.value.isActive) return yield* Effect.fail(new Rejected({ message: INVALID_CREDENTIALS }))
     const avatar = found.value
-    const ok = yield* passwords.verify(avatar.passwordHash, password)
-    if (!ok || !avatar.isActive) return yield* Effect.fail(new Rejected({ message: INVALID_CREDENTIALS }))
+    // Only a wrong password is a failure; successes never touch other attempts' counts.
+    yield* Effect.forEach(slots, (s) => limits.uncount(s.key, s.expiresAt))
     if (!avatar.emailVerified) return yield* Effect.fail(new Rejected({ message: VERIFICATION_PENDING }))
     if (passwords.needsRehash(avatar.passwordHash)) {
       const passwordHash = yield* passwords.hash(password)
@@ -260,6 +292,9 @@ const makeService = Effect.gen(function*() {
       if (Option.isSome(owner)) {
         return yield* Effect.fail(new Conflict({ message: "That e-mail address is already registered." }))
       }
+      // Each change mails the new address: 3 changes per hour per avatar, and the resend limit of that address.
+      yield* admitSend("email-change", id, "Too many e-mail address changes: at most 3 per hour. Try again later.")
+      yield* admitSend("verify", emailChange)
     }
     const updated = yield* store.update(id, {
       ...(input.title !== undefined ? { title: input.title } : {}),
@@ -339,6 +374,8 @@ const makeService = Effect.gen(function*() {
       emailVerified: true
     }).pipe(Effect.orDie)
     if (Option.isNone(updated) || !updated.value.isActive) return yield* Effect.fail(invalid)
+    // Whoever knew the old password may have made keys: they go with the sessions.
+    yield* apiKeys.revokeAll(updated.value.id, now)
     yield* mailer.send(Templates.passwordChanged(updated.value.email, updated.value.username))
   })
 

@@ -1,7 +1,9 @@
 /** The avatar account API (spec: avatar-api.md), served under /api. */
 import { Effect, Schema } from "effect"
 import { Avatars } from "../Accounts/Avatars.ts"
+import { clientAddress } from "../Accounts/ClientAddress.ts"
 import { AvatarTypeSchema, Email, IsoDate, Password, Username } from "../Accounts/Schemas.ts"
+import { GatewayConfig } from "../Config.ts"
 import { BadRequest, type GatewayError } from "../Errors.ts"
 import { Plan } from "../Plans.ts"
 import * as Pages from "./Pages.ts"
@@ -56,7 +58,7 @@ export const avatarRoutes = [
     envelope,
     summary: "Register an avatar",
     description:
-      "Creates an avatar and sends a verification e-mail. A taken e-mail address answers exactly like a success (no enumeration); a taken username is an error.",
+      "Creates an avatar and sends a verification e-mail. A taken e-mail address answers exactly like a success and its avatar behaves like a fresh unverified one (no enumeration; docs/accounts.md); a taken username is an error.",
     body: RegisterBody,
     handle: ({ body }) =>
       Effect.flatMap(Avatars, (a) => a.register(body)).pipe(
@@ -71,14 +73,18 @@ export const avatarRoutes = [
     tag,
     envelope,
     summary: "Log in and get a JWT (valid 7 days)",
-    description: "`username` or `email` may hold either a username or an e-mail address.",
+    description:
+      "`username` or `email` may hold either a username or an e-mail address (an e-mail address only once verified). Failed sign-ins are limited per account and per client address: over the limit, 429 with Retry-After.",
     body: AuthenticateBody,
-    handle: ({ body }) => {
+    handle: ({ body, request }) => {
       const login = body.username ?? body.email
       if (!login) return Effect.fail(new BadRequest({ message: "username or email is required." }))
-      return Effect.flatMap(Avatars, (a) => a.authenticate(login, body.password)).pipe(
-        Effect.map((result) => new Reply(result, "Avatar authenticated."))
-      )
+      return Effect.gen(function*() {
+        const { trustProxy } = yield* GatewayConfig
+        const address = clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], trustProxy)
+        const result = yield* Effect.flatMap(Avatars, (a) => a.authenticate(login, body.password, address))
+        return new Reply(result, "Avatar authenticated.")
+      })
     }
   }),
   open({
@@ -142,7 +148,7 @@ export const avatarRoutes = [
     tag,
     envelope,
     summary: "Reset the password with the token from the e-mail",
-    description: "Revokes every JWT issued before the reset and sends a 'password changed' notice.",
+    description: "Revokes every JWT issued before the reset and every API key of the avatar, and sends a 'password changed' notice.",
     body: ResetBody,
     handle: ({ body }) =>
       Effect.flatMap(Avatars, (a) => a.resetPassword(body.token, body.password, body.confirmPassword)).pipe(
@@ -178,7 +184,7 @@ export const avatarRoutes = [
     envelope,
     summary: "Update an avatar (owner or Admin)",
     description:
-      "A new `email` is stored as pending and a verification e-mail goes to it; the old address stays in force until the link is followed. Only Admins may change AvatarType, karmaTotal and plan.",
+      "A new `email` is stored as pending and a verification e-mail goes to it; the old address stays in force until the link is followed. E-mail changes are limited to 3 per hour per avatar and share the resend limit of the new address (429). Only Admins may change AvatarType, karmaTotal and plan.",
     body: UpdateBody,
     handle: ({ body, caller, params }) =>
       uuidParam(params.id).pipe(

@@ -28,7 +28,7 @@ export const passwordReset = (to: string, username: string, link: string): Mail 
 export const passwordChanged = (to: string, username: string): Mail =>
   page(to, "Your password was changed", [
     `Hello ${username},`,
-    "the password of your aigw avatar was just changed and every earlier session was signed out. If this was not you, reset your password now."
+    "the password of your aigw avatar was just changed: every earlier session was signed out and every API key of your avatar was revoked (create new keys after signing in). If this was not you, reset your password now."
   ])
 
 export const alreadyRegistered = (to: string, username: string, link: string): Mail =>

@@ -28,6 +28,8 @@ export interface ApiKeyStoreService {
   readonly listByAvatar: (avatarId: string) => Effect.Effect<ReadonlyArray<ApiKeyRecord>>
   /** Revokes the avatar's key; false when it does not exist, belongs to another avatar or is already revoked. */
   readonly revoke: (avatarId: string, id: string, now: number) => Effect.Effect<boolean>
+  /** Revokes every active key of the avatar (password reset); returns how many. */
+  readonly revokeAll: (avatarId: string, now: number) => Effect.Effect<number>
 }
 
 export class ApiKeyStore extends Context.Tag("aigw/ApiKeyStore")<ApiKeyStore, ApiKeyStoreService>() {}
@@ -52,6 +54,16 @@ export const makeMemory = Effect.sync((): ApiKeyStoreService => {
         if (!key || key.avatarId !== avatarId || key.revokedAt !== null) return false
         byId.set(id, { ...key, revokedAt: now })
         return true
+      }),
+    revokeAll: (avatarId, now) =>
+      Effect.sync(() => {
+        let n = 0
+        for (const key of byId.values()) {
+          if (key.avatarId !== avatarId || key.revokedAt !== null) continue
+          byId.set(key.id, { ...key, revokedAt: now })
+          n++
+        }
+        return n
       })
   }
 })

@@ -1,11 +1,25 @@
 /**
- * A sliding-window limit of three events per key (the spec's "3 resends per hour per
- * address"). The SQL layer keeps the last three instants in one row and admits with a single
- * conditional upsert, so concurrent processes on one PostgreSQL never admit a fourth.
+ * Limits counted in storage, so they hold across restarts and across processes sharing one
+ * PostgreSQL:
+ * - `tryRecord`: a sliding window of three events per key (the spec's "3 resends per hour per
+ *   address"). The SQL layer keeps the last three instants in one row and admits with a single
+ *   conditional upsert, so concurrent processes never admit a fourth.
+ * - `tryCount` / `uncount`: a counter of up to `limit` events per key in a window that opens at the
+ *   first event (failed logins). Also one conditional upsert per admission.
  */
 import { Context, Effect, Layer } from "effect"
 
 export const SEND_LIMIT = 3
+
+/** Expired counter windows are deleted once every this many `tryCount` calls (per process). */
+export const PRUNE_EVERY = 500
+
+export interface Counted {
+  /** False when the window already holds `limit` events; nothing was counted then. */
+  readonly admitted: boolean
+  /** When the window ends (epoch ms): identifies it for `uncount`, and is the Retry-After of a refusal. */
+  readonly expiresAt: number
+}
 
 export interface SendLimitStoreService {
   /**
@@ -13,12 +27,21 @@ export interface SendLimitStoreService {
    * `now - windowMs`. Returns true when admitted.
    */
   readonly tryRecord: (key: string, now: number, windowMs: number) => Effect.Effect<boolean>
+  /**
+   * Counts an event for `key` if its current window holds fewer than `limit`; a key without a
+   * window (or whose window ended) starts one of `windowMs` at `now`.
+   */
+  readonly tryCount: (key: string, now: number, windowMs: number, limit: number) => Effect.Effect<Counted>
+  /** Takes back one admitted event, only if the window that counted it (`expiresAt`) is still the key's. */
+  readonly uncount: (key: string, expiresAt: number) => Effect.Effect<void>
 }
 
 export class SendLimitStore extends Context.Tag("aigw/SendLimitStore")<SendLimitStore, SendLimitStoreService>() {}
 
 export const makeMemory = Effect.sync((): SendLimitStoreService => {
   const slots = new Map<string, Array<number>>()
+  const counters = new Map<string, { hits: number; expiresAt: number }>()
+  let calls = 0
   return {
     tryRecord: (key, now, windowMs) =>
       Effect.sync(() => {
@@ -26,6 +49,23 @@ export const makeMemory = Effect.sync((): SendLimitStoreService => {
         if (last.length >= SEND_LIMIT && last[last.length - SEND_LIMIT]! > now - windowMs) return false
         slots.set(key, [...last, now].slice(-SEND_LIMIT))
         return true
+      }),
+    tryCount: (key, now, windowMs, limit) =>
+      Effect.sync(() => {
+        if (++calls % PRUNE_EVERY === 0) for (const [k, c] of counters) if (c.expiresAt <= now) counters.delete(k)
+        const current = counters.get(key)
+        if (current === undefined || current.expiresAt <= now) {
+          counters.set(key, { hits: 1, expiresAt: now + windowMs })
+          return { admitted: true, expiresAt: now + windowMs }
+        }
+        if (current.hits >= limit) return { admitted: false, expiresAt: current.expiresAt }
+        current.hits++
+        return { admitted: true, expiresAt: current.expiresAt }
+      }),
+    uncount: (key, expiresAt) =>
+      Effect.sync(() => {
+        const current = counters.get(key)
+        if (current !== undefined && current.expiresAt === expiresAt && current.hits > 0) current.hits--
       })
   }
 })

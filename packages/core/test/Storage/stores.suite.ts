@@ -143,6 +143,41 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.strictEqual(results.filter(Boolean).length, 3)
         }))
 
+      it.effect("counted limit: up to the limit per window, taking back only within that window", () =>
+        Effect.gen(function*() {
+          const limits = yield* SendLimitStore
+          const key = `n_${unique()}`
+          const window = 900_000
+          const t0 = 1_000_000_000_000
+          const first = yield* limits.tryCount(key, t0, window, 3)
+          assert.deepStrictEqual(first, { admitted: true, expiresAt: t0 + window })
+          assert.isTrue((yield* limits.tryCount(key, t0 + 10, window, 3)).admitted)
+          const third = yield* limits.tryCount(key, t0 + 20, window, 3)
+          assert.deepStrictEqual(third, { admitted: true, expiresAt: t0 + window }, "the window opened at the first event")
+          assert.deepStrictEqual(yield* limits.tryCount(key, t0 + 30, window, 3), { admitted: false, expiresAt: t0 + window })
+          yield* limits.uncount(key, third.expiresAt)
+          assert.isTrue((yield* limits.tryCount(key, t0 + 40, window, 3)).admitted, "a taken-back event frees its slot")
+          assert.isFalse((yield* limits.tryCount(key, t0 + window - 1, window, 3)).admitted)
+          const next = yield* limits.tryCount(key, t0 + window, window, 3)
+          assert.deepStrictEqual(next, { admitted: true, expiresAt: t0 + 2 * window }, "a new window starts at 1")
+          yield* limits.uncount(key, first.expiresAt)
+          assert.isTrue((yield* limits.tryCount(key, t0 + window + 1, window, 2)).admitted)
+          assert.isFalse((yield* limits.tryCount(key, t0 + window + 2, window, 2)).admitted, "taking back an old window's event frees nothing")
+          assert.isTrue((yield* limits.tryCount(`other_${unique()}`, t0, window, 1)).admitted)
+        }))
+
+      it.effect("counted limit: concurrent attempts admit exactly the limit", () =>
+        Effect.gen(function*() {
+          const limits = yield* SendLimitStore
+          const key = `cn_${unique()}`
+          const now = Date.now()
+          const results = yield* Effect.all(
+            Array.from({ length: 30 }, () => limits.tryCount(key, now, 900_000, 10)),
+            { concurrency: "unbounded" }
+          )
+          assert.strictEqual(results.filter((r) => r.admitted).length, 10)
+        }))
+
       it.effect("api keys: lookup by hash, list, revoke only own", () =>
         Effect.gen(function*() {
           const keys = yield* ApiKeyStore
@@ -155,6 +190,19 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.isTrue(yield* keys.revoke(avatarId, key.id, 7))
           assert.isFalse(yield* keys.revoke(avatarId, key.id, 8), "already revoked")
           assert.strictEqual(Option.getOrThrow(yield* keys.findByHash(key.hash)).revokedAt, 7)
+        }))
+
+      it.effect("api keys: revoke all of one avatar", () =>
+        Effect.gen(function*() {
+          const keys = yield* ApiKeyStore
+          const avatarId = crypto.randomUUID()
+          const make = (owner: string) => ({ id: crypto.randomUUID(), avatarId: owner, name: "k", prefix: "aigw_x", hash: `hash_${unique()}`, createdAt: 1, lastUsedAt: null, revokedAt: null })
+          const [a, b, other] = [make(avatarId), make(avatarId), make(crypto.randomUUID())]
+          for (const k of [a, b, other]) yield* keys.insert(k)
+          yield* keys.revoke(avatarId, a.id, 5)
+          assert.strictEqual(yield* keys.revokeAll(avatarId, 9), 1, "only the active one")
+          assert.deepStrictEqual((yield* keys.listByAvatar(avatarId)).map((k) => k.revokedAt).sort(), [5, 9])
+          assert.strictEqual(Option.getOrThrow(yield* keys.findByHash(other.hash)).revokedAt, null, "other avatars keep theirs")
         }))
 
       it.effect("usage: admission stops exactly at the limit, also under concurrency", () =>

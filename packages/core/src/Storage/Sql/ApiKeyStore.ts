@@ -67,6 +67,11 @@ export const make = Effect.gen(function*() {
           WHERE id = ${id} AND avatar_id = ${avatarId} AND revoked_at IS NULL RETURNING id`.pipe(
         Effect.map((rows) => rows.length > 0),
         Effect.orDie
+      ),
+    revokeAll: (avatarId, now) =>
+      sql`UPDATE api_keys SET revoked_at = ${now} WHERE avatar_id = ${avatarId} AND revoked_at IS NULL RETURNING id`.pipe(
+        Effect.map((rows) => rows.length),
+        Effect.orDie
       )
   })
 })

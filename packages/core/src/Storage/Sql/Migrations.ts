@@ -167,6 +167,15 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
     );
     CREATE INDEX documents_key ON documents (kind, doc_key);
     CREATE INDEX documents_owner ON documents (kind, owner)
+  `),
+  // Counters of failed logins per account and per client address (SendLimitStore.tryCount).
+  "0005_limit_windows": statements(`
+    CREATE TABLE limit_windows (
+      key TEXT PRIMARY KEY,
+      hits INTEGER NOT NULL,
+      expires_at BIGINT NOT NULL
+    );
+    CREATE INDEX limit_windows_expiry ON limit_windows (expires_at)
   `)
 }
 

@@ -1,9 +1,12 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
-import { SendLimitStore } from "../SendLimitStore.ts"
+import { PRUNE_EVERY, SendLimitStore } from "../SendLimitStore.ts"
+import { num } from "./util.ts"
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  let calls = 0
+  const prune = (now: number) => sql`DELETE FROM limit_windows WHERE expires_at <= ${now}`.pipe(Effect.asVoid)
   return SendLimitStore.of({
     // t1..t3 are the last three instants, oldest first. The upsert shifts them only when the
     // oldest is outside the window; PostgreSQL re-checks the WHERE under the row lock.
@@ -11,7 +14,27 @@ export const make = Effect.gen(function*() {
       sql`INSERT INTO send_limits (key, t1, t2, t3) VALUES (${key}, NULL, NULL, ${now})
           ON CONFLICT (key) DO UPDATE SET t1 = send_limits.t2, t2 = send_limits.t3, t3 = excluded.t3
           WHERE send_limits.t1 IS NULL OR send_limits.t1 <= ${now - windowMs}
-          RETURNING key`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+          RETURNING key`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+    // One upsert: a new or ended window restarts at 1, a running one counts up while below the
+    // limit (the WHERE is re-checked under the row lock, as above). No row back = refused.
+    tryCount: (key, now, windowMs, limit) =>
+      Effect.gen(function*() {
+        if (++calls % PRUNE_EVERY === 0) yield* prune(now)
+        const rows = yield* sql`INSERT INTO limit_windows (key, hits, expires_at) VALUES (${key}, 1, ${now + windowMs})
+          ON CONFLICT (key) DO UPDATE SET
+            hits = CASE WHEN limit_windows.expires_at <= ${now} THEN 1 ELSE limit_windows.hits + 1 END,
+            expires_at = CASE WHEN limit_windows.expires_at <= ${now} THEN excluded.expires_at ELSE limit_windows.expires_at END
+          WHERE limit_windows.expires_at <= ${now} OR limit_windows.hits < ${limit}
+          RETURNING expires_at`
+        if (rows.length > 0) return { admitted: true, expiresAt: num(rows[0]!.expires_at) }
+        const full = yield* sql`SELECT expires_at FROM limit_windows WHERE key = ${key}`
+        return { admitted: false, expiresAt: full.length > 0 ? num(full[0]!.expires_at) : now + windowMs }
+      }).pipe(Effect.orDie),
+    uncount: (key, expiresAt) =>
+      sql`UPDATE limit_windows SET hits = hits - 1 WHERE key = ${key} AND expires_at = ${expiresAt} AND hits > 0`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      )
   })
 })
 

@@ -1,0 +1,200 @@
+/**
+ * Account protections of the avatar service on memory stores: no e-mail enumeration through
+ * register, login throttling per account and per client address, API keys revoked by a password
+ * reset, e-mail changes limited like resends.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Either, Layer, Option, Redacted } from "effect"
+import * as ApiKeys from "../../src/Accounts/ApiKeys.ts"
+import { type AuthResult, Avatars, INVALID_CREDENTIALS, layer as avatarsLayer, TOO_MANY_LOGINS, VERIFICATION_PENDING } from "../../src/Accounts/Avatars.ts"
+import { clientAddress, limitKey } from "../../src/Accounts/ClientAddress.ts"
+import * as Jwt from "../../src/Accounts/Jwt.ts"
+import * as Passwords from "../../src/Accounts/Passwords.ts"
+import { defaultLimits, GatewayConfig, layer as configLayer } from "../../src/Config.ts"
+import * as Mailer from "../../src/Mail/Mailer.ts"
+import { AvatarStore } from "../../src/Storage/AvatarStore.ts"
+import * as Stores from "../../src/Storage/Stores.ts"
+
+const limits = { ...defaultLimits, loginMaxFailuresPerAccount: 3, loginMaxFailuresPerAddress: 5, loginWindowSeconds: 900 }
+
+const TestLayer = Layer.mergeAll(avatarsLayer, ApiKeys.layer).pipe(
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer)),
+  Layer.provideMerge(Stores.layerMemory),
+  Layer.provideMerge(Mailer.layerMemory),
+  Layer.provideMerge(configLayer({ publicUrl: "https://gw.example.test", jwtSecret: Option.some(Redacted.make("x".repeat(40))), limits }))
+)
+
+const unique = () => Math.random().toString(36).slice(2, 9)
+const noAddress = Option.none<string>()
+
+/** Registers and verifies an avatar through the service, following the mailed link. */
+const verifiedAvatar = Effect.gen(function*() {
+  const avatars = yield* Avatars
+  const { sent } = yield* Mailer.MemoryMailbox
+  const u = `u_${unique()}`
+  const input = { username: u, email: `${u}@example.com`, password: "password 123" }
+  const registered = yield* avatars.register(input)
+  yield* avatars.verifyEmail(tokenIn(lastMail(sent, (m) => m.to === input.email).text))
+  return { ...input, id: registered.id }
+})
+
+/** The newest mail matching `p`. */
+const lastMail = (sent: ReadonlyArray<Mailer.Mail>, p: (m: Mailer.Mail) => boolean) => [...sent].reverse().find(p)!
+
+const tokenIn = (text: string) => decodeURIComponent(/token=([^\s&]+)/.exec(text)![1]!)
+
+/** The outcome of a login as a short label. */
+const attempt = (login: string, password: string, address = noAddress) =>
+  Effect.flatMap(Avatars, (a) => a.authenticate(login, password, address)).pipe(
+    Effect.either,
+    Effect.map((r): string =>
+      Either.isRight(r) ? "ok" : r.left._tag === "TooManyRequests" ? "429" : r.left.message === INVALID_CREDENTIALS ? "invalid" : r.left.message)
+  )
+
+describe("Avatars", () => {
+  it.layer(TestLayer, { timeout: 60_000 })((it) => {
+    it.effect("register with a taken e-mail: the answer and its avatar behave like a fresh registration's", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const { sent } = yield* Mailer.MemoryMailbox
+        const owner = yield* verifiedAvatar
+        const viewer = yield* Effect.flatMap(AvatarStore, (s) => s.findById(owner.id)).pipe(Effect.map(Option.getOrThrow))
+        const probe = (email: string) =>
+          Effect.gen(function*() {
+            const u = `p_${unique()}`
+            const reg = yield* avatars.register({ username: u, email, password: "probe password" })
+            return {
+              result: Object.keys(reg).sort().join(),
+              email: reg.email,
+              isVerified: reg.isVerified,
+              byId: yield* avatars.get(viewer, reg.id).pipe(Effect.map((v) => Object.keys(v).sort().join()), Effect.orElseSucceed(() => "404")),
+              byUsername: yield* attempt(u, "probe password"),
+              byEmail: yield* attempt(email, "probe password"),
+              usernameTaken: yield* avatars.register({ username: u, email: `o_${unique()}@example.com`, password: "x".repeat(8) }).pipe(
+                Effect.as("free"),
+                Effect.orElseSucceed(() => "taken")
+              )
+            }
+          })
+        const fresh = `fresh_${unique()}@example.com`
+        const taken = yield* probe(owner.email)
+        const free = yield* probe(fresh)
+        assert.deepStrictEqual(taken, { ...free, email: owner.email })
+        assert.deepStrictEqual([free.byId === "404", free.byUsername, free.byEmail, free.usernameTaken], [false, VERIFICATION_PENDING, "invalid", "taken"])
+        // The owner got a notice, the probe's password does not open the owner's account.
+        assert.match(lastMail(sent, (m) => m.to === owner.email).subject, /already have an account/)
+        assert.strictEqual(yield* attempt(owner.email, "probe password"), "invalid")
+        assert.strictEqual(yield* attempt(owner.email, owner.password), "ok")
+      }))
+
+    it.effect("login throttling per account: over the limit even the right password answers 429; unknown logins lock alike", () =>
+      Effect.gen(function*() {
+        const a = yield* verifiedAvatar
+        const wrong = yield* Effect.all(Array.from({ length: 3 }, () => attempt(a.username, "wrong password")))
+        assert.deepStrictEqual(wrong, ["invalid", "invalid", "invalid"])
+        assert.strictEqual(yield* attempt(a.email, a.password), "429", "username and e-mail share the account's count")
+        const failure = yield* Effect.flip(Effect.flatMap(Avatars, (s) => s.authenticate(a.username, a.password, noAddress)))
+        assert.deepStrictEqual([failure._tag, failure.message], ["TooManyRequests", TOO_MANY_LOGINS])
+        assert.isAbove((failure as any).retryAfterSeconds, 800)
+        const ghost = `nobody_${unique()}`
+        const unknown = yield* Effect.all(Array.from({ length: 4 }, () => attempt(ghost, "wrong password")))
+        assert.deepStrictEqual(unknown, ["invalid", "invalid", "invalid", "429"])
+        const other = yield* verifiedAvatar
+        assert.strictEqual(yield* attempt(other.username, other.password), "ok", "other accounts are not affected")
+      }))
+
+    it.effect("login throttling: successes give back only their own slot, so they never reset failures", () =>
+      Effect.gen(function*() {
+        const a = yield* verifiedAvatar
+        for (let i = 0; i < 5; i++) assert.strictEqual(yield* attempt(a.username, a.password), "ok")
+        const b = yield* verifiedAvatar
+        assert.strictEqual(yield* attempt(b.username, "wrong"), "invalid")
+        assert.strictEqual(yield* attempt(b.username, b.password), "ok")
+        assert.strictEqual(yield* attempt(b.username, "wrong"), "invalid")
+        assert.strictEqual(yield* attempt(b.username, "wrong"), "invalid")
+        assert.strictEqual(yield* attempt(b.username, b.password), "429", "three failures, however interleaved")
+      }))
+
+    it.effect("login throttling per address: spraying many accounts from one address stops at its limit; own logins in between do not help", () =>
+      Effect.gen(function*() {
+        const mine = yield* verifiedAvatar
+        const address = Option.some(`203.0.113.${Math.floor(Math.random() * 250)}`)
+        const outcomes: Array<string> = []
+        for (let i = 0; i < 7; i++) {
+          outcomes.push(yield* attempt(`victim_${unique()}`, "guess", address))
+          assert.notStrictEqual(yield* attempt(mine.username, mine.password, address), "invalid")
+        }
+        assert.deepStrictEqual(outcomes, ["invalid", "invalid", "invalid", "invalid", "invalid", "429", "429"])
+        assert.strictEqual(yield* attempt(mine.username, mine.password, address), "429", "the whole address waits")
+        assert.strictEqual(yield* attempt(mine.username, mine.password, Option.some("198.51.100.7")), "ok")
+      }))
+
+    it.effect("login throttling holds under concurrency: at most the limit of password checks", () =>
+      Effect.gen(function*() {
+        const a = yield* verifiedAvatar
+        const results = yield* Effect.all(Array.from({ length: 20 }, () => attempt(a.username, "wrong password")), { concurrency: "unbounded" })
+        assert.strictEqual(results.filter((r) => r === "invalid").length, 3)
+        assert.strictEqual(results.filter((r) => r === "429").length, 17)
+      }))
+
+    it.effect("password reset revokes the avatar's API keys and says so", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const keys = yield* ApiKeys.ApiKeys
+        const { sent } = yield* Mailer.MemoryMailbox
+        const a = yield* verifiedAvatar
+        const key = yield* keys.create(a.id, "ci")
+        assert.isTrue(Option.isSome(yield* keys.resolve(key.key)))
+        yield* avatars.forgotPassword(a.email)
+        const token = tokenIn(lastMail(sent, (m) => m.to === a.email && /reset/i.test(m.subject)).text)
+        yield* avatars.resetPassword(token, "new password 1", "new password 1")
+        assert.isNotNull(Option.getOrThrow(yield* keys.resolve(key.key)).revokedAt)
+        assert.match(sent[sent.length - 1]!.text, /every API key of your avatar was revoked/)
+        const login = (yield* Effect.flatMap(Avatars, (s) => s.authenticate(a.username, "new password 1", noAddress))) as AuthResult
+        assert.strictEqual(login.id, a.id)
+      }))
+
+    it.effect("PUT with a new e-mail is limited like resend: 3 per hour per avatar and per target address", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const store = yield* AvatarStore
+        const { sent } = yield* Mailer.MemoryMailbox
+        const a = yield* verifiedAvatar
+        const caller = Option.getOrThrow(yield* store.findById(a.id))
+        const victim = `victim_${unique()}@example.com`
+        const tries = yield* Effect.all(Array.from({ length: 5 }, (_, i) =>
+          avatars.update(caller, a.id, { email: i % 2 === 0 ? victim : victim.toUpperCase() }).pipe(Effect.as("ok"), Effect.catchAll((e) => Effect.succeed(e._tag)))
+        ))
+        assert.deepStrictEqual(tries, ["ok", "ok", "ok", "TooManyRequests", "TooManyRequests"])
+        assert.strictEqual(sent.filter((m) => m.to.toLowerCase() === victim).length, 3)
+        // The target address's budget is shared with resend and with other avatars.
+        const b = yield* verifiedAvatar
+        const other = Option.getOrThrow(yield* store.findById(b.id))
+        const third = yield* avatars.update(other, b.id, { email: victim }).pipe(Effect.as("ok"), Effect.catchAll((e) => Effect.succeed(e._tag)))
+        assert.strictEqual(third, "TooManyRequests")
+      }))
+
+    it.effect("the configured limits are the ones used", () =>
+      Effect.map(GatewayConfig, (c) => assert.strictEqual(c.limits.loginMaxFailuresPerAccount, 3)))
+  })
+})
+
+describe("clientAddress", () => {
+  const peer = Option.some("10.0.0.5")
+  it("uses the socket peer unless proxies are trusted, then the entry the nearest proxy wrote", () => {
+    assert.deepStrictEqual(clientAddress(peer, "1.2.3.4", 0), Option.some("10.0.0.5"))
+    assert.deepStrictEqual(clientAddress(peer, "6.6.6.6, 1.2.3.4", 1), Option.some("1.2.3.4"), "forged left entries are ignored")
+    assert.deepStrictEqual(clientAddress(peer, "6.6.6.6, 1.2.3.4, 10.0.0.9", 2), Option.some("1.2.3.4"))
+    assert.deepStrictEqual(clientAddress(peer, undefined, 1), Option.some("10.0.0.5"))
+    assert.deepStrictEqual(clientAddress(peer, "1.2.3.4", 2), Option.some("10.0.0.5"), "fewer entries than proxies")
+    assert.deepStrictEqual(clientAddress(Option.none(), undefined, 0), Option.none())
+  })
+  it("keys IPv4 (also mapped) as is and IPv6 by /64; garbage is no address", () => {
+    assert.deepStrictEqual(limitKey("::ffff:127.0.0.1"), Option.some("127.0.0.1"))
+    assert.deepStrictEqual(limitKey("2001:db8:1:2:aaaa::1"), Option.some("2001:db8:1:2::/64"))
+    assert.deepStrictEqual(limitKey("2001:DB8:1:2:bbbb:cccc:dddd:eeee"), Option.some("2001:db8:1:2::/64"))
+    assert.deepStrictEqual(limitKey("2001:db8::1"), Option.some("2001:db8:0:0::/64"))
+    assert.deepStrictEqual(limitKey("::1"), Option.some("0:0:0:0::/64"))
+    assert.deepStrictEqual(limitKey("not an ip"), Option.none())
+  })
+})
