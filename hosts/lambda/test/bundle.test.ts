@@ -15,6 +15,7 @@ import * as lambdaLocal from "lambda-local"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { fixture, functionUrlEvent, json, sseData, v1Event, v2Event, verificationToken } from "./support/events.ts"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -22,7 +23,7 @@ const hostDir = path.resolve(here, "..")
 const dist = path.join(hostDir, "dist")
 const bundle = path.join(dist, "handler.mjs")
 
-const metaFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "aigw-lambda-build-")), "meta.json")
+const metaFile = path.join(scratchDir("aigw-lambda-build-"), "meta.json")
 
 beforeAll(() => {
   execFileSync(process.execPath, [path.join(hostDir, "build.mjs"), "--meta", metaFile], { cwd: hostDir, stdio: "pipe", timeout: 120_000 })
@@ -68,7 +69,7 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
 
   beforeAll(async () => {
     upstream = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 20 })
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-lambda-local-"))
+    dataDir = scratchDir("aigw-lambda-local-")
     environment = {
       DATABASE_URL: await freshPgDatabase(),
       JWT_SECRET: "lambda-local-secret-0123456789abcdef",

@@ -12,6 +12,7 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { drainers as exportedDrainers } from "../src/handler.ts"
 import { type Drainer, type LambdaHost, makeLambdaHost } from "../src/host.ts"
 import { type Call, fixture, functionUrlEvent, json, RecordingStream, sseData, v1Event, v2Event, verificationToken } from "./support/events.ts"
@@ -41,7 +42,7 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
   beforeAll(async () => {
     user.email = `${user.username}@example.com`
     upstream = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 150 })
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-lambda-"))
+    dataDir = scratchDir("aigw-lambda-")
     host = makeLambdaHost({
       env: {
         DATABASE_URL: await freshPgDatabase(),

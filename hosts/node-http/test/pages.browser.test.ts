@@ -7,6 +7,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
+import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { call, freePort, type RunningServer, startServer } from "./support/server.ts"
 import { type MailCatcher, startSmtp } from "./support/smtp.ts"
@@ -25,7 +26,7 @@ describe.skipIf(!hasChromium && !inCi)("e-mail link pages in a browser", () => {
   let browser: Browser
   let page: Page
   let pageErrors: Array<string> = []
-  const shots = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-pages-"))
+  const shots = scratchDir("aigw-pages-")
   const u = Math.random().toString(36).slice(2, 8)
   const carol = { username: `carol_${u}`, email: `carol_${u}@example.com`, password: "old password 1" }
   const newPassword = "new password 1"

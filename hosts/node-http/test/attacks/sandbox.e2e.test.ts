@@ -11,6 +11,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { scratchDir } from "../../../../packages/core/test/support/scratch.ts"
 import { signUp, type TestAvatar } from "../support/accounts.ts"
 import { LOOP_BLOCKED_MS, MEMORY_EXPLODED_MB, underAttack } from "../support/attack.ts"
 import { call, type RunningServer, startServer } from "../support/server.ts"
@@ -71,7 +72,7 @@ for (const { available, mode } of modes) {
     let listener: net.Server
     let connections = 0
     let port = 0
-    const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-sandbox-attack-"))
+    const scratch = scratchDir("aigw-sandbox-attack-")
 
     beforeAll(async () => {
       listener = net.createServer((s) => {
@@ -86,8 +87,6 @@ for (const { available, mode } of modes) {
     afterAll(async () => {
       await server?.stop()
       listener?.close()
-      fs.rmSync(scratch, { recursive: true, force: true })
-      if (server) fs.rmSync(server.dataDir, { recursive: true, force: true })
     })
 
     const execute = (body: Record<string, unknown>, apiKey = user.apiKey) => call(server.url, "POST", "/v1/code/execute", { apiKey, body })

@@ -8,6 +8,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { scratchDir } from "../../../../packages/core/test/support/scratch.ts"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..")
 const main = path.join(root, "hosts/node-http/src/main.ts")
@@ -23,21 +24,30 @@ export const freePort = () =>
     srv.on("error", reject)
   })
 
+/** Signals the server's whole process group: the tsx wrapper and the node process it starts. */
+const signalGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-child.pid!, signal)
+  } catch {
+    // the group is gone already
+  }
+}
+
 export interface RunningServer {
   readonly url: string
   readonly port: number
   readonly dataDir: string
   readonly output: () => string
   readonly child: ChildProcess
-  /** SIGTERM and wait for exit; returns the exit code. */
+  /** SIGTERM to the process group and wait for exit (SIGKILL after 15 s); returns the exit code. */
   readonly stop: () => Promise<number | null>
-  /** SIGKILL (a crash) and wait. */
+  /** SIGKILL to the process group (a crash) and wait. */
   readonly kill: () => Promise<void>
 }
 
 export const startServer = async (env: Record<string, string> = {}, options: { dataDir?: string; port?: number } = {}): Promise<RunningServer> => {
   const port = options.port ?? (await freePort())
-  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "aigw-e2e-"))
+  const dataDir = options.dataDir ?? scratchDir("aigw-e2e-")
   let output = ""
   const child = spawn(tsx, [main], {
     cwd: dataDir,
@@ -50,11 +60,21 @@ export const startServer = async (env: Record<string, string> = {}, options: { d
       DATABASE_URL: `sqlite:${path.join(dataDir, "data", "aigw.sqlite")}`,
       ...env
     },
-    stdio: ["ignore", "pipe", "pipe"]
+    stdio: ["ignore", "pipe", "pipe"],
+    // A group of its own: signals must reach the server, not only the tsx wrapper.
+    detached: true
   })
   child.stdout!.on("data", (d) => (output += d))
   child.stderr!.on("data", (d) => (output += d))
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  // A test process that ends early must not leave its server behind.
+  const orphanGuard = () => signalGroup(child, "SIGKILL")
+  process.once("exit", orphanGuard)
+  void exited.then(() => {
+    process.removeListener("exit", orphanGuard)
+    // The wrapper is gone; make sure nothing of its group outlives it.
+    signalGroup(child, "SIGKILL")
+  })
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 60_000
   for (;;) {
@@ -66,7 +86,7 @@ export const startServer = async (env: Record<string, string> = {}, options: { d
       // not listening yet
     }
     if (Date.now() > deadline) {
-      child.kill("SIGKILL")
+      signalGroup(child, "SIGKILL")
       throw new Error(`server did not start within 60 s:\n${output}`)
     }
     await new Promise((r) => setTimeout(r, 100))
@@ -78,11 +98,14 @@ export const startServer = async (env: Record<string, string> = {}, options: { d
     child,
     output: () => output,
     stop: async () => {
-      child.kill("SIGTERM")
-      return exited
+      signalGroup(child, "SIGTERM")
+      const force = setTimeout(() => signalGroup(child, "SIGKILL"), 15_000)
+      const code = await exited
+      clearTimeout(force)
+      return code
     },
     kill: async () => {
-      child.kill("SIGKILL")
+      signalGroup(child, "SIGKILL")
       await exited
     }
   }

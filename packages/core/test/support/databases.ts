@@ -7,6 +7,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
+import { scratchDir } from "./scratch.ts"
 
 export const pgUrl = process.env.AIGW_TEST_PG_URL
 if (!pgUrl && process.env.CI) throw new Error("AIGW_TEST_PG_URL is not set: CI must run the PostgreSQL suites")
@@ -30,7 +31,7 @@ export const freshPgDatabase = async (): Promise<string> => {
 
 /** A new SQLite file URL under the OS temp dir. */
 export const freshSqliteUrl = (): string => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-sqlite-"))
+  const dir = scratchDir("aigw-sqlite-")
   return `sqlite:${path.join(dir, "test.sqlite")}`
 }
 
