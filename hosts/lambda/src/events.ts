@@ -33,7 +33,7 @@ export const EventV2 = Schema.Struct({
   requestContext: Schema.Struct({
     domainName: Schema.optional(Schema.NullOr(Schema.String)),
     stage: Schema.optional(Schema.NullOr(Schema.String)),
-    http: Schema.Struct({ method: Schema.String })
+    http: Schema.Struct({ method: Schema.String, sourceIp: Schema.optional(Schema.NullOr(Schema.String)) })
   }),
   ...Body
 })
@@ -47,7 +47,10 @@ export const EventV1 = Schema.Struct({
   multiValueHeaders: NullableStringLists,
   queryStringParameters: NullableStrings,
   multiValueQueryStringParameters: NullableStringLists,
-  requestContext: Schema.optional(Schema.NullOr(Schema.Struct({ domainName: Schema.optional(Schema.NullOr(Schema.String)) }))),
+  requestContext: Schema.optional(Schema.NullOr(Schema.Struct({
+    domainName: Schema.optional(Schema.NullOr(Schema.String)),
+    identity: Schema.optional(Schema.NullOr(Schema.Struct({ sourceIp: Schema.optional(Schema.NullOr(Schema.String)) })))
+  }))),
   ...Body
 })
 export type EventV1 = typeof EventV1.Type
@@ -155,6 +158,7 @@ export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
   let method: string
   let target: string
   let domain: string | null | undefined
+  let sourceIp: string | null | undefined
   if (http.format === "v2") {
     const e = http.event
     for (const [name, value] of Object.entries(e.headers ?? {})) append(headers, name, value)
@@ -163,6 +167,7 @@ export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
     const query = e.rawQueryString ? `?${e.rawQueryString.replace(/^\?/, "")}` : ""
     target = `${pathV2(e)}${query}`
     domain = e.requestContext.domainName
+    sourceIp = e.requestContext.http.sourceIp
   } else {
     const e = http.event
     const multi = e.multiValueHeaders ?? {}
@@ -174,7 +179,11 @@ export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
     method = e.httpMethod.toUpperCase()
     target = `${ensureSlash(e.path)}${queryV1(e)}`
     domain = e.requestContext?.domainName
+    sourceIp = e.requestContext?.identity?.sourceIp
   }
+  // The client address API Gateway saw replaces whatever the client wrote, so the one entry the
+  // Lambda host trusts (AIGW_TRUST_PROXY defaults to 1 there) is API Gateway's own.
+  if (sourceIp) headers.set("x-forwarded-for", sourceIp)
   // The host only completes the URL: routing ignores it and e-mail links use PUBLIC_URL.
   const proto = headers.get("x-forwarded-proto")?.split(",")[0]?.trim() === "http" ? "http" : "https"
   const url = [headers.get("host"), domain, "localhost"].reduce<URL | undefined>((found, host) => {

@@ -69,7 +69,7 @@ const configProvider = (options: HostOptions): ConfigProvider.ConfigProvider => 
   const base = options.env
     ? ConfigProvider.fromMap(new Map(Object.entries(options.env).filter((e): e is [string, string] => e[1] !== undefined)))
     : ConfigFile.providerFor(process.env.AIGW_CONFIG)
-  return ConfigProvider.orElse(base, () => ConfigProvider.fromMap(new Map([["AIGW_DATA_DIR", LAMBDA_DATA_DIR]])))
+  return ConfigProvider.orElse(base, () => ConfigProvider.fromMap(new Map([["AIGW_DATA_DIR", LAMBDA_DATA_DIR], ["AIGW_TRUST_PROXY", "1"]])))
 }
 
 class StartupError extends Error {}
