@@ -7,19 +7,12 @@
 import { Context, Effect, Layer } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { Busy, NotAvailable, TooManyRequests, Unprocessable } from "../Errors.ts"
-import { type Launcher, makeLauncher, makeSandbox, type Sandbox } from "./Sandbox.ts"
+import { type Launcher, makeLauncher, makeSandbox, type RunOutcome, type Sandbox } from "./Sandbox.ts"
 
 export type Language = "python" | "javascript" | "bash"
 
-export interface ExecutionResult {
+export interface ExecutionResult extends RunOutcome {
   readonly language: Language
-  readonly stdout: string
-  readonly stderr: string
-  /** The value of the last expression (javascript) as JSON text, when there is one. */
-  readonly result: string | null
-  readonly exitCode: number
-  readonly error: string | null
-  readonly timedOut: boolean
   readonly durationMs: number
   readonly provider: "local"
   /** How the run was isolated (`bwrap` or `process`; docs/security.md). */

@@ -35,6 +35,7 @@ export interface SandboxLimits {
 export interface RunOutcome {
   readonly stdout: string
   readonly stderr: string
+  /** The value of the last expression (javascript) as JSON text, when there is one. */
   readonly result: string | null
   readonly exitCode: number
   readonly error: string | null
