@@ -37,7 +37,8 @@ export interface CompletionInput {
 
 export type { CompletionResult, StreamChunk, UsageReport } from "./ChatCalls.ts"
 
-interface PlannedCall {
+/** A routed call: the final messages, the targets in order and the request for each. */
+export interface PlannedCall {
   readonly messages: ReadonlyArray<ChatMessage>
   readonly targets: ReadonlyArray<Target>
   readonly request: (target: Target) => ChatRequest
@@ -123,6 +124,15 @@ const makeService = Effect.gen(function*() {
     }
   }
 
+  /**
+   * The refusals of a call that depend only on the request and configuration (unknown model or
+   * provider, provider not configured or not allowed for the plan, no model fits): what routes
+   * answer before the call is counted (docs/quota.md). The same routing as the call itself, on the
+   * caller's messages (the Effect-only steps add little to the context).
+   */
+  const check = (avatar: AvatarRecord, input: CompletionInput): Effect.Effect<void, GatewayError> =>
+    Effect.asVoid(routed(avatar, input, input.messages))
+
   /** A plain completion: routed here, called through ChatCalls (interruption aborts the upstream call). */
   const complete = (avatar: AvatarRecord, input: CompletionInput) =>
     Effect.flatMap(prepare(avatar, input), ({ messages, request, targets }) =>
@@ -170,7 +180,7 @@ const makeService = Effect.gen(function*() {
       )
     })
 
-  return { complete, stream, plan }
+  return { check, complete, stream, plan }
 })
 
 export class Completions extends Context.Tag("aigw/Completions")<Completions, Effect.Effect.Success<typeof makeService>>() {}

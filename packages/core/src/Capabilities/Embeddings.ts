@@ -39,15 +39,14 @@ const makeService = Effect.gen(function*() {
   const routing = yield* Routing
   const usage = yield* Usage
 
+  const targetsOf = (avatar: AvatarRecord, input: Pick<EmbeddingsInput, "provider" | "model">) =>
+    routing.targets({ kind: "embeddings", provider: input.provider, model: input.model, plan: avatar.plan as Plan, needsTools: false, contextTokens: 0 })
+
+  /** The refusals that depend only on the request and configuration (answered before admission). */
+  const check = (avatar: AvatarRecord, input: Pick<EmbeddingsInput, "provider" | "model">) => Effect.asVoid(targetsOf(avatar, input))
+
   const embed = Effect.fn("Embeddings.embed")(function*(avatar: AvatarRecord, input: EmbeddingsInput) {
-    const targets = yield* routing.targets({
-      kind: "embeddings",
-      provider: input.provider,
-      model: input.model,
-      plan: avatar.plan as Plan,
-      needsTools: false,
-      contextTokens: 0
-    })
+    const targets = yield* targetsOf(avatar, input)
     const started = performance.now()
     const { fallbacks, target, value } = yield* routing.firstSuccess(targets, (t) => embeddingAdapterOf(t.provider)!.embed(t, input.texts))
     const latencyMs = Math.round(performance.now() - started)
@@ -79,7 +78,7 @@ const makeService = Effect.gen(function*() {
     return result
   })
 
-  return { embed }
+  return { check, embed }
 })
 
 export class Embeddings extends Context.Tag("aigw/Embeddings")<Embeddings, Effect.Effect.Success<typeof makeService>>() {}

@@ -97,20 +97,26 @@ export const redact = (text: string, findings: ReadonlyArray<Finding>) => {
   return out + text.slice(at)
 }
 
+/** The refusal of a guardrail check that depends only on the request (answered before admission). */
+export const checkProvider = (provider: string) =>
+  provider === "auto" || provider === "local"
+    ? Effect.void
+    : Effect.fail(new Unprocessable({ message: `Guardrails run in-process (provider local); provider ${provider} is not supported for guardrails.` }))
+
 /** The guardrail check of POST /v1/guardrails/check. */
 export const check = (text: string, provider: string) =>
-  Effect.suspend(() => {
-    if (provider !== "auto" && provider !== "local") {
-      return Effect.fail(new Unprocessable({ message: `Guardrails run in-process (provider local); provider ${provider} is not supported for guardrails.` }))
-    }
-    const findings = scan(text)
-    const categories = [...new Set(findings.map((f) => f.type))]
-    return Effect.succeed({
-      passed: findings.length === 0,
-      flagged: findings.length > 0,
-      categories,
-      findings,
-      redactedText: redact(text, findings),
-      provider: "local"
+  Effect.zipRight(
+    checkProvider(provider),
+    Effect.sync(() => {
+      const findings = scan(text)
+      const categories = [...new Set(findings.map((f) => f.type))]
+      return {
+        passed: findings.length === 0,
+        flagged: findings.length > 0,
+        categories,
+        findings,
+        redactedText: redact(text, findings),
+        provider: "local"
+      }
     })
-  })
+  )

@@ -7,9 +7,10 @@
  */
 import AjvModule from "ajv"
 import { Context, Effect, Layer, Schema } from "effect"
-import { BadRequest, UpstreamFailed } from "../Errors.ts"
+import { RE2JS } from "re2js"
+import { BadRequest, Unprocessable, UpstreamFailed } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { type CompletionResult, Completions } from "./Completions.ts"
+import { type CompletionInput, type CompletionResult, Completions } from "./Completions.ts"
 
 export interface TaskTarget {
   readonly provider: string
@@ -41,40 +42,115 @@ export const IsoLanguage = Schema.String.pipe(
   Schema.filter((c) => languageName(c) !== undefined, { message: () => "must be an ISO 639-1 language code such as en, de, ja" })
 )
 
+/** A caller's `pattern` that the linear-time engine does not support (back-references, look-arounds). */
+class UnsupportedPattern extends Error {}
+
+/**
+ * ajv's engine for the caller's `pattern` and `patternProperties`: RE2 (re2js, pure JS), whose
+ * matching time is linear in the input. A backtracking RegExp would let `^(a+)+$` against a model's
+ * answer block the event loop for seconds (ReDoS).
+ */
+const linearRegExp = Object.assign(
+  (pattern: string, _flags: string) => {
+    let re: RE2JS
+    try {
+      re = RE2JS.compile(RE2JS.translateRegExp(pattern))
+    } catch (e) {
+      throw new UnsupportedPattern(`schema pattern ${JSON.stringify(pattern)} is not supported (${(e as Error).message}); patterns run on a linear-time engine (RE2 syntax: no back-references or look-arounds).`)
+    }
+    // ajv keys compiled patterns by toString().
+    return { test: (s: string) => re.test(s), toString: () => `re2:${pattern}` }
+  },
+  { code: "re2js" }
+)
+
+type Task = TaskTarget & { readonly system: string; readonly user: string; readonly maxTokens?: number | undefined }
+
+const taskInput = (task: Task): CompletionInput => ({
+  messages: [{ role: "system", content: task.system }, { role: "user", content: task.user }],
+  provider: task.provider,
+  model: task.model ?? "auto",
+  temperature: 0,
+  maxTokens: task.maxTokens
+})
+
+type TranslateInput = TaskTarget & { readonly text: string; readonly targetLanguage: string; readonly sourceLanguage?: string | undefined }
+type ClassifyInput = TaskTarget & { readonly text: string; readonly labels: ReadonlyArray<string> }
+type ExtractInput = TaskTarget & { readonly text: string; readonly schema: Record<string, unknown> }
+type OptimiseInput = TaskTarget & { readonly prompt: string }
+
+// Each task's prompt, built once for the check before admission and for the call.
+const tasks = {
+  translate: (input: TranslateInput): Task => {
+    const target = languageName(input.targetLanguage)!
+    const source = input.sourceLanguage ? languageName(input.sourceLanguage) : undefined
+    return {
+      ...input,
+      system: `You are a translation engine. Translate the user's text ${source ? `from ${source} ` : ""}into ${target}. Keep meaning, tone and formatting; do not add explanations. Answer only with JSON: {"sourceLanguage": "<ISO 639-1 code of the original${source ? ` (${input.sourceLanguage})` : ", detected"}>", "translation": "<the translated text>"}.`,
+      user: input.text
+    }
+  },
+  classify: (input: ClassifyInput): Task => ({
+    ...input,
+    system: `You are a zero-shot text classifier. Labels: ${JSON.stringify(input.labels)}. Choose the single best label for the user's text and give each label a probability (they sum to 1). Answer only with JSON: {"label": "<one of the labels, verbatim>", "scores": {"<label>": <probability>, ...}}.`,
+    user: input.text
+  }),
+  extract: (input: ExtractInput): Task => ({
+    ...input,
+    system: `You extract structured data from the user's text. Answer only with one JSON object that conforms to this JSON Schema; use null for values the text does not state; do not invent facts.\nJSON Schema: ${JSON.stringify(input.schema)}`,
+    user: input.text
+  }),
+  optimisePrompt: (input: OptimiseInput): Task => ({
+    ...input,
+    system: "You are a prompt engineer. Rewrite the user's prompt so that a large language model answers it better: state the goal, the context, the constraints and the expected output format; keep the user's intent and language; do not answer the prompt. Answer only with JSON: {\"optimisedPrompt\": \"<the rewritten prompt>\", \"changes\": [\"<short note on each change>\"]}.",
+    user: input.prompt
+  })
+}
+
 const makeService = Effect.gen(function*() {
   const completions = yield* Completions
   // ajv is CommonJS: under NodeNext its class is the module's `default` export.
   const Ajv = AjvModule.default
-  const ajv = new Ajv({ allErrors: true, strict: false })
+  const ajv = new Ajv({ allErrors: true, strict: false, code: { regExp: linearRegExp } })
 
-  const ask = (avatar: AvatarRecord, target: TaskTarget, system: string, user: string, maxTokens?: number) =>
-    completions.complete(avatar, {
-      messages: [{ role: "system", content: system }, { role: "user", content: user }],
-      provider: target.provider,
-      model: target.model ?? "auto",
-      temperature: 0,
-      maxTokens
+  /** The caller's JSON Schema compiled (400 when invalid, 422 for a pattern the engine refuses). */
+  const compileSchema = (schema: Record<string, unknown>) =>
+    Effect.try({
+      try: () => {
+        try {
+          return ajv.compile(schema)
+        } finally {
+          // Callers' schemas must not pile up in ajv's cache, nor share `$id`s across callers.
+          ajv.removeSchema(schema)
+        }
+      },
+      catch: (e) =>
+        e instanceof UnsupportedPattern
+          ? new Unprocessable({ message: e.message })
+          : new BadRequest({ message: `schema is not a valid JSON Schema: ${(e as Error).message}` })
     })
 
-  const askJson = (avatar: AvatarRecord, target: TaskTarget, system: string, user: string, maxTokens?: number) =>
-    Effect.flatMap(ask(avatar, target, system, user, maxTokens), (r) =>
+  const askJson = (avatar: AvatarRecord, task: Task) =>
+    Effect.flatMap(completions.complete(avatar, taskInput(task)), (r) =>
       Effect.try({
         try: () => ({ json: parseJsonAnswer(r.content) as Record<string, unknown>, call: r }),
         catch: () => new UpstreamFailed({ provider: r.provider, message: `${r.provider}/${r.model} did not answer with the JSON the task asked for.` })
       }))
 
-  const translate = Effect.fn("LlmTasks.translate")(function*(
-    avatar: AvatarRecord,
-    input: TaskTarget & { readonly text: string; readonly targetLanguage: string; readonly sourceLanguage?: string | undefined }
-  ) {
-    const target = languageName(input.targetLanguage)!
-    const source = input.sourceLanguage ? languageName(input.sourceLanguage) : undefined
-    const { call, json } = yield* askJson(
-      avatar,
-      input,
-      `You are a translation engine. Translate the user's text ${source ? `from ${source} ` : ""}into ${target}. Keep meaning, tone and formatting; do not add explanations. Answer only with JSON: {"sourceLanguage": "<ISO 639-1 code of the original${source ? ` (${input.sourceLanguage})` : ", detected"}>", "translation": "<the translated text>"}.`,
-      input.text
-    )
+  /**
+   * The refusals of each task that depend only on the request and configuration (routing; the
+   * extraction schema): answered before admission.
+   */
+  const check = {
+    translate: (avatar: AvatarRecord, input: TranslateInput) => completions.check(avatar, taskInput(tasks.translate(input))),
+    classify: (avatar: AvatarRecord, input: ClassifyInput) => completions.check(avatar, taskInput(tasks.classify(input))),
+    extract: (avatar: AvatarRecord, input: ExtractInput) =>
+      Effect.zipRight(compileSchema(input.schema), completions.check(avatar, taskInput(tasks.extract(input)))),
+    optimisePrompt: (avatar: AvatarRecord, input: OptimiseInput) => completions.check(avatar, taskInput(tasks.optimisePrompt(input)))
+  }
+
+  const translate = Effect.fn("LlmTasks.translate")(function*(avatar: AvatarRecord, input: TranslateInput) {
+    const { call, json } = yield* askJson(avatar, tasks.translate(input))
     if (typeof json.translation !== "string") {
       return yield* Effect.fail(new UpstreamFailed({ provider: call.provider, message: `${call.provider}/${call.model} answered without a translation.` }))
     }
@@ -82,16 +158,8 @@ const makeService = Effect.gen(function*() {
     return { translation: json.translation, sourceLanguage: input.sourceLanguage ?? detected, targetLanguage: input.targetLanguage, ...callInfo(call) }
   })
 
-  const classify = Effect.fn("LlmTasks.classify")(function*(
-    avatar: AvatarRecord,
-    input: TaskTarget & { readonly text: string; readonly labels: ReadonlyArray<string> }
-  ) {
-    const { call, json } = yield* askJson(
-      avatar,
-      input,
-      `You are a zero-shot text classifier. Labels: ${JSON.stringify(input.labels)}. Choose the single best label for the user's text and give each label a probability (they sum to 1). Answer only with JSON: {"label": "<one of the labels, verbatim>", "scores": {"<label>": <probability>, ...}}.`,
-      input.text
-    )
+  const classify = Effect.fn("LlmTasks.classify")(function*(avatar: AvatarRecord, input: ClassifyInput) {
+    const { call, json } = yield* askJson(avatar, tasks.classify(input))
     const byLower = new Map(input.labels.map((l) => [l.toLowerCase(), l]))
     const label = typeof json.label === "string" ? byLower.get(json.label.trim().toLowerCase()) : undefined
     if (label === undefined) {
@@ -109,20 +177,9 @@ const makeService = Effect.gen(function*() {
     return { label, scores: normalised.sort((a, b) => b.score - a.score), ...callInfo(call) }
   })
 
-  const extract = Effect.fn("LlmTasks.extract")(function*(
-    avatar: AvatarRecord,
-    input: TaskTarget & { readonly text: string; readonly schema: Record<string, unknown> }
-  ) {
-    const validate = yield* Effect.try({
-      try: () => ajv.compile(input.schema),
-      catch: (e) => new BadRequest({ message: `schema is not a valid JSON Schema: ${(e as Error).message}` })
-    })
-    const { call, json } = yield* askJson(
-      avatar,
-      input,
-      `You extract structured data from the user's text. Answer only with one JSON object that conforms to this JSON Schema; use null for values the text does not state; do not invent facts.\nJSON Schema: ${JSON.stringify(input.schema)}`,
-      input.text
-    )
+  const extract = Effect.fn("LlmTasks.extract")(function*(avatar: AvatarRecord, input: ExtractInput) {
+    const validate = yield* compileSchema(input.schema)
+    const { call, json } = yield* askJson(avatar, tasks.extract(input))
     const valid = validate(json) as boolean
     return {
       data: json,
@@ -132,13 +189,8 @@ const makeService = Effect.gen(function*() {
     }
   })
 
-  const optimisePrompt = Effect.fn("LlmTasks.optimisePrompt")(function*(avatar: AvatarRecord, input: TaskTarget & { readonly prompt: string }) {
-    const { call, json } = yield* askJson(
-      avatar,
-      input,
-      "You are a prompt engineer. Rewrite the user's prompt so that a large language model answers it better: state the goal, the context, the constraints and the expected output format; keep the user's intent and language; do not answer the prompt. Answer only with JSON: {\"optimisedPrompt\": \"<the rewritten prompt>\", \"changes\": [\"<short note on each change>\"]}.",
-      input.prompt
-    )
+  const optimisePrompt = Effect.fn("LlmTasks.optimisePrompt")(function*(avatar: AvatarRecord, input: OptimiseInput) {
+    const { call, json } = yield* askJson(avatar, tasks.optimisePrompt(input))
     if (typeof json.optimisedPrompt !== "string" || json.optimisedPrompt.trim() === "") {
       return yield* Effect.fail(new UpstreamFailed({ provider: call.provider, message: `${call.provider}/${call.model} answered without an optimised prompt.` }))
     }
@@ -146,7 +198,7 @@ const makeService = Effect.gen(function*() {
     return { originalPrompt: input.prompt, optimisedPrompt: json.optimisedPrompt, changes, ...callInfo(call) }
   })
 
-  return { translate, classify, extract, optimisePrompt }
+  return { check, translate, classify, extract, optimisePrompt }
 })
 
 export class LlmTasks extends Context.Tag("aigw/LlmTasks")<LlmTasks, Effect.Effect.Success<typeof makeService>>() {}

@@ -48,14 +48,29 @@ const makeService = Effect.gen(function*() {
       return Effect.map(Effect.mapError(effect, toGatewayError), (value) => ({ value, latencyMs: Math.round(performance.now() - started) }))
     })
 
-  const images = Effect.fn("Media.images")(function*(
-    avatar: AvatarRecord,
-    input: { readonly prompt: string; readonly provider: string; readonly model?: string | undefined; readonly width?: number | undefined; readonly height?: number | undefined; readonly n: number }
-  ) {
-    if ((input.width === undefined) !== (input.height === undefined)) {
-      return yield* Effect.fail(new BadRequest({ message: "width and height go together: give both or neither" }))
-    }
-    const { model, provider } = yield* providerAndModel(avatar, "images", defaultModels.images, input.provider, input.model)
+  type ImagesInput = { readonly prompt: string; readonly provider: string; readonly model?: string | undefined; readonly width?: number | undefined; readonly height?: number | undefined; readonly n: number }
+
+  const imagesTarget = (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt" | "n">) =>
+    Effect.zipRight(
+      (input.width === undefined) !== (input.height === undefined)
+        ? Effect.fail(new BadRequest({ message: "width and height go together: give both or neither" }))
+        : Effect.void,
+      providerAndModel(avatar, "images", defaultModels.images, input.provider, input.model)
+    )
+
+  /**
+   * The refusals that depend only on the request and configuration (provider unknown, not
+   * configured or not allowed for the plan; no model): answered before admission.
+   */
+  const check = {
+    images: (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt" | "n">) => Effect.asVoid(imagesTarget(avatar, input)),
+    moderation: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "moderation", defaultModels.moderation, provider)),
+    speech: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "speech", defaultModels.speech, provider)),
+    transcription: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "transcription", defaultModels.transcription, provider))
+  }
+
+  const images = Effect.fn("Media.images")(function*(avatar: AvatarRecord, input: ImagesInput) {
+    const { model, provider } = yield* imagesTarget(avatar, input)
     const size = input.width && input.height ? `${input.width}x${input.height}` : undefined
     const { latencyMs, value } = yield* timed(generateImages(provider, { model, prompt: input.prompt, n: input.n, size }))
     yield* record(avatar, provider.id, model, "images", latencyMs)
@@ -89,7 +104,7 @@ const makeService = Effect.gen(function*() {
     return { text: value.text, language: input.language ?? null, provider: provider.id, model }
   })
 
-  return { images, moderation, speech, transcription }
+  return { check, images, moderation, speech, transcription }
 })
 
 export class Media extends Context.Tag("aigw/Media")<Media, Effect.Effect.Success<typeof makeService>>() {}

@@ -72,6 +72,9 @@ const makeService = Effect.gen(function*() {
     )
   }
 
+  /** The refusal of a store that depends only on the request and configuration (answered before admission). */
+  const checkStore = (avatar: AvatarRecord, provider: string) => Effect.asVoid(chooseEmbedder(avatar, provider))
+
   const store_ = Effect.fn("Memory.store")(function*(avatar: AvatarRecord, input: { readonly content: string; readonly userId?: string | undefined; readonly provider: string }) {
     const embedder = yield* chooseEmbedder(avatar, input.provider)
     const vector = yield* embedWith(avatar, embedder, input.content)
@@ -104,7 +107,7 @@ const makeService = Effect.gen(function*() {
     return { userId, results, searched: memories.length }
   })
 
-  return { store: store_, query }
+  return { checkStore, store: store_, query }
 })
 
 export class Memory extends Context.Tag("aigw/Memory")<Memory, Effect.Effect.Success<typeof makeService>>() {}

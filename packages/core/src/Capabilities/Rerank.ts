@@ -28,15 +28,21 @@ export const bm25 = (query: string, documents: ReadonlyArray<string>, k1 = 1.2, 
   })
 }
 
+/** The refusal of a rerank that depends only on the request (answered before admission). */
+export const checkProvider = (provider: string) =>
+  provider === "auto" || provider === "local"
+    ? Effect.void
+    : Effect.fail(new Unprocessable({ message: `Reranking runs in-process with BM25 (provider local); provider ${provider} is not supported for rerank yet.` }))
+
 export const rerank = (input: { readonly query: string; readonly documents: ReadonlyArray<string>; readonly topN: number; readonly provider: string }) =>
-  Effect.suspend(() => {
-    if (input.provider !== "auto" && input.provider !== "local") {
-      return Effect.fail(new Unprocessable({ message: `Reranking runs in-process with BM25 (provider local); provider ${input.provider} is not supported for rerank yet.` }))
-    }
-    const scores = bm25(input.query, input.documents)
-    const results = scores
-      .map((score, index) => ({ index, document: input.documents[index]!, score }))
-      .sort((a, b) => b.score - a.score || a.index - b.index)
-      .slice(0, input.topN)
-    return Effect.succeed({ results, provider: "local", model: "bm25" })
-  })
+  Effect.zipRight(
+    checkProvider(input.provider),
+    Effect.sync(() => {
+      const scores = bm25(input.query, input.documents)
+      const results = scores
+        .map((score, index) => ({ index, document: input.documents[index]!, score }))
+        .sort((a, b) => b.score - a.score || a.index - b.index)
+        .slice(0, input.topN)
+      return { results, provider: "local", model: "bm25" }
+    })
+  )
