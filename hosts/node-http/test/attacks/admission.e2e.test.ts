@@ -51,6 +51,8 @@ const refusals: ReadonlyArray<readonly [string, unknown, number]> = [
   ["/v1/audio/speech", { text: "x", provider: unknownProvider }, 404],
   ["/v1/batch/submit", { requests: [{ messages }], callbackUrl: privateUrl }, 422],
   ["/v1/video/generate", { prompt: "x", callbackUrl: privateUrl }, 422],
+  ["/v1/code/execute", { code: "ls", language: "bash" }, 422],
+  ["/v1/code/execute", { code: "1", provider: "e2b" }, 422],
   ["/v1/fine-tuning/jobs", { baseModel: "gpt-4o-mini", trainingData: [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }], callbackUrl: privateUrl }, 422]
 ]
 
@@ -70,8 +72,7 @@ describe("a refused request costs no quota", () => {
     await openai?.close()
   })
 
-  // Needs Route.ts's `check` hook and the fast lane's check-then-admit order (pending in Route.ts / FastLane.ts).
-  it.skip("on every metered route, with an API key and with a session token", async () => {
+  it("on every metered route, with an API key and with a session token", async () => {
     // One admitted call first: the count that every refusal must leave as it is.
     expect((await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: { messages, model: "gpt-4o-mini" } })).status).toBe(200)
     let before = await used()
@@ -92,6 +93,30 @@ describe("a refused request costs no quota", () => {
     expect(wrong).toEqual([])
     expect(await used()).toBe(1)
   }, 120_000)
+
+  it("over MCP too: a metered tool refused for its arguments costs no quota", async () => {
+    const before = await used()
+    const mcp = (id: number, name: string, args: unknown) =>
+      fetch(`${server.url}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${user.apiKey}` },
+        body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } })
+      }).then((r) => r.json() as Promise<any>)
+    const refused = [
+      await mcp(1, "gateway_complete", { messages, model: unknownModel }),
+      await mcp(2, "gateway_embed", { texts: ["x"], model: unknownModel }),
+      await mcp(3, "gateway_orchestrate_conversation", { initial_message: "x", model: unknownModel }),
+      await mcp(4, "gateway_generate_image", { prompt: "x", provider: unknownProvider })
+    ]
+    for (const r of refused) {
+      expect(r.result.isError, JSON.stringify(r)).toBe(true)
+      expect(r.result.structuredContent.error.kind).toBe("NotFound")
+    }
+    expect(await used()).toBe(before)
+    const admitted = await mcp(5, "gateway_complete", { messages, model: "gpt-4o-mini" })
+    expect(admitted.result.isError).toBeFalsy()
+    expect(await used()).toBe(before + 1)
+  })
 
   it("an unsupported pattern is a 422 naming it", async () => {
     const res = await call(server.url, "POST", "/v1/extract", {

@@ -61,8 +61,12 @@ const makeService = Effect.gen(function*() {
       else perAvatar.delete(avatarId)
     })
 
-  const execute = (input: { readonly code: string; readonly language: Language; readonly provider: string; readonly timeoutMs: number }, avatarId: string) =>
-    Effect.suspend((): Effect.Effect<ExecutionResult, Unprocessable | NotAvailable | Busy | TooManyRequests> => {
+  type Input = { readonly code: string; readonly language: Language; readonly provider: string; readonly timeoutMs: number }
+  type Refusal = Unprocessable | NotAvailable
+
+  /** What the run needs (a sandbox for its language), or the refusal that depends only on the request and configuration. */
+  const prepare = (input: Input) =>
+    Effect.suspend((): Effect.Effect<{ readonly language: "python" | "javascript"; readonly sandbox: Sandbox }, Refusal> => {
       if (input.provider !== "auto" && input.provider !== "local") {
         return Effect.fail(new Unprocessable({ message: `Code runs in the local sandbox (provider local); provider ${input.provider} is not supported for code execution yet.` }))
       }
@@ -75,20 +79,28 @@ const makeService = Effect.gen(function*() {
         if (launcher.missing.includes(language)) {
           return Effect.fail(new NotAvailable({ message: `${language} needs the ${language === "python" ? "pyodide" : "quickjs-emscripten-core"} package, which is not installed in this deployment.` }))
         }
-        const started = performance.now()
-        return Effect.acquireUseRelease(
-          acquire(avatarId),
-          () =>
-            Effect.tryPromise({
-              try: (signal) => sandbox.run(language, { code: input.code, timeoutMs: input.timeoutMs }, signal),
-              catch: (e) => new NotAvailable({ message: `The code sandbox failed: ${String(e)}` })
-            }).pipe(Effect.map((r): ExecutionResult => ({ ...r, language, durationMs: Math.round(performance.now() - started), provider: "local", isolation: sandbox.isolation }))),
-          () => release(avatarId)
-        )
+        return Effect.succeed({ language, sandbox })
       })
     })
 
-  return { execute }
+  /** Refusals answered before the call is counted (docs/quota.md). */
+  const check = (input: Input) => Effect.asVoid(prepare(input))
+
+  const execute = (input: Input, avatarId: string) =>
+    Effect.flatMap(prepare(input), ({ language, sandbox }): Effect.Effect<ExecutionResult, Refusal | Busy | TooManyRequests> => {
+      const started = performance.now()
+      return Effect.acquireUseRelease(
+        acquire(avatarId),
+        () =>
+          Effect.tryPromise({
+            try: (signal) => sandbox.run(language, { code: input.code, timeoutMs: input.timeoutMs }, signal),
+            catch: (e) => new NotAvailable({ message: `The code sandbox failed: ${String(e)}` })
+          }).pipe(Effect.map((r): ExecutionResult => ({ ...r, language, durationMs: Math.round(performance.now() - started), provider: "local", isolation: sandbox.isolation }))),
+        () => release(avatarId)
+      )
+    })
+
+  return { check, execute }
 })
 
 export class CodeExecution extends Context.Tag("aigw/CodeExecution")<CodeExecution, Effect.Effect.Success<typeof makeService>>() {}

@@ -182,6 +182,15 @@ export const openStream = <A, E, R>(
 const completeWith = (body: typeof ToolResultBody.Type, avatar: AvatarRecord) =>
   Effect.flatMap(toChatMessages(body.messages), (messages) => Effect.flatMap(Completions, (c) => c.complete(avatar, toInput(body, messages))))
 
+const needsToolResult = (body: typeof ToolResultBody.Type) =>
+  body.messages.some((m) => m.role === "tool")
+    ? Effect.void
+    : Effect.fail(new BadRequest({ message: "messages must contain at least one role=tool message (use /v1/complete otherwise)" }))
+
+/** A chat request's refusals before admission: its messages, then the routing of the call. */
+export const checkCompletion = ({ avatar, body }: { readonly avatar: AvatarRecord; readonly body: typeof ToolResultBody.Type }) =>
+  Effect.flatMap(toChatMessages(body.messages), (messages) => Effect.flatMap(Completions, (c) => c.check(avatar, toInput(body, messages))))
+
 export const completionRoutes = [
   authed({
     method: "POST",
@@ -191,6 +200,7 @@ export const completionRoutes = [
     summary: "Chat completion, routed to the named provider or the best fit for the plan (auto)",
     body: CompleteBody,
     avatarIdOf: (b) => b.avatarId,
+    check: checkCompletion,
     handle: ({ avatar, body }) => completeWith(body, avatar)
   }),
   authed({
@@ -202,6 +212,7 @@ export const completionRoutes = [
     summary: "Streaming chat completion: text/event-stream of {content, done} chunks; the last has done=true and token counts",
     body: CompleteBody,
     avatarIdOf: (b) => b.avatarId,
+    check: checkCompletion,
     handle: ({ avatar, body }) =>
       Effect.flatMap(toChatMessages(body.messages), (messages) =>
         openStream(Effect.flatMap(Completions, (c) => c.stream(avatar, toInput(body, messages))), (chunk: StreamChunk) => sseFrame(chunk)))
@@ -216,9 +227,7 @@ export const completionRoutes = [
       "Same body as /v1/complete; messages may also have role `tool` with `toolCallId` (or `tool_call_id`) answering an earlier assistant message's `toolCalls` (or OpenAI-style `tool_calls`). Send the same `tools` again.",
     body: ToolResultBody,
     avatarIdOf: (b) => b.avatarId,
-    handle: ({ avatar, body }) =>
-      body.messages.some((m) => m.role === "tool")
-        ? completeWith(body, avatar)
-        : Effect.fail(new BadRequest({ message: "messages must contain at least one role=tool message (use /v1/complete otherwise)" }))
+    check: (input) => Effect.zipRight(needsToolResult(input.body), checkCompletion(input)),
+    handle: ({ avatar, body }) => completeWith(body, avatar)
   })
 ]

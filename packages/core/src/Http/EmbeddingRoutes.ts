@@ -12,6 +12,7 @@ export const embeddingRoutes = [
     summary: "Embed texts with the named provider/model or the best fit for the plan (auto)",
     description: "Result: { provider, model, embeddings: number[][] (one per text, in order), dimensions, usage, costUSD }.",
     body: EmbeddingsBody,
+    check: ({ avatar, body }) => Effect.flatMap(Embeddings, (e) => e.check(avatar, body)),
     handle: ({ avatar, body }) => Effect.flatMap(Embeddings, (e) => e.embed(avatar, body))
   })
 ]

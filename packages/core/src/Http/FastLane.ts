@@ -21,7 +21,7 @@ import { INVALID } from "../Accounts/Auth.ts"
 import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
 import { sha256 } from "../Accounts/Secrets.ts"
 import { type ChatCall, ChatCalls, type StreamChunk } from "../Capabilities/ChatCalls.ts"
-import { type CompletionInput, Completions } from "../Capabilities/Completions.ts"
+import { type CompletionInput, Completions, type PlannedCall } from "../Capabilities/Completions.ts"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
 import { headersOf, Quota, quotaExceeded, quotaState, utcDay } from "../Quota.ts"
@@ -116,12 +116,16 @@ interface Admitted<B> {
   readonly res: ServerResponse
   /** The rate-limit headers every answer carries. */
   readonly headers: Record<string, string>
+  /** The routing plan, made before admission. */
+  readonly planned: PlannedCall
 }
 
 interface LaneRoute<B> {
   readonly path: string
   readonly envelope: Envelope
   readonly decode: (json: unknown) => B | BadRequest
+  /** The call's input, or the refusal of its messages. */
+  readonly input: (body: B) => CompletionInput | BadRequest
   /** Requests the lane leaves to the Effect route after reading them (Effect-only steps, acting for another avatar). */
   readonly delegate?: (json: any, caller: AvatarRecord) => boolean
   readonly serve: (call: Admitted<B>) => Promise<void>
@@ -139,16 +143,9 @@ export const make = Effect.gen(function*() {
   // The Effect app, for the few requests the lane reads but leaves to their route.
   const app = HttpApp.toWebHandlerRuntime(runtime)(yield* makeApp)
 
-  /** Routing plan and upstream call of an admitted chat request; the answer is written by `answer`. */
-  const chatCall = async <B>(
-    admitted: Admitted<B>,
-    input: CompletionInput | BadRequest,
-    answer: (call: ChatCall) => Promise<void>
-  ) => {
-    const { avatar, envelope, headers, res } = admitted
-    if (input instanceof BadRequest) return sendError(res, envelope, input, headers)
-    const { messages, request, targets } = completions.plan(avatar, input, input.messages)
-    if (!Array.isArray(targets)) return sendError(res, envelope, targets as GatewayError, headers)
+  /** The upstream call of an admitted chat request (planned before admission); the answer is written by `answer`. */
+  const chatCall = async <B>(admitted: Admitted<B>, answer: (call: ChatCall) => Promise<void>) => {
+    const { avatar, envelope, headers, planned: { messages, request, targets }, res } = admitted
     const controller = new AbortController()
     res.once("close", () => {
       if (!res.writableFinished) controller.abort(clientGone)
@@ -185,8 +182,9 @@ export const make = Effect.gen(function*() {
     path: "/openai/v1/chat/completions",
     envelope: "openai",
     decode: decoderNow(ChatCompletionBody, "request body"),
+    input: chatInputOf,
     serve: (admitted) =>
-      chatCall(admitted, chatInputOf(admitted.body), async (call) => {
+      chatCall(admitted, async (call) => {
         const { body, headers, res } = admitted
         const id = completionId()
         if (!body.stream) return sendJson(res, 200, toChatCompletion(id, await calls.complete(call)), headers)
@@ -210,9 +208,10 @@ export const make = Effect.gen(function*() {
     path,
     envelope: "gateway",
     decode,
+    input: (body) => check?.(body) ?? inputOf(body),
     delegate: effectOnly,
     serve: (admitted) =>
-      chatCall(admitted, check?.(admitted.body) ?? inputOf(admitted.body), async (call) =>
+      chatCall(admitted, async (call) =>
         sendJson(admitted.res, 200, successOf("gateway", await calls.complete(call), null), admitted.headers))
   })
   const routes: ReadonlyArray<LaneRoute<any>> = [
@@ -226,9 +225,10 @@ export const make = Effect.gen(function*() {
       path: "/v1/complete/stream",
       envelope: "gateway",
       decode: decoderNow(CompleteBody, "request body"),
+      input: inputOf,
       delegate: effectOnly,
       serve: (admitted) =>
-        chatCall(admitted, inputOf(admitted.body), (call) => streamAnswer(admitted.res, admitted.headers, call, frame))
+        chatCall(admitted, (call) => streamAnswer(admitted.res, admitted.headers, call, frame))
     }
   ]
   const byPath = new Map(routes.map((r) => [r.path, r]))
@@ -267,12 +267,24 @@ export const make = Effect.gen(function*() {
     const now = Date.now()
     const day = utcDay(now)
     const limit = quota.limitOf(avatar.plan, avatar.karmaTotal)
+    /** A refusal with the day's rate-limit headers. */
+    const refuse = async (error: GatewayError) =>
+      sendError(res, route.envelope, error, headersOf(quotaState(avatar, limit, await metering.callsOn(avatar.id, day), now)))
+    // Validation before admission (as Route.ts's `check`): a refused request costs no quota.
+    const input = route.input(body)
+    if (input instanceof BadRequest) return refuse(input)
+    const planned = completions.plan(avatar, input, input.messages)
+    if (!Array.isArray(planned.targets)) return refuse(planned.targets as GatewayError)
     const used = await metering.admit(avatar.id, day, limit, 1)
-    if (used === undefined) {
-      const state = quotaState(avatar, limit, await metering.callsOn(avatar.id, day), now)
-      return sendError(res, route.envelope, quotaExceeded(limit, avatar.plan, 1, now), headersOf(state))
-    }
-    return route.serve({ envelope: route.envelope, avatar, body, res, headers: headersOf(quotaState(avatar, limit, used, now)) })
+    if (used === undefined) return refuse(quotaExceeded(limit, avatar.plan, 1, now))
+    return route.serve({
+      envelope: route.envelope,
+      avatar,
+      body,
+      res,
+      headers: headersOf(quotaState(avatar, limit, used, now)),
+      planned: planned as PlannedCall
+    })
   }
 
   const handle = (req: IncomingMessage, res: ServerResponse): boolean => {

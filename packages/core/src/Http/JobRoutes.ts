@@ -74,6 +74,15 @@ const BatchBody = Schema.Struct({
 /** Fine-tuning clients exist for these providers. */
 export const FINE_TUNING_PROVIDERS = ["openai"] as const
 
+/** The SSRF guard on a caller's URL (Jobs.submit applies it again when it stores the job). */
+const checkUrl = (url: string | undefined, field: string) =>
+  url === undefined ? Effect.void : Effect.flatMap(GatewayConfig, (config) => Effect.asVoid(UrlGuard.check(url, { allowPrivate: config.allowPrivateUrls, field })))
+
+const videoProvider = (avatar: AvatarRecord, provider: string) =>
+  Effect.flatMap(Routing, (r) => r.providerFor("video", provider, avatar.plan, Object.keys(videoAdapters)))
+const fineTuneProvider = (avatar: AvatarRecord, provider: string) =>
+  Effect.flatMap(Routing, (r) => r.providerFor("finetune", provider, avatar.plan, FINE_TUNING_PROVIDERS))
+
 const jobView = (type: "video" | "finetune") => ({ caller, params }: { readonly caller: AvatarRecord; readonly params: Readonly<Record<string, string | undefined>> }) =>
   Effect.flatMap(Jobs, (jobs) => Effect.flatMap(jobs.get(caller, params.jobId ?? "", type), jobs.view))
 
@@ -88,6 +97,13 @@ export const jobRoutes = [
     description:
       "Each request counts as one call against the daily quota. `provider: \"openai\"` uses OpenAI's Batch API (up to 50% cheaper); otherwise the gateway runs the items through its own routing.",
     body: BatchBody,
+    check: ({ avatar, body }) =>
+      Effect.gen(function*() {
+        for (const r of body.requests) yield* toChatMessages(r.messages)
+        // The upstream Batch API needs the provider configured and allowed now, not at the first step.
+        if (body.provider === "openai") yield* Effect.flatMap(Routing, (r) => r.providerFor("batch", "openai", avatar.plan, ["openai"]))
+        yield* checkUrl(body.callbackUrl, "callbackUrl")
+      }),
     handle: ({ avatar, body }) =>
       Effect.gen(function*() {
         const requests: Array<CompletionInput> = []
@@ -96,8 +112,6 @@ export const jobRoutes = [
           requests.push(toInput({ ...r, provider: r.provider === "auto" ? body.provider : r.provider }, messages))
         }
         const mode = body.provider === "openai" ? "openai" : "gateway"
-        // The upstream Batch API needs the provider configured and allowed now, not at the first step.
-        if (mode === "openai") yield* Effect.flatMap(Routing, (r) => r.providerFor("batch", "openai", avatar.plan, ["openai"]))
         const input: BatchInput = { mode, requests }
         const jobs = yield* Jobs
         const job = yield* jobs.submit(avatar, { type: "batch", provider: body.provider, input, callbackUrl: body.callbackUrl })
@@ -132,14 +146,20 @@ export const jobRoutes = [
     summary: "Start a video generation (long-running); answers the job id at once, reports by webhook",
     description: `Providers with a video client: ${Object.keys(videoAdapters).join(", ")}. imageUrl and callbackUrl must be public http(s) URLs (422 otherwise).`,
     body: VideoBody,
+    check: ({ avatar, body }) =>
+      Effect.gen(function*() {
+        // Input first: a refused URL is reported whatever the provider situation.
+        yield* checkUrl(body.imageUrl, "imageUrl")
+        yield* checkUrl(body.callbackUrl, "callbackUrl")
+        yield* videoProvider(avatar, body.provider)
+      }),
     handle: ({ avatar, body }) =>
       Effect.gen(function*() {
         const config = yield* GatewayConfig
-        // Input first: a refused URL is reported whatever the provider situation.
         const imageUrl = body.imageUrl === undefined
           ? undefined
           : (yield* UrlGuard.check(body.imageUrl, { allowPrivate: config.allowPrivateUrls, field: "imageUrl" })).toString()
-        const provider = yield* Effect.flatMap(Routing, (r) => r.providerFor("video", body.provider, avatar.plan, Object.keys(videoAdapters)))
+        const provider = yield* videoProvider(avatar, body.provider)
         const input: VideoInput = { prompt: body.prompt, imageUrl, durationSeconds: body.duration, aspectRatio: body.aspectRatio, model: body.model }
         const job = yield* Effect.flatMap(Jobs, (j) => j.submit(avatar, { type: "video", provider: provider.id, input, callbackUrl: body.callbackUrl }))
         return new Reply({ jobId: job.id, jobType: "video", status: job.status, provider: provider.id, statusUrl: `/v1/video/${job.id}` }, "Video generation accepted.")
@@ -161,10 +181,15 @@ export const jobRoutes = [
     description:
       "trainingData: [{ messages: [{ role: system|user|assistant, content }] }, …], each with an assistant answer; a bad example is a 400 naming its index. The data is uploaded as JSONL to the provider's fine-tuning API.",
     body: FineTuneBody,
-    handle: ({ avatar, body }) =>
+    check: ({ avatar, body }) =>
       Effect.gen(function*() {
         yield* checkTrainingData(body.trainingData)
-        const provider = yield* Effect.flatMap(Routing, (r) => r.providerFor("finetune", body.provider, avatar.plan, FINE_TUNING_PROVIDERS))
+        yield* fineTuneProvider(avatar, body.provider)
+        yield* checkUrl(body.callbackUrl, "callbackUrl")
+      }),
+    handle: ({ avatar, body }) =>
+      Effect.gen(function*() {
+        const provider = yield* fineTuneProvider(avatar, body.provider)
         const input: FineTuneInput = { baseModel: body.baseModel, trainingData: body.trainingData, suffix: body.suffix }
         const job = yield* Effect.flatMap(Jobs, (j) => j.submit(avatar, { type: "finetune", provider: provider.id, input, callbackUrl: body.callbackUrl }))
         return new Reply(

@@ -25,6 +25,7 @@ export const mediaRoutes = [
     metered: true,
     summary: "Generate images (OpenAI-format image APIs); answers URLs or base64 data",
     body: ImagesBody,
+    check: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.check.images(avatar, body)),
     handle: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.images(avatar, body))
   }),
   authed({
@@ -34,6 +35,7 @@ export const mediaRoutes = [
     metered: true,
     summary: "Moderate text with a provider's moderation model (OpenAI, Mistral); flagged, categories, scores",
     body: Schema.Struct({ text: Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(100_000)), provider: Provider }),
+    check: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.check.moderation(avatar, body.provider)),
     handle: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.moderation(avatar, body))
   }),
   authed({
@@ -45,6 +47,7 @@ export const mediaRoutes = [
     contentType: "audio/mpeg",
     summary: "Text to speech: the answer is the audio bytes (Content-Type audio/*); errors are envelopes",
     body: SpeechBody,
+    check: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.check.speech(avatar, body.provider)),
     handle: ({ avatar, body }) =>
       Effect.map(Effect.flatMap(Media, (m) => m.speech(avatar, body)), (audio) =>
         HttpServerResponse.uint8Array(audio.bytes, {

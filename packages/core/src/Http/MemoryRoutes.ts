@@ -17,6 +17,7 @@ export const memoryRoutes = [
     description: "userId defaults to the avatar's id. provider: auto (a configured embedding model, else local), local, or an embedding provider id. Admins may act for another avatar with avatarId.",
     body: Schema.Struct({ content: Schema.String.pipe(Schema.minLength(1, { message: () => "content must not be empty" }), Schema.maxLength(100_000)), userId: UserId, provider: Provider, avatarId: AvatarId }),
     avatarIdOf: (b) => b.avatarId,
+    check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkStore(avatar, body.provider)),
     handle: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.store(avatar, body))
   }),
   authed({

@@ -187,6 +187,11 @@ export const openAiRoutes = [
     summary: "OpenAI Chat Completions (plain and stream: true, tools); model may be a catalogue id or auto",
     description: "Errors use OpenAI's shape. An extra `provider` field pins a provider; the answer names it in `provider`.",
     body: ChatCompletionBody,
+    check: ({ avatar, body }) =>
+      Effect.suspend(() => {
+        const input = chatInputOf(body)
+        return input instanceof BadRequest ? Effect.fail(input) : Effect.flatMap(Completions, (c) => c.check(avatar, input))
+      }),
     handle: ({ avatar, body }) => chat(avatar, body)
   }),
   authed({

@@ -61,13 +61,19 @@ interface Common<B, Q> extends Docs {
 
 type Output = unknown
 
-export interface AuthedSpec<B, Q, R> extends Common<B, Q> {
+export interface AuthedSpec<B, Q, R, RC = never> extends Common<B, Q> {
   /** Counts against the daily quota (every capability call). */
   readonly metered?: boolean
   /** How many calls the request counts for (a batch counts its items); default 1. */
   readonly meteredCalls?: (body: B) => number
   /** The `avatarId` the request acts for (Admins may name another avatar; quota is charged to it). */
   readonly avatarIdOf?: (body: B) => string | undefined
+  /**
+   * Refusals that depend only on the request and configuration (unknown model, provider not
+   * configured or not allowed for the plan, a refused URL): answered before the call is counted,
+   * so a refused request costs no quota (docs/quota.md).
+   */
+  readonly check?: (input: Input<B, Q> & { readonly caller: AvatarRecord; readonly avatar: AvatarRecord }) => Effect.Effect<void, GatewayError, RC>
   readonly handle: (
     input: Input<B, Q> & {
       readonly caller: AvatarRecord
@@ -226,6 +232,7 @@ const openAiErrorType: Partial<Record<GatewayError["_tag"], string>> = {
   NotFound: "not_found_error",
   QuotaExceeded: "rate_limit_error",
   TooManyRequests: "rate_limit_error",
+  Busy: "server_error",
   UpstreamFailed: "api_error",
   UpstreamTimeout: "api_error"
 }
@@ -240,7 +247,7 @@ export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<
   let status = statusOf(error)
   // The avatar API answers business rejections with 200 + isError, as its spec describes.
   if (kind === "avatar" && (error._tag === "Rejected" || error._tag === "Conflict")) status = 200
-  const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests"
+  const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests" || error._tag === "Busy"
     ? { "retry-after": String(error.retryAfterSeconds) }
     : {}
   return { status, body: errorBody(kind, error), headers: { ...headers, ...extra } }
@@ -280,6 +287,7 @@ const make = <B, Q, R>(
   spec: Common<B, Q> & {
     readonly avatarIdOf?: ((body: B) => string | undefined) | undefined
     readonly meteredCalls?: ((body: B) => number) | undefined
+    readonly check?: ((input: any) => Effect.Effect<void, GatewayError, R>) | undefined
   },
   auth: "required" | "optional",
   metered: boolean,
@@ -314,10 +322,12 @@ const make = <B, Q, R>(
       if (Option.isSome(caller)) {
         avatar = spec.avatarIdOf ? yield* authService.actingAs(caller.value, spec.avatarIdOf(body)) : caller.value
         const charged = avatar
+        // A refused request still answers with the day's rate-limit headers.
+        const withHeaders = Effect.tapError(() => Effect.map(quota.peek(charged), (s) => (out.headers = headersOf(s))))
+        // Validation before admission: a refused request costs no quota.
+        if (spec.check) yield* spec.check({ body, query, params, request, caller: caller.value, avatar }).pipe(withHeaders)
         state = metered
-          ? yield* quota.admit(charged, spec.meteredCalls ? spec.meteredCalls(body) : 1).pipe(
-            Effect.tapError(() => Effect.map(quota.peek(charged), (s) => (out.headers = headersOf(s))))
-          )
+          ? yield* quota.admit(charged, spec.meteredCalls ? spec.meteredCalls(body) : 1).pipe(withHeaders)
           : yield* quota.peek(charged)
         out.headers = headersOf(state)
       }
@@ -351,8 +361,8 @@ const make = <B, Q, R>(
 }
 
 /** An endpoint that needs credentials (401 without). */
-export const authed = <B = undefined, Q = undefined, R = never>(spec: AuthedSpec<B, Q, R>): Route<R> =>
-  make(spec, "required", spec.metered ?? false, spec.handle)
+export const authed = <B = undefined, Q = undefined, R = never, RC = never>(spec: AuthedSpec<B, Q, R, RC>): Route<R | RC> =>
+  make<B, Q, R | RC>(spec, "required", spec.metered ?? false, spec.handle)
 
 /** An endpoint open to everyone; credentials, when sent, are still checked. */
 export const open = <B = undefined, Q = undefined, R = never>(spec: PublicSpec<B, Q, R>): Route<R> =>

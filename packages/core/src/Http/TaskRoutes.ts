@@ -59,6 +59,7 @@ export const taskRoutes = [
     metered: true,
     summary: "Translate text (sourceLanguage auto-detected when omitted) with a routed chat model",
     body: TranslateBody,
+    check: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.check.translate(avatar, body)),
     handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.translate(avatar, body))
   }),
   authed({
@@ -68,6 +69,7 @@ export const taskRoutes = [
     metered: true,
     summary: "Zero-shot classification into one of the given labels, with a score per label",
     body: ClassifyBody,
+    check: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.check.classify(avatar, body)),
     handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.classify(avatar, body))
   }),
   authed({
@@ -77,6 +79,7 @@ export const taskRoutes = [
     metered: true,
     summary: "Structured extraction: a JSON object following the given JSON Schema (validated; `valid` and `errors` report the check)",
     body: ExtractBody,
+    check: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.check.extract(avatar, body)),
     handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.extract(avatar, body))
   }),
   authed({
@@ -86,6 +89,7 @@ export const taskRoutes = [
     metered: true,
     summary: "Rewrite a prompt so a model answers it better; returns the new prompt and the changes",
     body: OptimiseBody,
+    check: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.check.optimisePrompt(avatar, body)),
     handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.optimisePrompt(avatar, body))
   }),
   authed({
@@ -95,6 +99,7 @@ export const taskRoutes = [
     metered: true,
     summary: "Rule-based guardrails (in-process): personal data, credentials, prompt injection; findings and redacted text",
     body: GuardrailsBody,
+    check: ({ body }) => Guardrails.checkProvider(body.provider),
     handle: ({ body }) => Guardrails.check(body.text, body.provider)
   }),
   authed({
@@ -104,6 +109,7 @@ export const taskRoutes = [
     metered: true,
     summary: "Rerank documents against a query (BM25, in-process); the top N with scores and original indexes",
     body: RerankBody,
+    check: ({ body }) => Rerank.checkProvider(body.provider),
     handle: ({ body }) => Rerank.rerank(body)
   })
 ]

@@ -1,6 +1,7 @@
 /** Code execution, document parsing and graph retrieval. */
 import { Effect, Schema } from "effect"
 import { CodeExecution } from "../Capabilities/CodeExecution.ts"
+import { Completions } from "../Capabilities/Completions.ts"
 import * as Documents from "../Capabilities/Documents.ts"
 import { GraphRag } from "../Capabilities/GraphRag.ts"
 import { BadRequest } from "../Errors.ts"
@@ -22,6 +23,7 @@ export const toolRoutes = [
       provider: Provider,
       timeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 30_000, { message: () => "timeoutMs must be an integer from 100 to 30000" })), { default: () => 5000 })
     }),
+    check: ({ body }) => Effect.flatMap(CodeExecution, (c) => c.check(body)),
     handle: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.execute(body, avatar.id))
   }),
   authed({
@@ -51,6 +53,7 @@ export const toolRoutes = [
       userId: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
       provider: Provider
     }),
+    check: ({ avatar, body }) => Effect.flatMap(Completions, (c) => c.check(avatar, { provider: body.provider, model: "auto", messages: [] })),
     handle: ({ avatar, body }) => Effect.flatMap(GraphRag, (g) => g.query(avatar, body))
   })
 ]

@@ -23,7 +23,34 @@ import { Sentiment } from "../Ml/Sentiment.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
 import { karmaMultiplier } from "../Plans.ts"
 import { Usage } from "../Usage.ts"
+import type { GatewayError } from "../Errors.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { CurrentAvatar, GatewayToolkit } from "./Tools.ts"
+
+/** A metered tool's refusals that depend only on its arguments and configuration. */
+export type AdmissionCheck = (avatar: AvatarRecord, params: any) => Effect.Effect<void, GatewayError>
+
+/**
+ * The checks the MCP edge runs before it counts a metered tool call, as the HTTP routes' `check`
+ * (a refused call costs no quota, docs/quota.md); the same capability checks as those routes.
+ */
+export const makeAdmissionChecks = Effect.gen(function*() {
+  const completions = yield* Completions
+  const embeddings = yield* Embeddings
+  const media = yield* Media
+  const routing = (avatar: AvatarRecord, provider: string, model = "auto") => completions.check(avatar, { provider, model, messages: [] })
+  const checks: Record<string, AdmissionCheck> = {
+    gateway_complete: (avatar, params) => completions.check(avatar, { messages: params.messages, provider: params.provider, model: params.model }),
+    gateway_embed: (avatar, params) => embeddings.check(avatar, params),
+    gateway_generate_image: (avatar, params) => media.check.images(avatar, params),
+    gateway_fahrn_solve: (avatar, params) => routing(avatar, params.provider),
+    gateway_fahrn_dispatch: (avatar, params) => routing(avatar, params.provider),
+    gateway_orchestrate_crew: (avatar, params) => routing(avatar, params.provider),
+    gateway_orchestrate_conversation: (avatar, params) => routing(avatar, params.provider, params.model),
+    gateway_orchestrate_graph_node: (avatar, params) => routing(avatar, params.provider)
+  }
+  return checks
+})
 
 export const layerHandlers = GatewayToolkit.toLayer(
   Effect.gen(function*() {

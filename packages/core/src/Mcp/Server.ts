@@ -24,7 +24,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import * as RpcServer from "@effect/rpc/RpcServer"
-import { Cause, Context, Effect, JSONSchema, Layer, Option, Redacted, Schema, type Sink, type Stream } from "effect"
+import { Cause, Context, Effect, Either, JSONSchema, Layer, Option, Redacted, Schema, type Sink, type Stream } from "effect"
 import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
@@ -34,7 +34,7 @@ import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
 import { Quota } from "../Quota.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { layerHandlers } from "./Handlers.ts"
+import { layerHandlers, makeAdmissionChecks } from "./Handlers.ts"
 import * as JsonRpc from "./JsonRpc.ts"
 import { CurrentAvatar, GatewayToolkit, Metered, RequiresAuth } from "./Tools.ts"
 
@@ -137,6 +137,7 @@ export const registerToolkit = Effect.gen(function*() {
   const built = yield* GatewayToolkit
   const quota = yield* Quota
   const fixedCaller = yield* Effect.serviceOption(McpCaller)
+  const admissionChecks = yield* makeAdmissionChecks
 
   for (const tool of Object.values(built.tools) as ReadonlyArray<Tool.Any>) {
     const name = tool.name
@@ -144,12 +145,14 @@ export const registerToolkit = Effect.gen(function*() {
     const metered = Context.get(tool.annotations, Metered)
     const decodeParams = Schema.decodeUnknown(tool.parametersSchema as Schema.Schema<unknown, unknown, never>, decodeOptions)
     const takesNothing = AST.getPropertySignatures(tool.parametersSchema.ast).length === 0
-    const problem = (args: unknown): Effect.Effect<Option.Option<string>> => {
+    const admissionCheck = admissionChecks[name]
+    /** The decoded arguments, or what is wrong with them. */
+    const decoded = (args: unknown): Effect.Effect<Either.Either<unknown, string>> => {
       if (takesNothing && isRecord(args) && Object.keys(args).length > 0) {
-        return Effect.succeedSome(`this tool takes no arguments (got ${Object.keys(args).slice(0, 10).join(", ")})`)
+        return Effect.succeed(Either.left(`this tool takes no arguments (got ${Object.keys(args).slice(0, 10).join(", ")})`))
       }
       return decodeParams(args).pipe(
-        Effect.match({ onFailure: (e) => Option.some(describeParseError(e)), onSuccess: () => Option.none() })
+        Effect.match({ onFailure: (e) => Either.left(describeParseError(e)), onSuccess: (params) => Either.right(params) })
       )
     }
     const mcpTool = new McpSchema.Tool({
@@ -175,9 +178,12 @@ export const registerToolkit = Effect.gen(function*() {
           avatar = Option.isSome(caller) ? yield* caller.value.resolve : Option.none()
           if (Option.isNone(avatar)) return yield* new Unauthorized({ message: AUTH_REQUIRED })
         }
-        const invalid = yield* problem(args)
-        if (Option.isSome(invalid)) return errorResult("BadRequest", `Invalid arguments for ${name}: ${invalid.value}`)
-        if (metered && Option.isSome(avatar)) yield* quota.admit(avatar.value)
+        const params = yield* decoded(args)
+        if (Either.isLeft(params)) return errorResult("BadRequest", `Invalid arguments for ${name}: ${params.left}`)
+        if (metered && Option.isSome(avatar)) {
+          if (admissionCheck) yield* admissionCheck(avatar.value, params.right)
+          yield* quota.admit(avatar.value)
+        }
         const handled = built.handle(name as never, args as never) as Effect.Effect<Tool.HandlerResult<any>, unknown, CurrentAvatar>
         const result = yield* (Option.isSome(avatar) ? Effect.provideService(handled, CurrentAvatar, avatar.value) : handled) as Effect.Effect<
           Tool.HandlerResult<any>,
