@@ -94,6 +94,20 @@ describe("a refused request costs no quota", () => {
     expect(await used()).toBe(1)
   }, 120_000)
 
+  it("multipart routes too: a transcription refused for its provider or file costs no quota", async () => {
+    const before = await used()
+    const send = async (fields: Record<string, string>, file?: Blob) => {
+      const form = new FormData()
+      for (const [k, v] of Object.entries(fields)) form.set(k, v)
+      if (file) form.set("file", file, "a.wav")
+      return fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
+    }
+    expect((await send({ provider: unknownProvider }, new Blob([new Uint8Array(64)]))).status).toBe(404)
+    expect((await send({ language: "klingon" }, new Blob([new Uint8Array(64)]))).status).toBe(400)
+    expect((await send({})).status).toBe(400)
+    expect(await used()).toBe(before)
+  })
+
   it("over MCP too: a metered tool refused for its arguments costs no quota", async () => {
     const before = await used()
     const mcp = (id: number, name: string, args: unknown) =>

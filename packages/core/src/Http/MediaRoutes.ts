@@ -4,7 +4,7 @@ import { Effect, Schema } from "effect"
 import { ImagesBody, Media } from "../Capabilities/Media.ts"
 import { languageName } from "../Capabilities/LlmTasks.ts"
 import { BadRequest } from "../Errors.ts"
-import { authed, readForm } from "./Route.ts"
+import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
 
 const SpeechBody = Schema.Struct({
@@ -16,6 +16,20 @@ const SpeechBody = Schema.Struct({
 
 /** Largest audio upload (the OpenAI transcription limit). */
 export const MAX_AUDIO_BYTES = 25 * 1024 * 1024
+
+/** The transcription request from its multipart form, or what is wrong with it. */
+const transcriptionInput = (form: FormData) =>
+  Effect.suspend(() => {
+    const file = form.get("file")
+    if (!(file instanceof File) || file.size === 0) return Effect.fail(new BadRequest({ message: "file (a non-empty audio file) is required" }))
+    if (file.size > MAX_AUDIO_BYTES) return Effect.fail(new BadRequest({ message: `file is limited to ${MAX_AUDIO_BYTES} bytes` }))
+    const language = form.get("language")
+    if (language !== null && (typeof language !== "string" || !languageName(language))) {
+      return Effect.fail(new BadRequest({ message: "language must be an ISO 639-1 code such as en, de, ja" }))
+    }
+    const provider = form.get("provider")
+    return Effect.succeed({ file, language: language ?? undefined, provider: typeof provider === "string" && provider ? provider : "auto" })
+  })
 
 export const mediaRoutes = [
   authed({
@@ -62,19 +76,7 @@ export const mediaRoutes = [
     metered: true,
     rawBody: true,
     summary: "Speech to text: multipart form with `file` (mp3, wav, m4a …) and optional `language` (ISO 639-1), `provider`",
-    handle: ({ avatar }) =>
-      Effect.gen(function*() {
-        const form = yield* readForm
-        const file = form.get("file")
-        if (!(file instanceof File) || file.size === 0) return yield* Effect.fail(new BadRequest({ message: "file (a non-empty audio file) is required" }))
-        if (file.size > MAX_AUDIO_BYTES) return yield* Effect.fail(new BadRequest({ message: `file is limited to ${MAX_AUDIO_BYTES} bytes` }))
-        const language = form.get("language")
-        if (language !== null && (typeof language !== "string" || !languageName(language))) {
-          return yield* Effect.fail(new BadRequest({ message: "language must be an ISO 639-1 code such as en, de, ja" }))
-        }
-        const provider = form.get("provider")
-        return yield* Effect.flatMap(Media, (m) =>
-          m.transcription(avatar, { file, language: language ?? undefined, provider: typeof provider === "string" && provider ? provider : "auto" }))
-      })
+    check: ({ avatar, form }) => Effect.flatMap(transcriptionInput(form!), (input) => Effect.flatMap(Media, (m) => m.check.transcription(avatar, input.provider))),
+    handle: ({ avatar, form }) => Effect.flatMap(transcriptionInput(form!), (input) => Effect.flatMap(Media, (m) => m.transcription(avatar, input)))
   })
 ]

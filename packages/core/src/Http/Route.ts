@@ -34,6 +34,8 @@ export interface Input<B, Q> {
   readonly query: Q
   readonly params: Readonly<Record<string, string>>
   readonly request: HttpServerRequest.HttpServerRequest
+  /** The multipart form of a `rawBody` route (read, bounded, before the check). */
+  readonly form: FormData | undefined
 }
 
 export interface Docs {
@@ -55,7 +57,7 @@ interface Common<B, Q> extends Docs {
    * "openai" for raw answers with OpenAI-shaped errors (`{ error: { message, type, code } }`).
    */
   readonly envelope?: Envelope
-  /** Read the body as multipart instead of JSON (the handler reads it from the request). */
+  /** The body is multipart/form-data instead of JSON: read before the check, handed over as `form`. */
   readonly rawBody?: boolean
 }
 
@@ -317,6 +319,7 @@ const make = <B, Q, R>(
       }
       const query = decodeQuery ? yield* asEffect(decodeQuery(searchParams)) : (undefined as Q)
       const body = decodeBody ? yield* Effect.flatMap(readJson, (j) => asEffect(decodeBody(j))) : (undefined as B)
+      const form = spec.rawBody ? yield* readForm : undefined
       let state: QuotaState | undefined
       let avatar: AvatarRecord | undefined
       if (Option.isSome(caller)) {
@@ -325,7 +328,7 @@ const make = <B, Q, R>(
         // A refused request still answers with the day's rate-limit headers.
         const withHeaders = Effect.tapError(() => Effect.map(quota.peek(charged), (s) => (out.headers = headersOf(s))))
         // Validation before admission: a refused request costs no quota.
-        if (spec.check) yield* spec.check({ body, query, params, request, caller: caller.value, avatar }).pipe(withHeaders)
+        if (spec.check) yield* spec.check({ body, query, params, request, form, caller: caller.value, avatar }).pipe(withHeaders)
         state = metered
           ? yield* quota.admit(charged, spec.meteredCalls ? spec.meteredCalls(body) : 1).pipe(withHeaders)
           : yield* quota.peek(charged)
@@ -336,6 +339,7 @@ const make = <B, Q, R>(
         query,
         params,
         request,
+        form,
         caller: auth === "required" ? Option.getOrThrow(caller) : caller,
         avatar,
         quota: state

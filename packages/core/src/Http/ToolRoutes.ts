@@ -5,7 +5,7 @@ import { Completions } from "../Capabilities/Completions.ts"
 import * as Documents from "../Capabilities/Documents.ts"
 import { GraphRag } from "../Capabilities/GraphRag.ts"
 import { BadRequest } from "../Errors.ts"
-import { authed, readForm } from "./Route.ts"
+import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
 
 
@@ -33,12 +33,11 @@ export const toolRoutes = [
     metered: true,
     rawBody: true,
     summary: `Parse a document (multipart \`file\`; ${Documents.SUPPORTED}) into text (plus rows for CSV, data for JSON, pages for PDF)`,
-    handle: () =>
+    handle: ({ form }) =>
       Effect.gen(function*() {
-        const form = yield* readForm
-        const file = form.get("file")
+        const file = form!.get("file")
         if (!(file instanceof File) || file.size === 0) return yield* Effect.fail(new BadRequest({ message: "file (a non-empty document) is required" }))
-        const provider = form.get("provider")
+        const provider = form!.get("provider")
         return yield* Documents.parse({ file, provider: typeof provider === "string" && provider ? provider : "auto" })
       })
   }),
