@@ -3,8 +3,9 @@
  * (Effect's Config reads the ConfigProvider, never `process.env` directly); tests and embedders
  * pass options to `layer`.
  */
-import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
-import { defaultPlanLimits, type Plan, PlanLimitsOverride } from "./Plans.ts"
+import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted } from "effect"
+import { defaultPlanLimits, parsePlanLimits, type Plan } from "./Plans.ts"
+import { ensureWritableDir } from "./StartupError.ts"
 
 export const VERSION = "1.0.0"
 
@@ -53,8 +54,6 @@ export interface SecurityLimits {
   readonly maxInflateRatio: number
   /** Most entries in one JSON-RPC batch on /mcp. */
   readonly mcpMaxBatch: number
-  /** Time allowed for a caller-supplied regular expression (JSON-Schema `pattern`) per validation. */
-  readonly regexTimeoutMs: number
   /** Sandboxed code runs at once in this process (503 with Retry-After above). */
   readonly sandboxMaxConcurrent: number
   /** Sandboxed code runs at once for one avatar (429 with Retry-After above). */
@@ -74,7 +73,6 @@ export const defaultLimits: SecurityLimits = {
   maxInflatedBytes: 50 * 1024 * 1024,
   maxInflateRatio: 100,
   mcpMaxBatch: 32,
-  regexTimeoutMs: 100,
   sandboxMaxConcurrent: 2,
   sandboxMaxPerAvatar: 1,
   sandboxMemoryMb: 256,
@@ -90,7 +88,6 @@ export const limitVariables: Readonly<Record<keyof SecurityLimits, string>> = {
   maxInflatedBytes: "AIGW_MAX_INFLATED_BYTES",
   maxInflateRatio: "AIGW_MAX_INFLATE_RATIO",
   mcpMaxBatch: "AIGW_MCP_MAX_BATCH",
-  regexTimeoutMs: "AIGW_REGEX_TIMEOUT_MS",
   sandboxMaxConcurrent: "AIGW_SANDBOX_MAX_CONCURRENT",
   sandboxMaxPerAvatar: "AIGW_SANDBOX_MAX_PER_AVATAR",
   sandboxMemoryMb: "AIGW_SANDBOX_MEMORY_MB",
@@ -147,7 +144,10 @@ const nonEmpty = <A>(config: Config.Config<A>) => Config.option(config)
 /** Options read from the environment with the names of DESIGN.md §3. */
 export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
-  port: Config.integer("PORT").pipe(Config.withDefault(8787)),
+  port: Config.integer("PORT").pipe(
+    Config.validate({ message: "PORT must be a port number from 0 to 65535", validation: (n) => n >= 0 && n <= 65535 }),
+    Config.withDefault(8787)
+  ),
   publicUrl: nonEmpty(Config.string("PUBLIC_URL")),
   dataDir: Config.string("AIGW_DATA_DIR").pipe(Config.withDefault("./data")),
   planLimits: nonEmpty(Config.string("AIGW_PLAN_LIMITS")),
@@ -175,12 +175,7 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
     const planLimits = Option.match(c.planLimits, {
       onNone: () => Either.right(defaultPlanLimits),
       onSome: (json) =>
-        Schema.decodeUnknownEither(PlanLimitsOverride)(json).pipe(
-          Either.map((o) => ({ ...defaultPlanLimits, ...o })),
-          Either.mapLeft(() =>
-            ConfigError.InvalidData(["AIGW_PLAN_LIMITS"], 'expected a JSON object of plan -> non-negative integer, e.g. {"Free":100}')
-          )
-        )
+        Either.mapLeft(parsePlanLimits(json), (problem) => ConfigError.InvalidData(["AIGW_PLAN_LIMITS"], problem))
     })
     return Either.map(planLimits, (planLimits): GatewayOptions => ({
       ...defaults(),
@@ -211,6 +206,8 @@ export const layerConfig = Layer.effect(
   GatewayConfig,
   Effect.gen(function*() {
     const options = yield* fromEnv
+    // Checked at start: an unwritable data directory would otherwise fail on the first mail or key.
+    yield* ensureWritableDir(options.dataDir, "AIGW_DATA_DIR")
     const provider = yield* Effect.configProviderWith(Effect.succeed)
     const providerEnv = (id: string) => {
       const prefix = envPrefix(id)
