@@ -32,6 +32,7 @@ import * as JobWorker from "./Jobs/Worker.ts"
 import * as WebhookDelivery from "./Webhooks/Delivery.ts"
 import * as Routing from "./Routing.ts"
 import * as ProviderHealth from "./Providers/ProviderHealth.ts"
+import { layerReplyLimit } from "./Providers/internal/http.ts"
 import * as Quota from "./Quota.ts"
 import * as Usage from "./Usage.ts"
 import * as ChatCalls from "./Capabilities/ChatCalls.ts"
@@ -47,7 +48,7 @@ export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, Webhook
   Layer.provideMerge(Layer.mergeAll(Completions.layer, Embeddings.layer)),
   Layer.provideMerge(Layer.mergeAll(Routing.layer, ChatCalls.layer)),
   Layer.provideMerge(Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer, Metering.layer))
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer, Metering.layer, layerReplyLimit))
 )
 
 /** What the HTTP application and the MCP toolkit need from their host. */

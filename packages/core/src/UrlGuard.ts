@@ -1,34 +1,71 @@
 /**
  * SSRF guard for URLs the gateway will fetch or POST to on a user's behalf (webhook
- * callbacks, seed images): http(s) only, and no loopback, private, link-local, CGNAT,
- * multicast or cloud-metadata targets, checked on every address the name resolves to.
+ * callbacks, seed images, orchestrators): http(s) only, and no loopback, private, link-local,
+ * CGNAT, multicast, reserved or cloud-metadata targets, checked on every address the name
+ * resolves to. IPv6 is allowed only in global unicast (2000::/3) outside the special-purpose
+ * blocks; IPv6 forms that carry an IPv4 address (IPv4-mapped, NAT64, 6to4) are judged by it.
  * `AIGW_ALLOW_PRIVATE_URLS=true` lifts the address rule (tests, single-host setups).
  */
-import { Effect } from "effect"
+import { Data, Effect } from "effect"
 import * as dns from "node:dns"
 import * as net from "node:net"
 import { Agent } from "undici"
 import { Unprocessable } from "./Errors.ts"
 
-const blocked = new net.BlockList()
+const blockedV4 = new net.BlockList()
 for (const [prefix, bits] of [
   ["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12],
-  ["192.0.0.0", 24], ["192.0.2.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["198.51.100.0", 24],
+  ["192.0.0.0", 24], ["192.0.2.0", 24], ["192.88.99.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["198.51.100.0", 24],
   ["203.0.113.0", 24], ["224.0.0.0", 4], ["240.0.0.0", 4]
-] as const) blocked.addSubnet(prefix, bits, "ipv4")
-for (const [prefix, bits] of [["::", 128], ["::1", 128], ["fc00::", 7], ["fe80::", 10], ["ff00::", 8], ["64:ff9b::", 96], ["2001:db8::", 32]] as const) {
-  blocked.addSubnet(prefix, bits, "ipv6")
-}
+] as const) blockedV4.addSubnet(prefix, bits, "ipv4")
+
+// Special-purpose blocks inside 2000::/3: IETF protocol assignments (Teredo 2001::/32 among
+// them, whose client address is obfuscated), documentation.
+const blockedV6 = new net.BlockList()
+for (const [prefix, bits] of [["2001::", 23], ["2001:db8::", 32], ["3fff::", 20]] as const) blockedV6.addSubnet(prefix, bits, "ipv6")
 
 const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata", "metadata.azure.com", "instance-data"])
 
-/** True for addresses no user-supplied URL may reach. IPv4-mapped IPv6 is checked as IPv4. */
+/** The eight 16-bit groups of an IPv6 address (one `net.isIPv6` accepts, zone removed). */
+const groupsOf = (address: string): Array<number> => {
+  const parse = (part: string) =>
+    part === "" ? [] : part.split(":").flatMap((g) => {
+      if (!g.includes(".")) return [parseInt(g, 16)]
+      const [a, b, c, d] = g.split(".").map(Number) as [number, number, number, number]
+      return [(a << 8) | b, (c << 8) | d]
+    })
+  const [head, tail] = address.split("::") as [string, string | undefined]
+  const h = parse(head)
+  const t = tail === undefined ? [] : parse(tail)
+  return [...h, ...Array<number>(8 - h.length - t.length).fill(0), ...t]
+}
+
+const v4Of = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+
+const isBlockedV6 = (address: string): boolean => {
+  const g = groupsOf(address.split("%")[0]!)
+  const zeroUpTo = (n: number) => g.slice(0, n).every((x) => x === 0)
+  // IPv4-mapped ::ffff:a.b.c.d: the connection goes to the IPv4 address.
+  if (zeroUpTo(5) && g[5] === 0xffff) return blockedV4.check(v4Of(g[6]!, g[7]!), "ipv4")
+  // NAT64 64:ff9b::/96 reaches the IPv4 address in its last 32 bits, 6to4 2002::/16 the one after the prefix.
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return blockedV4.check(v4Of(g[6]!, g[7]!), "ipv4")
+  if (g[0] === 0x2002) return blockedV4.check(v4Of(g[1]!, g[2]!), "ipv4")
+  // Outside global unicast: unspecified, loopback, IPv4-compatible ::a.b.c.d, discard 100::/64,
+  // local-use NAT64, ULA fc00::/7, link- and site-local, multicast, unassigned.
+  if ((g[0]! & 0xe000) !== 0x2000) return true
+  return blockedV6.check(g.map((x) => x.toString(16)).join(":"), "ipv6")
+}
+
+/** True for addresses no user-supplied URL may reach; anything that is not an IP address included. */
 export const isBlockedAddress = (address: string): boolean => {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-  if (mapped) return blocked.check(mapped[1]!, "ipv4")
-  const family = net.isIP(address)
-  if (family === 0) return true
-  return blocked.check(address, family === 4 ? "ipv4" : "ipv6")
+  switch (net.isIP(address)) {
+    case 4:
+      return blockedV4.check(address, "ipv4")
+    case 6:
+      return isBlockedV6(address)
+    default:
+      return true
+  }
 }
 
 export type Resolver = (hostname: string) => Promise<ReadonlyArray<string>>
@@ -36,11 +73,14 @@ export type Resolver = (hostname: string) => Promise<ReadonlyArray<string>>
 export const systemResolver: Resolver = (hostname) =>
   dns.promises.lookup(hostname, { all: true, verbatim: true }).then((list) => list.map((a) => a.address))
 
+/** The host's DNS lookup failed (ENOTFOUND, EAI_AGAIN, ...): unlike a refusal, it may pass later. */
+export class Unresolved extends Data.TaggedError("Unresolved")<{ readonly message: string }> {}
+
 /**
- * Checks `raw` and returns the parsed URL, or fails with a 422 naming the problem.
- * `field` names the request field in the message.
+ * Checks `raw` and returns the parsed URL; fails with Unresolved when the host does not resolve
+ * (now), with a 422 naming the problem when the URL is refused. `field` names the request field.
  */
-export const check = (raw: string, options: { readonly allowPrivate: boolean; readonly field: string; readonly resolve?: Resolver }) =>
+export const inspect = (raw: string, options: { readonly allowPrivate: boolean; readonly field: string; readonly resolve?: Resolver }) =>
   Effect.gen(function*() {
     const refuse = (why: string) => new Unprocessable({ message: `${options.field} refused: ${why}` })
     let url: URL
@@ -56,14 +96,19 @@ export const check = (raw: string, options: { readonly allowPrivate: boolean; re
     if (METADATA_HOSTS.has(host) || host === "localhost" || host.endsWith(".localhost") || host.endsWith(".internal")) {
       return yield* Effect.fail(refuse(`host ${host} is internal`))
     }
+    const unresolved = () => new Unresolved({ message: `host ${host} does not resolve` })
     const addresses = net.isIP(host) !== 0
       ? [host]
-      : yield* Effect.tryPromise({ try: () => (options.resolve ?? systemResolver)(host), catch: () => refuse(`host ${host} does not resolve`) })
-    if (addresses.length === 0) return yield* Effect.fail(refuse(`host ${host} does not resolve`))
+      : yield* Effect.tryPromise({ try: () => (options.resolve ?? systemResolver)(host), catch: unresolved })
+    if (addresses.length === 0) return yield* Effect.fail(unresolved())
     const bad = addresses.find(isBlockedAddress)
-    if (bad) return yield* Effect.fail(refuse(`${host} resolves to ${bad}, a private, loopback, link-local or metadata address`))
+    if (bad) return yield* Effect.fail(refuse(`${bad === host ? host : `${host} resolves to ${bad}`}, a private, loopback, link-local, reserved or metadata address`))
     return url
   })
+
+/** `inspect` for requests: a host that does not resolve is refused too (422). */
+export const check = (raw: string, options: { readonly allowPrivate: boolean; readonly field: string; readonly resolve?: Resolver }) =>
+  Effect.catchTag(inspect(raw, options), "Unresolved", (e) => Effect.fail(new Unprocessable({ message: `${options.field} refused: ${e.message}` })))
 
 /** An HTTP agent whose DNS lookups refuse blocked addresses, so the checked answer is the one used. */
 export const guardedAgent = (allowPrivate: boolean) =>

@@ -1,10 +1,14 @@
 /**
  * Document parsing in-process (provider `local`): plain text, Markdown, CSV, JSON and HTML by
- * hand; PDF text with unpdf (PDF.js); DOCX text with mammoth. Other formats are refused with
- * the list of supported ones.
+ * hand; PDF text with unpdf (PDF.js); DOCX text with mammoth, reading the zip through Zip.ts
+ * (bounded by AIGW_MAX_INFLATED_BYTES and AIGW_MAX_INFLATE_RATIO: 413 above) rather than its own
+ * jszip, which inflates whatever the archive holds. Other formats are refused with the list of
+ * supported ones.
  */
 import { Effect } from "effect"
-import { BadRequest, Unprocessable } from "../Errors.ts"
+import { GatewayConfig } from "../Config.ts"
+import { BadRequest, PayloadTooLarge, Unprocessable } from "../Errors.ts"
+import * as Zip from "./Zip.ts"
 
 export type Format = "text" | "markdown" | "csv" | "json" | "html" | "pdf" | "docx"
 
@@ -74,6 +78,21 @@ export const htmlText = (html: string) =>
     .replace(/\n\s*\n+/g, "\n\n")
     .trim()
 
+/** A DOCX archive as mammoth's zip interface (`{ file }`), read through the bounded Zip reader. */
+const docxFile = (zip: ReturnType<typeof Zip.open>) => ({
+  exists: (name: string) => zip.has(name),
+  read: async (name: string, encoding?: string) => {
+    const bytes = await zip.read(name)
+    if (encoding === "base64") return bytes.toString("base64")
+    return encoding ? new TextDecoder(encoding).decode(bytes) : bytes
+  }
+})
+
+const archiveError = (e: unknown) =>
+  e instanceof Zip.InflateLimitExceeded
+    ? new PayloadTooLarge({ message: `document refused: ${e.message}` })
+    : new BadRequest({ message: "file is not a readable DOCX document" })
+
 const decodeUtf8 = (bytes: Uint8Array) =>
   Effect.try({
     try: () => new TextDecoder("utf-8", { fatal: true }).decode(bytes),
@@ -121,10 +140,13 @@ export const parse = (input: { readonly file: File; readonly provider: string })
         break
       }
       case "docx": {
+        const { limits } = yield* GatewayConfig
+        const zip = yield* Effect.try({ try: () => Zip.open(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), limits), catch: archiveError })
         const mammoth = yield* Effect.promise(() => import("mammoth"))
         const result = yield* Effect.tryPromise({
-          try: () => mammoth.extractRawText({ buffer: Buffer.from(bytes) }),
-          catch: () => new BadRequest({ message: "file is not a readable DOCX document" })
+          // mammoth takes an opened zip as `file` (lib/unzip.js); its typings list only path and buffer.
+          try: () => mammoth.extractRawText({ file: docxFile(zip) } as unknown as { buffer: Buffer }),
+          catch: archiveError
         })
         text = result.value.trim()
         break

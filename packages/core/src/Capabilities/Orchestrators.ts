@@ -4,12 +4,14 @@
  * compatible `/chat/completions`), `a2a` (Agent2Agent JSON-RPC `message/send`) and `http-json`
  * (POST the payload, return the JSON answer). URLs pass the SSRF guard at registration and at
  * every call (the connection uses the checked address). No credentials are stored: register
- * endpoints that need none, or put a gateway in front.
+ * endpoints that need none, or put a gateway in front. Answers are read up to
+ * `config.limits.maxUpstreamResponseBytes` after decompression (502 above) within INVOKE_TIMEOUT.
  */
 import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import { fetch as undiciFetch } from "undici"
 import { GatewayConfig } from "../Config.ts"
 import { NotFound, UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
+import { readWebBody } from "../Providers/internal/nodeFetch.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { DocumentStore } from "../Storage/DocumentStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
@@ -48,6 +50,8 @@ const textOfA2a = (result: any): string => {
   return parts.filter((p) => p?.kind === "text" || p?.type === "text").map((p) => String(p.text)).join("")
 }
 
+const utf8 = new TextDecoder()
+
 const makeService = Effect.gen(function*() {
   const docs = yield* DocumentStore
   const config = yield* GatewayConfig
@@ -78,7 +82,7 @@ const makeService = Effect.gen(function*() {
           signal,
           redirect: "manual"
         })
-        const text = await res.text()
+        const text = utf8.decode(await readWebBody(res.body as ReadableStream<Uint8Array> | null, config.limits.maxUpstreamResponseBytes))
         if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 300)}`)
         try {
           return JSON.parse(text) as any

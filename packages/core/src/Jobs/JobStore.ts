@@ -84,8 +84,13 @@ export interface JobStoreService {
   readonly progress: (id: string, progress: JobProgress, now: number) => Effect.Effect<void>
   /** Ends the job and enqueues its webhook (if any) in one transaction; no-op if already ended. */
   readonly finish: (id: string, outcome: JobOutcome, delivery: Option.Option<DeliveryRecord>) => Effect.Effect<boolean>
+  /**
+   * Leases up to `limit` due, pending deliveries until `now + leaseMs` and counts the attempt about
+   * to be made (`attempts` + 1, durably, before anything is sent): an attempt cut short by a crash
+   * still counts, and the next one carries the next number.
+   */
   readonly claimDeliveries: (now: number, limit: number, leaseMs: number) => Effect.Effect<ReadonlyArray<DeliveryRecord>>
-  /** Records an attempt and the delivery's next state, releasing the lease. */
+  /** Records an attempt's outcome (counted at claim) and the delivery's next state, releasing the lease. */
   readonly recordAttempt: (
     attempt: DeliveryAttempt,
     next: { readonly status: DeliveryStatus; readonly nextAttemptAt: number; readonly lastError: string | null }
@@ -144,7 +149,7 @@ export const makeMemory = Effect.sync((): JobStoreService => {
           .filter((d) => d.status === "pending" && d.nextAttemptAt <= now && free(d.lockedUntil, now))
           .sort((a, b) => a.nextAttemptAt - b.nextAttemptAt)
           .slice(0, limit)
-          .map((d) => ({ ...d, lockedUntil: now + leaseMs }))
+          .map((d) => ({ ...d, attempts: d.attempts + 1, lockedUntil: now + leaseMs }))
         for (const d of due) deliveries.set(d.id, d)
         return due
       }),
@@ -156,7 +161,6 @@ export const makeMemory = Effect.sync((): JobStoreService => {
         deliveries.set(d.id, {
           ...d,
           ...next,
-          attempts: d.attempts + 1,
           lockedUntil: null,
           deliveredAt: next.status === "delivered" ? attempt.at : d.deliveredAt
         })

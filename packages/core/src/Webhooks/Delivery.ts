@@ -1,8 +1,11 @@
 /**
  * Webhook delivery from the outbox: POST the stored body, signed when WEBHOOK_SECRET is set;
- * 2xx is delivered, anything else is retried with exponential backoff and jitter until the
- * delivery is older than the maximum age. Every attempt is recorded. The target address is
- * re-checked against SSRF at connect time (the DNS answer used is the one checked).
+ * 2xx is delivered, anything else (a host that does not resolve included) is retried with
+ * exponential backoff and jitter until the delivery is older than the maximum age; a URL the SSRF
+ * guard refuses is dead at once. Every attempt is counted when its delivery is claimed, before
+ * anything is sent (a crash mid-attempt cannot resend the same attempt number), and its outcome
+ * recorded after. The target address is re-checked against SSRF at connect time (the DNS answer
+ * used is the one checked). The receiver's answer body is never read (cancelled unread).
  */
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { fetch as undiciFetch } from "undici"
@@ -43,15 +46,16 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
       "content-type": "application/json",
       "user-agent": `aigw-webhooks/${config.version}`,
       "x-gateway-delivery": d.id,
-      "x-gateway-attempt": String(d.attempts + 1),
+      // Counted by claimDeliveries: this attempt's number.
+      "x-gateway-attempt": String(d.attempts),
       ...(Option.isSome(secret) ? { "x-gateway-signature": sign(secret.value, d.body), "x-gateway-event": d.event } : {})
     })
 
-    /** One attempt; never fails (the outcome is recorded). */
+    /** One attempt of a claimed delivery (claimDeliveries counted it); never fails (the outcome is recorded). */
     const deliver = (d: DeliveryRecord) =>
       Effect.gen(function*() {
         const started = Date.now()
-        const checked = yield* Effect.either(UrlGuard.check(d.url, { allowPrivate: config.allowPrivateUrls, field: "callbackUrl" }))
+        const checked = yield* Effect.either(UrlGuard.inspect(d.url, { allowPrivate: config.allowPrivateUrls, field: "callbackUrl" }))
         const outcome = checked._tag === "Left"
           ? { statusCode: null, error: checked.left.message }
           : yield* Effect.tryPromise({
@@ -69,8 +73,10 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
           )
         const now = Date.now()
         const delivered = outcome.error === null
-        const attempt = d.attempts + 1
-        const expired = now - d.createdAt >= options.maxAgeMs || checked._tag === "Left"
+        const attempt = d.attempts
+        // A refused URL never passes; a name that does not resolve (ENOTFOUND, EAI_AGAIN) may later.
+        const refused = checked._tag === "Left" && checked.left._tag === "Unprocessable"
+        const expired = now - d.createdAt >= options.maxAgeMs || refused
         const next = delivered
           ? { status: "delivered" as const, nextAttemptAt: now, lastError: null }
           : expired

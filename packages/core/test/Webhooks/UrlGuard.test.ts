@@ -41,7 +41,27 @@ describe("SSRF guard", () => {
     ["gopher://hooks.example.com/", /scheme gopher:/],
     ["ftp://hooks.example.com/", /scheme ftp:/],
     ["https://user:pass@hooks.example.com/", /credentials/],
-    ["not a url", /not a valid absolute URL/]
+    ["not a url", /not a valid absolute URL/],
+    // IPv6 forms of blocked targets (the URL parser writes most of them in hex).
+    ["http://[::127.0.0.1]/", /::7f00:1/], // IPv4-compatible
+    ["http://[::ffff:127.0.0.1]/", /::ffff:7f00:1/], // IPv4-mapped
+    ["http://[::ffff:0:7f00:1]/", /reserved/], // IPv4-translated
+    ["http://[::ffff:169.254.169.254]/", /metadata/],
+    ["http://[2002:7f00:1::]/", /2002:7f00:1::/], // 6to4 of 127.0.0.1
+    ["http://[2002:a9fe:a9fe::1]/", /reserved/], // 6to4 of 169.254.169.254
+    ["http://[64:ff9b::10.0.0.1]/", /64:ff9b::a00:1/], // NAT64 of a private address
+    ["http://[64:ff9b:1::1]/", /reserved/], // local-use NAT64
+    ["http://[100::1]/", /100::1/], // discard prefix
+    ["http://[2001::1]/", /2001::1/], // Teredo
+    ["http://[2001:db8::1]/", /reserved/],
+    ["http://[fc00::1]/", /reserved/],
+    ["http://[fe80::1]/", /reserved/],
+    ["http://[fec0::1]/", /reserved/],
+    ["http://[ff02::1]/", /reserved/],
+    ["http://[::]/", /reserved/],
+    ["http://0x7f.1/", /127\.0\.0\.1/],
+    ["http://2130706433/", /127\.0\.0\.1/],
+    ["http://192.88.99.1/", /reserved/]
   ])("refuses %s", async (url, why) => {
     const result = await check(url)
     expect(result._tag).toBe("Left")
@@ -49,6 +69,15 @@ describe("SSRF guard", () => {
       expect(result.left._tag).toBe("Unprocessable")
       expect(result.left.message).toMatch(why)
     }
+  })
+  it.each(["::ffff:8.8.8.8", "64:ff9b::8.8.8.8", "2002:808:808::1", "2606:4700:4700::1111", "2001:4860:4860::8888"])(
+    "accepts the public IPv6 address %s",
+    (address) => expect(UrlGuard.isBlockedAddress(address)).toBe(false)
+  )
+  it("tells a host that does not resolve (may pass later) from a refused URL", async () => {
+    const inspect = (url: string) => Effect.runPromise(Effect.either(UrlGuard.inspect(url, { allowPrivate: false, field: "callbackUrl", resolve: fakeDns({ "evil.example.com": ["10.1.2.3"] }) })))
+    expect(await inspect("https://nowhere.example.com/")).toMatchObject({ _tag: "Left", left: { _tag: "Unresolved", message: "host nowhere.example.com does not resolve" } })
+    expect(await inspect("https://evil.example.com/")).toMatchObject({ _tag: "Left", left: { _tag: "Unprocessable" } })
   })
   it("AIGW_ALLOW_PRIVATE_URLS lifts the address rule, not the scheme rule", async () => {
     expect((await check("http://127.0.0.1:9/", true))._tag).toBe("Right")

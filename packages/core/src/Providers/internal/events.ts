@@ -81,6 +81,8 @@ export const nodeSseEvents = <E>(
     body.on("data", onData)
     body.once("end", onEnd)
     body.once("error", onFail)
+    // A body that failed before anyone listened keeps its error (nodeFetch's `bounded`).
+    if (body.errored) onFail(body.errored)
     const pull = Effect.async<Chunk.Chunk<SseEvent>, Option.Option<E>>((resume) => {
       const effect = next()
       if (effect) return resume(effect)

@@ -4,16 +4,20 @@
  * the Effect interruption wired to the request's AbortSignal (a client that goes away cancels the
  * upstream call), timeouts, and error mapping.
  */
-import { Duration, Effect, Option, Redacted, Scope, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Scope, Stream } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
+import { GatewayConfig } from "../../Config.ts"
 import { connectFailed, fromHttp, protocolError, UpstreamError } from "../UpstreamError.ts"
 import { nodeSseEvents } from "./events.ts"
-import { nodeFetch, UpstreamResponse } from "./nodeFetch.ts"
+import { nodeFetch, ReplyTooLarge, setReplyLimit, UpstreamResponse } from "./nodeFetch.ts"
 import { parseSse, type SseEvent } from "./sse.ts"
 import { Readable } from "node:stream"
 
 export const REQUEST_TIMEOUT = Duration.seconds(120)
 export const STREAM_IDLE_TIMEOUT = Duration.seconds(120)
+
+/** Sets the transport's reply limit from `config.limits.maxUpstreamResponseBytes` (see nodeFetch.ts). */
+export const layerReplyLimit = Layer.effectDiscard(Effect.map(GatewayConfig, (c) => setReplyLimit(c.limits.maxUpstreamResponseBytes)))
 
 /** The credential header(s) for a provider's auth style. */
 export const authHeaders = (provider: ConfiguredProvider): Record<string, string> => {
@@ -78,10 +82,14 @@ const fetchAnswer = async <A>(
   return read(res)
 }
 
+/** A failure of the transport as an UpstreamError; a reply over the limit is the upstream's fault, not a connect error. */
+const upstreamError = (provider: string, e: unknown): UpstreamError =>
+  e instanceof UpstreamError ? e : e instanceof ReplyTooLarge ? protocolError(provider, e.message) : connectFailed(provider, e)
+
 /**
  * Runs `run` with an AbortSignal that `controller` (or the deadline) aborts: after REQUEST_TIMEOUT
- * it is aborted and the promise fails with a timeout error (`what` did not happen in time).
- * Rejections become UpstreamErrors (`connectFailed` unless they are one).
+ * (headers and body alike) it is aborted and the promise fails with a timeout error (`what` did
+ * not happen in time). Rejections become UpstreamErrors (see `upstreamError`).
  */
 export const deadline = <A>(
   provider: string,
@@ -90,18 +98,24 @@ export const deadline = <A>(
   controller: AbortController = new AbortController()
 ): Promise<A> =>
   new Promise<A>((resolve, reject) => {
+    // The deadline aborts a signal of its own, not `controller`: callers read an aborted
+    // controller as "the client went away", and a timeout must stay a timeout (504).
+    const own = new AbortController()
+    const forward = () => own.abort(controller.signal.reason)
+    if (controller.signal.aborted) forward()
+    else controller.signal.addEventListener("abort", forward, { once: true })
     const timer = setTimeout(() => {
-      controller.abort()
+      own.abort()
       reject(timeoutError(provider, what))
     }, Duration.toMillis(REQUEST_TIMEOUT))
-    run(controller.signal).then(
+    run(own.signal).then(
       (a) => {
         clearTimeout(timer)
         resolve(a)
       },
       (e) => {
         clearTimeout(timer)
-        reject(e instanceof UpstreamError ? e : connectFailed(provider, e))
+        reject(upstreamError(provider, e))
       }
     )
   })

@@ -11,12 +11,17 @@
  * follows up to 20 redirects (303, and 301/302 after a POST, continue as GET without body; an
  * `authorization` header is not sent on to another origin), and aborts on the signal, before and
  * after the answer arrived. Anything else (FormData, Blob and stream bodies, other schemes) goes to
- * the global fetch unchanged.
+ * the global fetch, whose answer gets the same bounded body.
+ *
+ * Every body read from outside (here, and the orchestrators' answers; webhook receivers' answers
+ * are not read) goes through `bounded`: decompression is streamed and stops, with the connection
+ * destroyed, once the decoded bytes pass the limit (`config.limits.maxUpstreamResponseBytes`).
  */
 import * as http from "node:http"
 import * as https from "node:https"
-import { Readable } from "node:stream"
+import { pipeline, Readable, type Transform } from "node:stream"
 import * as zlib from "node:zlib"
+import { defaultLimits } from "../../Config.ts"
 
 const agentOptions = {
   keepAlive: true,
@@ -35,6 +40,71 @@ const utf8 = new TextDecoder()
 
 const abortError = (signal: AbortSignal): unknown =>
   signal.reason ?? new DOMException("This operation was aborted", "AbortError")
+
+/** A reply body that passed its byte limit. */
+export class ReplyTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`the reply exceeded ${limit} bytes (AIGW_MAX_UPSTREAM_RESPONSE_BYTES)`)
+  }
+}
+
+/**
+ * The limit of provider replies. The transport is plain functions called by every adapter and by
+ * the fast lane with no Effect context to read the configuration from, so the layer sets it once
+ * at build (`http.ts` layerReplyLimit); until then it is the default.
+ */
+let replyLimit = defaultLimits.maxUpstreamResponseBytes
+export const setReplyLimit = (bytes: number): void => {
+  replyLimit = bytes
+}
+
+/**
+ * Makes `stream` fail with ReplyTooLarge (destroyed, so a socket under it is closed) once more
+ * than `limit` bytes were pushed into it. Its own `push` is wrapped rather than a counting stream
+ * added: on the hot path one more stream costs about as much as the exchange itself
+ * (docs/performance.md).
+ */
+const limitPushes = (stream: Readable, limit: number): Readable => {
+  // What is buffered already (a body that came in one packet with the headers) counts too.
+  let seen = stream.readableLength
+  const push = stream.push
+  stream.push = (chunk: any, encoding?: BufferEncoding) => {
+    if (chunk !== null && (seen += chunk.length) > limit) {
+      stream.destroy(new ReplyTooLarge(limit))
+      return false
+    }
+    return push.call(stream, chunk, encoding)
+  }
+  if (seen > limit) stream.destroy(new ReplyTooLarge(limit))
+  return stream
+}
+
+/**
+ * A body read from outside: `source`, decoded by `decoder` if given, failing with ReplyTooLarge
+ * past `limit` decoded bytes. The decoder runs only as fast as the result is read, so a
+ * compression bomb inflates no further than the limit; a failure (or destroying the result)
+ * destroys the source, and its socket, too.
+ */
+export const bounded = (source: Readable, limit: number, decoder?: Transform): Readable => {
+  if (!decoder) return limitPushes(source, limit)
+  pipeline(source, decoder, () => {})
+  return limitPushes(decoder, limit)
+}
+
+/** The whole of a (bounded) body. Events rather than `for await`: the async iterator costs several ticks per answer. */
+export const readAll = (stream: Readable): Promise<Buffer> => {
+  if (stream.errored) return Promise.reject(stream.errored)
+  return new Promise((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk))
+    stream.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)))
+    stream.once("error", reject)
+  })
+}
+
+/** A web body (undici's fetch) bounded like ours; an absent body is empty. */
+export const readWebBody = (body: ReadableStream<Uint8Array> | null, limit: number): Promise<Buffer> =>
+  body === null ? Promise.resolve(Buffer.alloc(0)) : readAll(bounded(Readable.fromWeb(body as any), limit))
 
 /** The answer: what the adapters read of a fetch Response. */
 export class UpstreamResponse {
@@ -99,13 +169,7 @@ export class UpstreamResponse {
   async bytes(): Promise<Uint8Array> {
     if (this.#used) throw new TypeError("Body is unusable: Body has already been read")
     this.#used = true
-    // Events rather than `for await`: the async iterator costs several ticks per answer.
-    return new Promise((resolve, reject) => {
-      const chunks: Array<Buffer> = []
-      this.stream.on("data", (chunk: Buffer) => chunks.push(chunk))
-      this.stream.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)))
-      this.stream.once("error", reject)
-    })
+    return readAll(this.stream)
   }
 
   async text(): Promise<string> {
@@ -131,17 +195,17 @@ const headerRecord = (headers: RequestInit["headers"]): Record<string, string> =
   return out
 }
 
-const decoded = (message: http.IncomingMessage): Readable => {
+const decoderOf = (message: http.IncomingMessage): Transform | undefined => {
   switch ((message.headers["content-encoding"] ?? "").trim().toLowerCase()) {
     case "gzip":
     case "x-gzip":
-      return message.pipe(zlib.createGunzip({ flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH }))
+      return zlib.createGunzip({ flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH })
     case "deflate":
-      return message.pipe(zlib.createInflate({ flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH }))
+      return zlib.createInflate({ flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH })
     case "br":
-      return message.pipe(zlib.createBrotliDecompress())
+      return zlib.createBrotliDecompress()
     default:
-      return message
+      return undefined
   }
 }
 
@@ -200,7 +264,9 @@ const send = async (input: string | URL, init: RequestInit): Promise<UpstreamRes
   const url = new URL(input)
   const { body, signal } = init
   if ((url.protocol !== "http:" && url.protocol !== "https:") || !isPlainBody(body) || init.redirect === "manual" || init.redirect === "error") {
-    return fetch(input, init)
+    const res = await fetch(input, init)
+    if (res.body === null) return res
+    return new Response(Readable.toWeb(bounded(Readable.fromWeb(res.body as any), replyLimit)) as any, res)
   }
   if (signal?.aborted) throw abortError(signal)
   const headers = headerRecord(init.headers)
@@ -214,7 +280,7 @@ const send = async (input: string | URL, init: RequestInit): Promise<UpstreamRes
     const message = await exchange(attempt, signal ?? undefined)
     const location = message.headers.location
     if (!REDIRECTS.has(message.statusCode ?? 0) || location === undefined) {
-      const stream = decoded(message)
+      const stream = bounded(message, replyLimit, decoderOf(message))
       if (signal) {
         // An abort after the answer arrived breaks the body, as with fetch.
         const onAbort = () => stream.destroy(abortError(signal) as Error)
@@ -223,7 +289,8 @@ const send = async (input: string | URL, init: RequestInit): Promise<UpstreamRes
       }
       return new UpstreamResponse(message, stream, attempt.url.href, redirects > 0)
     }
-    message.resume()
+    // A redirect's body is not used: drained for keep-alive, up to the limit.
+    bounded(message, replyLimit).resume()
     if (redirects === 20) throw new TypeError("fetch failed: redirect count exceeded")
     const next = new URL(location, attempt.url)
     const status = message.statusCode!

@@ -12,7 +12,6 @@ export interface SseEvent {
 /** An incremental parser: `push` bytes and get the events completed so far; `end` flushes the rest. */
 export const makeSseParser = () => {
   const decoder = new TextDecoder()
-  let buffer = ""
   let event = ""
   let data: Array<string> = []
   const take = (line: string, out: Array<SseEvent>) => {
@@ -30,34 +29,39 @@ export const makeSseParser = () => {
     if (field === "data") data.push(value)
     else if (field === "event") event = value
   }
-  // Lines are cut from `buffer` by index and the rest kept once per push: re-slicing the
-  // remainder after every line made a chunk of many events quadratic.
+  // Only new text is scanned: the line still being received waits in `partial`, so a long line
+  // (up to the reply limit) costs linear time rather than a rescan of it per chunk.
   const lineEnd = /\r\n|\r|\n/g
-  const drain = (final: boolean) => {
-    const out: Array<SseEvent> = []
-    let start = 0
-    for (;;) {
-      lineEnd.lastIndex = start
-      const match = lineEnd.exec(buffer)
-      // A lone trailing CR may be the first half of CRLF: wait for more bytes.
-      if (!match || (match[0] === "\r" && match.index === buffer.length - 1 && !final)) break
-      take(buffer.slice(start, match.index), out)
+  let partial = ""
+  // The last text ended in CR: an LF first in the next one is the rest of that line end.
+  let skipLf = false
+  const feed = (text: string, out: Array<SseEvent>) => {
+    if (text === "") return
+    let start = skipLf && text.charCodeAt(0) === 10 ? 1 : 0
+    skipLf = false
+    lineEnd.lastIndex = start
+    for (let match = lineEnd.exec(text); match !== null; match = lineEnd.exec(text)) {
+      take(partial + text.slice(start, match.index), out)
+      partial = ""
       start = match.index + match[0].length
+      if (match[0] === "\r" && start === text.length) skipLf = true
     }
-    buffer = start === 0 ? buffer : buffer.slice(start)
-    if (final) {
-      if (buffer !== "") take(buffer, out)
-      buffer = ""
-      take("", out)
-    }
-    return out
+    partial += text.slice(start)
   }
   return {
     push: (chunk: Uint8Array): Array<SseEvent> => {
-      buffer += decoder.decode(chunk, { stream: true })
-      return drain(false)
+      const out: Array<SseEvent> = []
+      feed(decoder.decode(chunk, { stream: true }), out)
+      return out
     },
-    end: (): Array<SseEvent> => drain(true)
+    end: (): Array<SseEvent> => {
+      const out: Array<SseEvent> = []
+      feed(decoder.decode(), out)
+      if (partial !== "") take(partial, out)
+      partial = ""
+      take("", out)
+      return out
+    }
   }
 }
 

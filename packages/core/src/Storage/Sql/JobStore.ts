@@ -132,7 +132,8 @@ export const make = Effect.gen(function*() {
         })
       ).pipe(Effect.orDie),
     claimDeliveries: (now, limit, leaseMs) =>
-      sql`UPDATE webhook_deliveries SET locked_until = ${now + leaseMs} WHERE id IN (
+      // The attempt is counted here, before it is sent (see JobStoreService.claimDeliveries).
+      sql`UPDATE webhook_deliveries SET locked_until = ${now + leaseMs}, attempts = attempts + 1 WHERE id IN (
             SELECT id FROM webhook_deliveries
             WHERE status = 'pending' AND next_attempt_at <= ${now} AND (locked_until IS NULL OR locked_until < ${now})
             ORDER BY next_attempt_at LIMIT ${limit} ${skipLocked}
@@ -158,7 +159,7 @@ export const make = Effect.gen(function*() {
               locked_until: null,
               ...(next.status === "delivered" ? { delivered_at: attempt.at } : {})
             })
-          }, attempts = attempts + 1 WHERE id = ${attempt.deliveryId}`
+          } WHERE id = ${attempt.deliveryId}`
         )
       ).pipe(Effect.asVoid, Effect.orDie),
     deliveriesOf: (jobId) =>

@@ -1,0 +1,64 @@
+/** DOCX parsing through the bounded zip reader: normal documents, bombs refused before inflating, lying sizes refused while inflating. */
+import { Effect, Either } from "effect"
+import { describe, expect, it } from "vitest"
+import * as Documents from "../../src/Capabilities/Documents.ts"
+import * as Zip from "../../src/Capabilities/Zip.ts"
+import * as GatewayConfig from "../../src/Config.ts"
+import { bombEntry, docxBomb, docxOf, docxWithText, DOCUMENT_HEAD, DOCUMENT_TAIL, entry, zipOf } from "../support/zip.ts"
+
+const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+const limits = { ...GatewayConfig.defaultLimits, maxInflatedBytes: 4 * 1024 * 1024, maxInflateRatio: 100 }
+
+const parse = (bytes: Buffer) =>
+  Effect.runPromise(
+    Effect.either(Documents.parse({ file: new File([new Uint8Array(bytes)], "doc.docx", { type: DOCX }), provider: "auto" })).pipe(
+      Effect.provide(GatewayConfig.layer({ limits }))
+    )
+  )
+
+describe("DOCX through the bounded zip reader", () => {
+  it("parses a normal document", async () => {
+    const result = await parse(docxWithText("Dear reader"))
+    expect(Either.getOrThrow(result)).toMatchObject({ format: "docx", text: "Dear reader", words: 2 })
+  })
+
+  it("refuses a bomb from its central directory with 413 naming the limit, before inflating", async () => {
+    const bomb = await docxBomb(200 * 1024 * 1024)
+    expect(bomb.length).toBeLessThan(512 * 1024)
+    const before = process.memoryUsage().rss
+    const started = performance.now()
+    const result = await parse(bomb)
+    expect(performance.now() - started).toBeLessThan(500)
+    expect(process.memoryUsage().rss - before).toBeLessThan(50 * 1024 * 1024)
+    expect(result).toMatchObject({ _tag: "Left", left: { _tag: "PayloadTooLarge" } })
+    expect(Either.getLeft(result).pipe((l) => l._tag === "Some" && l.value.message)).toMatch(/AIGW_MAX_INFLATED_BYTES/)
+  })
+
+  it("holds entries over 1 MiB to the ratio", async () => {
+    // 3 MiB at ratio ~1000 fits the 4 MiB total but not the ratio.
+    const result = await parse(docxOf(await bombEntry("word/document.xml", 3 * 1024 * 1024, DOCUMENT_HEAD, DOCUMENT_TAIL)))
+    expect(result).toMatchObject({ _tag: "Left", left: { _tag: "PayloadTooLarge" } })
+    expect(Either.getLeft(result).pipe((l) => l._tag === "Some" && l.value.message)).toMatch(/word\/document\.xml inflates more than 100 times .*AIGW_MAX_INFLATE_RATIO/)
+  })
+
+  it("stops an entry whose declared size lies at that size, and refuses it", async () => {
+    const lying = { ...(await bombEntry("word/document.xml", 200 * 1024 * 1024, DOCUMENT_HEAD, DOCUMENT_TAIL)), declared: 1000 }
+    const before = process.memoryUsage().rss
+    const result = await parse(docxOf(lying))
+    expect(process.memoryUsage().rss - before).toBeLessThan(50 * 1024 * 1024)
+    expect(result).toMatchObject({ _tag: "Left", left: { _tag: "PayloadTooLarge" } })
+    expect(Either.getLeft(result).pipe((l) => l._tag === "Some" && l.value.message)).toMatch(/inflates past its declared size/)
+  })
+
+  it("counts every entry toward the total (many small entries)", () => {
+    const parts = Array.from({ length: 10 }, (_, i) => entry(`word/part${i}.xml`, Buffer.alloc(512 * 1024, "x")))
+    expect(() => Zip.open(zipOf(parts), limits)).toThrow(Zip.InflateLimitExceeded)
+    expect(() => Zip.open(zipOf(parts.slice(0, 4)), limits)).not.toThrow()
+  })
+
+  it("answers 400 for what is not a zip, or a zip that does not inflate", async () => {
+    expect(await parse(Buffer.from("PK not really a zip"))).toMatchObject({ _tag: "Left", left: { _tag: "BadRequest" } })
+    const broken = { ...entry("word/document.xml", DOCUMENT_HEAD + "x" + DOCUMENT_TAIL), deflated: Buffer.from("garbage!") }
+    expect(await parse(docxOf(broken))).toMatchObject({ _tag: "Left", left: { _tag: "BadRequest" } })
+  })
+})

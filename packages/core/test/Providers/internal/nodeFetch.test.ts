@@ -1,0 +1,111 @@
+/**
+ * Every reply body read from outside is bounded after decompression: JSON and SSE from providers
+ * (node:http and the fetch fallback), and undici bodies (orchestrators). Over the limit the read
+ * stops, the connection is destroyed and the error says the reply exceeded the limit.
+ */
+import { Effect, Stream } from "effect"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { fetch as undiciFetch } from "undici"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { defaultLimits } from "../../../src/Config.ts"
+import { postJsonNow, postMultipart, postSse, postSseNow } from "../../../src/Providers/internal/http.ts"
+import { nodeFetch, readWebBody, ReplyTooLarge, setReplyLimit } from "../../../src/Providers/internal/nodeFetch.ts"
+import { GiB, sendGzipBomb } from "../../support/bombs.ts"
+
+const LIMIT = defaultLimits.maxUpstreamResponseBytes
+
+describe("bounded reply bodies", () => {
+  let server: http.Server
+  let url: string
+  // The connection of the last bomb: the reader must cut it (a ~1 MB bomb fits in the socket buffers, so the server has long finished writing).
+  let bombSocket: import("node:net").Socket | undefined
+  const cut = () =>
+    new Promise<boolean>((resolve) => {
+      if (bombSocket!.destroyed) return resolve(true)
+      bombSocket!.once("close", () => resolve(true))
+      setTimeout(() => resolve(false), 2000)
+    })
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      req.resume()
+      if (req.url === "/bomb" || req.url === "/sse-bomb") bombSocket = req.socket
+      if (req.url === "/bomb") return void sendGzipBomb(res, GiB)
+      if (req.url === "/sse-bomb") return void sendGzipBomb(res, GiB, "text/event-stream")
+      if (req.url === "/plain") return res.end(JSON.stringify({ pad: "x".repeat(2000) }))
+      if (req.url === "/port") return res.end(JSON.stringify({ port: req.socket.remotePort }))
+      res.end(JSON.stringify({ ok: true }))
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  afterEach(() => setReplyLimit(LIMIT))
+  afterAll(() => {
+    server.closeAllConnections()
+    server.close()
+  })
+
+  const withinMemory = async <A>(run: () => Promise<A>): Promise<A> => {
+    const before = process.memoryUsage().rss
+    const value = await run()
+    expect(process.memoryUsage().rss - before).toBeLessThan(300 * 1024 * 1024)
+    return value
+  }
+
+  it("stops a gzip bomb JSON reply at the limit with a protocol error naming it, and cuts the connection", async () => {
+    const error = await withinMemory(() => postJsonNow("p", `${url}/bomb`, {}, {}, new AbortController()).catch((e) => e))
+    expect(error).toMatchObject({ _tag: "UpstreamError", kind: "protocol", retryable: false })
+    expect(error.message).toBe(`p sent an unexpected answer: the reply exceeded ${LIMIT} bytes (AIGW_MAX_UPSTREAM_RESPONSE_BYTES)`)
+    expect(await cut()).toBe(true)
+  })
+
+  it("applies the configured limit to plain bodies too", async () => {
+    setReplyLimit(1000)
+    expect(await postJsonNow("p", `${url}/plain`, {}, {}, new AbortController()).catch((e) => e)).toMatchObject({ kind: "protocol", message: expect.stringMatching(/exceeded 1000 bytes/) })
+    expect(await postJsonNow("p", `${url}/ok`, {}, {}, new AbortController())).toEqual({ ok: true })
+    setReplyLimit(1_000_000)
+    expect((await postJsonNow("p", `${url}/plain`, {}, {}, new AbortController())).pad).toHaveLength(2000)
+  })
+
+  it("breaks a gzip bomb SSE stream (fast lane) with ReplyTooLarge", async () => {
+    const body = await postSseNow("p", `${url}/sse-bomb`, {}, {}, new AbortController())
+    const error = await withinMemory(() =>
+      new Promise((resolve) => {
+        body.on("data", () => undefined)
+        body.once("error", resolve)
+        body.once("end", () => resolve("ended"))
+      })
+    )
+    expect(error).toBeInstanceOf(ReplyTooLarge)
+    expect(await cut()).toBe(true)
+  })
+
+  it("breaks a gzip bomb SSE stream (Effect) with a 'stream broke' error naming the limit", async () => {
+    const result = await withinMemory(() =>
+      Effect.runPromise(Effect.scoped(Effect.flatMap(postSse("p", `${url}/sse-bomb`, {}, {}), (events) => Stream.runDrain(events))).pipe(Effect.flip))
+    )
+    expect(result).toMatchObject({ _tag: "UpstreamError", message: `p stream broke: the reply exceeded ${LIMIT} bytes (AIGW_MAX_UPSTREAM_RESPONSE_BYTES)` })
+  })
+
+  it("bounds the fetch fallback (multipart uploads) the same way", async () => {
+    const form = new FormData()
+    form.append("file", new Blob(["hello"]), "a.txt")
+    const error = await withinMemory(() => Effect.runPromise(Effect.flip(postMultipart("p", `${url}/bomb`, {}, form))))
+    expect(error).toMatchObject({ kind: "protocol", message: expect.stringMatching(/the reply exceeded \d+ bytes/) })
+  })
+
+  it("bounds undici bodies (orchestrators) with readWebBody", async () => {
+    const res = await undiciFetch(`${url}/bomb`, { method: "POST", body: "{}" })
+    const error = await withinMemory(() => readWebBody(res.body as ReadableStream<Uint8Array>, 1024 * 1024).catch((e) => e))
+    expect(error).toBeInstanceOf(ReplyTooLarge)
+    expect(error.message).toBe("the reply exceeded 1048576 bytes (AIGW_MAX_UPSTREAM_RESPONSE_BYTES)")
+    expect(await cut()).toBe(true)
+  })
+
+  it("keeps working for ordinary answers, on one kept-alive connection", async () => {
+    const a = await nodeFetch(`${url}/port`)
+    const { port } = await a.json()
+    const b = await nodeFetch(`${url}/port`)
+    expect(await b.text()).toBe(JSON.stringify({ port }))
+  })
+})

@@ -1,0 +1,37 @@
+/** The SSE parser: line ends split across chunks, and linear time for a long line (a hostile upstream's, up to the reply limit). */
+import { describe, expect, it } from "vitest"
+import { makeSseParser } from "../../../src/Providers/internal/sse.ts"
+
+const bytes = (s: string) => new TextEncoder().encode(s)
+const parseChunks = (chunks: ReadonlyArray<string>) => {
+  const parser = makeSseParser()
+  return [...chunks.flatMap((c) => parser.push(bytes(c))), ...parser.end()]
+}
+
+describe("makeSseParser", () => {
+  it("joins data lines and accepts LF, CR and CRLF line ends, split anywhere", () => {
+    const text = "event: x\r\ndata: a\rdata: b\n\ndata: c\r\n\r\n: comment\n\ndata: d"
+    const expected = [{ event: "x", data: "a\nb" }, { event: "message", data: "c" }, { event: "message", data: "d" }]
+    expect(parseChunks([text])).toEqual(expected)
+    for (let cut = 1; cut < text.length; cut++) {
+      expect(parseChunks([text.slice(0, cut), "", text.slice(cut)]), `cut at ${cut}`).toEqual(expected)
+    }
+    expect(parseChunks(Array.from(text))).toEqual(expected)
+  })
+
+  it("takes a CR at the very end as a line end", () => {
+    expect(parseChunks(["data: z\r"])).toEqual([{ event: "message", data: "z" }])
+  })
+
+  it("reads a 32 MiB line in 16 KiB chunks in linear time", () => {
+    const parser = makeSseParser()
+    const chunk = bytes("x".repeat(16 * 1024))
+    const started = performance.now()
+    parser.push(bytes("data: "))
+    for (let i = 0; i < 2048; i++) expect(parser.push(chunk)).toEqual([])
+    const [event] = parser.push(bytes("\n\n"))
+    expect(event!.data.length).toBe(32 * 1024 * 1024)
+    // Rescanning the line per chunk (as before) took minutes.
+    expect(performance.now() - started).toBeLessThan(3_000)
+  })
+})

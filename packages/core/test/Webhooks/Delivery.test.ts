@@ -1,0 +1,123 @@
+/**
+ * Webhook delivery attempts: counted durably before they are sent (an attempt cut short, as by
+ * kill -9, is not re-sent under the same number), and a host that does not resolve is retried,
+ * not given up.
+ */
+import { Effect, Exit, Fiber, Layer, Option } from "effect"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as GatewayConfig from "../../src/Config.ts"
+import { type DeliveryRecord, type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
+import * as Database from "../../src/Storage/Database.ts"
+import * as Stores from "../../src/Storage/Stores.ts"
+import * as WebhookDelivery from "../../src/Webhooks/Delivery.ts"
+import { freshSqliteUrl } from "../support/databases.ts"
+
+const TIMEOUT_MS = 200
+
+const stores = {
+  memory: Stores.layerMemory,
+  sqlite: Layer.unwrapEffect(Effect.sync(() => Stores.layerSql.pipe(Layer.provide(Database.layer(freshSqliteUrl())))))
+}
+
+/** A job finished with a pending delivery to `url`; returns the delivery id. */
+const enqueue = (url: string) =>
+  Effect.gen(function*() {
+    const jobs = yield* JobStore
+    const now = Date.now()
+    const job: JobRecord = {
+      id: crypto.randomUUID(), type: "batch", avatarId: crypto.randomUUID(), provider: "openai", upstreamId: null, status: "running",
+      input: {}, state: null, result: null, error: null, callbackUrl: url, attempts: 0, nextRunAt: now, lockedUntil: null,
+      createdAt: now, updatedAt: now, completedAt: null
+    }
+    yield* jobs.insert(job)
+    const delivery: DeliveryRecord = {
+      id: crypto.randomUUID(), jobId: job.id, url, event: "batch", body: "{}", status: "pending", attempts: 0,
+      nextAttemptAt: now, lockedUntil: null, createdAt: now, deliveredAt: null, lastError: null
+    }
+    yield* jobs.finish(job.id, { status: "completed", result: null, error: null, completedAt: now }, Option.some(delivery))
+    return { jobId: job.id, deliveryId: delivery.id }
+  })
+
+const deliveryOf = (jobId: string) => Effect.map(Effect.flatMap(JobStore, (jobs) => jobs.deliveriesOf(jobId)), (ds) => ds[0]!)
+
+describe.each(Object.entries(stores))("webhook delivery attempts on %s", (_name, storeLayer) => {
+  let receiver: http.Server
+  let url: string
+  const attempts: Array<string> = []
+  let hangNext = false
+  beforeAll(async () => {
+    receiver = http.createServer((req, res) => {
+      req.resume()
+      attempts.push(String(req.headers["x-gateway-attempt"]))
+      if (hangNext) {
+        hangNext = false
+        return // holds the request: the sender is cut off mid-attempt
+      }
+      res.writeHead(204).end()
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+  })
+  afterAll(() => {
+    receiver.closeAllConnections()
+    receiver.close()
+  })
+
+  const run = <A, E>(allowPrivateUrls: boolean, effect: Effect.Effect<A, E, JobStore | WebhookDelivery.WebhookDelivery>) =>
+    Effect.runPromise(
+      Effect.scoped(effect).pipe(
+        Effect.provide(WebhookDelivery.layer({ timeoutMs: TIMEOUT_MS }).pipe(
+          Layer.provideMerge(storeLayer),
+          Layer.provide(GatewayConfig.layer({ allowPrivateUrls, webhookRetryBaseMs: 50 }))
+        ))
+      )
+    )
+
+  it("counts an attempt before sending it: one cut short is not sent again under its number", async () => {
+    attempts.length = 0
+    const headers = await run(true, Effect.gen(function*() {
+      const delivery = yield* WebhookDelivery.WebhookDelivery
+      const { jobId } = yield* enqueue(url)
+      hangNext = true
+      // The first round is cut off while the receiver holds the request (a crash: nothing recorded after).
+      const round = yield* Effect.fork(delivery.drain)
+      while (attempts.length === 0) yield* Effect.sleep(10)
+      yield* Fiber.interrupt(round)
+      expect(yield* deliveryOf(jobId)).toMatchObject({ status: "pending", attempts: 1 })
+      // The lease of the cut-off attempt ends; the next round sends attempt 2.
+      yield* Effect.sleep(TIMEOUT_MS + 5_000 + 100)
+      expect(yield* delivery.drain).toBe(1)
+      expect(yield* deliveryOf(jobId)).toMatchObject({ status: "delivered", attempts: 2 })
+      return attempts
+    }))
+    expect(headers).toEqual(["1", "2"])
+  }, 20_000)
+
+  it("retries a callback host that does not resolve instead of giving up", async () => {
+    const exit = await run(false, Effect.gen(function*() {
+      const delivery = yield* WebhookDelivery.WebhookDelivery
+      const { jobId } = yield* enqueue("http://aigw-delivery-test.invalid/hook")
+      expect(yield* delivery.drain).toBe(1)
+      return yield* deliveryOf(jobId)
+    }).pipe(Effect.exit))
+    expect(Exit.isSuccess(exit)).toBe(true)
+    if (Exit.isSuccess(exit)) {
+      expect(exit.value).toMatchObject({ status: "pending", attempts: 1 })
+      expect(exit.value.lastError).toMatch(/does not resolve/)
+      expect(exit.value.nextAttemptAt).toBeGreaterThan(Date.now() - 1000)
+    }
+  })
+
+  it("gives up at once on a URL the SSRF guard refuses", async () => {
+    const result = await run(false, Effect.gen(function*() {
+      const delivery = yield* WebhookDelivery.WebhookDelivery
+      const { jobId } = yield* enqueue("http://[::127.0.0.1]/hook")
+      yield* delivery.drain
+      return yield* deliveryOf(jobId)
+    }))
+    expect(result).toMatchObject({ status: "dead", attempts: 1 })
+    expect(result.lastError).toMatch(/callbackUrl refused/)
+  })
+})
