@@ -228,8 +228,9 @@ describe("runtime build failures answer a clear 503, not an opaque 502", () => {
     const gateway = await host.handler(health)
     expect(gateway.statusCode).toBe(503)
     const message = json(gateway).message as string
-    expect(message).toMatch(/^gateway failed to start: PgClient: Failed to connect/)
-    expect(message).toMatch(/ECONNREFUSED/)
+    expect(message).toMatch(
+      /^gateway failed to start: cannot reach the database at postgres:\/\/\S*@127\.0\.0\.1:9\/aigw: connection refused \(check DATABASE_URL\)$/
+    )
     expect(message).not.toContain("hunter2")
     const avatar = json(await host.handler(v1Event({ method: "POST", path: "/api/avatar/authenticate", body: {} })))
     expect(avatar).toMatchObject({ isError: true, isWarning: false, result: null })

@@ -1,12 +1,13 @@
 /**
  * The Node HTTP host: configuration -> layers -> NodeHttpServer. Wiring only.
  * SIGINT/SIGTERM interrupt the main fiber: the server stops accepting, in-flight requests
- * finish, layers (database pool, mail transport) are released.
+ * finish, layers (database pool, mail transport) are released. A failed start is one line on stderr
+ * naming the cause and the variable to fix, and exit code 1 (StartupError.ts; AIGW_DEBUG=1 adds the cause).
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ConfigFile, FastLane, HttpApp, Layers, Mcp } from "@aigw/core"
+import { ConfigFile, FastLane, HttpApp, Layers, Mcp, StartupError } from "@aigw/core"
 import { Config, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 
@@ -33,4 +34,4 @@ const HttpLive = Layer.unwrapEffect(
   Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG))
 )
 
-NodeRuntime.runMain(Layer.launch(HttpLive))
+Layer.launch(HttpLive).pipe(StartupError.reportStartupFailure, NodeRuntime.runMain({ disableErrorReporting: true }))

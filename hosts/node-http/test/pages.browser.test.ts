@@ -4,7 +4,6 @@
  * PUBLIC_URL is the server's own URL, so the mailed links open as they are.
  */
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
@@ -167,5 +166,96 @@ describe.skipIf(!hasChromium && !inCi)("e-mail link pages in a browser", () => {
     expect(await page.locator("#reset").count()).toBe(1)
     const login = await api("POST", "/avatar/authenticate", { body: { username: carol.username, password: newPassword } })
     expect(login.body.isError).toBe(false)
+  })
+
+  it("without JavaScript the form is posted (urlencoded), the password never in a URL, and the reset works", async () => {
+    const dave = { username: `dave_${u}`, email: `dave_${u}@example.com`, password: "old password 1" }
+    const davesNew = "dave's new password 1"
+    expect((await api("POST", "/avatar/register", { body: dave })).body.isError).toBe(false)
+    expect((await api("POST", "/avatar/forgot-password", { body: { email: dave.email } })).body.isError).toBe(false)
+    const link = smtp.linkIn(await smtp.waitFor(dave.email, /reset your password/i))
+
+    const context = await browser.newContext({ javaScriptEnabled: false })
+    try {
+      const noJs = await context.newPage()
+      const requests: Array<{ method: string; url: string; postData: string | null }> = []
+      noJs.on("request", (r) => requests.push({ method: r.method(), url: r.url(), postData: r.postData() }))
+      const formPost = (r: { request: () => { method: () => string }; url: () => string }) =>
+        r.request().method() === "POST" && r.url() === `${server.url}/api/avatar/reset-password-form`
+      expect((await noJs.goto(link))?.status()).toBe(200)
+      expect(await noJs.locator("#reset").getAttribute("method")).toBe("post")
+
+      // mismatched: the server answers the form again, with the problem
+      await noJs.fill("#password", davesNew)
+      await noJs.fill("#confirmPassword", "something else 1")
+      const [refused] = await Promise.all([noJs.waitForResponse(formPost), noJs.click("#submit")])
+      expect(refused.status()).toBe(400)
+      expect(refused.headers()["content-type"]).toMatch(/text\/html/)
+      await noJs.waitForLoadState()
+      expect(await noJs.locator("#outcome").getAttribute("class")).toBe("err")
+      expect(await noJs.locator("#outcome").innerText()).toMatch(/do not match/)
+      expect(await noJs.locator("#reset").count()).toBe(1)
+      await noJs.screenshot({ path: path.join(shots, "reset-nojs-mismatch.png"), fullPage: true })
+
+      // matching: the password is changed, the page says so
+      await noJs.fill("#password", davesNew)
+      await noJs.fill("#confirmPassword", davesNew)
+      const [done] = await Promise.all([noJs.waitForResponse(formPost), noJs.click("#submit")])
+      expect(done.status()).toBe(200)
+      expect(done.headers()["cache-control"]).toBe("no-store")
+      await noJs.waitForLoadState()
+      expect(noJs.url()).toBe(`${server.url}/api/avatar/reset-password-form`)
+      await expect(noJs.title()).resolves.toBe("Password changed · aigw")
+      expect(await noJs.locator("#outcome").getAttribute("class")).toBe("ok")
+      expect(await noJs.locator("#outcome").innerText()).toBe("Your password was changed. You can sign in now.")
+      expect(await noJs.locator("#reset").count()).toBe(0)
+      await noJs.screenshot({ path: path.join(shots, "reset-nojs-ok.png"), fullPage: true })
+
+      // the passwords went in urlencoded POST bodies, never in a URL
+      const posts = requests.filter((r) => r.method === "POST")
+      expect(posts).toHaveLength(2)
+      expect(posts.every((r) => r.postData?.includes("password=") && r.postData.includes("confirmPassword="))).toBe(true)
+      for (const r of requests) {
+        expect(r.url).not.toContain(encodeURIComponent(davesNew))
+        expect(r.url).not.toContain(davesNew)
+        expect(new URL(r.url).searchParams.has("password")).toBe(false)
+      }
+
+      // the link is used up: posting it again explains why, without a form
+      await noJs.goto(link)
+      await noJs.fill("#password", "another password 2")
+      await noJs.fill("#confirmPassword", "another password 2")
+      const [again] = await Promise.all([noJs.waitForResponse(formPost), noJs.click("#submit")])
+      expect(again.status()).toBe(422)
+      await noJs.waitForLoadState()
+      expect(await noJs.locator("#outcome").innerText()).toBe("Your password was not changed.")
+      expect(await noJs.locator("#message").innerText()).toMatch(/invalid, expired or already used/)
+    } finally {
+      await context.close()
+    }
+
+    await smtp.waitFor(dave.email, /password was changed/i)
+    const fresh = await api("POST", "/avatar/authenticate", { body: { username: dave.username, password: davesNew } })
+    expect(fresh.body).toMatchObject({ isError: false, result: { username: dave.username } })
+    const old = await api("POST", "/avatar/authenticate", { body: { username: dave.username, password: dave.password } })
+    expect(old.body).toMatchObject({ isError: true, message: "Invalid credentials." })
+  })
+
+  it("the form endpoint answers an incomplete form with a page, other content types with the 400 envelope", async () => {
+    const json = await fetch(`${server.url}/api/avatar/reset-password-form`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token: "t", password: "p", confirmPassword: "p" })
+    })
+    // an API client gets the envelope of a body it cannot read
+    expect(json.status).toBe(400)
+    expect(await json.json()).toMatchObject({ isError: true, result: null, message: expect.stringContaining("x-www-form-urlencoded") })
+    const missing = await fetch(`${server.url}/api/avatar/reset-password-form`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "password=long+enough+1&confirmPassword=long+enough+1"
+    })
+    expect(missing.status).toBe(400)
+    expect(await missing.text()).toContain("Your password was not changed.")
   })
 })

@@ -5,7 +5,7 @@
  * It is 1.0 at zero (or negative) karma, grows monotonically and reaches the 10.0 cap at
  * about 99 900 karma. Documented with a table in docs/quota.md.
  */
-import { Schema } from "effect"
+import { Either, Schema } from "effect"
 
 export const PlanNames = ["Free", "Bronze", "Silver", "Gold", "Enterprise"] as const
 export const Plan = Schema.Literal(...PlanNames)
@@ -40,3 +40,29 @@ export const dailyLimit = (base: number, karma: number): number => Math.floor(ba
 export const PlanLimitsOverride = Schema.parseJson(
   Schema.partial(Schema.Record({ key: Plan, value: Schema.Int.pipe(Schema.nonNegative()) }))
 )
+
+/**
+ * `AIGW_PLAN_LIMITS` -> the limits of every plan (defaults for plans not named), or what is wrong:
+ * invalid JSON, a name that is not a plan (named, with the plan names), a value that is not a
+ * non-negative integer.
+ */
+export const parsePlanLimits = (json: string): Either.Either<Readonly<Record<Plan, number>>, string> => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(json)
+  } catch {
+    return Either.left('expected a JSON object of plan -> non-negative integer, e.g. {"Free":100}')
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    return Either.left('expected a JSON object of plan -> non-negative integer, e.g. {"Free":100}')
+  }
+  const unknown = Object.keys(parsed).filter((k) => !(PlanNames as ReadonlyArray<string>).includes(k))
+  if (unknown.length > 0) {
+    return Either.left(`unknown plan ${unknown.map((k) => JSON.stringify(k)).join(", ")}; the plans are ${PlanNames.join(", ")}`)
+  }
+  const bad = Object.entries(parsed).filter(([, v]) => !(Number.isSafeInteger(v) && (v as number) >= 0))
+  if (bad.length > 0) {
+    return Either.left(`the limit of ${bad.map(([k]) => k).join(", ")} must be a non-negative integer`)
+  }
+  return Either.right({ ...defaultPlanLimits, ...(parsed as Partial<Record<Plan, number>>) })
+}

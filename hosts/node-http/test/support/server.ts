@@ -3,9 +3,7 @@
  * loopback port, with the environment a test gives it.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import * as fs from "node:fs"
 import * as net from "node:net"
-import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { scratchDir } from "../../../../packages/core/test/support/scratch.ts"
@@ -45,21 +43,24 @@ export interface RunningServer {
   readonly kill: () => Promise<void>
 }
 
+/** The environment of a host under test: loopback, the port, everything under `dataDir`, then `env`. */
+const hostEnv = (port: number, dataDir: string, env: Record<string, string>) => ({
+  PATH: process.env.PATH ?? "",
+  HOME: process.env.HOME ?? "",
+  PORT: String(port),
+  HOST: "127.0.0.1",
+  AIGW_DATA_DIR: path.join(dataDir, "data"),
+  DATABASE_URL: `sqlite:${path.join(dataDir, "data", "aigw.sqlite")}`,
+  ...env
+})
+
 export const startServer = async (env: Record<string, string> = {}, options: { dataDir?: string; port?: number } = {}): Promise<RunningServer> => {
   const port = options.port ?? (await freePort())
   const dataDir = options.dataDir ?? scratchDir("aigw-e2e-")
   let output = ""
   const child = spawn(tsx, [main], {
     cwd: dataDir,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "",
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      AIGW_DATA_DIR: path.join(dataDir, "data"),
-      DATABASE_URL: `sqlite:${path.join(dataDir, "data", "aigw.sqlite")}`,
-      ...env
-    },
+    env: hostEnv(port, dataDir, env),
     stdio: ["ignore", "pipe", "pipe"],
     // A group of its own: signals must reach the server, not only the tsx wrapper.
     detached: true
@@ -109,6 +110,41 @@ export const startServer = async (env: Record<string, string> = {}, options: { d
       await exited
     }
   }
+}
+
+export interface FailedStart {
+  /** Exit code; null when the host was still running at the deadline (and was killed). */
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/**
+ * Starts a host (the node host, or `hosts/mcp/src/main.ts` with `host: "mcp"`) that is expected
+ * NOT to start: waits for it to exit (killing its process group after `timeoutMs`) and returns the
+ * exit code and what it wrote. The MCP host's stdin stays open, so it only exits on a failure.
+ */
+export const startExpectingFailure = async (
+  env: Record<string, string> = {},
+  options: { dataDir?: string; port?: number; host?: "node-http" | "mcp"; timeoutMs?: number } = {}
+): Promise<FailedStart> => {
+  const port = options.port ?? (await freePort())
+  const dataDir = options.dataDir ?? scratchDir("aigw-e2e-")
+  const entry = options.host === "mcp" ? path.join(root, "hosts/mcp/src/main.ts") : main
+  const child = spawn(tsx, [entry], { cwd: dataDir, env: hostEnv(port, dataDir, env), stdio: ["pipe", "pipe", "pipe"], detached: true })
+  let stdout = ""
+  let stderr = ""
+  child.stdout!.on("data", (d) => (stdout += d))
+  child.stderr!.on("data", (d) => (stderr += d))
+  const orphanGuard = () => signalGroup(child, "SIGKILL")
+  process.once("exit", orphanGuard)
+  const timer = setTimeout(() => signalGroup(child, "SIGKILL"), options.timeoutMs ?? 60_000)
+  // "close", not "exit": every byte of stdout and stderr has been read by then.
+  const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)))
+  clearTimeout(timer)
+  process.removeListener("exit", orphanGuard)
+  signalGroup(child, "SIGKILL")
+  return { code, stdout, stderr }
 }
 
 /** JSON request helper: returns status, headers and parsed body. */

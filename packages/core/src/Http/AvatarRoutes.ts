@@ -1,13 +1,13 @@
 /** The avatar account API (spec: avatar-api.md), served under /api. */
-import { Effect, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { Avatars } from "../Accounts/Avatars.ts"
 import { clientAddress } from "../Accounts/ClientAddress.ts"
 import { AvatarTypeSchema, Email, IsoDate, Password, Username } from "../Accounts/Schemas.ts"
 import { GatewayConfig } from "../Config.ts"
-import { BadRequest, type GatewayError } from "../Errors.ts"
+import { BadRequest, type GatewayError, statusOf } from "../Errors.ts"
 import { Plan } from "../Plans.ts"
 import * as Pages from "./Pages.ts"
-import { authed, open, Reply } from "./Route.ts"
+import { authed, decoderNow, open, readText, Reply } from "./Route.ts"
 
 const tag = "Avatar accounts"
 const envelope = "avatar" as const
@@ -49,6 +49,45 @@ const ResetBody = Schema.Struct({
   password: Password,
   confirmPassword: Schema.String
 })
+
+const decodeResetForm = decoderNow(ResetBody, "form")
+
+/**
+ * The reset page's form posted without JavaScript: urlencoded fields in the body (read within the
+ * body limit), an HTML page back. A problem the person can fix (passwords that differ, too short)
+ * shows the form again with the message; a link that cannot be used shows why. Anything but a
+ * form (an API client) gets the 400 envelope every route gives to a body it cannot read.
+ */
+const resetFromForm = (contentType: string | undefined) =>
+  Effect.gen(function*() {
+    if ((contentType ?? "").split(";")[0]!.trim().toLowerCase() !== "application/x-www-form-urlencoded") {
+      return yield* Effect.fail(
+        new BadRequest({ message: "The request must be an application/x-www-form-urlencoded form; API clients use POST /api/avatar/reset-password." })
+      )
+    }
+    const text = yield* readText.pipe(Effect.either)
+    if (Either.isLeft(text)) return Pages.resetResult(false, text.left.message, statusOf(text.left))
+    const fields: Record<string, string> = {}
+    for (const [key, value] of new URLSearchParams(text.right)) fields[key] ??= value
+    const token = fields.token !== undefined && fields.token.length > 0 && fields.token.length <= 200 ? fields.token : undefined
+    return yield* Effect.gen(function*() {
+      if (Object.values(fields).some((v) => v.includes("\0"))) {
+        return yield* Effect.fail(new BadRequest({ message: "NUL characters are not accepted." }))
+      }
+      const body = decodeResetForm(fields)
+      if (body instanceof BadRequest) return yield* Effect.fail(body)
+      yield* Effect.flatMap(Avatars, (a) => a.resetPassword(body.token, body.password, body.confirmPassword))
+      return Pages.resetResult(true, "Sign in with the new password.")
+    }).pipe(
+      Effect.catchAll((e: GatewayError) =>
+        Effect.succeed(
+          e._tag === "BadRequest" && token !== undefined
+            ? Pages.resetForm(token, e.message, statusOf(e))
+            : Pages.resetResult(false, e.message, statusOf(e))
+        )
+      )
+    )
+  })
 
 export const avatarRoutes = [
   open({
@@ -154,6 +193,17 @@ export const avatarRoutes = [
       Effect.flatMap(Avatars, (a) => a.resetPassword(body.token, body.password, body.confirmPassword)).pipe(
         Effect.as(new Reply(null, "Password changed. Sign in with the new password."))
       )
+  }),
+  open({
+    method: "POST",
+    path: "/api/avatar/reset-password-form",
+    tag,
+    envelope: "none",
+    summary: "Reset the password from the HTML form without JavaScript",
+    description:
+      "What the reset page's form posts when JavaScript is off: `application/x-www-form-urlencoded` fields `token`, `password` and `confirmPassword` (as for POST /api/avatar/reset-password, within AIGW_MAX_BODY_BYTES). Answers an HTML page: the password was changed; or the form again with the problem (e.g. passwords that do not match); or why the link cannot be used.",
+    contentType: "text/html",
+    handle: ({ request }) => resetFromForm(request.headers["content-type"])
   }),
   authed({
     method: "GET",

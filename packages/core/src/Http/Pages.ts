@@ -23,18 +23,26 @@ export const verificationResult = (ok: boolean, message: string) =>
     ok ? 200 : 400
   )
 
-/** The reset form posts JSON to the API and shows the envelope's message. */
-export const resetForm = (token: string) =>
+/** The reset pages hold a one-time token: never cached, never sent on as a Referer. */
+const resetHeaders = { "cache-control": "no-store", "referrer-policy": "no-referrer" }
+
+/**
+ * The reset form. With JavaScript it posts JSON to the API (`reset-password`) and shows the
+ * envelope's message; without, the browser posts the form itself (`method="post"`, urlencoded) to
+ * `reset-password-form`, which answers a page. The password never travels in a URL either way.
+ * `problem` (the answer to a refused no-JavaScript post) is shown under the form.
+ */
+export const resetForm = (token: string, problem?: string, status = 200) =>
   html(
     "Choose a new password",
     `<h1>Choose a new password</h1>
-<form id="reset">
+<form id="reset" method="post" action="reset-password-form">
 <input type="hidden" name="token" value="${escapeHtml(token)}">
 <label for="password">New password (at least 8 characters)</label><input id="password" name="password" type="password" minlength="8" required autocomplete="new-password">
 <label for="confirmPassword">Confirm new password</label><input id="confirmPassword" name="confirmPassword" type="password" minlength="8" required autocomplete="new-password">
 <button type="submit" id="submit">Set password</button>
 </form>
-<p id="outcome" role="status"></p>
+${problem === undefined ? `<p id="outcome" role="status"></p>` : `<p id="outcome" role="status" class="err">${escapeHtml(problem)}</p>`}
 <script>
 document.getElementById("reset").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -50,8 +58,18 @@ document.getElementById("reset").addEventListener("submit", async (event) => {
     if (!envelope.isError) event.target.remove();
   } catch (e) { outcome.className = "err"; outcome.textContent = "Could not reach the server: " + e; }
 });
-</script>`
-  )
+</script>`,
+    status
+  ).pipe(HttpServerResponse.setHeaders(resetHeaders))
+
+/** The answer to the no-JavaScript reset form: done, or why the link cannot be used (no form: it would fail again). */
+export const resetResult = (ok: boolean, message: string, status = ok ? 200 : 400) =>
+  html(
+    ok ? "Password changed" : "Password not changed",
+    `<h1 class="${ok ? "ok" : "err"}" id="outcome">${ok ? "Your password was changed. You can sign in now." : "Your password was not changed."}</h1>
+<p id="message">${escapeHtml(message)}</p>`,
+    status
+  ).pipe(HttpServerResponse.setHeaders(resetHeaders))
 
 /** True when the client asked for HTML (a browser following a link), not JSON. */
 export const wantsHtml = (accept: string | undefined) =>

@@ -3,19 +3,23 @@
  * PostgreSQL, `sqlite:PATH` for SQLite. Applies migrations once the client is up.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Layer } from "effect"
+import { Cause, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { migrate } from "./Sql/Migrations.ts"
 import * as Postgres from "./Sql/Postgres.ts"
 import * as Sqlite from "./Sql/Sqlite.ts"
+import { reasonOf, redactUrls, startupError } from "../StartupError.ts"
 
 export type DatabaseKind = "sqlite" | "pg"
 
 export const kindOf = (url: string): DatabaseKind => {
   if (/^postgres(ql)?:\/\//.test(url)) return "pg"
   if (url.startsWith("sqlite:")) return "sqlite"
-  throw new Error(`DATABASE_URL must start with postgres://, postgresql:// or sqlite: (got "${url.split(":")[0]}:…")`)
+  throw startupError(
+    `unsupported database URL "${url.split(":")[0]}:…"`,
+    "DATABASE_URL must start with postgres://, postgresql:// or sqlite:"
+  )
 }
 
 /**
@@ -24,8 +28,15 @@ export const kindOf = (url: string): DatabaseKind => {
  * hot path, Storage/Metering.ts).
  */
 export const layerClient = (url: string, options: { maxConnections?: number } = {}): Layer.Layer<SqlClient.SqlClient> => {
+  // A failed connection names the URL (without its password) and the variable to fix.
+  const unavailable = (what: string) =>
+    Layer.catchAllCause((cause: Cause.Cause<unknown>): Layer.Layer<unknown, unknown> =>
+      Cause.isInterruptedOnly(cause)
+        ? Layer.failCause(cause)
+        : Layer.fail(startupError(`${what} ${redactUrls(url)}: ${reasonOf(Cause.squash(cause))}`, "check DATABASE_URL"))
+    )
   if (kindOf(url) === "pg") {
-    return Postgres.layer(url, options.maxConnections ?? 10).pipe(Layer.orDie)
+    return Postgres.layer(url, options.maxConnections ?? 10).pipe(unavailable("cannot reach the database at"), Layer.orDie)
   }
   const filename = url.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "")
   return Layer.unwrapEffect(
@@ -33,7 +44,7 @@ export const layerClient = (url: string, options: { maxConnections?: number } = 
       if (filename !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true })
       return Sqlite.layer(filename) as Layer.Layer<SqlClient.SqlClient>
     })
-  ).pipe(Layer.orDie)
+  ).pipe(unavailable("cannot open the database at"), Layer.orDie)
 }
 
 /** A migration layer: apply pending migrations when built. */

@@ -1,0 +1,125 @@
+/** Start-up failures as one line naming the cause and the variable to fix (StartupError.ts), and the checks behind them. */
+import { ServeError } from "@effect/platform/HttpServerError"
+import { Cause, ConfigError, ConfigProvider, Effect, Exit, Layer } from "effect"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import * as GatewayConfig from "../src/Config.ts"
+import * as Database from "../src/Storage/Database.ts"
+import { describeStartupFailure, ensureWritableDir, redactUrls, StartupError } from "../src/StartupError.ts"
+import { scratchDir } from "./support/scratch.ts"
+
+const oneLine = (line: string) => {
+  expect(line.split("\n")).toHaveLength(1)
+  expect(line).not.toMatch(/\bat .*:\d+:\d+/)
+  expect(line.startsWith("aigw: ")).toBe(true)
+  return line
+}
+
+/** The failure of reading the options from `env`, as the hosts print it. */
+const configFailure = async (overrides: Record<string, string>) => {
+  const env = { AIGW_DATA_DIR: path.join(scratchDir("aigw-startup-"), "data"), ...overrides }
+  const exit = await Effect.runPromiseExit(
+    Effect.provide(GatewayConfig.GatewayConfig, GatewayConfig.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))))
+  )
+  if (Exit.isSuccess(exit)) throw new Error("expected the configuration to be refused")
+  return oneLine(describeStartupFailure(exit.cause))
+}
+
+describe("describeStartupFailure", () => {
+  it("a port in use names the address and PORT/HOST, not `ServeError: An error has occurred`", () => {
+    const listen = Object.assign(new Error("listen EADDRINUSE: address already in use 127.0.0.1:8787"), {
+      code: "EADDRINUSE",
+      address: "127.0.0.1",
+      port: 8787
+    })
+    expect(describeStartupFailure(Cause.fail(new ServeError({ cause: listen })))).toBe(
+      "aigw: cannot listen on 127.0.0.1:8787: address already in use (set PORT or HOST)"
+    )
+  })
+
+  it("a configuration error (failure or defect) names the variable", () => {
+    const error = ConfigError.InvalidData(["PORT"], 'Expected an integer value but received "abc"')
+    const expected = 'aigw: invalid configuration: PORT: expected an integer value but received "abc" (check PORT)'
+    expect(describeStartupFailure(Cause.fail(error))).toBe(expected)
+    expect(describeStartupFailure(Cause.die(error))).toBe(expected)
+  })
+
+  it("a StartupError is its message; a recognised error wins over an unknown one", () => {
+    const known = new StartupError({ message: "cannot write to the data directory /x: permission denied (check AIGW_DATA_DIR)" })
+    expect(describeStartupFailure(Cause.parallel(Cause.die(new Error("other")), Cause.die(known)))).toBe(`aigw: ${known.message}`)
+  })
+
+  it("an unknown error: one line, no stack, no password", () => {
+    const inner = new Error("could not connect to postgres://admin:hunter2@db.example.com:5432/aigw\n  second line")
+    const line = oneLine(describeStartupFailure(Cause.die(new Error("boom", { cause: inner }))))
+    expect(line).not.toContain("hunter2")
+    expect(line).toContain("postgres://admin:***@db.example.com:5432/aigw")
+    expect(line).toContain("AIGW_DEBUG=1")
+  })
+
+  it("redactUrls hides URL passwords (also with @ in them) and password= query values", () => {
+    expect(redactUrls("postgres://u:p@ss@h:1/db")).toBe("postgres://u:***@h:1/db")
+    expect(redactUrls("postgres://h/db?user=u&password=s3cret&ssl=1")).toBe("postgres://h/db?user=u&password=***&ssl=1")
+    expect(redactUrls("smtp://mail.example.com:587")).toBe("smtp://mail.example.com:587")
+  })
+})
+
+describe("start-up checks", () => {
+  it("invalid values name their variable", async () => {
+    expect(await configFailure({ PORT: "abc" })).toContain("(check PORT)")
+    expect(await configFailure({ PORT: "70000" })).toContain("PORT must be a port number")
+    expect(await configFailure({ AIGW_SANDBOX: "weird" })).toContain("(check AIGW_SANDBOX)")
+    expect(await configFailure({ AIGW_MAX_JSON_DEPTH: "-1" })).toBe(
+      "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer (check AIGW_MAX_JSON_DEPTH)"
+    )
+  })
+
+  it("an unknown plan in AIGW_PLAN_LIMITS is refused with the valid plan names", async () => {
+    const line = await configFailure({ AIGW_PLAN_LIMITS: '{"Fre":100}' })
+    expect(line).toBe(
+      'aigw: invalid configuration: AIGW_PLAN_LIMITS: unknown plan "Fre"; the plans are Free, Bronze, Silver, Gold, Enterprise (check AIGW_PLAN_LIMITS)'
+    )
+    expect(await configFailure({ AIGW_PLAN_LIMITS: '{"Gold":-1}' })).toContain("the limit of Gold must be a non-negative integer")
+    expect(await configFailure({ AIGW_PLAN_LIMITS: "not json" })).toContain("(check AIGW_PLAN_LIMITS)")
+    const ok = await Effect.runPromise(
+      Effect.provide(GatewayConfig.fromEnv, Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["AIGW_PLAN_LIMITS", '{"Gold":50000}']]))))
+    )
+    expect(ok.planLimits).toMatchObject({ Free: 100, Gold: 50_000 })
+  })
+
+  it("an unwritable data directory is refused at start, naming AIGW_DATA_DIR", async () => {
+    const dir = scratchDir("aigw-startup-")
+    fs.writeFileSync(path.join(dir, "file"), "")
+    const line = await configFailure({ AIGW_DATA_DIR: path.join(dir, "file", "data") })
+    expect(line).toContain(`cannot write to the data directory ${path.join(dir, "file", "data")}`)
+    expect(line).toContain("(check AIGW_DATA_DIR)")
+    await Effect.runPromise(ensureWritableDir(path.join(dir, "fresh", "data"), "AIGW_DATA_DIR"))
+    expect(fs.readdirSync(path.join(dir, "fresh", "data"))).toEqual([])
+  })
+
+  it("an unreachable PostgreSQL names the URL without its password and DATABASE_URL", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const srv = net.createServer().listen(0, "127.0.0.1", () => {
+        const { port } = srv.address() as net.AddressInfo
+        srv.close(() => resolve(port))
+      })
+    })
+    const exit = await Effect.runPromiseExit(Layer.build(Database.layerClient(`postgres://u:secret@127.0.0.1:${port}/db`)).pipe(Effect.scoped))
+    if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+    expect(oneLine(describeStartupFailure(exit.cause))).toBe(
+      `aigw: cannot reach the database at postgres://u:***@127.0.0.1:${port}/db: connection refused (check DATABASE_URL)`
+    )
+  })
+
+  it("an unsupported DATABASE_URL scheme names DATABASE_URL", () => {
+    let line = ""
+    try {
+      Database.kindOf("mysql://u:secret@h/db")
+    } catch (e) {
+      line = describeStartupFailure(Cause.die(e))
+    }
+    expect(line).toBe('aigw: unsupported database URL "mysql:…" (DATABASE_URL must start with postgres://, postgresql:// or sqlite:)')
+  })
+})
