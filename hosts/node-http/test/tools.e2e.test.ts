@@ -2,30 +2,9 @@
 import JSZip from "jszip"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { pdfWith } from "../../../packages/core/test/support/pdf.ts"
 import { signUp, type TestAvatar } from "./support/accounts.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
-
-/** A minimal one-page PDF whose content stream draws `text` (offsets computed, so it is valid). */
-const pdfWith = (text: string) => {
-  const content = `BT /F1 18 Tf 72 720 Td (${text}) Tj ET`
-  const objects = [
-    "<< /Type /Catalog /Pages 2 0 R >>",
-    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
-    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
-  ]
-  let out = "%PDF-1.4\n"
-  const offsets: Array<number> = []
-  objects.forEach((o, i) => {
-    offsets.push(out.length)
-    out += `${i + 1} 0 obj\n${o}\nendobj\n`
-  })
-  const xref = out.length
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("")}`
-  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
-  return new Uint8Array(Buffer.from(out, "latin1"))
-}
 
 const docxWith = async (text: string) => {
   const zip = new JSZip()

@@ -19,6 +19,7 @@ import * as Braid from "./Capabilities/Braid.ts"
 import * as Holons from "./Capabilities/Holons.ts"
 import * as Orchestrators from "./Capabilities/Orchestrators.ts"
 import * as CodeExecution from "./Capabilities/CodeExecution.ts"
+import * as Sandboxes from "./Capabilities/Sandboxes.ts"
 import * as GraphRag from "./Capabilities/GraphRag.ts"
 import * as Media from "./Capabilities/Media.ts"
 import * as Memory from "./Capabilities/Memory.ts"
@@ -48,7 +49,7 @@ export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, Webhook
   Layer.provideMerge(Layer.mergeAll(Completions.layer, Embeddings.layer)),
   Layer.provideMerge(Layer.mergeAll(Routing.layer, ChatCalls.layer)),
   Layer.provideMerge(Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer, Metering.layer, layerReplyLimit))
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer, Metering.layer, layerReplyLimit, Sandboxes.layer))
 )
 
 /** What the HTTP application and the MCP toolkit need from their host. */

@@ -11,6 +11,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { pdfBomb, pdfWith } from "../../../../packages/core/test/support/pdf.ts"
 import { scratchDir } from "../../../../packages/core/test/support/scratch.ts"
 import { signUp, type TestAvatar } from "../support/accounts.ts"
 import { LOOP_BLOCKED_MS, MEMORY_EXPLODED_MB, underAttack } from "../support/attack.ts"
@@ -151,6 +152,25 @@ for (const { available, mode } of modes) {
       expect(res.body.result.stdout.length).toBeLessThan(200_000)
       expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
     }, 30_000)
+
+    it("a PDF compression bomb meets the sandbox's limits, not the gateway's", async () => {
+      const bomb = await pdfBomb(768 * 1024 * 1024)
+      expect(bomb.length).toBeLessThan(1024 * 1024)
+      const upload = (bytes: Uint8Array) => {
+        const form = new FormData()
+        form.append("file", new File([bytes as BlobPart], "bomb.pdf", { type: "application/pdf" }))
+        return fetch(`${server.url}/v1/documents/parse`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
+      }
+      const { figures, value: res } = await underAttack(server, () => upload(bomb))
+      expect(res.status).toBe(422)
+      expect((await res.json()).message).toMatch(/sandbox's limits/)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+      expect(figures.peakRssMb - figures.baselineRssMb).toBeLessThan(MEMORY_EXPLODED_MB)
+      // An honest PDF still parses, through the same sandbox.
+      const ok = await upload(pdfWith("Hello from a PDF"))
+      expect(ok.status).toBe(200)
+      expect((await ok.json()).result).toMatchObject({ format: "pdf", pages: 1, text: "Hello from a PDF" })
+    }, 90_000)
 
     it("runs are bounded per avatar (429) and per process (503), with Retry-After", async () => {
       const other = await signUp(server, "sandbox2")

@@ -5,9 +5,9 @@
  * bash needs a remote sandbox (e2b), which is not supported: a clear 422.
  */
 import { Context, Effect, Layer } from "effect"
-import { GatewayConfig } from "../Config.ts"
 import { Busy, NotAvailable, TooManyRequests, Unprocessable } from "../Errors.ts"
-import { type Launcher, makeLauncher, makeSandbox, type RunOutcome, type Sandbox } from "./Sandbox.ts"
+import type { RunOutcome, Sandbox } from "./Sandbox.ts"
+import { Sandboxes } from "./Sandboxes.ts"
 
 export type Language = "python" | "javascript" | "bash"
 
@@ -19,47 +19,8 @@ export interface ExecutionResult extends RunOutcome {
   readonly isolation: string
 }
 
-/** Output beyond this is cut (and said so). */
-export const MAX_OUTPUT = 100_000
-
 const makeService = Effect.gen(function*() {
-  const config = yield* GatewayConfig
-  const { limits } = config
-  /** The sandbox, set up on the first run (probing bubblewrap costs a process start). */
-  let setUp: { readonly launcher: Launcher | { readonly unavailable: string }; readonly sandbox?: Sandbox } | undefined
-  const sandboxNow = Effect.suspend(() => {
-    if (setUp) return Effect.succeed(setUp)
-    const launcher = makeLauncher(config.sandbox, limits.sandboxMemoryMb)
-    setUp = "unavailable" in launcher ? { launcher } : { launcher, sandbox: makeSandbox(launcher, { memoryMb: limits.sandboxMemoryMb, maxOutput: MAX_OUTPUT }) }
-    return setUp.sandbox?.isolation === "process" && config.sandbox === "auto"
-      ? Effect.as(Effect.logWarning("Code sandboxes run without bubblewrap (not installed or not usable here): no network namespace; see docs/security.md"), setUp)
-      : Effect.succeed(setUp)
-  })
-  yield* Effect.addFinalizer(() => Effect.sync(() => setUp?.sandbox?.close()))
-  let running = 0
-  const perAvatar = new Map<string, number>()
-
-  /** Takes a slot for `avatarId`, or says why not. */
-  const acquire = (avatarId: string): Effect.Effect<void, Busy | TooManyRequests> =>
-    Effect.suspend((): Effect.Effect<void, Busy | TooManyRequests> => {
-      const mine = perAvatar.get(avatarId) ?? 0
-      if (mine >= limits.sandboxMaxPerAvatar) {
-        return Effect.fail(new TooManyRequests({ message: `At most ${limits.sandboxMaxPerAvatar} code run(s) at once per avatar; wait for the running one.`, retryAfterSeconds: 1 }))
-      }
-      if (running >= limits.sandboxMaxConcurrent) {
-        return Effect.fail(new Busy({ message: `All ${limits.sandboxMaxConcurrent} code sandboxes are busy; retry shortly.`, retryAfterSeconds: 1 }))
-      }
-      running++
-      perAvatar.set(avatarId, mine + 1)
-      return Effect.void
-    })
-  const release = (avatarId: string) =>
-    Effect.sync(() => {
-      running--
-      const mine = (perAvatar.get(avatarId) ?? 1) - 1
-      if (mine > 0) perAvatar.set(avatarId, mine)
-      else perAvatar.delete(avatarId)
-    })
+  const sandboxes = yield* Sandboxes
 
   type Input = { readonly code: string; readonly language: Language; readonly provider: string; readonly timeoutMs: number }
   type Refusal = Unprocessable | NotAvailable
@@ -74,13 +35,7 @@ const makeService = Effect.gen(function*() {
       if (language === "bash") {
         return Effect.fail(new Unprocessable({ message: "bash needs a remote sandbox provider (e2b), which is not supported yet; use python or javascript." }))
       }
-      return Effect.flatMap(sandboxNow, ({ launcher, sandbox }) => {
-        if ("unavailable" in launcher || !sandbox) return Effect.fail(new NotAvailable({ message: "unavailable" in launcher ? launcher.unavailable : "The code sandbox is not available." }))
-        if (launcher.missing.includes(language)) {
-          return Effect.fail(new NotAvailable({ message: `${language} needs the ${language === "python" ? "pyodide" : "quickjs-emscripten-core"} package, which is not installed in this deployment.` }))
-        }
-        return Effect.succeed({ language, sandbox })
-      })
+      return Effect.map(sandboxes.available(language, language === "python" ? "pyodide" : "quickjs-emscripten-core"), (sandbox) => ({ language, sandbox }))
     })
 
   /** Refusals answered before the call is counted (docs/quota.md). */
@@ -89,14 +44,9 @@ const makeService = Effect.gen(function*() {
   const execute = (input: Input, avatarId: string) =>
     Effect.flatMap(prepare(input), ({ language, sandbox }): Effect.Effect<ExecutionResult, Refusal | Busy | TooManyRequests> => {
       const started = performance.now()
-      return Effect.acquireUseRelease(
-        acquire(avatarId),
-        () =>
-          Effect.tryPromise({
-            try: (signal) => sandbox.run(language, { code: input.code, timeoutMs: input.timeoutMs }, signal),
-            catch: (e) => new NotAvailable({ message: `The code sandbox failed: ${String(e)}` })
-          }).pipe(Effect.map((r): ExecutionResult => ({ ...r, language, durationMs: Math.round(performance.now() - started), provider: "local", isolation: sandbox.isolation }))),
-        () => release(avatarId)
+      return Effect.map(
+        sandboxes.run(sandbox, language, { code: input.code, timeoutMs: input.timeoutMs }, avatarId),
+        (r): ExecutionResult => ({ ...r, language, durationMs: Math.round(performance.now() - started), provider: "local", isolation: sandbox.isolation })
       )
     })
 
@@ -105,4 +55,4 @@ const makeService = Effect.gen(function*() {
 
 export class CodeExecution extends Context.Tag("aigw/CodeExecution")<CodeExecution, Effect.Effect.Success<typeof makeService>>() {}
 
-export const layer = Layer.scoped(CodeExecution, makeService)
+export const layer = Layer.effect(CodeExecution, makeService)

@@ -1,6 +1,8 @@
 /**
- * Document parsing in-process (provider `local`): plain text, Markdown, CSV, JSON and HTML by
- * hand; PDF text with unpdf (PDF.js); DOCX text with mammoth, reading the zip through Zip.ts
+ * Document parsing (provider `local`): plain text, Markdown, CSV, JSON and HTML by hand; PDF text
+ * with unpdf (PDF.js) in a sandbox process (Sandboxes.ts: PDF.js inflates content streams whole,
+ * so a compression bomb meets the sandbox's memory and time limits, not the gateway's); DOCX text
+ * with mammoth, reading the zip through Zip.ts
  * (bounded by AIGW_MAX_INFLATED_BYTES and AIGW_MAX_INFLATE_RATIO: 413 above) rather than its own
  * jszip, which inflates whatever the archive holds. Other formats are refused with the list of
  * supported ones.
@@ -8,6 +10,7 @@
 import { Effect } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, PayloadTooLarge, Unprocessable } from "../Errors.ts"
+import { Sandboxes } from "./Sandboxes.ts"
 import * as Zip from "./Zip.ts"
 
 export type Format = "text" | "markdown" | "csv" | "json" | "html" | "pdf" | "docx"
@@ -99,13 +102,34 @@ const decodeUtf8 = (bytes: Uint8Array) =>
     catch: () => new BadRequest({ message: "file is not valid UTF-8 text" })
   })
 
-export const parse = (input: { readonly file: File; readonly provider: string }) =>
-  Effect.gen(function*() {
+/** A PDF's time in the sandbox, and the most text it may yield. */
+const PDF_TIMEOUT_MS = 30_000
+const PDF_MAX_TEXT = 8 * 1024 * 1024
+
+/** The document's format, or the refusal that depends only on the request (answered before admission). */
+export const validate = (input: { readonly file: File; readonly provider: string }) =>
+  Effect.suspend((): Effect.Effect<Format, Unprocessable> => {
     if (input.provider !== "auto" && input.provider !== "local") {
-      return yield* Effect.fail(new Unprocessable({ message: `Documents are parsed in-process (provider local); provider ${input.provider} is not supported yet.` }))
+      return Effect.fail(new Unprocessable({ message: `Documents are parsed locally (provider local); provider ${input.provider} is not supported yet.` }))
     }
     const format = formatOf(input.file.name, input.file.type)
-    if (!format) return yield* Effect.fail(new Unprocessable({ message: `Unsupported document type (${input.file.name || input.file.type || "unknown"}); supported: ${SUPPORTED}.` }))
+    return format ? Effect.succeed(format) : Effect.fail(new Unprocessable({ message: `Unsupported document type (${input.file.name || input.file.type || "unknown"}); supported: ${SUPPORTED}.` }))
+  })
+
+/** Text per page of an untrusted PDF, read in a sandbox process. */
+const pdfPages = (bytes: Uint8Array, avatarId: string) =>
+  Effect.gen(function*() {
+    const sandboxes = yield* Sandboxes
+    const sandbox = yield* sandboxes.available("pdf", "unpdf")
+    const outcome = yield* sandboxes.run(sandbox, "pdf", { code: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64"), timeoutMs: PDF_TIMEOUT_MS, maxOutput: PDF_MAX_TEXT }, avatarId)
+    if (outcome.exitCode === 0 && outcome.result !== null) return JSON.parse(outcome.result) as { readonly totalPages: number; readonly text: ReadonlyArray<string> }
+    if (outcome.error === "file is not a readable PDF") return yield* Effect.fail(new BadRequest({ message: outcome.error }))
+    return yield* Effect.fail(new Unprocessable({ message: `The PDF could not be read within the sandbox's limits: ${outcome.error ?? "no answer"}.` }))
+  })
+
+export const parse = (input: { readonly file: File; readonly provider: string; readonly avatarId: string }) =>
+  Effect.gen(function*() {
+    const format = yield* validate(input)
     const bytes = new Uint8Array(yield* Effect.promise(() => input.file.arrayBuffer()))
     let text = ""
     const extra: Record<string, unknown> = {}
@@ -131,12 +155,10 @@ export const parse = (input: { readonly file: File; readonly provider: string })
         text = htmlText(yield* decodeUtf8(bytes))
         break
       case "pdf": {
-        const { extractText, getDocumentProxy } = yield* Effect.promise(() => import("unpdf"))
-        const pdf = yield* Effect.tryPromise({ try: () => getDocumentProxy(bytes), catch: () => new BadRequest({ message: "file is not a readable PDF" }) })
-        const pages = yield* Effect.tryPromise({ try: () => extractText(pdf, { mergePages: false }), catch: () => new BadRequest({ message: "could not extract text from the PDF" }) })
+        const pages = yield* pdfPages(bytes, input.avatarId)
         extra.pages = pages.totalPages
         extra.pageTexts = pages.text
-        text = (pages.text as Array<string>).join("\n\n")
+        text = pages.text.join("\n\n")
         break
       }
       case "docx": {

@@ -22,7 +22,8 @@ import { createRequire } from "node:module"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
-export type SandboxLanguage = "python" | "javascript"
+/** An interpreter, or `pdf`: PDF.js (unpdf) reading an untrusted document. */
+export type SandboxLanguage = "python" | "javascript" | "pdf"
 /** `auto`: bubblewrap when it works on this machine, else a plain child process. */
 export type SandboxMode = "auto" | "bwrap" | "process" | "off"
 export type Isolation = "bwrap" | "process"
@@ -88,12 +89,14 @@ const locateRuntime = (): Runtime => {
     quickjs,
     variant: packageDir(require, "@jitl/quickjs-wasmfile-release-sync"),
     ffi: packageDir(quickjsRequire, "@jitl/quickjs-ffi-types"),
-    pyodide: packageDir(require, "pyodide")
+    pyodide: packageDir(require, "pyodide"),
+    unpdf: packageDir(require, "unpdf")
   }
   const missing = [
     ...(fs.existsSync(runner) ? [] : ["the sandbox runner"]),
     ...(dirs.quickjs && dirs.variant && dirs.ffi ? [] : ["javascript"]),
-    ...(dirs.pyodide ? [] : ["python"])
+    ...(dirs.pyodide ? [] : ["python"]),
+    ...(dirs.unpdf ? [] : ["pdf"])
   ]
   return {
     runner: fs.existsSync(runner) ? fs.realpathSync(runner) : runner,
@@ -267,14 +270,23 @@ const start = (launcher: Launcher, language: SandboxLanguage): SandboxProcess =>
 const endedWithout = (e: { code: number | null; signal: NodeJS.Signals | null; stderr: string }, memoryMb: number): string => {
   if (e.signal === "SIGXCPU") return "CPU time limit exceeded"
   if (/out of memory|Allocation failed|heap limit|OOM/i.test(e.stderr) || e.code === 134) return `memory limit of ${memoryMb} MB exceeded`
+  // A failed allocation under the address-space limit often ends V8 with a segmentation fault.
+  if (e.code === 139 || e.signal === "SIGSEGV" || e.signal === "SIGABRT") return `the sandbox process crashed, most likely at its memory limit of ${memoryMb} MB`
   if (e.signal === "SIGKILL") return "the sandbox process was killed (output or memory limit)"
   return `the sandbox process ended unexpectedly (${e.signal ?? `exit ${e.code}`})`
+}
+
+/** One job: `code` is the program (for `pdf`, the document in base64); `maxOutput` overrides the default cut. */
+export interface SandboxJob {
+  readonly code: string
+  readonly timeoutMs: number
+  readonly maxOutput?: number
 }
 
 export interface Sandbox {
   readonly isolation: Isolation
   /** Runs `code`; the promise never rejects for the program's own failures. `signal` kills the run. */
-  readonly run: (language: SandboxLanguage, job: { code: string; timeoutMs: number }, signal?: AbortSignal) => Promise<RunOutcome>
+  readonly run: (language: SandboxLanguage, job: SandboxJob, signal?: AbortSignal) => Promise<RunOutcome>
   /** Kills the warm processes. */
   readonly close: () => void
 }
@@ -310,7 +322,7 @@ export const makeSandbox = (launcher: Launcher, limits: SandboxLimits): Sandbox 
     return fresh
   }
 
-  const run = (language: SandboxLanguage, job: { code: string; timeoutMs: number }, signal?: AbortSignal) =>
+  const run = (language: SandboxLanguage, job: SandboxJob, signal?: AbortSignal) =>
     new Promise<RunOutcome>((resolve) => {
       const proc = take(language)
       let settled = false
@@ -341,7 +353,7 @@ export const makeSandbox = (launcher: Launcher, limits: SandboxLimits): Sandbox 
           // QuickJS stops itself at the deadline; the kill is the hard bound for both languages.
           const grace = language === "javascript" ? 1_000 : 0
           timer = setTimeout(() => finish(failed(`time limit of ${job.timeoutMs} ms exceeded`, true)), job.timeoutMs + grace)
-          proc.child.stdin!.end(`${JSON.stringify({ code: job.code, timeoutMs: job.timeoutMs, memoryMb: limits.memoryMb, maxOutput: limits.maxOutput })}\n`)
+          proc.child.stdin!.end(`${JSON.stringify({ code: job.code, timeoutMs: job.timeoutMs, memoryMb: limits.memoryMb, maxOutput: job.maxOutput ?? limits.maxOutput })}\n`)
         },
         (e: Error) => finish(failed(`the sandbox could not start: ${e.message}`))
       )

@@ -9,6 +9,15 @@ import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
 
 
+/** The parse request from its multipart form, or what is wrong with it. */
+const documentInput = (form: FormData) =>
+  Effect.suspend(() => {
+    const file = form.get("file")
+    if (!(file instanceof File) || file.size === 0) return Effect.fail(new BadRequest({ message: "file (a non-empty document) is required" }))
+    const provider = form.get("provider")
+    return Effect.succeed({ file, provider: typeof provider === "string" && provider ? provider : "auto" })
+  })
+
 export const toolRoutes = [
   authed({
     method: "POST",
@@ -33,13 +42,8 @@ export const toolRoutes = [
     metered: true,
     rawBody: true,
     summary: `Parse a document (multipart \`file\`; ${Documents.SUPPORTED}) into text (plus rows for CSV, data for JSON, pages for PDF)`,
-    handle: ({ form }) =>
-      Effect.gen(function*() {
-        const file = form!.get("file")
-        if (!(file instanceof File) || file.size === 0) return yield* Effect.fail(new BadRequest({ message: "file (a non-empty document) is required" }))
-        const provider = form!.get("provider")
-        return yield* Documents.parse({ file, provider: typeof provider === "string" && provider ? provider : "auto" })
-      })
+    check: ({ form }) => Effect.flatMap(documentInput(form!), Documents.validate),
+    handle: ({ avatar, form }) => Effect.flatMap(documentInput(form!), (input) => Documents.parse({ ...input, avatarId: avatar.id }))
   }),
   authed({
     method: "POST",

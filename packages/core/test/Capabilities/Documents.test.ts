@@ -1,7 +1,8 @@
 /** DOCX parsing through the bounded zip reader: normal documents, bombs refused before inflating, lying sizes refused while inflating. */
-import { Effect, Either } from "effect"
+import { Effect, Either, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Documents from "../../src/Capabilities/Documents.ts"
+import * as Sandboxes from "../../src/Capabilities/Sandboxes.ts"
 import * as Zip from "../../src/Capabilities/Zip.ts"
 import * as GatewayConfig from "../../src/Config.ts"
 import { bombEntry, docxBomb, docxOf, docxWithText, DOCUMENT_HEAD, DOCUMENT_TAIL, entry, zipOf } from "../support/zip.ts"
@@ -11,8 +12,8 @@ const limits = { ...GatewayConfig.defaultLimits, maxInflatedBytes: 4 * 1024 * 10
 
 const parse = (bytes: Buffer) =>
   Effect.runPromise(
-    Effect.either(Documents.parse({ file: new File([new Uint8Array(bytes)], "doc.docx", { type: DOCX }), provider: "auto" })).pipe(
-      Effect.provide(GatewayConfig.layer({ limits }))
+    Effect.either(Documents.parse({ file: new File([new Uint8Array(bytes)], "doc.docx", { type: DOCX }), provider: "auto", avatarId: "a" })).pipe(
+      Effect.provide(Sandboxes.layer.pipe(Layer.provideMerge(GatewayConfig.layer({ limits }))))
     )
   )
 

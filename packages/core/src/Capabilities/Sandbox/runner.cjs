@@ -1,8 +1,8 @@
 "use strict"
 /**
  * The program inside a sandbox process (started by Sandbox.ts, never in the gateway's process).
- * It loads one interpreter (QuickJS or Pyodide, both WebAssembly), locks the process down, then
- * runs one untrusted program and exits.
+ * It loads one interpreter (QuickJS or Pyodide, both WebAssembly) or PDF.js, locks the process
+ * down, then runs one untrusted program (or reads one untrusted PDF) and exits.
  *
  * Protocol on the pipes: argv[2] is the language, argv[3] the interpreter packages' directories; this process writes `{"type":"ready"}` once the
  * interpreter is loaded, reads one job line `{ code, timeoutMs, memoryMb, maxOutput }` from stdin,
@@ -153,8 +153,32 @@ const loadPython = async () => {
   }
 }
 
+/** A PDF's text per page with PDF.js (unpdf); the document arrives in base64 as the job's code. */
+const loadPdf = async () => {
+  const { extractText, getDocumentProxy } = require(modules.unpdf)
+  return async (job) => {
+    const base = { stdout: "", stderr: "", timedOut: false }
+    let pdf
+    try {
+      pdf = await getDocumentProxy(new Uint8Array(Buffer.from(job.code, "base64")))
+    } catch {
+      return { ...base, result: null, exitCode: 1, error: "file is not a readable PDF" }
+    }
+    try {
+      const pages = await extractText(pdf, { mergePages: false })
+      const result = JSON.stringify({ totalPages: pages.totalPages, text: pages.text })
+      if (result.length > job.maxOutput) return { ...base, result: null, exitCode: 1, error: `the PDF's text exceeds ${job.maxOutput} characters` }
+      return { ...base, result, exitCode: 0, error: null }
+    } catch {
+      return { ...base, result: null, exitCode: 1, error: "could not extract text from the PDF" }
+    }
+  }
+}
+
+const loaders = { python: loadPython, javascript: loadJavascript, pdf: loadPdf }
+
 const main = async () => {
-  const run = language === "python" ? await loadPython() : await loadJavascript()
+  const run = await loaders[language]()
   lockDown()
   writeLine({ type: "ready" })
   let buffered = ""

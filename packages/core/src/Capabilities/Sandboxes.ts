@@ -1,0 +1,81 @@
+/**
+ * The gateway's sandboxes as a service: set up on first use (Sandbox.ts: isolation, processes),
+ * bounded per process (503 Busy when every slot is taken) and per avatar (429). Everything that
+ * runs untrusted input in a child process goes through here: code (CodeExecution) and PDF
+ * documents (Documents).
+ */
+import { Context, Effect, Layer } from "effect"
+import { GatewayConfig } from "../Config.ts"
+import { Busy, NotAvailable, TooManyRequests } from "../Errors.ts"
+import { type Launcher, makeLauncher, makeSandbox, type RunOutcome, type Sandbox, type SandboxLanguage } from "./Sandbox.ts"
+
+/** Output beyond this is cut (and said so). */
+export const MAX_OUTPUT = 100_000
+
+const makeService = Effect.gen(function*() {
+  const config = yield* GatewayConfig
+  const { limits } = config
+  /** The sandbox, set up on the first run (probing bubblewrap costs a process start). */
+  let setUp: { readonly launcher: Launcher | { readonly unavailable: string }; readonly sandbox?: Sandbox } | undefined
+  const sandboxNow = Effect.suspend(() => {
+    if (setUp) return Effect.succeed(setUp)
+    const launcher = makeLauncher(config.sandbox, limits.sandboxMemoryMb)
+    setUp = "unavailable" in launcher ? { launcher } : { launcher, sandbox: makeSandbox(launcher, { memoryMb: limits.sandboxMemoryMb, maxOutput: MAX_OUTPUT }) }
+    return setUp.sandbox?.isolation === "process" && config.sandbox === "auto"
+      ? Effect.as(Effect.logWarning("Sandboxes run without bubblewrap (not installed or not usable here): no network namespace; see docs/security.md"), setUp)
+      : Effect.succeed(setUp)
+  })
+  yield* Effect.addFinalizer(() => Effect.sync(() => setUp?.sandbox?.close()))
+
+  /** The sandbox that runs `language`, or why there is none (answered before admission). */
+  const available = (language: SandboxLanguage, packageName: string) =>
+    Effect.flatMap(sandboxNow, ({ launcher, sandbox }): Effect.Effect<Sandbox, NotAvailable> => {
+      if ("unavailable" in launcher || !sandbox) return Effect.fail(new NotAvailable({ message: "unavailable" in launcher ? launcher.unavailable : "The sandbox is not available." }))
+      if (launcher.missing.includes(language)) {
+        return Effect.fail(new NotAvailable({ message: `${language} needs the ${packageName} package, which is not installed in this deployment.` }))
+      }
+      return Effect.succeed(sandbox)
+    })
+
+  let running = 0
+  const perAvatar = new Map<string, number>()
+  /** Takes a slot for `avatarId`, or says why not. */
+  const acquire = (avatarId: string) =>
+    Effect.suspend((): Effect.Effect<void, Busy | TooManyRequests> => {
+      const mine = perAvatar.get(avatarId) ?? 0
+      if (mine >= limits.sandboxMaxPerAvatar) {
+        return Effect.fail(new TooManyRequests({ message: `At most ${limits.sandboxMaxPerAvatar} sandbox run(s) at once per avatar; wait for the running one.`, retryAfterSeconds: 1 }))
+      }
+      if (running >= limits.sandboxMaxConcurrent) {
+        return Effect.fail(new Busy({ message: `All ${limits.sandboxMaxConcurrent} sandboxes are busy; retry shortly.`, retryAfterSeconds: 1 }))
+      }
+      running++
+      perAvatar.set(avatarId, mine + 1)
+      return Effect.void
+    })
+  const release = (avatarId: string) =>
+    Effect.sync(() => {
+      running--
+      const mine = (perAvatar.get(avatarId) ?? 1) - 1
+      if (mine > 0) perAvatar.set(avatarId, mine)
+      else perAvatar.delete(avatarId)
+    })
+
+  /** Runs one job in a slot of `avatarId`; an interruption kills the sandbox process. */
+  const run = (sandbox: Sandbox, language: SandboxLanguage, job: { readonly code: string; readonly timeoutMs: number; readonly maxOutput?: number }, avatarId: string) =>
+    Effect.acquireUseRelease(
+      acquire(avatarId),
+      () =>
+        Effect.tryPromise({
+          try: (signal) => sandbox.run(language, job, signal),
+          catch: (e) => new NotAvailable({ message: `The sandbox failed: ${String(e)}` })
+        }),
+      () => release(avatarId)
+    ) as Effect.Effect<RunOutcome, NotAvailable | Busy | TooManyRequests>
+
+  return { available, run }
+})
+
+export class Sandboxes extends Context.Tag("aigw/Sandboxes")<Sandboxes, Effect.Effect.Success<typeof makeService>>() {}
+
+export const layer = Layer.scoped(Sandboxes, makeService)
