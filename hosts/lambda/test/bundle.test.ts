@@ -7,7 +7,6 @@
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import { builtinModules, createRequire } from "node:module"
-import * as os from "node:os"
 import * as path from "node:path"
 import type { Readable } from "node:stream"
 import { fileURLToPath } from "node:url"

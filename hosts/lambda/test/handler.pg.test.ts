@@ -6,7 +6,6 @@
  * RESPONSE_STREAM), a base64 request body, one runtime per container, and the scheduled handler.
  */
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"

@@ -154,7 +154,7 @@ describe("edge attacks", () => {
         const message = route.includes("/openai/") ? body.error.message : body.message
         expect(message, route).toBe("Invalid request body: JSON nested deeper than 64 levels.")
       }
-      for (const headers of [{}, { "x-api-key": user.apiKey }]) {
+      for (const headers of [{}, { "x-api-key": user.apiKey }] as Array<Record<string, string>>) {
         const mcp = await rpc(server, DEEP, headers)
         expect(mcp.status).toBe(400)
         expectRpcError(mcp.body, null, [-32700, -32600])

@@ -8,7 +8,6 @@
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
-import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { pdfBomb, pdfWith } from "../../../../packages/core/test/support/pdf.ts"

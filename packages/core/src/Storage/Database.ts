@@ -29,12 +29,11 @@ export const kindOf = (url: string): DatabaseKind => {
  */
 export const layerClient = (url: string, options: { maxConnections?: number } = {}): Layer.Layer<SqlClient.SqlClient> => {
   // A failed connection names the URL (without its password) and the variable to fix.
-  const unavailable = (what: string) =>
-    Layer.catchAllCause((cause: Cause.Cause<unknown>): Layer.Layer<unknown, unknown> =>
+  const unavailable = (what: string) => <A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, unknown, R> =>
+    Layer.catchAllCause(layer, (cause) =>
       Cause.isInterruptedOnly(cause)
-        ? Layer.failCause(cause)
-        : Layer.fail(startupError(`${what} ${redactUrls(url)}: ${reasonOf(Cause.squash(cause))}`, "check DATABASE_URL"))
-    )
+        ? Layer.failCause(cause as Cause.Cause<unknown>)
+        : Layer.fail<unknown>(startupError(`${what} ${redactUrls(url)}: ${reasonOf(Cause.squash(cause))}`, "check DATABASE_URL")))
   if (kindOf(url) === "pg") {
     return Postgres.layer(url, options.maxConnections ?? 10).pipe(unavailable("cannot reach the database at"), Layer.orDie)
   }

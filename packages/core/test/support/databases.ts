@@ -3,8 +3,6 @@
  * AIGW_TEST_PG_URL (.ci/run starts one). In CI a missing URL fails loudly; locally the
  * PostgreSQL suites are skipped with a warning.
  */
-import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
 import { scratchDir } from "./scratch.ts"

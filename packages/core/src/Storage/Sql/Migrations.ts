@@ -5,6 +5,7 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 
 /** Runs each `;`-separated statement on its own (SQLite prepares one statement at a time). */
@@ -193,22 +194,19 @@ const migrator = Migrator.make({})({ loader: Migrator.fromRecord(migrations), ta
  * under it (inside the transaction the Migrator's own probe-then-create would abort it on a miss);
  * on SQLite the client's `BEGIN IMMEDIATE` (Sqlite.ts) takes the write lock and others wait on it.
  */
-export const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql.withTransaction(
-    Effect.zipRight(
-      sql.onDialectOrElse({
-        pg: () =>
-          Effect.zipRight(
-            sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`,
-            // The Migrator's own PostgreSQL definition of the table.
-            sql`CREATE TABLE IF NOT EXISTS ${sql(TABLE)} (
-              migration_id integer primary key,
-              created_at timestamp with time zone not null default now(),
-              name text not null
-            )`
-          ),
-        orElse: () => Effect.void
-      }),
-      migrator
-    )
-  ))
+export const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) => {
+  const lock: Effect.Effect<unknown, SqlError> = sql.onDialectOrElse({
+    pg: () =>
+      Effect.zipRight(
+        sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`,
+        // The Migrator's own PostgreSQL definition of the table.
+        sql`CREATE TABLE IF NOT EXISTS ${sql(TABLE)} (
+          migration_id integer primary key,
+          created_at timestamp with time zone not null default now(),
+          name text not null
+        )`
+      ),
+    orElse: () => Effect.void
+  })
+  return sql.withTransaction(Effect.zipRight(lock, migrator))
+})
