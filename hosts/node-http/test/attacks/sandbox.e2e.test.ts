@@ -35,7 +35,10 @@ const escapes = (marker: string, secretFile: string, port: number) => ({
   udp: `return import('node:dgram').then(m => new Promise((res, rej) => { const s = m.createSocket('udp4'); s.send('x', ${port}, '127.0.0.1', (e) => e ? rej(e) : res('sent')) }))`,
   kill_parent: `return import('node:process').then(m => { m.default.kill(m.default.ppid, 'SIGKILL'); return 'killed' })`,
   worker: `return import('node:worker_threads').then(m => { new m.Worker('1', { eval: true }); return 'worker' })`,
-  inspector: `return import('node:inspector').then(m => { m.open(0); return m.url() })`
+  inspector: `return import('node:inspector').then(m => { m.open(0); return m.url() })`,
+  wasi: `return import('node:wasi').then(m => { new m.WASI({ version: 'preview1', preopens: { '/': '/' } }); return 'wasi' })`,
+  v8_flags: `return import('node:v8').then(m => { m.setFlagsFromString('--allow-natives-syntax'); return 'flags set' })`,
+  setuid: `return import('node:process').then(m => { m.default.setuid(0); return 'uid 0' })`
 })
 
 /** Python that tries each escape and prints "<name>: ESCAPED ..." for every one that worked. */

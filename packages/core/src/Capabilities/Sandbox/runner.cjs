@@ -55,6 +55,9 @@ const lockDown = () => {
   process._kill = refuse("process.kill")
   process.dlopen = refuse("native addons")
   process.chdir = refuse("process.chdir")
+  for (const m of ["setuid", "setgid", "seteuid", "setegid", "setgroups", "initgroups"]) process[m] = refuse(`process.${m}`)
+  // Runtime V8 flags (e.g. --allow-natives-syntax) would open the engine's internals to the program.
+  require("node:v8").setFlagsFromString = refuse("v8.setFlagsFromString")
   for (const name of ["process", "fetch", "WebSocket", "EventSource", "Request", "Response", "Headers", "FormData", "navigator", "global"]) {
     try {
       delete globalThis[name]
