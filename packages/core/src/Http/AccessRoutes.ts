@@ -7,6 +7,7 @@ import { Forbidden } from "../Errors.ts"
 import { Plan, PlanNames } from "../Plans.ts"
 import { Usage } from "../Usage.ts"
 import { authed, Reply } from "./Route.ts"
+import { ApiKeyCreated, ApiKeyList, ApiKeyRevoked, CostEstimate, ModelDetail, ModelList, OpenServModelList, PlanSet, ProviderList, UsageSummary } from "./ResponseSchemas.ts"
 
 const PlanQuery = Plan.annotations({
   message: () => `plan must be one of ${PlanNames.join(", ")}`
@@ -27,6 +28,7 @@ export const accessRoutes = [
   authed({
     method: "POST",
     path: "/v1/keys",
+    success: ApiKeyCreated,
     tag: "API keys",
     summary: "Create an API key for the calling avatar (the secret is shown only in this answer)",
     body: KeyBody,
@@ -38,6 +40,7 @@ export const accessRoutes = [
   authed({
     method: "GET",
     path: "/v1/keys",
+    success: ApiKeyList,
     tag: "API keys",
     summary: "List the calling avatar's API keys (no secrets)",
     handle: ({ caller }) => Effect.flatMap(ApiKeys, (k) => k.list(caller.id))
@@ -45,6 +48,7 @@ export const accessRoutes = [
   authed({
     method: "DELETE",
     path: "/v1/keys/:id",
+    success: ApiKeyRevoked,
     tag: "API keys",
     summary: "Revoke one of the calling avatar's API keys",
     handle: ({ caller, params }) =>
@@ -53,6 +57,7 @@ export const accessRoutes = [
   authed({
     method: "PUT",
     path: "/v1/admin/avatars/:id/plan",
+    success: PlanSet,
     tag: "Plans",
     summary: "Set an avatar's plan (Admin only)",
     body: Schema.Struct({ plan: PlanQuery }),
@@ -66,6 +71,7 @@ export const accessRoutes = [
   authed({
     method: "GET",
     path: "/v1/usage",
+    success: UsageSummary,
     tag: "Usage",
     summary: "Usage summary of the calling avatar",
     description:
@@ -76,6 +82,7 @@ export const accessRoutes = [
   authed({
     method: "GET",
     path: "/v1/models",
+    success: ModelList,
     tag: "Catalogue",
     summary: "Model catalogue, optionally filtered to the models available on a plan",
     query: Schema.Struct({ plan: Schema.optional(PlanQuery) }),
@@ -84,6 +91,7 @@ export const accessRoutes = [
   authed({
     method: "GET",
     path: "/v1/models/*",
+    success: ModelDetail,
     tag: "Catalogue",
     summary: "Detail of one model (ids with `/` may be sent as is or URL-encoded)",
     handle: ({ params }) => getModel(safeDecode(params["*"] ?? ""))
@@ -91,6 +99,7 @@ export const accessRoutes = [
   authed({
     method: "GET",
     path: "/v1/providers",
+    success: ProviderList,
     tag: "Catalogue",
     summary: "All providers with minimum plan, endpoint types, configuration and live status",
     handle: () => listProviders
@@ -98,6 +107,7 @@ export const accessRoutes = [
   authed({
     method: "GET",
     path: "/v1/openserv/models",
+    success: OpenServModelList,
     tag: "Catalogue",
     envelope: "none",
     summary: "Chat models in the third-party catalogue format (a bare array, not enveloped)",
@@ -106,6 +116,7 @@ export const accessRoutes = [
   authed({
     method: "POST",
     path: "/v1/estimate",
+    success: CostEstimate,
     tag: "Cost",
     summary: "Estimate the cost of a call from token counts and catalogue prices",
     body: EstimateRequest,

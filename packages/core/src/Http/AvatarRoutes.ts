@@ -8,6 +8,7 @@ import { BadRequest, type GatewayError, statusOf } from "../Errors.ts"
 import { Plan } from "../Plans.ts"
 import * as Pages from "./Pages.ts"
 import { authed, decoderNow, open, readText, Reply } from "./Route.ts"
+import { AuthResult, AvatarList, AvatarOrPublicView, AvatarView } from "./ResponseSchemas.ts"
 
 const tag = "Avatar accounts"
 const envelope = "avatar" as const
@@ -93,6 +94,7 @@ export const avatarRoutes = [
   open({
     method: "POST",
     path: "/api/avatar/register",
+    success: AvatarView,
     tag,
     envelope,
     summary: "Register an avatar",
@@ -109,6 +111,7 @@ export const avatarRoutes = [
   open({
     method: "POST",
     path: "/api/avatar/authenticate",
+    success: AuthResult,
     tag,
     envelope,
     summary: "Log in and get a JWT (valid 7 days)",
@@ -129,6 +132,7 @@ export const avatarRoutes = [
   open({
     method: "GET",
     path: "/api/avatar/verify-email",
+    success: AvatarView,
     tag,
     envelope,
     summary: "Verify an e-mail address with the token from the e-mail",
@@ -149,6 +153,7 @@ export const avatarRoutes = [
   open({
     method: "POST",
     path: "/api/avatar/resend-verification-email/:email",
+    success: Schema.Null,
     tag,
     envelope,
     summary: "Send the verification e-mail again (at most 3 per hour per address)",
@@ -162,6 +167,7 @@ export const avatarRoutes = [
   open({
     method: "POST",
     path: "/api/avatar/forgot-password",
+    success: Schema.Null,
     tag,
     envelope,
     summary: "Send a password-reset e-mail",
@@ -184,6 +190,7 @@ export const avatarRoutes = [
   open({
     method: "POST",
     path: "/api/avatar/reset-password",
+    success: Schema.Null,
     tag,
     envelope,
     summary: "Reset the password with the token from the e-mail",
@@ -208,6 +215,7 @@ export const avatarRoutes = [
   authed({
     method: "GET",
     path: "/api/avatar",
+    success: AvatarList,
     tag,
     envelope,
     summary: "List all avatars (Admin only)",
@@ -217,6 +225,7 @@ export const avatarRoutes = [
   authed({
     method: "GET",
     path: "/api/avatar/:id",
+    success: AvatarOrPublicView,
     tag,
     envelope,
     summary: "Read an avatar profile",
@@ -230,6 +239,7 @@ export const avatarRoutes = [
   authed({
     method: "PUT",
     path: "/api/avatar/:id",
+    success: AvatarView,
     tag,
     envelope,
     summary: "Update an avatar (owner or Admin)",
@@ -250,6 +260,7 @@ export const avatarRoutes = [
   authed({
     method: "DELETE",
     path: "/api/avatar/:id",
+    success: AvatarView,
     tag,
     envelope,
     summary: "Soft-delete an avatar (Admin only)",

@@ -6,6 +6,7 @@ import { BadRequest } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import type { ChatMessage } from "../Providers/Chat.ts"
 import { authed } from "./Route.ts"
+import { CompletionResult } from "./ResponseSchemas.ts"
 
 const tag = "Completions"
 
@@ -195,6 +196,7 @@ export const completionRoutes = [
   authed({
     method: "POST",
     path: "/v1/complete",
+    success: CompletionResult,
     tag,
     metered: true,
     summary: "Chat completion, routed to the named provider or the best fit for the plan (auto)",
@@ -220,6 +222,7 @@ export const completionRoutes = [
   authed({
     method: "POST",
     path: "/v1/complete/tool-result",
+    success: CompletionResult,
     tag,
     metered: true,
     summary: "Continue a tool-calling loop: the history holds assistant tool calls and role=tool results",

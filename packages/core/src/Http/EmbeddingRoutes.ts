@@ -2,11 +2,13 @@
 import { Effect } from "effect"
 import { Embeddings, EmbeddingsBody } from "../Capabilities/Embeddings.ts"
 import { authed } from "./Route.ts"
+import { EmbeddingsResult } from "./ResponseSchemas.ts"
 
 export const embeddingRoutes = [
   authed({
     method: "POST",
     path: "/v1/embeddings",
+    success: EmbeddingsResult,
     tag: "Embeddings",
     metered: true,
     summary: "Embed texts with the named provider/model or the best fit for the plan (auto)",

@@ -10,6 +10,7 @@ import { BadRequest } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Content, inputOf, MAX_CONTENT, MaxTokens, openStream, sseFrame, Temperature, type ToolResultBody, Tools, WireToolCall } from "./CompletionRoutes.ts"
 import { authed } from "./Route.ts"
+import { ChatCompletion, OpenAiModelList } from "./ResponseSchemas.ts"
 
 const tag = "OpenAI-compatible"
 
@@ -181,6 +182,7 @@ export const openAiRoutes = [
   authed({
     method: "POST",
     path: "/openai/v1/chat/completions",
+    success: ChatCompletion,
     tag,
     envelope: "openai",
     metered: true,
@@ -197,6 +199,7 @@ export const openAiRoutes = [
   authed({
     method: "GET",
     path: "/openai/v1/models",
+    success: OpenAiModelList,
     tag,
     envelope: "openai",
     summary: "OpenAI model list of the catalogue's chat models",

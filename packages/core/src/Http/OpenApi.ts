@@ -3,31 +3,177 @@ import { JSONSchema, Option, Schema } from "effect"
 import type { Route } from "./Route.ts"
 import { escapeHtml } from "./Pages.ts"
 
-const toOpenApiPath = (path: string) => path.replace(/:(\w+)/g, "{$1}")
+const toOpenApiPath = (path: string) => path.replace(/:(\w+)/g, "{$1}").replace(/\/\*$/, "/{path}")
 
-const schemaOf = (s: Schema.Schema.Any): Record<string, unknown> => {
+type Json = Record<string, unknown>
+
+/** A schema's JSON Schema with its own `$defs` (`#/$defs/X` references), or `{}` when it has none. */
+const jsonSchemaOf = (s: Schema.Schema.Any, additionalProperties: "allow" | "strict" = "strict"): Json => {
   try {
-    return JSONSchema.make(s as Schema.Schema<unknown, unknown>, { target: "openApi3.1" }) as unknown as Record<string, unknown>
+    const definitions: Record<string, JSONSchema.JsonSchema7> = {}
+    const root = JSONSchema.fromAST(s.ast, { definitions, target: "openApi3.1", additionalPropertiesStrategy: additionalProperties }) as unknown as Json
+    return Object.keys(definitions).length > 0 ? { ...root, $defs: definitions } : root
   } catch {
     return {}
   }
 }
 
-const envelopeSchema = (kind: Route["envelope"], result: Record<string, unknown>) =>
+/** For the HTML page: the schema's own properties. */
+const schemaOf = (s: Schema.Schema.Any): Json => jsonSchemaOf(s, "allow")
+
+const canonical = (value: unknown): string =>
+  Array.isArray(value)
+    ? `[${value.map(canonical).join(",")}]`
+    : value !== null && typeof value === "object"
+    ? `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Json)[k])}`).join(",")}}`
+    : JSON.stringify(value)
+
+/**
+ * Rewrites a JSON Schema: `#/$defs/X` references through `names`, and Effect's marker
+ * `$id`s (`/schemas/unknown`, …: they would change the base URI of references) dropped.
+ */
+const rewrite = (value: unknown, names: ReadonlyMap<string, string>): unknown => {
+  if (Array.isArray(value)) return value.map((v) => rewrite(v, names))
+  if (value === null || typeof value !== "object") return value
+  const out: Json = {}
+  for (const [k, v] of Object.entries(value)) {
+    if (k === "$ref" && typeof v === "string" && v.startsWith("#/$defs/")) {
+      const name = decodeURIComponent(v.slice("#/$defs/".length)).replace(/~1/g, "/").replace(/~0/g, "~")
+      out[k] = `#/components/schemas/${names.get(name) ?? name}`
+    } else if (k === "$id" && typeof v === "string" && v.startsWith("/schemas/")) {
+      continue
+    } else if (k === "$schema") {
+      continue
+    } else out[k] = rewrite(v, names)
+  }
+  return out
+}
+
+/**
+ * The shared `components.schemas`: every `$defs` entry of every schema is hoisted here under a
+ * unique name; an identical definition met again (from another route) is shared, a different
+ * one under a taken name gets a numbered name (`X_2`).
+ */
+class Components {
+  readonly schemas: Record<string, Json> = {}
+
+  /** The schema of `s` with its definitions hoisted and its references pointing at them. */
+  add(s: Schema.Schema.Any, additionalProperties: "allow" | "strict" = "strict"): Json {
+    const { $defs, ...root } = jsonSchemaOf(s, additionalProperties) as Json & { $defs?: Record<string, Json> }
+    const defs = Object.entries($defs ?? {})
+    const sanitize = (n: string) => n.replace(/[^A-Za-z0-9._-]/g, "_") || "Schema"
+    const names = new Map(defs.map(([n]) => [n, sanitize(n)]))
+    // Names settle when every definition is either new or identical to the one already there.
+    for (let round = 0; round < 100; round++) {
+      let changed = false
+      for (const [n, def] of defs) {
+        const name = names.get(n)!
+        const existing = this.schemas[name]
+        if (existing !== undefined && canonical(existing) !== canonical(rewrite(def, names))) {
+          const base = sanitize(n)
+          let i = 2
+          while (
+            this.schemas[`${base}_${i}`] !== undefined && canonical(this.schemas[`${base}_${i}`]) !== canonical(rewrite(def, names)) ||
+            [...names].some(([other, taken]) => other !== n && taken === `${base}_${i}`)
+          ) i++
+          names.set(n, `${base}_${i}`)
+          changed = true
+        }
+      }
+      if (!changed) break
+    }
+    for (const [n, def] of defs) this.schemas[names.get(n)!] ??= rewrite(def, names) as Json
+    return rewrite(root, names) as Json
+  }
+
+  /** A named schema written by hand; a reference to it. */
+  named(name: string, schema: Json): Json {
+    this.schemas[name] = schema
+    return { $ref: `#/components/schemas/${name}` }
+  }
+}
+
+/** The success body: the envelope of the route's API around `result` (raw routes: `result` itself). */
+const successBody = (kind: Route["envelope"], result: Json): Json =>
   kind === "none" || kind === "openai"
     ? result
     : {
       type: "object",
-      required: ["isError", "message", "result"],
+      required: kind === "avatar" ? ["isError", "isWarning", "message", "detailedMessage", "result"] : ["isError", "message", "result"],
       properties: {
-        isError: { type: "boolean" },
-        message: { type: ["string", "null"] },
+        isError: { type: "boolean", const: false },
+        message: kind === "avatar" ? { type: "string" } : { type: ["string", "null"] },
         result,
         ...(kind === "avatar" ? { isWarning: { type: "boolean" }, detailedMessage: { type: "string" } } : {})
       }
     }
 
+const errorSchemas = (c: Components) => ({
+  gateway: c.named("ErrorEnvelope", {
+    type: "object",
+    description: "A gateway failure: `isError` true, the reason in `message`, `result` null.",
+    required: ["isError", "message", "result"],
+    properties: { isError: { type: "boolean", const: true }, message: { type: "string" }, result: { type: "null" } }
+  }),
+  avatar: c.named("AvatarErrorEnvelope", {
+    type: "object",
+    description: "An avatar API failure: `isError` true, the reason in `message` (details in `detailedMessage`), `result` null.",
+    required: ["isError", "isWarning", "message", "detailedMessage", "result"],
+    properties: {
+      isError: { type: "boolean", const: true },
+      isWarning: { type: "boolean" },
+      message: { type: "string" },
+      detailedMessage: { type: "string" },
+      result: { type: "null" }
+    }
+  }),
+  openai: c.named("OpenAiError", {
+    type: "object",
+    description: "An OpenAI-shaped failure of the /openai/v1 surface; `code` is the gateway's error kind.",
+    required: ["error"],
+    properties: {
+      error: {
+        type: "object",
+        required: ["message", "type", "code"],
+        properties: { message: { type: "string" }, type: { type: "string" }, code: { type: "string" } }
+      }
+    }
+  })
+})
+
+const errorStatuses: Record<string, string> = {
+  "400": "Bad request: malformed JSON, a field of the wrong type or out of range (the message names them)",
+  "401": "Missing, invalid or expired credentials",
+  "403": "Authenticated, but not allowed (plan, role or ownership)",
+  "404": "No such resource, model or provider",
+  "409": "Conflict with the current state (e.g. the e-mail is taken)",
+  "413": "Request body above the configured size limit",
+  "422": "Well-formed but refused (e.g. a provider that is not configured, a model of the wrong kind)",
+  "429": "Daily quota exhausted or too many requests; see Retry-After",
+  "500": "Unexpected failure",
+  "502": "The upstream provider failed",
+  "503": "At capacity (retry after Retry-After) or a dependency is unavailable",
+  "504": "The upstream provider timed out"
+}
+
+/** The error statuses an operation documents: what its declaration can lead to. */
+const errorStatusesOf = (r: Route): Array<string> => {
+  const statuses = ["400", "404", "500"]
+  if (r.auth === "required") statuses.push("401", "403", "429")
+  if (r.envelope === "avatar") statuses.push("401", "409", "422", "429")
+  if (Option.isSome(r.body) || r.rawBody) statuses.push("413", "422")
+  if (r.metered) statuses.push("422", "502", "503", "504")
+  return [...new Set(statuses)].sort()
+}
+
+const operationId = (r: Route) =>
+  `${r.method.toLowerCase()}${
+    r.path.replace(/\*/g, "path").split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join("")
+  }`
+
 export const openApiDocument = (routes: ReadonlyArray<Route>, version: string) => {
+  const components = new Components()
+  const errors = errorSchemas(components)
   const paths: Record<string, Record<string, unknown>> = {}
   for (const r of routes) {
     const path = toOpenApiPath(r.path)
@@ -37,10 +183,13 @@ export const openApiDocument = (routes: ReadonlyArray<Route>, version: string) =
       required: true,
       schema: { type: "string" }
     }))
+    if (r.path.endsWith("/*")) {
+      pathParams.push({ name: "path", in: "path", required: true, schema: { type: "string" } })
+    }
     const query = Option.match(r.query, {
       onNone: () => [],
       onSome: (s) => {
-        const js = schemaOf(s) as { properties?: Record<string, unknown>; required?: Array<string> }
+        const js = components.add(s, "allow") as { properties?: Record<string, unknown>; required?: Array<string> }
         return Object.entries(js.properties ?? {}).map(([name, schema]) => ({
           name,
           in: "query",
@@ -49,24 +198,36 @@ export const openApiDocument = (routes: ReadonlyArray<Route>, version: string) =
         }))
       }
     })
-    const result = r.docs.success ? schemaOf(r.docs.success) : {}
+    const result = r.docs.success ? components.add(r.docs.success) : {}
+    const errorSchema = r.envelope === "none" ? errors.gateway : errors[r.envelope]
+    const errorResponses = Object.fromEntries(
+      errorStatusesOf(r).map((status) => [status, {
+        description: errorStatuses[status],
+        ...(status === "429" || status === "503"
+          ? { headers: { "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer" } } } }
+          : {}),
+        content: { "application/json": { schema: errorSchema } }
+      }])
+    )
     paths[path] ??= {}
     paths[path][r.method.toLowerCase()] = {
+      operationId: operationId(r),
       tags: [r.docs.tag],
       summary: r.docs.summary,
       ...(r.docs.description ? { description: r.docs.description } : {}),
-      ...(r.auth === "required" ? { security: [{ bearer: [] }, { apiKey: [] }] } : {}),
+      // Open routes accept credentials too (they are checked when sent).
+      security: r.auth === "required" ? [{ bearer: [] }, { apiKey: [] }] : [{}, { bearer: [] }, { apiKey: [] }],
       parameters: [...pathParams, ...query],
       ...(Option.isSome(r.body) && !r.rawBody
-        ? { requestBody: { required: true, content: { "application/json": { schema: schemaOf(r.body.value) } } } }
+        ? { requestBody: { required: true, content: { "application/json": { schema: components.add(r.body.value, "allow") } } } }
         : {}),
       ...(r.rawBody ? { requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object" } } } } } : {}),
       responses: {
         "200": {
           description: r.metered ? "Success (counts against the daily quota)" : "Success",
-          content: { [r.docs.contentType ?? "application/json"]: { schema: envelopeSchema(r.envelope, result) } }
+          content: { [r.docs.contentType ?? "application/json"]: { schema: successBody(r.envelope, result) } }
         },
-        default: { description: "Error envelope", content: { "application/json": { schema: envelopeSchema(r.envelope, { type: "null" }) } } }
+        ...errorResponses
       }
     }
   }
@@ -77,10 +238,12 @@ export const openApiDocument = (routes: ReadonlyArray<Route>, version: string) =
       version,
       description: "One HTTP API in front of many upstream AI providers, plus the avatar (user account) API."
     },
+    servers: [{ url: "/", description: "This gateway" }],
     components: {
+      schemas: components.schemas,
       securitySchemes: {
-        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT or API key" },
-        apiKey: { type: "apiKey", in: "header", name: "X-Api-Key" }
+        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT or API key", description: "`Authorization: Bearer <JWT or API key>`" },
+        apiKey: { type: "apiKey", in: "header", name: "X-Api-Key", description: "An API key from POST /v1/keys" }
       }
     },
     paths

@@ -1,0 +1,251 @@
+/**
+ * Schemas of the `result` of the main routes, for /openapi.json (the `success` of a route
+ * declaration). The services return plain objects; each schema here is checked against the type
+ * of what its service really returns (`matches` below: a drift fails the typecheck), and
+ * hosts/node-http/test/openapi.e2e.test.ts validates real answers against the document.
+ */
+import { type Effect, Schema, type Types } from "effect"
+import type { ApiKeyView as ApiKeyViewType } from "../Accounts/ApiKeys.ts"
+import type { AuthResult as AuthResultType, AvatarView as AvatarViewType, publicView } from "../Accounts/Avatars.ts"
+import { AvatarTypeSchema } from "../Accounts/Schemas.ts"
+import type { CompletionResult as CompletionResultType } from "../Capabilities/Completions.ts"
+import type { EmbeddingsResult as EmbeddingsResultType } from "../Capabilities/Embeddings.ts"
+import type { modelDetail, modelView, openServView } from "../Catalog/Catalog.ts"
+import type { estimateCost, listProviders } from "../Catalog/Queries.ts"
+import { ModelPlan, Plan } from "../Plans.ts"
+import type { UsageSummary as UsageSummaryType } from "../Usage.ts"
+import type { toChatCompletion } from "./OpenAiRoutes.ts"
+
+/** Compile-time check: the schema's type and the service's type are the same (up to readonly). */
+type Same<A, B> = [Types.DeepMutable<A>] extends [Types.DeepMutable<B>] ? [Types.DeepMutable<B>] extends [Types.DeepMutable<A>] ? true : false
+  : false
+const matches = <S extends Schema.Schema.Any, T>(_: Same<Schema.Schema.Type<S>, T>) => {}
+
+const IsoDateTime = Schema.String.annotations({ description: "ISO 8601 date-time (UTC)" })
+
+// ---- Avatar API ----
+
+export const AvatarView = Schema.Struct({
+  id: Schema.String,
+  username: Schema.String,
+  email: Schema.String,
+  title: Schema.String,
+  description: Schema.String,
+  image: Schema.String,
+  dob: Schema.NullOr(Schema.String),
+  karmaTotal: Schema.Number,
+  AvatarType: AvatarTypeSchema,
+  providerType: Schema.String,
+  plan: Plan,
+  isVerified: Schema.Boolean,
+  pendingEmail: Schema.NullOr(Schema.String),
+  isActive: Schema.Boolean,
+  createdDate: IsoDateTime,
+  modifiedDate: IsoDateTime,
+  deletedDate: Schema.NullOr(IsoDateTime)
+}).annotations({ identifier: "Avatar", description: "An avatar profile as its owner and Admins see it" })
+matches<typeof AvatarView, AvatarViewType>(true)
+
+export const PublicAvatarView = Schema.Struct({
+  id: Schema.String,
+  username: Schema.String,
+  title: Schema.String,
+  description: Schema.String,
+  image: Schema.String,
+  karmaTotal: Schema.Number,
+  AvatarType: AvatarTypeSchema,
+  isActive: Schema.Boolean,
+  createdDate: IsoDateTime
+}).annotations({ identifier: "PublicAvatar", description: "The public fields of another avatar's profile" })
+matches<typeof PublicAvatarView, ReturnType<typeof publicView>>(true)
+
+export const AvatarOrPublicView = Schema.Union(AvatarView, PublicAvatarView)
+export const AvatarList = Schema.Array(AvatarView)
+
+export const AuthResult = Schema.Struct({
+  jwtToken: Schema.String,
+  id: Schema.String,
+  username: Schema.String,
+  email: Schema.String,
+  karmaTotal: Schema.Number,
+  AvatarType: AvatarTypeSchema,
+  expiresAtUtc: IsoDateTime
+}).annotations({ identifier: "AuthResult" })
+matches<typeof AuthResult, AuthResultType>(true)
+
+// ---- API keys, plans, usage ----
+
+const apiKeyFields = {
+  id: Schema.String,
+  name: Schema.String,
+  prefix: Schema.String.annotations({ description: "The first characters of the key, to recognise it" }),
+  createdAt: IsoDateTime,
+  lastUsedAt: Schema.NullOr(IsoDateTime),
+  revokedAt: Schema.NullOr(IsoDateTime)
+}
+export const ApiKeyView = Schema.Struct(apiKeyFields).annotations({ identifier: "ApiKey" })
+matches<typeof ApiKeyView, ApiKeyViewType>(true)
+export const ApiKeyList = Schema.Array(ApiKeyView)
+export const ApiKeyCreated = Schema.Struct({
+  ...apiKeyFields,
+  key: Schema.String.annotations({ description: "The secret: shown only in this answer" })
+}).annotations({ identifier: "ApiKeyCreated" })
+matches<typeof ApiKeyCreated, ApiKeyViewType & { key: string }>(true)
+export const ApiKeyRevoked = Schema.Struct({ id: Schema.String, revoked: Schema.Literal(true) })
+export const PlanSet = Schema.Struct({ id: Schema.String, plan: Plan })
+
+export const UsageSummary = Schema.Struct({
+  dailyCallsUsed: Schema.Number,
+  dailyCallLimit: Schema.Number,
+  remainingCallsToday: Schema.Number,
+  karmaMultiplier: Schema.Number,
+  monthlySpendUSD: Schema.Number,
+  dailyTokensUsed: Schema.Number,
+  periodMonth: Schema.String.annotations({ description: "YYYY-MM (UTC)" }),
+  periodDay: Schema.String.annotations({ description: "YYYY-MM-DD (UTC)" }),
+  plan: Plan.annotations({ description: "The plan the limit above was computed for" }),
+  whatIf: Schema.Boolean.annotations({ description: "True when plan/karma came from the query (a preview)" }),
+  enforced: Schema.Struct({ plan: Plan, karmaMultiplier: Schema.Number, dailyCallLimit: Schema.Number })
+}).annotations({ identifier: "UsageSummary" })
+matches<typeof UsageSummary, UsageSummaryType>(true)
+
+// ---- Catalogue and cost ----
+
+const modelViewFields = {
+  id: Schema.String,
+  name: Schema.String,
+  providerName: Schema.String,
+  minPlanLabel: ModelPlan,
+  inputPer1kUSD: Schema.Number,
+  outputPer1kUSD: Schema.Number,
+  contextWindow: Schema.Number,
+  supportsVision: Schema.Boolean,
+  supportsFunctions: Schema.Boolean
+}
+export const ModelView = Schema.Struct(modelViewFields).annotations({ identifier: "Model" })
+matches<typeof ModelView, ReturnType<typeof modelView>>(true)
+export const ModelList = Schema.Struct({ total: Schema.Number, models: Schema.Array(ModelView) }).annotations({ identifier: "ModelList" })
+
+export const ModelDetail = Schema.Struct({
+  ...modelViewFields,
+  provider: Schema.String,
+  kind: Schema.Literal("chat", "embeddings"),
+  maxOutputTokens: Schema.Number,
+  qualityTier: Schema.Number,
+  pricingSource: Schema.String
+}).annotations({ identifier: "ModelDetail" })
+matches<typeof ModelDetail, ReturnType<typeof modelDetail>>(true)
+
+const ProviderView = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  adapter: Schema.Literal("openai", "anthropic", "gemini", "cohere", "bespoke"),
+  baseUrl: Schema.String,
+  auth: Schema.Literal("bearer", "x-api-key", "x-goog-api-key", "token", "key", "basic"),
+  endpointTypes: Schema.Array(Schema.String),
+  minPlan: Plan,
+  minPlanLabel: Plan,
+  configured: Schema.Boolean,
+  status: Schema.String,
+  models: Schema.Array(Schema.String),
+  website: Schema.String
+}).annotations({ identifier: "Provider" })
+export const ProviderList = Schema.Struct({ total: Schema.Number, providers: Schema.Array(ProviderView) }).annotations({
+  identifier: "ProviderList"
+})
+type ProviderListType = Effect.Effect.Success<typeof listProviders>
+// endpointTypes and status are string literal unions in the service: checked one way (they are strings).
+const _providers: typeof ProviderList.Type = null as unknown as ProviderListType
+void _providers
+
+export const OpenServModel = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  provider: Schema.String,
+  contextWindow: Schema.Number,
+  capabilities: Schema.Array(Schema.String)
+}).annotations({ identifier: "OpenServModel" })
+matches<typeof OpenServModel, ReturnType<typeof openServView>>(true)
+export const OpenServModelList = Schema.Array(OpenServModel)
+
+export const CostEstimate = Schema.Struct({ estimatedUSD: Schema.Number, note: Schema.String }).annotations({ identifier: "CostEstimate" })
+matches<typeof CostEstimate, Effect.Effect.Success<ReturnType<typeof estimateCost>>>(true)
+
+// ---- Completions and embeddings ----
+
+const Fallback = Schema.Struct({ provider: Schema.String, model: Schema.String, error: Schema.String }).annotations({
+  identifier: "Fallback",
+  description: "A candidate that failed with a retryable error before the answering one"
+})
+const ToolCall = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  arguments: Schema.String.annotations({ description: "JSON text of the arguments" })
+}).annotations({ identifier: "ToolCall" })
+const FinishReason = Schema.Literal("stop", "length", "tool_calls", "content_filter", "error")
+
+export const CompletionResult = Schema.Struct({
+  provider: Schema.String,
+  model: Schema.String,
+  content: Schema.String,
+  message: Schema.Struct({ role: Schema.Literal("assistant"), content: Schema.String, toolCalls: Schema.Array(ToolCall) }),
+  toolCalls: Schema.Array(ToolCall),
+  finishReason: FinishReason,
+  usage: Schema.Struct({
+    promptTokens: Schema.Number,
+    completionTokens: Schema.Number,
+    totalTokens: Schema.Number,
+    estimated: Schema.Boolean.annotations({ description: "Counted by the gateway's tokenizer (the upstream reported none)" })
+  }),
+  costUSD: Schema.Number,
+  latencyMs: Schema.Number,
+  fallbacks: Schema.Array(Fallback)
+}).annotations({ identifier: "CompletionResult" })
+matches<typeof CompletionResult, CompletionResultType>(true)
+
+export const EmbeddingsResult = Schema.Struct({
+  provider: Schema.String,
+  model: Schema.String,
+  embeddings: Schema.Array(Schema.Array(Schema.Number)).annotations({ description: "One vector per text, in order" }),
+  dimensions: Schema.Number,
+  usage: Schema.Struct({ promptTokens: Schema.Number, totalTokens: Schema.Number, estimated: Schema.Boolean }),
+  costUSD: Schema.Number,
+  latencyMs: Schema.Number,
+  fallbacks: Schema.Array(Fallback)
+}).annotations({ identifier: "EmbeddingsResult" })
+matches<typeof EmbeddingsResult, EmbeddingsResultType>(true)
+
+// ---- OpenAI-compatible surface ----
+
+export const ChatCompletion = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("chat.completion"),
+  created: Schema.Number,
+  model: Schema.String,
+  provider: Schema.String,
+  choices: Schema.Array(Schema.Struct({
+    index: Schema.Number,
+    message: Schema.Struct({
+      role: Schema.Literal("assistant"),
+      content: Schema.NullOr(Schema.String),
+      refusal: Schema.Null,
+      tool_calls: Schema.optional(Schema.Array(Schema.Struct({
+        id: Schema.String,
+        type: Schema.Literal("function"),
+        function: Schema.Struct({ name: Schema.String, arguments: Schema.String })
+      })))
+    }),
+    logprobs: Schema.Null,
+    finish_reason: Schema.Literal("stop", "length", "tool_calls", "content_filter")
+  })),
+  usage: Schema.Struct({ prompt_tokens: Schema.Number, completion_tokens: Schema.Number, total_tokens: Schema.Number })
+}).annotations({ identifier: "ChatCompletion", description: "A chat.completion object (with stream: true, a text/event-stream of chat.completion.chunk objects instead)" })
+// The service builds its literals as plain strings: checked one way (an answer of the schema's type
+// is one the service can build), the literals by the end-to-end test.
+const _chat: ReturnType<typeof toChatCompletion> = null as unknown as Types.DeepMutable<typeof ChatCompletion.Type>
+void _chat
+
+export const OpenAiModelList = Schema.Struct({
+  object: Schema.Literal("list"),
+  data: Schema.Array(Schema.Struct({ id: Schema.String, object: Schema.Literal("model"), created: Schema.Number, owned_by: Schema.String }))
+}).annotations({ identifier: "OpenAiModelList" })
