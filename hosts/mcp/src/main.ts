@@ -1,13 +1,14 @@
 /**
  * The MCP host over stdio, for desktop MCP hosts: the gateway toolkit (the same as /mcp on the
  * node host) with `AIGW_API_KEY` naming the avatar. Wiring only: configuration -> layers -> stdio.
- * stdout carries the protocol, so every log line goes to stderr. A failed start is one line on stderr
+ * stdout carries the protocol, so every log line goes to stderr (text, or JSON lines with
+ * AIGW_LOG_FORMAT=json; Logging.ts). A failed start is one line on stderr
  * naming the cause and the variable to fix, and exit code 1 (StartupError.ts; AIGW_DEBUG=1 adds the cause).
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeSink from "@effect/platform-node/NodeSink"
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { ConfigFile, Layers, Mcp, StartupError } from "@aigw/core"
+import { ConfigFile, Layers, Logging, Mcp, StartupError } from "@aigw/core"
 import { Config, Effect, Layer, Logger } from "effect"
 
 // A stray console.log from any library would corrupt the protocol stream.
@@ -25,6 +26,11 @@ const McpLive = Layer.unwrapEffect(
 
 Layer.launch(McpLive).pipe(
   StartupError.reportStartupFailure,
-  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: false }))),
+  Effect.provide(
+    Logging.layerFromEnv({
+      stderr: true,
+      textLayer: Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: false }))
+    }).pipe(Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG)))
+  ),
   NodeRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true })
 )

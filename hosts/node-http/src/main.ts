@@ -3,12 +3,13 @@
  * SIGINT/SIGTERM interrupt the main fiber: the server stops accepting, in-flight requests
  * finish, layers (database pool, mail transport) are released. A failed start is one line on stderr
  * naming the cause and the variable to fix, and exit code 1 (StartupError.ts; AIGW_DEBUG=1 adds the cause).
+ * Logs: text (Effect's pretty logger) or, with AIGW_LOG_FORMAT=json, one JSON object per line (Logging.ts).
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ConfigFile, FastLane, HttpApp, Layers, Mcp, StartupError } from "@aigw/core"
-import { Config, Effect, Layer } from "effect"
+import { ConfigFile, FastLane, HttpApp, Layers, Logging, Mcp, StartupError } from "@aigw/core"
+import { Config, Effect, Layer, Logger } from "effect"
 import { createServer } from "node:http"
 
 const ServerLive = Layer.unwrapEffect(
@@ -34,4 +35,10 @@ const HttpLive = Layer.unwrapEffect(
   Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG))
 )
 
-Layer.launch(HttpLive).pipe(StartupError.reportStartupFailure, NodeRuntime.runMain({ disableErrorReporting: true }))
+const LoggingLive = Logging.layerFromEnv({ textLayer: Logger.pretty }).pipe(Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG)))
+
+Layer.launch(HttpLive).pipe(
+  Effect.provide(LoggingLive),
+  StartupError.reportStartupFailure,
+  NodeRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true })
+)

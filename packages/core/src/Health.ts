@@ -1,10 +1,12 @@
 /**
- * The health object (GET /v1/health and the gateway_health MCP tool). It is a readiness check:
+ * The health object (GET /v1/health and the gateway_health MCP tool): liveness plus the database,
  * `ok` only while the database answers, so a load balancer stops sending calls that would fail.
+ * Readiness (GET /v1/ready, `ready` below) also checks that the migrations are applied.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, Option, Schema } from "effect"
 import { GatewayConfig } from "./Config.ts"
+import { migrations } from "./Storage/Sql/Migrations.ts"
 
 export const Health = Schema.Struct({
   /** `ok`, or `unavailable` when a dependency every call needs (the database) fails. */
@@ -50,4 +52,38 @@ export const check: Effect.Effect<Health, never, GatewayConfig> = Effect.gen(fun
     timestamp: new Date().toISOString(),
     ...(Option.isSome(sql) ? { checks: { database: database ? "ok" as const : "failed" as const } } : {})
   }
+})
+
+/** The id of the newest migration this build knows (`0005_…` -> 5). */
+export const LATEST_MIGRATION = Math.max(...Object.keys(migrations).map((key) => Number.parseInt(key, 10)))
+
+export const Readiness = Schema.Struct({
+  /** `ready`, or `unavailable` naming the failed check in `checks`. */
+  status: Schema.Literal("ready", "unavailable"),
+  /** `database` (answers `SELECT 1`) and `migrations` (the newest applied is the newest known): `ok` or `failed`. */
+  checks: Schema.Record({ key: Schema.String, value: Schema.Literal("ok", "failed") })
+})
+export type Readiness = typeof Readiness.Type
+
+/** True when the newest migration applied is the newest this build knows. */
+const migrationsApplied = (sql: SqlClient.SqlClient): Effect.Effect<boolean> =>
+  sql<{ readonly id: unknown }>`SELECT MAX(migration_id) AS id FROM aigw_migrations`.pipe(
+    Effect.timeoutFail({ duration: PROBE_TIMEOUT, onTimeout: () => new Error(`no answer within ${Duration.format(PROBE_TIMEOUT)}`) }),
+    Effect.map((rows) => Number(rows[0]?.id) === LATEST_MIGRATION),
+    Effect.tap((ok) => ok ? Effect.void : Effect.logWarning(`ready: migrations are not applied up to ${LATEST_MIGRATION}`)),
+    Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("ready: the migrations table cannot be read", cause), false))
+  )
+
+/**
+ * Readiness (`GET /v1/ready`): the database answers AND its migrations are applied up to the newest
+ * this build knows (a process started before its migrations ran must not take traffic). Without a
+ * database (memory stores) there is nothing to check.
+ */
+export const ready: Effect.Effect<Readiness> = Effect.gen(function*() {
+  const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
+  if (Option.isNone(sql)) return { status: "ready" as const, checks: {} }
+  const database = yield* probeOf(sql.value)
+  const migrated = database && (yield* migrationsApplied(sql.value))
+  const checks = { database: database ? "ok" as const : "failed" as const, migrations: migrated ? "ok" as const : "failed" as const }
+  return { status: database && migrated ? "ready" as const : "unavailable" as const, checks }
 })

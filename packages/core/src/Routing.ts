@@ -14,6 +14,7 @@ import { embeddingAdapterOf } from "./Providers/Embeddings.ts"
 import { toGatewayError, type UpstreamError } from "./Providers/UpstreamError.ts"
 import type { GatewayError } from "./Errors.ts"
 import { ProviderHealth } from "./Providers/ProviderHealth.ts"
+import * as Metrics from "./Metrics.ts"
 
 export type Preference = "cost" | "balanced" | "quality"
 
@@ -200,8 +201,10 @@ const makeService = Effect.gen(function*() {
         const target = targets[i]!
         const outcome = yield* Effect.either(attempt(target))
         yield* health.record(target.provider.id, outcome._tag === "Right" || !outcome.left.retryable)
+        Metrics.upstreamCalls.inc([target.provider.id, outcome._tag === "Right" ? "ok" : "error"])
         if (outcome._tag === "Right") return { target, value: outcome.right, fallbacks }
         const error = outcome.left
+        Metrics.upstreamErrors.inc([target.provider.id, error.kind])
         yield* Effect.logWarning(`upstream ${target.provider.id}/${target.model.id} failed: ${error.message}`)
         if (!error.retryable || i === targets.length - 1) return yield* Effect.fail(toGatewayError(error))
         fallbacks.push({ provider: target.provider.id, model: target.model.id, error: error.message })

@@ -4,6 +4,8 @@
  * provider health, the usage estimate when the upstream reports none, and usage recording.
  * Completions (Effect) runs plain completions through it; the HTTP fast lane runs plain and
  * streamed ones. Nothing here creates fibers per call: a metered call pays for its work only.
+ * The request id of the call (RequestId.ts) goes upstream as `x-request-id` and on its log lines;
+ * the upstream metrics (attempts, errors, tokens, cost; Metrics.ts) are counted here.
  */
 import { Context, Duration, Effect, Layer, Runtime } from "effect"
 import { costOf } from "../Cost.ts"
@@ -20,6 +22,8 @@ import type { Fallback } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
 import { countMessages, countText } from "../Tokens.ts"
+import * as Metrics from "../Metrics.ts"
+import * as RequestId from "../RequestId.ts"
 
 export interface UsageReport {
   readonly promptTokens: number
@@ -154,18 +158,27 @@ export interface ChatCall {
   readonly request: (target: Target) => ChatRequest
   /** Aborting it cancels the upstream call (a client that went away). */
   readonly controller: AbortController
+  /** The id of the request that makes the call (RequestId.ts): sent upstream as `x-request-id`. */
+  readonly requestId?: string | undefined
 }
 
 const makeService = Effect.gen(function*() {
   const health = yield* ProviderHealth
   const metering = yield* Metering
   const run = Runtime.runPromise(yield* Effect.runtime<never>())
-  const warn = (target: Target, error: UpstreamError) =>
-    run(Effect.logWarning(`upstream ${target.provider.id}/${target.model.id} failed: ${error.message}`))
+  const warn = (target: Target, error: UpstreamError, requestId: string | undefined) => {
+    const line = Effect.logWarning(`upstream ${target.provider.id}/${target.model.id} failed: ${error.message}`)
+    return run(requestId === undefined ? line : Effect.annotateLogs(line, "requestId", requestId))
+  }
 
   /** Records a chat call's usage (its cost from the target's model prices). */
   const record = (avatar: AvatarRecord, target: Target, report: UsageReport, latencyMs: number, ok: boolean) => {
     const at = Date.now()
+    const provider = target.provider.id
+    const costUSD = costOf(target.model, report.promptTokens, report.completionTokens)
+    Metrics.tokens.inc([provider, "prompt"], report.promptTokens)
+    Metrics.tokens.inc([provider, "completion"], report.completionTokens)
+    Metrics.costUsd.inc([provider], costUSD)
     return metering.record({
       avatarId: avatar.id,
       day: utcDay(at),
@@ -175,7 +188,7 @@ const makeService = Effect.gen(function*() {
       capability: "chat",
       promptTokens: report.promptTokens,
       completionTokens: report.completionTokens,
-      costUSD: costOf(target.model, report.promptTokens, report.completionTokens),
+      costUSD,
       latencyMs,
       estimated: report.estimated,
       ok
@@ -193,11 +206,14 @@ const makeService = Effect.gen(function*() {
       try {
         const value = await attempt(target)
         health.recordNow(target.provider.id, true)
+        Metrics.upstreamCalls.inc([target.provider.id, "ok"])
         return { target, value, fallbacks }
       } catch (e) {
         if (!(e instanceof UpstreamError) || call.controller.signal.aborted) throw e
         health.recordNow(target.provider.id, !e.retryable)
-        void warn(target, e)
+        Metrics.upstreamCalls.inc([target.provider.id, "error"])
+        Metrics.upstreamErrors.inc([target.provider.id, e.kind])
+        void warn(target, e, call.requestId)
         if (!e.retryable || i === call.targets.length - 1) throw toGatewayError(e) satisfies GatewayError
         fallbacks.push({ provider: target.provider.id, model: target.model.id, error: e.message })
       }
@@ -211,7 +227,8 @@ const makeService = Effect.gen(function*() {
     const { fallbacks, target, value } = await firstSuccess(call, async (t) => {
       const wire = wireOf(t)
       const { body, headers, url } = wire.request(t, call.request(t), false)
-      const result = wire.result(t.provider.id, await postJsonNow(t.provider.id, url, headers, body, call.controller))
+      const sent = RequestId.withHeader(headers, call.requestId)
+      const result = wire.result(t.provider.id, await postJsonNow(t.provider.id, url, sent, body, call.controller))
       if (result instanceof UpstreamError) throw result
       return result
     })
@@ -240,7 +257,7 @@ const makeService = Effect.gen(function*() {
     const started = performance.now()
     const { target, value: body } = await firstSuccess(call, (t) => {
       const { body, headers, url } = wireOf(t).request(t, call.request(t), true)
-      return postSseNow(t.provider.id, url, headers, body, call.controller)
+      return postSseNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.controller)
     })
     const provider = target.provider.id
     return {

@@ -17,6 +17,7 @@ import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import { type Preference, Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { roughPromptTokens } from "../Tokens.ts"
+import * as RequestId from "../RequestId.ts"
 
 export interface CompletionInput {
   readonly messages: ReadonlyArray<ChatMessage>
@@ -135,10 +136,11 @@ const makeService = Effect.gen(function*() {
 
   /** A plain completion: routed here, called through ChatCalls (interruption aborts the upstream call). */
   const complete = (avatar: AvatarRecord, input: CompletionInput) =>
-    Effect.flatMap(prepare(avatar, input), ({ messages, request, targets }) =>
+    Effect.flatMap(Effect.zip(prepare(avatar, input), RequestId.current), ([{ messages, request, targets }, requestId]) =>
       Effect.async<CompletionResult, GatewayError>((resume) => {
         const controller = new AbortController()
-        calls.complete({ avatar, messages, targets, request, controller }).then(
+        // The request id goes upstream with the call (RequestId.ts).
+        calls.complete({ avatar, messages, targets, request, controller, requestId }).then(
           (result) => resume(Effect.succeed(result)),
           (e) => resume(isGatewayError(e) ? Effect.fail(e) : Effect.die(e))
         )

@@ -2,11 +2,12 @@
  * The gateway's sandboxes as a service: set up on first use (Sandbox.ts: isolation, processes),
  * bounded per process (503 Busy when every slot is taken) and per avatar (429). Everything that
  * runs untrusted input in a child process goes through here: code (CodeExecution) and PDF
- * documents (Documents).
+ * documents (Documents). The pool is measured here (Metrics.ts): runs in progress, refusals by reason.
  */
 import { Context, Effect, Layer } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { Busy, NotAvailable, TooManyRequests } from "../Errors.ts"
+import { sandboxRefusals, sandboxRunsActive } from "../Metrics.ts"
 import { type Launcher, makeLauncher, makeSandbox, type RunOutcome, type Sandbox, type SandboxLanguage } from "./Sandbox.ts"
 
 /** Output beyond this is cut (and said so). */
@@ -44,18 +45,22 @@ const makeService = Effect.gen(function*() {
     Effect.suspend((): Effect.Effect<void, Busy | TooManyRequests> => {
       const mine = perAvatar.get(avatarId) ?? 0
       if (mine >= limits.sandboxMaxPerAvatar) {
+        sandboxRefusals.inc(["per_avatar"])
         return Effect.fail(new TooManyRequests({ message: `At most ${limits.sandboxMaxPerAvatar} sandbox run(s) at once per avatar; wait for the running one.`, retryAfterSeconds: 1 }))
       }
       if (running >= limits.sandboxMaxConcurrent) {
+        sandboxRefusals.inc(["busy"])
         return Effect.fail(new Busy({ message: `All ${limits.sandboxMaxConcurrent} sandboxes are busy; retry shortly.`, retryAfterSeconds: 1 }))
       }
       running++
+      sandboxRunsActive.inc()
       perAvatar.set(avatarId, mine + 1)
       return Effect.void
     })
   const release = (avatarId: string) =>
     Effect.sync(() => {
       running--
+      sandboxRunsActive.dec()
       const mine = (perAvatar.get(avatarId) ?? 1) - 1
       if (mine > 0) perAvatar.set(avatarId, mine)
       else perAvatar.delete(avatarId)

@@ -3,11 +3,10 @@
  * /openapi.json, /docs, and envelope answers for unknown routes. Hosts serve this as it is.
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Config, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import type { CoreServices } from "../Layers.ts"
 import { failureOf } from "../Envelope.ts"
@@ -16,6 +15,7 @@ import { McpHttpApp } from "../Mcp/Server.ts"
 import { avatarRoutes } from "./AvatarRoutes.ts"
 import { gatewayRoutes } from "./GatewayRoutes.ts"
 import { docsPage, openApiDocument } from "./OpenApi.ts"
+import * as Observability from "./Observability.ts"
 import type { Route } from "./Route.ts"
 
 export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes]
@@ -36,7 +36,7 @@ const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
 const withMcp = (serve: (app: McpHttpApp["Type"]) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>) =>
   Effect.flatMap(Effect.serviceOption(McpHttpApp), Option.match({ onNone: () => notFound, onSome: serve }))
 
-export const makeRouter = (all: ReadonlyArray<Route> = routes) =>
+export const makeRouter = (all: ReadonlyArray<Route> = routes, options: { readonly metrics?: boolean } = {}) =>
   Effect.gen(function*() {
     const config = yield* GatewayConfig
     const { version } = config
@@ -51,25 +51,20 @@ export const makeRouter = (all: ReadonlyArray<Route> = routes) =>
       HttpRouter.get("/.well-known/mcp.json", withMcp(() => Effect.succeed(mcpCard))),
       HttpRouter.get("/.well-known/agent.json", withMcp(() => Effect.succeed(agent)))
     )
+    // Prometheus metrics, unauthenticated (docs/observability.md: not for the public internet).
+    if (options.metrics) router = HttpRouter.get(router, Observability.METRICS_PATH, Observability.metricsResponse)
     for (const r of all) router = HttpRouter.append(router, HttpRouter.makeRoute(r.method, r.path as any, r.run))
     // Routes are declared with open requirements; all of them are core services.
     return router.pipe(Effect.catchTag("RouteNotFound", () => notFound)) as HttpApp.Default<never, CoreServices>
   })
 
-/** Access log line per request; the query string is left out (it may hold one-time tokens). */
-export const accessLog = HttpMiddleware.make((app) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const started = performance.now()
-    const response = yield* app
-    yield* Effect.logInfo(`${request.method} ${request.url.split("?")[0]} ${response.status} ${(performance.now() - started).toFixed(1)}ms`)
-    return response
-  })
-)
-
-/** The router with the access log when `AIGW_LOG_REQUESTS=true` (off by default: it costs CPU on every request). */
+/**
+ * The router behind the edge middleware (Observability.ts): request ids, request metrics and
+ * `GET /metrics` unless `AIGW_METRICS=false`, the access log when `AIGW_LOG_REQUESTS=true` (off by
+ * default: it costs CPU on every request).
+ */
 export const makeApp = Effect.gen(function*() {
-  const router = yield* makeRouter()
-  const log = yield* Config.boolean("AIGW_LOG_REQUESTS").pipe(Config.withDefault(false))
-  return log ? accessLog(router) : router
+  const settings = yield* Observability.options
+  const router = yield* makeRouter(routes, { metrics: settings.metrics })
+  return Observability.middleware(settings)(router)
 })

@@ -16,7 +16,7 @@
  * URL (it once routed hand-offs to other endpoints), and an invalid one is answered 400.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
-import { Config, Effect, Runtime, type Scope } from "effect"
+import { Effect, Runtime, type Scope } from "effect"
 import { INVALID } from "../Accounts/Auth.ts"
 import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
 import { sha256 } from "../Accounts/Secrets.ts"
@@ -29,6 +29,9 @@ import { Metering } from "../Storage/Metering.ts"
 import { successOf } from "../Envelope.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { makeApp } from "./App.ts"
+import * as Metrics from "../Metrics.ts"
+import * as RequestId from "../RequestId.ts"
+import { accessLogLine, options as observabilityOptions } from "./Observability.ts"
 import { CompleteBody, inputOf, ToolResultBody } from "./CompletionRoutes.ts"
 import { ChatCompletionBody, chatInputOf, completionId, toChatCompletion, toChunks } from "./OpenAiRoutes.ts"
 import { declaresTooLarge, decoderNow, type Envelope, errorBody, errorParts, parseJsonBody, tooLargeError } from "./Route.ts"
@@ -66,6 +69,8 @@ const validHost = (host: string | undefined) =>
 const HANDOFF_BASE = "http://aigw.internal"
 
 const TOO_LARGE = Symbol("too large")
+/** A request the lane handed to the Effect app (which counted and logged it). */
+const DELEGATED = Symbol("delegated")
 const GONE = Symbol("client gone")
 
 /** The body as text within `limit` bytes; TOO_LARGE when it is larger, GONE when the client left first. */
@@ -118,6 +123,8 @@ interface Admitted<B> {
   readonly headers: Record<string, string>
   /** The routing plan, made before admission. */
   readonly planned: PlannedCall
+  /** The request id (RequestId.ts), sent upstream. */
+  readonly requestId: string
 }
 
 interface LaneRoute<B> {
@@ -137,7 +144,7 @@ export const make = Effect.gen(function*() {
   const quota = yield* Quota
   const completions = yield* Completions
   const calls = yield* ChatCalls
-  const logRequests = yield* Config.boolean("AIGW_LOG_REQUESTS").pipe(Config.withDefault(false))
+  const { logRequests, metrics } = yield* observabilityOptions
   const runtime = yield* Effect.runtime<AppServices>()
   const run = Runtime.runPromise(runtime)
   // The Effect app, for the few requests the lane reads but leaves to their route.
@@ -145,13 +152,13 @@ export const make = Effect.gen(function*() {
 
   /** The upstream call of an admitted chat request (planned before admission); the answer is written by `answer`. */
   const chatCall = async <B>(admitted: Admitted<B>, answer: (call: ChatCall) => Promise<void>) => {
-    const { avatar, envelope, headers, planned: { messages, request, targets }, res } = admitted
+    const { avatar, envelope, headers, planned: { messages, request, targets }, requestId, res } = admitted
     const controller = new AbortController()
     res.once("close", () => {
       if (!res.writableFinished) controller.abort(clientGone)
     })
     try {
-      await answer({ avatar, messages, targets, request, controller })
+      await answer({ avatar, messages, targets, request, controller, requestId })
     } catch (e) {
       if (isGatewayError(e) && !res.headersSent) return sendError(res, envelope, e, headers)
       throw e
@@ -233,8 +240,11 @@ export const make = Effect.gen(function*() {
   ]
   const byPath = new Map(routes.map((r) => [r.path, r]))
 
-  /** Hands a request whose body the lane already read to the Effect app. */
-  const delegate = async (req: IncomingMessage, res: ServerResponse, text: string) => {
+  /**
+   * Hands a request whose body the lane already read to the Effect app (with the lane's request id
+   * in its `x-request-id`; the app counts and logs it). Resolves to DELEGATED.
+   */
+  const delegate = async (req: IncomingMessage, res: ServerResponse, text: string): Promise<typeof DELEGATED> => {
     const headers = new Headers()
     for (const [name, value] of Object.entries(req.headers)) {
       if (value === undefined || name === "content-length" || name === "transfer-encoding") continue
@@ -244,11 +254,15 @@ export const make = Effect.gen(function*() {
     const out: Record<string, Array<string>> = {}
     answer.headers.forEach((value, name) => (out[name] ??= []).push(value))
     res.writeHead(answer.status, out)
-    if (answer.body === null) return void res.end()
+    if (answer.body === null) {
+      res.end()
+      return DELEGATED
+    }
     await pipeline(Readable.fromWeb(answer.body as any), res)
+    return DELEGATED
   }
 
-  const serve = async (req: IncomingMessage, res: ServerResponse, apiKey: string, route: LaneRoute<any>) => {
+  const serve = async (req: IncomingMessage, res: ServerResponse, apiKey: string, route: LaneRoute<any>, requestId: string): Promise<unknown> => {
     if (!validHost(req.headers.host)) return sendError(res, route.envelope, new BadRequest({ message: "Invalid Host header." }))
     // The order of the route: credentials, body, admission, then the call.
     const caller = await metering.avatarOfKey(sha256(apiKey))
@@ -283,7 +297,8 @@ export const make = Effect.gen(function*() {
       body,
       res,
       headers: headersOf(quotaState(avatar, limit, used, now)),
-      planned: planned as PlannedCall
+      planned: planned as PlannedCall,
+      requestId
     })
   }
 
@@ -296,15 +311,25 @@ export const make = Effect.gen(function*() {
     const apiKey = apiKeyOf(req)
     if (apiKey === undefined) return false
     const started = performance.now()
-    serve(req, res, apiKey, route).then(
-      () => {
-        if (logRequests) void run(Effect.logInfo(`POST ${route.path} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms`))
+    // The request id (RequestId.ts): on every answer, and in the headers a hand-off passes on.
+    const requestId = RequestId.fromHeader(req.headers[RequestId.HEADER])
+    req.headers[RequestId.HEADER] = requestId
+    res.setHeader(RequestId.HEADER, requestId)
+    const done = () => {
+      const ms = performance.now() - started
+      if (metrics) Metrics.recordRequest(route.path, "POST", res.statusCode, ms / 1000)
+      if (logRequests) void run(accessLogLine(requestId, "POST", route.path, route.path, res.statusCode, ms))
+    }
+    serve(req, res, apiKey, route, requestId).then(
+      (outcome) => {
+        if (outcome !== DELEGATED) done()
       },
       (e) => {
         // As Route.ts's last resort: log the cause, answer a generic 500 envelope (or cut a started stream).
-        void run(Effect.logError("unexpected failure", e))
-        if (res.headersSent) return res.destroy()
-        sendJson(res, 500, errorBody(route.envelope, { _tag: "Internal", message: "Internal server error." }), {})
+        void run(Effect.logError("unexpected failure", e).pipe(Effect.annotateLogs("requestId", requestId)))
+        if (res.headersSent) res.destroy()
+        else sendJson(res, 500, errorBody(route.envelope, { _tag: "Internal", message: "Internal server error." }), {})
+        done()
       }
     )
     return true

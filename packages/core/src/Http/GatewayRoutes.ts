@@ -1,6 +1,6 @@
 /** The gateway API (spec: gateway-api.md) under /v1. */
 import { Effect } from "effect"
-import { check, Health } from "../Health.ts"
+import { check, Health, Readiness, ready } from "../Health.ts"
 import { accessRoutes } from "./AccessRoutes.ts"
 import { completionRoutes } from "./CompletionRoutes.ts"
 import { jobRoutes } from "./JobRoutes.ts"
@@ -24,4 +24,15 @@ export const healthRoute = open({
   handle: () => Effect.map(check, (health) => (health.status === "ok" ? health : new Reply(health, null, 503)))
 })
 
-export const gatewayRoutes = [healthRoute, ...accessRoutes, ...completionRoutes, ...embeddingRoutes, ...taskRoutes, ...memoryRoutes, ...orchestrationRoutes, ...mediaRoutes, ...toolRoutes, ...openAiRoutes, ...jobRoutes]
+export const readyRoute = open({
+  method: "GET",
+  path: "/v1/ready",
+  tag: "Health",
+  envelope: "none",
+  summary: "Readiness (unauthenticated, not enveloped): 200 when the database answers and its migrations are applied, else 503 naming the failed check",
+  description: "`checks.database` is `ok` or `failed` (a `SELECT 1` within 2 s, cached for 1 s); `checks.migrations` is `ok` when the newest migration in `aigw_migrations` is the newest this build knows. `/v1/health` stays the liveness-plus-database check.",
+  success: Readiness,
+  handle: () => Effect.map(ready, (r) => (r.status === "ready" ? r : new Reply(r, null, 503)))
+})
+
+export const gatewayRoutes = [healthRoute, readyRoute, ...accessRoutes, ...completionRoutes, ...embeddingRoutes, ...taskRoutes, ...memoryRoutes, ...orchestrationRoutes, ...mediaRoutes, ...toolRoutes, ...openAiRoutes, ...jobRoutes]

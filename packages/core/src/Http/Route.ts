@@ -14,6 +14,8 @@ import { BadRequest, type GatewayError, isGatewayError, PayloadTooLarge, statusO
 import { GatewayConfig } from "../Config.ts"
 import { headersOf, Quota, type QuotaState } from "../Quota.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { quotaRefusals } from "../Metrics.ts"
+import { markRoute } from "./Observability.ts"
 
 export type Method = "GET" | "POST" | "PUT" | "DELETE"
 
@@ -247,6 +249,8 @@ export const errorBody = (kind: Envelope, error: { readonly _tag: string; readon
 /** A typed failure as the status, envelope body and headers of the route's API. */
 export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
   let status = statusOf(error)
+  // Counted here: the one place the Effect routes and the fast lane turn a refusal into an answer.
+  if (error._tag === "QuotaExceeded") quotaRefusals.inc()
   // The avatar API answers business rejections with 200 + isError, as its spec describes.
   if (kind === "avatar" && (error._tag === "Rejected" || error._tag === "Conflict")) status = 200
   const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests" || error._tag === "Busy"
@@ -303,6 +307,8 @@ const make = <B, Q, R>(
     // Rate-limit headers go on every answer to an authenticated caller, errors included.
     const out = { headers: {} as Record<string, string> }
     return Effect.gen(function*() {
+      // The metrics label of the request: this route's template, never the raw path.
+      yield* markRoute(spec.path)
       const request = yield* HttpServerRequest.HttpServerRequest
       const authService = yield* Auth
       const quota = yield* Quota

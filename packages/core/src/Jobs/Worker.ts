@@ -4,7 +4,7 @@
  * transaction. `drain` is one round (the Lambda scheduled handler calls it); `layerLoop` runs
  * rounds in a background fiber for long-lived hosts and stops with the host.
  */
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { WebhookDelivery } from "../Webhooks/Delivery.ts"
 import { type JobOutcome, type JobRecord, JobStore } from "./JobStore.ts"
@@ -129,14 +129,39 @@ export const drainUntil = (deadline: number) =>
   })
 
 /**
+ * A repeated round whose failures are logged once per state change, not once per round: the first
+ * failure with its cause, then nothing until a round succeeds again, which logs
+ * "background round recovered after N failures". A failed round answers `fallback`. Interruption
+ * (the host stopping) passes through. Each call keeps its own state.
+ */
+export const loggingStateChanges = <A, E, R>(round: Effect.Effect<A, E, R>, fallback: A): Effect.Effect<A, never, R> => {
+  let failures = 0
+  return round.pipe(
+    Effect.tap(() => {
+      if (failures === 0) return Effect.void
+      const n = failures
+      failures = 0
+      return Effect.logInfo(`background round recovered after ${n} failure${n === 1 ? "" : "s"}`)
+    }),
+    Effect.catchAllCause((cause) => {
+      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+      failures++
+      return failures === 1
+        ? Effect.as(Effect.logError("background round failed (logged again only when it recovers)", cause), fallback)
+        : Effect.succeed(fallback)
+    })
+  )
+}
+
+/**
  * Background rounds for long-lived hosts (every `workerIntervalMs`, at once again while work
- * was found); a failing round is logged, never fatal. Stops with the host's scope.
+ * was found); a failing round is logged once until it recovers (`loggingStateChanges`), never
+ * fatal. Stops with the host's scope.
  */
 export const layerLoop = Layer.scopedDiscard(
   Effect.gen(function*() {
     const { workerIntervalMs } = yield* GatewayConfig
-    const round = drainOnce.pipe(
-      Effect.catchAllCause((cause) => Effect.as(Effect.logError("background round failed", cause), { jobs: 0, deliveries: 0 })),
+    const round = loggingStateChanges(drainOnce, { jobs: 0, deliveries: 0 }).pipe(
       Effect.flatMap((r) => (r.jobs + r.deliveries > 0 ? Effect.void : Effect.sleep(Duration.millis(workerIntervalMs))))
     )
     yield* Effect.forkScoped(Effect.forever(round))

@@ -33,6 +33,7 @@ import { describeParseError, jsonTextProblem, readText } from "../Http/Route.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
 import { Quota } from "../Quota.ts"
+import { quotaRefusals } from "../Metrics.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { layerHandlers, makeAdmissionChecks } from "./Handlers.ts"
 import * as JsonRpc from "./JsonRpc.ts"
@@ -81,6 +82,8 @@ export const errorResult = (
   })
 
 export const gatewayErrorResult = (error: GatewayError) => {
+  // The MCP edge's quota refusals, as Route.ts's errorParts counts those of HTTP.
+  if (error._tag === "QuotaExceeded") quotaRefusals.inc()
   switch (error._tag) {
     case "QuotaExceeded":
     case "TooManyRequests":

@@ -2,7 +2,8 @@
  * Upstream HTTP, once for every adapter: JSON POST/GET, multipart upload, text download and SSE
  * streams over fetch (`nodeFetch`: node:http for string and byte bodies, see nodeFetch.ts), with
  * the Effect interruption wired to the request's AbortSignal (a client that goes away cancels the
- * upstream call), timeouts, and error mapping.
+ * upstream call), timeouts, and error mapping. The Effect functions send the current request's id
+ * (RequestId.ts) as `x-request-id`; the promise ones (`…Now`) get it in their headers from the caller.
  */
 import { Duration, Effect, Layer, Option, Redacted, Scope, Stream } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
@@ -11,6 +12,7 @@ import { connectFailed, fromHttp, protocolError, UpstreamError } from "../Upstre
 import { nodeSseEvents } from "./events.ts"
 import { nodeFetch, ReplyTooLarge, setReplyLimit, UpstreamResponse } from "./nodeFetch.ts"
 import { parseSse, type SseEvent } from "./sse.ts"
+import * as RequestId from "../../RequestId.ts"
 import { Readable } from "node:stream"
 
 export const REQUEST_TIMEOUT = Duration.seconds(120)
@@ -68,7 +70,11 @@ const exchangeWith = <A>(
   url: string,
   init: Omit<RequestInit, "signal">,
   read: (res: Response) => Promise<A>
-): Effect.Effect<A, UpstreamError> => withDeadline(provider, "answer", (signal) => fetchAnswer(provider, url, init, read, signal))
+): Effect.Effect<A, UpstreamError> =>
+  Effect.flatMap(RequestId.current, (id) => {
+    const sent = id === undefined ? init : { ...init, headers: RequestId.withHeader(init.headers as Record<string, string>, id) }
+    return withDeadline(provider, "answer", (signal) => fetchAnswer(provider, url, sent, read, signal))
+  })
 
 const fetchAnswer = async <A>(
   provider: string,
@@ -206,7 +212,8 @@ export const postSse = (
     // abort() without one builds a DOMException (and its stack) per stream.
     const controller = new AbortController()
     yield* Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, Effect.sync(() => controller.abort(streamClosed))))
-    const res = yield* withDeadline(provider, "start streaming", (signal) => startSse(provider, url, headers, body, signal), controller)
+    const sent = RequestId.withHeader(headers, yield* RequestId.current)
+    const res = yield* withDeadline(provider, "start streaming", (signal) => startSse(provider, url, sent, body, signal), controller)
     if (res instanceof UpstreamResponse) {
       return nodeSseEvents(res.nodeBody(), Duration.toMillis(STREAM_IDLE_TIMEOUT), idleError(provider), streamBroke(provider))
     }

@@ -1,0 +1,267 @@
+/**
+ * Observability end to end through the node host (docs/observability.md): the request id on JWT
+ * (Effect routes), API-key (fast lane) and MCP calls, passed to the upstream; JSON log lines with the
+ * request id (AIGW_LOG_FORMAT=json, AIGW_LOG_REQUESTS=true); /metrics in the Prometheus text format
+ * with route templates as labels; /v1/ready.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { signUp, type TestAvatar } from "./support/accounts.ts"
+import { call, type RunningServer, startServer } from "./support/server.ts"
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+interface Sample {
+  readonly name: string
+  readonly labels: Record<string, string>
+  readonly value: number
+}
+
+/** A tiny parser of the Prometheus text exposition format 0.0.4 (throws on a line it cannot read). */
+const parsePrometheus = (text: string) => {
+  const samples: Array<Sample> = []
+  const types = new Map<string, string>()
+  for (const line of text.split("\n")) {
+    if (line === "") continue
+    if (line.startsWith("# TYPE ")) {
+      const [name, type] = line.slice(7).split(" ")
+      types.set(name!, type!)
+      continue
+    }
+    if (line.startsWith("# HELP ")) continue
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (!m) throw new Error(`not a Prometheus sample line: ${JSON.stringify(line)}`)
+    const labels: Record<string, string> = {}
+    const labelRe = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)/y
+    const body = m[2] ?? ""
+    let at = 0
+    while (at < body.length) {
+      labelRe.lastIndex = at
+      const l = labelRe.exec(body)
+      if (!l) throw new Error(`bad labels: ${body}`)
+      labels[l[1]!] = l[2]!.replace(/\\n/g, "\n").replace(/\\"/g, "\"").replace(/\\\\/g, "\\")
+      at = labelRe.lastIndex
+    }
+    const raw = m[3]!
+    samples.push({ name: m[1]!, labels, value: raw === "+Inf" ? Infinity : Number(raw) })
+    if (Number.isNaN(samples.at(-1)!.value) && raw !== "NaN") throw new Error(`bad value: ${line}`)
+  }
+  return { samples, types }
+}
+
+const valueOf = (samples: ReadonlyArray<Sample>, name: string, labels: Record<string, string> = {}) =>
+  samples
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0)
+
+describe("observability", () => {
+  let server: RunningServer
+  let openai: MockUpstream
+  let user: TestAvatar
+  const hi = [{ role: "user", content: "Hello" }]
+  const upstreamIdOf = (i = -1) => openai.requests.at(i)?.headers["x-request-id"]
+
+  beforeAll(async () => {
+    openai = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 1 })
+    server = await startServer({
+      OPENAI_API_KEY: "sk-openai",
+      OPENAI_BASE_URL: openai.url,
+      AIGW_LOG_FORMAT: "json",
+      AIGW_LOG_REQUESTS: "true"
+    })
+    user = await signUp(server, "obs")
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await openai?.close()
+  })
+
+  describe("request id", () => {
+    it("keeps a valid id on a JWT call (Effect route) and sends it upstream", async () => {
+      openai.setScenario({ kind: "text", text: "hi", usage: { prompt: 5, completion: 2 } })
+      const res = await call(server.url, "POST", "/v1/complete", {
+        token: user.token,
+        body: { messages: hi, provider: "openai", model: "gpt-4o-mini" },
+        headers: { "x-request-id": "jwt-call.1:a_b" }
+      })
+      expect(res.status).toBe(200)
+      expect(res.headers.get("x-request-id")).toBe("jwt-call.1:a_b")
+      expect(upstreamIdOf()).toBe("jwt-call.1:a_b")
+    })
+
+    it("sends it upstream on an Effect-route stream too", async () => {
+      openai.setScenario({ kind: "text", text: "streamed", usage: { prompt: 5, completion: 2 } })
+      const res = await fetch(`${server.url}/v1/complete/stream`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${user.token}`, "x-request-id": "jwt-stream-2" },
+        body: JSON.stringify({ messages: hi, provider: "openai", model: "gpt-4o-mini" })
+      })
+      expect(res.status).toBe(200)
+      await res.text()
+      expect(res.headers.get("x-request-id")).toBe("jwt-stream-2")
+      expect(upstreamIdOf()).toBe("jwt-stream-2")
+    })
+
+    it("keeps a valid id on an API-key call (fast lane) and sends it upstream, streams included", async () => {
+      openai.setScenario({ kind: "text", text: "hi", usage: { prompt: 5, completion: 2 } })
+      const res = await call(server.url, "POST", "/openai/v1/chat/completions", {
+        apiKey: user.apiKey,
+        body: { model: "gpt-4o-mini", messages: hi },
+        headers: { "x-request-id": "lane-call-3" }
+      })
+      expect(res.status).toBe(200)
+      expect(res.headers.get("x-request-id")).toBe("lane-call-3")
+      expect(upstreamIdOf()).toBe("lane-call-3")
+      const stream = await fetch(`${server.url}/v1/complete/stream`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": user.apiKey, "x-request-id": "lane-stream-4" },
+        body: JSON.stringify({ messages: hi, provider: "openai", model: "gpt-4o-mini" })
+      })
+      await stream.text()
+      expect(stream.headers.get("x-request-id")).toBe("lane-stream-4")
+      expect(upstreamIdOf()).toBe("lane-stream-4")
+    })
+
+    it("generates one when absent and replaces an invalid one (lane, Effect routes, errors, unknown routes)", async () => {
+      openai.setScenario({ kind: "text", text: "hi", usage: { prompt: 5, completion: 2 } })
+      const lane = await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } })
+      const generated = lane.headers.get("x-request-id")!
+      expect(generated).toMatch(UUID_V7)
+      expect(upstreamIdOf()).toBe(generated)
+      for (const bad of ["has spaces", "x".repeat(129), "semi;colon"]) {
+        const res = await call(server.url, "POST", "/v1/complete", {
+          apiKey: user.apiKey,
+          body: { messages: hi, provider: "openai", model: "gpt-4o-mini" },
+          headers: { "x-request-id": bad }
+        })
+        expect(res.headers.get("x-request-id")).toMatch(UUID_V7)
+        expect(upstreamIdOf()).toBe(res.headers.get("x-request-id"))
+      }
+      for (const [method, path, headers] of [
+        ["GET", "/v1/health", {}],
+        ["GET", "/v1/usage", {}],
+        ["GET", "/no/such/route", {}],
+        ["POST", "/v1/complete", { "x-api-key": "aigw_wrong" }],
+        ["GET", "/v1/health", { "x-request-id": "bad id" }]
+      ] as const) {
+        const res = await fetch(`${server.url}${path}`, { method, headers })
+        expect(res.headers.get("x-request-id"), `${method} ${path}`).toMatch(UUID_V7)
+      }
+      const kept = await fetch(`${server.url}/v1/health`, { headers: { "x-request-id": "health-5" } })
+      expect(kept.headers.get("x-request-id")).toBe("health-5")
+    })
+
+    it("is answered on /mcp", async () => {
+      const res = await fetch(`${server.url}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-request-id": "mcp-call-6" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+        })
+      })
+      expect(res.status).toBe(200)
+      expect(res.headers.get("x-request-id")).toBe("mcp-call-6")
+      const anonymous = await fetch(`${server.url}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${user.apiKey}` },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" })
+      })
+      expect(anonymous.headers.get("x-request-id")).toMatch(UUID_V7)
+    })
+  })
+
+  it("writes JSON log lines that carry the request id (access log included)", async () => {
+    await call(server.url, "GET", "/v1/health", { headers: { "x-request-id": "log-check-7" } })
+    await new Promise((r) => setTimeout(r, 200))
+    const lines = server.output().split("\n").filter((l) => l.trim() !== "")
+    expect(lines.length).toBeGreaterThan(0)
+    const logged = lines.map((l) => {
+      try {
+        return JSON.parse(l)
+      } catch {
+        throw new Error(`not a JSON log line: ${l}`)
+      }
+    })
+    for (const l of logged) {
+      expect(typeof l.timestamp).toBe("string")
+      expect(typeof l.level).toBe("string")
+      expect(l).toHaveProperty("message")
+    }
+    const health = logged.find((l) => l.requestId === "log-check-7")
+    expect(health).toMatchObject({ level: "INFO", method: "GET", route: "/v1/health", status: 200 })
+    expect(health.message).toMatch(/^GET \/v1\/health 200 /)
+    expect(logged.find((l) => l.requestId === "lane-call-3")).toMatchObject({ route: "/openai/v1/chat/completions", status: 200 })
+    expect(logged.find((l) => l.requestId === "jwt-call.1:a_b")).toMatchObject({ route: "/v1/complete", status: 200 })
+  })
+
+  it("serves /metrics in the Prometheus text format with route templates as labels", async () => {
+    await call(server.url, "GET", "/v1/video/no-such-job", { token: user.token })
+    await call(server.url, "GET", "/v1/video/another-job", { token: user.token })
+    await call(server.url, "GET", "/no/such/route/x1")
+    const res = await fetch(`${server.url}/metrics`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8")
+    expect(res.headers.get("x-request-id")).toMatch(UUID_V7)
+    const { samples, types } = parsePrometheus(await res.text())
+    expect(types.get("aigw_http_requests_total")).toBe("counter")
+    expect(types.get("aigw_http_request_duration_seconds")).toBe("histogram")
+    for (const name of ["aigw_upstream_calls_total", "aigw_upstream_errors_total", "aigw_tokens_total", "aigw_cost_usd_total", "aigw_quota_refusals_total", "aigw_sandbox_refusals_total"]) {
+      expect(types.get(name), name).toBe("counter")
+    }
+    for (const name of ["aigw_sandbox_runs_active", "aigw_jobs_backlog", "aigw_webhooks_backlog"]) expect(types.get(name), name).toBe("gauge")
+
+    expect(valueOf(samples, "aigw_http_requests_total", { route: "/v1/complete", method: "POST", status: "200" })).toBeGreaterThanOrEqual(4)
+    expect(valueOf(samples, "aigw_http_requests_total", { route: "/openai/v1/chat/completions", method: "POST", status: "200" })).toBe(1)
+    expect(valueOf(samples, "aigw_http_requests_total", { route: "/v1/complete/stream", method: "POST", status: "200" })).toBe(2)
+    expect(valueOf(samples, "aigw_http_requests_total", { route: "/v1/video/:jobId", method: "GET" })).toBe(2)
+    expect(valueOf(samples, "aigw_http_requests_total", { route: "/mcp", method: "POST" })).toBe(2)
+    expect(valueOf(samples, "aigw_http_requests_total", { route: "unmatched" })).toBeGreaterThanOrEqual(2)
+    // Never a raw path as a label.
+    expect(samples.some((s) => Object.values(s.labels).some((v) => v.includes("no-such") || v.includes("/no/such")))).toBe(false)
+    expect(valueOf(samples, "aigw_http_request_duration_seconds_count", { route: "/openai/v1/chat/completions", method: "POST" })).toBe(1)
+    expect(valueOf(samples, "aigw_http_request_duration_seconds_bucket", { route: "/openai/v1/chat/completions", le: "+Inf" })).toBe(1)
+
+    expect(valueOf(samples, "aigw_upstream_calls_total", { provider: "openai", outcome: "ok" })).toBeGreaterThanOrEqual(8)
+    expect(valueOf(samples, "aigw_tokens_total", { provider: "openai", direction: "prompt" })).toBeGreaterThanOrEqual(40)
+    expect(valueOf(samples, "aigw_tokens_total", { provider: "openai", direction: "completion" })).toBeGreaterThanOrEqual(16)
+    expect(valueOf(samples, "aigw_cost_usd_total", { provider: "openai" })).toBeGreaterThan(0)
+    expect(valueOf(samples, "aigw_jobs_backlog")).toBe(0)
+    expect(valueOf(samples, "aigw_webhooks_backlog")).toBe(0)
+  })
+
+  it("counts upstream errors by kind", async () => {
+    openai.setScenario({ kind: "error", status: 400, message: "bad request" })
+    await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } })
+    const { samples } = parsePrometheus(await (await fetch(`${server.url}/metrics`)).text())
+    expect(valueOf(samples, "aigw_upstream_errors_total", { provider: "openai", kind: "http" })).toBe(1)
+    expect(valueOf(samples, "aigw_upstream_calls_total", { provider: "openai", outcome: "error" })).toBe(1)
+  })
+
+  it("answers /v1/ready 200 when the database answers and its migrations are applied", async () => {
+    const res = await call(server.url, "GET", "/v1/ready")
+    expect(res.status).toBe(200)
+    expect(res.body).toEqual({ status: "ready", checks: { database: "ok", migrations: "ok" } })
+  })
+})
+
+describe("observability switched off", () => {
+  it("AIGW_METRICS=false: no /metrics; text logs stay text", async () => {
+    const server = await startServer({ AIGW_METRICS: "false", AIGW_LOG_REQUESTS: "true" })
+    try {
+      const res = await call(server.url, "GET", "/metrics")
+      expect(res.status).toBe(404)
+      expect(res.headers.get("x-request-id")).toMatch(UUID_V7)
+      await call(server.url, "GET", "/v1/health", { headers: { "x-request-id": "text-log-8" } })
+      await new Promise((r) => setTimeout(r, 200))
+      const line = server.output().split("\n").find((l) => l.includes("GET /v1/health 200"))
+      expect(line).toBeDefined()
+      expect(server.output()).toContain("text-log-8")
+      expect(() => JSON.parse(line!)).toThrow()
+    } finally {
+      await server.stop()
+    }
+  })
+})

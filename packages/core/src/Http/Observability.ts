@@ -1,0 +1,95 @@
+/**
+ * Observability at the HTTP edge (docs/observability.md), shared by the Effect app (App.ts) and the
+ * fast lane (FastLane.ts):
+ *
+ * - the request id (RequestId.ts): read or generated, answered as `x-request-id`, annotated on every
+ *   log line of the request, and held in `RequestId.CurrentRequest` for upstream calls;
+ * - request metrics (Metrics.ts): `aigw_http_requests_total` and the duration histogram, labelled by
+ *   the route's path template (set by Route.ts when a route matched; fixed names for the few
+ *   non-Route endpoints; `unmatched` otherwise: a raw path never becomes a label);
+ * - the access log (`AIGW_LOG_REQUESTS=true`): one line per request with the request id;
+ * - `GET /metrics`: the registry in the Prometheus text format, with the job and webhook backlogs
+ *   read from storage on scrape.
+ */
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Config, Effect, FiberRef, Option } from "effect"
+import * as Metrics from "../Metrics.ts"
+import * as RequestId from "../RequestId.ts"
+
+export const METRICS_PATH = "/metrics"
+
+/** Endpoints served outside Route.ts, labelled by their own (fixed) path. */
+const FIXED_ROUTES = new Set(["/openapi.json", "/docs", "/mcp", "/.well-known/mcp.json", "/.well-known/agent.json", METRICS_PATH])
+
+/** The label of a request no Route.ts route matched. */
+export const UNMATCHED = "unmatched"
+
+const pathOf = (url: string) => {
+  const q = url.indexOf("?")
+  return q === -1 ? url : url.slice(0, q)
+}
+
+/** `AIGW_METRICS` (default true) and `AIGW_LOG_REQUESTS` (default false). */
+export const options = Effect.all({
+  metrics: Config.boolean("AIGW_METRICS").pipe(Config.withDefault(true)),
+  logRequests: Config.boolean("AIGW_LOG_REQUESTS").pipe(Config.withDefault(false))
+})
+
+/** The access log line of a request, with its fields as annotations (JSON logs get them as keys). */
+export const accessLogLine = (requestId: string, method: string, path: string, route: string, status: number, ms: number) =>
+  Effect.logInfo(`${method} ${path} ${status} ${ms.toFixed(1)}ms`).pipe(
+    Effect.annotateLogs({ requestId, method, route, status, durationMs: Math.round(ms * 10) / 10 })
+  )
+
+/** Marks the route template of the request in flight (Route.ts, for the metrics label). */
+export const markRoute = (template: string) =>
+  Effect.map(FiberRef.get(RequestId.CurrentRequest), (info) => {
+    if (info !== undefined) info.route = template
+  })
+
+/**
+ * The edge middleware of the Effect app: request id in and out, log annotation, metrics, and the
+ * access log when `logRequests`.
+ */
+export const middleware = (settings: { readonly metrics: boolean; readonly logRequests: boolean }) =>
+  HttpMiddleware.make((app) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const started = performance.now()
+      const path = pathOf(request.url)
+      const info: RequestId.RequestInfo = { id: RequestId.fromHeader(request.headers[RequestId.HEADER]), route: FIXED_ROUTES.has(path) ? path : UNMATCHED }
+      const response = yield* app.pipe(Effect.locally(RequestId.CurrentRequest, info), Effect.annotateLogs("requestId", info.id))
+      const ms = performance.now() - started
+      if (settings.metrics) Metrics.recordRequest(info.route, request.method, response.status, ms / 1000)
+      if (settings.logRequests) yield* accessLogLine(info.id, request.method, path, info.route, response.status, ms)
+      return HttpServerResponse.setHeader(response, RequestId.HEADER, info.id)
+    })
+  )
+
+/** Job and webhook backlogs, read from the SQL store when there is one (memory stores: not reported). */
+const readBacklogs = Effect.gen(function*() {
+  const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
+  if (Option.isNone(sql)) return
+  const count = (rows: ReadonlyArray<{ readonly n: unknown }>) => Number(rows[0]?.n ?? 0)
+  const jobs = yield* sql.value<{ n: unknown }>`SELECT COUNT(*) AS n FROM jobs WHERE status IN ('queued', 'running')`
+  const hooks = yield* sql.value<{ n: unknown }>`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending'`
+  Metrics.jobsBacklog.set(count(jobs))
+  Metrics.webhooksBacklog.set(count(hooks))
+}).pipe(
+  Effect.catchAllCause((cause) =>
+    Effect.zipRight(
+      Effect.sync(() => {
+        Metrics.jobsBacklog.clear()
+        Metrics.webhooksBacklog.clear()
+      }),
+      Effect.logWarning("metrics: the backlogs could not be read", cause)
+    )
+  )
+)
+
+/** `GET /metrics`: the process's metrics in the text exposition format 0.0.4. */
+export const metricsResponse = Effect.map(readBacklogs, () =>
+  HttpServerResponse.text(Metrics.registry.render(), { contentType: Metrics.CONTENT_TYPE }))
