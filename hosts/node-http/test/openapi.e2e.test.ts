@@ -1,0 +1,180 @@
+/**
+ * /openapi.json of the running node host is valid OpenAPI 3.1: swagger-parser validates it,
+ * Redocly's recommended rules find no error, openapi-typescript turns it into types that
+ * compile, and real answers (successes and failures) match the schemas it declares for them.
+ */
+import SwaggerParser from "@apidevtools/swagger-parser"
+import { createConfig, lintFromString } from "@redocly/openapi-core"
+import AjvModule from "ajv/dist/2020.js"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import openapiTS, { astToString } from "openapi-typescript"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
+import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
+import { call, type RunningServer, startServer } from "./support/server.ts"
+
+const tsc = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../node_modules/.bin/tsc")
+
+type Document = {
+  openapi: string
+  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>
+  components: { schemas: Record<string, unknown> }
+}
+
+describe("/openapi.json", () => {
+  let server: RunningServer
+  let openai: MockUpstream
+  let user: TestAvatar
+  let text: string
+  let doc: Document
+
+  beforeAll(async () => {
+    openai = await startOpenAiMock({ apiKey: "sk-oa", chunkDelayMs: 1 })
+    server = await startServer({ ...adminEnv, OPENAI_API_KEY: "sk-oa", OPENAI_BASE_URL: openai.url })
+    user = await signUp(server, "oas")
+    const res = await fetch(`${server.url}/openapi.json`)
+    expect(res.status).toBe(200)
+    text = await res.text()
+    doc = JSON.parse(text) as Document
+  })
+  afterAll(async () => {
+    if (process.env.AIGW_TEST_DEBUG) console.info(server?.output())
+    await server?.stop()
+    await openai?.close()
+  })
+
+  it("validates with swagger-parser (every $ref resolves)", async () => {
+    // validate() dereferences in place: it gets a copy.
+    const api = await SwaggerParser.validate(structuredClone(doc) as never)
+    expect(api.openapi).toBe("3.1.0")
+    expect(text).not.toContain("#/$defs/")
+  })
+
+  it("has no error under Redocly's recommended rules", async () => {
+    const config = await createConfig({ extends: ["recommended"] })
+    const problems = await lintFromString({ source: text, absoluteRef: `${server.url}/openapi.json`, config })
+    const show = (p: (typeof problems)[number]) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer ?? ""}`
+    const warnings = problems.filter((p) => p.severity !== "error")
+    if (warnings.length > 0) console.info(`redocly warnings:\n${warnings.map(show).join("\n")}`)
+    expect(problems.filter((p) => p.severity === "error").map(show)).toEqual([])
+  })
+
+  it("declares the security schemes, hoisted components and the result schemas", () => {
+    const json = doc as unknown as {
+      components: { securitySchemes: Record<string, { type: string }> }
+      paths: Record<string, Record<string, { security: Array<Record<string, unknown>>; responses: Record<string, any> }>>
+    }
+    expect(json.components.securitySchemes.bearer!.type).toBe("http")
+    expect(json.components.securitySchemes.apiKey!.type).toBe("apiKey")
+    const usage = json.paths["/v1/usage"]!.get!
+    expect(usage.security).toEqual([{ bearer: [] }, { apiKey: [] }])
+    expect(usage.responses["200"].content["application/json"].schema.properties.result).toEqual({ $ref: "#/components/schemas/UsageSummary" })
+    expect(Object.keys(usage.responses)).toEqual(expect.arrayContaining(["401", "403", "429"]))
+    expect(json.paths["/v1/complete"]!.post!.responses["502"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ErrorEnvelope" })
+    // The schemas the old document referenced under #/$defs are components now.
+    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(["Int", "Avatar", "CompletionResult", "ChatCompletion"]))
+  })
+
+  it("generates TypeScript types with openapi-typescript that compile", async () => {
+    const ast = await openapiTS(structuredClone(doc) as never)
+    const source = `${astToString(ast)}
+type Usage = paths["/v1/usage"]["get"]["responses"][200]["content"]["application/json"]["result"]
+export const remaining = (u: Usage): number => u.remainingCallsToday
+type Completion = components["schemas"]["CompletionResult"]
+export const text = (c: Completion): string => c.content
+`
+    const dir = scratchDir("aigw-openapi-ts-")
+    fs.writeFileSync(path.join(dir, "api.ts"), source)
+    fs.writeFileSync(
+      path.join(dir, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: { strict: true, noEmit: true, target: "ES2022", module: "ESNext", moduleResolution: "Bundler", skipLibCheck: true, types: [] },
+        files: ["api.ts"]
+      })
+    )
+    // tsc in a child process: the server's connections stay served meanwhile.
+    const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
+      execFile(tsc, ["-p", dir], { timeout: 120_000 }, (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, output: stdout + stderr }))
+    })
+    expect(result.output).toBe("")
+    expect(result.code).toBe(0)
+  })
+
+  it("real answers match the schemas the document declares for them", async () => {
+    const Ajv = AjvModule.default
+    const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false })
+    // The document is the root the schemas' #/components/schemas/… references resolve in.
+    ajv.addSchema({ $id: "https://aigw.test/openapi.json", components: doc.components } as never)
+    let checked = 0
+    const check = async (method: string, docPath: string, res: { status: number; body: unknown }) => {
+      const response = doc.paths[docPath]?.[method.toLowerCase()]?.responses[String(res.status)]
+      expect(response, `${method} ${docPath} documents status ${res.status}`).toBeDefined()
+      const schema = response!.content?.["application/json"]?.schema
+      expect(schema, `${method} ${docPath} ${res.status} has a JSON schema`).toBeDefined()
+      const validate = ajv.compile({ $id: `https://aigw.test/answer/${++checked}`, $ref: "#/$defs/s", $defs: { s: rebase(schema) } } as never)
+      const ok = validate(res.body)
+      expect(ok, `${method} ${docPath} ${res.status}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(res.body).slice(0, 500)}`).toBe(true)
+    }
+    // References are made absolute against the document's $id.
+    const rebase = (value: unknown): unknown =>
+      Array.isArray(value)
+        ? value.map(rebase)
+        : value !== null && typeof value === "object"
+        ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, k === "$ref" && typeof v === "string" ? `https://aigw.test/openapi.json${v}` : rebase(v)]))
+        : value
+
+    const get = (p: string, who: { apiKey?: string; token?: string } = { apiKey: user.apiKey }) => call(server.url, "GET", p, who)
+    const post = (p: string, body: unknown, who: { apiKey?: string; token?: string } = { apiKey: user.apiKey }) => call(server.url, "POST", p, { ...who, body })
+
+    await check("GET", "/v1/usage", await get("/v1/usage"))
+    await check("GET", "/v1/models", await get("/v1/models"))
+    await check("GET", "/v1/models/{path}", await get("/v1/models/gpt-4o-mini"))
+    await check("GET", "/v1/providers", await get("/v1/providers"))
+    await check("GET", "/v1/openserv/models", await get("/v1/openserv/models"))
+    await check("GET", "/v1/keys", await get("/v1/keys"))
+    const created = await post("/v1/keys", { name: "second" })
+    await check("POST", "/v1/keys", created)
+    await check("DELETE", "/v1/keys/{id}", await call(server.url, "DELETE", `/v1/keys/${created.body.result.id}`, { apiKey: user.apiKey }))
+    await check("POST", "/v1/estimate", await post("/v1/estimate", { provider: "openai", model: "gpt-4o-mini", promptTokens: 1000 }))
+
+    const completion = await post("/v1/complete", { provider: "openai", model: "gpt-4o-mini", messages: [{ role: "user", content: "Hi" }] })
+    expect(completion.status).toBe(200)
+    await check("POST", "/v1/complete", completion)
+    openai.queue({ kind: "tool", name: "lookup", arguments: { q: "x" }, id: "call_1" })
+    const tools = [{ type: "function", function: { name: "lookup", parameters: { type: "object", properties: { q: { type: "string" } } } } }]
+    const toolCall = await post("/v1/complete", { provider: "openai", model: "gpt-4o-mini", messages: [{ role: "user", content: "Look up x" }], tools })
+    expect(toolCall.body.result.toolCalls).toHaveLength(1)
+    await check("POST", "/v1/complete", toolCall)
+    await check("POST", "/v1/embeddings", await post("/v1/embeddings", { texts: ["one", "two"], provider: "openai", model: "text-embedding-3-small" }))
+    await check("POST", "/openai/v1/chat/completions", await post("/openai/v1/chat/completions", { model: "gpt-4o-mini", messages: [{ role: "user", content: "Hi" }] }))
+    openai.queue({ kind: "tool", name: "lookup", arguments: { q: "y" }, id: "call_2" })
+    await check("POST", "/openai/v1/chat/completions", await post("/openai/v1/chat/completions", { model: "gpt-4o-mini", messages: [{ role: "user", content: "Look up y" }], tools }))
+    await check("GET", "/openai/v1/models", await get("/openai/v1/models"))
+
+    // The avatar API: own profile (full), someone else's (public fields), the admin list, sign-in.
+    const other = await signUp(server, "oas2")
+    await check("GET", "/api/avatar/{id}", await get(`/api/avatar/${user.id}`, { token: user.token }))
+    await check("GET", "/api/avatar/{id}", await get(`/api/avatar/${other.id}`, { token: user.token }))
+    await check("POST", "/api/avatar/authenticate", await post("/api/avatar/authenticate", { username: user.username, password: user.password }, {}))
+    await check("PUT", "/api/avatar/{id}", await call(server.url, "PUT", `/api/avatar/${user.id}`, { token: user.token, body: { title: "Dr" } }))
+    await check("GET", "/api/avatar", await get("/api/avatar", { token: await adminToken(server) }))
+    await check("POST", "/api/avatar/forgot-password", await post("/api/avatar/forgot-password", { email: user.email }, {}))
+
+    // Failures: each in the envelope of its API, under the status it is documented with.
+    await check("GET", "/v1/usage", await get("/v1/usage", {}))
+    await check("POST", "/v1/complete", await post("/v1/complete", { messages: [] }))
+    await check("POST", "/v1/embeddings", await post("/v1/embeddings", { texts: ["x"], model: "nope" }))
+    await check("POST", "/v1/embeddings", await post("/v1/embeddings", { texts: ["x"], provider: "jina" }))
+    await check("GET", "/api/avatar", await get("/api/avatar", { token: user.token }))
+    await check("POST", "/openai/v1/chat/completions", await post("/openai/v1/chat/completions", { model: "gpt-4o-mini", messages: [] }))
+    openai.queue({ kind: "error", status: 500 }, { kind: "error", status: 500 }, { kind: "error", status: 500 })
+    const upstream = await post("/v1/complete", { provider: "openai", model: "gpt-4o-mini", messages: [{ role: "user", content: "Hi" }], routing: { fallback: false } })
+    expect(upstream.status).toBeGreaterThanOrEqual(500)
+    await check("POST", "/v1/complete", upstream)
+  })
+})
