@@ -50,7 +50,7 @@ describe("/openapi.json", () => {
   it("validates with swagger-parser (every $ref resolves)", async () => {
     // validate() dereferences in place: it gets a copy.
     const api = await SwaggerParser.validate(structuredClone(doc) as never)
-    expect(api.openapi).toBe("3.1.0")
+    expect((api as { openapi?: string }).openapi).toBe("3.1.0")
     expect(text).not.toContain("#/$defs/")
   })
 
