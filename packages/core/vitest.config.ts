@@ -1,6 +1,8 @@
 import { defineProject } from "vitest/config"
+import { resolveSources } from "../../scripts/vitest-conditions.mjs"
 
 export default defineProject({
+  ...resolveSources,
   test: {
     name: "core",
     include: ["test/**/*.test.ts"],

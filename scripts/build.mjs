@@ -1,0 +1,154 @@
+#!/usr/bin/env node
+/**
+ * Builds @aigw/core and the Node and MCP hosts to JavaScript with declarations (tsc emit, incremental:
+ * `tsc -b tsconfig.build.json`): packages/core/dist, hosts/node-http/dist, hosts/mcp/dist. Copies the
+ * assets tsc does not emit (the sandbox runner, found next to the built Sandbox.js) into core's dist.
+ *
+ *   node scripts/build.mjs            build everything (exit code 1 on type errors; JS is emitted anyway)
+ *   node scripts/build.mjs --if-stale build only if an output is missing or older than a source
+ *
+ * Also imported by scripts/start.mjs and the test setup (test/support/build.ts): `ensureBuilt()`.
+ * One build at a time across processes (a lock directory under dist/); a second caller waits for it.
+ */
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+const core = path.join(root, "packages/core")
+
+/** Files tsc does not emit that must sit at the same place relative to the built modules. */
+const assets = ["Capabilities/Sandbox/runner.cjs"]
+
+/** What a complete build leaves behind. */
+export const outputs = [
+  path.join(core, "dist/index.js"),
+  path.join(core, "dist/index.d.ts"),
+  ...assets.map((a) => path.join(core, "dist", a)),
+  path.join(root, "hosts/node-http/dist/main.js"),
+  path.join(root, "hosts/mcp/dist/main.js")
+]
+
+/** Inputs of the build: sources, the build configurations, the manifests. */
+const inputDirs = [path.join(core, "src"), path.join(root, "hosts/node-http/src"), path.join(root, "hosts/mcp/src")]
+const inputFiles = [
+  "tsconfig.base.json",
+  "tsconfig.build.json",
+  "package.json",
+  "packages/core/tsconfig.build.json",
+  "packages/core/package.json",
+  "hosts/node-http/tsconfig.build.json",
+  "hosts/node-http/package.json",
+  "hosts/mcp/tsconfig.build.json",
+  "hosts/mcp/package.json",
+  "scripts/build.mjs"
+].map((f) => path.join(root, f))
+
+const stampFile = path.join(root, "dist/build/stamp")
+const lockDir = path.join(root, "dist/build/lock")
+
+const newestIn = (dir) => {
+  let newest = 0
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name)
+    newest = Math.max(newest, entry.isDirectory() ? newestIn(p) : fs.statSync(p).mtimeMs)
+  }
+  return newest
+}
+
+/** Why a build is needed ("" when the outputs are complete and newer than every input). */
+export const staleness = () => {
+  const missing = outputs.find((f) => !fs.existsSync(f))
+  if (missing) return `${path.relative(root, missing)} is missing`
+  if (!fs.existsSync(stampFile)) return "no completed build recorded"
+  const built = fs.statSync(stampFile).mtimeMs
+  const newest = Math.max(...inputDirs.map(newestIn), ...inputFiles.filter((f) => fs.existsSync(f)).map((f) => fs.statSync(f).mtimeMs))
+  return newest > built ? "sources changed since the last build" : ""
+}
+
+const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+
+const withLock = (fn) => {
+  fs.mkdirSync(path.dirname(lockDir), { recursive: true })
+  const deadline = Date.now() + 10 * 60_000
+  for (;;) {
+    try {
+      fs.mkdirSync(lockDir)
+      break
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e
+      // A lock older than 10 minutes belongs to a build that died.
+      try {
+        if (Date.now() - fs.statSync(lockDir).mtimeMs > 10 * 60_000) fs.rmSync(lockDir, { recursive: true, force: true })
+      } catch {
+        // released meanwhile
+      }
+      if (Date.now() > deadline) throw new Error(`aigw build: ${lockDir} is held by another build for too long`)
+      sleep(250)
+    }
+  }
+  try {
+    return fn()
+  } finally {
+    fs.rmSync(lockDir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * Runs the incremental build. Returns tsc's exit status (0: clean; 1 or 2: type errors, JavaScript
+ * emitted all the same). tsc's diagnostics go to stderr (stdout may be a protocol channel: MCP stdio).
+ */
+const runBuild = () => {
+  let tsc
+  try {
+    tsc = createRequire(path.join(root, "package.json")).resolve("typescript/bin/tsc")
+  } catch {
+    throw new Error("aigw build: TypeScript is not installed (run `npm install`, with dev dependencies)")
+  }
+  const started = Date.now()
+  const result = spawnSync(process.execPath, [tsc, "-b", path.join(root, "tsconfig.build.json")], {
+    cwd: root,
+    stdio: ["ignore", 2, 2]
+  })
+  if (result.error) throw result.error
+  for (const asset of assets) {
+    const to = path.join(core, "dist", asset)
+    fs.mkdirSync(path.dirname(to), { recursive: true })
+    fs.copyFileSync(path.join(core, "src", asset), to)
+  }
+  const missing = outputs.find((f) => !fs.existsSync(f))
+  if (missing) throw new Error(`aigw build: ${path.relative(root, missing)} was not produced`)
+  fs.mkdirSync(path.dirname(stampFile), { recursive: true })
+  fs.writeFileSync(stampFile, `${new Date().toISOString()} tsc exit ${result.status}\n`)
+  process.stderr.write(`aigw build: done in ${((Date.now() - started) / 1000).toFixed(1)} s${result.status === 0 ? "" : " (with type errors, see above)"}\n`)
+  return result.status ?? 1
+}
+
+/** Builds when an output is missing or older than a source; returns the reason it built ("" if not). */
+export const ensureBuilt = () => {
+  const reason = staleness()
+  if (!reason) return ""
+  return withLock(() => {
+    // Another process may have finished the same build while this one waited for the lock.
+    const still = staleness()
+    if (!still) return ""
+    process.stderr.write(`aigw build: ${still}; building (tsc -b tsconfig.build.json)\n`)
+    runBuild()
+    return still
+  })
+}
+
+/** Always runs the (incremental) build; returns tsc's exit status. */
+export const build = () => withLock(runBuild)
+
+if (process.argv[1] && import.meta.url === pathToFileURL(fs.realpathSync(process.argv[1])).href) {
+  try {
+    if (process.argv.includes("--if-stale")) ensureBuilt()
+    else process.exitCode = build() === 0 ? 0 : 1
+  } catch (e) {
+    process.stderr.write(`${e instanceof Error ? e.message : e}\n`)
+    process.exitCode = 1
+  }
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env node
+/**
+ * `npm start`: runs the compiled Node host (hosts/node-http/dist/main.js) with plain node, in this
+ * process. Builds first (incremental tsc, scripts/build.mjs) when dist is missing or older than the
+ * sources, so a fresh clone needs only `npm install && npm start`.
+ *
+ *   node scripts/start.mjs [node-http|mcp]
+ *
+ * The working directory becomes the host's workspace directory, as with `npm start -w hosts/<host>`,
+ * so the embedded defaults keep their files under hosts/<host>/data/ (AIGW_DATA_DIR moves them).
+ * Build messages go to stderr: the MCP host's stdout is its protocol channel.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import { ensureBuilt, root } from "./build.mjs"
+
+const host = process.argv[2] ?? "node-http"
+const hostDir = path.join(root, "hosts", host)
+const main = path.join(hostDir, "dist/main.js")
+if (!fs.existsSync(path.join(hostDir, "package.json"))) {
+  process.stderr.write(`aigw: unknown host "${host}" (node-http or mcp)\n`)
+  process.exit(1)
+}
+try {
+  ensureBuilt()
+} catch (e) {
+  // No TypeScript (a production install without dev dependencies): run what was built, if anything.
+  if (!fs.existsSync(main)) {
+    process.stderr.write(`${e instanceof Error ? e.message : e}\naigw: ${path.relative(root, main)} is missing; run \`npm run build\`\n`)
+    process.exit(1)
+  }
+  process.stderr.write(`aigw: could not rebuild (${e instanceof Error ? e.message : e}); starting the existing build\n`)
+}
+process.chdir(hostDir)
+process.argv.splice(1, 2, main)
+await import(pathToFileURL(main).href)
