@@ -164,6 +164,12 @@ export const text = (c: Completion): string => c.content
     await check("PUT", "/api/avatar/{id}", await call(server.url, "PUT", `/api/avatar/${user.id}`, { token: user.token, body: { title: "Dr" } }))
     await check("GET", "/api/avatar", await get("/api/avatar", { token: await adminToken(server) }))
     await check("POST", "/api/avatar/forgot-password", await post("/api/avatar/forgot-password", { email: user.email }, {}))
+    // A business rejection of the avatar API: 200 with isError true, in the 200 schema.
+    const taken = await post("/api/avatar/register", { username: user.username, email: "someone.else@example.com", password: "password 123" }, {})
+    expect(taken.status).toBe(200)
+    expect(taken.body.isError).toBe(true)
+    await check("POST", "/api/avatar/register", taken)
+    await check("POST", "/api/avatar/authenticate", await post("/api/avatar/authenticate", { username: user.username, password: "wrong password" }, {}))
 
     // Failures: each in the envelope of its API, under the status it is documented with.
     await check("GET", "/v1/usage", await get("/v1/usage", {}))

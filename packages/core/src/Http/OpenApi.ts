@@ -146,11 +146,11 @@ const errorStatuses: Record<string, string> = {
   "401": "Missing, invalid or expired credentials",
   "403": "Authenticated, but not allowed (plan, role or ownership)",
   "404": "No such resource, model or provider",
-  "409": "Conflict with the current state (e.g. the e-mail is taken)",
   "413": "Request body above the configured size limit",
   "422": "Well-formed but refused (e.g. a provider that is not configured, a model of the wrong kind)",
   "429": "Daily quota exhausted or too many requests; see Retry-After",
   "500": "Unexpected failure",
+  "501": "A capability that is not available in this deployment (the message says what to configure)",
   "502": "The upstream provider failed",
   "503": "At capacity (retry after Retry-After) or a dependency is unavailable",
   "504": "The upstream provider timed out"
@@ -160,9 +160,10 @@ const errorStatuses: Record<string, string> = {
 const errorStatusesOf = (r: Route): Array<string> => {
   const statuses = ["400", "404", "500"]
   if (r.auth === "required") statuses.push("401", "403", "429")
-  if (r.envelope === "avatar") statuses.push("401", "409", "422", "429")
+  // The avatar API answers Conflict and Rejected with 200 + isError (in the 200 schema).
+  if (r.envelope === "avatar") statuses.push("401", "422", "429")
   if (Option.isSome(r.body) || r.rawBody) statuses.push("413", "422")
-  if (r.metered) statuses.push("422", "502", "503", "504")
+  if (r.metered) statuses.push("422", "501", "502", "503", "504")
   return [...new Set(statuses)].sort()
 }
 
@@ -224,8 +225,16 @@ export const openApiDocument = (routes: ReadonlyArray<Route>, version: string) =
       ...(r.rawBody ? { requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object" } } } } } : {}),
       responses: {
         "200": {
-          description: r.metered ? "Success (counts against the daily quota)" : "Success",
-          content: { [r.docs.contentType ?? "application/json"]: { schema: successBody(r.envelope, result) } }
+          description: r.envelope === "avatar"
+            ? "Success, or a business rejection (wrong password, taken username, expired token) with isError true"
+            : r.metered
+            ? "Success (counts against the daily quota)"
+            : "Success",
+          content: {
+            [r.docs.contentType ?? "application/json"]: {
+              schema: r.envelope === "avatar" ? { oneOf: [successBody(r.envelope, result), errors.avatar] } : successBody(r.envelope, result)
+            }
+          }
         },
         ...errorResponses
       }
