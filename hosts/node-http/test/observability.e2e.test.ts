@@ -265,3 +265,45 @@ describe("observability switched off", () => {
     }
   })
 })
+
+describe("OpenTelemetry export", () => {
+  it("sends spans over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces", async () => {
+    const { createServer } = await import("node:http")
+    const received: Array<{ path: string; contentType: string | undefined; body: any }> = []
+    const receiver = createServer((req, res) => {
+      let text = ""
+      req.on("data", (d) => (text += d))
+      req.on("end", () => {
+        received.push({ path: req.url ?? "", contentType: req.headers["content-type"], body: JSON.parse(text) })
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end("{}")
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    const port = (receiver.address() as import("node:net").AddressInfo).port
+    const server = await startServer({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_SERVICE_NAME: "aigw-test" })
+    try {
+      await call(server.url, "GET", "/v1/ready", { headers: { "x-request-id": "otel-9", authorization: "Bearer secret-token-xyz", "x-api-key": "aigw_secret-key-xyz" } })
+      const deadline = Date.now() + 15_000
+      const spans = () =>
+        received.flatMap((r) => (r.body.resourceSpans ?? []).flatMap((rs: any) => (rs.scopeSpans ?? []).flatMap((ss: any) => ss.spans ?? [])))
+      // The HTTP server's request span: "http.server GET" with the path among its attributes.
+      const readySpan = () => spans().find((s: any) => s.name === "http.server GET" && JSON.stringify(s.attributes ?? []).includes("/v1/ready"))
+      while (readySpan() === undefined && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200))
+      }
+      expect(received.every((r) => r.path === "/v1/traces")).toBe(true)
+      expect(received[0]?.contentType).toMatch(/application\/json/)
+      expect(readySpan(), [...new Set(spans().map((s: any) => String(s.name)))].join(", ")).toBeDefined()
+      expect(readySpan().traceId).toMatch(/^[0-9a-f]{32}$/)
+      // Credentials in headers are redacted from span attributes.
+      expect(JSON.stringify(received)).not.toContain("secret-token-xyz")
+      expect(JSON.stringify(received)).not.toContain("secret-key-xyz")
+      const resource = received[0]!.body.resourceSpans[0].resource.attributes as Array<{ key: string; value: { stringValue?: string } }>
+      expect(resource.find((a) => a.key === "service.name")?.value.stringValue).toBe("aigw-test")
+    } finally {
+      await server.stop()
+      await new Promise((resolve) => receiver.close(resolve))
+    }
+  })
+})

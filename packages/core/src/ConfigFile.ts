@@ -43,6 +43,8 @@ export const generalVariables: ReadonlyArray<string> = [
   "AIGW_LOG_REQUESTS",
   "AIGW_LOG_FORMAT",
   "AIGW_METRICS",
+  "OTEL_EXPORTER_OTLP_ENDPOINT",
+  "OTEL_SERVICE_NAME",
   "AIGW_API_KEY"
 ]
 

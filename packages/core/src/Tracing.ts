@@ -4,9 +4,16 @@
  * aigw exports none of them: they only matter to an embedder that provides its own Tracer. So the
  * hosts turn span creation off unless `AIGW_TRACING=true`; it costs CPU on every request (see
  * docs/performance.md).
+ *
+ * With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans are on and exported over OTLP/HTTP (JSON) to
+ * `<endpoint>/v1/traces` by @effect/opentelemetry's OtlpTracer (batched; flushed at shutdown), with
+ * `OTEL_SERVICE_NAME` (default `aigw`) as the service name (docs/observability.md).
  */
+import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
+import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import { Config, Effect, Layer } from "effect"
+import { Config, Duration, Effect, Layer, Option } from "effect"
 
 /** No spans: Effect's tracer and the HTTP server's request spans are off for everything built after. */
 export const layerOff: Layer.Layer<never> = Layer.mergeAll(
@@ -14,7 +21,23 @@ export const layerOff: Layer.Layer<never> = Layer.mergeAll(
   Layer.scopedDiscard(Effect.locallyScoped(HttpMiddleware.currentTracerDisabledWhen, () => true))
 )
 
-/** `layerOff` unless `AIGW_TRACING=true`. */
+/** Spans exported over OTLP/HTTP (JSON) to `<endpoint>/v1/traces`. */
+export const layerOtlp = (options: { readonly endpoint: string; readonly serviceName: string; readonly serviceVersion?: string }): Layer.Layer<never> =>
+  OtlpTracer.layer({
+    url: `${options.endpoint.replace(/\/+$/, "")}/v1/traces`,
+    resource: { serviceName: options.serviceName, ...(options.serviceVersion ? { serviceVersion: options.serviceVersion } : {}) },
+    exportInterval: Duration.seconds(2)
+  }).pipe(Layer.provide(FetchHttpClient.layer), Layer.provide(OtlpSerialization.layerJson))
+
+/** OTLP export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; else `layerOff` unless `AIGW_TRACING=true`. */
 export const layerFromEnv: Layer.Layer<never> = Layer.unwrapEffect(
-  Effect.map(Config.boolean("AIGW_TRACING").pipe(Config.withDefault(false)), (on) => (on ? Layer.empty : layerOff))
+  Effect.map(
+    Config.all({
+      on: Config.boolean("AIGW_TRACING").pipe(Config.withDefault(false)),
+      endpoint: Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT")),
+      serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("aigw"))
+    }),
+    ({ endpoint, on, serviceName }) =>
+      Option.isSome(endpoint) ? layerOtlp({ endpoint: endpoint.value, serviceName }) : on ? Layer.empty : layerOff
+  )
 ).pipe(Layer.orDie)
