@@ -4,12 +4,15 @@
  * of what its service really returns (`matches` below: a drift fails the typecheck), and
  * hosts/node-http/test/openapi.e2e.test.ts validates real answers against the document.
  */
-import { type Effect, Schema, type Types } from "effect"
+import { type Context, type Effect, Schema, type Types } from "effect"
 import type { ApiKeyView as ApiKeyViewType } from "../Accounts/ApiKeys.ts"
 import type { AuthResult as AuthResultType, AvatarView as AvatarViewType, publicView } from "../Accounts/Avatars.ts"
 import { AvatarTypeSchema } from "../Accounts/Schemas.ts"
 import type { CompletionResult as CompletionResultType } from "../Capabilities/Completions.ts"
 import type { EmbeddingsResult as EmbeddingsResultType } from "../Capabilities/Embeddings.ts"
+import type { check as guardrailsCheck } from "../Capabilities/Guardrails.ts"
+import type { LlmTasks } from "../Capabilities/LlmTasks.ts"
+import type { rerank } from "../Capabilities/Rerank.ts"
 import type { modelDetail, modelView, openServView } from "../Catalog/Catalog.ts"
 import type { estimateCost, listProviders } from "../Catalog/Queries.ts"
 import { ModelPlan, Plan } from "../Plans.ts"
@@ -214,6 +217,75 @@ export const EmbeddingsResult = Schema.Struct({
   fallbacks: Schema.Array(Fallback)
 }).annotations({ identifier: "EmbeddingsResult" })
 matches<typeof EmbeddingsResult, EmbeddingsResultType>(true)
+
+// ---- Text tasks, guardrails, rerank ----
+
+type Tasks = Context.Tag.Service<LlmTasks>
+type TaskResult<K extends Exclude<keyof Tasks, "check">> = Effect.Effect.Success<ReturnType<Tasks[K]>>
+
+/** What every LLM task answer carries about the call that produced it. */
+const callInfoFields = {
+  provider: Schema.String,
+  model: Schema.String,
+  usage: CompletionResult.fields.usage,
+  costUSD: Schema.Number
+}
+
+export const TranslateResult = Schema.Struct({
+  translation: Schema.String,
+  sourceLanguage: Schema.NullOr(Schema.String).annotations({ description: "ISO 639-1; the detected one when not given (null when undetected)" }),
+  targetLanguage: Schema.String,
+  ...callInfoFields
+}).annotations({ identifier: "TranslateResult" })
+matches<typeof TranslateResult, TaskResult<"translate">>(true)
+
+export const ClassifyResult = Schema.Struct({
+  label: Schema.String,
+  scores: Schema.Array(Schema.Struct({ label: Schema.String, score: Schema.Number })).annotations({ description: "Every label, best first; they sum to 1" }),
+  ...callInfoFields
+}).annotations({ identifier: "ClassifyResult" })
+matches<typeof ClassifyResult, TaskResult<"classify">>(true)
+
+export const ExtractResult = Schema.Struct({
+  data: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({ description: "The object the model extracted" }),
+  valid: Schema.Boolean.annotations({ description: "Whether `data` conforms to the given JSON Schema" }),
+  errors: Schema.Array(Schema.String),
+  ...callInfoFields
+}).annotations({ identifier: "ExtractResult" })
+matches<typeof ExtractResult, TaskResult<"extract">>(true)
+
+export const OptimisePromptResult = Schema.Struct({
+  originalPrompt: Schema.String,
+  optimisedPrompt: Schema.String,
+  changes: Schema.Array(Schema.String),
+  ...callInfoFields
+}).annotations({ identifier: "OptimisePromptResult" })
+matches<typeof OptimisePromptResult, TaskResult<"optimisePrompt">>(true)
+
+export const GuardrailsResult = Schema.Struct({
+  passed: Schema.Boolean,
+  flagged: Schema.Boolean,
+  categories: Schema.Array(Schema.String),
+  findings: Schema.Array(Schema.Struct({
+    type: Schema.String.annotations({ description: "pii.email, pii.phone, pii.payment_card, pii.iban, pii.us_ssn, secret.api_key, secret.private_key, prompt_injection" }),
+    start: Schema.Number,
+    end: Schema.Number,
+    preview: Schema.String.annotations({ description: "The match with all but its edges masked" })
+  })),
+  redactedText: Schema.String,
+  provider: Schema.String.annotations({ description: "local (in-process)" })
+}).annotations({ identifier: "GuardrailsResult" })
+// Finding types are a literal union in the service: checked one way (they are strings).
+const _guardrails: typeof GuardrailsResult.Type = null as unknown as Effect.Effect.Success<ReturnType<typeof guardrailsCheck>>
+void _guardrails
+
+export const RerankResult = Schema.Struct({
+  results: Schema.Array(Schema.Struct({ index: Schema.Number, document: Schema.String, score: Schema.Number })),
+  provider: Schema.String.annotations({ description: "local (in-process)" }),
+  model: Schema.String.annotations({ description: "bm25" })
+}).annotations({ identifier: "RerankResult" })
+const _rerank: typeof RerankResult.Type = null as unknown as Effect.Effect.Success<ReturnType<typeof rerank>>
+void _rerank
 
 // ---- OpenAI-compatible surface ----
 

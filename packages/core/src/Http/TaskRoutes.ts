@@ -8,6 +8,7 @@ import { IsoLanguage, LlmTasks } from "../Capabilities/LlmTasks.ts"
 import * as Rerank from "../Capabilities/Rerank.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
+import { ClassifyResult, ExtractResult, GuardrailsResult, OptimisePromptResult, RerankResult, TranslateResult } from "./ResponseSchemas.ts"
 
 const Text = (max = 100_000) =>
   Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(max, { message: () => `text is limited to ${max} characters` }))
@@ -55,6 +56,7 @@ export const taskRoutes = [
   authed({
     method: "POST",
     path: "/v1/translate",
+    success: TranslateResult,
     tag: "Text",
     metered: true,
     summary: "Translate text (sourceLanguage auto-detected when omitted) with a routed chat model",
@@ -65,6 +67,7 @@ export const taskRoutes = [
   authed({
     method: "POST",
     path: "/v1/classify",
+    success: ClassifyResult,
     tag: "Text",
     metered: true,
     summary: "Zero-shot classification into one of the given labels, with a score per label",
@@ -75,6 +78,7 @@ export const taskRoutes = [
   authed({
     method: "POST",
     path: "/v1/extract",
+    success: ExtractResult,
     tag: "Text",
     metered: true,
     summary: "Structured extraction: a JSON object following the given JSON Schema (validated; `valid` and `errors` report the check)",
@@ -85,6 +89,7 @@ export const taskRoutes = [
   authed({
     method: "POST",
     path: "/v1/prompts/optimise",
+    success: OptimisePromptResult,
     tag: "Text",
     metered: true,
     summary: "Rewrite a prompt so a model answers it better; returns the new prompt and the changes",
@@ -95,6 +100,7 @@ export const taskRoutes = [
   authed({
     method: "POST",
     path: "/v1/guardrails/check",
+    success: GuardrailsResult,
     tag: "Safety",
     metered: true,
     summary: "Rule-based guardrails (in-process): personal data, credentials, prompt injection; findings and redacted text",
@@ -105,6 +111,7 @@ export const taskRoutes = [
   authed({
     method: "POST",
     path: "/v1/rerank",
+    success: RerankResult,
     tag: "Retrieval",
     metered: true,
     summary: "Rerank documents against a query (BM25, in-process); the top N with scores and original indexes",
