@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { signUp, type TestAvatar } from "./support/accounts.ts"
+import { type Receiver, startReceiver } from "./support/receiver.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -58,12 +59,17 @@ describe("observability", () => {
   let server: RunningServer
   let openai: MockUpstream
   let user: TestAvatar
+  let receiver: Receiver
   const hi = [{ role: "user", content: "Hello" }]
   const upstreamIdOf = (i = -1) => openai.requests.at(i)?.headers["x-request-id"]
 
   beforeAll(async () => {
     openai = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 1 })
+    receiver = await startReceiver()
     server = await startServer({
+      AIGW_ALLOW_PRIVATE_URLS: "true",
+      AIGW_WORKER_INTERVAL_MS: "100",
+      AIGW_JOB_POLL_MS: "100",
       OPENAI_API_KEY: "sk-openai",
       OPENAI_BASE_URL: openai.url,
       AIGW_LOG_FORMAT: "json",
@@ -74,6 +80,7 @@ describe("observability", () => {
   afterAll(async () => {
     await server?.stop()
     await openai?.close()
+    await receiver?.close()
   })
 
   describe("request id", () => {
@@ -238,6 +245,20 @@ describe("observability", () => {
     const { samples } = parsePrometheus(await (await fetch(`${server.url}/metrics`)).text())
     expect(valueOf(samples, "aigw_upstream_errors_total", { provider: "openai", kind: "http" })).toBe(1)
     expect(valueOf(samples, "aigw_upstream_calls_total", { provider: "openai", outcome: "error" })).toBe(1)
+  })
+
+  it("sends the submitting request's id with the job's webhook (X-GATEWAY-Request-Id)", async () => {
+    openai.setScenario({ kind: "text", text: "item answer", usage: { prompt: 3, completion: 1 } })
+    const submit = await call(server.url, "POST", "/v1/batch/submit", {
+      apiKey: user.apiKey,
+      headers: { "x-request-id": "batch-submit-10" },
+      body: { requests: [{ messages: hi, provider: "openai", model: "gpt-4o-mini" }], callbackUrl: receiver.url }
+    })
+    expect(submit.status).toBe(200)
+    expect(submit.headers.get("x-request-id")).toBe("batch-submit-10")
+    const [hook] = await receiver.waitFor(1, 15_000)
+    expect(hook!.headers["x-gateway-request-id"]).toBe("batch-submit-10")
+    expect(JSON.parse(hook!.body)).toMatchObject({ jobId: submit.body.result.batchId, status: "completed" })
   })
 
   it("answers /v1/ready 200 when the database answers and its migrations are applied", async () => {

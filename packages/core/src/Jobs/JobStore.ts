@@ -31,6 +31,8 @@ export interface JobRecord {
   readonly createdAt: number
   readonly updatedAt: number
   readonly completedAt: number | null
+  /** The id of the request that submitted the job (RequestId.ts), sent with its webhook. */
+  readonly requestId?: string | null
 }
 
 export type DeliveryStatus = "pending" | "delivered" | "dead"
@@ -49,6 +51,8 @@ export interface DeliveryRecord {
   readonly createdAt: number
   readonly deliveredAt: number | null
   readonly lastError: string | null
+  /** The id of the request that submitted the job: the `X-GATEWAY-Request-Id` header. */
+  readonly requestId?: string | null
 }
 
 export interface DeliveryAttempt {

@@ -6,6 +6,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { NotFound } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import * as RequestId from "../RequestId.ts"
 import * as UrlGuard from "../UrlGuard.ts"
 import { type JobRecord, JobStore, type JobType } from "./JobStore.ts"
 
@@ -23,6 +24,8 @@ const makeService = Effect.gen(function*() {
     job: { readonly type: JobType; readonly provider: string; readonly input: unknown; readonly callbackUrl?: string | undefined }
   ) {
     const callbackUrl = yield* checkUrl(job.callbackUrl, "callbackUrl")
+    // Kept with the job for its webhook's X-GATEWAY-Request-Id.
+    const requestId = yield* RequestId.current
     const now = Date.now()
     const record: JobRecord = {
       id: crypto.randomUUID(),
@@ -41,7 +44,8 @@ const makeService = Effect.gen(function*() {
       lockedUntil: null,
       createdAt: now,
       updatedAt: now,
-      completedAt: null
+      completedAt: null,
+      requestId: requestId ?? null
     }
     yield* store.insert(record)
     return record

@@ -47,7 +47,8 @@ const makeService = Effect.gen(function*() {
         lockedUntil: null,
         createdAt: outcome.completedAt,
         deliveredAt: null,
-        lastError: null
+        lastError: null,
+        requestId: job.requestId ?? null
       }))
       return store.finish(job.id, outcome, delivery).pipe(
         Effect.tap((ended) => ended ? Effect.logInfo(`job ${job.id} (${job.type}) ${status}${error ? `: ${error}` : ""}`) : Effect.void)

@@ -6,6 +6,7 @@
  * anything is sent (a crash mid-attempt cannot resend the same attempt number), and its outcome
  * recorded after. The target address is re-checked against SSRF at connect time (the DNS answer
  * used is the one checked). The receiver's answer body is never read (cancelled unread).
+ * `X-GATEWAY-Request-Id` names the request that submitted the job (when it had one).
  */
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { fetch as undiciFetch } from "undici"
@@ -48,6 +49,7 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
       "x-gateway-delivery": d.id,
       // Counted by claimDeliveries: this attempt's number.
       "x-gateway-attempt": String(d.attempts),
+      ...(d.requestId ? { "x-gateway-request-id": d.requestId } : {}),
       ...(Option.isSome(secret) ? { "x-gateway-signature": sign(secret.value, d.body), "x-gateway-event": d.event } : {})
     })
 

@@ -31,7 +31,8 @@ const jobFromRow = (r: any): JobRecord => ({
   lockedUntil: numOrNull(r.locked_until),
   createdAt: num(r.created_at),
   updatedAt: num(r.updated_at),
-  completedAt: numOrNull(r.completed_at)
+  completedAt: numOrNull(r.completed_at),
+  requestId: r.request_id ?? null
 })
 
 const deliveryFromRow = (r: any): DeliveryRecord => ({
@@ -46,7 +47,8 @@ const deliveryFromRow = (r: any): DeliveryRecord => ({
   lockedUntil: numOrNull(r.locked_until),
   createdAt: num(r.created_at),
   deliveredAt: numOrNull(r.delivered_at),
-  lastError: r.last_error ?? null
+  lastError: r.last_error ?? null,
+  requestId: r.request_id ?? null
 })
 
 const deliveryRow = (d: DeliveryRecord) => ({
@@ -61,7 +63,8 @@ const deliveryRow = (d: DeliveryRecord) => ({
   locked_until: d.lockedUntil,
   created_at: d.createdAt,
   delivered_at: d.deliveredAt,
-  last_error: d.lastError
+  last_error: d.lastError,
+  request_id: d.requestId ?? null
 })
 
 export const make = Effect.gen(function*() {
@@ -90,7 +93,8 @@ export const make = Effect.gen(function*() {
           locked_until: job.lockedUntil,
           created_at: job.createdAt,
           updated_at: job.updatedAt,
-          completed_at: job.completedAt
+          completed_at: job.completedAt,
+          request_id: job.requestId ?? null
         })
       }`.pipe(Effect.asVoid, Effect.orDie),
     get: (id) =>

@@ -177,6 +177,11 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       expires_at BIGINT NOT NULL
     );
     CREATE INDEX limit_windows_expiry ON limit_windows (expires_at)
+  `),
+  // The id of the request that submitted a job, sent with its webhook (X-GATEWAY-Request-Id).
+  "0006_request_ids": statements(`
+    ALTER TABLE jobs ADD COLUMN request_id TEXT;
+    ALTER TABLE webhook_deliveries ADD COLUMN request_id TEXT
   `)
 }
 
