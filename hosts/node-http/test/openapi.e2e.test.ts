@@ -173,6 +173,9 @@ export const text = (c: Completion): string => c.content
     await ok("POST", "/v1/prompts/optimise", await post("/v1/prompts/optimise", { prompt: "summarise x", ...on }))
     await ok("POST", "/v1/guardrails/check", await post("/v1/guardrails/check", { text: "mail me at a@example.com" }))
     await ok("POST", "/v1/rerank", await post("/v1/rerank", { query: "cats", documents: ["dogs bark", "cats purr"] }))
+    await ok("POST", "/v1/memory/store", await post("/v1/memory/store", { content: "Ada likes tea", provider: "local" }))
+    await ok("POST", "/v1/memory/query", await post("/v1/memory/query", { query: "tea", provider: "local" }))
+    await ok("POST", "/v1/code/execute", await post("/v1/code/execute", { code: "console.log(1); 1 + 1", language: "javascript" }))
 
     // The avatar API: own profile (full), someone else's (public fields), the admin list, sign-in.
     const other = await signUp(server, "oas2")

@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import { Memory } from "../Capabilities/Memory.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
+import { MemoryQueryResult, MemoryStored } from "./ResponseSchemas.ts"
 
 const UserId = Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
 const AvatarId = Schema.optional(Schema.UUID.annotations({ message: () => "avatarId must be a UUID" }))
@@ -11,6 +12,7 @@ export const memoryRoutes = [
   authed({
     method: "POST",
     path: "/v1/memory/store",
+    success: MemoryStored,
     tag: "Memory",
     metered: true,
     summary: "Store a memory (embedded for semantic search) under a user id of the calling avatar",
@@ -23,6 +25,7 @@ export const memoryRoutes = [
   authed({
     method: "POST",
     path: "/v1/memory/query",
+    success: MemoryQueryResult,
     tag: "Memory",
     metered: true,
     summary: "Semantic search over a user's memories (cosine similarity); the best topK (default 5)",

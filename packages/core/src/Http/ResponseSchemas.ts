@@ -11,7 +11,9 @@ import { AvatarTypeSchema } from "../Accounts/Schemas.ts"
 import type { CompletionResult as CompletionResultType } from "../Capabilities/Completions.ts"
 import type { EmbeddingsResult as EmbeddingsResultType } from "../Capabilities/Embeddings.ts"
 import type { check as guardrailsCheck } from "../Capabilities/Guardrails.ts"
+import type { ExecutionResult as ExecutionResultType } from "../Capabilities/CodeExecution.ts"
 import type { LlmTasks } from "../Capabilities/LlmTasks.ts"
+import type { Memory } from "../Capabilities/Memory.ts"
 import type { rerank } from "../Capabilities/Rerank.ts"
 import type { modelDetail, modelView, openServView } from "../Catalog/Catalog.ts"
 import type { estimateCost, listProviders } from "../Catalog/Queries.ts"
@@ -286,6 +288,46 @@ export const RerankResult = Schema.Struct({
 }).annotations({ identifier: "RerankResult" })
 const _rerank: typeof RerankResult.Type = null as unknown as Effect.Effect.Success<ReturnType<typeof rerank>>
 void _rerank
+
+// ---- Memory and code execution ----
+
+type MemoryService = Context.Tag.Service<Memory>
+
+export const MemoryStored = Schema.Struct({
+  memoryId: Schema.String,
+  userId: Schema.String,
+  embedder: Schema.String.annotations({ description: "local, or provider/model of the embedding model" }),
+  dimensions: Schema.Number,
+  createdAtUtc: IsoDateTime
+}).annotations({ identifier: "MemoryStored" })
+matches<typeof MemoryStored, Effect.Effect.Success<ReturnType<MemoryService["store"]>>>(true)
+
+export const MemoryQueryResult = Schema.Struct({
+  userId: Schema.String,
+  results: Schema.Array(Schema.Struct({
+    memoryId: Schema.String,
+    content: Schema.String,
+    score: Schema.Number.annotations({ description: "Cosine similarity" }),
+    embedder: Schema.String,
+    createdAtUtc: IsoDateTime
+  })),
+  searched: Schema.Number.annotations({ description: "How many memories were compared" })
+}).annotations({ identifier: "MemoryQueryResult" })
+matches<typeof MemoryQueryResult, Effect.Effect.Success<ReturnType<MemoryService["query"]>>>(true)
+
+export const ExecutionResult = Schema.Struct({
+  stdout: Schema.String,
+  stderr: Schema.String,
+  result: Schema.NullOr(Schema.String).annotations({ description: "The value of the last expression (javascript) as JSON text" }),
+  exitCode: Schema.Number,
+  error: Schema.NullOr(Schema.String),
+  timedOut: Schema.Boolean,
+  language: Schema.Literal("python", "javascript", "bash"),
+  durationMs: Schema.Number,
+  provider: Schema.Literal("local"),
+  isolation: Schema.String.annotations({ description: "How the run was isolated: bwrap or process" })
+}).annotations({ identifier: "ExecutionResult" })
+matches<typeof ExecutionResult, ExecutionResultType>(true)
 
 // ---- OpenAI-compatible surface ----
 

@@ -7,6 +7,7 @@ import { GraphRag } from "../Capabilities/GraphRag.ts"
 import { BadRequest } from "../Errors.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
+import { ExecutionResult } from "./ResponseSchemas.ts"
 
 
 /** The parse request from its multipart form, or what is wrong with it. */
@@ -22,6 +23,7 @@ export const toolRoutes = [
   authed({
     method: "POST",
     path: "/v1/code/execute",
+    success: ExecutionResult,
     tag: "Tools",
     metered: true,
     summary: "Run code in a sandbox: python (Pyodide/WebAssembly, default) or javascript (QuickJS/WebAssembly); stdout, stderr, exit code",
