@@ -75,6 +75,17 @@ describe("/openapi.json", () => {
     expect(usage.responses["200"].content["application/json"].schema.properties.result).toEqual({ $ref: "#/components/schemas/UsageSummary" })
     expect(Object.keys(usage.responses)).toEqual(expect.arrayContaining(["401", "403", "429"]))
     expect(json.paths["/v1/complete"]!.post!.responses["502"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ErrorEnvelope" })
+    // The main routes document their result (not `{}`).
+    const resultOf = (p: string, m: string) => {
+      const schema = json.paths[p]![m]!.responses["200"].content["application/json"].schema
+      return schema.oneOf ? schema.oneOf[0].properties.result : schema.properties?.result ?? schema
+    }
+    const documented: Array<[string, string]> = [
+      ["/v1/complete", "post"], ["/v1/embeddings", "post"], ["/v1/usage", "get"], ["/v1/models", "get"], ["/v1/keys", "get"], ["/v1/keys", "post"],
+      ["/openai/v1/chat/completions", "post"], ["/api/avatar/authenticate", "post"], ["/api/avatar/{id}", "get"], ["/api/avatar/register", "post"],
+      ["/v1/translate", "post"], ["/v1/memory/query", "post"], ["/v1/images/generate", "post"], ["/v1/audio/transcriptions", "post"]
+    ]
+    for (const [p, m] of documented) expect(Object.keys(resultOf(p, m)), `${m} ${p}`).not.toHaveLength(0)
     // The schemas the old document referenced under #/$defs are components now.
     expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(["Int", "Avatar", "CompletionResult", "ChatCompletion"]))
   })
@@ -176,6 +187,13 @@ export const text = (c: Completion): string => c.content
     await ok("POST", "/v1/memory/store", await post("/v1/memory/store", { content: "Ada likes tea", provider: "local" }))
     await ok("POST", "/v1/memory/query", await post("/v1/memory/query", { query: "tea", provider: "local" }))
     await ok("POST", "/v1/code/execute", await post("/v1/code/execute", { code: "console.log(1); 1 + 1", language: "javascript" }))
+    await ok("POST", "/v1/images/generate", await post("/v1/images/generate", { prompt: "a cat", provider: "openai" }))
+    await ok("POST", "/v1/moderation", await post("/v1/moderation", { text: "hello", provider: "openai" }))
+    const form = new FormData()
+    form.append("file", new File([new Uint8Array([73, 68, 51, 1, 2, 3, 4, 5])], "hello.mp3", { type: "audio/mpeg" }))
+    form.append("language", "en")
+    const transcription = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
+    await ok("POST", "/v1/audio/transcriptions", { status: transcription.status, body: await transcription.json() })
 
     // The avatar API: own profile (full), someone else's (public fields), the admin list, sign-in.
     const other = await signUp(server, "oas2")

@@ -6,6 +6,7 @@ import { languageName } from "../Capabilities/LlmTasks.ts"
 import { BadRequest } from "../Errors.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
+import { ImagesResult, ModerationResult, TranscriptionResult } from "./ResponseSchemas.ts"
 
 const SpeechBody = Schema.Struct({
   text: Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(4096, { message: () => "text is limited to 4096 characters" })),
@@ -35,6 +36,7 @@ export const mediaRoutes = [
   authed({
     method: "POST",
     path: "/v1/images/generate",
+    success: ImagesResult,
     tag: "Media",
     metered: true,
     summary: "Generate images (OpenAI-format image APIs); answers URLs or base64 data",
@@ -45,6 +47,7 @@ export const mediaRoutes = [
   authed({
     method: "POST",
     path: "/v1/moderation",
+    success: ModerationResult,
     tag: "Safety",
     metered: true,
     summary: "Moderate text with a provider's moderation model (OpenAI, Mistral); flagged, categories, scores",
@@ -72,6 +75,7 @@ export const mediaRoutes = [
   authed({
     method: "POST",
     path: "/v1/audio/transcriptions",
+    success: TranscriptionResult,
     tag: "Media",
     metered: true,
     rawBody: true,

@@ -108,6 +108,14 @@ const successBody = (kind: Route["envelope"], result: Json): Json =>
       }
     }
 
+/** A success body that is not JSON: an event stream, an HTML page, audio bytes. */
+const textBody = (contentType: string): Json =>
+  contentType === "text/event-stream"
+    ? { type: "string", description: "Server-sent events: `data: <JSON object>` frames" }
+    : contentType.startsWith("text/")
+    ? { type: "string" }
+    : { type: "string", contentMediaType: contentType }
+
 const errorSchemas = (c: Components) => ({
   gateway: c.named("ErrorEnvelope", {
     type: "object",
@@ -232,7 +240,11 @@ export const openApiDocument = (routes: ReadonlyArray<Route>, version: string) =
             : "Success",
           content: {
             [r.docs.contentType ?? "application/json"]: {
-              schema: r.envelope === "avatar" ? { oneOf: [successBody(r.envelope, result), errors.avatar] } : successBody(r.envelope, result)
+              schema: r.docs.contentType !== undefined && r.docs.contentType !== "application/json"
+                ? textBody(r.docs.contentType)
+                : r.envelope === "avatar"
+                ? { oneOf: [successBody(r.envelope, result), errors.avatar] }
+                : successBody(r.envelope, result)
             }
           }
         },

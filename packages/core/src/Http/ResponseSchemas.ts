@@ -13,6 +13,7 @@ import type { EmbeddingsResult as EmbeddingsResultType } from "../Capabilities/E
 import type { check as guardrailsCheck } from "../Capabilities/Guardrails.ts"
 import type { ExecutionResult as ExecutionResultType } from "../Capabilities/CodeExecution.ts"
 import type { LlmTasks } from "../Capabilities/LlmTasks.ts"
+import type { Media } from "../Capabilities/Media.ts"
 import type { Memory } from "../Capabilities/Memory.ts"
 import type { rerank } from "../Capabilities/Rerank.ts"
 import type { modelDetail, modelView, openServView } from "../Catalog/Catalog.ts"
@@ -328,6 +329,40 @@ export const ExecutionResult = Schema.Struct({
   isolation: Schema.String.annotations({ description: "How the run was isolated: bwrap or process" })
 }).annotations({ identifier: "ExecutionResult" })
 matches<typeof ExecutionResult, ExecutionResultType>(true)
+
+// ---- Media ----
+
+type MediaService = Context.Tag.Service<Media>
+
+export const ImagesResult = Schema.Struct({
+  provider: Schema.String,
+  model: Schema.String,
+  images: Schema.Array(Schema.Struct({
+    url: Schema.optional(Schema.String),
+    b64Json: Schema.optional(Schema.String),
+    revisedPrompt: Schema.optional(Schema.String)
+  })),
+  n: Schema.Number,
+  size: Schema.optional(Schema.String.annotations({ description: "WIDTHxHEIGHT, when width and height were given" }))
+}).annotations({ identifier: "ImagesResult" })
+matches<typeof ImagesResult, Effect.Effect.Success<ReturnType<MediaService["images"]>>>(true)
+
+export const ModerationResult = Schema.Struct({
+  flagged: Schema.Boolean,
+  categories: Schema.Array(Schema.String).annotations({ description: "The categories flagged" }),
+  categoryScores: Schema.Record({ key: Schema.String, value: Schema.Number }),
+  provider: Schema.String,
+  model: Schema.String
+}).annotations({ identifier: "ModerationResult" })
+matches<typeof ModerationResult, Effect.Effect.Success<ReturnType<MediaService["moderation"]>>>(true)
+
+export const TranscriptionResult = Schema.Struct({
+  text: Schema.String,
+  language: Schema.NullOr(Schema.String),
+  provider: Schema.String,
+  model: Schema.String
+}).annotations({ identifier: "TranscriptionResult" })
+matches<typeof TranscriptionResult, Effect.Effect.Success<ReturnType<MediaService["transcription"]>>>(true)
 
 // ---- OpenAI-compatible surface ----
 
