@@ -70,20 +70,32 @@ export const staleness = () => {
 
 const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
 
+const alive = (pid) => {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return e.code === "EPERM"
+  }
+}
+
 const withLock = (fn) => {
   fs.mkdirSync(path.dirname(lockDir), { recursive: true })
   const deadline = Date.now() + 10 * 60_000
   for (;;) {
     try {
       fs.mkdirSync(lockDir)
+      fs.writeFileSync(path.join(lockDir, "pid"), String(process.pid))
       break
     } catch (e) {
       if (e.code !== "EEXIST") throw e
-      // A lock older than 10 minutes belongs to a build that died.
+      // A lock whose process is gone (or older than 10 minutes) belongs to a build that died.
       try {
-        if (Date.now() - fs.statSync(lockDir).mtimeMs > 10 * 60_000) fs.rmSync(lockDir, { recursive: true, force: true })
+        const holder = Number(fs.readFileSync(path.join(lockDir, "pid"), "utf8"))
+        if (!alive(holder) || Date.now() - fs.statSync(lockDir).mtimeMs > 10 * 60_000) fs.rmSync(lockDir, { recursive: true, force: true })
       } catch {
-        // released meanwhile
+        // released meanwhile, or its pid not written yet
       }
       if (Date.now() > deadline) throw new Error(`aigw build: ${lockDir} is held by another build for too long`)
       sleep(250)
