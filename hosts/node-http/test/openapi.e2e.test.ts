@@ -72,6 +72,9 @@ describe("/openapi.json", () => {
     expect(json.components.securitySchemes.apiKey!.type).toBe("apiKey")
     const usage = json.paths["/v1/usage"]!.get!
     expect(usage.security).toEqual([{ bearer: [] }, { apiKey: [] }])
+    // Open operations inherit the document's default: anonymous, or credentials.
+    expect((doc as unknown as { security: unknown }).security).toEqual([{}, { bearer: [] }, { apiKey: [] }])
+    expect(json.paths["/api/avatar/register"]!.post!.security).toBeUndefined()
     expect(usage.responses["200"].content["application/json"].schema.properties.result).toEqual({ $ref: "#/components/schemas/UsageSummary" })
     expect(Object.keys(usage.responses)).toEqual(expect.arrayContaining(["401", "403", "429"]))
     expect(json.paths["/v1/complete"]!.post!.responses["502"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ErrorEnvelope" })

@@ -224,8 +224,8 @@ export const openApiDocument = (routes: ReadonlyArray<Route>, version: string) =
       tags: [r.docs.tag],
       summary: r.docs.summary,
       ...(r.docs.description ? { description: r.docs.description } : {}),
-      // Open routes accept credentials too (they are checked when sent).
-      security: r.auth === "required" ? [{ bearer: [] }, { apiKey: [] }] : [{}, { bearer: [] }, { apiKey: [] }],
+      // Open routes keep the document's security (anonymous, or credentials that are checked when sent).
+      ...(r.auth === "required" ? { security: [{ bearer: [] }, { apiKey: [] }] } : {}),
       parameters: [...pathParams, ...query],
       ...(Option.isSome(r.body) && !r.rawBody
         ? { requestBody: { required: true, content: { "application/json": { schema: components.add(r.body.value, "allow") } } } }
@@ -260,6 +260,9 @@ export const openApiDocument = (routes: ReadonlyArray<Route>, version: string) =
       description: "One HTTP API in front of many upstream AI providers, plus the avatar (user account) API."
     },
     servers: [{ url: "/", description: "This gateway" }],
+    // The default of every operation: anonymous, or credentials (checked when sent); authenticated
+    // operations require one of the two.
+    security: [{}, { bearer: [] }, { apiKey: [] }],
     components: {
       schemas: components.schemas,
       securitySchemes: {
