@@ -54,7 +54,7 @@ async def attempt(name, src):
     except BaseException as e:
         print(f"{name}: blocked {type(e).__name__}")
 ${Object.entries(attempts).map(([name, src]) => `await attempt(${JSON.stringify(name)}, ${JSON.stringify(src)})`).join("\n")}
-for name, src in [("js.require", "js.require('child_process')"), ("pyodide_js", "__import__('pyodide_js')._module"), ("run_js", "__import__('pyodide.code').code.run_js('typeof process')")]:
+for name, src in [("js.require", "js.require('child_process')"), ("pyodide_js", "__import__('pyodide_js')._module"), ("run_js", "__import__('pyodide.code').code.run_js('typeof process')"), ("pyodide_js._api", "__import__('sys').modules['pyodide_js._api'].public_api.FS")]:
     try:
         print(f"{name}: ESCAPED {eval(src)}")
     except BaseException as e:
@@ -104,7 +104,7 @@ for (const { available, mode } of modes) {
       expect(res.body.result.isolation).toBe(mode)
       expect(out.split("\n").filter((l) => l.includes("ESCAPED"))).toEqual([])
       // Every attempt ran and was refused (none silently skipped).
-      expect(out.match(/: blocked /g)?.length).toBe(Object.keys(escapes("", "", 0)).length + 3)
+      expect(out.match(/: blocked /g)?.length).toBe(Object.keys(escapes("", "", 0)).length + 4)
       expect(fs.existsSync(marker)).toBe(false)
       expect(out).not.toContain(CANARY)
       expect(out).not.toContain(fs.readFileSync(secretFile, "utf8").slice(0, 16))

@@ -8,7 +8,8 @@
  * 2. OS limits through `prlimit`: address space (which bounds WebAssembly memory), CPU time, open
  *    files, file size 0 (no writes), no core dumps.
  * 3. Node's permission model: file reads only of the interpreter files, no writes, no child
- *    processes, no workers, no native addons, no inspector; an empty environment.
+ *    processes, no workers, no native addons, no inspector; no code generation from strings (so
+ *    Pyodide's bridge cannot run host JavaScript); an empty environment.
  * 4. In the runner: network, DNS and signals closed on the built-in modules themselves, host
  *    objects removed from the global scope; QuickJS has no host objects at all, Pyodide's `js`
  *    module sees an empty object.
@@ -127,6 +128,8 @@ const nodeFlags = (runtime: Runtime, memoryMb: number) => {
     // Without guard regions, WebAssembly memory is bounded by the address-space limit.
     ...(flags.has("--disable-wasm-trap-handler") ? ["--disable-wasm-trap-handler"] : []),
     `--max-old-space-size=${memoryMb}`,
+    // No eval or Function constructor: Python cannot turn a string into host JavaScript at all.
+    "--disallow-code-generation-from-strings",
     "--no-warnings"
   ]
 }
@@ -195,11 +198,13 @@ export const makeLauncher = (mode: SandboxMode, memoryMb: number): Launcher | { 
   return { isolation, command, missing: runtime.missing }
 }
 
-/** One sandbox process: ready once its interpreter is loaded; runs one job. */
+/** One sandbox process: ready once its interpreter is loaded; answers one job. */
 interface SandboxProcess {
   readonly child: ChildProcess
+  /** Resolves on the runner's `ready` line. */
   readonly ready: Promise<void>
-  readonly lines: (listener: (message: any) => void) => void
+  /** Resolves with the runner's `result` line; rejects if the process breaks the protocol. */
+  readonly answer: Promise<Record<string, unknown>>
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>
   readonly kill: () => void
 }
@@ -219,52 +224,90 @@ const start = (launcher: Launcher, language: SandboxLanguage): SandboxProcess =>
     }
   }
   let stderr = ""
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) =>
+    // "close": after the pipes are drained, so a last answer line is never lost to "exit".
+    child.once("close", (code, signal) => resolve({ code, signal, stderr }))
+  )
+  let onReady!: () => void
+  let onAnswer!: (message: Record<string, unknown>) => void
+  let onViolation!: (error: Error) => void
+  const ready = new Promise<void>((resolve, reject) => {
+    onReady = resolve
+    void exited.then((e) => reject(new Error(`the sandbox process ended before it was ready (${e.signal ?? `exit ${e.code}`}) ${e.stderr.split("\n")[0] ?? ""}`.trim())))
+  })
+  const answer = new Promise<Record<string, unknown>>((resolve, reject) => {
+    onAnswer = resolve
+    onViolation = reject
+  })
+  ready.catch(() => {})
+  answer.catch(() => {})
+  // The protocol is exactly one `ready` line, then (after the job) one `result` line. Anything
+  // else means the program reached the pipe itself: the process is killed.
+  let state: "loading" | "running" | "done" = "loading"
+  const finished = () => state === "done"
+  const violated = (what: string) => {
+    state = "done"
+    kill()
+    onViolation(new Error(`the sandbox broke its protocol (${what})`))
+  }
+  const line = (text: string) => {
+    let message: unknown
+    try {
+      message = JSON.parse(text)
+    } catch {
+      return violated("a line that is not JSON")
+    }
+    const type = typeof message === "object" && message !== null ? (message as { type?: unknown }).type : undefined
+    if (state === "loading" && type === "ready") {
+      state = "running"
+      return onReady()
+    }
+    if (state === "loading" && type === "failed") return kill()
+    if (state === "running" && type === "result") {
+      state = "done"
+      return onAnswer(message as Record<string, unknown>)
+    }
+    violated(`an unexpected ${String(type ?? "line")}`)
+  }
   let bytes = 0
   let buffered = ""
-  const listeners: Array<(message: any) => void> = []
-  const pending: Array<any> = []
   child.stdout!.setEncoding("utf8")
   child.stdout!.on("data", (chunk: string) => {
+    if (state === "done") return
     bytes += chunk.length
-    if (bytes > PIPE_LIMIT) return kill()
-    buffered += chunk
-    for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
-      const line = buffered.slice(0, nl)
-      buffered = buffered.slice(nl + 1)
-      let message: unknown
-      try {
-        message = JSON.parse(line)
-      } catch {
-        continue
-      }
-      if (listeners.length) for (const l of listeners) l(message)
-      else pending.push(message)
+    if (bytes > PIPE_LIMIT) return violated(`more than ${PIPE_LIMIT} bytes`)
+    // Only the new chunk is searched for line ends (what was buffered has none).
+    let from = 0
+    const joined = buffered + chunk
+    for (let nl = joined.indexOf("\n", buffered.length); nl >= 0 && !finished(); nl = joined.indexOf("\n", from)) {
+      line(joined.slice(from, nl))
+      from = nl + 1
     }
+    buffered = joined.slice(from)
   })
   child.stderr!.setEncoding("utf8")
   child.stderr!.on("data", (chunk: string) => {
     if (stderr.length < 8192) stderr += chunk.slice(0, 8192 - stderr.length)
   })
   child.stdin!.on("error", () => {})
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) =>
-    // "close": after the pipes are drained, so a last answer line is never lost to "exit".
-    child.once("close", (code, signal) => resolve({ code, signal, stderr }))
-  )
   child.once("error", () => kill())
-  const lines = (listener: (message: any) => void) => {
-    listeners.push(listener)
-    for (const m of pending.splice(0)) listener(m)
-  }
-  const ready = new Promise<void>((resolve, reject) => {
-    lines((m) => {
-      if (m?.type === "ready") resolve()
-      else if (m?.type === "failed") reject(new Error(String(m.error)))
-    })
-    void exited.then((e) => reject(new Error(`the sandbox process ended before it was ready (${e.signal ?? `exit ${e.code}`}) ${e.stderr.split("\n")[0] ?? ""}`.trim())))
-  })
-  ready.catch(() => {})
-  return { child, ready, lines, exited, kill }
+  return { child, ready, answer, exited, kill }
 }
+
+const text = (value: unknown, max: number): string => {
+  const s = typeof value === "string" ? value : ""
+  return s.length > max ? `${s.slice(0, max)}\n[output truncated]` : s
+}
+
+/** The runner's result line as a RunOutcome: fields typed and cut, whatever the line held. */
+const outcomeOf = (m: Record<string, unknown>, maxOutput: number): RunOutcome => ({
+  stdout: text(m.stdout, maxOutput),
+  stderr: text(m.stderr, maxOutput),
+  result: typeof m.result === "string" ? text(m.result, maxOutput) : null,
+  exitCode: Number.isInteger(m.exitCode) ? (m.exitCode as number) : 1,
+  error: typeof m.error === "string" ? text(m.error, 2_000) : null,
+  timedOut: m.timedOut === true
+})
 
 /** Why a sandbox process ended without an answer, in the caller's terms. */
 const endedWithout = (e: { code: number | null; signal: NodeJS.Signals | null; stderr: string }, memoryMb: number): string => {
@@ -340,11 +383,8 @@ export const makeSandbox = (launcher: Launcher, limits: SandboxLimits): Sandbox 
       if (signal?.aborted) return finish(failed("the run was cancelled"))
       signal?.addEventListener("abort", onAbort, { once: true })
       timer = setTimeout(() => finish(failed("the sandbox did not start in time")), LOAD_MS)
-      proc.lines((m) => {
-        if (m?.type === "result") {
-          finish({ stdout: String(m.stdout ?? ""), stderr: String(m.stderr ?? ""), result: m.result ?? null, exitCode: Number(m.exitCode), error: m.error ?? null, timedOut: Boolean(m.timedOut) })
-        }
-      })
+      const maxOutput = job.maxOutput ?? limits.maxOutput
+      proc.answer.then((m) => finish(outcomeOf(m, maxOutput)), (e: Error) => finish(failed(e.message)))
       void proc.exited.then((e) => finish(failed(endedWithout(e, limits.memoryMb))))
       proc.ready.then(
         () => {
@@ -353,7 +393,7 @@ export const makeSandbox = (launcher: Launcher, limits: SandboxLimits): Sandbox 
           // QuickJS stops itself at the deadline; the kill is the hard bound for both languages.
           const grace = language === "javascript" ? 1_000 : 0
           timer = setTimeout(() => finish(failed(`time limit of ${job.timeoutMs} ms exceeded`, true)), job.timeoutMs + grace)
-          proc.child.stdin!.end(`${JSON.stringify({ code: job.code, timeoutMs: job.timeoutMs, memoryMb: limits.memoryMb, maxOutput: job.maxOutput ?? limits.maxOutput })}\n`)
+          proc.child.stdin!.end(`${JSON.stringify({ code: job.code, timeoutMs: job.timeoutMs, memoryMb: limits.memoryMb, maxOutput })}\n`)
         },
         (e: Error) => finish(failed(`the sandbox could not start: ${e.message}`))
       )

@@ -43,6 +43,7 @@ const lockDown = () => {
   const dns = require("node:dns")
   net.Socket.prototype.connect = refuse("network access")
   net.Server.prototype.listen = refuse("network access")
+  net.Server.prototype._listen2 = refuse("network access")
   for (const m of ["bind", "send", "connect"]) dgram.Socket.prototype[m] = refuse("network access")
   for (const target of [dns, dns.promises, dns.Resolver.prototype, dns.promises.Resolver.prototype]) {
     for (const key of Object.keys(target)) {
@@ -56,6 +57,7 @@ const lockDown = () => {
   process.dlopen = refuse("native addons")
   process.chdir = refuse("process.chdir")
   for (const m of ["setuid", "setgid", "seteuid", "setegid", "setgroups", "initgroups"]) process[m] = refuse(`process.${m}`)
+  require("node:os").setPriority = refuse("os.setPriority")
   // Runtime V8 flags (e.g. --allow-natives-syntax) would open the engine's internals to the program.
   require("node:v8").setFlagsFromString = refuse("v8.setFlagsFromString")
   for (const name of ["process", "fetch", "WebSocket", "EventSource", "Request", "Response", "Headers", "FormData", "navigator", "global"]) {
@@ -140,7 +142,7 @@ const loadPython = async () => {
   py.setStderr({ batched: sink(err) })
   // The interpreter's own API (file systems that mount host directories, the loader) stays out of reach.
   py.unregisterJsModule("pyodide_js")
-  py.runPython("import sys\nsys.modules.pop('pyodide_js', None)")
+  py.runPython("import sys\nfor name in [m for m in sys.modules if m == 'pyodide_js' or m.startswith('pyodide_js.')]:\n    sys.modules.pop(name)")
   return async (job) => {
     const started = performance.now()
     const base = () => ({ stdout: clip(out.join("\n"), job.maxOutput), stderr: clip(err.join("\n"), job.maxOutput), result: null, timedOut: false, durationMs: Math.round(performance.now() - started) })
