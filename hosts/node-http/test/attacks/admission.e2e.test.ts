@@ -108,6 +108,34 @@ describe("a refused request costs no quota", () => {
     expect(await used()).toBe(before)
   })
 
+  it("documents too: an unreadable file is refused before it is counted", async () => {
+    const before = await used()
+    const upload = async (name: string, bytes: Uint8Array | string, fields: Record<string, string> = {}) => {
+      const form = new FormData()
+      for (const [k, v] of Object.entries(fields)) form.set(k, v)
+      form.set("file", new File([bytes as BlobPart], name))
+      const res = await fetch(`${server.url}/v1/documents/parse`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
+      return { status: res.status, body: await res.json() as any }
+    }
+    const refused = [
+      await upload("a.txt", new Uint8Array([0xff, 0xfe, 0xc3])),
+      await upload("a.json", "{\"a\": [1, 2"),
+      await upload("deep.json", "[".repeat(100_000) + "]".repeat(100_000)),
+      await upload("a.pdf", "not a pdf"),
+      await upload("a.docx", "not a zip"),
+      await upload("a.txt", "hello", { provider: "unstructured" }),
+      await upload("a.exe", "MZ")
+    ]
+    expect(refused.map((r) => r.status)).toEqual([400, 400, 400, 400, 400, 422, 422])
+    for (const r of refused) expect(r.body.isError).toBe(true)
+    expect(await used()).toBe(before)
+    // An out-of-range character reference is text, not a 500.
+    const html = await upload("a.html", "<p>&#x110000; ok</p>")
+    expect(html.status).toBe(200)
+    expect(html.body.result.text).toBe("\uFFFD ok")
+    expect(await used()).toBe(before + 1)
+  })
+
   it("over MCP too: a metered tool refused for its arguments costs no quota", async () => {
     const before = await used()
     const mcp = (id: number, name: string, args: unknown) =>

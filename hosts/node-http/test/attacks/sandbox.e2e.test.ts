@@ -177,6 +177,8 @@ for (const { available, mode } of modes) {
     it("runs are bounded per avatar (429) and per process (503), with Retry-After", async () => {
       const other = await signUp(server, "sandbox2")
       const third = await signUp(server, "sandbox3")
+      const used = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed as number
+      const usedBefore = await used()
       const slow = { language: "javascript", code: "const t = Date.now(); while (Date.now() - t < 1500) {}; 1", timeoutMs: 3000 }
       const [a1, a2, b1, c1] = await Promise.all([
         execute(slow),
@@ -191,6 +193,8 @@ for (const { available, mode } of modes) {
       expect(c1.status).toBe(503)
       expect(c1.headers.get("retry-after")).toBe("1")
       expect(c1.body.isError).toBe(true)
+      // The refused run cost the avatar nothing: only its admitted run counts.
+      expect(await used()).toBe(usedBefore + 1)
       // Slots are given back: the next run goes through.
       expect((await execute({ language: "javascript", code: "1" })).status).toBe(200)
     }, 30_000)

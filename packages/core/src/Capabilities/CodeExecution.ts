@@ -38,8 +38,8 @@ const makeService = Effect.gen(function*() {
       return Effect.map(sandboxes.available(language, language === "python" ? "pyodide" : "quickjs-emscripten-core"), (sandbox) => ({ language, sandbox }))
     })
 
-  /** Refusals answered before the call is counted (docs/quota.md). */
-  const check = (input: Input) => Effect.asVoid(prepare(input))
+  /** Refusals answered before the call is counted (docs/quota.md), a full sandbox pool among them. */
+  const check = (input: Input, avatarId: string) => Effect.zipRight(prepare(input), sandboxes.vacancy(avatarId))
 
   const execute = (input: Input, avatarId: string) =>
     Effect.flatMap(prepare(input), ({ language, sandbox }): Effect.Effect<ExecutionResult, Refusal | Busy | TooManyRequests> => {

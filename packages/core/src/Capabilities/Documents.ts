@@ -10,6 +10,7 @@
 import { Effect } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, PayloadTooLarge, Unprocessable } from "../Errors.ts"
+import { jsonTextProblem } from "../JsonText.ts"
 import { Sandboxes } from "./Sandboxes.ts"
 import * as Zip from "./Zip.ts"
 
@@ -68,6 +69,9 @@ export const parseCsv = (text: string): Array<Array<string>> => {
 
 const entities: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: " " }
 
+/** A numeric character reference's character; U+FFFD for one outside Unicode (as browsers do). */
+const codePoint = (n: number) => (Number.isInteger(n) && n > 0 && n <= 0x10ffff ? String.fromCodePoint(n) : "\uFFFD")
+
 /** Visible text of an HTML document: scripts and styles dropped, block elements as line breaks. */
 export const htmlText = (html: string) =>
   html
@@ -76,7 +80,7 @@ export const htmlText = (html: string) =>
     .replace(/<(br|\/p|\/div|\/h[1-6]|\/li|\/tr|\/section|\/article|\/header|\/footer)\b[^>]*>/gi, "\n")
     .replace(/<[^>]+>/g, "")
     .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) =>
-      e[0] === "#" ? String.fromCodePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : Number(e.slice(1))) : entities[e.toLowerCase()] ?? m)
+      e[0] === "#" ? codePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : Number(e.slice(1))) : entities[e.toLowerCase()] ?? m)
     .replace(/[ \t]+/g, " ")
     .replace(/\n\s*\n+/g, "\n\n")
     .trim()
@@ -106,14 +110,57 @@ const decodeUtf8 = (bytes: Uint8Array) =>
 const PDF_TIMEOUT_MS = 30_000
 const PDF_MAX_TEXT = 8 * 1024 * 1024
 
-/** The document's format, or the refusal that depends only on the request (answered before admission). */
-export const validate = (input: { readonly file: File; readonly provider: string }) =>
-  Effect.suspend((): Effect.Effect<Format, Unprocessable> => {
+/** A document read and checked as far as is cheap: what `parse` continues from. */
+type Prepared =
+  | { readonly format: "text" | "markdown" | "csv" | "html"; readonly text: string }
+  | { readonly format: "json"; readonly data: unknown }
+  | { readonly format: "pdf"; readonly bytes: Uint8Array }
+  | { readonly format: "docx"; readonly zip: ReturnType<typeof Zip.open> }
+
+/** JSON documents nest at most this deep (a deeper one would overflow the stack when printed back). */
+const DOCUMENT_JSON_DEPTH = 256
+
+/**
+ * The document read as far as is cheap, or the refusal that depends only on the request: provider,
+ * type, text that is not UTF-8, JSON that does not parse, a file that is no PDF or no zip, an archive
+ * over its limits, a PDF sandbox that is unavailable or full. Answered before admission (docs/quota.md).
+ */
+export const validate = (input: { readonly file: File; readonly provider: string; readonly avatarId: string }) =>
+  Effect.gen(function*() {
     if (input.provider !== "auto" && input.provider !== "local") {
-      return Effect.fail(new Unprocessable({ message: `Documents are parsed locally (provider local); provider ${input.provider} is not supported yet.` }))
+      return yield* Effect.fail(new Unprocessable({ message: `Documents are parsed locally (provider local); provider ${input.provider} is not supported yet.` }))
     }
     const format = formatOf(input.file.name, input.file.type)
-    return format ? Effect.succeed(format) : Effect.fail(new Unprocessable({ message: `Unsupported document type (${input.file.name || input.file.type || "unknown"}); supported: ${SUPPORTED}.` }))
+    if (!format) return yield* Effect.fail(new Unprocessable({ message: `Unsupported document type (${input.file.name || input.file.type || "unknown"}); supported: ${SUPPORTED}.` }))
+    const bytes = new Uint8Array(yield* Effect.promise(() => input.file.arrayBuffer()))
+    switch (format) {
+      case "text":
+      case "markdown":
+      case "csv":
+      case "html":
+        return { format, text: yield* decodeUtf8(bytes) } satisfies Prepared as Prepared
+      case "json": {
+        const raw = yield* decodeUtf8(bytes)
+        const problem = jsonTextProblem(raw, DOCUMENT_JSON_DEPTH)
+        if (problem !== undefined) return yield* Effect.fail(new BadRequest({ message: `file is not usable JSON: ${problem}` }))
+        const data = yield* Effect.try({ try: () => JSON.parse(raw) as unknown, catch: (e) => new BadRequest({ message: `file is not valid JSON: ${(e as Error).message}` }) })
+        return { format, data } satisfies Prepared as Prepared
+      }
+      case "pdf": {
+        if (!Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024)).includes("%PDF-")) {
+          return yield* Effect.fail(new BadRequest({ message: "file is not a readable PDF" }))
+        }
+        const sandboxes = yield* Sandboxes
+        yield* sandboxes.available("pdf", "unpdf")
+        yield* sandboxes.vacancy(input.avatarId)
+        return { format, bytes } satisfies Prepared as Prepared
+      }
+      case "docx": {
+        const { limits } = yield* GatewayConfig
+        const zip = yield* Effect.try({ try: () => Zip.open(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), limits), catch: archiveError })
+        return { format, zip } satisfies Prepared as Prepared
+      }
+    }
   })
 
 /** Text per page of an untrusted PDF, read in a sandbox process. */
@@ -129,45 +176,40 @@ const pdfPages = (bytes: Uint8Array, avatarId: string) =>
 
 export const parse = (input: { readonly file: File; readonly provider: string; readonly avatarId: string }) =>
   Effect.gen(function*() {
-    const format = yield* validate(input)
-    const bytes = new Uint8Array(yield* Effect.promise(() => input.file.arrayBuffer()))
+    const prepared = yield* validate(input)
     let text = ""
     const extra: Record<string, unknown> = {}
-    switch (format) {
+    switch (prepared.format) {
       case "text":
       case "markdown":
-        text = yield* decodeUtf8(bytes)
+        text = prepared.text
         break
       case "csv": {
-        text = yield* decodeUtf8(bytes)
+        text = prepared.text
         const rows = parseCsv(text)
         extra.rows = rows
         extra.columns = rows[0] ?? []
         break
       }
-      case "json": {
-        const raw = yield* decodeUtf8(bytes)
-        extra.data = yield* Effect.try({ try: () => JSON.parse(raw) as unknown, catch: (e) => new BadRequest({ message: `file is not valid JSON: ${(e as Error).message}` }) })
-        text = JSON.stringify(extra.data, null, 2)
+      case "json":
+        extra.data = prepared.data
+        text = JSON.stringify(prepared.data, null, 2)
         break
-      }
       case "html":
-        text = htmlText(yield* decodeUtf8(bytes))
+        text = htmlText(prepared.text)
         break
       case "pdf": {
-        const pages = yield* pdfPages(bytes, input.avatarId)
+        const pages = yield* pdfPages(prepared.bytes, input.avatarId)
         extra.pages = pages.totalPages
         extra.pageTexts = pages.text
         text = pages.text.join("\n\n")
         break
       }
       case "docx": {
-        const { limits } = yield* GatewayConfig
-        const zip = yield* Effect.try({ try: () => Zip.open(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), limits), catch: archiveError })
         const mammoth = yield* Effect.promise(() => import("mammoth"))
         const result = yield* Effect.tryPromise({
           // mammoth takes an opened zip as `file` (lib/unzip.js); its typings list only path and buffer.
-          try: () => mammoth.extractRawText({ file: docxFile(zip) } as unknown as { buffer: Buffer }),
+          try: () => mammoth.extractRawText({ file: docxFile(prepared.zip) } as unknown as { buffer: Buffer }),
           catch: archiveError
         })
         text = result.value.trim()
@@ -177,7 +219,7 @@ export const parse = (input: { readonly file: File; readonly provider: string; r
     return {
       filename: input.file.name,
       mimeType: input.file.type || null,
-      format,
+      format: prepared.format,
       text,
       characters: text.length,
       words: (text.match(/\S+/g) ?? []).length,

@@ -40,18 +40,30 @@ const makeService = Effect.gen(function*() {
 
   let running = 0
   const perAvatar = new Map<string, number>()
+  /** Why `avatarId` cannot have a slot now, if it cannot. */
+  const refusal = (avatarId: string): Busy | TooManyRequests | undefined => {
+    if ((perAvatar.get(avatarId) ?? 0) >= limits.sandboxMaxPerAvatar) {
+      sandboxRefusals.inc(["per_avatar"])
+      return new TooManyRequests({ message: `At most ${limits.sandboxMaxPerAvatar} sandbox run(s) at once per avatar; wait for the running one.`, retryAfterSeconds: 1 })
+    }
+    if (running >= limits.sandboxMaxConcurrent) {
+      sandboxRefusals.inc(["busy"])
+      return new Busy({ message: `All ${limits.sandboxMaxConcurrent} sandboxes are busy; retry shortly.`, retryAfterSeconds: 1 })
+    }
+    return undefined
+  }
+  /** Whether a slot is free for `avatarId` now, without taking it: checked before admission, so a full pool costs no quota. */
+  const vacancy = (avatarId: string) =>
+    Effect.suspend((): Effect.Effect<void, Busy | TooManyRequests> => {
+      const refused = refusal(avatarId)
+      return refused ? Effect.fail(refused) : Effect.void
+    })
   /** Takes a slot for `avatarId`, or says why not. */
   const acquire = (avatarId: string) =>
     Effect.suspend((): Effect.Effect<void, Busy | TooManyRequests> => {
+      const refused = refusal(avatarId)
+      if (refused) return Effect.fail(refused)
       const mine = perAvatar.get(avatarId) ?? 0
-      if (mine >= limits.sandboxMaxPerAvatar) {
-        sandboxRefusals.inc(["per_avatar"])
-        return Effect.fail(new TooManyRequests({ message: `At most ${limits.sandboxMaxPerAvatar} sandbox run(s) at once per avatar; wait for the running one.`, retryAfterSeconds: 1 }))
-      }
-      if (running >= limits.sandboxMaxConcurrent) {
-        sandboxRefusals.inc(["busy"])
-        return Effect.fail(new Busy({ message: `All ${limits.sandboxMaxConcurrent} sandboxes are busy; retry shortly.`, retryAfterSeconds: 1 }))
-      }
       running++
       sandboxRunsActive.inc()
       perAvatar.set(avatarId, mine + 1)
@@ -78,7 +90,7 @@ const makeService = Effect.gen(function*() {
       () => release(avatarId)
     ) as Effect.Effect<RunOutcome, NotAvailable | Busy | TooManyRequests>
 
-  return { available, run }
+  return { available, vacancy, run }
 })
 
 export class Sandboxes extends Context.Tag("aigw/Sandboxes")<Sandboxes, Effect.Effect.Success<typeof makeService>>() {}

@@ -34,7 +34,7 @@ export const toolRoutes = [
       provider: Provider,
       timeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 30_000, { message: () => "timeoutMs must be an integer from 100 to 30000" })), { default: () => 5000 })
     }),
-    check: ({ body }) => Effect.flatMap(CodeExecution, (c) => c.check(body)),
+    check: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.check(body, avatar.id)),
     handle: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.execute(body, avatar.id))
   }),
   authed({
@@ -44,7 +44,7 @@ export const toolRoutes = [
     metered: true,
     rawBody: true,
     summary: `Parse a document (multipart \`file\`; ${Documents.SUPPORTED}) into text (plus rows for CSV, data for JSON, pages for PDF)`,
-    check: ({ form }) => Effect.flatMap(documentInput(form!), Documents.validate),
+    check: ({ avatar, form }) => Effect.flatMap(documentInput(form!), (input) => Effect.asVoid(Documents.validate({ ...input, avatarId: avatar.id }))),
     handle: ({ avatar, form }) => Effect.flatMap(documentInput(form!), (input) => Documents.parse({ ...input, avatarId: avatar.id }))
   }),
   authed({
