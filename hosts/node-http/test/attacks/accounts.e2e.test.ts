@@ -91,6 +91,26 @@ describe("account attacks (SQLite, X-Forwarded-For not trusted)", () => {
     expect(mailsTo(server, victim)).toHaveLength(3)
   })
 
+  it("PUT cannot tell a registered e-mail from a free one, and is limited first", async () => {
+    const prober = await signUp(server, "prober")
+    const probe = async (email: string) => {
+      const res = await call(server.url, "PUT", `/api/avatar/${prober.id}`, { token: prober.token, body: { email } })
+      return { status: res.status, isError: res.body.isError, message: res.body.message, pending: res.body.result?.pendingEmail }
+    }
+    const free = `free_${rand()}@example.com`
+    const taken = await probe(owner.email)
+    const untaken = await probe(free)
+    expect(taken).toEqual({ ...untaken, pending: owner.email })
+    expect(taken.isError).toBe(false)
+    // The owner gets a notice, never a verification link for the other avatar.
+    expect(mailsTo(server, owner.email).filter((m) => m.includes("verify-email?token="))).toHaveLength(1)
+    expect(mailsTo(server, owner.email)[0]).toContain("asked to use your e-mail address")
+    // The limit answers first: after 3 changes, registered and free addresses both get 429.
+    await probe(`other_${rand()}@example.com`)
+    expect((await probe(owner.email)).status).toBe(429)
+    expect((await probe(`free2_${rand()}@example.com`)).status).toBe(429)
+  })
+
   // Last in this server: it uses up 127.0.0.1's failures.
   it("spraying many accounts from one address stops at the address limit; forged X-Forwarded-For does not help", async () => {
     const answers = []

@@ -287,14 +287,14 @@ const makeService = Effect.gen(function*() {
     const emailChange = input.email !== undefined && input.email.toLowerCase() !== avatar.email.toLowerCase()
       ? input.email
       : undefined
+    // Each change mails the new address: 3 changes per hour per avatar, and the resend limit of that
+    // address, both checked first. A taken address is answered like a free one (pending, never
+    // verifiable: no link is sent to it) and its owner is told, so the answer reveals nothing.
+    let addressTaken: Option.Option<AvatarRecord> = Option.none()
     if (emailChange !== undefined) {
-      const owner = yield* store.findByEmail(emailChange)
-      if (Option.isSome(owner)) {
-        return yield* Effect.fail(new Conflict({ message: "That e-mail address is already registered." }))
-      }
-      // Each change mails the new address: 3 changes per hour per avatar, and the resend limit of that address.
       yield* admitSend("email-change", id, "Too many e-mail address changes: at most 3 per hour. Try again later.")
       yield* admitSend("verify", emailChange)
+      addressTaken = yield* store.findByEmail(emailChange)
     }
     const updated = yield* store.update(id, {
       ...(input.title !== undefined ? { title: input.title } : {}),
@@ -309,7 +309,10 @@ const makeService = Effect.gen(function*() {
       updatedAt: Date.now()
     })
     const record = Option.getOrThrow(updated)
-    if (emailChange !== undefined) yield* sendVerification(record, emailChange)
+    if (emailChange !== undefined) {
+      if (Option.isNone(addressTaken)) yield* sendVerification(record, emailChange)
+      else if (addressTaken.value.isActive) yield* mailer.send(Templates.addressClaimed(addressTaken.value.email, addressTaken.value.username))
+    }
     return view(record)
   })
 

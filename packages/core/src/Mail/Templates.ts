@@ -31,6 +31,12 @@ export const passwordChanged = (to: string, username: string): Mail =>
     "the password of your aigw avatar was just changed: every earlier session was signed out and every API key of your avatar was revoked (create new keys after signing in). If this was not you, reset your password now."
   ])
 
+export const addressClaimed = (to: string, username: string): Mail =>
+  page(to, "Someone asked to use your e-mail address", [
+    `Hello ${username},`,
+    "another aigw avatar asked to change its e-mail address to this one, which already belongs to your avatar. Nothing was changed on your avatar and no link was sent for theirs; you need not do anything."
+  ])
+
 export const alreadyRegistered = (to: string, username: string, link: string): Mail =>
   page(to, "You already have an account", [
     `Hello ${username},`,
