@@ -65,6 +65,8 @@ export interface SecurityLimits {
   /** Failed logins allowed per client address within `loginWindowSeconds`. */
   readonly loginMaxFailuresPerAddress: number
   readonly loginWindowSeconds: number
+  /** Registrations per client address per hour (each costs an argon2 hash and a mail). */
+  readonly registerMaxPerAddress: number
 }
 
 export const defaultLimits: SecurityLimits = {
@@ -78,7 +80,8 @@ export const defaultLimits: SecurityLimits = {
   sandboxMemoryMb: 256,
   loginMaxFailuresPerAccount: 10,
   loginMaxFailuresPerAddress: 100,
-  loginWindowSeconds: 900
+  loginWindowSeconds: 900,
+  registerMaxPerAddress: 100
 }
 
 /** Environment variable of each limit. */
@@ -93,7 +96,8 @@ export const limitVariables: Readonly<Record<keyof SecurityLimits, string>> = {
   sandboxMemoryMb: "AIGW_SANDBOX_MEMORY_MB",
   loginMaxFailuresPerAccount: "AIGW_LOGIN_MAX_FAILURES_PER_ACCOUNT",
   loginMaxFailuresPerAddress: "AIGW_LOGIN_MAX_FAILURES_PER_ADDRESS",
-  loginWindowSeconds: "AIGW_LOGIN_WINDOW_SECONDS"
+  loginWindowSeconds: "AIGW_LOGIN_WINDOW_SECONDS",
+  registerMaxPerAddress: "AIGW_REGISTER_MAX_PER_ADDRESS"
 }
 
 const limitsFromEnv: Config.Config<SecurityLimits> = Config.all(

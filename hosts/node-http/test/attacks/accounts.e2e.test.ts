@@ -121,6 +121,25 @@ describe("account attacks (SQLite, X-Forwarded-For not trusted)", () => {
   })
 })
 
+describe("registration flood (SQLite)", () => {
+  it("registrations are limited per client address (429 with Retry-After), nothing stored or mailed past it", async () => {
+    const server = await startServer({ AIGW_REGISTER_MAX_PER_ADDRESS: "3" })
+    try {
+      const statuses: Array<number> = []
+      for (let i = 0; i < 5; i++) {
+        const u = `flood_${rand()}`
+        const res = await call(server.url, "POST", "/api/avatar/register", { body: { username: u, email: `${u}@example.com`, password: "password 123" } })
+        statuses.push(res.status)
+        if (res.status === 429) expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0)
+      }
+      expect(statuses).toEqual([200, 200, 200, 429, 429])
+      expect(fs.readdirSync(path.join(server.dataDir, "data", "mail"))).toHaveLength(3)
+    } finally {
+      await server.stop()
+    }
+  })
+})
+
 describe("login brute force (SQLite, one trusted proxy)", () => {
   let server: RunningServer
   let victim: TestAvatar

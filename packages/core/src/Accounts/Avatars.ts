@@ -157,8 +157,18 @@ const makeService = Effect.gen(function*() {
       }))
     )
 
-  const register = Effect.fn("Avatars.register")(function*(input: RegisterInput) {
+  /**
+   * Registers an avatar. `address` (None when the host does not know it) is limited to
+   * AIGW_REGISTER_MAX_PER_ADDRESS registrations an hour: each costs an argon2 hash and a mail.
+   */
+  const register = Effect.fn("Avatars.register")(function*(input: RegisterInput, address: Option.Option<string> = Option.none()) {
     const now = Date.now()
+    if (Option.isSome(address)) {
+      const counted = yield* limits.tryCount(`register-address:${address.value}`, now, 3_600_000, config.limits.registerMaxPerAddress)
+      if (!counted.admitted) {
+        return yield* Effect.fail(new TooManyRequests({ message: "Too many registrations from this address: try again later.", retryAfterSeconds: Math.max(1, Math.ceil((counted.expiresAt - now) / 1000)) }))
+      }
+    }
     const avatar: AvatarRecord = {
       id: crypto.randomUUID(),
       username: input.username,

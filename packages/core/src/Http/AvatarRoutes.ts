@@ -101,12 +101,13 @@ export const avatarRoutes = [
     description:
       "Creates an avatar and sends a verification e-mail. A taken e-mail address answers exactly like a success and its avatar behaves like a fresh unverified one (no enumeration; docs/accounts.md); a taken username is an error.",
     body: RegisterBody,
-    handle: ({ body }) =>
-      Effect.flatMap(Avatars, (a) => a.register(body)).pipe(
-        Effect.map((avatar) =>
-          new Reply(avatar, "Avatar registered. Check your e-mail and follow the link to verify your address.")
-        )
-      )
+    handle: ({ body, request }) =>
+      Effect.gen(function*() {
+        const { trustProxy } = yield* GatewayConfig
+        const address = clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], trustProxy)
+        const avatar = yield* Effect.flatMap(Avatars, (a) => a.register(body, address))
+        return new Reply(avatar, "Avatar registered. Check your e-mail and follow the link to verify your address.")
+      })
   }),
   open({
     method: "POST",
