@@ -139,7 +139,9 @@ const bwrapArgs = (runtime: Runtime) => {
   const binds = new Set<string>(["/usr", ...runtime.readDirs])
   const node = fs.realpathSync(process.execPath)
   if (!node.startsWith("/usr/")) binds.add(path.dirname(node))
-  const args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+  // The empty mounts first: bubblewrap applies its arguments in order, and a tmpfs on /tmp after the
+  // binds would hide a runtime installed under /tmp.
+  const args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
   for (const dir of binds) args.push("--ro-bind", dir, dir)
   for (const top of ["/lib", "/lib64", "/bin"]) {
     try {
@@ -151,7 +153,7 @@ const bwrapArgs = (runtime: Runtime) => {
     }
   }
   if (fs.existsSync("/etc/ld.so.cache")) args.push("--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache")
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--uid", "65534", "--gid", "65534", "--chdir", "/", "--")
+  args.push("--uid", "65534", "--gid", "65534", "--chdir", "/", "--")
   return { args, node }
 }
 
