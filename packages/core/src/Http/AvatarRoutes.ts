@@ -1,4 +1,5 @@
 /** The avatar account API (spec: avatar-api.md), served under /api. */
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Either, Schema } from "effect"
 import { Avatars } from "../Accounts/Avatars.ts"
 import { clientAddress } from "../Accounts/ClientAddress.ts"
@@ -90,6 +91,10 @@ const resetFromForm = (contentType: string | undefined) =>
     )
   })
 
+/** The client address that per-address limits (registrations, failed logins) count. */
+const addressOf = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.map(GatewayConfig, ({ trustProxy }) => clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], trustProxy))
+
 export const avatarRoutes = [
   open({
     method: "POST",
@@ -103,8 +108,7 @@ export const avatarRoutes = [
     body: RegisterBody,
     handle: ({ body, request }) =>
       Effect.gen(function*() {
-        const { trustProxy } = yield* GatewayConfig
-        const address = clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], trustProxy)
+        const address = yield* addressOf(request)
         const avatar = yield* Effect.flatMap(Avatars, (a) => a.register(body, address))
         return new Reply(avatar, "Avatar registered. Check your e-mail and follow the link to verify your address.")
       })
@@ -123,8 +127,7 @@ export const avatarRoutes = [
       const login = body.username ?? body.email
       if (!login) return Effect.fail(new BadRequest({ message: "username or email is required." }))
       return Effect.gen(function*() {
-        const { trustProxy } = yield* GatewayConfig
-        const address = clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], trustProxy)
+        const address = yield* addressOf(request)
         const result = yield* Effect.flatMap(Avatars, (a) => a.authenticate(login, body.password, address))
         return new Reply(result, "Avatar authenticated.")
       })
