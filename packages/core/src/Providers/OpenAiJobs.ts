@@ -127,14 +127,23 @@ const FINE_TUNE_STATUSES: ReadonlyArray<FineTuneStatus> = [
   "validating_files", "queued", "running", "succeeded", "failed", "cancelled"
 ]
 
-export const decodeBatch = (provider: string, json: any): Effect.Effect<Batch, UpstreamError> => {
-  if (typeof json?.id !== "string" || !BATCH_STATUSES.includes(json?.status)) {
-    return Effect.fail(protocolError(provider, `not a batch object (status ${JSON.stringify(json?.status)})`))
-  }
+/**
+ * Both job kinds are objects with a string id and a status from a known list; anything else is
+ * not what the provider promised. `build` reads the rest of the fields.
+ */
+const decodeJob = <S extends string, A extends { readonly id: string; readonly status: S }>(
+  what: string,
+  statuses: ReadonlyArray<S>,
+  build: (json: any) => Omit<A, "id" | "status">
+) =>
+(provider: string, json: any): Effect.Effect<A, UpstreamError> =>
+  typeof json?.id === "string" && statuses.includes(json?.status)
+    ? Effect.succeed({ id: json.id, status: json.status, ...build(json) } as A)
+    : Effect.fail(protocolError(provider, `not ${what} (status ${JSON.stringify(json?.status)})`))
+
+export const decodeBatch = decodeJob<BatchStatus, Batch>("a batch object", BATCH_STATUSES, (json) => {
   const counts = json.request_counts ?? {}
-  return Effect.succeed({
-    id: json.id,
-    status: json.status,
+  return {
     endpoint: str(json.endpoint) ?? "",
     inputFileId: str(json.input_file_id) ?? "",
     outputFileId: nonEmpty(json.output_file_id),
@@ -143,21 +152,16 @@ export const decodeBatch = (provider: string, json: any): Effect.Effect<Batch, U
     errors: Array.isArray(json.errors?.data) ? json.errors.data : [],
     createdAt: num(json.created_at),
     completedAt: num(json.completed_at)
-  })
-}
-
-export const decodeFineTune = (provider: string, json: any): Effect.Effect<FineTuneJob, UpstreamError> => {
-  if (typeof json?.id !== "string" || !FINE_TUNE_STATUSES.includes(json?.status)) {
-    return Effect.fail(protocolError(provider, `not a fine-tuning job (status ${JSON.stringify(json?.status)})`))
   }
+})
+
+export const decodeFineTune = decodeJob<FineTuneStatus, FineTuneJob>("a fine-tuning job", FINE_TUNE_STATUSES, (json) => {
   // A job that has not failed may carry `error: {}` or `error: null`.
   const e = json.error
   const error = e && typeof e === "object" && (nonEmpty(e.message) || nonEmpty(e.code))
     ? { code: str(e.code), message: nonEmpty(e.message) ?? str(e.code) ?? "fine-tuning failed", param: str(e.param) }
     : null
-  return Effect.succeed({
-    id: json.id,
-    status: json.status,
+  return {
     model: str(json.model) ?? "",
     trainingFile: str(json.training_file) ?? "",
     fineTunedModel: nonEmpty(json.fine_tuned_model),
@@ -165,8 +169,8 @@ export const decodeFineTune = (provider: string, json: any): Effect.Effect<FineT
     error,
     createdAt: num(json.created_at),
     finishedAt: num(json.finished_at)
-  })
-}
+  }
+})
 
 const decodeEvent = (e: any): FineTuneEvent => ({
   id: str(e?.id) ?? "",
