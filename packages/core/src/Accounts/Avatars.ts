@@ -74,6 +74,28 @@ export const publicView = (a: AvatarRecord) => ({
   createdDate: new Date(a.createdAt).toISOString()
 })
 
+/** A new active avatar with an empty profile: registration and the Admin bootstrap differ only in `chosen`. */
+const newAvatar = (
+  chosen: Pick<
+    AvatarRecord,
+    "username" | "email" | "passwordHash" | "title" | "avatarType" | "providerType" | "plan" | "emailVerified"
+  >,
+  now: number
+): AvatarRecord => ({
+  id: crypto.randomUUID(),
+  ...chosen,
+  description: "",
+  image: "",
+  dob: null,
+  karmaTotal: 0,
+  pendingEmail: null,
+  isActive: true,
+  createdAt: now,
+  updatedAt: now,
+  deletedAt: null,
+  tokensValidAfter: 0
+})
+
 export interface RegisterInput {
   readonly username: string
   readonly email: string
@@ -169,27 +191,16 @@ const makeService = Effect.gen(function*() {
         return yield* Effect.fail(new TooManyRequests({ message: "Too many registrations from this address: try again later.", retryAfterSeconds: Math.max(1, Math.ceil((counted.expiresAt - now) / 1000)) }))
       }
     }
-    const avatar: AvatarRecord = {
-      id: crypto.randomUUID(),
+    const avatar = newAvatar({
       username: input.username,
       email: input.email,
       passwordHash: yield* passwords.hash(input.password),
       title: input.title ?? "",
-      description: "",
-      image: "",
-      dob: null,
-      karmaTotal: 0,
       avatarType: "User",
       providerType: input.providerType ?? "Default",
       plan: "Free",
-      emailVerified: false,
-      pendingEmail: null,
-      isActive: true,
-      createdAt: now,
-      updatedAt: now,
-      deletedAt: null,
-      tokensValidAfter: 0
-    }
+      emailVerified: false
+    }, now)
     const outcome = yield* store.insert(avatar).pipe(
       Effect.as("created" as const),
       Effect.catchTag("Conflict", (c) =>
@@ -397,27 +408,16 @@ const makeService = Effect.gen(function*() {
     if (Option.isNone(config.admin) || (yield* store.countAdmins()) > 0) return
     const admin = config.admin.value
     const now = Date.now()
-    yield* store.insert({
-      id: crypto.randomUUID(),
+    yield* store.insert(newAvatar({
       username: admin.username,
       email: admin.email,
       passwordHash: yield* passwords.hash(Redacted.value(admin.password)),
       title: "Administrator",
-      description: "",
-      image: "",
-      dob: null,
-      karmaTotal: 0,
       avatarType: "Admin",
       providerType: "Default",
       plan: "Enterprise",
-      emailVerified: true,
-      pendingEmail: null,
-      isActive: true,
-      createdAt: now,
-      updatedAt: now,
-      deletedAt: null,
-      tokensValidAfter: 0
-    }).pipe(
+      emailVerified: true
+    }, now)).pipe(
       Effect.tap(() => Effect.logInfo(`bootstrapped Admin avatar ${admin.username}`)),
       Effect.catchTag("Conflict", (c) =>
         Effect.logWarning(`AIGW_ADMIN_*: cannot create the Admin avatar: ${c.message}`))
