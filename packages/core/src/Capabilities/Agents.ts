@@ -16,7 +16,6 @@ import { DocumentStore, modify } from "../Storage/DocumentStore.ts"
 import { Completions } from "./Completions.ts"
 
 export const AGENT = "agent"
-export const SKILL = "agent_skill"
 
 export interface Agent {
   readonly id: string
@@ -29,6 +28,8 @@ export interface Agent {
   readonly runs: number
   readonly successes: number
 }
+
+export const SKILL = "agent_skill"
 
 export interface SkillDocument {
   readonly agentId: string

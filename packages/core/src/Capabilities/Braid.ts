@@ -15,8 +15,6 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { DocumentStore, modify } from "../Storage/DocumentStore.ts"
 
 export const KIND = "braid_graph"
-/** Per avatar and graph: how many outcome reports its completions with that graph still allow. */
-export const USE = "braid_use"
 
 export interface BraidGraph {
   readonly id: string
@@ -33,6 +31,9 @@ export interface BraidGraph {
   readonly scoreSum: number
   readonly scored: number
 }
+
+/** Per avatar and graph: how many outcome reports its completions with that graph still allow. */
+export const USE = "braid_use"
 
 interface BraidUse {
   readonly reportsLeft: number
