@@ -1,5 +1,6 @@
-// Priced upstream models aigw can route to: wire id, owning provider (an id from providers.data.ts), USD list
-// price per 1K tokens (per-million price / 1000), limits, feature flags and a rough quality tier for routing.
+// Priced upstream models aigw can route to: wire id, owning provider (an id from providers.data.ts), the
+// pricing page and the USD list price per 1K tokens taken from it (per-million price / 1000), limits, feature
+// flags and a rough quality tier for routing.
 // Plain data only; it is validated by a Schema at load (Catalog.ts). Prices are public list prices as of 2026-11.
 export const modelData = [
   {
@@ -8,6 +9,7 @@ export const modelData = [
     provider: "openai",
     kind: "chat",
     minPlan: "Gold",
+    pricingSource: "https://developers.openai.com/api/docs/pricing",
     inputPer1kUSD: 0.005,
     outputPer1kUSD: 0.03,
     contextWindow: 1000000,
@@ -15,7 +17,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 5,
-    pricingSource: "https://developers.openai.com/api/docs/pricing",
   },
   {
     id: "gpt-5.4",
@@ -23,6 +24,7 @@ export const modelData = [
     provider: "openai",
     kind: "chat",
     minPlan: "Silver",
+    pricingSource: "https://developers.openai.com/api/docs/pricing",
     inputPer1kUSD: 0.0025,
     outputPer1kUSD: 0.015,
     contextWindow: 1000000,
@@ -30,7 +32,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 5,
-    pricingSource: "https://developers.openai.com/api/docs/pricing",
   },
   {
     id: "gpt-5.4-mini",
@@ -38,6 +39,7 @@ export const modelData = [
     provider: "openai",
     kind: "chat",
     minPlan: "Bronze",
+    pricingSource: "https://developers.openai.com/api/docs/pricing",
     inputPer1kUSD: 0.00075,
     outputPer1kUSD: 0.0045,
     contextWindow: 400000,
@@ -45,7 +47,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 4,
-    pricingSource: "https://developers.openai.com/api/docs/pricing",
   },
   {
     id: "gpt-5.4-nano",
@@ -53,6 +54,7 @@ export const modelData = [
     provider: "openai",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://developers.openai.com/api/docs/pricing",
     inputPer1kUSD: 0.0002,
     outputPer1kUSD: 0.00125,
     contextWindow: 400000,
@@ -60,7 +62,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 3,
-    pricingSource: "https://developers.openai.com/api/docs/pricing",
   },
   {
     id: "gpt-4.1-mini",
@@ -68,6 +69,7 @@ export const modelData = [
     provider: "openai",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://developers.openai.com/api/docs/pricing",
     inputPer1kUSD: 0.0004,
     outputPer1kUSD: 0.0016,
     contextWindow: 1047576,
@@ -75,7 +77,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 3,
-    pricingSource: "https://developers.openai.com/api/docs/pricing",
   },
   {
     id: "gpt-4o-mini",
@@ -83,6 +84,7 @@ export const modelData = [
     provider: "openai",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://developers.openai.com/api/docs/pricing",
     inputPer1kUSD: 0.00015,
     outputPer1kUSD: 0.0006,
     contextWindow: 128000,
@@ -90,7 +92,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 2,
-    pricingSource: "https://developers.openai.com/api/docs/pricing",
   },
   {
     id: "text-embedding-3-small",
@@ -98,6 +99,7 @@ export const modelData = [
     provider: "openai",
     kind: "embeddings",
     minPlan: "Free",
+    pricingSource: "https://developers.openai.com/api/docs/pricing",
     inputPer1kUSD: 0.00002,
     outputPer1kUSD: 0,
     contextWindow: 8191,
@@ -105,7 +107,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: false,
     quality: 3,
-    pricingSource: "https://developers.openai.com/api/docs/pricing",
   },
   {
     id: "text-embedding-3-large",
@@ -113,6 +114,7 @@ export const modelData = [
     provider: "openai",
     kind: "embeddings",
     minPlan: "Bronze",
+    pricingSource: "https://developers.openai.com/api/docs/pricing",
     inputPer1kUSD: 0.00013,
     outputPer1kUSD: 0,
     contextWindow: 8191,
@@ -120,7 +122,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: false,
     quality: 4,
-    pricingSource: "https://developers.openai.com/api/docs/pricing",
   },
   {
     id: "claude-opus-4-6",
@@ -128,6 +129,7 @@ export const modelData = [
     provider: "anthropic",
     kind: "chat",
     minPlan: "Gold",
+    pricingSource: "https://www.anthropic.com/pricing#api",
     inputPer1kUSD: 0.005,
     outputPer1kUSD: 0.025,
     contextWindow: 1000000,
@@ -135,7 +137,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 5,
-    pricingSource: "https://www.anthropic.com/pricing#api",
   },
   {
     id: "claude-sonnet-4-6",
@@ -143,6 +144,7 @@ export const modelData = [
     provider: "anthropic",
     kind: "chat",
     minPlan: "Silver",
+    pricingSource: "https://www.anthropic.com/pricing#api",
     inputPer1kUSD: 0.003,
     outputPer1kUSD: 0.015,
     contextWindow: 1000000,
@@ -150,7 +152,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 5,
-    pricingSource: "https://www.anthropic.com/pricing#api",
   },
   {
     id: "claude-haiku-4-5",
@@ -158,6 +159,7 @@ export const modelData = [
     provider: "anthropic",
     kind: "chat",
     minPlan: "Bronze",
+    pricingSource: "https://www.anthropic.com/pricing#api",
     inputPer1kUSD: 0.001,
     outputPer1kUSD: 0.005,
     contextWindow: 200000,
@@ -165,7 +167,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 4,
-    pricingSource: "https://www.anthropic.com/pricing#api",
   },
   {
     id: "gemini-3.1-pro-preview",
@@ -173,6 +174,7 @@ export const modelData = [
     provider: "google",
     kind: "chat",
     minPlan: "Gold",
+    pricingSource: "https://ai.google.dev/gemini-api/docs/pricing",
     inputPer1kUSD: 0.002,
     outputPer1kUSD: 0.012,
     contextWindow: 1048576,
@@ -180,7 +182,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 5,
-    pricingSource: "https://ai.google.dev/gemini-api/docs/pricing",
   },
   {
     id: "gemini-2.5-pro",
@@ -188,6 +189,7 @@ export const modelData = [
     provider: "google",
     kind: "chat",
     minPlan: "Silver",
+    pricingSource: "https://ai.google.dev/gemini-api/docs/pricing",
     inputPer1kUSD: 0.00125,
     outputPer1kUSD: 0.01,
     contextWindow: 1048576,
@@ -195,7 +197,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 4,
-    pricingSource: "https://ai.google.dev/gemini-api/docs/pricing",
   },
   {
     id: "gemini-2.5-flash",
@@ -203,6 +204,7 @@ export const modelData = [
     provider: "google",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://ai.google.dev/gemini-api/docs/pricing",
     inputPer1kUSD: 0.0003,
     outputPer1kUSD: 0.0025,
     contextWindow: 1048576,
@@ -210,7 +212,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 3,
-    pricingSource: "https://ai.google.dev/gemini-api/docs/pricing",
   },
   {
     id: "gemini-2.5-flash-lite",
@@ -218,6 +219,7 @@ export const modelData = [
     provider: "google",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://ai.google.dev/gemini-api/docs/pricing",
     inputPer1kUSD: 0.0001,
     outputPer1kUSD: 0.0004,
     contextWindow: 1048576,
@@ -225,7 +227,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 2,
-    pricingSource: "https://ai.google.dev/gemini-api/docs/pricing",
   },
   {
     id: "gemini-embedding-001",
@@ -233,6 +234,7 @@ export const modelData = [
     provider: "google",
     kind: "embeddings",
     minPlan: "Free",
+    pricingSource: "https://ai.google.dev/gemini-api/docs/pricing",
     inputPer1kUSD: 0.00015,
     outputPer1kUSD: 0,
     contextWindow: 2048,
@@ -240,7 +242,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: false,
     quality: 4,
-    pricingSource: "https://ai.google.dev/gemini-api/docs/pricing",
   },
   {
     id: "mistral-small-latest",
@@ -248,6 +249,7 @@ export const modelData = [
     provider: "mistral",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://mistral.ai/pricing#api-pricing",
     inputPer1kUSD: 0.0001,
     outputPer1kUSD: 0.0003,
     contextWindow: 128000,
@@ -255,7 +257,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 3,
-    pricingSource: "https://mistral.ai/pricing#api-pricing",
   },
   {
     id: "mistral-embed",
@@ -263,6 +264,7 @@ export const modelData = [
     provider: "mistral",
     kind: "embeddings",
     minPlan: "Free",
+    pricingSource: "https://mistral.ai/pricing#api-pricing",
     inputPer1kUSD: 0.0001,
     outputPer1kUSD: 0,
     contextWindow: 8192,
@@ -270,7 +272,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: false,
     quality: 3,
-    pricingSource: "https://mistral.ai/pricing#api-pricing",
   },
   {
     id: "llama-3.3-70b-versatile",
@@ -278,6 +279,7 @@ export const modelData = [
     provider: "groq",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://groq.com/pricing",
     inputPer1kUSD: 0.00059,
     outputPer1kUSD: 0.00079,
     contextWindow: 131072,
@@ -285,7 +287,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: true,
     quality: 3,
-    pricingSource: "https://groq.com/pricing",
   },
   {
     id: "llama-3.1-8b-instant",
@@ -293,6 +294,7 @@ export const modelData = [
     provider: "groq",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://groq.com/pricing",
     inputPer1kUSD: 0.00005,
     outputPer1kUSD: 0.00008,
     contextWindow: 131072,
@@ -300,7 +302,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: true,
     quality: 1,
-    pricingSource: "https://groq.com/pricing",
   },
   {
     id: "openai/gpt-oss-120b",
@@ -308,6 +309,7 @@ export const modelData = [
     provider: "groq",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://groq.com/pricing",
     inputPer1kUSD: 0.00015,
     outputPer1kUSD: 0.0006,
     contextWindow: 131072,
@@ -315,7 +317,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: true,
     quality: 4,
-    pricingSource: "https://groq.com/pricing",
   },
   {
     id: "deepseek-v4-flash",
@@ -323,6 +324,7 @@ export const modelData = [
     provider: "deepseek",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://api-docs.deepseek.com/quick_start/pricing",
     inputPer1kUSD: 0.00014,
     outputPer1kUSD: 0.00028,
     contextWindow: 1000000,
@@ -330,7 +332,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: true,
     quality: 4,
-    pricingSource: "https://api-docs.deepseek.com/quick_start/pricing",
   },
   {
     id: "meta-llama/Llama-3.3-70B-Instruct-Turbo",
@@ -338,6 +339,7 @@ export const modelData = [
     provider: "together-ai",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://www.together.ai/pricing",
     inputPer1kUSD: 0.00088,
     outputPer1kUSD: 0.00088,
     contextWindow: 131072,
@@ -345,7 +347,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: true,
     quality: 3,
-    pricingSource: "https://www.together.ai/pricing",
   },
   {
     id: "meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo",
@@ -353,6 +354,7 @@ export const modelData = [
     provider: "together-ai",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://www.together.ai/pricing",
     inputPer1kUSD: 0.00018,
     outputPer1kUSD: 0.00018,
     contextWindow: 131072,
@@ -360,7 +362,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: true,
     quality: 1,
-    pricingSource: "https://www.together.ai/pricing",
   },
   {
     id: "grok-4",
@@ -368,6 +369,7 @@ export const modelData = [
     provider: "xai",
     kind: "chat",
     minPlan: "Gold",
+    pricingSource: "https://docs.x.ai/docs/models",
     inputPer1kUSD: 0.003,
     outputPer1kUSD: 0.015,
     contextWindow: 256000,
@@ -375,7 +377,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 5,
-    pricingSource: "https://docs.x.ai/docs/models",
   },
   {
     id: "grok-4-1-fast-non-reasoning",
@@ -383,6 +384,7 @@ export const modelData = [
     provider: "xai",
     kind: "chat",
     minPlan: "Bronze",
+    pricingSource: "https://docs.x.ai/docs/models",
     inputPer1kUSD: 0.0002,
     outputPer1kUSD: 0.0005,
     contextWindow: 2000000,
@@ -390,7 +392,6 @@ export const modelData = [
     supportsVision: true,
     supportsFunctions: true,
     quality: 4,
-    pricingSource: "https://docs.x.ai/docs/models",
   },
   {
     id: "command-a-03-2025",
@@ -398,6 +399,7 @@ export const modelData = [
     provider: "cohere",
     kind: "chat",
     minPlan: "Silver",
+    pricingSource: "https://cohere.com/pricing",
     inputPer1kUSD: 0.0025,
     outputPer1kUSD: 0.01,
     contextWindow: 256000,
@@ -405,7 +407,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: true,
     quality: 4,
-    pricingSource: "https://cohere.com/pricing",
   },
   {
     id: "command-r7b-12-2024",
@@ -413,6 +414,7 @@ export const modelData = [
     provider: "cohere",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://cohere.com/pricing",
     inputPer1kUSD: 0.0000375,
     outputPer1kUSD: 0.00015,
     contextWindow: 128000,
@@ -420,7 +422,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: true,
     quality: 2,
-    pricingSource: "https://cohere.com/pricing",
   },
   {
     id: "embed-v4.0",
@@ -428,6 +429,7 @@ export const modelData = [
     provider: "cohere",
     kind: "embeddings",
     minPlan: "Bronze",
+    pricingSource: "https://cohere.com/pricing",
     inputPer1kUSD: 0.00012,
     outputPer1kUSD: 0,
     contextWindow: 128000,
@@ -435,7 +437,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: false,
     quality: 4,
-    pricingSource: "https://cohere.com/pricing",
   },
   {
     id: "accounts/fireworks/models/gpt-oss-120b",
@@ -443,6 +444,7 @@ export const modelData = [
     provider: "fireworks",
     kind: "chat",
     minPlan: "Free",
+    pricingSource: "https://fireworks.ai/pricing",
     inputPer1kUSD: 0.00015,
     outputPer1kUSD: 0.0006,
     contextWindow: 131072,
@@ -450,7 +452,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: true,
     quality: 4,
-    pricingSource: "https://fireworks.ai/pricing",
   },
   {
     id: "voyage-4",
@@ -458,6 +459,7 @@ export const modelData = [
     provider: "voyage",
     kind: "embeddings",
     minPlan: "Bronze",
+    pricingSource: "https://docs.voyageai.com/docs/pricing",
     inputPer1kUSD: 0.00006,
     outputPer1kUSD: 0,
     contextWindow: 32000,
@@ -465,7 +467,6 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: false,
     quality: 4,
-    pricingSource: "https://docs.voyageai.com/docs/pricing",
   },
   {
     id: "voyage-4-lite",
@@ -473,6 +474,7 @@ export const modelData = [
     provider: "voyage",
     kind: "embeddings",
     minPlan: "Free",
+    pricingSource: "https://docs.voyageai.com/docs/pricing",
     inputPer1kUSD: 0.00002,
     outputPer1kUSD: 0,
     contextWindow: 32000,
@@ -480,6 +482,5 @@ export const modelData = [
     supportsVision: false,
     supportsFunctions: false,
     quality: 3,
-    pricingSource: "https://docs.voyageai.com/docs/pricing",
   },
 ] as const
