@@ -36,7 +36,7 @@ import * as ProviderHealth from "./Providers/ProviderHealth.ts"
 import { layerReplyLimit } from "./Providers/internal/http.ts"
 import * as Quota from "./Quota.ts"
 import * as Usage from "./Usage.ts"
-import * as ChatCalls from "./Capabilities/ChatCalls.ts"
+import * as ProviderCalls from "./Engine/ProviderCalls.ts"
 import * as Database from "./Storage/Database.ts"
 import * as Metering from "./Storage/Metering.ts"
 import * as Stores from "./Storage/Stores.ts"
@@ -47,13 +47,13 @@ export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, Webhook
   Layer.provideMerge(JobRunners.layer()),
   Layer.provideMerge(Layer.mergeAll(LlmTasks.layer, Memory.layer, Orchestration.layer, ReasoningNetwork.layer, Media.layer, GraphRag.layer, CodeExecution.layer, Agents.layer, Holons.layer, Orchestrators.layer)),
   Layer.provideMerge(Layer.mergeAll(Completions.layer, Embeddings.layer)),
-  Layer.provideMerge(Layer.mergeAll(Routing.layer, ChatCalls.layer)),
-  Layer.provideMerge(Layer.mergeAll(Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer, Metering.layer, layerReplyLimit, Sandboxes.layer))
+  Layer.provideMerge(Layer.mergeAll(Routing.layer, Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
+  Layer.provideMerge(ProviderCalls.layer),
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer, layerReplyLimit, Sandboxes.layer))
 )
 
-/** What the HTTP application and the MCP toolkit need from their host. */
-export type CoreServices = Layer.Layer.Success<typeof layerServices> | GatewayConfig.GatewayConfig
+/** What the HTTP application and the MCP toolkit need from their host (Metering comes with the stores). */
+export type CoreServices = Layer.Layer.Success<typeof layerServices> | Metering.Metering | GatewayConfig.GatewayConfig
 
 /** Services on memory stores. Provide a Mailer (e.g. Mailer.layerMemory) and GatewayConfig. */
 export const layerMemory = layerServices.pipe(Layer.provideMerge(Stores.layerMemory))

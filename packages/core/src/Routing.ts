@@ -8,13 +8,10 @@ import { Catalog, type ConfiguredProvider, type EndpointType, type ModelEntry } 
 import { envPrefix } from "./Config.ts"
 import { Forbidden, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
-import { chatAdapters } from "./Providers/Adapters.ts"
+import { chatWireOf } from "./Providers/Adapters.ts"
 import type { Target } from "./Providers/Chat.ts"
-import { embeddingAdapterOf } from "./Providers/Embeddings.ts"
-import { toGatewayError, type UpstreamError } from "./Providers/UpstreamError.ts"
-import type { GatewayError } from "./Errors.ts"
+import { embeddingWireOf } from "./Providers/Embeddings.ts"
 import { ProviderHealth } from "./Providers/ProviderHealth.ts"
-import * as Metrics from "./Metrics.ts"
 
 export type Preference = "cost" | "balanced" | "quality"
 
@@ -22,8 +19,8 @@ export type Preference = "cost" | "balanced" | "quality"
 export type ModelKind = ModelEntry["kind"]
 
 const kinds: Record<ModelKind, { readonly label: string; readonly hasAdapter: (p: ConfiguredProvider) => boolean }> = {
-  chat: { label: "chat completions", hasAdapter: (p) => chatAdapters[p.adapter] !== undefined },
-  embeddings: { label: "embeddings", hasAdapter: (p) => embeddingAdapterOf(p) !== undefined }
+  chat: { label: "chat completions", hasAdapter: (p) => chatWireOf(p) !== undefined },
+  embeddings: { label: "embeddings", hasAdapter: (p) => embeddingWireOf(p) !== undefined }
 }
 
 export interface ChatNeeds {
@@ -38,6 +35,13 @@ export interface ChatNeeds {
   readonly maxTokens?: number | undefined
   readonly preference?: Preference | undefined
 }
+
+/** Why routing found no target. */
+export type RoutingError = NotFound | Forbidden | Unprocessable
+
+/** Routing's answer as an Effect: the targets, or a failure with the routing error. */
+export const routed = (found: ReadonlyArray<Target> | RoutingError): Effect.Effect<ReadonlyArray<Target>, RoutingError> =>
+  Array.isArray(found) ? Effect.succeed(found) : Effect.fail(found as RoutingError)
 
 export interface Fallback {
   readonly provider: string
@@ -107,15 +111,8 @@ const makeService = Effect.gen(function*() {
 
   const targetOf = (m: ModelEntry): Target => ({ provider: Option.getOrThrow(catalog.provider(m.provider)), model: m })
 
-  /** Candidates in the order to try them; at least one, or a clear error. */
-  const targets = (needs: ChatNeeds): Effect.Effect<ReadonlyArray<Target>, NotFound | Forbidden | Unprocessable> =>
-    Effect.suspend(() => {
-      const found = targetsNow(needs)
-      return Array.isArray(found) ? Effect.succeed(found) : Effect.fail(found as NotFound | Forbidden | Unprocessable)
-    })
-
-  /** `targets`, synchronously: the candidates or the error. */
-  const targetsNow = (needs: ChatNeeds): ReadonlyArray<Target> | NotFound | Forbidden | Unprocessable => {
+  /** Candidates in the order to try them (at least one), or the error that says why there is none. */
+  const targets = (needs: ChatNeeds): ReadonlyArray<Target> | RoutingError => {
     const preference = needs.preference ?? preferenceOf(needs.plan)
     if (!isAuto(needs.model)) {
       const model = catalog.model(needs.model)
@@ -190,28 +187,7 @@ const makeService = Effect.gen(function*() {
         }))
     })
 
-  /** Tries targets in order; falls back to the next only on retryable upstream errors. */
-  const firstSuccess = <A, R>(
-    targets: ReadonlyArray<Target>,
-    attempt: (t: Target) => Effect.Effect<A, UpstreamError, R>
-  ): Effect.Effect<{ readonly target: Target; readonly value: A; readonly fallbacks: ReadonlyArray<Fallback> }, GatewayError, R> =>
-    Effect.gen(function*() {
-      const fallbacks: Array<Fallback> = []
-      for (let i = 0; ; i++) {
-        const target = targets[i]!
-        const outcome = yield* Effect.either(attempt(target))
-        yield* health.record(target.provider.id, outcome._tag === "Right" || !outcome.left.retryable)
-        Metrics.upstreamCalls.inc([target.provider.id, outcome._tag === "Right" ? "ok" : "error"])
-        if (outcome._tag === "Right") return { target, value: outcome.right, fallbacks }
-        const error = outcome.left
-        Metrics.upstreamErrors.inc([target.provider.id, error.kind])
-        yield* Effect.logWarning(`upstream ${target.provider.id}/${target.model.id} failed: ${error.message}`)
-        if (!error.retryable || i === targets.length - 1) return yield* Effect.fail(toGatewayError(error))
-        fallbacks.push({ provider: target.provider.id, model: target.model.id, error: error.message })
-      }
-    })
-
-  return { targets, targetsNow, providerFor, firstSuccess }
+  return { targets, providerFor }
 })
 
 export class Routing extends Context.Tag("aigw/Routing")<Routing, Effect.Effect.Success<typeof makeService>>() {}

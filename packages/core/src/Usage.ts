@@ -7,8 +7,9 @@ import { Context, Effect, Layer } from "effect"
 import { GatewayConfig } from "./Config.ts"
 import { dailyLimit, karmaMultiplier, type Plan } from "./Plans.ts"
 import { utcDay } from "./Quota.ts"
+import { ProviderCalls, type UsageRecord } from "./Engine/ProviderCalls.ts"
 import type { AvatarRecord } from "./Storage/AvatarStore.ts"
-import { type UsageEvent, UsageStore } from "./Storage/UsageStore.ts"
+import { UsageStore } from "./Storage/UsageStore.ts"
 
 export interface UsageSummary {
   readonly dailyCallsUsed: number
@@ -29,12 +30,10 @@ export interface UsageSummary {
 const makeService = Effect.gen(function*() {
   const config = yield* GatewayConfig
   const store = yield* UsageStore
+  const calls = yield* ProviderCalls
   return {
-    record: (event: Omit<UsageEvent, "day" | "at">) =>
-      Effect.suspend(() => {
-        const at = Date.now()
-        return store.record({ ...event, day: utcDay(at), at })
-      }),
+    /** Records a call the engine did not make (media, batch items): the engine's one usage path. */
+    record: (usage: UsageRecord) => Effect.promise(() => calls.recordUsage(usage)),
     summary: (avatar: AvatarRecord, whatIf: { readonly plan?: Plan | undefined; readonly karma?: number | undefined } = {}) =>
       Effect.gen(function*() {
         const day = utcDay(Date.now())

@@ -3,18 +3,15 @@
  * falls back on retryable upstream failures (never after a stream started), records usage
  * and provider health for every call, including streams the client abandons.
  */
-import { Context, Effect, Layer, Option, type Scope, Stream } from "effect"
-import { type GatewayError, isGatewayError } from "../Errors.ts"
-import { ChatCalls, type CompletionResult, finalChunk, makeStreamAccount, type StreamChunk, type UsageReport } from "./ChatCalls.ts"
+import { Chunk, Context, Effect, Layer, Option, type Scope, Stream } from "effect"
+import type { GatewayError } from "../Errors.ts"
+import { lift, ProviderCalls, type StreamChunk } from "../Engine/ProviderCalls.ts"
 import { karmaMultiplier, type Plan } from "../Plans.ts"
-import { chatAdapters } from "../Providers/Adapters.ts"
 import type { ChatMessage, ChatRequest, Target, ToolDefinition } from "../Providers/Chat.ts"
-import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
 import { planBlock } from "./AgentRoster.ts"
 import { Braid } from "./Braid.ts"
-import type { UpstreamError } from "../Providers/UpstreamError.ts"
-import { type Preference, Routing } from "../Routing.ts"
+import { type Preference, routed, Routing, type RoutingError } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { roughPromptTokens } from "../Tokens.ts"
 import * as RequestId from "../RequestId.ts"
@@ -36,7 +33,14 @@ export interface CompletionInput {
   } | undefined
 }
 
-export type { CompletionResult, StreamChunk, UsageReport } from "./ChatCalls.ts"
+export type { CompletionResult, StreamChunk, UsageReport } from "../Engine/ProviderCalls.ts"
+
+/**
+ * True when a call asks for steps that need Effect services (avatar context, FAHRN, the braid):
+ * `prepare` runs them; the fast lane hands such requests to the Effect routes.
+ */
+export const needsPreparation = (input: Pick<CompletionInput, "injectAvatarContext" | "useFAHRN" | "useHolonicBraid">) =>
+  input.injectAvatarContext === true || input.useFAHRN === true || input.useHolonicBraid === true
 
 /** A routed call: the final messages, the targets in order and the request for each. */
 export interface PlannedCall {
@@ -61,10 +65,11 @@ const withSystemBlock = (messages: ReadonlyArray<ChatMessage>, block: string): R
     : [{ role: "system", content: block }, ...messages]
 }
 
+const streamCancelled = new DOMException("The stream's reader went away", "AbortError")
+
 const makeService = Effect.gen(function*() {
   const routing = yield* Routing
-  const health = yield* ProviderHealth
-  const calls = yield* ChatCalls
+  const calls = yield* ProviderCalls
   const classifier = yield* TaskClassifier
   const braid = yield* Braid
 
@@ -84,16 +89,14 @@ const makeService = Effect.gen(function*() {
         }
         if (input.useFAHRN) messages = withSystemBlock(messages, planBlock(taskType))
       }
-      return yield* routed(avatar, input, messages)
+      return yield* planned(avatar, input, messages)
     })
 
   /** Routing targets and the per-target request for the final messages. */
-  const routed = (avatar: AvatarRecord, input: CompletionInput, messages: ReadonlyArray<ChatMessage>) =>
-    Effect.suspend(() => {
-      const planned = plan(avatar, input, messages)
-      return Array.isArray(planned.targets)
-        ? Effect.succeed(planned as PlannedCall)
-        : Effect.fail(planned.targets as Exclude<typeof planned.targets, ReadonlyArray<Target>>)
+  const planned = (avatar: AvatarRecord, input: CompletionInput, messages: ReadonlyArray<ChatMessage>) =>
+    Effect.suspend((): Effect.Effect<PlannedCall, RoutingError> => {
+      const call = plan(avatar, input, messages)
+      return Effect.as(routed(call.targets), call as PlannedCall)
     })
 
   /**
@@ -102,7 +105,7 @@ const makeService = Effect.gen(function*() {
    * that ask for none of those steps.
    */
   const plan = (avatar: AvatarRecord, input: CompletionInput, messages: ReadonlyArray<ChatMessage>) => {
-    const targets = routing.targetsNow({
+    const targets = routing.targets({
       provider: input.provider,
       model: input.model,
       plan: avatar.plan as Plan,
@@ -132,54 +135,39 @@ const makeService = Effect.gen(function*() {
    * caller's messages (the Effect-only steps add little to the context).
    */
   const check = (avatar: AvatarRecord, input: CompletionInput): Effect.Effect<void, GatewayError> =>
-    Effect.asVoid(routed(avatar, input, input.messages))
+    Effect.asVoid(planned(avatar, input, input.messages))
 
-  /** A plain completion: routed here, called through ChatCalls (interruption aborts the upstream call). */
+  /** A plain completion: routed here, called through the engine (interruption aborts the upstream call). */
   const complete = (avatar: AvatarRecord, input: CompletionInput) =>
     Effect.flatMap(Effect.zip(prepare(avatar, input), RequestId.current), ([{ messages, request, targets }, requestId]) =>
-      Effect.async<CompletionResult, GatewayError>((resume) => {
-        const controller = new AbortController()
-        // The request id goes upstream with the call (RequestId.ts).
-        calls.complete({ avatar, messages, targets, request, controller, requestId }).then(
-          (result) => resume(Effect.succeed(result)),
-          (e) => resume(isGatewayError(e) ? Effect.fail(e) : Effect.die(e))
-        )
-        return Effect.sync(() => controller.abort())
-      }))
+      lift((controller) => calls.complete({ avatar, messages, targets, request, controller, requestId })))
 
   /**
-   * Opens the upstream stream (with fallback until one accepts) and returns the chunk stream.
-   * Usage is recorded once when the stream ends, fails or is interrupted.
+   * Opens the upstream stream through the engine (fallback until one accepts) and returns its
+   * chunks. Closing the scope or interrupting the stream before its end aborts the upstream call;
+   * the engine records usage once in every case.
    */
   const stream = (avatar: AvatarRecord, input: CompletionInput): Effect.Effect<Stream.Stream<StreamChunk>, GatewayError, Scope.Scope> =>
     Effect.gen(function*() {
       const { messages, request, targets } = yield* prepare(avatar, input)
-      const started = performance.now()
-      const { target, value: events } = yield* routing.firstSuccess(targets, (t) => chatAdapters[t.provider.adapter]!.stream(t, request(t)))
-      const account = makeStreamAccount()
-      let recorded: Option.Option<UsageReport> = Option.none()
-      const recordOnce = (ok: boolean) =>
-        Effect.suspend(() => {
-          if (Option.isSome(recorded)) return Effect.succeed(recorded.value)
-          return Effect.flatMap(account.report(messages), (r) => {
-            if (Option.isSome(recorded)) return Effect.succeed(recorded.value)
-            recorded = Option.some(r)
-            return Effect.as(Effect.promise(() => calls.record(avatar, target, r, Math.round(performance.now() - started), ok)), r)
-          })
-        })
-      const lastChunk = (error?: string) =>
-        Effect.map(recordOnce(error === undefined), (r) => finalChunk(target, account.finishReason(), r, error))
-      const body = events.pipe(Stream.filterMap((e) => Option.fromNullable(account.onEvent(e))))
-      return body.pipe(
-        Stream.concat(Stream.fromEffect(lastChunk())),
-        // After the first byte there is no fallback: the stream ends with an error chunk.
-        Stream.catchAll((error: UpstreamError) =>
-          Stream.fromEffect(
-            Effect.zipRight(health.record(target.provider.id, false), lastChunk(error.message))
-          )
-        ),
-        Stream.ensuring(recordOnce(false).pipe(Effect.ignore))
-      )
+      const requestId = yield* RequestId.current
+      const controller = new AbortController()
+      let finished = false
+      const cancel = Effect.sync(() => {
+        if (!finished) controller.abort(streamCancelled)
+      })
+      yield* Effect.addFinalizer(() => cancel)
+      const opened = yield* lift(() => calls.openStream({ avatar, messages, targets, request, controller, requestId }), controller)
+      return Stream.async<StreamChunk>((emit) => {
+        opened.run((chunks) => void emit.chunk(Chunk.unsafeFromArray(chunks))).then(
+          () => {
+            finished = true
+            void emit.end()
+          },
+          (e) => void emit.die(e)
+        )
+        return cancel
+      }, "unbounded")
     })
 
   return { check, complete, stream, plan }

@@ -6,7 +6,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { Plan } from "../Plans.ts"
-import { Routing } from "../Routing.ts"
+import { routed, Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { type MemoryRecord, MemoryStore } from "../Storage/MemoryStore.ts"
 import { Embeddings } from "./Embeddings.ts"
@@ -58,7 +58,7 @@ const makeService = Effect.gen(function*() {
   const chooseEmbedder = (avatar: AvatarRecord, provider: string) =>
     provider === "local"
       ? Effect.succeed(LOCAL_EMBEDDER)
-      : routing.targets({ kind: "embeddings", provider, model: "auto", plan: avatar.plan as Plan, needsTools: false, contextTokens: 0 }).pipe(
+      : routed(routing.targets({ kind: "embeddings", provider, model: "auto", plan: avatar.plan as Plan, needsTools: false, contextTokens: 0 })).pipe(
         Effect.map((ts) => `${ts[0]!.provider.id}/${ts[0]!.model.id}`),
         Effect.catchAll((e) => (provider === "auto" ? Effect.succeed(LOCAL_EMBEDDER) : Effect.fail(e)))
       )

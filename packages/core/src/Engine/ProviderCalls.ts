@@ -1,19 +1,21 @@
 /**
- * One chat call as plain promises: the fallback loop over routing targets (retryable upstream
- * failures only, never once a stream started), the exchange through the family's ChatWire,
- * provider health, the usage estimate when the upstream reports none, and usage recording.
- * Completions (Effect) runs plain completions through it; the HTTP fast lane runs plain and
- * streamed ones. Nothing here creates fibers per call: a metered call pays for its work only.
+ * The engine of provider calls, as plain promises: the one fallback loop over routing targets
+ * (retryable upstream failures only, never once a stream started), the one JSON exchange and the
+ * one stream loop (idle timer, connection release), provider health, token estimates when the
+ * upstream reports none, and the one place usage is recorded. Chat (plain and streamed) and
+ * embeddings run here; the Effect services (Completions, Embeddings) and the HTTP fast lane wrap
+ * it, and an interruption or a client that goes away aborts the upstream call through the call's
+ * AbortController. Nothing here creates fibers per call: a metered call pays for its work only.
  * The request id of the call (RequestId.ts) goes upstream as `x-request-id` and on its log lines;
  * the upstream metrics (attempts, errors, tokens, cost; Metrics.ts) are counted here.
  */
 import { Context, Duration, Effect, Layer, Runtime } from "effect"
 import { costOf } from "../Cost.ts"
-import type { GatewayError } from "../Errors.ts"
-import { chatWires } from "../Providers/Adapters.ts"
-import type { ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target } from "../Providers/Chat.ts"
-import { release } from "../Providers/internal/events.ts"
-import { idleError, postJsonNow, postSseNow, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
+import { type GatewayError, isGatewayError } from "../Errors.ts"
+import { chatWireOf } from "../Providers/Adapters.ts"
+import type { ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
+import { embeddingWireOf } from "../Providers/Embeddings.ts"
+import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { toGatewayError, UpstreamError } from "../Providers/UpstreamError.ts"
@@ -21,6 +23,7 @@ import { utcDay } from "../Quota.ts"
 import type { Fallback } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
+import type { UsageEvent } from "../Storage/UsageStore.ts"
 import { countMessages, countText } from "../Tokens.ts"
 import * as Metrics from "../Metrics.ts"
 import * as RequestId from "../RequestId.ts"
@@ -149,18 +152,64 @@ export interface ChatStream {
   readonly run: (emit: (chunks: ReadonlyArray<StreamChunk>) => void) => Promise<void>
 }
 
-export interface ChatCall {
+/** What every routed call carries: who pays, the candidates in order, and how to cancel it. */
+export interface Call {
   readonly avatar: AvatarRecord
-  /** The messages as sent (for usage estimates). */
-  readonly messages: ReadonlyArray<ChatMessage>
   /** Candidates in order (Routing), at least one. */
   readonly targets: ReadonlyArray<Target>
-  readonly request: (target: Target) => ChatRequest
-  /** Aborting it cancels the upstream call (a client that went away). */
+  /** Aborting it cancels the upstream call (a client that went away, an interrupted fiber). */
   readonly controller: AbortController
   /** The id of the request that makes the call (RequestId.ts): sent upstream as `x-request-id`. */
   readonly requestId?: string | undefined
 }
+
+export interface ChatCall extends Call {
+  /** The messages as sent (for usage estimates). */
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly request: (target: Target) => ChatRequest
+}
+
+export interface EmbedCall extends Call {
+  readonly texts: ReadonlyArray<string>
+}
+
+export interface EmbeddingsResult {
+  readonly provider: string
+  readonly model: string
+  readonly embeddings: ReadonlyArray<ReadonlyArray<number>>
+  readonly dimensions: number
+  readonly usage: { readonly promptTokens: number; readonly totalTokens: number; readonly estimated: boolean }
+  readonly costUSD: number
+  readonly latencyMs: number
+  readonly fallbacks: ReadonlyArray<Fallback>
+}
+
+/** A JSON request/answer exchange with one target: the upstream request and how its 2xx answer is read. */
+export interface Exchange<A> {
+  readonly request: WireRequest
+  readonly result: (provider: string, body: any) => A | UpstreamError
+}
+
+/** A usage record without the time fields (added when it is recorded). */
+export type UsageRecord = Omit<UsageEvent, "day" | "at">
+
+const clientGone = new DOMException("The call was cancelled", "AbortError")
+
+/**
+ * Runs a promise of the engine as an Effect: its failures that are gateway errors fail the
+ * effect, others are defects, and interrupting the effect aborts the call.
+ */
+export const lift = <A>(
+  run: (controller: AbortController) => Promise<A>,
+  controller: AbortController = new AbortController()
+): Effect.Effect<A, GatewayError> =>
+  Effect.async<A, GatewayError>((resume) => {
+    run(controller).then(
+      (a) => resume(Effect.succeed(a)),
+      (e) => resume(isGatewayError(e) ? Effect.fail(e) : Effect.die(e))
+    )
+    return Effect.sync(() => controller.abort(clientGone))
+  })
 
 const makeService = Effect.gen(function*() {
   const health = yield* ProviderHealth
@@ -171,46 +220,46 @@ const makeService = Effect.gen(function*() {
     return run(requestId === undefined ? line : Effect.annotateLogs(line, "requestId", requestId))
   }
 
-  /** Records a chat call's usage (its cost from the target's model prices). */
-  const record = (avatar: AvatarRecord, target: Target, report: UsageReport, latencyMs: number, ok: boolean) => {
+  /** Records one call's usage (and counts its tokens and cost in the metrics). */
+  const recordUsage = (usage: UsageRecord) => {
     const at = Date.now()
-    const provider = target.provider.id
-    const costUSD = costOf(target.model, report.promptTokens, report.completionTokens)
-    Metrics.tokens.inc([provider, "prompt"], report.promptTokens)
-    Metrics.tokens.inc([provider, "completion"], report.completionTokens)
-    Metrics.costUsd.inc([provider], costUSD)
-    return metering.record({
+    Metrics.tokens.inc([usage.provider, "prompt"], usage.promptTokens)
+    Metrics.tokens.inc([usage.provider, "completion"], usage.completionTokens)
+    Metrics.costUsd.inc([usage.provider], usage.costUSD)
+    return metering.record({ ...usage, day: utcDay(at), at })
+  }
+
+  /** Records a routed call's usage, its cost from the target's model prices. */
+  const record = (avatar: AvatarRecord, target: Target, capability: string, report: UsageReport, latencyMs: number, ok: boolean) =>
+    recordUsage({
       avatarId: avatar.id,
-      day: utcDay(at),
-      at,
       provider: target.provider.id,
       model: target.model.id,
-      capability: "chat",
+      capability,
       promptTokens: report.promptTokens,
       completionTokens: report.completionTokens,
-      costUSD,
+      costUSD: costOf(target.model, report.promptTokens, report.completionTokens),
       latencyMs,
       estimated: report.estimated,
       ok
     })
-  }
 
   /**
    * Tries the targets in order with `attempt`; the next only after a retryable failure. Rejects
    * with the gateway error of the last failure (or the abort, untouched).
    */
-  const firstSuccess = async <A>(call: ChatCall, attempt: (target: Target) => Promise<A>) => {
+  const firstSuccess = async <A>(call: Call, attempt: (target: Target) => Promise<A>) => {
     const fallbacks: Array<Fallback> = []
     for (let i = 0; ; i++) {
       const target = call.targets[i]!
       try {
         const value = await attempt(target)
-        health.recordNow(target.provider.id, true)
+        health.record(target.provider.id, true)
         Metrics.upstreamCalls.inc([target.provider.id, "ok"])
         return { target, value, fallbacks }
       } catch (e) {
         if (!(e instanceof UpstreamError) || call.controller.signal.aborted) throw e
-        health.recordNow(target.provider.id, !e.retryable)
+        health.record(target.provider.id, !e.retryable)
         Metrics.upstreamCalls.inc([target.provider.id, "error"])
         Metrics.upstreamErrors.inc([target.provider.id, e.kind])
         void warn(target, e, call.requestId)
@@ -220,23 +269,28 @@ const makeService = Effect.gen(function*() {
     }
   }
 
-  const wireOf = (target: Target) => chatWires[target.provider.adapter]!
+  /** A JSON exchange with the first target that answers (see `firstSuccess`). */
+  const exchange = <A>(call: Call, exchangeOf: (target: Target) => Exchange<A>) =>
+    firstSuccess(call, async (t) => {
+      const { request: { body, headers, url }, result } = exchangeOf(t)
+      const answer = result(t.provider.id, await postJsonNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.controller))
+      if (answer instanceof UpstreamError) throw answer
+      return answer
+    })
+
+  const wireOf = (target: Target) => chatWireOf(target.provider)!
 
   const complete = async (call: ChatCall): Promise<CompletionResult> => {
     const started = performance.now()
-    const { fallbacks, target, value } = await firstSuccess(call, async (t) => {
+    const { fallbacks, target, value } = await exchange(call, (t) => {
       const wire = wireOf(t)
-      const { body, headers, url } = wire.request(t, call.request(t), false)
-      const sent = RequestId.withHeader(headers, call.requestId)
-      const result = wire.result(t.provider.id, await postJsonNow(t.provider.id, url, sent, body, call.controller))
-      if (result instanceof UpstreamError) throw result
-      return result
+      return { request: wire.request(t, call.request(t), false), result: wire.result }
     })
     const latencyMs = Math.round(performance.now() - started)
     const report: UsageReport = value.usage
       ? { ...value.usage, totalTokens: value.usage.promptTokens + value.usage.completionTokens, estimated: false }
       : await run(estimate(call.messages, value.content + value.toolCalls.map((c) => c.arguments).join("")))
-    await record(call.avatar, target, report, latencyMs, true)
+    await record(call.avatar, target, "chat", report, latencyMs, true)
     return {
       provider: target.provider.id,
       model: target.model.id,
@@ -246,6 +300,29 @@ const makeService = Effect.gen(function*() {
       finishReason: value.finishReason,
       usage: report,
       costUSD: costOf(target.model, report.promptTokens, report.completionTokens),
+      latencyMs,
+      fallbacks
+    }
+  }
+
+  const embed = async (call: EmbedCall): Promise<EmbeddingsResult> => {
+    const started = performance.now()
+    const { fallbacks, target, value } = await exchange(call, (t) => {
+      const wire = embeddingWireOf(t.provider)!
+      return { request: wire.request(t, call.texts), result: (provider, body) => wire.result(provider, body, call.texts.length) }
+    })
+    const latencyMs = Math.round(performance.now() - started)
+    const estimated = value.promptTokens === undefined
+    const promptTokens = value.promptTokens ?? (await run(Effect.map(Effect.forEach(call.texts, countText), (n) => n.reduce((a, b) => a + b, 0))))
+    const report: UsageReport = { promptTokens, completionTokens: 0, totalTokens: promptTokens, estimated }
+    await record(call.avatar, target, "embeddings", report, latencyMs, true)
+    return {
+      provider: target.provider.id,
+      model: target.model.id,
+      embeddings: value.vectors,
+      dimensions: value.vectors[0]?.length ?? 0,
+      usage: { promptTokens, totalTokens: promptTokens, estimated },
+      costUSD: costOf(target.model, promptTokens, 0),
       latencyMs,
       fallbacks
     }
@@ -279,12 +356,12 @@ const makeService = Effect.gen(function*() {
             const aborted = call.controller.signal.aborted
             if (error === undefined && !aborted) release(body)
             else body.destroy()
-            if (error !== undefined) health.recordNow(provider, false)
+            if (error !== undefined) health.record(provider, false)
             // The tokenizer (an Effect) only when the upstream did not report usage.
             const reported = account.reported()
             ;(reported ? Promise.resolve(reported) : run(account.report(call.messages)))
               .then((r) =>
-                record(call.avatar, target, r, Math.round(performance.now() - started), error === undefined && !aborted).then(() => {
+                record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted).then(() => {
                   if (!aborted) emit([finalChunk(target, account.finishReason(), r, error)])
                 })
               )
@@ -327,15 +404,20 @@ const makeService = Effect.gen(function*() {
             end()
           })
           body.once("error", (e) => end(streamBroke(provider)(e).message))
-          call.controller.signal.addEventListener("abort", onAbort, { once: true })
-          arm()
+          // A body that failed before anyone listened keeps its error (nodeFetch's `bounded`).
+          if (body.errored) end(streamBroke(provider)(body.errored).message)
+          else if (call.controller.signal.aborted) end()
+          else {
+            call.controller.signal.addEventListener("abort", onAbort, { once: true })
+            arm()
+          }
         })
     }
   }
 
-  return { complete, openStream, record }
+  return { complete, embed, openStream, exchange, firstSuccess, record, recordUsage }
 })
 
-export class ChatCalls extends Context.Tag("aigw/ChatCalls")<ChatCalls, Effect.Effect.Success<typeof makeService>>() {}
+export class ProviderCalls extends Context.Tag("aigw/ProviderCalls")<ProviderCalls, Effect.Effect.Success<typeof makeService>>() {}
 
-export const layer = Layer.effect(ChatCalls, makeService)
+export const layer = Layer.effect(ProviderCalls, makeService)

@@ -20,7 +20,7 @@ import { Effect, Runtime, type Scope } from "effect"
 import { INVALID } from "../Accounts/Auth.ts"
 import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
 import { sha256 } from "../Accounts/Secrets.ts"
-import { type ChatCall, ChatCalls, type StreamChunk } from "../Capabilities/ChatCalls.ts"
+import { type ChatCall, ProviderCalls, type StreamChunk } from "../Engine/ProviderCalls.ts"
 import { type CompletionInput, Completions, type PlannedCall } from "../Capabilities/Completions.ts"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
@@ -143,7 +143,7 @@ export const make = Effect.gen(function*() {
   const metering = yield* Metering
   const quota = yield* Quota
   const completions = yield* Completions
-  const calls = yield* ChatCalls
+  const calls = yield* ProviderCalls
   const { logRequests, metrics } = yield* observabilityOptions
   const runtime = yield* Effect.runtime<AppServices>()
   const run = Runtime.runPromise(runtime)

@@ -21,7 +21,7 @@ import {
   uploadJsonl
 } from "../Providers/OpenAiJobs.ts"
 import { videoAdapters, type VideoRequest } from "../Providers/Video/index.ts"
-import { Routing } from "../Routing.ts"
+import { routed, Routing } from "../Routing.ts"
 import { AvatarStore } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
 import type { JobRecord, JobType } from "./JobStore.ts"
@@ -113,14 +113,14 @@ const openAiBatch = (options: RunnerOptions) =>
           const lines: Array<unknown> = []
           const models: Array<string> = []
           for (const [i, r] of input.requests.entries()) {
-            const [target] = yield* routing.targets({
+            const [target] = yield* routed(routing.targets({
               provider: "openai",
               model: r.model,
               plan: owner.value.plan,
               needsTools: (r.tools?.length ?? 0) > 0,
               contextTokens: 0,
               maxTokens: r.maxTokens
-            })
+            }))
             models.push(target!.model.id)
             lines.push(batchInputLine(itemId(i), OpenAiCompatible.toWireRequest("openai", { ...r, model: target!.model.id }, false)))
           }

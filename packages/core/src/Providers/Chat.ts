@@ -2,7 +2,6 @@
  * The provider-neutral chat model: what the gateway sends to any adapter and what it gets
  * back. Adapters translate this to and from their wire format.
  */
-import type { Effect, Scope, Stream } from "effect"
 import type { ConfiguredProvider, ModelEntry } from "../Catalog/Catalog.ts"
 import type { SseEvent } from "./internal/sse.ts"
 import type { UpstreamError } from "./UpstreamError.ts"
@@ -68,18 +67,6 @@ export interface Target {
   readonly model: ModelEntry
 }
 
-export interface ChatAdapter {
-  readonly complete: (target: Target, request: ChatRequest) => Effect.Effect<ChatResult, UpstreamError>
-  /**
-   * Opens a stream. The effect succeeds once the upstream accepted the request (status 200),
-   * so routing can still fall back before any byte reaches the client.
-   */
-  readonly stream: (
-    target: Target,
-    request: ChatRequest
-  ) => Effect.Effect<Stream.Stream<StreamEvent, UpstreamError>, UpstreamError, Scope.Scope>
-}
-
 /** The upstream HTTP request of a call: POSTed as JSON. */
 export interface WireRequest {
   readonly url: string
@@ -89,8 +76,8 @@ export interface WireRequest {
 
 /**
  * A wire-protocol family as data and pure functions: how a call becomes an upstream request and
- * how answers and stream events come back. The transports (Effect in Adapters.ts, promises in
- * Capabilities/ChatCalls.ts) are shared by every family.
+ * how answers and stream events come back. The engine (Engine/ProviderCalls.ts) runs every family
+ * over the one transport.
  */
 export interface ChatWire {
   readonly request: (target: Target, request: ChatRequest, stream: boolean) => WireRequest

@@ -24,7 +24,7 @@ const makeService = Effect.sync(() => {
     if (!s) states.set(id, (s = { consecutiveFailures: 0, openedAt: null, lastOutcomeAt: 0, recent: [] }))
     return s
   }
-  const recordNow = (providerId: string, ok: boolean) => {
+  const record = (providerId: string, ok: boolean) => {
     const s = stateOf(providerId)
     const now = Date.now()
     s.lastOutcomeAt = now
@@ -39,9 +39,8 @@ const makeService = Effect.sync(() => {
     }
   }
   return {
-    record: (providerId: string, ok: boolean) => Effect.sync(() => recordNow(providerId, ok)),
-    /** `record`, outside Effect. */
-    recordNow,
+    /** Counts one call's outcome (synchronous: the engine records from promise code). */
+    record,
     /** False while the circuit is open; true again once the cool-down passed (half-open). */
     isAvailable: (providerId: string, now = Date.now()) => {
       const s = states.get(providerId)

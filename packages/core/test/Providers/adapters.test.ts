@@ -2,12 +2,12 @@
  * Adapter conformance: each wire family against a mock server that speaks the provider's
  * documented format; asserts what the adapter sent and what it made of the answers.
  */
-import { Chunk, Effect, Option, Redacted, Stream } from "effect"
+import { Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../src/Catalog/Catalog.ts"
-import { chatAdapters } from "../../src/Providers/Adapters.ts"
-import type { ChatRequest, StreamEvent, Target } from "../../src/Providers/Chat.ts"
+import type { Target } from "../../src/Providers/Chat.ts"
 import { type MockUpstream, startAnthropicMock, startGeminiMock, startOpenAiMock } from "../support/mockUpstreams.ts"
+import { collect, complete } from "../support/wires.ts"
 
 const families = [
   { provider: "openai", model: "gpt-4o-mini", start: startOpenAiMock, path: "/v1/chat/completions" },
@@ -22,14 +22,6 @@ const weather = {
   parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false }
 }
 
-const run = <A, E>(e: Effect.Effect<A, E>) => Effect.runPromise(Effect.either(e))
-const collect = (target: Target, request: ChatRequest) =>
-  Effect.runPromise(
-    Effect.scoped(
-      Effect.flatMap(chatAdapters[target.provider.adapter]!.stream(target, request), (s) => Stream.runCollect(s))
-    ).pipe(Effect.map((c) => Chunk.toReadonlyArray(c) as ReadonlyArray<StreamEvent>), Effect.either)
-  )
-
 for (const f of families) {
   describe(`${f.provider} adapter (${data.providers.find((p) => p.id === f.provider)!.adapter} wire format)`, () => {
     let mock: MockUpstream
@@ -43,16 +35,15 @@ for (const f of families) {
       }
     })
     afterAll(() => mock.close())
-    const adapter = () => chatAdapters[target.provider.adapter]!
 
     it("plain completion: request shape, auth, answer and usage", async () => {
       mock.setScenario({ kind: "text", text: "Hi there", usage: { prompt: 21, completion: 3 } })
-      const result = await run(adapter().complete(target, {
+      const result = await complete(target, {
         model: f.model,
         messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello" }],
         temperature: 0.5,
         maxTokens: 50
-      }))
+      })
       expect(result._tag).toBe("Right")
       if (result._tag !== "Right") return
       expect(result.right).toMatchObject({ content: "Hi there", finishReason: "stop", usage: { promptTokens: 21, completionTokens: 3 } })
@@ -80,7 +71,7 @@ for (const f of families) {
 
     it("tool call and tool-result round trip", async () => {
       mock.setScenario({ kind: "tool", name: "get_weather", arguments: { city: "Paris" }, id: "call_abc" })
-      const first = await run(adapter().complete(target, { model: f.model, messages: [{ role: "user", content: "Weather in Paris?" }], tools: [weather] }))
+      const first = await complete(target, { model: f.model, messages: [{ role: "user", content: "Weather in Paris?" }], tools: [weather] })
       expect(first._tag).toBe("Right")
       if (first._tag !== "Right") return
       expect(first.right.finishReason).toBe("tool_calls")
@@ -97,7 +88,7 @@ for (const f of families) {
       }
 
       mock.setScenario({ kind: "text", text: "It is sunny." })
-      const second = await run(adapter().complete(target, {
+      const second = await complete(target, {
         model: f.model,
         tools: [weather],
         messages: [
@@ -105,7 +96,7 @@ for (const f of families) {
           { role: "assistant", content: "", toolCalls: [call] },
           { role: "tool", content: "{\"temp\":21}", toolCallId: call.id }
         ]
-      }))
+      })
       expect(second._tag === "Right" && second.right.content).toBe("It is sunny.")
       const body = mock.requests.at(-1)!.body as any
       if (target.provider.adapter === "openai") {
@@ -150,7 +141,7 @@ for (const f of families) {
     it("maps upstream errors: 429/5xx retryable, 400 not, with the provider's message", async () => {
       for (const [status, retryable] of [[429, true], [500, true], [503, true], [400, false]] as const) {
         mock.setScenario({ kind: "error", status, message: `boom ${status}` })
-        const result = await run(adapter().complete(target, { model: f.model, messages: [{ role: "user", content: "x" }] }))
+        const result = await complete(target, { model: f.model, messages: [{ role: "user", content: "x" }] })
         expect(result._tag).toBe("Left")
         if (result._tag !== "Left") continue
         expect(result.left).toMatchObject({ status, retryable, kind: "http" })
@@ -160,7 +151,7 @@ for (const f of families) {
 
     it("rejects a wrong key with the provider's auth error (not retryable)", async () => {
       const wrong = { ...target, provider: { ...target.provider, apiKey: Option.some(Redacted.make("wrong")) } }
-      const result = await run(adapter().complete(wrong, { model: f.model, messages: [{ role: "user", content: "x" }] }))
+      const result = await complete(wrong, { model: f.model, messages: [{ role: "user", content: "x" }] })
       expect(result._tag === "Left" && result.left.retryable).toBe(false)
       expect(result._tag === "Left" && [400, 401, 403].includes(result.left.status ?? 0)).toBe(true)
     })
@@ -173,7 +164,7 @@ for (const f of families) {
 
     it("connection refused is a retryable connect error", async () => {
       const dead = { ...target, provider: { ...target.provider, endpoint: "http://127.0.0.1:9" } }
-      const result = await run(adapter().complete(dead, { model: f.model, messages: [{ role: "user", content: "x" }] }))
+      const result = await complete(dead, { model: f.model, messages: [{ role: "user", content: "x" }] })
       expect(result._tag === "Left" && result.left).toMatchObject({ kind: "connect", retryable: true })
     })
   })

@@ -1,10 +1,10 @@
 /** Embedding adapters against the OpenAI and Gemini wire-format mocks. */
-import { Effect, Option, Redacted } from "effect"
+import { Either, Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../src/Catalog/Catalog.ts"
 import type { Target } from "../../src/Providers/Chat.ts"
-import { embeddingAdapterOf } from "../../src/Providers/Embeddings.ts"
 import { type MockUpstream, startGeminiMock, startOpenAiMock } from "../support/mockUpstreams.ts"
+import { embed } from "../support/wires.ts"
 
 const cases = [
   { provider: "openai", model: "text-embedding-3-small", start: startOpenAiMock, path: "/v1/embeddings" },
@@ -24,8 +24,7 @@ for (const c of cases) {
     afterAll(() => mock.close())
 
     it("sends the texts and returns one vector per text, in order", async () => {
-      const adapter = embeddingAdapterOf(target.provider)!
-      const result = await Effect.runPromise(adapter.embed(target, ["alpha", "beta", "alpha"]))
+      const result = Either.getOrThrow(await embed(target, ["alpha", "beta", "alpha"]))
       expect(result.vectors).toHaveLength(3)
       expect(result.vectors[0]).toEqual(result.vectors[2])
       expect(result.vectors[0]).not.toEqual(result.vectors[1])
@@ -44,7 +43,7 @@ for (const c of cases) {
 
     it("maps upstream errors", async () => {
       mock.setScenario({ kind: "error", status: 503, message: "busy" })
-      const result = await Effect.runPromise(Effect.either(embeddingAdapterOf(target.provider)!.embed(target, ["x"])))
+      const result = await embed(target, ["x"])
       expect(result._tag === "Left" && result.left).toMatchObject({ status: 503, retryable: true })
       mock.setScenario({ kind: "text", text: "ok" })
     })

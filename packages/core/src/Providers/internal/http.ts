@@ -1,17 +1,17 @@
 /**
  * Upstream HTTP, once for every adapter: JSON POST/GET, multipart upload, text download and SSE
  * streams over fetch (`nodeFetch`: node:http for string and byte bodies, see nodeFetch.ts), with
- * the Effect interruption wired to the request's AbortSignal (a client that goes away cancels the
- * upstream call), timeouts, and error mapping. The Effect functions send the current request's id
- * (RequestId.ts) as `x-request-id`; the promise ones (`…Now`) get it in their headers from the caller.
+ * timeouts and error mapping. Each exchange is one promise function over an AbortSignal; the Effect
+ * forms the adapters use wrap it (`withDeadline`: interruption aborts the request) and send the
+ * current request's id (RequestId.ts) as `x-request-id`. The engine calls the promise forms
+ * (`postJsonNow`, `postSseNow`) with the id in its headers.
  */
-import { Duration, Effect, Layer, Option, Redacted, Scope, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { GatewayConfig } from "../../Config.ts"
 import { connectFailed, fromHttp, protocolError, UpstreamError } from "../UpstreamError.ts"
-import { nodeSseEvents } from "./events.ts"
 import { nodeFetch, ReplyTooLarge, setReplyLimit, UpstreamResponse } from "./nodeFetch.ts"
-import { parseSse, type SseEvent } from "./sse.ts"
+import type { SseEvent } from "./sse.ts"
 import * as RequestId from "../../RequestId.ts"
 import { Readable } from "node:stream"
 
@@ -194,36 +194,6 @@ export const getText = (provider: string, url: string, headers: Record<string, s
 export const postMultipart = (provider: string, url: string, headers: Record<string, string>, form: FormData) =>
   exchange(provider, url, { method: "POST", headers: { accept: "application/json", ...headers }, body: form }, parseJson(provider))
 
-const streamClosed = new DOMException("This operation was aborted", "AbortError")
-
-/**
- * POSTs and, once the upstream answered 2xx, returns its SSE events as a stream. The request
- * lives in the caller's scope: closing the scope (or interrupting) aborts it.
- */
-export const postSse = (
-  provider: string,
-  url: string,
-  headers: Record<string, string>,
-  body: unknown
-): Effect.Effect<Stream.Stream<SseEvent, UpstreamError>, UpstreamError, Scope.Scope> =>
-  Effect.gen(function*() {
-    // A plain scope finalizer: Effect.acquireRelease would also diff and patch the fiber's whole
-    // context when releasing, which a synchronous abort does not need. The reason is made once:
-    // abort() without one builds a DOMException (and its stack) per stream.
-    const controller = new AbortController()
-    yield* Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, Effect.sync(() => controller.abort(streamClosed))))
-    const sent = RequestId.withHeader(headers, yield* RequestId.current)
-    const res = yield* withDeadline(provider, "start streaming", (signal) => startSse(provider, url, sent, body, signal), controller)
-    if (res instanceof UpstreamResponse) {
-      return nodeSseEvents(res.nodeBody(), Duration.toMillis(STREAM_IDLE_TIMEOUT), idleError(provider), streamBroke(provider))
-    }
-    if (!res.body) return yield* Effect.fail(protocolError(provider, "empty stream body"))
-    const bytes = Stream.fromReadableStream(() => res.body!, streamBroke(provider))
-    return parseSse(bytes).pipe(
-      Stream.timeoutFail(idleError(provider), STREAM_IDLE_TIMEOUT)
-    )
-  })
-
 /** Sends a streaming request; a non-2xx answer rejects with its UpstreamError. */
 const startSse = async (provider: string, url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal) => {
   const res = await send(provider, url, headers, body, signal)
@@ -244,8 +214,8 @@ export const streamBroke = (provider: string) => (e: unknown) =>
 export const idleError = (provider: string) => () => timeoutError(provider, "send the next chunk")
 
 /**
- * `postSse` as a promise for callers outside Effect: the 2xx answer's body as a node stream
- * (parse it with `makeSseParser`); `controller` aborts the request and the body.
+ * POSTs a streaming request and, once the upstream answered 2xx, resolves to its body as a node
+ * stream (the engine parses it with `makeSseParser`); `controller` aborts the request and the body.
  */
 export const postSseNow = async (
   provider: string,
@@ -269,6 +239,18 @@ export const eventJson = (provider: string, event: SseEvent): any => {
   }
 }
 
-/** Parses one SSE data payload as JSON or fails with a protocol error. */
-export const json = (provider: string, data: string): Effect.Effect<any, UpstreamError> =>
-  Effect.try({ try: () => JSON.parse(data), catch: () => protocolError(provider, `bad JSON in stream: ${data.slice(0, 100)}`) })
+/** How long a finished stream's remaining bytes may take before its connection is dropped. */
+const DRAIN_MS = 5_000
+
+/**
+ * Lets a stream that is complete for its reader (its last event read) finish on the wire, so its
+ * keep-alive connection goes back to the pool instead of being closed (and re-opened by the next
+ * call); one that does not end soon is destroyed.
+ */
+export const release = (body: Readable) => {
+  if (body.readableEnded || body.destroyed) return
+  const timer = setTimeout(() => body.destroy(), DRAIN_MS)
+  body.once("end", () => clearTimeout(timer))
+  body.once("close", () => clearTimeout(timer))
+  body.resume()
+}

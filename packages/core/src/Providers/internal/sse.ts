@@ -2,8 +2,6 @@
  * The one SSE parser: bytes -> events ({ event, data }), per the WHATWG EventSource rules
  * (LF, CR or CRLF line ends; multi-line data joined with \n; comments ignored).
  */
-import { Stream } from "effect"
-
 export interface SseEvent {
   readonly event: string
   readonly data: string
@@ -64,12 +62,3 @@ export const makeSseParser = () => {
     }
   }
 }
-
-export const parseSse = <E>(bytes: Stream.Stream<Uint8Array, E>): Stream.Stream<SseEvent, E> =>
-  Stream.suspend(() => {
-    const parser = makeSseParser()
-    return bytes.pipe(
-      Stream.mapConcat(parser.push),
-      Stream.concat(Stream.suspend(() => Stream.fromIterable(parser.end())))
-    )
-  })
