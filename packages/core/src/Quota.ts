@@ -1,13 +1,13 @@
 /**
  * Daily quota: limit = plan base limit x karma multiplier, counted per avatar per UTC day.
- * Admission is one atomic conditional increment in the UsageStore.
+ * Admission is one atomic conditional increment through the Metering port (Storage/Metering.ts).
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { GatewayConfig } from "./Config.ts"
 import { QuotaExceeded } from "./Errors.ts"
 import { dailyLimit, karmaMultiplier, type Plan } from "./Plans.ts"
 import type { AvatarRecord } from "./Storage/AvatarStore.ts"
-import { UsageStore } from "./Storage/UsageStore.ts"
+import { Metering } from "./Storage/Metering.ts"
 
 // The current day's string, kept until its end: every metered call asks for it.
 let cachedDay = { from: 0, until: 0, day: "" }
@@ -66,7 +66,7 @@ export const quotaExceeded = (limit: number, plan: Plan, calls: number, now: num
 
 const makeService = Effect.gen(function*() {
   const config = yield* GatewayConfig
-  const usage = yield* UsageStore
+  const metering = yield* Metering
 
   const limitOf = (plan: Plan, karma: number) => dailyLimit(config.planLimits[plan], karma)
 
@@ -79,18 +79,17 @@ const makeService = Effect.gen(function*() {
     peek: (avatar: AvatarRecord) =>
       Effect.suspend(() => {
         const now = Date.now()
-        return Effect.map(usage.callsOn(avatar.id, utcDay(now)), (used) => stateOf(avatar, used, now))
+        return Effect.map(Effect.promise(() => metering.callsOn(avatar.id, utcDay(now))), (used) => stateOf(avatar, used, now))
       }),
     /** Counts `calls` metered calls (all or none), or fails with QuotaExceeded. */
     admit: (avatar: AvatarRecord, calls = 1) =>
       Effect.suspend(() => {
         const now = Date.now()
         const limit = limitOf(avatar.plan, avatar.karmaTotal)
-        return Effect.flatMap(usage.admit(avatar.id, utcDay(now), limit, calls), (used) =>
-          Option.match(used, {
-            onSome: (n) => Effect.succeed(stateOf(avatar, n, now)),
-            onNone: () => Effect.fail(quotaExceeded(limit, avatar.plan, calls, now))
-          }))
+        return Effect.flatMap(Effect.promise(() => metering.admit(avatar.id, utcDay(now), limit, calls)), (used) =>
+          used === undefined
+            ? Effect.fail(quotaExceeded(limit, avatar.plan, calls, now))
+            : Effect.succeed(stateOf(avatar, used, now)))
       })
   }
 })

@@ -3,7 +3,6 @@
  * (a unique index), owned by an avatar and revocable.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import type { AvatarRecord } from "./AvatarStore.ts"
 
 export interface ApiKeyRecord {
   readonly id: string
@@ -19,12 +18,8 @@ export interface ApiKeyRecord {
 
 export interface ApiKeyStoreService {
   readonly insert: (key: ApiKeyRecord) => Effect.Effect<void>
+  /** The key with this hash, revoked or not (authentication asks Metering.avatarOfKey instead). */
   readonly findByHash: (hash: string) => Effect.Effect<Option.Option<ApiKeyRecord>>
-  /**
-   * The key and its owner's avatar in one lookup (a join), for authenticating every request with
-   * one statement instead of two. Optional: without it, Auth reads the key, then the avatar.
-   */
-  readonly findByHashWithAvatar?: (hash: string) => Effect.Effect<Option.Option<{ readonly key: ApiKeyRecord; readonly avatar: Option.Option<AvatarRecord> }>>
   readonly listByAvatar: (avatarId: string) => Effect.Effect<ReadonlyArray<ApiKeyRecord>>
   /** Revokes the avatar's key; false when it does not exist, belongs to another avatar or is already revoked. */
   readonly revoke: (avatarId: string, id: string, now: number) => Effect.Effect<boolean>

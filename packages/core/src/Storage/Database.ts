@@ -25,7 +25,7 @@ export const kindOf = (url: string): DatabaseKind => {
 /**
  * The SqlClient for a URL, without migrations. On SQLite the context also holds the connection
  * as `Sqlite.SqliteDatabase`, on PostgreSQL the pool as `Postgres.PgPool` (both used by the metered
- * hot path, Storage/Metering.ts).
+ * hot path, Storage/Sql/Metering.ts).
  */
 export const layerClient = (url: string, options: { maxConnections?: number } = {}): Layer.Layer<SqlClient.SqlClient> => {
   // A failed connection names the URL (without its password) and the variable to fix.

@@ -1,12 +1,13 @@
 /**
- * All stores at once: the memory layer (unit tests, throw-away embedding) and the SQL layer
- * (SQLite or PostgreSQL, whichever SqlClient is provided).
+ * All stores at once, with the Metering port: the memory layer (unit tests, throw-away embedding)
+ * and the SQL layer (SQLite or PostgreSQL, whichever SqlClient is provided).
  */
 import { Layer } from "effect"
 import * as JobStore from "../Jobs/JobStore.ts"
 import * as ApiKeyStore from "./ApiKeyStore.ts"
 import * as DocumentStore from "./DocumentStore.ts"
 import * as MemoryStore from "./MemoryStore.ts"
+import * as Metering from "./Metering.ts"
 import * as SqlDocumentStore from "./Sql/DocumentStore.ts"
 import * as SqlMemoryStore from "./Sql/MemoryStore.ts"
 import * as AvatarStore from "./AvatarStore.ts"
@@ -15,12 +16,14 @@ import * as SendLimitStore from "./SendLimitStore.ts"
 import * as SqlApiKeyStore from "./Sql/ApiKeyStore.ts"
 import * as SqlAvatarStore from "./Sql/AvatarStore.ts"
 import * as SqlJobStore from "./Sql/JobStore.ts"
+import * as SqlMetering from "./Sql/Metering.ts"
 import * as SqlOneTimeTokenStore from "./Sql/OneTimeTokenStore.ts"
 import * as SqlSendLimitStore from "./Sql/SendLimitStore.ts"
 import * as SqlUsageStore from "./Sql/UsageStore.ts"
 import * as UsageStore from "./UsageStore.ts"
 
-export const layerMemory = Layer.mergeAll(
+// Memory Metering works on the memory stores' data (keys, avatars, daily counters).
+export const layerMemory = Metering.layerMemory.pipe(Layer.provideMerge(Layer.mergeAll(
   AvatarStore.layerMemory,
   OneTimeTokenStore.layerMemory,
   SendLimitStore.layerMemory,
@@ -29,7 +32,7 @@ export const layerMemory = Layer.mergeAll(
   JobStore.layerMemory,
   MemoryStore.layerMemory,
   DocumentStore.layerMemory
-)
+)))
 
 export const layerSql = Layer.mergeAll(
   SqlAvatarStore.layer,
@@ -39,7 +42,8 @@ export const layerSql = Layer.mergeAll(
   SqlUsageStore.layer,
   SqlJobStore.layer,
   SqlMemoryStore.layer,
-  SqlDocumentStore.layer
+  SqlDocumentStore.layer,
+  SqlMetering.layer
 )
 
 export type Stores =
@@ -51,3 +55,4 @@ export type Stores =
   | JobStore.JobStore
   | MemoryStore.MemoryStore
   | DocumentStore.DocumentStore
+  | Metering.Metering

@@ -1,6 +1,8 @@
 /**
- * Daily call counters and per-call usage records. `admit` is the quota gate: one atomic
- * conditional increment in the store, never a read followed by a write.
+ * Daily call counters and per-call usage records, as Effects. `admit`, `callsOn` and `record` are
+ * the Metering port's operations (Metering.ts; on SQL the same statements, Sql/Metering.ts), here
+ * for Effect code, where on SQL they join an open transaction. `admit` is the quota gate: one
+ * atomic conditional increment in the store, never a read followed by a write.
  */
 import { Context, Effect, Layer, Option } from "effect"
 

@@ -1,6 +1,6 @@
 /**
  * The shared store suite: the same assertions against every backend (memory, SQLite,
- * PostgreSQL). Backends differ only in the layer that provides the stores.
+ * PostgreSQL), the Metering port included. Backends differ only in the layer that provides the stores.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
@@ -8,6 +8,7 @@ import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
 import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
 import { DocumentStore, modify } from "../../src/Storage/DocumentStore.ts"
 import { MemoryStore } from "../../src/Storage/MemoryStore.ts"
+import { Metering } from "../../src/Storage/Metering.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import { OneTimeTokenStore } from "../../src/Storage/OneTimeTokenStore.ts"
 import { SendLimitStore } from "../../src/Storage/SendLimitStore.ts"
@@ -247,6 +248,60 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.strictEqual(totals.callsToday, 1)
           assert.strictEqual(totals.tokensToday, 120)
           assert.closeTo(totals.spendMonthUSD, 0.75, 1e-9)
+        }))
+
+      it.effect("metering: an API key's active avatar; unknown or revoked keys and inactive avatars give none", () =>
+        Effect.gen(function*() {
+          const metering = yield* Metering
+          const keys = yield* ApiKeyStore
+          const avatars = yield* AvatarStore
+          const owner = avatar({ plan: "Gold", karmaTotal: 250 })
+          yield* avatars.insert(owner)
+          const key = (avatarId: string) => ({ id: crypto.randomUUID(), avatarId, name: "k", prefix: "aigw_ab", hash: `hash_${unique()}`, createdAt: 1, lastUsedAt: null, revokedAt: null })
+          const good = key(owner.id)
+          yield* keys.insert(good)
+          assert.deepStrictEqual(yield* Effect.promise(() => metering.avatarOfKey(good.hash)), owner)
+          assert.isUndefined(yield* Effect.promise(() => metering.avatarOfKey(`hash_${unique()}`)), "unknown key")
+          const orphan = key(crypto.randomUUID())
+          yield* keys.insert(orphan)
+          assert.isUndefined(yield* Effect.promise(() => metering.avatarOfKey(orphan.hash)), "no such avatar")
+          yield* keys.revoke(owner.id, good.id, 5)
+          assert.isUndefined(yield* Effect.promise(() => metering.avatarOfKey(good.hash)), "revoked")
+          const gone = avatar({ isActive: false })
+          yield* avatars.insert(gone)
+          const goneKey = key(gone.id)
+          yield* keys.insert(goneKey)
+          assert.isUndefined(yield* Effect.promise(() => metering.avatarOfKey(goneKey.hash)), "inactive avatar")
+        }))
+
+      it.effect("metering: admission and recording count with the usage store, exactly at the limit", () =>
+        Effect.gen(function*() {
+          const metering = yield* Metering
+          const usage = yield* UsageStore
+          const avatarId = crypto.randomUUID()
+          const day = "2026-11-22"
+          // Both paths at once against one counter: 120 attempts, limit 50.
+          const results = yield* Effect.all(
+            Array.from({ length: 120 }, (_, i) =>
+              i % 2 === 0
+                ? Effect.map(usage.admit(avatarId, day, 50), Option.isSome)
+                : Effect.map(Effect.promise(() => metering.admit(avatarId, day, 50, 1)), (n) => n !== undefined)),
+            { concurrency: 40 }
+          )
+          assert.strictEqual(results.filter(Boolean).length, 50)
+          assert.strictEqual(yield* Effect.promise(() => metering.callsOn(avatarId, day)), 50)
+          assert.strictEqual(yield* Effect.promise(() => metering.callsOn(crypto.randomUUID(), day)), 0, "no calls yet")
+          assert.isUndefined(yield* Effect.promise(() => metering.admit(avatarId, day, 52, 3)), "all or none")
+          assert.strictEqual(yield* Effect.promise(() => metering.admit(avatarId, day, 52, 2)), 52)
+          assert.isUndefined(yield* Effect.promise(() => metering.admit(crypto.randomUUID(), day, 2, 3)), "more than the limit")
+          const event = {
+            avatarId, day, provider: "openai", model: "gpt-4o-mini", capability: "chat", promptTokens: 7, completionTokens: 5,
+            costUSD: 0.125, latencyMs: 3.4, estimated: true, ok: false, at: Date.now()
+          }
+          yield* Effect.promise(() => metering.record(event))
+          yield* usage.record(event)
+          const totals = yield* usage.totals(avatarId, day)
+          assert.deepStrictEqual(totals, { callsToday: 52, tokensToday: 24, spendMonthUSD: 0.25 })
         }))
 
       it.effect("jobs: claim with a lease, progress, finish with its webhook in one step", () =>

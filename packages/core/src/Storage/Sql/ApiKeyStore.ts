@@ -1,65 +1,42 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
 import { type ApiKeyRecord, ApiKeyStore } from "../ApiKeyStore.ts"
-import { fromRow as avatarFromRow } from "./AvatarStore.ts"
+import { viaClient } from "./Metering.ts"
 import { num, numOrNull } from "./util.ts"
 
-const fromRow = (r: any): ApiKeyRecord => ({
-  id: r.id,
-  avatarId: r.avatar_id,
-  name: r.name,
-  prefix: r.prefix,
-  hash: r.hash,
-  createdAt: num(r.created_at),
-  lastUsedAt: numOrNull(r.last_used_at),
-  revokedAt: numOrNull(r.revoked_at)
+/** A key from its columns, each named `alias` + column (Metering's key lookup names them k_*). */
+const fromRow = (r: any, alias = ""): ApiKeyRecord => ({
+  id: r[`${alias}id`],
+  avatarId: r[`${alias}avatar_id`],
+  name: r[`${alias}name`],
+  prefix: r[`${alias}prefix`],
+  hash: r[`${alias}hash`],
+  createdAt: num(r[`${alias}created_at`]),
+  lastUsedAt: numOrNull(r[`${alias}last_used_at`]),
+  revokedAt: numOrNull(r[`${alias}revoked_at`])
+})
+
+const toRow = (key: ApiKeyRecord) => ({
+  id: key.id,
+  avatar_id: key.avatarId,
+  name: key.name,
+  prefix: key.prefix,
+  hash: key.hash,
+  created_at: key.createdAt,
+  last_used_at: key.lastUsedAt,
+  revoked_at: key.revokedAt
 })
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const metering = viaClient(sql)
   return ApiKeyStore.of({
-    insert: (key) =>
-      sql`INSERT INTO api_keys ${
-        sql.insert({
-          id: key.id,
-          avatar_id: key.avatarId,
-          name: key.name,
-          prefix: key.prefix,
-          hash: key.hash,
-          created_at: key.createdAt,
-          last_used_at: key.lastUsedAt,
-          revoked_at: key.revokedAt
-        })
-      }`.pipe(Effect.asVoid, Effect.orDie),
-    findByHash: (hash) =>
-      sql`SELECT * FROM api_keys WHERE hash = ${hash}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)),
-        Effect.orDie
-      ),
-    findByHashWithAvatar: (hash) =>
-      sql`SELECT k.id AS k_id, k.avatar_id AS k_avatar_id, k.name AS k_name, k.prefix AS k_prefix, k.hash AS k_hash,
-                 k.created_at AS k_created_at, k.last_used_at AS k_last_used_at, k.revoked_at AS k_revoked_at, a.*
-          FROM api_keys k LEFT JOIN avatars a ON a.id = k.avatar_id WHERE k.hash = ${hash}`.pipe(
-        Effect.map((rows) =>
-          Option.map(Option.fromNullable(rows[0]), (r: any) => ({
-            key: fromRow({
-              id: r.k_id,
-              avatar_id: r.k_avatar_id,
-              name: r.k_name,
-              prefix: r.k_prefix,
-              hash: r.k_hash,
-              created_at: r.k_created_at,
-              last_used_at: r.k_last_used_at,
-              revoked_at: r.k_revoked_at
-            }),
-            avatar: r.id === null || r.id === undefined ? Option.none() : Option.some(avatarFromRow(r))
-          }))
-        ),
-        Effect.orDie
-      ),
+    insert: (key) => sql`INSERT INTO api_keys ${sql.insert(toRow(key))}`.pipe(Effect.asVoid, Effect.orDie),
+    // The lookup by hash is Metering's (one statement for every key check).
+    findByHash: (hash) => Effect.map(metering.keyRow(hash), (row) => Option.map(Option.fromNullable(row), (r) => fromRow(r, "k_"))),
     listByAvatar: (avatarId) =>
       sql`SELECT * FROM api_keys WHERE avatar_id = ${avatarId} ORDER BY created_at, id`.pipe(
-        Effect.map((rows) => rows.map(fromRow)),
+        Effect.map((rows) => rows.map((r) => fromRow(r))),
         Effect.orDie
       ),
     revoke: (avatarId, id, now) =>

@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL SqlClient: @effect/sql-pg over a `pg` pool that this module owns, plus the pool
  * itself as `PgPool`, so the metered hot path can send its few statements directly
- * (Storage/Metering.ts) instead of through @effect/sql's per-statement fiber work.
+ * (Storage/Sql/Metering.ts) instead of through @effect/sql's per-statement fiber work.
  */
 import { PgClient } from "@effect/sql-pg"
 import * as Client from "@effect/sql/SqlClient"

@@ -2,7 +2,7 @@
  * The SQLite SqlClient: @effect/sql over one better-sqlite3 connection (WAL,
  * `synchronous = NORMAL`), like @effect/sql-sqlite-node's, plus the connection itself as
  * `SqliteDatabase`, so the metered hot path can run its few statements synchronously on the same
- * connection (Storage/Metering.ts) instead of paying @effect/sql's per-statement scope and span.
+ * connection (Storage/Sql/Metering.ts) instead of paying @effect/sql's per-statement scope and span.
  *
  * One connection serves everything; a semaphore gives transactions exclusive use of it. Because
  * better-sqlite3 is synchronous, a caller outside Effect that finds `db.inTransaction` false owns

@@ -1,0 +1,250 @@
+/**
+ * The metering statements (API key -> avatar, quota admission, today's count, usage recording),
+ * each written once here, and the SQL layer of the Metering port that runs them.
+ *
+ * The same text runs three ways:
+ * - through the SqlClient (`viaClient`): what Sql/UsageStore.ts and Sql/ApiKeyStore.ts use, so
+ *   inside an Effect transaction a statement joins it;
+ * - on SQLite, synchronously on the store's own better-sqlite3 connection, writes group-committed,
+ *   without @effect/sql's per-statement scope, span and fiber work. While an Effect transaction
+ *   holds that connection (`inTransaction`) a call goes through the SqlClient instead, which waits
+ *   for the transaction to end rather than joining it;
+ * - on PostgreSQL, as named prepared statements on the pool (parsed and planned once per connection).
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type BetterSqlite from "better-sqlite3"
+import { Context, Effect, Layer, Option, Runtime } from "effect"
+import type { AvatarRecord } from "../AvatarStore.ts"
+import { Metering, type MeteringService } from "../Metering.ts"
+import type { UsageEvent } from "../UsageStore.ts"
+import { fromRow as avatarFromRow } from "./AvatarStore.ts"
+import { uuidv7 } from "./ids.ts"
+import { PgPool } from "./Postgres.ts"
+import { SqliteDatabase, type SqliteHandle } from "./Sqlite.ts"
+import { num } from "./util.ts"
+
+/** A statement's text for each dialect (`?` placeholders on SQLite, `$1`, `$2`… on PostgreSQL) and its prepared-statement name. */
+interface Statement {
+  readonly name: string
+  readonly sqlite: string
+  readonly pg: string
+}
+
+/** Written with `?` placeholders, each parameter once and in order, so numbering them gives the PostgreSQL text. */
+const statement = (name: string, text: string): Statement => {
+  let n = 0
+  return { name: `aigw_${name}`, sqlite: text, pg: text.replace(/\?/g, () => `$${++n}`) }
+}
+
+const INSERT_EVENT =
+  `INSERT INTO usage_events (id, avatar_id, day, provider, model, capability, prompt_tokens, completion_tokens, cost_usd, latency_ms, estimated, ok, at)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const ADD_TOTALS = `INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES (?, ?, 0, ?, ?)
+   ON CONFLICT (avatar_id, day) DO UPDATE
+   SET tokens = daily_usage.tokens + excluded.tokens, spend_usd = daily_usage.spend_usd + excluded.spend_usd`
+
+export const statements = {
+  /** The key (its columns as k_*) and its owner's row (all null without an owner). */
+  keyWithAvatar: statement(
+    "key_avatar",
+    `SELECT k.id AS k_id, k.avatar_id AS k_avatar_id, k.name AS k_name, k.prefix AS k_prefix, k.hash AS k_hash,
+            k.created_at AS k_created_at, k.last_used_at AS k_last_used_at, k.revoked_at AS k_revoked_at, a.*
+     FROM api_keys k LEFT JOIN avatars a ON a.id = k.avatar_id WHERE k.hash = ?`
+  ),
+  /**
+   * The quota gate: one conditional upsert. When the calls do not fit, the WHERE fails and no row
+   * is returned; PostgreSQL re-evaluates the WHERE under the row lock.
+   */
+  admit: statement(
+    "admit",
+    `INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES (?, ?, ?, 0, 0)
+     ON CONFLICT (avatar_id, day) DO UPDATE SET calls = daily_usage.calls + excluded.calls
+     WHERE daily_usage.calls + excluded.calls <= ? RETURNING calls`
+  ),
+  callsOn: statement("calls_on", `SELECT calls FROM daily_usage WHERE avatar_id = ? AND day = ?`),
+  /** Recording on SQLite: these two in one transaction. */
+  insertEvent: statement("insert_event", INSERT_EVENT),
+  addTotals: statement("add_totals", ADD_TOTALS),
+  /** Recording on PostgreSQL: the same two as one statement (a data-modifying CTE), atomic on its own and one round trip. */
+  record: statement("record", `WITH event AS (${INSERT_EVENT}) ${ADD_TOTALS}`)
+} as const
+
+/** The parameters of `insertEvent`. */
+const eventRow = (e: UsageEvent): Array<unknown> => [
+  uuidv7(e.at),
+  e.avatarId,
+  e.day,
+  e.provider,
+  e.model,
+  e.capability,
+  e.promptTokens,
+  e.completionTokens,
+  e.costUSD,
+  Math.round(e.latencyMs),
+  e.estimated ? 1 : 0,
+  e.ok ? 1 : 0,
+  e.at
+]
+/** The parameters of `addTotals`. */
+const totalsRow = (e: UsageEvent): Array<unknown> => [e.avatarId, e.day, e.promptTokens + e.completionTokens, e.costUSD]
+
+/** A valid key is one that exists and is not revoked, owned by an active avatar: that avatar, else undefined. */
+const activeOwner = (row: any): AvatarRecord | undefined => {
+  if (row === undefined || row.k_revoked_at !== null || row.id === null || row.id === undefined) return undefined
+  const avatar = avatarFromRow(row)
+  return avatar.isActive ? avatar : undefined
+}
+const admitted = (row: any): number | undefined => (row === undefined ? undefined : num(row.calls))
+
+/** The statements through the SqlClient, as Effects (defects on driver errors, like the other SQL stores). */
+export const viaClient = (sql: SqlClient.SqlClient) => {
+  const textOf = sql.onDialectOrElse({ pg: () => (s: Statement) => s.pg, orElse: () => (s: Statement) => s.sqlite })
+  const rows = (s: Statement, params: ReadonlyArray<unknown>) => Effect.orDie(sql.unsafe<any>(textOf(s), params))
+  const keyRow = (hash: string): Effect.Effect<any> => Effect.map(rows(statements.keyWithAvatar, [hash]), (r) => r[0])
+  return {
+    /** The row of `keyWithAvatar`, or undefined for an unknown key. */
+    keyRow,
+    avatarOfKey: (hash: string) => Effect.map(keyRow(hash), activeOwner),
+    admit: (avatarId: string, day: string, limit: number, count: number): Effect.Effect<number | undefined> =>
+      count > limit
+        ? Effect.succeed(undefined)
+        : Effect.map(rows(statements.admit, [avatarId, day, count, limit]), (r) => admitted(r[0])),
+    callsOn: (avatarId: string, day: string) => Effect.map(rows(statements.callsOn, [avatarId, day]), (r) => num(r[0]?.calls)),
+    record: (e: UsageEvent): Effect.Effect<void> =>
+      sql.onDialectOrElse({
+        pg: () => rows(statements.record, [...eventRow(e), ...totalsRow(e)]),
+        orElse: () => sql.withTransaction(Effect.zipRight(rows(statements.insertEvent, eventRow(e)), rows(statements.addTotals, totalsRow(e))))
+      }).pipe(Effect.asVoid, Effect.orDie)
+  }
+}
+
+/** The statements run directly on the SQLite connection; `fallback` while an Effect transaction holds it. */
+const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService => {
+  // Prepared on first use: the layer may be built before migrations ran.
+  const prepared = (sql: string) => {
+    let cached: BetterSqlite.Statement<Array<unknown>> | undefined
+    return () => (cached ??= db.prepare<Array<unknown>>(sql))
+  }
+  const keyWithAvatar = prepared(statements.keyWithAvatar.sqlite)
+  const admit = prepared(statements.admit.sqlite)
+  const callsOn = prepared(statements.callsOn.sqlite)
+  const insertEvent = prepared(statements.insertEvent.sqlite)
+  const addTotals = prepared(statements.addTotals.sqlite)
+  const record = db.transaction((e: UsageEvent): void => {
+    insertEvent().run(...eventRow(e))
+    addTotals().run(...totalsRow(e))
+  })
+  // Sync work as a promise; a thrown driver error becomes a rejection like the Effect stores' defects.
+  const now = <A>(f: () => A): Promise<A> => {
+    try {
+      return Promise.resolve(f())
+    } catch (e) {
+      return Promise.reject(e)
+    }
+  }
+
+  // Group commit: the writes (admissions, usage records) arriving in one turn of the event loop
+  // run in one transaction at its end. Each is still atomic and answered only once committed, an
+  // admission still sees every earlier one, and the WAL receives the pages of a batch once instead
+  // of once per call (fewer bytes, fewer checkpoints).
+  interface Write {
+    readonly run: () => unknown
+    readonly fallback: () => Promise<unknown>
+    readonly resolve: (a: any) => void
+    readonly reject: (e: unknown) => void
+  }
+  let queue: Array<Write> = []
+  const begin = prepared("BEGIN")
+  const commit = prepared("COMMIT")
+  const flush = () => {
+    const writes = queue
+    queue = []
+    if (db.inTransaction) {
+      // An Effect transaction holds the connection across a yield: queue behind it.
+      for (const w of writes) w.fallback().then(w.resolve, w.reject)
+      return
+    }
+    if (writes.length === 1) {
+      // Alone in its turn (light load): its own statement(s) are already atomic, no BEGIN/COMMIT around.
+      const w = writes[0]!
+      try {
+        return w.resolve(w.run())
+      } catch (error) {
+        return w.reject(error)
+      }
+    }
+    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = []
+    try {
+      begin().run()
+      for (const w of writes) {
+        try {
+          outcomes.push({ ok: true, value: w.run() })
+        } catch (error) {
+          outcomes.push({ ok: false, error })
+        }
+      }
+      commit().run()
+    } catch (error) {
+      if (db.inTransaction) db.exec("ROLLBACK")
+      for (const w of writes) w.reject(error)
+      return
+    }
+    writes.forEach((w, i) => {
+      const o = outcomes[i]!
+      if (o.ok) w.resolve(o.value)
+      else w.reject(o.error)
+    })
+  }
+  const write = <A>(run: () => A, fallback: () => Promise<A>): Promise<A> =>
+    new Promise<A>((resolve, reject) => {
+      if (queue.length === 0) setImmediate(flush)
+      queue.push({ run, fallback, resolve, reject })
+    })
+
+  return {
+    avatarOfKey: (hash) => db.inTransaction ? fallback.avatarOfKey(hash) : now(() => activeOwner(keyWithAvatar().get(hash))),
+    admit: (avatarId, day, limit, count) =>
+      count > limit
+        ? Promise.resolve(undefined)
+        : write(() => admitted(admit().get(avatarId, day, count, limit)), () => fallback.admit(avatarId, day, limit, count)),
+    callsOn: (avatarId, day) =>
+      db.inTransaction ? fallback.callsOn(avatarId, day) : now(() => num((callsOn().get(avatarId, day) as any)?.calls)),
+    record: (event) => write(() => void record(event), () => fallback.record(event))
+  }
+}
+
+/** The statements on the PostgreSQL pool as named prepared statements. */
+const onPg = (pool: Context.Tag.Service<typeof PgPool>): MeteringService => {
+  const query = (s: Statement, values: Array<unknown>): Promise<Array<any>> =>
+    pool.query({ name: s.name, text: s.pg, values }).then((r) => r.rows)
+  return {
+    avatarOfKey: (hash) => query(statements.keyWithAvatar, [hash]).then((rows) => activeOwner(rows[0])),
+    admit: (avatarId, day, limit, count) =>
+      count > limit
+        ? Promise.resolve(undefined)
+        : query(statements.admit, [avatarId, day, count, limit]).then((rows) => admitted(rows[0])),
+    callsOn: (avatarId, day) => query(statements.callsOn, [avatarId, day]).then((rows) => num(rows[0]?.calls)),
+    record: (e) => query(statements.record, [...eventRow(e), ...totalsRow(e)]).then(() => undefined)
+  }
+}
+
+/**
+ * Direct statements on the SQLite connection or the PostgreSQL pool found in the context (the
+ * Database layer provides one of them); through the SqlClient for any other client.
+ */
+export const make = Effect.gen(function*() {
+  const client = viaClient(yield* SqlClient.SqlClient)
+  const run = Runtime.runPromise(yield* Effect.runtime<never>())
+  const throughClient: MeteringService = {
+    avatarOfKey: (hash) => run(client.avatarOfKey(hash)),
+    admit: (avatarId, day, limit, count) => run(client.admit(avatarId, day, limit, count)),
+    callsOn: (avatarId, day) => run(client.callsOn(avatarId, day)),
+    record: (event) => run(client.record(event))
+  }
+  const db = yield* Effect.serviceOption(SqliteDatabase)
+  if (Option.isSome(db)) return onSqlite(db.value, throughClient)
+  const pool = yield* Effect.serviceOption(PgPool)
+  return Option.isSome(pool) ? onPg(pool.value) : throughClient
+})
+
+export const layer = Layer.effect(Metering, make)
