@@ -7,14 +7,14 @@
  *  - `migrate`: applies pending database migrations (invoke once per deploy).
  *  - `scheduled`: EventBridge schedule; runs the `drainers` within the invocation's time budget.
  *
- * One runtime per container, built on the first invocation (see host.ts). Configuration is the
- * node host's (docs/configuration.md); Lambda additionally needs a PostgreSQL DATABASE_URL and
- * JWT_SECRET or JWT_PRIVATE_KEY (docs/deployment-lambda.md).
+ * Wiring only: the adapter (event mapping, streaming, one runtime per container) is core's
+ * Lambda module (packages/core/src/Lambda). Configuration is the node host's
+ * (docs/configuration.md); Lambda additionally needs a PostgreSQL DATABASE_URL and JWT_SECRET or
+ * JWT_PRIVATE_KEY (docs/deployment-lambda.md).
  */
-import { JobWorker } from "@aigw/core"
-import { type Drainer, makeLambdaHost, type ResponseStream } from "./host.ts"
+import { JobWorker, Lambda } from "@aigw/core"
 
-export type { Drainer } from "./host.ts"
+export type Drainer = Lambda.Drainer
 
 /**
  * Background work the scheduled handler runs, in order, each until the deadline it is given:
@@ -24,7 +24,7 @@ export const drainers: ReadonlyArray<Drainer> = [
   { name: "jobs+webhooks", drain: (deadlineMs) => JobWorker.drainUntil(deadlineMs) }
 ]
 
-const host = makeLambdaHost({ drainers })
+const host = Lambda.makeLambdaHost({ drainers })
 
 // In a gateway function, build the runtime during Lambda's init phase (which waits for this
 // top-level await), so that provisioned or pre-initialised containers start warm. A failure is
@@ -40,11 +40,5 @@ export const scheduled = host.scheduled
 /** The streaming handler before `awslambda.streamifyResponse` (for tests and other runtimes). */
 export const streamingHandler = host.streamingHandler
 
-declare const awslambda:
-  | { readonly streamifyResponse: (h: (event: unknown, stream: ResponseStream, context?: any) => Promise<void>) => unknown }
-  | undefined
-
 /** Marked for response streaming when the Lambda Node.js runtime (or lambda-local) provides `awslambda`. */
-export const streamHandler = typeof awslambda !== "undefined" && awslambda?.streamifyResponse
-  ? awslambda.streamifyResponse(streamingHandler)
-  : streamingHandler
+export const streamHandler = Lambda.streamify(streamingHandler)

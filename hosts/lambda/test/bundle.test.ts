@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
-import { fixture, functionUrlEvent, json, sseData, v1Event, v2Event, verificationToken } from "./support/events.ts"
+import { fixture, functionUrlEvent, json, sseData, v1Event, v2Event, verificationToken } from "../../../packages/core/test/Lambda/support/events.ts"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const hostDir = path.resolve(here, "..")

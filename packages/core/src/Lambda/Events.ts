@@ -1,5 +1,6 @@
 /**
- * Lambda HTTP events <-> web `Request` / `Response`. Three event shapes reach the function:
+ * Lambda HTTP events <-> web `Request` / `Response` (the Lambda host's adapter; Host.ts serves
+ * them, Streaming.ts streams responses). Three event shapes reach the function:
  *
  *  - API Gateway HTTP API, payload format 2.0 (`version: "2.0"`, `rawPath`, `rawQueryString`,
  *    `cookies`, comma-joined `headers`);
@@ -241,23 +242,3 @@ export const toResult = async (format: "v1" | "v2", response: Response): Promise
   if (cookies.length > 0) multiValueHeaders["set-cookie"] = cookies
   return { statusCode: response.status, headers, multiValueHeaders, body, isBase64Encoded }
 }
-
-/** The metadata prelude of a streamed response (HttpResponseStream.from). */
-export interface StreamMetadata {
-  statusCode: number
-  headers: Record<string, string>
-  cookies: Array<string>
-}
-
-export const toStreamMetadata = (response: Response): StreamMetadata => ({
-  statusCode: response.status,
-  headers: singleHeaders(response.headers),
-  cookies: response.headers.getSetCookie()
-})
-
-/** A JSON envelope response (the gateway's `{ isError, message, result }`). */
-export const envelopeResponse = (status: number, message: string): Response =>
-  new Response(JSON.stringify({ isError: true, message, result: null }), {
-    status,
-    headers: { "content-type": "application/json" }
-  })

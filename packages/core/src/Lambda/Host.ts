@@ -1,7 +1,8 @@
 /**
  * The Lambda host: configuration -> core layers -> the core HTTP application, built once per
- * container and reused by every invocation. Wiring only; the event <-> Request mapping lives in
- * events.ts.
+ * container and reused by every invocation, behind the buffered, streamed, migrate and scheduled
+ * entry points. Events.ts maps events to requests, Streaming.ts streams responses; the host
+ * package (hosts/lambda) only picks the drainers and exports the handlers.
  *
  * Cold start: the first invocation reads the configuration (environment, or the AIGW_CONFIG file),
  * checks what Lambda needs (a PostgreSQL DATABASE_URL, a fixed JWT key, an up-to-date schema)
@@ -11,21 +12,17 @@
  */
 import * as PlatformHttpApp from "@effect/platform/HttpApp"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { ConfigFile, Database, Envelope, HttpApp, Layers, Mcp } from "@aigw/core"
-import { migrate as runMigrations, migrations } from "@aigw/core/Storage/Sql/Migrations"
 import { Cause, Config, ConfigProvider, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
-import { Readable } from "node:stream"
-import { pipeline } from "node:stream/promises"
-import {
-  BadEvent,
-  classify,
-  envelopeResponse,
-  type HttpEvent,
-  type HttpResult,
-  toRequest,
-  toResult,
-  toStreamMetadata
-} from "./events.ts"
+import * as ConfigFile from "../ConfigFile.ts"
+import { failure, failureOf } from "../Envelope.ts"
+import * as HttpApp from "../Http/App.ts"
+import * as Layers from "../Layers.ts"
+import * as Mcp from "../Mcp/Server.ts"
+import { redactUrls, StartupError } from "../StartupError.ts"
+import * as Database from "../Storage/Database.ts"
+import { migrate as runMigrations, migrations } from "../Storage/Sql/Migrations.ts"
+import { BadEvent, classify, type HttpEvent, type HttpResult, toRequest, toResult } from "./Events.ts"
+import { type ResponseStream, streamResponse } from "./Streaming.ts"
 
 /** The Lambda context fields the host reads. */
 export interface LambdaContext {
@@ -33,13 +30,10 @@ export interface LambdaContext {
   readonly awsRequestId?: string
 }
 
-/** A Node writable as handed over by `awslambda.streamifyResponse`. */
-export interface ResponseStream extends NodeJS.WritableStream {
-  setContentType?: (type: string) => void
-}
-
-/** What the runtime provides to the application and to drainers. */
-/** The core services plus the MCP endpoint (/mcp), as on the node host. */
+/**
+ * What the runtime provides to the application and to drainers: the core services plus the MCP
+ * endpoint (/mcp), as on the node host.
+ */
 const gatewayLayer = (options: { readonly migrate: boolean }) => Mcp.layerHttp.pipe(Layer.provideMerge(Layers.layerFromEnv(options)))
 type GatewayLayer = ReturnType<typeof gatewayLayer>
 export type GatewayServices = Layer.Layer.Success<GatewayLayer>
@@ -72,15 +66,9 @@ const configProvider = (options: HostOptions): ConfigProvider.ConfigProvider => 
   return ConfigProvider.orElse(base, () => ConfigProvider.fromMap(new Map([["AIGW_DATA_DIR", LAMBDA_DATA_DIR], ["AIGW_TRUST_PROXY", "1"]])))
 }
 
-class StartupError extends Error {}
-
-/** Removes credentials from URLs in a message that reaches a client. */
-const redact = (text: string) => text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, "$1***@")
-
-/** One line saying why a cause failed: the innermost useful message. */
+/** One line saying why a cause failed: the messages of the error and its causes, without credentials. */
 const reasonOf = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
-  if (error instanceof StartupError) return error.message
   const parts: Array<string> = []
   let current: unknown = error
   for (let depth = 0; depth < 4 && current; depth++) {
@@ -88,18 +76,18 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
     if (typeof message === "string" && message && !parts.includes(message)) parts.push(message)
     current = typeof current === "object" ? (current as any).cause : undefined
   }
-  return redact(parts.join(": ") || "unknown error")
+  return redactUrls(parts.join(": ") || "unknown error")
 }
 
 /** PostgreSQL only: the SQLite driver is not in the Lambda bundle. */
 const databaseUrl = Effect.gen(function*() {
   const url = yield* Config.option(Config.string("DATABASE_URL"))
   if (Option.isNone(url) || url.value === "") {
-    return yield* Effect.fail(new StartupError("DATABASE_URL is not set; the Lambda host needs PostgreSQL (postgres://…)"))
+    return yield* Effect.fail(new StartupError({ message: "DATABASE_URL is not set; the Lambda host needs PostgreSQL (postgres://…)" }))
   }
   if (!/^postgres(ql)?:\/\//.test(url.value)) {
     return yield* Effect.fail(
-      new StartupError(`DATABASE_URL must be a postgres:// or postgresql:// URL on Lambda (got "${url.value.split(":")[0]}:…"); SQLite is not bundled`)
+      new StartupError({ message: `DATABASE_URL must be a postgres:// or postgresql:// URL on Lambda (got "${url.value.split(":")[0]}:…"); SQLite is not bundled` })
     )
   }
   return url.value
@@ -112,7 +100,7 @@ const preflight = Effect.gen(function*() {
   const key = yield* Config.option(Config.string("JWT_PRIVATE_KEY"))
   if (Option.isNone(Option.filter(secret, (s) => s !== "")) && Option.isNone(Option.filter(key, (s) => s !== ""))) {
     return yield* Effect.fail(
-      new StartupError("JWT_SECRET or JWT_PRIVATE_KEY must be set on Lambda: a generated key would differ between containers")
+      new StartupError({ message: "JWT_SECRET or JWT_PRIVATE_KEY must be set on Lambda: a generated key would differ between containers" })
     )
   }
   const publicUrl = yield* Config.option(Config.string("PUBLIC_URL"))
@@ -137,9 +125,10 @@ const schemaCheck = Effect.gen(function*() {
   const latest = Number(rows[0]?.latest ?? 0)
   if (latest < latestBundledMigration) {
     return yield* Effect.fail(
-      new StartupError(
-        `the database schema is not up to date (at migration ${latest}, this build needs ${latestBundledMigration}): invoke the migrate function first`
-      )
+      new StartupError({
+        message:
+          `the database schema is not up to date (at migration ${latest}, this build needs ${latestBundledMigration}): invoke the migrate function first`
+      })
     )
   }
 })
@@ -149,16 +138,18 @@ interface Built {
   readonly runtime: ManagedRuntime.ManagedRuntime<GatewayServices, never>
 }
 
+const jsonResponse = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } })
+
+/** The gateway envelope `{ isError, message, result }` for an event or failure outside the application. */
+const envelopeResponse = (status: number, message: string): Response => jsonResponse(status, failure(message))
+
 /** The error answer of each API for a request the gateway could not serve at all. */
 const unavailable = (path: string, message: string): Response => {
-  if (path.startsWith("/openai/")) {
-    return new Response(JSON.stringify({ error: { message, type: "api_error", code: "ServiceUnavailable" } }), {
-      status: 503,
-      headers: { "content-type": "application/json", "retry-after": "5" }
-    })
-  }
-  const body = Envelope.failureOf(path.startsWith("/api/") ? "avatar" : "gateway", message)
-  return new Response(JSON.stringify(body), { status: 503, headers: { "content-type": "application/json", "retry-after": "5" } })
+  const body = path.startsWith("/openai/")
+    ? { error: { message, type: "api_error", code: "ServiceUnavailable" } }
+    : failureOf(path.startsWith("/api/") ? "avatar" : "gateway", message)
+  return jsonResponse(503, body, { "retry-after": "5" })
 }
 
 const pathOf = (http: HttpEvent) => (http.format === "v2" ? http.event.rawPath : http.event.path)
@@ -170,7 +161,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
   let provider: ConfigProvider.ConfigProvider | undefined
   const providerEffect = Effect.try({
     try: () => (provider ??= configProvider(options)),
-    catch: (e) => new StartupError((e as Error).message)
+    catch: (e) => new StartupError({ message: (e as Error).message })
   })
   const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.flatMap(providerEffect, (p) => Effect.withConfigProvider(effect, p))
@@ -205,7 +196,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       building = undefined
       const cause = Cause.isCause(failure) ? failure : Cause.die(failure)
       log(Effect.logError("aigw: gateway failed to start", cause))
-      throw new StartupError(`gateway failed to start: ${reasonOf(cause)}`)
+      throw new StartupError({ message: `gateway failed to start: ${reasonOf(cause)}` })
     })
     return building
   }
@@ -266,25 +257,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
   const streamingHandler = async (event: unknown, responseStream: ResponseStream, _context?: LambdaContext): Promise<void> => {
     const abort = new AbortController()
     const { response } = await respond(event, abort.signal)
-    const out = withPrelude(responseStream, toStreamMetadata(response))
-    const onGone = () => abort.abort()
-    out.on("error", onGone)
-    out.on("close", onGone)
-    // The prelude is sent on the first write: write even when the body is empty.
-    out.write("")
-    try {
-      if (response.body) {
-        await pipeline(Readable.fromWeb(response.body as import("node:stream/web").ReadableStream), out)
-      } else {
-        await new Promise<void>((resolve) => out.end(resolve))
-      }
-    } catch (e) {
-      abort.abort()
-      log(Effect.logWarning(`aigw: response stream ended early: ${(e as Error).message}`))
-    } finally {
-      out.removeListener("error", onGone)
-      out.removeListener("close", onGone)
-    }
+    await streamResponse(responseStream, response, abort)
   }
 
   /** Runs every pending migration (a separate function: never on a gateway cold start). */
@@ -355,22 +328,3 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
 }
 
 export type LambdaHost = ReturnType<typeof makeLambdaHost>
-
-/** The prelude of Lambda's HTTP integration response, as `awslambda.HttpResponseStream.from` writes it. */
-const PRELUDE_DELIMITER = new Uint8Array(8)
-
-/**
- * Sends status, headers and cookies before the body. Inside Lambda (and lambda-local) this is the
- * runtime's `awslambda.HttpResponseStream.from`; elsewhere the same wire format is written
- * directly: the JSON prelude followed by 8 NUL bytes.
- */
-const withPrelude = (stream: ResponseStream, metadata: ReturnType<typeof toStreamMetadata>): ResponseStream => {
-  const from = (globalThis as any).awslambda?.HttpResponseStream?.from as
-    | ((s: ResponseStream, m: unknown) => ResponseStream)
-    | undefined
-  if (from) return from(stream, metadata)
-  stream.setContentType?.("application/vnd.awslambda.http-integration-response")
-  stream.write(JSON.stringify(metadata))
-  stream.write(PRELUDE_DELIMITER)
-  return stream
-}

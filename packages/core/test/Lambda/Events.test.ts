@@ -1,13 +1,11 @@
 /**
  * Event <-> Request / Response mapping on the AWS documentation's sample events, result
- * encoding (text, binary, cookies), malformed events, and the handler's answers when the
- * runtime cannot be built (no database needed).
+ * encoding (text, binary, cookies) and malformed events.
  */
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { BadEvent, classify, isTextual, toRequest, toResult } from "../src/events.ts"
-import { makeLambdaHost } from "../src/host.ts"
-import { fixture, functionUrlEvent, json, RecordingStream, v1Event, v2Event } from "./support/events.ts"
+import { BadEvent, classify, isTextual, toRequest, toResult } from "../../src/Lambda/Events.ts"
+import { fixture, functionUrlEvent, v1Event, v2Event } from "./support/events.ts"
 
 const requestOf = (event: unknown) => {
   const http = classify(event)
@@ -114,29 +112,6 @@ describe("malformed events", () => {
   ])("%s is a BadEvent", (_name, event) => {
     expect(bad(event)).toBeInstanceOf(BadEvent)
   })
-
-  it("the handler answers 400 with an envelope, without building the runtime", async () => {
-    const host = makeLambdaHost({ env: {} })
-    for (const event of [null, {}, "x", { version: "2.0" }, fixture("scheduled-event")]) {
-      const result = await host.handler(event)
-      expect(result.statusCode).toBe(400)
-      expect(result.headers["content-type"]).toBe("application/json")
-      const body = json(result)
-      expect(body.isError).toBe(true)
-      expect(body.result).toBeNull()
-      expect(body.message).toMatch(/^Bad Lambda event: /)
-    }
-  })
-
-  it("the streaming handler answers a bad event with a 400 prelude and envelope", async () => {
-    const host = makeLambdaHost({ env: {} })
-    const stream = new RecordingStream()
-    await host.streamingHandler({ nope: true }, stream)
-    const { metadata, body } = stream.parts()
-    expect(metadata.statusCode).toBe(400)
-    expect(stream.contentType).toBe("application/vnd.awslambda.http-integration-response")
-    expect(JSON.parse(body).isError).toBe(true)
-  })
 })
 
 describe("Response -> result", () => {
@@ -197,66 +172,5 @@ describe("Response -> result", () => {
     expect(sse.isBase64Encoded).toBe(false)
     expect(sse.body).toBe("data: {\"a\":1}\n\ndata: [DONE]\n\n")
     expect(Object.keys(sse.headers)).toEqual(["content-type"])
-  })
-})
-
-describe("runtime build failures answer a clear 503, not an opaque 502", () => {
-  const health = v2Event({ method: "GET", path: "/v1/health" })
-
-  it("a SQLite DATABASE_URL is refused before any layer is built", async () => {
-    const host = makeLambdaHost({ env: { DATABASE_URL: "sqlite:./data/aigw.sqlite", JWT_SECRET: "s".repeat(32) } })
-    const result = await host.handler(health)
-    expect(result.statusCode).toBe(503)
-    expect(result.headers["retry-after"]).toBe("5")
-    expect(json(result)).toEqual({
-      isError: true,
-      message: "gateway failed to start: DATABASE_URL must be a postgres:// or postgresql:// URL on Lambda (got \"sqlite:…\"); SQLite is not bundled",
-      result: null
-    })
-  })
-
-  it("a missing DATABASE_URL or JWT key is named", async () => {
-    const noDb = await makeLambdaHost({ env: { JWT_SECRET: "x" } }).handler(health)
-    expect(json(noDb).message).toBe("gateway failed to start: DATABASE_URL is not set; the Lambda host needs PostgreSQL (postgres://…)")
-    const noKey = await makeLambdaHost({ env: { DATABASE_URL: "postgres://localhost/x" } }).handler(health)
-    expect(noKey.statusCode).toBe(503)
-    expect(json(noKey).message).toMatch(/^gateway failed to start: JWT_SECRET or JWT_PRIVATE_KEY must be set on Lambda/)
-  })
-
-  it("an unreachable database: the cause is given without the password; each API keeps its error shape", async () => {
-    const host = makeLambdaHost({ env: { DATABASE_URL: "postgres://aigw:hunter2@127.0.0.1:9/aigw", JWT_SECRET: "s".repeat(32) } })
-    const gateway = await host.handler(health)
-    expect(gateway.statusCode).toBe(503)
-    const message = json(gateway).message as string
-    expect(message).toMatch(
-      /^gateway failed to start: cannot reach the database at postgres:\/\/\S*@127\.0\.0\.1:9\/aigw: connection refused \(check DATABASE_URL\)$/
-    )
-    expect(message).not.toContain("hunter2")
-    const avatar = json(await host.handler(v1Event({ method: "POST", path: "/api/avatar/authenticate", body: {} })))
-    expect(avatar).toMatchObject({ isError: true, isWarning: false, result: null })
-    expect(avatar.message).toMatch(/^gateway failed to start: /)
-    const openai = json(await host.handler(functionUrlEvent({ method: "POST", path: "/openai/v1/chat/completions", body: {} })))
-    expect(openai.error).toMatchObject({ type: "api_error", code: "ServiceUnavailable" })
-    expect(openai.error.message).toMatch(/^gateway failed to start: /)
-  })
-
-  it("a bad AIGW_CONFIG file is a startup failure, not a crash at module load", async () => {
-    const previous = process.env.AIGW_CONFIG
-    process.env.AIGW_CONFIG = "/nonexistent/aigw.json"
-    try {
-      const host = makeLambdaHost()
-      const result = await host.handler(health)
-      expect(result.statusCode).toBe(503)
-      expect(json(result).message).toMatch(/^gateway failed to start: AIGW_CONFIG: cannot read \/nonexistent\/aigw.json/)
-    } finally {
-      if (previous === undefined) delete process.env.AIGW_CONFIG
-      else process.env.AIGW_CONFIG = previous
-    }
-  })
-
-  it("migrate refuses a non-PostgreSQL URL; scheduled fails when the runtime cannot start", async () => {
-    const host = makeLambdaHost({ env: { DATABASE_URL: "sqlite::memory:", JWT_SECRET: "x" } })
-    await expect(host.migrate()).rejects.toThrow(/^migration failed: DATABASE_URL must be a postgres/)
-    await expect(host.scheduled(fixture("scheduled-event"))).rejects.toThrow(/^gateway failed to start: DATABASE_URL must be/)
   })
 })
