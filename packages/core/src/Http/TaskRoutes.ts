@@ -2,12 +2,14 @@
  * Text capabilities: translation, classification, extraction and prompt optimisation (routed
  * chat models), guardrails and reranking (in-process). Each counts as one metered call.
  */
-import { Effect, Schema } from "effect"
+import { type Context, Effect, Schema } from "effect"
 import * as Guardrails from "../Capabilities/Guardrails.ts"
 import { IsoLanguage, LlmTasks } from "../Capabilities/LlmTasks.ts"
 import * as Rerank from "../Capabilities/Rerank.ts"
+import type { GatewayError } from "../Errors.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { ClassifyResult, ExtractResult, GuardrailsResult, OptimisePromptResult, RerankResult, TranslateResult } from "./ResponseSchemas.ts"
 
 const Text = (max = 100_000) =>
@@ -52,51 +54,37 @@ const RerankBody = Schema.Struct({
   provider: Provider
 })
 
+type LlmTasksApi = Context.Tag.Service<typeof LlmTasks>
+type TaskCall<B, A> = (avatar: AvatarRecord, body: B) => Effect.Effect<A, GatewayError>
+
+/**
+ * A routed chat-model task: a metered POST tagged Text whose body goes to the LlmTasks method that
+ * `task` picks, after that method's check (refused before the call is counted).
+ */
+const llmTask = <B, A>(
+  path: string,
+  body: Schema.Schema<B, any, never>,
+  success: Schema.Schema.Any,
+  task: (t: LlmTasksApi) => readonly [check: TaskCall<B, void>, run: TaskCall<B, A>],
+  summary: string
+) =>
+  authed({
+    method: "POST",
+    path,
+    success,
+    tag: "Text",
+    metered: true,
+    summary,
+    body,
+    check: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => task(t)[0](avatar, body)),
+    handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => task(t)[1](avatar, body))
+  })
+
 export const taskRoutes = [
-  authed({
-    method: "POST",
-    path: "/v1/translate",
-    success: TranslateResult,
-    tag: "Text",
-    metered: true,
-    summary: "Translate text (sourceLanguage auto-detected when omitted) with a routed chat model",
-    body: TranslateBody,
-    check: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.check.translate(avatar, body)),
-    handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.translate(avatar, body))
-  }),
-  authed({
-    method: "POST",
-    path: "/v1/classify",
-    success: ClassifyResult,
-    tag: "Text",
-    metered: true,
-    summary: "Zero-shot classification into one of the given labels, with a score per label",
-    body: ClassifyBody,
-    check: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.check.classify(avatar, body)),
-    handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.classify(avatar, body))
-  }),
-  authed({
-    method: "POST",
-    path: "/v1/extract",
-    success: ExtractResult,
-    tag: "Text",
-    metered: true,
-    summary: "Structured extraction: a JSON object following the given JSON Schema (validated; `valid` and `errors` report the check)",
-    body: ExtractBody,
-    check: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.check.extract(avatar, body)),
-    handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.extract(avatar, body))
-  }),
-  authed({
-    method: "POST",
-    path: "/v1/prompts/optimise",
-    success: OptimisePromptResult,
-    tag: "Text",
-    metered: true,
-    summary: "Rewrite a prompt so a model answers it better; returns the new prompt and the changes",
-    body: OptimiseBody,
-    check: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.check.optimisePrompt(avatar, body)),
-    handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => t.optimisePrompt(avatar, body))
-  }),
+  llmTask("/v1/translate", TranslateBody, TranslateResult, (t) => [t.check.translate, t.translate], "Translate text (sourceLanguage auto-detected when omitted) with a routed chat model"),
+  llmTask("/v1/classify", ClassifyBody, ClassifyResult, (t) => [t.check.classify, t.classify], "Zero-shot classification into one of the given labels, with a score per label"),
+  llmTask("/v1/extract", ExtractBody, ExtractResult, (t) => [t.check.extract, t.extract], "Structured extraction: a JSON object following the given JSON Schema (validated; `valid` and `errors` report the check)"),
+  llmTask("/v1/prompts/optimise", OptimiseBody, OptimisePromptResult, (t) => [t.check.optimisePrompt, t.optimisePrompt], "Rewrite a prompt so a model answers it better; returns the new prompt and the changes"),
   authed({
     method: "POST",
     path: "/v1/guardrails/check",
