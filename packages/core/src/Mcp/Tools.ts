@@ -414,29 +414,24 @@ export const HealthTool = readOnly(
   "Health"
 )
 
-export const ClassifyTask = readOnly(
-  Tool.make("gateway_ml_classify_task", {
-    description:
-      "Classify what kind of task a request is (code, math, research, creative, analysis, summarization, translation, general) with an in-process naive Bayes classifier; returns the task type, its probability and every type's probability. No upstream call. Counts against the daily quota.",
-    parameters: { text: Text("text").annotations({ description: "The request or prompt to classify" }) },
-    success: TaskClassification,
-    failure: ToolFailure,
-    dependencies: [CurrentAvatar]
-  }).annotate(Metered, true),
-  "Classify task"
-)
+/** An in-process ML tool on one text: reads only, but counts against the quota like its HTTP endpoint. */
+const mlTool = <const N extends string, S extends Schema.Schema.Any>(name: N, title: string, success: S, text: string, description: string) =>
+  readOnly(
+    Tool.make(name, {
+      description,
+      parameters: { text: Text("text").annotations({ description: text }) },
+      success,
+      failure: ToolFailure,
+      dependencies: [CurrentAvatar]
+    }).annotate(Metered, true),
+    title
+  )
 
-export const SentimentTool = readOnly(
-  Tool.make("gateway_ml_sentiment", {
-    description:
-      "In-process English sentiment analysis (lexicon with negation and emoji handling): score from -1 (negative) to +1 (positive), label positive/neutral/negative, and per-sentence scores. No upstream call. Counts against the daily quota.",
-    parameters: { text: Text("text").annotations({ description: "English text to analyse" }) },
-    success: SentimentResult,
-    failure: ToolFailure,
-    dependencies: [CurrentAvatar]
-  }).annotate(Metered, true),
-  "Sentiment"
-)
+export const ClassifyTask = mlTool("gateway_ml_classify_task", "Classify task", TaskClassification, "The request or prompt to classify",
+  "Classify what kind of task a request is (code, math, research, creative, analysis, summarization, translation, general) with an in-process naive Bayes classifier; returns the task type, its probability and every type's probability. No upstream call. Counts against the daily quota.")
+
+export const SentimentTool = mlTool("gateway_ml_sentiment", "Sentiment", SentimentResult, "English text to analyse",
+  "In-process English sentiment analysis (lexicon with negation and emoji handling): score from -1 (negative) to +1 (positive), label positive/neutral/negative, and per-sentence scores. No upstream call. Counts against the daily quota.")
 
 export const GatewayToolkit = Toolkit.make(
   Complete,
