@@ -1,14 +1,15 @@
 /** The avatar account API (spec: avatar-api.md), served under /api. */
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { Effect, Either, Schema } from "effect"
+import { type Context, Effect, Either, Schema } from "effect"
 import { Avatars } from "../Accounts/Avatars.ts"
 import { clientAddress } from "../Accounts/ClientAddress.ts"
 import { AvatarTypeSchema, Email, IsoDate, Password, Username } from "../Accounts/Schemas.ts"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, type GatewayError, statusOf } from "../Errors.ts"
 import { Plan } from "../Plans.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import * as Pages from "./Pages.ts"
-import { authed, decoderNow, open, readText, Reply } from "./Route.ts"
+import { authed, decoderNow, type Docs, type Method, open, readText, Reply } from "./Route.ts"
 import { AuthResult, AvatarList, AvatarOrPublicView, AvatarView } from "./ResponseSchemas.ts"
 
 const tag = "Avatar accounts"
@@ -95,6 +96,31 @@ const resetFromForm = (contentType: string | undefined) =>
 const addressOf = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.map(GatewayConfig, ({ trustProxy }) => clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], trustProxy))
 
+type AvatarsApi = Context.Tag.Service<typeof Avatars>
+
+/**
+ * A route on the avatar the path names (`:id`, a UUID, else 400): `call` acts on it and the
+ * answer is the avatar it returns, with `message`.
+ */
+const avatarById = <A, B = undefined>(
+  method: Method,
+  call: (a: AvatarsApi, input: { readonly caller: AvatarRecord; readonly id: string; readonly body: B }) => Effect.Effect<A, GatewayError>,
+  message: (avatar: A) => string,
+  docs: Omit<Docs, "tag"> & { readonly body?: Schema.Schema<B, any, never> }
+) =>
+  authed({
+    method,
+    path: "/api/avatar/:id",
+    tag,
+    envelope,
+    ...docs,
+    handle: ({ body, caller, params }) =>
+      uuidParam(params.id).pipe(
+        Effect.flatMap((id) => Effect.flatMap(Avatars, (a) => call(a, { caller, id, body }))),
+        Effect.map((avatar) => new Reply(avatar, message(avatar)))
+      )
+  })
+
 export const avatarRoutes = [
   open({
     method: "POST",
@@ -107,11 +133,10 @@ export const avatarRoutes = [
       "Creates an avatar and sends a verification e-mail. A taken e-mail address answers exactly like a success and its avatar behaves like a fresh unverified one (no enumeration; docs/accounts.md); a taken username is an error.",
     body: RegisterBody,
     handle: ({ body, request }) =>
-      Effect.gen(function*() {
-        const address = yield* addressOf(request)
-        const avatar = yield* Effect.flatMap(Avatars, (a) => a.register(body, address))
-        return new Reply(avatar, "Avatar registered. Check your e-mail and follow the link to verify your address.")
-      })
+      addressOf(request).pipe(
+        Effect.flatMap((address) => Effect.flatMap(Avatars, (a) => a.register(body, address))),
+        Effect.map((avatar) => new Reply(avatar, "Avatar registered. Check your e-mail and follow the link to verify your address."))
+      )
   }),
   open({
     method: "POST",
@@ -226,53 +251,26 @@ export const avatarRoutes = [
     handle: ({ caller }) =>
       Effect.flatMap(Avatars, (a) => a.list(caller)).pipe(Effect.map((list) => new Reply(list, `${list.length} avatars.`)))
   }),
-  authed({
-    method: "GET",
-    path: "/api/avatar/:id",
+  avatarById("GET", (a, { caller, id }) => a.get(caller, id), () => "Avatar loaded.", {
     success: AvatarOrPublicView,
-    tag,
-    envelope,
     summary: "Read an avatar profile",
-    description: "The owner and Admins see the full profile; other avatars see the public fields only.",
-    handle: ({ caller, params }) =>
-      uuidParam(params.id).pipe(
-        Effect.flatMap((id) => Effect.flatMap(Avatars, (a) => a.get(caller, id))),
-        Effect.map((avatar) => new Reply(avatar, "Avatar loaded."))
-      )
+    description: "The owner and Admins see the full profile; other avatars see the public fields only."
   }),
-  authed({
-    method: "PUT",
-    path: "/api/avatar/:id",
+  avatarById(
+    "PUT",
+    (a, { body, caller, id }) => a.update(caller, id, body),
+    (avatar) => avatar.pendingEmail ? "Avatar updated. Confirm the new e-mail address with the link we sent to it." : "Avatar updated.",
+    {
+      success: AvatarView,
+      summary: "Update an avatar (owner or Admin)",
+      description:
+        "A new `email` is stored as pending and a verification e-mail goes to it; the old address stays in force until the link is followed. E-mail changes are limited to 3 per hour per avatar and share the resend limit of the new address (429). Only Admins may change AvatarType, karmaTotal and plan.",
+      body: UpdateBody
+    }
+  ),
+  avatarById("DELETE", (a, { caller, id }) => a.delete(caller, id), () => "Avatar deleted.", {
     success: AvatarView,
-    tag,
-    envelope,
-    summary: "Update an avatar (owner or Admin)",
-    description:
-      "A new `email` is stored as pending and a verification e-mail goes to it; the old address stays in force until the link is followed. E-mail changes are limited to 3 per hour per avatar and share the resend limit of the new address (429). Only Admins may change AvatarType, karmaTotal and plan.",
-    body: UpdateBody,
-    handle: ({ body, caller, params }) =>
-      uuidParam(params.id).pipe(
-        Effect.flatMap((id) => Effect.flatMap(Avatars, (a) => a.update(caller, id, body))),
-        Effect.map((avatar) =>
-          new Reply(
-            avatar,
-            avatar.pendingEmail ? "Avatar updated. Confirm the new e-mail address with the link we sent to it." : "Avatar updated."
-          )
-        )
-      )
-  }),
-  authed({
-    method: "DELETE",
-    path: "/api/avatar/:id",
-    success: AvatarView,
-    tag,
-    envelope,
     summary: "Soft-delete an avatar (Admin only)",
-    description: "The record is kept and deactivated; its credentials stop working at once.",
-    handle: ({ caller, params }) =>
-      uuidParam(params.id).pipe(
-        Effect.flatMap((id) => Effect.flatMap(Avatars, (a) => a.delete(caller, id))),
-        Effect.map((avatar) => new Reply(avatar, "Avatar deleted."))
-      )
+    description: "The record is kept and deactivated; its credentials stop working at once."
   })
 ]
