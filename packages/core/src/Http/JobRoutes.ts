@@ -181,12 +181,9 @@ export const jobRoutes = [
     description:
       "trainingData: [{ messages: [{ role: system|user|assistant, content }] }, …], each with an assistant answer; a bad example is a 400 naming its index. The data is uploaded as JSONL to the provider's fine-tuning API.",
     body: FineTuneBody,
+    // In order (Effect.all is sequential): the first refusal is the one reported.
     check: ({ avatar, body }) =>
-      Effect.gen(function*() {
-        yield* checkTrainingData(body.trainingData)
-        yield* fineTuneProvider(avatar, body.provider)
-        yield* checkUrl(body.callbackUrl, "callbackUrl")
-      }),
+      Effect.all([checkTrainingData(body.trainingData), fineTuneProvider(avatar, body.provider), checkUrl(body.callbackUrl, "callbackUrl")], { discard: true }),
     handle: ({ avatar, body }) =>
       Effect.gen(function*() {
         const provider = yield* fineTuneProvider(avatar, body.provider)
