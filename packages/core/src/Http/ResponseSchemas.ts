@@ -234,35 +234,35 @@ const callInfoFields = {
   costUSD: Schema.Number
 }
 
-export const TranslateResult = Schema.Struct({
+/** An LLM task's answer: its own fields, then what it says about the call. */
+const taskResult = <F extends Schema.Struct.Fields>(identifier: string, fields: F) =>
+  Schema.Struct({ ...fields, ...callInfoFields }).annotations({ identifier })
+
+export const TranslateResult = taskResult("TranslateResult", {
   translation: Schema.String,
   sourceLanguage: Schema.NullOr(Schema.String).annotations({ description: "ISO 639-1; the detected one when not given (null when undetected)" }),
-  targetLanguage: Schema.String,
-  ...callInfoFields
-}).annotations({ identifier: "TranslateResult" })
+  targetLanguage: Schema.String
+})
 matches<typeof TranslateResult, TaskResult<"translate">>(true)
 
-export const ClassifyResult = Schema.Struct({
+export const ClassifyResult = taskResult("ClassifyResult", {
   label: Schema.String,
-  scores: Schema.Array(Schema.Struct({ label: Schema.String, score: Schema.Number })).annotations({ description: "Every label, best first; they sum to 1" }),
-  ...callInfoFields
-}).annotations({ identifier: "ClassifyResult" })
+  scores: Schema.Array(Schema.Struct({ label: Schema.String, score: Schema.Number })).annotations({ description: "Every label, best first; they sum to 1" })
+})
 matches<typeof ClassifyResult, TaskResult<"classify">>(true)
 
-export const ExtractResult = Schema.Struct({
+export const ExtractResult = taskResult("ExtractResult", {
   data: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({ description: "The object the model extracted" }),
   valid: Schema.Boolean.annotations({ description: "Whether `data` conforms to the given JSON Schema" }),
-  errors: Schema.Array(Schema.String),
-  ...callInfoFields
-}).annotations({ identifier: "ExtractResult" })
+  errors: Schema.Array(Schema.String)
+})
 matches<typeof ExtractResult, TaskResult<"extract">>(true)
 
-export const OptimisePromptResult = Schema.Struct({
+export const OptimisePromptResult = taskResult("OptimisePromptResult", {
   originalPrompt: Schema.String,
   optimisedPrompt: Schema.String,
-  changes: Schema.Array(Schema.String),
-  ...callInfoFields
-}).annotations({ identifier: "OptimisePromptResult" })
+  changes: Schema.Array(Schema.String)
+})
 matches<typeof OptimisePromptResult, TaskResult<"optimisePrompt">>(true)
 
 export const GuardrailsResult = Schema.Struct({
@@ -333,6 +333,11 @@ matches<typeof ExecutionResult, ExecutionResultType>(true)
 // ---- Media ----
 
 type MediaService = Context.Tag.Service<Media>
+type MediaResult<K extends Exclude<keyof MediaService, "check">> = Effect.Effect.Success<ReturnType<MediaService[K]>>
+
+/** A moderation or transcription answer: its own fields, then the provider and model that served it. */
+const servedResult = <F extends Schema.Struct.Fields>(identifier: string, fields: F) =>
+  Schema.Struct({ ...fields, provider: Schema.String, model: Schema.String }).annotations({ identifier })
 
 export const ImagesResult = Schema.Struct({
   provider: Schema.String,
@@ -345,24 +350,20 @@ export const ImagesResult = Schema.Struct({
   n: Schema.Number,
   size: Schema.optional(Schema.String.annotations({ description: "WIDTHxHEIGHT, when width and height were given" }))
 }).annotations({ identifier: "ImagesResult" })
-matches<typeof ImagesResult, Effect.Effect.Success<ReturnType<MediaService["images"]>>>(true)
+matches<typeof ImagesResult, MediaResult<"images">>(true)
 
-export const ModerationResult = Schema.Struct({
+export const ModerationResult = servedResult("ModerationResult", {
   flagged: Schema.Boolean,
   categories: Schema.Array(Schema.String).annotations({ description: "The categories flagged" }),
-  categoryScores: Schema.Record({ key: Schema.String, value: Schema.Number }),
-  provider: Schema.String,
-  model: Schema.String
-}).annotations({ identifier: "ModerationResult" })
-matches<typeof ModerationResult, Effect.Effect.Success<ReturnType<MediaService["moderation"]>>>(true)
+  categoryScores: Schema.Record({ key: Schema.String, value: Schema.Number })
+})
+matches<typeof ModerationResult, MediaResult<"moderation">>(true)
 
-export const TranscriptionResult = Schema.Struct({
+export const TranscriptionResult = servedResult("TranscriptionResult", {
   text: Schema.String,
-  language: Schema.NullOr(Schema.String),
-  provider: Schema.String,
-  model: Schema.String
-}).annotations({ identifier: "TranscriptionResult" })
-matches<typeof TranscriptionResult, Effect.Effect.Success<ReturnType<MediaService["transcription"]>>>(true)
+  language: Schema.NullOr(Schema.String)
+})
+matches<typeof TranscriptionResult, MediaResult<"transcription">>(true)
 
 // ---- OpenAI-compatible surface ----
 
