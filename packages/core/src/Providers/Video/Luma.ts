@@ -38,13 +38,17 @@ export const toBody = (request: VideoRequest) => ({
   ...(request.imageUrl !== undefined ? { keyframes: { frame0: { type: "image", url: request.imageUrl } } } : {})
 })
 
+/** The states whose poll answer does not depend on the rest of the generation. */
+const FIXED_POLLS = new Map<string, VideoPoll>([
+  ["queued", { status: "pending" }],
+  ["dreaming", { status: "running" }]
+])
+
 /** A Generation object to the adapter's poll answer. */
 export const toPoll = (provider: string, generation: any): Effect.Effect<VideoPoll, UpstreamError> => {
+  const fixed = FIXED_POLLS.get(generation?.state)
+  if (fixed) return Effect.succeed(fixed)
   switch (generation?.state) {
-    case "queued":
-      return Effect.succeed({ status: "pending" })
-    case "dreaming":
-      return Effect.succeed({ status: "running" })
     case "completed": {
       const videoUrl = generation?.assets?.video
       if (typeof videoUrl !== "string" || videoUrl.length === 0) {

@@ -126,13 +126,19 @@ const errorText = (error: unknown, fallback: string): string =>
     ? JSON.stringify(error)
     : fallback
 
+/** The statuses whose poll answer does not depend on the rest of the prediction. */
+const FIXED_POLLS = new Map<string, VideoPoll>([
+  ["starting", { status: "pending" }],
+  ["processing", { status: "running" }],
+  ["canceled", { status: "failed", error: "the prediction was canceled" }],
+  ["aborted", { status: "failed", error: "the prediction was aborted: its deadline passed before it started" }]
+])
+
 /** A prediction object to the adapter's poll answer. */
 export const toPoll = (provider: string, prediction: any): Effect.Effect<VideoPoll, ReturnType<typeof protocolError>> => {
+  const fixed = FIXED_POLLS.get(prediction?.status)
+  if (fixed) return Effect.succeed(fixed)
   switch (prediction?.status) {
-    case "starting":
-      return Effect.succeed({ status: "pending" })
-    case "processing":
-      return Effect.succeed({ status: "running" })
     case "succeeded": {
       const videoUrl = videoUrlOf(prediction.output)
       if (!videoUrl) return Effect.succeed({ status: "failed", error: "the prediction succeeded without a video URL in its output" })
@@ -149,10 +155,6 @@ export const toPoll = (provider: string, prediction: any): Effect.Effect<VideoPo
     }
     case "failed":
       return Effect.succeed({ status: "failed", error: errorText(prediction.error, "the prediction failed") })
-    case "canceled":
-      return Effect.succeed({ status: "failed", error: "the prediction was canceled" })
-    case "aborted":
-      return Effect.succeed({ status: "failed", error: "the prediction was aborted: its deadline passed before it started" })
     default:
       return Effect.fail(protocolError(provider, `unknown prediction status ${JSON.stringify(prediction?.status)}`))
   }
