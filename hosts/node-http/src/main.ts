@@ -16,7 +16,10 @@ const ServerLive = Layer.unwrapEffect(
   Effect.gen(function*() {
     const port = yield* Config.integer("PORT").pipe(Config.withDefault(8787))
     const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
-    // Metered OpenAI chat calls with an API key take the fast lane (FastLane.ts); the rest the Effect app.
+    // The routes that declare a lane (metered chat and embeddings) take the fast lane (FastLane.ts); the
+    // rest the Effect app. AIGW_FAST_LANE=false serves everything through the Effect app.
+    const fastLane = yield* Config.boolean("AIGW_FAST_LANE").pipe(Config.withDefault(true))
+    if (!fastLane) return NodeHttpServer.layer(createServer, { port, host })
     const lane = yield* FastLane.make
     return NodeHttpServer.layer(() => FastLane.attach(createServer(), lane), { port, host })
   })

@@ -23,13 +23,15 @@ const sseChunks = (text: string) =>
 
 describe("fast lane", () => {
   let server: RunningServer
+  /** The same gateway (same database and data directory) with AIGW_FAST_LANE=false: every request takes the Effect route. */
+  let routeServer: RunningServer
   let openai: MockUpstream
   let user: TestAvatar
   let bronze: TestAvatar
 
-  /** The same request through the Effect route (JWT) and the fast lane (API key). */
+  /** The same request through the Effect route (JWT, lane off) and the fast lane (API key). */
   const both = async (who: TestAvatar, init: { body?: unknown; raw?: string; headers?: Record<string, string> }, path = PATH) => {
-    const viaRoute = await call(server.url, "POST", path, { ...init, token: who.token })
+    const viaRoute = await call(routeServer.url, "POST", path, { ...init, token: who.token })
     const viaLane = await call(server.url, "POST", path, { ...init, apiKey: who.apiKey })
     return { viaRoute, viaLane }
   }
@@ -44,19 +46,22 @@ describe("fast lane", () => {
 
   beforeAll(async () => {
     openai = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 1 })
-    server = await startServer({
+    const env = {
       ...adminEnv,
       OPENAI_API_KEY: "sk-openai",
       OPENAI_BASE_URL: openai.url,
       AIGW_MAX_BODY_BYTES: "20000",
       AIGW_PLAN_LIMITS: JSON.stringify({ Free: 1000, Bronze: 4 })
-    })
+    }
+    server = await startServer(env)
+    routeServer = await startServer({ ...env, AIGW_FAST_LANE: "false" }, { dataDir: server.dataDir })
     ;[user, bronze] = await Promise.all([signUp(server, "lane"), signUp(server, "lanebronze")])
     const admin = await adminToken(server)
     const plan = await call(server.url, "PUT", `/v1/admin/avatars/${bronze.id}/plan`, { token: admin, body: { plan: "Bronze" } })
     expect(plan.status).toBe(200)
   })
   afterAll(async () => {
+    await routeServer?.stop()
     await server?.stop()
     await openai?.close()
   })
@@ -170,7 +175,37 @@ describe("fast lane", () => {
     expectSame(withoutRetryAfter(refused.viaRoute), withoutRetryAfter(refused.viaLane))
   })
 
-  it("refuses unknown and revoked keys with the route's 401, and leaves JWT and anonymous calls to the route", async () => {
+  it("serves JWT calls and embeddings like their routes (the lane claims both)", async () => {
+    openai.setScenario({ kind: "text", text: "jwt answer", usage: { prompt: 7, completion: 2 } })
+    const viaLaneAndRoute = async (path: string, init: { body?: unknown; token?: string; apiKey?: string }) => ({
+      viaRoute: await call(routeServer.url, "POST", path, init),
+      viaLane: await call(server.url, "POST", path, init)
+    })
+    const jwt = await viaLaneAndRoute(PATH, { body: { model: "gpt-4o-mini", messages: hi }, token: user.token })
+    expect(jwt.viaLane.status).toBe(200)
+    expect(jwt.viaLane.body.choices[0].message.content).toBe("jwt answer")
+    expectSame(jwt.viaRoute, jwt.viaLane)
+    const streamed = await viaLaneAndRoute("/v1/complete/stream", { body: { model: "gpt-4o-mini", messages: hi }, token: user.token })
+    expectSame(streamed.viaRoute, streamed.viaLane)
+    for (const credentials of [{ token: user.token }, { apiKey: user.apiKey }]) {
+      const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+      const embedded = await viaLaneAndRoute("/v1/embeddings", { body: { texts: ["alpha", "beta"], model: "text-embedding-3-small" }, ...credentials })
+      expect(embedded.viaLane.status).toBe(200)
+      expect(embedded.viaLane.body.result).toMatchObject({ provider: "openai", model: "text-embedding-3-small", dimensions: expect.any(Number) })
+      expect(embedded.viaLane.body.result.embeddings).toHaveLength(2)
+      expectSame(embedded.viaRoute, embedded.viaLane)
+      const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+      expect(after.dailyCallsUsed - before.dailyCallsUsed).toBe(2)
+      const refused = await viaLaneAndRoute("/v1/embeddings", { body: { texts: ["x"], model: "gpt-4o-mini" }, ...credentials })
+      expect(refused.viaLane.status).toBe(422)
+      expectSame(refused.viaRoute, refused.viaLane)
+      const bad = await viaLaneAndRoute("/v1/embeddings", { body: { texts: [] }, ...credentials })
+      expect(bad.viaLane.status).toBe(400)
+      expectSame(bad.viaRoute, bad.viaLane)
+    }
+  })
+
+  it("refuses unknown and revoked keys and bad JWTs with the route's 401", async () => {
     const unknown = await call(server.url, "POST", PATH, { body: { model: "gpt-4o-mini", messages: hi }, apiKey: "aigw_unknown" })
     expect(unknown.status).toBe(401)
     expect(unknown.body.error).toMatchObject({ type: "authentication_error", code: "Unauthorized" })

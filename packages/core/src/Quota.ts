@@ -76,23 +76,24 @@ const makeService = Effect.gen(function*() {
   return {
     limitOf,
     /** Today's state without counting a call. */
-    peek: (avatar: AvatarRecord) =>
-      Effect.suspend(() => {
-        const now = Date.now()
-        return Effect.map(Effect.promise(() => metering.callsOn(avatar.id, utcDay(now))), (used) => stateOf(avatar, used, now))
-      }),
-    /** Counts `calls` metered calls (all or none), or fails with QuotaExceeded. */
-    admit: (avatar: AvatarRecord, calls = 1) =>
-      Effect.suspend(() => {
-        const now = Date.now()
-        const limit = limitOf(avatar.plan, avatar.karmaTotal)
-        return Effect.flatMap(Effect.promise(() => metering.admit(avatar.id, utcDay(now), limit, calls)), (used) =>
-          used === undefined
-            ? Effect.fail(quotaExceeded(limit, avatar.plan, calls, now))
-            : Effect.succeed(stateOf(avatar, used, now)))
-      })
+    peek: (avatar: AvatarRecord): Promise<QuotaState> => {
+      const now = Date.now()
+      return metering.callsOn(avatar.id, utcDay(now)).then((used) => stateOf(avatar, used, now))
+    },
+    /** Counts `calls` metered calls (all or none): the new state, or the refusal. */
+    admit: (avatar: AvatarRecord, calls = 1): Promise<QuotaState | QuotaExceeded> => {
+      const now = Date.now()
+      const limit = limitOf(avatar.plan, avatar.karmaTotal)
+      return metering.admit(avatar.id, utcDay(now), limit, calls).then((used) =>
+        used === undefined ? quotaExceeded(limit, avatar.plan, calls, now) : stateOf(avatar, used, now)
+      )
+    }
   }
 })
+
+/** An admission as an Effect (the Effect routes, /mcp): fails with the refusal. */
+export const admitted = (admission: () => Promise<QuotaState | QuotaExceeded>): Effect.Effect<QuotaState, QuotaExceeded> =>
+  Effect.flatMap(Effect.promise(admission), (outcome) => outcome instanceof QuotaExceeded ? Effect.fail(outcome) : Effect.succeed(outcome))
 
 export class Quota extends Context.Tag("aigw/Quota")<Quota, Effect.Effect.Success<typeof makeService>>() {}
 

@@ -7,7 +7,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { Forbidden, NotFound, Unauthorized } from "../Errors.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
-import { KEY_PREFIX } from "./ApiKeys.ts"
+import { presented } from "../Http/Edge.ts"
 import { sha256 } from "./Secrets.ts"
 import { Jwt } from "./Jwt.ts"
 
@@ -48,14 +48,17 @@ const makeService = Effect.gen(function*() {
 
   /** The caller, or None when no credentials were sent; fails on bad credentials. */
   const resolve = (c: Credentials): Effect.Effect<Option.Option<AvatarRecord>, Unauthorized> => {
-    const apiKey = c.apiKey?.trim()
-    if (apiKey) return Effect.map(byApiKey(apiKey), Option.some)
-    const auth = c.authorization?.trim()
-    if (!auth) return Effect.succeed(Option.none())
-    const match = /^Bearer\s+(\S+)$/i.exec(auth)
-    if (!match) return Effect.fail(invalid)
-    const token = match[1]!
-    return Effect.map(token.startsWith(KEY_PREFIX) ? byApiKey(token) : byJwt(token), Option.some)
+    const p = presented(c)
+    switch (p._tag) {
+      case "None":
+        return Effect.succeed(Option.none())
+      case "Malformed":
+        return Effect.fail(invalid)
+      case "ApiKey":
+        return Effect.map(byApiKey(p.secret), Option.some)
+      case "Jwt":
+        return Effect.map(byJwt(p.token), Option.some)
+    }
   }
 
   const require = (c: Credentials) =>

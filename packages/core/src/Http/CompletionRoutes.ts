@@ -1,10 +1,13 @@
 /** POST /v1/complete, /v1/complete/stream and /v1/complete/tool-result. */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Chunk, Effect, Exit, Schema, Scope, Stream } from "effect"
-import { type CompletionInput, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
+import { type CompletionInput, Completions, needsPreparation, type StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import type { ChatMessage } from "../Providers/Chat.ts"
+import type { RoutingError } from "../Routing.ts"
+import { SSE_HEADERS, sseFrame } from "./Edge.ts"
+import type { Lane } from "./Lane.ts"
 import { authed } from "./Route.ts"
 import { CompletionResult } from "./ResponseSchemas.ts"
 
@@ -149,7 +152,6 @@ export const toInput = (body: typeof ToolResultBody.Type, messages: ReadonlyArra
 })
 
 const encoder = new TextEncoder()
-export const sseFrame = (chunk: unknown) => encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`)
 
 /**
  * Opens the upstream before answering (so routing and upstream refusals still get a status
@@ -158,8 +160,8 @@ export const sseFrame = (chunk: unknown) => encoder.encode(`data: ${JSON.stringi
  */
 export const openStream = <A, E, R>(
   open: Effect.Effect<Stream.Stream<A>, E, R>,
-  frame: (a: A) => Uint8Array,
-  trailer?: Uint8Array
+  frame: (a: A) => string,
+  trailer?: string
 ) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
@@ -168,25 +170,50 @@ export const openStream = <A, E, R>(
       // The frames of one chunk (what arrived together) leave in one write.
       Stream.mapChunks((chunk) => {
         if (Chunk.isEmpty(chunk)) return Chunk.empty<Uint8Array>()
-        const frames = Chunk.toReadonlyArray(Chunk.map(chunk, frame))
-        return Chunk.of(frames.length === 1 ? frames[0]! : Buffer.concat(frames))
+        let out = ""
+        for (const a of chunk) out += frame(a)
+        return Chunk.of(encoder.encode(out))
       }),
-      trailer ? Stream.concat(Stream.make(trailer)) : (s) => s,
+      trailer ? Stream.concat(Stream.make(encoder.encode(trailer))) : (s) => s,
       Stream.ensuring(Scope.close(scope, Exit.void))
     )
-    return HttpServerResponse.stream(bytes, {
-      contentType: "text/event-stream",
-      headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
-    })
+    const { "content-type": contentType, ...headers } = SSE_HEADERS
+    return HttpServerResponse.stream(bytes, { contentType, headers })
   })
 
 const completeWith = (body: typeof ToolResultBody.Type, avatar: AvatarRecord) =>
   Effect.flatMap(toChatMessages(body.messages), (messages) => Effect.flatMap(Completions, (c) => c.complete(avatar, toInput(body, messages))))
 
-const needsToolResult = (body: typeof ToolResultBody.Type) =>
+const toolResultProblem = (body: typeof ToolResultBody.Type) =>
   body.messages.some((m) => m.role === "tool")
-    ? Effect.void
-    : Effect.fail(new BadRequest({ message: "messages must contain at least one role=tool message (use /v1/complete otherwise)" }))
+    ? undefined
+    : new BadRequest({ message: "messages must contain at least one role=tool message (use /v1/complete otherwise)" })
+
+const needsToolResult = (body: typeof ToolResultBody.Type) =>
+  Effect.suspend(() => {
+    const problem = toolResultProblem(body)
+    return problem ? Effect.fail(problem) : Effect.void
+  })
+
+/**
+ * The fast-lane plan of a gateway chat route (Lane.ts): the body's refusals, the hand-off of
+ * calls that need preparation (avatar context, FAHRN, the braid), else the routed call, answered
+ * as JSON or as an SSE stream of the route's chunks.
+ */
+const completionLane = (answer: "json" | "stream", problem?: (body: typeof ToolResultBody.Type) => BadRequest | undefined): Lane<typeof ToolResultBody.Type> => ({
+  plan: ({ calls, completions }, avatar, body) => {
+    const refused = problem?.(body)
+    if (refused) return refused
+    const input = inputOf(body)
+    if (input instanceof BadRequest) return input
+    if (needsPreparation(input)) return undefined
+    const { messages, request, targets } = completions.plan(avatar, input, input.messages)
+    if (!Array.isArray(targets)) return targets as RoutingError
+    return answer === "json"
+      ? (lane) => calls.complete({ ...lane.call(targets), messages, request })
+      : async (lane) => lane.stream(await calls.openStream({ ...lane.call(targets), messages, request }), sseFrame)
+  }
+})
 
 /** A chat request's refusals before admission: its messages, then the routing of the call. */
 export const checkCompletion = ({ avatar, body }: { readonly avatar: AvatarRecord; readonly body: typeof ToolResultBody.Type }) =>
@@ -203,7 +230,8 @@ export const completionRoutes = [
     body: CompleteBody,
     avatarIdOf: (b) => b.avatarId,
     check: checkCompletion,
-    handle: ({ avatar, body }) => completeWith(body, avatar)
+    handle: ({ avatar, body }) => completeWith(body, avatar),
+    lane: completionLane("json")
   }),
   authed({
     method: "POST",
@@ -217,7 +245,8 @@ export const completionRoutes = [
     check: checkCompletion,
     handle: ({ avatar, body }) =>
       Effect.flatMap(toChatMessages(body.messages), (messages) =>
-        openStream(Effect.flatMap(Completions, (c) => c.stream(avatar, toInput(body, messages))), (chunk: StreamChunk) => sseFrame(chunk)))
+        openStream(Effect.flatMap(Completions, (c) => c.stream(avatar, toInput(body, messages))), (chunk: StreamChunk) => sseFrame(chunk))),
+    lane: completionLane("stream")
   }),
   authed({
     method: "POST",
@@ -231,6 +260,7 @@ export const completionRoutes = [
     body: ToolResultBody,
     avatarIdOf: (b) => b.avatarId,
     check: (input) => Effect.zipRight(needsToolResult(input.body), checkCompletion(input)),
-    handle: ({ avatar, body }) => completeWith(body, avatar)
+    handle: ({ avatar, body }) => completeWith(body, avatar),
+    lane: completionLane("json", toolResultProblem)
   })
 ]

@@ -1,6 +1,7 @@
 /** POST /v1/embeddings. */
 import { Effect } from "effect"
 import { Embeddings, EmbeddingsBody } from "../Capabilities/Embeddings.ts"
+import type { RoutingError } from "../Routing.ts"
 import { authed } from "./Route.ts"
 import { EmbeddingsResult } from "./ResponseSchemas.ts"
 
@@ -15,6 +16,13 @@ export const embeddingRoutes = [
     description: "Result: { provider, model, embeddings: number[][] (one per text, in order), dimensions, usage, costUSD }.",
     body: EmbeddingsBody,
     check: ({ avatar, body }) => Effect.flatMap(Embeddings, (e) => e.check(avatar, body)),
-    handle: ({ avatar, body }) => Effect.flatMap(Embeddings, (e) => e.embed(avatar, body))
+    handle: ({ avatar, body }) => Effect.flatMap(Embeddings, (e) => e.embed(avatar, body)),
+    lane: {
+      plan: ({ calls, embeddings }, avatar, body) => {
+        const targets = embeddings.targetsOf(avatar, body)
+        if (!Array.isArray(targets)) return targets as RoutingError
+        return (lane) => calls.embed({ ...lane.call(targets), texts: body.texts })
+      }
+    }
   })
 ]

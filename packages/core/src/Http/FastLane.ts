@@ -1,62 +1,62 @@
 /**
- * The fast lane of the node host: the metered chat calls — `POST /openai/v1/chat/completions`,
- * `/v1/complete`, `/v1/complete/stream` and `/v1/complete/tool-result` — with an API key, served on
- * node:http directly instead of through the Effect HTTP stack. They are the gateway's hottest
- * requests, and the per-request cost of the HttpServer / HttpRouter / route wrapper pipeline
- * (fibers, scopes, context copies: ~0.5 ms of CPU) was several times the work of the call itself
- * (docs/performance.md).
+ * The fast lane of the node host: the routes that declare a `lane` (Lane.ts) — the metered chat
+ * and embeddings calls — served on node:http directly instead of through the Effect HTTP stack.
+ * They are the gateway's hottest requests, and the per-request cost of the HttpServer / HttpRouter /
+ * route wrapper pipeline (fibers, scopes, context copies) was several times the work of the call
+ * itself (docs/performance.md).
  *
- * Same contract as the routes (OpenAiRoutes.ts, CompletionRoutes.ts), built from the same parts:
- * the body schemas and conversions, Auth's API-key checks (Metering), quota admission with the same
- * headers and refusal, Completions' routing plan, ChatCalls for the upstream, fallback and usage,
- * the answer and chunk shapes and the error envelopes of Route.ts. Requests it does not claim (other
- * paths, JWTs, no credentials) go to the Effect app unchanged; requests it reads but that need
- * Effect-only steps (avatar context, FAHRN, the braid, an Admin acting for another avatar) are
- * handed to the Effect app with their body, on their own path: the Host header never builds the
- * URL (it once routed hand-offs to other endpoints), and an invalid one is answered 400.
+ * Same contract as the routes, built from the same parts: the route's body decoder, envelope and
+ * metering, the edge's credentials, bounded reader, JSON checks and error envelopes (Edge.ts), Auth's
+ * key and JWT checks, Quota's admission and headers, the route's lane plan and the engine
+ * (Engine/ProviderCalls.ts). Requests it does not claim (other paths and methods, no or malformed
+ * credentials) go to the Effect app unchanged; requests it reads but that the route must serve (a
+ * step that needs Effect services, an Admin acting for another avatar) are handed to the Effect app
+ * with their body, on their own path: the Host header never builds the URL (it once routed
+ * hand-offs to other endpoints), and an invalid one is answered 400.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
-import { Effect, Runtime, type Scope } from "effect"
-import { INVALID } from "../Accounts/Auth.ts"
-import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
-import { sha256 } from "../Accounts/Secrets.ts"
-import { type ChatCall, ProviderCalls, type StreamChunk } from "../Engine/ProviderCalls.ts"
-import { type CompletionInput, Completions, type PlannedCall } from "../Capabilities/Completions.ts"
-import { GatewayConfig } from "../Config.ts"
-import { BadRequest, type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
-import { headersOf, Quota, quotaExceeded, quotaState, utcDay } from "../Quota.ts"
-import { Metering } from "../Storage/Metering.ts"
-import { successOf } from "../Envelope.ts"
-import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { makeApp } from "./App.ts"
-import * as Metrics from "../Metrics.ts"
-import * as RequestId from "../RequestId.ts"
-import { accessLogLine, options as observabilityOptions } from "./Observability.ts"
-import { CompleteBody, inputOf, ToolResultBody } from "./CompletionRoutes.ts"
-import { ChatCompletionBody, chatInputOf, completionId, toChatCompletion, toChunks } from "./OpenAiRoutes.ts"
-import { declaresTooLarge, decoderNow, type Envelope, errorBody, errorParts, parseJsonBody, tooLargeError } from "./Route.ts"
-import * as HttpApp from "@effect/platform/HttpApp"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
-
+import * as HttpApp from "@effect/platform/HttpApp"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import { Effect, Runtime, type Scope } from "effect"
+import { Auth, INVALID } from "../Accounts/Auth.ts"
+import { sha256 } from "../Accounts/Secrets.ts"
+import { Completions } from "../Capabilities/Completions.ts"
+import { Embeddings } from "../Capabilities/Embeddings.ts"
+import { GatewayConfig } from "../Config.ts"
+import { ProviderCalls } from "../Engine/ProviderCalls.ts"
+import { BadRequest, type GatewayError, isGatewayError, QuotaExceeded, Unauthorized } from "../Errors.ts"
+import * as Metrics from "../Metrics.ts"
+import { headersOf, Quota } from "../Quota.ts"
+import * as RequestId from "../RequestId.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { Metering } from "../Storage/Metering.ts"
+import { makeApp, routes as appRoutes } from "./App.ts"
+import {
+  credentialsOf,
+  declaresTooLarge,
+  internalErrorBody,
+  parseJsonBody,
+  presented,
+  readLimitedText,
+  sendError,
+  sendJson,
+  SSE_HEADERS,
+  successBody,
+  TOO_LARGE,
+  tooLargeError
+} from "./Edge.ts"
+import { type LaneCall, type LaneServices, STREAMED } from "./Lane.ts"
+import { accessLogLine, options as observabilityOptions } from "./Observability.ts"
+import type { Route } from "./Route.ts"
 
 export interface FastLane {
   /** Serves the request and returns true, or returns false without touching it. */
   readonly handle: (req: IncomingMessage, res: ServerResponse) => boolean
 }
 
-const utf8 = new TextDecoder()
 const clientGone = new DOMException("The client closed the connection", "AbortError")
-
-/** The API key of a request, if it authenticates with one (Auth.resolve's precedence). */
-const apiKeyOf = (req: IncomingMessage): string | undefined => {
-  const header = req.headers["x-api-key"]
-  const apiKey = (Array.isArray(header) ? header.join(", ") : header)?.trim()
-  if (apiKey) return apiKey
-  const match = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization?.trim() ?? "")
-  return match && match[1]!.startsWith(KEY_PREFIX) ? match[1] : undefined
-}
 
 /**
  * A syntactically valid Host header (RFC 3986 host and optional port), or none (HTTP/1.0). RFC 9112
@@ -68,44 +68,8 @@ const validHost = (host: string | undefined) =>
 /** The base hand-offs are parsed against: the request's own path, never its Host header, names the route. */
 const HANDOFF_BASE = "http://aigw.internal"
 
-const TOO_LARGE = Symbol("too large")
 /** A request the lane handed to the Effect app (which counted and logged it). */
 const DELEGATED = Symbol("delegated")
-const GONE = Symbol("client gone")
-
-/** The body as text within `limit` bytes; TOO_LARGE when it is larger, GONE when the client left first. */
-const readBody = (req: IncomingMessage, limit: number): Promise<string | typeof TOO_LARGE | typeof GONE> =>
-  new Promise((resolve) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length
-      if (size > limit) {
-        req.removeAllListeners("data")
-        req.resume()
-        return resolve(TOO_LARGE)
-      }
-      chunks.push(chunk)
-    })
-    req.once("end", () => resolve(utf8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))))
-    // An aborted upload: nothing to answer (resolve is a no-op after "end").
-    req.once("error", () => resolve(GONE))
-    req.once("close", () => resolve(GONE))
-  })
-
-const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string>) => {
-  const text = JSON.stringify(body)
-  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-  res.end(text)
-}
-
-const sendError = (res: ServerResponse, envelope: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
-  const parts = errorParts(envelope, error, headers)
-  sendJson(res, parts.status, parts.body, parts.headers)
-}
-
-const sse = { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" }
-const frame = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`
 
 /** What the Effect app needs besides the request (for handing requests to it). */
 type AppServices = Exclude<
@@ -113,132 +77,25 @@ type AppServices = Exclude<
   HttpServerRequest.HttpServerRequest | Scope.Scope
 >
 
-/** The admitted call a lane route serves. */
-interface Admitted<B> {
-  readonly envelope: Envelope
-  readonly avatar: AvatarRecord
-  readonly body: B
-  readonly res: ServerResponse
-  /** The rate-limit headers every answer carries. */
-  readonly headers: Record<string, string>
-  /** The routing plan, made before admission. */
-  readonly planned: PlannedCall
-  /** The request id (RequestId.ts), sent upstream. */
-  readonly requestId: string
-}
-
-interface LaneRoute<B> {
-  readonly path: string
-  readonly envelope: Envelope
-  readonly decode: (json: unknown) => B | BadRequest
-  /** The call's input, or the refusal of its messages. */
-  readonly input: (body: B) => CompletionInput | BadRequest
-  /** Requests the lane leaves to the Effect route after reading them (Effect-only steps, acting for another avatar). */
-  readonly delegate?: (json: any, caller: AvatarRecord) => boolean
-  readonly serve: (call: Admitted<B>) => Promise<void>
-}
-
+/** The fast lane over the routes that declare a lane (by default the app's). */
 export const make = Effect.gen(function*() {
   const { limits, maxBodyBytes } = yield* GatewayConfig
   const metering = yield* Metering
   const quota = yield* Quota
-  const completions = yield* Completions
-  const calls = yield* ProviderCalls
+  const auth = yield* Auth
+  const services: LaneServices = { calls: yield* ProviderCalls, completions: yield* Completions, embeddings: yield* Embeddings }
   const { logRequests, metrics } = yield* observabilityOptions
   const runtime = yield* Effect.runtime<AppServices>()
   const run = Runtime.runPromise(runtime)
-  // The Effect app, for the few requests the lane reads but leaves to their route.
+  // The Effect app, for the requests the lane reads but leaves to their route.
   const app = HttpApp.toWebHandlerRuntime(runtime)(yield* makeApp)
+  const byPath = new Map(appRoutes.filter((r) => r.lane !== undefined && r.method === "POST").map((r) => [r.path, r]))
 
-  /** The upstream call of an admitted chat request (planned before admission); the answer is written by `answer`. */
-  const chatCall = async <B>(admitted: Admitted<B>, answer: (call: ChatCall) => Promise<void>) => {
-    const { avatar, envelope, headers, planned: { messages, request, targets }, requestId, res } = admitted
-    const controller = new AbortController()
-    res.once("close", () => {
-      if (!res.writableFinished) controller.abort(clientGone)
-    })
-    try {
-      await answer({ avatar, messages, targets, request, controller, requestId })
-    } catch (e) {
-      if (isGatewayError(e) && !res.headersSent) return sendError(res, envelope, e, headers)
-      throw e
-    }
-  }
-
-  /** Streams a call's chunks as SSE frames (`opening` first, `trailer` last). */
-  const streamAnswer = async (
-    res: ServerResponse,
-    headers: Record<string, string>,
-    call: ChatCall,
-    frames: (chunk: StreamChunk) => string,
-    opening = "",
-    trailer = ""
-  ) => {
-    const stream = await calls.openStream(call)
-    res.writeHead(200, { ...headers, ...sse })
-    if (opening !== "") res.write(opening)
-    await stream.run((chunks) => {
-      let out = ""
-      for (const chunk of chunks) out += frames(chunk)
-      if (out !== "") res.write(out)
-    })
-    res.end(trailer)
-  }
-
-  const openAiChat: LaneRoute<typeof ChatCompletionBody.Type> = {
-    path: "/openai/v1/chat/completions",
-    envelope: "openai",
-    decode: decoderNow(ChatCompletionBody, "request body"),
-    input: chatInputOf,
-    serve: (admitted) =>
-      chatCall(admitted, async (call) => {
-        const { body, headers, res } = admitted
-        const id = completionId()
-        if (!body.stream) return sendJson(res, 200, toChatCompletion(id, await calls.complete(call)), headers)
-        const { convert, opening } = toChunks(id, body.model, body.stream_options?.include_usage === true)
-        await streamAnswer(res, headers, call, (chunk) => convert(chunk).map(frame).join(""), frame(opening), "data: [DONE]\n\n")
-      })
-  }
-
-  // /v1/complete*: the gateway's own shapes. Avatar context, FAHRN, the braid and acting for another
-  // avatar (Admins) need Effect services: those requests go to the route.
-  const effectOnly = (json: any, caller: AvatarRecord) =>
-    typeof json === "object" && json !== null &&
-    (json.injectAvatarContext !== undefined || json.useFAHRN !== undefined || json.useHolonicBraid !== undefined ||
-      (json.avatarId !== undefined && json.avatarId !== caller.id))
-  type GatewayBody = typeof ToolResultBody.Type
-  const complete = (
-    path: string,
-    decode: (json: unknown) => GatewayBody | BadRequest,
-    check?: (body: GatewayBody) => BadRequest | undefined
-  ): LaneRoute<GatewayBody> => ({
-    path,
-    envelope: "gateway",
-    decode,
-    input: (body) => check?.(body) ?? inputOf(body),
-    delegate: effectOnly,
-    serve: (admitted) =>
-      chatCall(admitted, async (call) =>
-        sendJson(admitted.res, 200, successOf("gateway", await calls.complete(call), null), admitted.headers))
-  })
-  const routes: ReadonlyArray<LaneRoute<any>> = [
-    openAiChat,
-    complete("/v1/complete", decoderNow(CompleteBody, "request body")),
-    complete("/v1/complete/tool-result", decoderNow(ToolResultBody, "request body"), (body) =>
-      body.messages.some((m) => m.role === "tool")
-        ? undefined
-        : new BadRequest({ message: "messages must contain at least one role=tool message (use /v1/complete otherwise)" })),
-    {
-      path: "/v1/complete/stream",
-      envelope: "gateway",
-      decode: decoderNow(CompleteBody, "request body"),
-      input: inputOf,
-      delegate: effectOnly,
-      serve: (admitted) =>
-        chatCall(admitted, (call) => streamAnswer(admitted.res, admitted.headers, call, frame))
-    }
-  ]
-  const byPath = new Map(routes.map((r) => [r.path, r]))
+  /** The caller of a key or JWT (Auth's rules), or undefined for credentials that do not hold. */
+  const callerOf = (req: IncomingMessage, secret: string | undefined): Promise<AvatarRecord | undefined> =>
+    secret !== undefined
+      ? metering.avatarOfKey(sha256(secret))
+      : run(Effect.match(auth.resolve(credentialsOf(req.headers)), { onFailure: () => undefined, onSuccess: (a) => a._tag === "Some" ? a.value : undefined }))
 
   /**
    * Hands a request whose body the lane already read to the Effect app (with the lane's request id
@@ -262,44 +119,64 @@ export const make = Effect.gen(function*() {
     return DELEGATED
   }
 
-  const serve = async (req: IncomingMessage, res: ServerResponse, apiKey: string, route: LaneRoute<any>, requestId: string): Promise<unknown> => {
-    if (!validHost(req.headers.host)) return sendError(res, route.envelope, new BadRequest({ message: "Invalid Host header." }))
-    // The order of the route: credentials, body, admission, then the call.
-    const caller = await metering.avatarOfKey(sha256(apiKey))
-    if (caller === undefined) return sendError(res, route.envelope, new Unauthorized({ message: INVALID }))
-    if (declaresTooLarge(req.headers, maxBodyBytes)) return sendError(res, route.envelope, tooLargeError(maxBodyBytes))
-    const text = await readBody(req, maxBodyBytes)
-    if (text === GONE) return
-    if (text === TOO_LARGE) return sendError(res, route.envelope, tooLargeError(maxBodyBytes))
-    const json = parseJsonBody(text, limits.maxJsonDepth)
-    if (json instanceof BadRequest) return sendError(res, route.envelope, json)
-    if (route.delegate?.(json, caller)) return delegate(req, res, text)
-    const body = route.decode(json)
-    if (body instanceof BadRequest) return sendError(res, route.envelope, body)
-
-    const avatar = caller // acting for another avatar was delegated above
-    const now = Date.now()
-    const day = utcDay(now)
-    const limit = quota.limitOf(avatar.plan, avatar.karmaTotal)
-    /** A refusal with the day's rate-limit headers. */
-    const refuse = async (error: GatewayError) =>
-      sendError(res, route.envelope, error, headersOf(quotaState(avatar, limit, await metering.callsOn(avatar.id, day), now)))
-    // Validation before admission (as Route.ts's `check`): a refused request costs no quota.
-    const input = route.input(body)
-    if (input instanceof BadRequest) return refuse(input)
-    const planned = completions.plan(avatar, input, input.messages)
-    if (!Array.isArray(planned.targets)) return refuse(planned.targets as GatewayError)
-    const used = await metering.admit(avatar.id, day, limit, 1)
-    if (used === undefined) return refuse(quotaExceeded(limit, avatar.plan, 1, now))
-    return route.serve({
-      envelope: route.envelope,
-      avatar,
-      body,
-      res,
-      headers: headersOf(quotaState(avatar, limit, used, now)),
-      planned: planned as PlannedCall,
-      requestId
+  /** The lane call of an admitted request: its abort follows the client, its SSE writer answers on `res`. */
+  const laneCall = (avatar: AvatarRecord, requestId: string, res: ServerResponse, headers: Record<string, string>): LaneCall => {
+    const controller = new AbortController()
+    res.once("close", () => {
+      if (!res.writableFinished) controller.abort(clientGone)
     })
+    return {
+      avatar,
+      controller,
+      requestId,
+      call: (targets) => ({ avatar, targets, controller, requestId }),
+      stream: async (stream, frames, opening = "", trailer = "") => {
+        res.writeHead(200, { ...headers, ...SSE_HEADERS })
+        if (opening !== "") res.write(opening)
+        await stream.run((chunks) => {
+          let out = ""
+          for (const chunk of chunks) out += frames(chunk)
+          if (out !== "") res.write(out)
+        })
+        res.end(trailer)
+        return STREAMED
+      }
+    }
+  }
+
+  const serve = async (req: IncomingMessage, res: ServerResponse, route: Route, secret: string | undefined, requestId: string): Promise<unknown> => {
+    const { envelope } = route
+    if (!validHost(req.headers.host)) return sendError(res, envelope, new BadRequest({ message: "Invalid Host header." }))
+    // The order of the route: credentials, body, admission, then the call.
+    const caller = await callerOf(req, secret)
+    if (caller === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
+    if (declaresTooLarge(req.headers, maxBodyBytes)) return sendError(res, envelope, tooLargeError(maxBodyBytes))
+    // A client that leaves mid-upload: nothing to answer.
+    const text = await readLimitedText(req, maxBodyBytes).catch(() => undefined)
+    if (text === undefined) return
+    if (text === TOO_LARGE) return sendError(res, envelope, tooLargeError(maxBodyBytes))
+    const json = parseJsonBody(text, limits.maxJsonDepth)
+    if (json instanceof BadRequest) return sendError(res, envelope, json)
+    const body = route.decode!(json)
+    if (body instanceof BadRequest) return sendError(res, envelope, body)
+    // Acting for another avatar (Admins) is the route's.
+    const actingFor = route.avatarIdOf?.(body)
+    if (actingFor !== undefined && actingFor !== caller.id) return delegate(req, res, text)
+    // Validation before admission (as Route.ts's `check`): a refused request costs no quota.
+    const plan = route.lane!.plan(services, caller, body)
+    if (plan === undefined) return delegate(req, res, text)
+    const refuse = async (error: GatewayError) => sendError(res, envelope, error, headersOf(await quota.peek(caller)))
+    if (typeof plan !== "function") return refuse(plan)
+    const admitted = await quota.admit(caller, route.meteredCalls(body))
+    if (admitted instanceof QuotaExceeded) return refuse(admitted)
+    const headers = headersOf(admitted)
+    try {
+      const answer = await plan(laneCall(caller, requestId, res, headers))
+      if (answer !== STREAMED) sendJson(res, 200, successBody(envelope, answer), headers)
+    } catch (e) {
+      if (isGatewayError(e) && !res.headersSent) return sendError(res, envelope, e, headers)
+      throw e
+    }
   }
 
   const handle = (req: IncomingMessage, res: ServerResponse): boolean => {
@@ -308,8 +185,9 @@ export const make = Effect.gen(function*() {
     const query = url.indexOf("?")
     const route = byPath.get(query === -1 ? url : url.slice(0, query))
     if (route === undefined) return false
-    const apiKey = apiKeyOf(req)
-    if (apiKey === undefined) return false
+    // Missing or malformed credentials are the route's to refuse.
+    const credentials = presented(credentialsOf(req.headers))
+    if (credentials._tag !== "ApiKey" && credentials._tag !== "Jwt") return false
     const started = performance.now()
     // The request id (RequestId.ts): on every answer, and in the headers a hand-off passes on.
     const requestId = RequestId.fromHeader(req.headers[RequestId.HEADER])
@@ -320,7 +198,7 @@ export const make = Effect.gen(function*() {
       if (metrics) Metrics.recordRequest(route.path, "POST", res.statusCode, ms / 1000)
       if (logRequests) void run(accessLogLine(requestId, "POST", route.path, route.path, res.statusCode, ms))
     }
-    serve(req, res, apiKey, route, requestId).then(
+    serve(req, res, route, credentials._tag === "ApiKey" ? credentials.secret : undefined, requestId).then(
       (outcome) => {
         if (outcome !== DELEGATED) done()
       },
@@ -328,7 +206,7 @@ export const make = Effect.gen(function*() {
         // As Route.ts's last resort: log the cause, answer a generic 500 envelope (or cut a started stream).
         void run(Effect.logError("unexpected failure", e).pipe(Effect.annotateLogs("requestId", requestId)))
         if (res.headersSent) res.destroy()
-        else sendJson(res, 500, errorBody(route.envelope, { _tag: "Internal", message: "Internal server error." }), {})
+        else sendJson(res, 500, internalErrorBody(route.envelope), {})
         done()
       }
     )

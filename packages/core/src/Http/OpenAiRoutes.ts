@@ -8,7 +8,10 @@ import { type CompletionResult, Completions, type StreamChunk } from "../Capabil
 import { Catalog } from "../Catalog/Catalog.ts"
 import { BadRequest } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { Content, inputOf, MAX_CONTENT, MaxTokens, openStream, sseFrame, Temperature, type ToolResultBody, Tools, WireToolCall } from "./CompletionRoutes.ts"
+import { Content, inputOf, MAX_CONTENT, MaxTokens, openStream, Temperature, type ToolResultBody, Tools, WireToolCall } from "./CompletionRoutes.ts"
+import type { RoutingError } from "../Routing.ts"
+import { SSE_DONE, sseFrame } from "./Edge.ts"
+import type { Lane } from "./Lane.ts"
 import { authed } from "./Route.ts"
 import { ChatCompletion, OpenAiModelList } from "./ResponseSchemas.ts"
 
@@ -158,8 +161,6 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
   return { opening, convert }
 }
 
-const encoder = new TextEncoder()
-
 /** A fresh completion id in OpenAI's format. */
 export const completionId = () => `chatcmpl-${crypto.randomUUID().replace(/-/g, "")}`
 
@@ -173,10 +174,30 @@ const chat = (avatar: AvatarRecord, body: ChatCompletionBody) =>
     const { convert, opening } = toChunks(id, body.model, body.stream_options?.include_usage === true)
     return yield* openStream(
       Effect.map(completions.stream(avatar, input), (chunks) => Stream.concat(Stream.make(opening), Stream.mapConcat(chunks, convert))),
-      (chunk) => sseFrame(chunk),
-      encoder.encode("data: [DONE]\n\n")
+      sseFrame,
+      SSE_DONE
     )
   })
+
+/** The fast-lane plan of Chat Completions (Lane.ts): the same input, routing and answer shapes as `chat`. */
+const chatLane: Lane<ChatCompletionBody> = {
+  plan: ({ calls, completions }, avatar, body) => {
+    const input = chatInputOf(body)
+    if (input instanceof BadRequest) return input
+    const { messages, request, targets } = completions.plan(avatar, input, input.messages)
+    if (!Array.isArray(targets)) return targets as RoutingError
+    const id = completionId()
+    if (!body.stream) return async (lane) => toChatCompletion(id, await calls.complete({ ...lane.call(targets), messages, request }))
+    const { convert, opening } = toChunks(id, body.model, body.stream_options?.include_usage === true)
+    return async (lane) =>
+      lane.stream(
+        await calls.openStream({ ...lane.call(targets), messages, request }),
+        (chunk) => convert(chunk).map(sseFrame).join(""),
+        sseFrame(opening),
+        SSE_DONE
+      )
+  }
+}
 
 export const openAiRoutes = [
   authed({
@@ -194,7 +215,8 @@ export const openAiRoutes = [
         const input = chatInputOf(body)
         return input instanceof BadRequest ? Effect.fail(input) : Effect.flatMap(Completions, (c) => c.check(avatar, input))
       }),
-    handle: ({ avatar, body }) => chat(avatar, body)
+    handle: ({ avatar, body }) => chat(avatar, body),
+    lane: chatLane
   }),
   authed({
     method: "GET",

@@ -9,20 +9,30 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Effect, Option, ParseResult, Schema } from "effect"
 import type { ParseOptions } from "effect/SchemaAST"
 import { Auth } from "../Accounts/Auth.ts"
-import { type EnvelopeKind, failureOf, successOf } from "../Envelope.ts"
-import { BadRequest, type GatewayError, isGatewayError, PayloadTooLarge, statusOf } from "../Errors.ts"
+import { BadRequest, type GatewayError, isGatewayError } from "../Errors.ts"
 import { GatewayConfig } from "../Config.ts"
-import { headersOf, Quota, type QuotaState } from "../Quota.ts"
+import { admitted, headersOf, Quota, type QuotaState } from "../Quota.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { quotaRefusals } from "../Metrics.ts"
+import type { Lane } from "./Lane.ts"
 import { markRoute } from "./Observability.ts"
 import { jsonTextProblem, NUL_PROBLEM } from "../JsonText.ts"
+import {
+  credentialsOf,
+  declaresTooLarge,
+  type Envelope,
+  errorParts,
+  internalErrorBody,
+  parseJsonBody,
+  readLimited,
+  successBody,
+  TOO_LARGE,
+  tooLargeError
+} from "./Edge.ts"
 
-export { jsonTextProblem }
+export { jsonTextProblem, parseJsonBody }
+export type { Envelope }
 
 export type Method = "GET" | "POST" | "PUT" | "DELETE"
-
-export type Envelope = EnvelopeKind | "none" | "openai"
 
 /** A handler's answer with an explicit message (and optionally status / headers). */
 export class Reply<A> {
@@ -81,6 +91,8 @@ export interface AuthedSpec<B, Q, R, RC = never> extends Common<B, Q> {
    * so a refused request costs no quota (docs/quota.md).
    */
   readonly check?: (input: Input<B, Q> & { readonly caller: AvatarRecord; readonly avatar: AvatarRecord }) => Effect.Effect<void, GatewayError, RC>
+  /** Served on the node host's fast lane too (Lane.ts, FastLane.ts): same contract, plain functions. */
+  readonly lane?: Lane<B>
   readonly handle: (
     input: Input<B, Q> & {
       readonly caller: AvatarRecord
@@ -105,6 +117,13 @@ export interface Route<R = any> {
   readonly body: Option.Option<Schema.Schema.Any>
   readonly query: Option.Option<Schema.Schema.Any>
   readonly rawBody: boolean
+  /** The body decoder (JSON routes). */
+  readonly decode: ((json: unknown) => unknown) | undefined
+  /** The avatar a request acts for, when the route lets an Admin name one. */
+  readonly avatarIdOf: ((body: any) => string | undefined) | undefined
+  /** How many calls a request counts for. */
+  readonly meteredCalls: (body: any) => number
+  readonly lane: Lane<any> | undefined
   readonly run: Effect.Effect<
     HttpServerResponse.HttpServerResponse,
     never,
@@ -133,49 +152,31 @@ export const decoderNow = <A>(schema: Schema.Schema<A, any, never>, what: string
 const asEffect = <A>(decoded: A | BadRequest): Effect.Effect<A, BadRequest> =>
   decoded instanceof BadRequest ? Effect.fail(decoded) : Effect.succeed(decoded)
 
-/** The 413 error of a body above `maxBodyBytes`. */
-export const tooLargeError = (maxBodyBytes: number) =>
-  new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
-
-/** A declared Content-Length above the limit: refused before reading a byte. */
-export const declaresTooLarge = (headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>, maxBodyBytes: number) =>
-  Number(headers["content-length"] ?? "0") > maxBodyBytes
-
-/** A JSON body's text -> value, or the 400 error of an empty, too deep, NUL-carrying or malformed body. */
-export const parseJsonBody = (text: string, maxDepth: number): unknown | BadRequest => {
-  if (text.trim() === "") return new BadRequest({ message: "Request body is required (JSON)." })
-  const problem = jsonTextProblem(text, maxDepth)
-  if (problem !== undefined) return new BadRequest({ message: `Invalid request body: ${problem}` })
-  try {
-    return JSON.parse(text) as unknown
-  } catch (e) {
-    return new BadRequest({ message: `Malformed JSON body: ${(e as Error).message}` })
-  }
+/** The body source of a platform request: the node request itself, or a web request's stream. */
+const sourceOf = (request: HttpServerRequest.HttpServerRequest): AsyncIterable<Uint8Array> | null => {
+  const source = request.source as { readonly body?: ReadableStream<Uint8Array> | null } | AsyncIterable<Uint8Array>
+  return Symbol.asyncIterator in source ? source : (source.body ?? null) as AsyncIterable<Uint8Array> | null
 }
 
 /**
- * Reads the body with `read` within the configured size limit: a declared or actual size above
- * it is a 413 envelope (the error is built only when needed: it captures a stack trace).
+ * The body's bytes within the configured size limit (Edge.readLimited): a declared or actual size
+ * above it is a 413 envelope; a client that leaves mid-upload is a 400.
  */
-const readBounded = <A>(
-  read: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<A, unknown>,
-  size: (body: A) => number
-) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const { maxBodyBytes } = yield* GatewayConfig
-    const tooLarge = () => tooLargeError(maxBodyBytes)
-    if (declaresTooLarge(request.headers, maxBodyBytes)) return yield* Effect.fail(tooLarge())
-    const body = yield* read(request).pipe(
-      Effect.provideService(HttpServerRequest.MaxBodySize, Option.some(maxBodyBytes as any)),
-      Effect.mapError(tooLarge)
-    )
-    if (size(body) > maxBodyBytes) return yield* Effect.fail(tooLarge())
-    return body
+const readBytes = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const { maxBodyBytes } = yield* GatewayConfig
+  if (declaresTooLarge(request.headers, maxBodyBytes)) return yield* Effect.fail(tooLargeError(maxBodyBytes))
+  const bytes = yield* Effect.tryPromise({
+    try: () => readLimited(sourceOf(request), maxBodyBytes),
+    catch: () => new BadRequest({ message: "The request body could not be read." })
   })
+  return bytes === TOO_LARGE ? yield* Effect.fail(tooLargeError(maxBodyBytes)) : bytes
+})
+
+const utf8 = new TextDecoder()
 
 /** The body as text within the configured size limit (the Effect routes and /mcp). */
-export const readText = readBounded((r) => r.text, (t) => Buffer.byteLength(t))
+export const readText = Effect.map(readBytes, (bytes) => utf8.decode(bytes))
 
 /** Reads and parses a JSON body within the configured size, depth and NUL limits. */
 export const readJson = Effect.gen(function*() {
@@ -195,45 +196,15 @@ export const readForm = Effect.gen(function*() {
   if (!contentType.startsWith("multipart/form-data")) {
     return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data." }))
   }
-  const bytes = yield* readBounded((r) => r.arrayBuffer, (b) => b.byteLength)
+  const bytes = yield* readBytes
   return yield* Effect.tryPromise({
-    try: () => new Response(bytes, { headers: { "content-type": contentType } }).formData(),
+    try: () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData(),
     catch: () => new BadRequest({ message: "Malformed multipart/form-data body." })
   })
 })
 
 const json = (status: number, body: unknown, headers: Record<string, string>) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
-
-/** OpenAI's error `type` for each of our error kinds (invalid_request_error otherwise). */
-const openAiErrorType: Partial<Record<GatewayError["_tag"], string>> = {
-  Unauthorized: "authentication_error",
-  Forbidden: "permission_error",
-  NotFound: "not_found_error",
-  QuotaExceeded: "rate_limit_error",
-  TooManyRequests: "rate_limit_error",
-  Busy: "server_error",
-  UpstreamFailed: "api_error",
-  UpstreamTimeout: "api_error"
-}
-
-export const errorBody = (kind: Envelope, error: { readonly _tag: string; readonly message: string }) =>
-  kind === "openai"
-    ? { error: { message: error.message, type: openAiErrorType[error._tag as GatewayError["_tag"]] ?? "invalid_request_error", code: error._tag } }
-    : failureOf(kind === "none" ? "gateway" : kind, error.message)
-
-/** A typed failure as the status, envelope body and headers of the route's API. */
-export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
-  let status = statusOf(error)
-  // Counted here: the one place the Effect routes and the fast lane turn a refusal into an answer.
-  if (error._tag === "QuotaExceeded") quotaRefusals.inc()
-  // The avatar API answers business rejections with 200 + isError, as its spec describes.
-  if (kind === "avatar" && (error._tag === "Rejected" || error._tag === "Conflict")) status = 200
-  const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests" || error._tag === "Busy"
-    ? { "retry-after": String(error.retryAfterSeconds) }
-    : {}
-  return { status, body: errorBody(kind, error), headers: { ...headers, ...extra } }
-}
 
 /** Turns a typed failure into the envelope response of the route's API. */
 export const errorResponse = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
@@ -244,17 +215,13 @@ export const errorResponse = (kind: Envelope, error: GatewayError, headers: Reco
 /** The last resort: log the cause, answer a generic 500 envelope. */
 export const defectResponse = (kind: Envelope, cause: Cause.Cause<unknown>) =>
   Effect.logError("unexpected failure", cause).pipe(
-    Effect.as(json(500, errorBody(kind, { _tag: "Internal", message: "Internal server error." }), {}))
+    Effect.as(json(500, internalErrorBody(kind), {}))
   )
 
 const respond = (kind: Envelope, output: Output, headers: Record<string, string>) => {
   if (HttpServerResponse.isServerResponse(output)) return HttpServerResponse.setHeaders(output, headers)
-  const raw = kind === "none" || kind === "openai"
-  if (output instanceof Reply) {
-    const body = raw ? output.result : successOf(kind, output.result, output.message)
-    return json(output.status, body, { ...headers, ...output.headers })
-  }
-  return json(200, raw ? output : successOf(kind, output, null), headers)
+  if (output instanceof Reply) return json(output.status, successBody(kind, output.result, output.message), { ...headers, ...output.headers })
+  return json(200, successBody(kind, output, null), headers)
 }
 
 const hasNul = (values: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>): boolean => {
@@ -270,6 +237,7 @@ const make = <B, Q, R>(
     readonly avatarIdOf?: ((body: B) => string | undefined) | undefined
     readonly meteredCalls?: ((body: B) => number) | undefined
     readonly check?: ((input: any) => Effect.Effect<void, GatewayError, R>) | undefined
+    readonly lane?: Lane<B> | undefined
   },
   auth: "required" | "optional",
   metered: boolean,
@@ -279,6 +247,7 @@ const make = <B, Q, R>(
   // Decoders built once per route, not per request.
   const decodeQuery = spec.query ? decoderNow(spec.query, "query") : undefined
   const decodeBody = spec.body && !spec.rawBody ? decoderNow(spec.body, "request body") : undefined
+  const meteredCalls = (body: B) => (spec.meteredCalls ? spec.meteredCalls(body) : 1)
   const run = Effect.suspend(() => {
     // Rate-limit headers go on every answer to an authenticated caller, errors included.
     const out = { headers: {} as Record<string, string> }
@@ -288,7 +257,7 @@ const make = <B, Q, R>(
       const request = yield* HttpServerRequest.HttpServerRequest
       const authService = yield* Auth
       const quota = yield* Quota
-      const credentials = { authorization: request.headers["authorization"], apiKey: request.headers["x-api-key"] }
+      const credentials = credentialsOf(request.headers)
       const caller = auth === "required"
         ? Option.some(yield* authService.require(credentials))
         // Open endpoints ignore stale or foreign credentials instead of refusing the call.
@@ -308,12 +277,12 @@ const make = <B, Q, R>(
         avatar = spec.avatarIdOf ? yield* authService.actingAs(caller.value, spec.avatarIdOf(body)) : caller.value
         const charged = avatar
         // A refused request still answers with the day's rate-limit headers.
-        const withHeaders = Effect.tapError(() => Effect.map(quota.peek(charged), (s) => (out.headers = headersOf(s))))
+        const withHeaders = Effect.tapError(() => Effect.map(Effect.promise(() => quota.peek(charged)), (s) => (out.headers = headersOf(s))))
         // Validation before admission: a refused request costs no quota.
         if (spec.check) yield* spec.check({ body, query, params, request, form, caller: caller.value, avatar }).pipe(withHeaders)
         state = metered
-          ? yield* quota.admit(charged, spec.meteredCalls ? spec.meteredCalls(body) : 1).pipe(withHeaders)
-          : yield* quota.peek(charged)
+          ? yield* admitted(() => quota.admit(charged, meteredCalls(body))).pipe(withHeaders)
+          : yield* Effect.promise(() => quota.peek(charged))
         out.headers = headersOf(state)
       }
       const output = yield* handle({
@@ -342,6 +311,10 @@ const make = <B, Q, R>(
     body: Option.fromNullable(spec.body as Schema.Schema.Any | undefined),
     query: Option.fromNullable(spec.query as Schema.Schema.Any | undefined),
     rawBody: spec.rawBody ?? false,
+    decode: decodeBody,
+    avatarIdOf: spec.avatarIdOf,
+    meteredCalls,
+    lane: spec.lane,
     run
   }
 }

@@ -29,10 +29,11 @@ import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
 import { type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
+import { credentialsOf } from "../Http/Edge.ts"
 import { describeParseError, jsonTextProblem, readText } from "../Http/Route.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
-import { Quota } from "../Quota.ts"
+import { admitted, Quota } from "../Quota.ts"
 import { quotaRefusals } from "../Metrics.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { layerHandlers, makeAdmissionChecks } from "./Handlers.ts"
@@ -185,7 +186,7 @@ export const registerToolkit = Effect.gen(function*() {
         if (Either.isLeft(params)) return errorResult("BadRequest", `Invalid arguments for ${name}: ${params.left}`)
         if (metered && Option.isSome(avatar)) {
           if (admissionCheck) yield* admissionCheck(avatar.value, params.right)
-          yield* quota.admit(avatar.value)
+          yield* admitted(() => quota.admit(avatar.value))
         }
         const handled = built.handle(name as never, args as never) as Effect.Effect<Tool.HandlerResult<any>, unknown, CurrentAvatar>
         const result = yield* (Option.isSome(avatar) ? Effect.provideService(handled, CurrentAvatar, avatar.value) : handled) as Effect.Effect<
@@ -276,8 +277,7 @@ export const layerHttp = Layer.unwrapScoped(
           allow: "POST"
         })
       }
-      const credentials = { authorization: request.headers["authorization"], apiKey: request.headers["x-api-key"] }
-      const caller = yield* Effect.either(auth.resolve(credentials))
+      const caller = yield* Effect.either(auth.resolve(credentialsOf(request.headers)))
       if (caller._tag === "Left") {
         return jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer error="invalid_token"' })
       }

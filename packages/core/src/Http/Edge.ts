@@ -1,0 +1,152 @@
+/**
+ * The HTTP edge as plain functions, shared by the Effect routes (Route.ts), the node host's fast
+ * lane (FastLane.ts), /mcp (Mcp/Server.ts) and the Lambda adapter: reading credentials, the bounded
+ * body reader and its 413, JSON body checks, error envelopes and SSE framing. Each behaviour is
+ * written here once; the callers only differ in how they hand a request in and an answer out.
+ */
+import type { ServerResponse } from "node:http"
+import type { Credentials } from "../Accounts/Auth.ts"
+import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
+import { failureOf, successOf } from "../Envelope.ts"
+import { BadRequest, type GatewayError, PayloadTooLarge, statusOf } from "../Errors.ts"
+import { jsonTextProblem } from "../JsonText.ts"
+import { quotaRefusals } from "../Metrics.ts"
+
+export type EnvelopeKind = "gateway" | "avatar"
+
+/** The envelope of an API: the gateway's or the avatar API's; "none" for raw answers; "openai" for raw answers with OpenAI-shaped errors. */
+export type Envelope = EnvelopeKind | "none" | "openai"
+
+type HeaderValue = string | ReadonlyArray<string> | undefined
+export type RequestHeaders = Readonly<Record<string, HeaderValue>>
+
+const single = (value: HeaderValue): string | undefined => (typeof value === "string" || value === undefined ? value : value.join(", "))
+
+/** The credential headers of a request (Authorization, X-Api-Key). */
+export const credentialsOf = (headers: RequestHeaders): Credentials => ({
+  authorization: single(headers["authorization"]),
+  apiKey: single(headers["x-api-key"])
+})
+
+/** What a request's credentials are, before anything is looked up: X-Api-Key wins over Authorization. */
+export type Presented =
+  | { readonly _tag: "None" }
+  | { readonly _tag: "Malformed" }
+  | { readonly _tag: "ApiKey"; readonly secret: string }
+  | { readonly _tag: "Jwt"; readonly token: string }
+
+export const presented = (c: Credentials): Presented => {
+  const apiKey = c.apiKey?.trim()
+  if (apiKey) return { _tag: "ApiKey", secret: apiKey }
+  const auth = c.authorization?.trim()
+  if (!auth) return { _tag: "None" }
+  const match = /^Bearer\s+(\S+)$/i.exec(auth)
+  if (!match) return { _tag: "Malformed" }
+  const token = match[1]!
+  return token.startsWith(KEY_PREFIX) ? { _tag: "ApiKey", secret: token } : { _tag: "Jwt", token }
+}
+
+/** The 413 error of a body above `maxBodyBytes`. */
+export const tooLargeError = (maxBodyBytes: number) =>
+  new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
+
+/** A declared Content-Length above the limit: refused before reading a byte. */
+export const declaresTooLarge = (headers: RequestHeaders, maxBodyBytes: number) =>
+  Number(headers["content-length"] ?? "0") > maxBodyBytes
+
+export const TOO_LARGE: unique symbol = Symbol("too large")
+
+/**
+ * A body's bytes, read until `limit`: TOO_LARGE as soon as it is larger (the rest is not kept).
+ * `source` is a node request or a web stream. A client that leaves mid-upload rejects.
+ */
+export const readLimited = async (source: AsyncIterable<Uint8Array> | null, limit: number): Promise<Uint8Array | typeof TOO_LARGE> => {
+  if (source === null) return new Uint8Array(0)
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for await (const chunk of source) {
+    size += chunk.byteLength
+    if (size > limit) return TOO_LARGE
+    chunks.push(chunk)
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+}
+
+const utf8 = new TextDecoder()
+
+/** `readLimited` as text (UTF-8). */
+export const readLimitedText = async (source: AsyncIterable<Uint8Array> | null, limit: number): Promise<string | typeof TOO_LARGE> => {
+  const bytes = await readLimited(source, limit)
+  return bytes === TOO_LARGE ? bytes : utf8.decode(bytes)
+}
+
+/** A JSON body's text -> value, or the 400 error of an empty, too deep, NUL-carrying or malformed body. */
+export const parseJsonBody = (text: string, maxDepth: number): unknown | BadRequest => {
+  if (text.trim() === "") return new BadRequest({ message: "Request body is required (JSON)." })
+  const problem = jsonTextProblem(text, maxDepth)
+  if (problem !== undefined) return new BadRequest({ message: `Invalid request body: ${problem}` })
+  try {
+    return JSON.parse(text) as unknown
+  } catch (e) {
+    return new BadRequest({ message: `Malformed JSON body: ${(e as Error).message}` })
+  }
+}
+
+/** The body of a successful answer: the result as it is (raw APIs) or in the API's envelope. */
+export const successBody = (kind: Envelope, result: unknown, message: string | null = null) =>
+  kind === "none" || kind === "openai" ? result : successOf(kind, result, message)
+
+/** OpenAI's error `type` for each of our error kinds (invalid_request_error otherwise). */
+const openAiErrorType: Partial<Record<GatewayError["_tag"], string>> = {
+  Unauthorized: "authentication_error",
+  Forbidden: "permission_error",
+  NotFound: "not_found_error",
+  QuotaExceeded: "rate_limit_error",
+  TooManyRequests: "rate_limit_error",
+  Busy: "server_error",
+  UpstreamFailed: "api_error",
+  UpstreamTimeout: "api_error"
+}
+
+export const errorBody = (kind: Envelope, error: { readonly _tag: string; readonly message: string }) =>
+  kind === "openai"
+    ? { error: { message: error.message, type: openAiErrorType[error._tag as GatewayError["_tag"]] ?? "invalid_request_error", code: error._tag } }
+    : failureOf(kind === "none" ? "gateway" : kind, error.message)
+
+/** A typed failure as the status, envelope body and headers of the route's API. */
+export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
+  let status = statusOf(error)
+  // Counted here: the one place every edge turns a refusal into an answer.
+  if (error._tag === "QuotaExceeded") quotaRefusals.inc()
+  // The avatar API answers business rejections with 200 + isError, as its spec describes.
+  if (kind === "avatar" && (error._tag === "Rejected" || error._tag === "Conflict")) status = 200
+  const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests" || error._tag === "Busy"
+    ? { "retry-after": String(error.retryAfterSeconds) }
+    : {}
+  return { status, body: errorBody(kind, error), headers: { ...headers, ...extra } }
+}
+
+/** The generic 500 body of an unexpected failure (its cause is logged, never sent). */
+export const internalErrorBody = (kind: Envelope) => errorBody(kind, { _tag: "Internal", message: "Internal server error." })
+
+/** The response headers of an SSE answer. */
+export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" } as const
+
+/** One SSE event carrying `value` as JSON. */
+export const sseFrame = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`
+
+/** The last event of an OpenAI stream. */
+export const SSE_DONE = "data: [DONE]\n\n"
+
+/** Writes a JSON answer on a node response. */
+export const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string>) => {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+  res.end(text)
+}
+
+/** Writes a typed failure as the envelope answer of the route's API on a node response. */
+export const sendError = (res: ServerResponse, envelope: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
+  const parts = errorParts(envelope, error, headers)
+  sendJson(res, parts.status, parts.body, parts.headers)
+}
