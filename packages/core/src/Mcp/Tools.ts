@@ -146,50 +146,25 @@ const readOnly = <T extends Tool.Tool<any, any, any>>(tool: T, title: string): T
     .annotate(Tool.Idempotent, true)
     .annotate(Tool.OpenWorld, false) as T
 
-export const Complete = Tool.make("gateway_complete", {
-  description:
-    "Chat completion through the gateway. With provider/model auto the gateway picks the best-fit configured model for the caller's plan and falls back on upstream failures. Returns the reply (content), tool calls, finish reason, token usage, cost in USD and the provider/model used. Counts against the daily quota.",
-  parameters: CompleteParams,
-  success: Schema.Unknown,
-  failure: ToolFailure,
-  dependencies: [CurrentAvatar]
-}).pipe(
-  (t) => t.annotate(Metered, true),
-  (t) => t.annotate(Tool.Title, "Chat completion"),
-  (t) => t.annotate(Tool.Readonly, false),
-  (t) => t.annotate(Tool.Destructive, false),
-  (t) => t.annotate(Tool.Idempotent, false),
-  (t) => t.annotate(Tool.OpenWorld, true)
-)
-
-export const Embed = Tool.make("gateway_embed", {
-  description:
-    "Embed texts with an embedding model. With provider/model auto the gateway picks the best-fit configured embedding model for the caller's plan. Returns one vector per text (in order), the dimensions, token usage, cost in USD and the provider/model used. Counts against the daily quota.",
-  parameters: EmbeddingsBody.fields,
-  success: Schema.Unknown,
-  failure: ToolFailure,
-  dependencies: [CurrentAvatar]
-}).pipe(
-  (t) => t.annotate(Metered, true),
-  (t) => t.annotate(Tool.Title, "Embeddings"),
-  (t) => t.annotate(Tool.Readonly, true),
-  (t) => t.annotate(Tool.Destructive, false),
-  (t) => t.annotate(Tool.Idempotent, true),
-  (t) => t.annotate(Tool.OpenWorld, true)
-)
-
-/** A capability tool: counts against the quota like its HTTP endpoint. */
-const capability = <T extends Tool.Tool<any, any, any>>(tool: T, title: string): T =>
+/**
+ * A capability tool: counts against the quota like its HTTP endpoint. `readsOnly` marks one that
+ * changes nothing, so a client may repeat it (embeddings: the same texts give the same vectors).
+ */
+const capability = <T extends Tool.Tool<any, any, any>>(tool: T, title: string, readsOnly = false): T =>
   tool
     .annotate(Metered, true)
     .annotate(Tool.Title, title)
-    .annotate(Tool.Readonly, false)
+    .annotate(Tool.Readonly, readsOnly)
     .annotate(Tool.Destructive, false)
-    .annotate(Tool.Idempotent, false)
+    .annotate(Tool.Idempotent, readsOnly)
     .annotate(Tool.OpenWorld, true) as T
 
-const capabilityTool = <const N extends string, F extends Schema.Struct.Fields>(name: N, title: string, description: string, parameters: F) =>
-  capability(Tool.make(name, { description, parameters, success: Schema.Unknown, failure: ToolFailure, dependencies: [CurrentAvatar] }), title)
+const capabilityTool = <const N extends string, F extends Schema.Struct.Fields>(name: N, title: string, description: string, parameters: F, readsOnly = false) =>
+  capability(Tool.make(name, { description, parameters, success: Schema.Unknown, failure: ToolFailure, dependencies: [CurrentAvatar] }), title, readsOnly)
+
+export const Complete = capabilityTool("gateway_complete", "Chat completion", "Chat completion through the gateway. With provider/model auto the gateway picks the best-fit configured model for the caller's plan and falls back on upstream failures. Returns the reply (content), tool calls, finish reason, token usage, cost in USD and the provider/model used. Counts against the daily quota.", CompleteParams)
+
+export const Embed = capabilityTool("gateway_embed", "Embeddings", "Embed texts with an embedding model. With provider/model auto the gateway picks the best-fit configured embedding model for the caller's plan. Returns one vector per text (in order), the dimensions, token usage, cost in USD and the provider/model used. Counts against the daily quota.", EmbeddingsBody.fields, true)
 
 export const GenerateImage = capabilityTool(
   "gateway_generate_image",
