@@ -114,8 +114,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       updated_at BIGINT NOT NULL,
       completed_at BIGINT
     );
-    CREATE INDEX jobs_due ON jobs (status, next_run_at);
-    CREATE INDEX jobs_avatar ON jobs (avatar_id);
     CREATE TABLE webhook_deliveries (
       id TEXT PRIMARY KEY,
       job_id TEXT NOT NULL,
@@ -130,8 +128,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       delivered_at BIGINT,
       last_error TEXT
     );
-    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
-    CREATE INDEX webhook_deliveries_job ON webhook_deliveries (job_id);
     CREATE TABLE webhook_attempts (
       id TEXT PRIMARY KEY,
       delivery_id TEXT NOT NULL,
@@ -140,6 +136,10 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       error TEXT,
       duration_ms INTEGER NOT NULL
     );
+    CREATE INDEX jobs_due ON jobs (status, next_run_at);
+    CREATE INDEX jobs_avatar ON jobs (avatar_id);
+    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+    CREATE INDEX webhook_deliveries_job ON webhook_deliveries (job_id);
     CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id)
   `),
   "0003_memories": statements(`
