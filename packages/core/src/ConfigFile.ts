@@ -14,7 +14,7 @@ import { type StartupError, startupError } from "./StartupError.ts"
  * Every variable the gateway reads through its ConfigProvider: Config.ts `fromEnv` and
  * `limitVariables`, and the few read elsewhere (DATABASE_URL in Layers.ts, AIGW_TRACING in
  * Tracing.ts, AIGW_LOG_REQUESTS and AIGW_METRICS in Http/Observability.ts, AIGW_LOG_FORMAT in
- * Logging.ts, AIGW_API_KEY in the MCP stdio host). A test
+ * Logging.ts, AIGW_API_KEY in the MCP stdio host, AIGW_FAST_LANE in the node host). A test
  * (test/ConfigFile.test.ts) checks the sources for names missing here.
  */
 export const generalVariables: ReadonlyArray<string> = [
@@ -41,6 +41,7 @@ export const generalVariables: ReadonlyArray<string> = [
   "AIGW_SANDBOX",
   "AIGW_TRACING",
   "AIGW_LOG_REQUESTS",
+  "AIGW_FAST_LANE",
   "AIGW_LOG_FORMAT",
   "AIGW_METRICS",
   "OTEL_EXPORTER_OTLP_ENDPOINT",

@@ -8,20 +8,15 @@ import { Catalog, type ConfiguredProvider, type EndpointType, type ModelEntry } 
 import { envPrefix } from "./Config.ts"
 import { Forbidden, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
-import { chatWireOf } from "./Providers/Adapters.ts"
 import type { Target } from "./Providers/Chat.ts"
-import { embeddingWireOf } from "./Providers/Embeddings.ts"
 import { ProviderHealth } from "./Providers/ProviderHealth.ts"
 
 export type Preference = "cost" | "balanced" | "quality"
 
-/** The model kinds routing serves, each with the check that a provider has an adapter for it. */
+/** The model kinds routing serves. */
 export type ModelKind = ModelEntry["kind"]
 
-const kinds: Record<ModelKind, { readonly label: string; readonly hasAdapter: (p: ConfiguredProvider) => boolean }> = {
-  chat: { label: "chat completions", hasAdapter: (p) => chatWireOf(p) !== undefined },
-  embeddings: { label: "embeddings", hasAdapter: (p) => embeddingWireOf(p) !== undefined }
-}
+const labels: Record<ModelKind, string> = { chat: "chat completions", embeddings: "embeddings" }
 
 export interface ChatNeeds {
   /** Default "chat". */
@@ -75,9 +70,10 @@ const makeService = Effect.gen(function*() {
   /** Why a provider cannot serve this kind of call for this caller, if it cannot. */
   const providerProblem = (p: ConfiguredProvider, plan: Plan, kind: ModelKind) => {
     if (!planAllows(plan, p.minPlan)) return new Forbidden({ message: `Provider ${p.id} needs plan ${p.minPlan} or higher (yours: ${plan}).` })
-    if (!p.capabilities.includes(kind)) return new Unprocessable({ message: `Provider ${p.id} does not offer ${kinds[kind].label}.` })
-    if (!kinds[kind].hasAdapter(p)) {
-      return new Unprocessable({ message: `Provider ${p.id} speaks its own (${p.adapter}) protocol, which has no ${kinds[kind].label} adapter yet.` })
+    // `capabilities`: what aigw serves through the provider (Providers/Registry.ts); `offers`: what the upstream has.
+    if (!p.offers.includes(kind)) return new Unprocessable({ message: `Provider ${p.id} does not offer ${labels[kind]}.` })
+    if (!p.capabilities.includes(kind)) {
+      return new Unprocessable({ message: `Provider ${p.id} speaks its own (${p.adapter}) protocol, which has no ${labels[kind]} adapter yet.` })
     }
     if (!p.configured) {
       return new Unprocessable({
@@ -141,10 +137,10 @@ const makeService = Effect.gen(function*() {
     const candidates = rank(catalog.models.filter((m) => usable(m, needs)), preference)
     if (candidates.length === 0) {
       const kind = needs.kind ?? "chat"
-      const configured = catalog.providers.filter((p) => p.configured && kinds[kind].hasAdapter(p) && p.capabilities.includes(kind))
+      const configured = catalog.providers.filter((p) => p.configured && p.capabilities.includes(kind))
       return new Unprocessable({
       message: configured.length === 0
-        ? `No ${kinds[kind].label} provider is configured: set a provider key such as OPENAI_API_KEY or GOOGLE_API_KEY.`
+        ? `No ${labels[kind]} provider is configured: set a provider key such as OPENAI_API_KEY or GOOGLE_API_KEY.`
         : `No configured provider can serve this request on plan ${needs.plan} (configured: ${configured.map((p) => p.id).join(", ")}; check plan, tools and context size).`
     })
     }
@@ -152,34 +148,32 @@ const makeService = Effect.gen(function*() {
   }
 
   /**
-   * The provider for a non-chat capability served by dedicated clients (`supported`: the
-   * provider ids that have one). A named provider is used or refused; `auto` takes the first
-   * supported provider that is configured and allowed on the plan.
+   * The provider for a capability served by dedicated clients (media, video, fine-tuning, batch
+   * APIs): those whose registry declaration serves it (Providers/Registry.ts), in catalogue order.
+   * A named provider is used or refused; `auto` takes the first one that is configured, allowed on
+   * the plan and available.
    */
   const providerFor = (
     capability: EndpointType,
     named: string,
-    plan: Plan,
-    supported: ReadonlyArray<string>
+    plan: Plan
   ): Effect.Effect<ConfiguredProvider, NotFound | Forbidden | Unprocessable> =>
     Effect.suspend((): Effect.Effect<ConfiguredProvider, NotFound | Forbidden | Unprocessable> => {
+      const serving = catalog.providers.filter((p) => p.capabilities.includes(capability))
+      const supported = serving.map((p) => p.id)
       if (!isAuto(named)) {
         const p = catalog.provider(named)
         if (Option.isNone(p)) return Effect.fail(new NotFound({ message: `Unknown provider ${named}. See GET /v1/providers.` }))
         if (!planAllows(plan, p.value.minPlan)) {
           return Effect.fail(new Forbidden({ message: `Provider ${named} needs plan ${p.value.minPlan} or higher (yours: ${plan}).` }))
         }
-        if (!p.value.capabilities.includes(capability) || !supported.includes(named)) {
+        if (!p.value.capabilities.includes(capability)) {
           return Effect.fail(new Unprocessable({ message: `Provider ${named} cannot serve ${capability} here; supported: ${supported.join(", ")}.` }))
         }
         if (!p.value.configured) return Effect.fail(new Unprocessable({ message: `Provider ${named} is not configured: set ${envPrefix(named)}_API_KEY.` }))
         return Effect.succeed(p.value)
       }
-      const usable = supported
-        .map((id) => catalog.provider(id))
-        .filter(Option.isSome)
-        .map((p) => p.value)
-        .filter((p) => p.configured && planAllows(plan, p.minPlan) && health.isAvailable(p.id))
+      const usable = serving.filter((p) => p.configured && planAllows(plan, p.minPlan) && health.isAvailable(p.id))
       return usable.length > 0
         ? Effect.succeed(usable[0]!)
         : Effect.fail(new Unprocessable({

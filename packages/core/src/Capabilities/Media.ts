@@ -4,10 +4,10 @@
  * the plan. Upstream retryable failures are retried on the next configured provider.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import type { EndpointType } from "../Catalog/Catalog.ts"
 import { BadRequest, Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
-import { defaultModels, generateImages, moderate, synthesize, transcribe } from "../Providers/OpenAiMedia.ts"
+import { generateImages, moderate, synthesize, transcribe } from "../Providers/OpenAiMedia.ts"
+import { servedBy } from "../Providers/Registry.ts"
 import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.ts"
 import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -26,14 +26,17 @@ export const ImagesBody = Schema.Struct({
   n: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10, { message: () => "n must be an integer from 1 to 10" })), { default: () => 1 })
 })
 
+type MediaCapability = "images" | "moderation" | "speech" | "transcription"
+
 const makeService = Effect.gen(function*() {
   const routing = yield* Routing
   const usage = yield* Usage
 
-  const providerAndModel = (avatar: AvatarRecord, capability: EndpointType, models: Record<string, string>, provider: string, model?: string) =>
+  /** The provider (Routing) and model: the request's, else the provider's default (Providers/Registry.ts). */
+  const providerAndModel = (avatar: AvatarRecord, capability: MediaCapability, provider: string, model?: string) =>
     Effect.gen(function*() {
-      const p = yield* routing.providerFor(capability, provider, avatar.plan as Plan, Object.keys(models))
-      const chosen = model ?? models[p.id]
+      const p = yield* routing.providerFor(capability, provider, avatar.plan as Plan)
+      const chosen = model ?? servedBy(p)[capability]?.defaultModel
       if (!chosen) return yield* Effect.fail(new Unprocessable({ message: `Name a model for ${capability} on ${p.id}.` }))
       return { provider: p, model: chosen }
     })
@@ -55,7 +58,7 @@ const makeService = Effect.gen(function*() {
       (input.width === undefined) !== (input.height === undefined)
         ? Effect.fail(new BadRequest({ message: "width and height go together: give both or neither" }))
         : Effect.void,
-      providerAndModel(avatar, "images", defaultModels.images, input.provider, input.model)
+      providerAndModel(avatar, "images", input.provider, input.model)
     )
 
   /**
@@ -64,9 +67,9 @@ const makeService = Effect.gen(function*() {
    */
   const check = {
     images: (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt" | "n">) => Effect.asVoid(imagesTarget(avatar, input)),
-    moderation: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "moderation", defaultModels.moderation, provider)),
-    speech: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "speech", defaultModels.speech, provider)),
-    transcription: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "transcription", defaultModels.transcription, provider))
+    moderation: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "moderation", provider)),
+    speech: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "speech", provider)),
+    transcription: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "transcription", provider))
   }
 
   const images = Effect.fn("Media.images")(function*(avatar: AvatarRecord, input: ImagesInput) {
@@ -78,7 +81,7 @@ const makeService = Effect.gen(function*() {
   })
 
   const moderation = Effect.fn("Media.moderation")(function*(avatar: AvatarRecord, input: { readonly text: string; readonly provider: string }) {
-    const { model, provider } = yield* providerAndModel(avatar, "moderation", defaultModels.moderation, input.provider)
+    const { model, provider } = yield* providerAndModel(avatar, "moderation", input.provider)
     const { latencyMs, value } = yield* timed(moderate(provider, model, input.text))
     yield* record(avatar, provider.id, model, "moderation", latencyMs)
     return { ...value, provider: provider.id, model }
@@ -88,7 +91,7 @@ const makeService = Effect.gen(function*() {
     avatar: AvatarRecord,
     input: { readonly text: string; readonly voice: string; readonly provider: string; readonly format: string }
   ) {
-    const { model, provider } = yield* providerAndModel(avatar, "speech", defaultModels.speech, input.provider)
+    const { model, provider } = yield* providerAndModel(avatar, "speech", input.provider)
     const { latencyMs, value } = yield* timed(synthesize(provider, { model, text: input.text, voice: input.voice, format: input.format }))
     yield* record(avatar, provider.id, model, "speech", latencyMs)
     return { ...value, provider: provider.id, model }
@@ -98,7 +101,7 @@ const makeService = Effect.gen(function*() {
     avatar: AvatarRecord,
     input: { readonly file: File; readonly language?: string | undefined; readonly provider: string }
   ) {
-    const { model, provider } = yield* providerAndModel(avatar, "transcription", defaultModels.transcription, input.provider)
+    const { model, provider } = yield* providerAndModel(avatar, "transcription", input.provider)
     const { latencyMs, value } = yield* timed(transcribe(provider, { model, file: input.file, language: input.language }))
     yield* record(avatar, provider.id, model, "transcription", latencyMs)
     return { text: value.text, language: input.language ?? null, provider: provider.id, model }

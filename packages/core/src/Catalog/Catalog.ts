@@ -8,6 +8,7 @@ import { GatewayConfig } from "../Config.ts"
 import { ModelPlan, Plan, planAllows } from "../Plans.ts"
 import { modelData } from "./models.data.ts"
 import { providerData } from "./providers.data.ts"
+import { endpointTypes } from "../Providers/Registry.ts"
 
 export const EndpointType = Schema.Literal(
   "chat", "embeddings", "images", "video", "speech", "transcription", "rerank", "moderation", "translate",
@@ -19,18 +20,25 @@ export type EndpointType = typeof EndpointType.Type
 export const Adapter = Schema.Literal("openai", "anthropic", "gemini", "cohere", "bespoke")
 export const AuthStyle = Schema.Literal("bearer", "x-api-key", "x-goog-api-key", "token", "key", "basic")
 
-export const ProviderEntry = Schema.Struct({
+/** A provider as the data file describes it (providers.data.ts). */
+export const ProviderData = Schema.Struct({
   id: Schema.String.pipe(Schema.pattern(/^[a-z0-9]+(-[a-z0-9]+)*$/)),
   name: Schema.NonEmptyTrimmedString,
   adapter: Adapter,
   /** `{placeholders}` mark deployment-specific hosts that need `<ID>_BASE_URL`. */
   baseUrl: Schema.String.pipe(Schema.pattern(/^https:\/\/[^\s]+$/)),
   auth: AuthStyle,
-  capabilities: Schema.NonEmptyArray(EndpointType),
+  /** The endpoint types the upstream offers; what aigw serves of them is the registry's (`capabilities`). */
+  offers: Schema.NonEmptyArray(EndpointType),
   minPlan: Plan,
   website: Schema.String.pipe(Schema.pattern(/^https:\/\//))
 })
-export type ProviderEntry = typeof ProviderEntry.Type
+export type ProviderData = typeof ProviderData.Type
+
+/** A catalogued provider: its data, and the endpoint types aigw serves through it (Providers/Registry.ts). */
+export interface ProviderEntry extends ProviderData {
+  readonly capabilities: ReadonlyArray<EndpointType>
+}
 
 const UsdPer1k = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
 
@@ -53,7 +61,8 @@ export type ModelEntry = typeof ModelEntry.Type
 
 /** Validates the data files; throws with the offending entry named. Cross-checks references. */
 export const validate = (providers: unknown, models: unknown) => {
-  const p = Schema.decodeUnknownSync(Schema.Array(ProviderEntry))(providers, { onExcessProperty: "error" })
+  const p = Schema.decodeUnknownSync(Schema.Array(ProviderData))(providers, { onExcessProperty: "error" })
+    .map((entry): ProviderEntry => ({ ...entry, capabilities: endpointTypes(entry) }))
   const m = Schema.decodeUnknownSync(Schema.Array(ModelEntry))(models, { onExcessProperty: "error" })
   const ids = new Set<string>()
   for (const entry of p) {
@@ -64,7 +73,7 @@ export const validate = (providers: unknown, models: unknown) => {
   for (const model of m) {
     const provider = p.find((x) => x.id === model.provider)
     if (!provider) throw new Error(`catalogue: model ${model.id} names unknown provider ${model.provider}`)
-    if (!provider.capabilities.includes(model.kind)) {
+    if (!provider.offers.includes(model.kind)) {
       throw new Error(`catalogue: model ${model.id} is ${model.kind} but ${provider.id} does not serve ${model.kind}`)
     }
     if (modelIds.has(model.id)) throw new Error(`catalogue: duplicate model id ${model.id}`)

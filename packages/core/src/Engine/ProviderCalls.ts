@@ -12,12 +12,11 @@
 import { Context, Duration, Effect, Layer, Runtime } from "effect"
 import { costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
-import { chatWireOf } from "../Providers/Adapters.ts"
 import type { ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
-import { embeddingWireOf } from "../Providers/Embeddings.ts"
 import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
+import { servedBy } from "../Providers/Registry.ts"
 import { toGatewayError, UpstreamError } from "../Providers/UpstreamError.ts"
 import { utcDay } from "../Quota.ts"
 import type { Fallback } from "../Routing.ts"
@@ -278,7 +277,8 @@ const makeService = Effect.gen(function*() {
       return answer
     })
 
-  const wireOf = (target: Target) => chatWireOf(target.provider)!
+  // Routing only picks targets whose provider serves the call (Providers/Registry.ts).
+  const wireOf = (target: Target) => servedBy(target.provider).chat!
 
   const complete = async (call: ChatCall): Promise<CompletionResult> => {
     const started = performance.now()
@@ -308,7 +308,7 @@ const makeService = Effect.gen(function*() {
   const embed = async (call: EmbedCall): Promise<EmbeddingsResult> => {
     const started = performance.now()
     const { fallbacks, target, value } = await exchange(call, (t) => {
-      const wire = embeddingWireOf(t.provider)!
+      const wire = servedBy(t.provider).embeddings!
       return { request: wire.request(t, call.texts), result: (provider, body) => wire.result(provider, body, call.texts.length) }
     })
     const latencyMs = Math.round(performance.now() - started)

@@ -1,5 +1,6 @@
 /** Long-running endpoints: batch, video and fine-tuning. Each answers the job id at once. */
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { Catalog, data } from "../Catalog/Catalog.ts"
 import type { CompletionInput } from "../Capabilities/Completions.ts"
 import { NotFound } from "../Errors.ts"
 import { Jobs } from "../Jobs/Jobs.ts"
@@ -8,7 +9,7 @@ import { CompleteBody, toChatMessages, toInput } from "./CompletionRoutes.ts"
 import { BadRequest } from "../Errors.ts"
 import { GatewayConfig } from "../Config.ts"
 import type { FineTuneInput, VideoInput } from "../Jobs/Runners.ts"
-import { videoAdapters } from "../Providers/Video/index.ts"
+import { servedBy } from "../Providers/Registry.ts"
 import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
@@ -71,17 +72,18 @@ const BatchBody = Schema.Struct({
   callbackUrl: Schema.optional(CallbackUrl)
 })
 
-/** Fine-tuning clients exist for these providers. */
-export const FINE_TUNING_PROVIDERS = ["openai"] as const
-
 /** The SSRF guard on a caller's URL (Jobs.submit applies it again when it stores the job). */
 const checkUrl = (url: string | undefined, field: string) =>
   url === undefined ? Effect.void : Effect.flatMap(GatewayConfig, (config) => Effect.asVoid(UrlGuard.check(url, { allowPrivate: config.allowPrivateUrls, field })))
 
 const videoProvider = (avatar: AvatarRecord, provider: string) =>
-  Effect.flatMap(Routing, (r) => r.providerFor("video", provider, avatar.plan, Object.keys(videoAdapters)))
+  Effect.flatMap(Routing, (r) => r.providerFor("video", provider, avatar.plan))
 const fineTuneProvider = (avatar: AvatarRecord, provider: string) =>
-  Effect.flatMap(Routing, (r) => r.providerFor("finetune", provider, avatar.plan, FINE_TUNING_PROVIDERS))
+  Effect.flatMap(Routing, (r) => r.providerFor("finetune", provider, avatar.plan))
+
+/** The upstream batch API a provider's batches go to (Providers/Registry.ts), if it has one. */
+const batchApiOf = (provider: string) =>
+  Effect.map(Catalog, (c) => Option.match(c.provider(provider), { onNone: () => undefined, onSome: (p) => servedBy(p).batchApi }))
 
 const jobView = (type: "video" | "finetune") => ({ caller, params }: { readonly caller: AvatarRecord; readonly params: Readonly<Record<string, string | undefined>> }) =>
   Effect.flatMap(Jobs, (jobs) => Effect.flatMap(jobs.get(caller, params.jobId ?? "", type), jobs.view))
@@ -101,7 +103,7 @@ export const jobRoutes = [
       Effect.gen(function*() {
         for (const r of body.requests) yield* toChatMessages(r.messages)
         // The upstream Batch API needs the provider configured and allowed now, not at the first step.
-        if (body.provider === "openai") yield* Effect.flatMap(Routing, (r) => r.providerFor("batch", "openai", avatar.plan, ["openai"]))
+        if (yield* batchApiOf(body.provider)) yield* Effect.flatMap(Routing, (r) => r.providerFor("batch", body.provider, avatar.plan))
         yield* checkUrl(body.callbackUrl, "callbackUrl")
       }),
     handle: ({ avatar, body }) =>
@@ -111,7 +113,7 @@ export const jobRoutes = [
           const messages = yield* toChatMessages(r.messages)
           requests.push(toInput({ ...r, provider: r.provider === "auto" ? body.provider : r.provider }, messages))
         }
-        const mode = body.provider === "openai" ? "openai" : "gateway"
+        const mode = (yield* batchApiOf(body.provider)) ?? "gateway"
         const input: BatchInput = { mode, requests }
         const jobs = yield* Jobs
         const job = yield* jobs.submit(avatar, { type: "batch", provider: body.provider, input, callbackUrl: body.callbackUrl })
@@ -144,7 +146,7 @@ export const jobRoutes = [
     tag: "Video",
     metered: true,
     summary: "Start a video generation (long-running); answers the job id at once, reports by webhook",
-    description: `Providers with a video client: ${Object.keys(videoAdapters).join(", ")}. imageUrl and callbackUrl must be public http(s) URLs (422 otherwise).`,
+    description: `Providers with a video client: ${data.providers.filter((p) => p.capabilities.includes("video")).map((p) => p.id).join(", ")}. imageUrl and callbackUrl must be public http(s) URLs (422 otherwise).`,
     body: VideoBody,
     check: ({ avatar, body }) =>
       Effect.gen(function*() {

@@ -20,7 +20,8 @@ import {
   listFineTuneEvents,
   uploadJsonl
 } from "../Providers/OpenAiJobs.ts"
-import { videoAdapters, type VideoRequest } from "../Providers/Video/index.ts"
+import { servedBy } from "../Providers/Registry.ts"
+import type { VideoRequest } from "../Providers/Video/VideoAdapter.ts"
 import { routed, Routing } from "../Routing.ts"
 import { AvatarStore } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
@@ -98,7 +99,7 @@ export interface FineTuneInput {
 /** Fine-tuning and OpenAI batches need a chat message format per line. */
 const itemId = (index: number) => `item-${index}`
 
-/** OpenAI's Batch API: upload JSONL, create the batch, poll, collect output and error files. */
+/** The OpenAI Batch API (of a provider whose registry entry has `batchApi: "openai"`): upload JSONL, create the batch, poll, collect output and error files. */
 const openAiBatch = (options: RunnerOptions) =>
   Effect.gen(function*() {
     const routing = yield* Routing
@@ -114,7 +115,7 @@ const openAiBatch = (options: RunnerOptions) =>
           const models: Array<string> = []
           for (const [i, r] of input.requests.entries()) {
             const [target] = yield* routed(routing.targets({
-              provider: "openai",
+              provider: provider.id,
               model: r.model,
               plan: owner.value.plan,
               needsTools: (r.tools?.length ?? 0) > 0,
@@ -122,7 +123,7 @@ const openAiBatch = (options: RunnerOptions) =>
               maxTokens: r.maxTokens
             }))
             models.push(target!.model.id)
-            lines.push(batchInputLine(itemId(i), OpenAiCompatible.toWireRequest("openai", { ...r, model: target!.model.id }, false)))
+            lines.push(batchInputLine(itemId(i), OpenAiCompatible.toWireRequest(provider.id, { ...r, model: target!.model.id }, false)))
           }
           const fileId = yield* uploadJsonl(provider, "batch", lines, `aigw-batch-${job.id}.jsonl`)
           const batch = yield* createBatch(provider, fileId, { aigw_job: job.id })
@@ -208,7 +209,7 @@ const make = (options: RunnerOptions) =>
         advance: (job) =>
           Effect.gen(function*() {
             const provider = providerOf(job)
-            const adapter = videoAdapters[job.provider]
+            const adapter = Option.isSome(provider) ? servedBy(provider.value).video : undefined
             if (Option.isNone(provider) || !adapter) return failed(`provider ${job.provider} cannot generate video here`)
             if (job.upstreamId === null) {
               const { upstreamId } = yield* adapter.submit(provider.value, job.input as VideoInput)

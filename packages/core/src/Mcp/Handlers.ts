@@ -108,7 +108,7 @@ export const layerHandlers = GatewayToolkit.toLayer(
       gateway_memory_search: (params) => Effect.flatMap(CurrentAvatar, (avatar) => holons.search(avatar, params)),
       gateway_memory_external_list_providers: () =>
         withServices(Effect.map(Catalog, (c) => {
-          const providers = c.providers.filter((p) => p.capabilities.includes("memory")).map((p) => ({ id: p.id, name: p.name, configured: p.configured, website: p.website }))
+          const providers = c.providers.filter((p) => p.offers.includes("memory")).map((p) => ({ id: p.id, name: p.name, configured: p.configured, website: p.website }))
           return { total: providers.length, providers, note: "Searching and adding through external memory providers is not supported yet; use the holon tools or /v1/memory." }
         })),
       gateway_orchestrator_register: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestrators.register(avatar, params)),

@@ -4,6 +4,7 @@
  */
 import type { ChatMessage, ChatRequest, ChatWire, FinishReason, StreamEvent, Target } from "./Chat.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
+import type { Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
 export const API_VERSION = "2023-06-01"
@@ -127,3 +128,6 @@ export const wire: ChatWire = {
     }
   }
 }
+
+/** What aigw serves through the Anthropic Messages family. */
+export const family: Served = { chat: wire }

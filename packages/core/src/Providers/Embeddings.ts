@@ -1,9 +1,9 @@
 /**
  * Embedding wires: OpenAI-compatible `/embeddings` (also Voyage, which speaks the same wire
  * format) and Gemini `batchEmbedContents`, as data and pure functions that the engine
- * (Engine/ProviderCalls.ts) runs with the same transport, fallback and usage handling as chat.
+ * (Engine/ProviderCalls.ts) runs with the same transport, fallback and usage handling as chat. The
+ * registry (Registry.ts) says which provider uses which.
  */
-import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import type { Target, WireRequest } from "./Chat.ts"
 import { authHeaders } from "./internal/http.ts"
 import { protocolError, type UpstreamError } from "./UpstreamError.ts"
@@ -51,10 +51,3 @@ export const geminiEmbeddings: EmbeddingWire = {
     return vectors.length === count && vectors.every(isVector) ? { vectors, promptTokens: undefined } : wrongCount(provider, count)
   }
 }
-
-/** Provider ids whose own API has the OpenAI embeddings wire format. */
-const openAiShaped = new Set(["voyage"])
-
-/** The embedding wire of a provider, if one exists. */
-export const embeddingWireOf = (p: Pick<ConfiguredProvider, "adapter" | "id">): EmbeddingWire | undefined =>
-  p.adapter === "openai" || openAiShaped.has(p.id) ? openAiEmbeddings : p.adapter === "gemini" ? geminiEmbeddings : undefined

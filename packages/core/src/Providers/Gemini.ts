@@ -4,7 +4,9 @@
  * `usageMetadata`.
  */
 import type { ChatMessage, ChatRequest, ChatWire, FinishReason, StreamEvent, Target, ToolCall } from "./Chat.ts"
+import { geminiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
+import type { Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
 const parseArgs = (args: string): unknown => {
@@ -139,3 +141,6 @@ export const wire: ChatWire = {
     }
   }
 }
+
+/** What aigw serves through the Gemini family. */
+export const family: Served = { chat: wire, embeddings: geminiEmbeddings }

@@ -1,27 +1,36 @@
 /**
- * The generic adapter for every OpenAI-compatible provider (Chat Completions wire format).
- * Providers differ only by data: base URL, auth style, and the few parameter quirks below.
+ * The OpenAI-compatible wire family (Chat Completions and embeddings wire formats), and what each
+ * OpenAI-compatible provider serves beyond it: one data entry per provider in `providers` (its
+ * quirks, media endpoints with their default models, job APIs). A provider of this family with no
+ * entry serves what the family serves and the catalogue says it offers.
  */
 import type { ChatMessage, ChatRequest, ChatWire, FinishReason, StreamEvent, Target } from "./Chat.ts"
+import { openAiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
+import type { Quirks, Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
-/** Per-provider differences from the reference OpenAI API. */
-export interface Quirks {
-  /** Newer OpenAI models reject `max_tokens`. */
-  readonly maxTokensField: "max_tokens" | "max_completion_tokens"
-  /** Whether `stream_options.include_usage` is understood. */
-  readonly streamUsage: boolean
+/** Each OpenAI-compatible provider's differences from the family: adding one is one entry here. */
+export const providers: Readonly<Record<string, Served>> = {
+  openai: {
+    quirks: { maxTokensField: "max_completion_tokens" },
+    images: { defaultModel: "gpt-image-1" },
+    moderation: { defaultModel: "omni-moderation-latest" },
+    speech: { defaultModel: "gpt-4o-mini-tts" },
+    transcription: { defaultModel: "gpt-4o-mini-transcribe" },
+    batchApi: "openai",
+    fineTuning: "openai"
+  },
+  "azure-openai": { quirks: { maxTokensField: "max_completion_tokens" } },
+  "together-ai": { images: { defaultModel: "black-forest-labs/FLUX.1-schnell" } },
+  xai: { images: { defaultModel: "grok-2-image" } },
+  mistral: { moderation: { defaultModel: "mistral-moderation-latest" } },
+  groq: { transcription: { defaultModel: "whisper-large-v3-turbo" } }
 }
 
 const defaults: Quirks = { maxTokensField: "max_tokens", streamUsage: true }
 
-export const quirks: Readonly<Record<string, Partial<Quirks>>> = {
-  openai: { maxTokensField: "max_completion_tokens" },
-  "azure-openai": { maxTokensField: "max_completion_tokens" }
-}
-
-const quirksOf = (providerId: string): Quirks => ({ ...defaults, ...quirks[providerId] })
+const quirksOf = (providerId: string): Quirks => ({ ...defaults, ...providers[providerId]?.quirks })
 
 const toWireMessage = (m: ChatMessage) => {
   if (m.role === "tool") return { role: "tool", tool_call_id: m.toolCallId ?? "", content: m.content }
@@ -105,3 +114,6 @@ export const wire: ChatWire = {
     return out
   }
 }
+
+/** What every provider of the family serves (where the catalogue says the upstream offers it). */
+export const family: Served = { chat: wire, embeddings: openAiEmbeddings }

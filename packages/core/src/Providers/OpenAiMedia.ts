@@ -2,20 +2,12 @@
  * OpenAI-format media endpoints: image generation (`/images/generations`, also served by
  * OpenAI-compatible image hosts), moderation (`/moderations`; Mistral speaks the same format),
  * speech synthesis (`/audio/speech`, audio bytes) and transcription (`/audio/transcriptions`,
- * multipart).
+ * multipart). Which provider serves which, with its default model: Providers/Registry.ts.
  */
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { authHeaders, postForBytes, postJson, postMultipart } from "./internal/http.ts"
 import { protocolError, type UpstreamError } from "./UpstreamError.ts"
-
-/** Default models per provider; a request may name another. */
-export const defaultModels = {
-  images: { openai: "gpt-image-1", together: "black-forest-labs/FLUX.1-schnell", xai: "grok-2-image" } as Record<string, string>,
-  moderation: { openai: "omni-moderation-latest", mistral: "mistral-moderation-latest" } as Record<string, string>,
-  speech: { openai: "gpt-4o-mini-tts" } as Record<string, string>,
-  transcription: { openai: "gpt-4o-mini-transcribe", groq: "whisper-large-v3-turbo" } as Record<string, string>
-}
 
 export interface GeneratedImage {
   readonly url?: string

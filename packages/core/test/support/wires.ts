@@ -5,11 +5,11 @@
  */
 import type { Either } from "effect"
 import { Either as E } from "effect"
-import { chatWireOf } from "../../src/Providers/Adapters.ts"
 import type { ChatRequest, ChatResult, StreamEvent, Target } from "../../src/Providers/Chat.ts"
-import { type EmbeddingResult, embeddingWireOf } from "../../src/Providers/Embeddings.ts"
+import type { EmbeddingResult } from "../../src/Providers/Embeddings.ts"
 import { postJsonNow, postSseNow, streamBroke } from "../../src/Providers/internal/http.ts"
 import { makeSseParser } from "../../src/Providers/internal/sse.ts"
+import { servedBy } from "../../src/Providers/Registry.ts"
 import { UpstreamError } from "../../src/Providers/UpstreamError.ts"
 
 const settle = <A>(run: () => Promise<A | UpstreamError>): Promise<Either.Either<A, UpstreamError>> =>
@@ -24,7 +24,7 @@ const settle = <A>(run: () => Promise<A | UpstreamError>): Promise<Either.Either
 /** One plain chat exchange through the target family's wire. */
 export const complete = (target: Target, request: ChatRequest): Promise<Either.Either<ChatResult, UpstreamError>> =>
   settle(async () => {
-    const wire = chatWireOf(target.provider)!
+    const wire = servedBy(target.provider).chat!
     const { body, headers, url } = wire.request(target, request, false)
     return wire.result(target.provider.id, await postJsonNow(target.provider.id, url, headers, body, new AbortController()))
   })
@@ -33,7 +33,7 @@ export const complete = (target: Target, request: ChatRequest): Promise<Either.E
 export const collect = (target: Target, request: ChatRequest): Promise<Either.Either<ReadonlyArray<StreamEvent>, UpstreamError>> =>
   settle(async () => {
     const provider = target.provider.id
-    const wire = chatWireOf(target.provider)!
+    const wire = servedBy(target.provider).chat!
     const { body, headers, url } = wire.request(target, request, true)
     const stream = await postSseNow(provider, url, headers, body, new AbortController())
     const parser = makeSseParser()
@@ -66,7 +66,7 @@ export const collect = (target: Target, request: ChatRequest): Promise<Either.Ei
 /** One embeddings exchange through the target's embedding wire. */
 export const embed = (target: Target, texts: ReadonlyArray<string>): Promise<Either.Either<EmbeddingResult, UpstreamError>> =>
   settle(async () => {
-    const wire = embeddingWireOf(target.provider)!
+    const wire = servedBy(target.provider).embeddings!
     const { body, headers, url } = wire.request(target, texts)
     return wire.result(target.provider.id, await postJsonNow(target.provider.id, url, headers, body, new AbortController()), texts.length)
   })

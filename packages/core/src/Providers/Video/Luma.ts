@@ -17,6 +17,7 @@ import { Effect } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
+import type { Served } from "../Served.ts"
 import type { VideoAdapter, VideoPoll, VideoRequest } from "./VideoAdapter.ts"
 
 export const DEFAULT_MODEL = "ray-2"
@@ -90,3 +91,6 @@ export const luma: VideoAdapter = {
       Effect.flatMap((generation) => toPoll(provider.id, generation))
     )
 }
+
+/** What aigw serves through Luma (a bespoke provider). */
+export const served: Served = { video: luma }

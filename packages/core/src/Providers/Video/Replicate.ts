@@ -22,6 +22,7 @@ import { Effect } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { protocolError } from "../UpstreamError.ts"
+import type { Served } from "../Served.ts"
 import type { VideoAdapter, VideoPoll, VideoRequest } from "./VideoAdapter.ts"
 
 /** google/veo-3: text-to-video and image-to-video, `duration` 4|6|8, `aspect_ratio` 16:9|9:16. */
@@ -177,3 +178,6 @@ export const replicate: VideoAdapter = {
       Effect.flatMap((prediction) => toPoll(provider.id, prediction))
     )
 }
+
+/** What aigw serves through Replicate (a bespoke provider). */
+export const served: Served = { video: replicate }

@@ -5,13 +5,13 @@ import { Effect, Either, Option, Redacted } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { type ConfiguredProvider, data } from "../../../src/Catalog/Catalog.ts"
 import { toDuration } from "../../../src/Providers/Video/Luma.ts"
-import { videoAdapters } from "../../../src/Providers/Video/index.ts"
+import { luma } from "../../../src/Providers/Video/Luma.ts"
 import type { VideoPoll } from "../../../src/Providers/Video/VideoAdapter.ts"
 import type { UpstreamError } from "../../../src/Providers/UpstreamError.ts"
 import { type JobMock, startLumaMock } from "../../support/mockJobs.ts"
 
 const KEY = "luma-test-key"
-const adapter = videoAdapters.luma!
+const adapter = luma
 
 const providerAt = (endpoint: string, key = KEY): ConfiguredProvider => ({
   ...data.providers.find((p) => p.id === "luma")!,

@@ -5,14 +5,14 @@
 import { Effect, Either, Option, Redacted } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { type ConfiguredProvider, data } from "../../../src/Catalog/Catalog.ts"
-import { videoAdapters } from "../../../src/Providers/Video/index.ts"
+import { replicate } from "../../../src/Providers/Video/Replicate.ts"
 import { DEFAULT_MODEL, toInput } from "../../../src/Providers/Video/Replicate.ts"
 import type { VideoPoll } from "../../../src/Providers/Video/VideoAdapter.ts"
 import type { UpstreamError } from "../../../src/Providers/UpstreamError.ts"
 import { type ReplicateMock, startReplicateMock } from "../../support/mockJobs.ts"
 
 const KEY = "r8_test_key"
-const adapter = videoAdapters.replicate!
+const adapter = replicate
 
 const providerAt = (endpoint: string, key = KEY): ConfiguredProvider => ({
   ...data.providers.find((p) => p.id === "replicate")!,

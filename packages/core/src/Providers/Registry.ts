@@ -1,0 +1,49 @@
+/**
+ * The provider registry: what aigw serves through each catalogued provider, from one declaration
+ * per wire family (OpenAiCompatible.ts, Anthropic.ts, Gemini.ts) and per bespoke provider (Voyage.ts,
+ * Video/Luma.ts, Video/Replicate.ts), plus the OpenAI-compatible providers' data entries. The
+ * catalogue's endpoint types (/v1/providers, routing) are derived here: what the upstream offers
+ * (providers.data.ts) and aigw has code to serve. Adding a provider or a capability: see
+ * docs/architecture.md.
+ */
+import type { EndpointType, ProviderData } from "../Catalog/Catalog.ts"
+import * as Anthropic from "./Anthropic.ts"
+import * as Gemini from "./Gemini.ts"
+import * as OpenAiCompatible from "./OpenAiCompatible.ts"
+import { endpointTypesOf, type Served } from "./Served.ts"
+import * as Luma from "./Video/Luma.ts"
+import * as Replicate from "./Video/Replicate.ts"
+import * as Voyage from "./Voyage.ts"
+
+/** Wire families by the catalogue's `adapter`; "cohere" and "bespoke" serve nothing by themselves. */
+const families: Readonly<Record<ProviderData["adapter"], Served>> = {
+  openai: OpenAiCompatible.family,
+  anthropic: Anthropic.family,
+  gemini: Gemini.family,
+  cohere: {},
+  bespoke: {}
+}
+
+/** Provider modules by provider id: bespoke providers, and the OpenAI-compatible data entries. */
+const modules: Readonly<Record<string, Served>> = {
+  ...OpenAiCompatible.providers,
+  voyage: Voyage.served,
+  luma: Luma.served,
+  replicate: Replicate.served
+}
+
+/** The provider ids that have a module of their own (for the registry's consistency test). */
+export const moduleIds = (): ReadonlyArray<string> => Object.keys(modules)
+
+const cache = new Map<string, Served>()
+
+/** What aigw serves through a provider: its family's declaration with its own module over it. */
+export const servedBy = (p: Pick<ProviderData, "id" | "adapter">): Served => {
+  let served = cache.get(p.id)
+  if (served === undefined) cache.set(p.id, (served = { ...families[p.adapter], ...modules[p.id] }))
+  return served
+}
+
+/** The endpoint types aigw serves through a provider: declared served, and offered by the upstream. */
+export const endpointTypes = (p: Pick<ProviderData, "id" | "adapter" | "offers">): ReadonlyArray<EndpointType> =>
+  endpointTypesOf(servedBy(p)).filter((t) => p.offers.includes(t))

@@ -1,0 +1,53 @@
+/**
+ * What a wire family or a provider module declares that aigw serves through it, with the code that
+ * serves it: the registry (Registry.ts) merges a provider's family with its own module and derives
+ * the catalogue's endpoint types from the result, so what /v1/providers lists is what routes run.
+ */
+import type { EndpointType } from "../Catalog/Catalog.ts"
+import type { ChatWire } from "./Chat.ts"
+import type { EmbeddingWire } from "./Embeddings.ts"
+import type { VideoAdapter } from "./Video/VideoAdapter.ts"
+
+/** Per-provider differences from the reference OpenAI Chat Completions API. */
+export interface Quirks {
+  /** Newer OpenAI models reject `max_tokens`. */
+  readonly maxTokensField: "max_tokens" | "max_completion_tokens"
+  /** Whether `stream_options.include_usage` is understood. */
+  readonly streamUsage: boolean
+}
+
+/** A media endpoint in the OpenAI format (OpenAiMedia.ts), with the model used when a request names none. */
+export interface OpenAiMediaEndpoint {
+  readonly defaultModel: string
+}
+
+export interface Served {
+  readonly chat?: ChatWire
+  readonly embeddings?: EmbeddingWire
+  readonly images?: OpenAiMediaEndpoint
+  readonly moderation?: OpenAiMediaEndpoint
+  readonly speech?: OpenAiMediaEndpoint
+  readonly transcription?: OpenAiMediaEndpoint
+  /** Asynchronous video generation (submit, then poll). */
+  readonly video?: VideoAdapter
+  /** The upstream batch API batches are submitted to (otherwise batches run item by item through routing). */
+  readonly batchApi?: "openai"
+  /** The upstream fine-tuning API (OpenAiJobs.ts). */
+  readonly fineTuning?: "openai"
+  readonly quirks?: Partial<Quirks>
+}
+
+/** The endpoint types a declaration serves. Batches also run over any chat provider, item by item. */
+export const endpointTypesOf = (s: Served): ReadonlyArray<EndpointType> => {
+  const types: Array<EndpointType> = []
+  if (s.chat) types.push("chat")
+  if (s.embeddings) types.push("embeddings")
+  if (s.images) types.push("images")
+  if (s.video) types.push("video")
+  if (s.speech) types.push("speech")
+  if (s.transcription) types.push("transcription")
+  if (s.moderation) types.push("moderation")
+  if (s.chat || s.batchApi) types.push("batch")
+  if (s.fineTuning) types.push("finetune")
+  return types
+}
