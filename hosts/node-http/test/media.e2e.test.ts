@@ -12,7 +12,8 @@ describe("media", () => {
 
   beforeAll(async () => {
     openai = await startOpenAiMock({ apiKey: "sk-m" })
-    server = await startServer({ OPENAI_API_KEY: "sk-m", OPENAI_BASE_URL: openai.url })
+    // Mistral's transcription API has the OpenAI wire format: the same mock stands in for it.
+    server = await startServer({ OPENAI_API_KEY: "sk-m", OPENAI_BASE_URL: openai.url, MISTRAL_API_KEY: "sk-m", MISTRAL_BASE_URL: openai.url })
     user = await signUp(server, "media")
   })
   afterAll(async () => {
@@ -73,5 +74,17 @@ describe("media", () => {
     badLang.append("file", new File(["abc"], "a.wav"))
     badLang.append("language", "english")
     expect((await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: badLang })).status).toBe(400)
+  })
+
+  it("transcribes through Mistral: a provider served by one registry entry (docs/architecture.md)", async () => {
+    const form = new FormData()
+    form.append("file", new File([new Uint8Array([1, 2, 3])], "voice.wav", { type: "audio/wav" }))
+    form.append("provider", "mistral")
+    const res = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
+    const body = await res.json()
+    expect(res.status).toBe(200)
+    expect(body.result).toMatchObject({ text: "Transcript of voice.wav (3 bytes).", provider: "mistral", model: "voxtral-mini-latest" })
+    const listed = await call(server.url, "GET", "/v1/providers", { apiKey: user.apiKey })
+    expect(listed.body.result.providers.find((p: any) => p.id === "mistral").endpointTypes).toContain("transcription")
   })
 })

@@ -24,7 +24,7 @@ export const providers: Readonly<Record<string, Served>> = {
   "azure-openai": { quirks: { maxTokensField: "max_completion_tokens" } },
   "together-ai": { images: { defaultModel: "black-forest-labs/FLUX.1-schnell" } },
   xai: { images: { defaultModel: "grok-2-image" } },
-  mistral: { moderation: { defaultModel: "mistral-moderation-latest" } },
+  mistral: { moderation: { defaultModel: "mistral-moderation-latest" }, transcription: { defaultModel: "voxtral-mini-latest" } },
   groq: { transcription: { defaultModel: "whisper-large-v3-turbo" } }
 }
 
