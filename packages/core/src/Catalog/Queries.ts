@@ -51,7 +51,9 @@ export const listProviders = Effect.gen(function*() {
     adapter: p.adapter,
     baseUrl: p.endpoint,
     auth: p.auth,
+    // What aigw serves through the provider (Providers/Registry.ts), and what the upstream offers.
     endpointTypes: p.capabilities,
+    offers: p.offers,
     minPlan: p.minPlan,
     minPlanLabel: p.minPlan,
     configured: p.configured,

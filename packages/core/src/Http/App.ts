@@ -16,6 +16,7 @@ import { avatarRoutes } from "./AvatarRoutes.ts"
 import { gatewayRoutes } from "./GatewayRoutes.ts"
 import { docsPage, openApiDocument } from "./OpenApi.ts"
 import * as Observability from "./Observability.ts"
+import { envelopeOfPath } from "./Edge.ts"
 import type { Route } from "./Route.ts"
 
 export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes]
@@ -23,10 +24,11 @@ export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes]
 const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   const path = request.url.split("?")[0] ?? "/"
   const message = `No route for ${request.method} ${path}.`
-  if (path.startsWith("/openai/")) {
+  const api = envelopeOfPath(path)
+  if (api === "openai") {
     return HttpServerResponse.unsafeJson({ error: { message, type: "invalid_request_error", code: "NotFound" } }, { status: 404 })
   }
-  return HttpServerResponse.unsafeJson(failureOf(path.startsWith("/api/") ? "avatar" : "gateway", message), { status: 404 })
+  return HttpServerResponse.unsafeJson(failureOf(api, message), { status: 404 })
 })
 
 /**

@@ -17,6 +17,10 @@ export type EnvelopeKind = "gateway" | "avatar"
 /** The envelope of an API: the gateway's or the avatar API's; "none" for raw answers; "openai" for raw answers with OpenAI-shaped errors. */
 export type Envelope = EnvelopeKind | "none" | "openai"
 
+/** The API a path belongs to, for answers outside any route (unknown paths, a gateway that cannot start). */
+export const envelopeOfPath = (path: string): "openai" | EnvelopeKind =>
+  path.startsWith("/openai/") ? "openai" : path.startsWith("/api/") ? "avatar" : "gateway"
+
 type HeaderValue = string | ReadonlyArray<string> | undefined
 export type RequestHeaders = Readonly<Record<string, HeaderValue>>
 
