@@ -24,7 +24,8 @@ export const drainers: ReadonlyArray<Drainer> = [
   { name: "jobs+webhooks", drain: (deadlineMs) => JobWorker.drainUntil(deadlineMs) }
 ]
 
-const host = Lambda.makeLambdaHost({ drainers })
+// nodeApi: the bundle ships argon2's prebuilt binaries, which need Node-API 10 (nodejs22.x).
+const host = Lambda.makeLambdaHost({ drainers, nodeApi: 10 })
 
 // In a gateway function, build the runtime during Lambda's init phase (which waits for this
 // top-level await), so that provisioned or pre-initialised containers start warm. A failure is

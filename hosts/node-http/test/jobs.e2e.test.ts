@@ -176,7 +176,7 @@ describe("delivery survives kill -9 while the receiver is down", () => {
 })
 
 describe.skipIf(!hasPg)("two processes on one PostgreSQL", () => {
-  it("deliver each webhook exactly once", async () => {
+  it("run each job once and deliver each webhook exactly once", async () => {
     const mock = await startOpenAiMock({ apiKey: "sk-2" })
     const receiver = await startReceiver()
     const env = { ...fast, OPENAI_API_KEY: "sk-2", OPENAI_BASE_URL: mock.url, DATABASE_URL: await freshPgDatabase(), JWT_SECRET: "shared-secret-shared-secret-shared-secret" }
@@ -193,6 +193,9 @@ describe.skipIf(!hasPg)("two processes on one PostgreSQL", () => {
       const jobIds = receiver.received.map((r) => JSON.parse(r.body).jobId)
       expect(jobIds.sort()).toEqual([...ids].sort())
       expect(new Set(receiver.received.map((r) => r.headers["x-gateway-delivery"])).size).toBe(8)
+      // Each one-item batch reached the upstream once: no job ran in both processes.
+      expect(mock.requests.filter((r) => r.path.endsWith("/chat/completions"))).toHaveLength(8)
+      for (const id of ids) expect((await call(servers[0]!.url, "GET", `/v1/batch/${id}/status`, { apiKey: user.apiKey })).body.result.status).toBe("completed")
     } finally {
       await Promise.all(servers.map((s) => s.stop()))
       await receiver.close()

@@ -55,7 +55,21 @@ export interface HostOptions {
   readonly drainers?: ReadonlyArray<Drainer>
   /** Time kept free at the end of a scheduled invocation, ms. Default: 10 s or 20 % of the budget. */
   readonly drainMarginMs?: number
+  /**
+   * The Node-API version the deployed native modules need (the bundle's prebuilt argon2: 10, Node
+   * 22.14+). Checked before anything loads them: an older runtime is a clear start-up failure
+   * naming the runtime to choose, not a crash. `ARGON2_PREBUILD` (a locally compiled argon2) skips it.
+   */
+  readonly nodeApi?: number
 }
+
+/** The start-up failure of a runtime older than the native modules need, if it is. */
+export const runtimeProblem = (needed: number | undefined, versions: NodeJS.ProcessVersions = process.versions, env = process.env) =>
+  needed !== undefined && Number(versions.napi) < needed && !env.ARGON2_PREBUILD
+    ? new StartupError({
+      message: `this Lambda bundle needs Node.js 22.14 or newer (Lambda runtime nodejs22.x): its argon2 binaries need Node-API ${needed}, and this is Node.js ${versions.node} (Node-API ${versions.napi})`
+    })
+    : undefined
 
 /** Lambda's only writable place; the file mailer and other data-dir users go there by default. */
 const LAMBDA_DATA_DIR = "/tmp/aigw"
@@ -95,7 +109,9 @@ const databaseUrl = Effect.gen(function*() {
 })
 
 /** Checks that only concern Lambda, before any layer is built. */
-const preflight = Effect.gen(function*() {
+const preflight = (options: HostOptions) => Effect.gen(function*() {
+  const outdated = runtimeProblem(options.nodeApi)
+  if (outdated) return yield* Effect.fail(outdated)
   yield* databaseUrl
   const secret = yield* Config.option(Config.string("JWT_SECRET"))
   const key = yield* Config.option(Config.string("JWT_PRIVATE_KEY"))
@@ -169,7 +185,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
 
   const build = async (): Promise<Built> => {
     const started = Date.now()
-    const checked = await Effect.runPromiseExit(withConfig(preflight))
+    const checked = await Effect.runPromiseExit(withConfig(preflight(options)))
     if (Exit.isFailure(checked)) throw checked.cause
     const layer = gatewayLayer({ migrate: false }).pipe(Layer.provide(Layer.setConfigProvider(provider!)))
     const runtime = ManagedRuntime.make(layer)

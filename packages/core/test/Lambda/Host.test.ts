@@ -3,7 +3,7 @@
  * (bad configuration, unreachable database) as clear 503s in each API's error shape.
  */
 import { describe, expect, it } from "vitest"
-import { makeLambdaHost } from "../../src/Lambda/Host.ts"
+import { makeLambdaHost, runtimeProblem } from "../../src/Lambda/Host.ts"
 import { fixture, functionUrlEvent, json, RecordingStream, v1Event, v2Event } from "./support/events.ts"
 
 describe("malformed events", () => {
@@ -44,6 +44,21 @@ describe("runtime build failures answer a clear 503, not an opaque 502", () => {
       message: "gateway failed to start: DATABASE_URL must be a postgres:// or postgresql:// URL on Lambda (got \"sqlite:…\"); SQLite is not bundled",
       result: null
     })
+  })
+
+  it("a runtime older than the bundled native modules need is named, with the runtime to choose", async () => {
+    const node20 = { ...process.versions, node: "20.19.0", napi: "9" }
+    expect(runtimeProblem(10, node20, {})?.message).toBe(
+      "this Lambda bundle needs Node.js 22.14 or newer (Lambda runtime nodejs22.x): its argon2 binaries need Node-API 10, and this is Node.js 20.19.0 (Node-API 9)"
+    )
+    expect(runtimeProblem(10, { ...node20, node: "22.14.0", napi: "10" }, {})).toBeUndefined()
+    expect(runtimeProblem(10, node20, { ARGON2_PREBUILD: "/opt/argon2" })).toBeUndefined()
+    expect(runtimeProblem(undefined, node20, {})).toBeUndefined()
+    if (Number(process.versions.napi) >= 10 || process.env.ARGON2_PREBUILD) return
+    // On this (older) Node the host refuses before anything loads argon2, with a clear 503.
+    const result = await makeLambdaHost({ env: { DATABASE_URL: "postgres://localhost/x", JWT_SECRET: "s".repeat(32) }, nodeApi: 10 }).handler(health)
+    expect(result.statusCode).toBe(503)
+    expect(json(result).message).toMatch(/^gateway failed to start: this Lambda bundle needs Node.js 22.14 or newer \(Lambda runtime nodejs22.x\)/)
   })
 
   it("a missing DATABASE_URL or JWT key is named", async () => {

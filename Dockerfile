@@ -1,0 +1,44 @@
+# aigw node host. The build stage installs everything and compiles TypeScript (and the native modules:
+# argon2, better-sqlite3); the runtime stage keeps the compiled JavaScript and production dependencies
+# only, and runs as the unprivileged `node` user. docs/deployment-node.md ("Containers").
+FROM node:22-bookworm-slim AS build
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends python3 make g++ \
+  && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+# The manifests first, so that the dependency layer is reused while only sources change.
+COPY package.json package-lock.json ./
+COPY packages/core/package.json packages/core/
+COPY hosts/node-http/package.json hosts/node-http/
+COPY hosts/mcp/package.json hosts/mcp/
+COPY hosts/lambda/package.json hosts/lambda/
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.base.json tsconfig.build.json ./
+COPY scripts scripts
+COPY packages packages
+COPY hosts hosts
+RUN npm run build \
+  && npm prune --omit=dev --no-audit --no-fund \
+  && rm -rf hosts/lambda packages/core/src packages/core/test hosts/*/test
+
+FROM node:22-bookworm-slim
+# bubblewrap isolates the code sandboxes where the container may create user namespaces; elsewhere
+# AIGW_SANDBOX=auto falls back to the process sandbox (docs/security.md).
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends bubblewrap \
+  && rm -rf /var/lib/apt/lists/* \
+  && mkdir -p /data && chown node:node /data
+ENV NODE_ENV=production \
+  HOST=0.0.0.0 \
+  PORT=8787 \
+  AIGW_DATA_DIR=/data \
+  DATABASE_URL=sqlite:/data/aigw.sqlite
+WORKDIR /app
+COPY --from=build --chown=node:node /app /app
+USER node
+VOLUME /data
+EXPOSE 8787
+# Liveness: /v1/health answers 503 when the database does not (docs/observability.md).
+HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8787) + '/v1/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "hosts/node-http/dist/main.js"]
