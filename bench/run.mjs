@@ -10,10 +10,12 @@
  *   aigw-pg      the same on PostgreSQL (a throw-away cluster from .ci/pg.sh)
  * aigw runs its full path: API-key auth, atomic quota admission, routing to provider `openai`
  * (OPENAI_BASE_URL = the mock), usage recording, on POST /openai/v1/chat/completions.
+ * Scenarios (SCENARIOS): chat (every target), jwt (the same chat call with the avatar's JWT instead of the
+ * API key; aigw targets) and embeddings (POST /v1/embeddings with the API key; aigw targets).
  *
  * Knobs (environment): ROUNDS [3], DURATION [7] and WARMUP [3] seconds per load run, CONNS ["1 16 64"],
  * SSE_CONNS ["1 16 64"], STREAM_N [200], STREAM_WARMUP [20], PACED_N [10], PACED_MS [5],
- * TARGETS ["direct proxy portkey aigw-sqlite aigw-pg"], CLIENT_CPUS [0], SERVER_CPUS [1], PIN [auto],
+ * TARGETS ["direct proxy portkey aigw-sqlite aigw-pg"], SCENARIOS ["chat jwt embeddings"], CLIENT_CPUS [0], SERVER_CPUS [1], PIN [auto],
  * AIGW_RUNNER [bundle | tsx], AIGW_BUNDLE [a prebuilt bundle instead of building one], STAGES [1],
  * AIGW_BEFORE_BUNDLE [with targets aigw-sqlite-before / aigw-pg-before: A/B against another build],
  * PROFILE [0], RESULTS_DIR [bench/results/<timestamp>].
@@ -44,6 +46,7 @@ const cfg = {
   pacedN: num("PACED_N", 10),
   pacedMs: num("PACED_MS", 5),
   targets: list("TARGETS", "direct proxy portkey aigw-sqlite aigw-pg"),
+  scenarios: list("SCENARIOS", "chat jwt embeddings"),
   clientCpus: env.CLIENT_CPUS ?? "0",
   serverCpus: env.SERVER_CPUS ?? "1",
   pin: env.PIN ?? "auto",
@@ -263,6 +266,8 @@ const main = async () => {
   const body = JSON.parse(fs.readFileSync(chatBody, "utf8"))
   const sseBody = path.join(results, "targets/_body-stream.json")
   fs.writeFileSync(sseBody, JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } }))
+  const embeddingsBody = path.join(bench, "bodies/embeddings.json")
+  for (const s of cfg.scenarios) if (!["chat", "jwt", "embeddings"].includes(s)) die(`unknown scenario ${s} (chat, jwt, embeddings)`)
 
   // our gateway: bundled from the repository as it is (or run through tsx)
   let aigwArgv
@@ -314,7 +319,7 @@ const main = async () => {
   for (const name of cfg.targets) {
     const port = await freePort()
     const base = `http://127.0.0.1:${port}`
-    let pid, url, headers, kind = "gateway", dataDir
+    let pid, url, headers, kind = "gateway", dataDir, account
     if (name === "direct") {
       pid = upPid
       url = `${upHost}/v1/chat/completions`
@@ -355,31 +360,40 @@ const main = async () => {
         readyUrl: `${base}/v1/health`
       })
       const { createApiKey } = await import("./lib/aigw-account.mjs")
-      const account = await createApiKey(base, dataDir)
+      account = await createApiKey(base, dataDir)
       url = `${base}/openai/v1/chat/completions`
       headers = [`Authorization: Bearer ${account.apiKey}`]
       log(`${name}: avatar ${account.username}, API key ${account.apiKey.slice(0, 11)}…`)
     } else {
       die(`unknown target ${name}`)
     }
-    const headersFile = path.join(results, "targets", `${name}.headers`)
-    fs.writeFileSync(headersFile, headers.join("\n") + "\n")
-    const hArgs = headers.flatMap((h) => ["-H", h])
-    // validation: a JSON answer with choices, a stream with >= 21 events and [DONE]
-    const jsonOut = curlJson(["-H", "content-type: application/json", ...hArgs, "--data-binary", `@${chatBody}`, url])
-    const sseOut = curlJson(["-N", "-H", "content-type: application/json", ...hArgs, "--data-binary", `@${sseBody}`, url])
-    fs.writeFileSync(path.join(results, "targets", `${name}.json.out`), jsonOut)
-    fs.writeFileSync(path.join(results, "targets", `${name}.sse.out`), sseOut)
-    const events = (sseOut.match(/^data: /gm) ?? []).length
-    const ok = jsonOut.includes('"choices"') && sseOut.includes("data: [DONE]") && events >= 21
-    const rssKb = memKb(groupPids(pid)).rss
-    record({ kind: "validation", target: name, ok, events, rss_after_start_kb: rssKb, json: jsonOut.slice(0, 300) })
-    if (!ok) {
-      log(`WARNING: ${name} failed validation (json: ${jsonOut.slice(0, 200)} | stream events: ${events}) - skipped`)
-      continue
+    // the scenarios this target takes: chat everywhere; jwt and embeddings on aigw targets only
+    const scenarios = cfg.scenarios.filter((s) => s === "chat" || account)
+    for (const scenario of scenarios) {
+      const label = scenario === "chat" ? name : `${name}/${scenario}`
+      const eUrl = scenario === "embeddings" ? `${base}/v1/embeddings` : url
+      const eHeaders = scenario === "jwt" ? [`Authorization: Bearer ${account.jwt}`] : headers
+      const headersFile = path.join(results, "targets", `${label.replace("/", ".")}.headers`)
+      fs.writeFileSync(headersFile, eHeaders.join("\n") + "\n")
+      const hArgs = eHeaders.flatMap((h) => ["-H", h])
+      // validation: a JSON answer with choices (embeddings: with the vectors), a stream with >= 21 events and [DONE]
+      const jsonOut = curlJson(["-H", "content-type: application/json", ...hArgs, "--data-binary", `@${scenario === "embeddings" ? embeddingsBody : chatBody}`, eUrl])
+      const sseOut = scenario === "embeddings" ? "" : curlJson(["-N", "-H", "content-type: application/json", ...hArgs, "--data-binary", `@${sseBody}`, eUrl])
+      fs.writeFileSync(path.join(results, "targets", `${label.replace("/", ".")}.json.out`), jsonOut)
+      if (sseOut) fs.writeFileSync(path.join(results, "targets", `${label.replace("/", ".")}.sse.out`), sseOut)
+      const events = (sseOut.match(/^data: /gm) ?? []).length
+      const ok = scenario === "embeddings"
+        ? /"embeddings":\[\[-?\d/.test(jsonOut)
+        : jsonOut.includes('"choices"') && sseOut.includes("data: [DONE]") && events >= 21
+      const rssKb = memKb(groupPids(pid)).rss
+      record({ kind: "validation", target: name, scenario, ok, events, rss_after_start_kb: rssKb, json: jsonOut.slice(0, 300) })
+      if (!ok) {
+        log(`WARNING: ${label} failed validation (json: ${jsonOut.slice(0, 200)} | stream events: ${events}) - skipped`)
+        continue
+      }
+      log(`${label} ready: ${eUrl} (pid ${pid}, RSS ${(rssKb / 1024).toFixed(0)} MB${scenario === "embeddings" ? "" : `, ${events} SSE events`})`)
+      targets.push({ name, scenario, label, pid, url: eUrl, headersFile, kind, base, dataDir, apiKey: account?.apiKey ?? headers[0].split("Bearer ")[1] })
     }
-    log(`${name} ready: ${url} (pid ${pid}, RSS ${(rssKb / 1024).toFixed(0)} MB, ${events} SSE events)`)
-    targets.push({ name, pid, url, headersFile, kind, base, dataDir, apiKey: headers[0].split("Bearer ")[1] })
   }
   if (targets.length === 0) die("no target passed validation")
 
@@ -408,14 +422,15 @@ const main = async () => {
   }
   const meta = {
     date: new Date().toISOString(),
-    command: `${Object.entries({ ROUNDS: env.ROUNDS, DURATION: env.DURATION, WARMUP: env.WARMUP, CONNS: env.CONNS, SSE_CONNS: env.SSE_CONNS, TARGETS: env.TARGETS, AIGW_RUNNER: env.AIGW_RUNNER, AIGW_BUNDLE: env.AIGW_BUNDLE, PROFILE: env.PROFILE }).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${JSON.stringify(v)} `).join("")}npm run bench`,
+    command: `${Object.entries({ ROUNDS: env.ROUNDS, DURATION: env.DURATION, WARMUP: env.WARMUP, CONNS: env.CONNS, SSE_CONNS: env.SSE_CONNS, STREAM_N: env.STREAM_N, TARGETS: env.TARGETS, SCENARIOS: env.SCENARIOS, STAGES: env.STAGES, AIGW_BEFORE_BUNDLE: env.AIGW_BEFORE_BUNDLE, AIGW_RUNNER: env.AIGW_RUNNER, AIGW_BUNDLE: env.AIGW_BUNDLE, PROFILE: env.PROFILE }).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${JSON.stringify(v)} `).join("")}npm run bench`,
     machine: { ncpu, cpu: (/model name\s*:\s*(.*)/.exec(fs.readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "?").trim(), kernel: os.release(), memory_gb: Math.round(os.totalmem() / 2 ** 30) },
     node: process.version,
     versions: versions(),
     config: { ...cfg, results: undefined },
     pinning: cfg.pin === "1" ? { client: cfg.clientCpus, servers: cfg.serverCpus } : null,
     loadavg_start: fs.readFileSync("/proc/loadavg", "utf8").trim(),
-    targets: targets.map((t) => t.name)
+    targets: [...new Set(targets.map((t) => t.name))],
+    scenarios: cfg.scenarios
   }
   fs.writeFileSync(path.join(results, "meta.json"), JSON.stringify(meta, null, 2))
 
@@ -426,7 +441,7 @@ const main = async () => {
       BENCH_HEADERS: t.headersFile
     })
   const loadRun = async (round, t, mode, c) => {
-    const bodyFile = mode === "sse" ? sseBody : chatBody
+    const bodyFile = mode === "sse" ? sseBody : t.scenario === "embeddings" ? embeddingsBody : chatBody
     await wrk(t, c, cfg.warmup, bodyFile)
     const pids = groupPids(t.pid)
     const dbPids = isPg(t.name) ? pgPids() : []
@@ -434,7 +449,7 @@ const main = async () => {
     const hwmReset = resetHwm(pids)
     const cpu0 = ticks(pids)
     const db0 = dbTicks()
-    const profiling = cfg.profile && t.name.startsWith("aigw") && mode === "json" && c === 16 && round === 1
+    const profiling = cfg.profile && t.name.startsWith("aigw") && t.scenario === "chat" && mode === "json" && c === 16 && round === 1
     if (profiling) process.kill(t.pid, "SIGUSR2")
     const out = await wrk(t, c, cfg.duration, bodyFile)
     if (profiling) process.kill(t.pid, "SIGUSR2")
@@ -443,9 +458,9 @@ const main = async () => {
     const mem = memKb(pids)
     const line = /^WRKJSON (.*)$/m.exec(out)?.[1]
     const w = line ? JSON.parse(line) : { requests: 0, duration_us: 1, connect: -1 }
-    if (!line) log(`  !! no result from wrk for ${t.name} ${mode} c=${c}: ${out.slice(-300)}`)
+    if (!line) log(`  !! no result from wrk for ${t.label} ${mode} c=${c}: ${out.slice(-300)}`)
     const row = {
-      kind: "load", round, target: t.name, mode, conns: c,
+      kind: "load", round, target: t.name, scenario: t.scenario, mode, conns: c,
       rps: w.requests / (w.duration_us / 1e6), requests: w.requests,
       errors: (w.connect ?? 0) + (w.read ?? 0) + (w.write ?? 0) + (w.timeout ?? 0), non2xx: w.status ?? 0,
       p50_ms: w.p50_us / 1000, p90_ms: w.p90_us / 1000, p99_ms: w.p99_us / 1000, p999_ms: w.p999_us / 1000, max_ms: w.max_us / 1000,
@@ -454,7 +469,7 @@ const main = async () => {
       peak_rss_kb: mem.hwm, hwm_reset: hwmReset, loadavg: fs.readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")
     }
     record(row)
-    log(`  r${round} ${t.name.padEnd(12)} ${mode} c=${String(c).padEnd(3)} ${Math.round(row.rps).toString().padStart(6)} rps  p50 ${row.p50_ms.toFixed(2)}  p99 ${row.p99_ms.toFixed(2)} ms  cpu/req ${row.cpu_us_per_req?.toFixed(0) ?? "-"}${row.db_cpu_us_per_req != null ? `+${row.db_cpu_us_per_req.toFixed(0)}db` : ""} us  peak ${(row.peak_rss_kb / 1024).toFixed(0)} MB  err ${row.errors}/${row.non2xx}`)
+    log(`  r${round} ${t.label.padEnd(25)} ${mode} c=${String(c).padEnd(3)} ${Math.round(row.rps).toString().padStart(6)} rps  p50 ${row.p50_ms.toFixed(2)}  p99 ${row.p99_ms.toFixed(2)} ms  cpu/req ${row.cpu_us_per_req?.toFixed(0) ?? "-"}${row.db_cpu_us_per_req != null ? `+${row.db_cpu_us_per_req.toFixed(0)}db` : ""} us  peak ${(row.peak_rss_kb / 1024).toFixed(0)} MB  err ${row.errors}/${row.non2xx}`)
   }
   const streamRun = async (round, t, variant) => {
     const paced = variant === "paced"
@@ -463,21 +478,30 @@ const main = async () => {
     if (paced) pace(0)
     const line = /^STREAMJSON (.*)$/m.exec(out)?.[1]
     const s = line ? JSON.parse(line) : { n: 0, failed: 1, first_error: out.slice(-300) }
-    record({ kind: "stream", round, target: t.name, variant, ...s })
-    log(`  r${round} ${t.name.padEnd(12)} stream-${variant}: headers ${s.headers_p50_ms} ttfb ${s.ttfb_p50_ms} total ${s.total_p50_ms} ms  failed ${s.failed}`)
+    record({ kind: "stream", round, target: t.name, scenario: t.scenario, variant, ...s })
+    log(`  r${round} ${t.label.padEnd(25)} stream-${variant}: headers ${s.headers_p50_ms} ttfb ${s.ttfb_p50_ms} total ${s.total_p50_ms} ms  failed ${s.failed}`)
   }
 
   const loads = [...cfg.conns.map((c) => ["json", c]), ...cfg.sseConns.map((c) => ["sse", c])]
-  log(`targets: ${targets.map((t) => t.name).join(", ")} | loads: ${loads.map(([m, c]) => `${m}:${c}`).join(" ")} | ${cfg.rounds} rounds x ${cfg.duration}s (+${cfg.warmup}s warm-up) | pin: ${cfg.pin === "1" ? `client ${cfg.clientCpus}, servers ${cfg.serverCpus}` : "off"}`)
+  log(`targets: ${targets.map((t) => t.label).join(", ")} | loads: ${loads.map(([m, c]) => `${m}:${c}`).join(" ")} | ${cfg.rounds} rounds x ${cfg.duration}s (+${cfg.warmup}s warm-up) | pin: ${cfg.pin === "1" ? `client ${cfg.clientCpus}, servers ${cfg.serverCpus}` : "off"}`)
   for (let round = 1; round <= cfg.rounds; round++) {
     log(`round ${round}/${cfg.rounds}`)
-    for (const [mode, c] of loads) for (const t of targets) await loadRun(round, t, mode, c)
-    for (const t of targets) await streamRun(round, t, "burst")
-    for (const t of targets) await streamRun(round, t, "paced")
+    // per load, scenario after scenario, every target (so a before and an after target run back to back)
+    const ofScenario = (s) => targets.filter((t) => t.scenario === s)
+    for (const [mode, c] of loads) {
+      for (const s of cfg.scenarios) {
+        if (mode === "sse" && s === "embeddings") continue
+        for (const t of ofScenario(s)) await loadRun(round, t, mode, c)
+      }
+    }
+    const streamed = targets.filter((t) => t.scenario !== "embeddings")
+    for (const t of streamed) await streamRun(round, t, "burst")
+    for (const t of streamed) await streamRun(round, t, "paced")
   }
 
   // the full path really ran: every answered call was admitted and counted
-  for (const t of targets.filter((t) => t.name.startsWith("aigw"))) {
+  const aigwTargets = targets.filter((t, i) => t.name.startsWith("aigw") && targets.findIndex((u) => u.name === t.name) === i)
+  for (const t of aigwTargets) {
     const usage = JSON.parse(curlJson(["-H", `X-Api-Key: ${t.apiKey}`, `${t.base}/v1/usage`]) || "{}")
     const sent = fs.readFileSync(rawFile, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
       .filter((r) => r.target === t.name && r.kind === "load").reduce((s, r) => s + r.requests, 0)
@@ -487,7 +511,7 @@ const main = async () => {
 
   // per-stage costs in-process (auth, quota, usage, upstream, completion) on each database
   if (cfg.stages && cfg.runner === "bundle") {
-    for (const t of targets.filter((t) => t.name.startsWith("aigw"))) {
+    for (const t of aigwTargets) {
       const dbUrl = isPg(t.name) ? `${pg.base}/${t.name.replace(/-/g, "_")}` : `sqlite:${path.join(t.dataDir, "stages.sqlite")}`
       const stagesDir = path.join(t.dataDir, "stages")
       fs.mkdirSync(stagesDir, { recursive: true })

@@ -1,7 +1,7 @@
 /**
  * Creates the benchmark's caller on a running aigw through its public API, as a user would:
  * register -> verification mail (file mailer: <AIGW_DATA_DIR>/mail/*.eml) -> verify-email ->
- * authenticate (JWT) -> POST /v1/keys. Returns the API key (aigw_...).
+ * authenticate (JWT) -> POST /v1/keys. Returns the API key (aigw_...) and the JWT.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -45,5 +45,5 @@ export const createApiKey = async (base, dataDir) => {
   await call(base, "GET", `/api/avatar/verify-email?token=${encodeURIComponent(token)}`)
   const auth = await call(base, "POST", "/api/avatar/authenticate", { body: { username, password } })
   const key = await call(base, "POST", "/v1/keys", { token: auth.result.jwtToken, body: { name: "bench" } })
-  return { username, avatarId: auth.result.id, apiKey: key.result.key }
+  return { username, avatarId: auth.result.id, apiKey: key.result.key, jwt: auth.result.jwtToken }
 }

@@ -4,6 +4,8 @@
  *   POST /v1/chat/completions   chat.completion JSON (with usage), or with "stream": true an SSE stream:
  *                               role chunk, 20 content chunks, finish chunk, usage chunk when
  *                               stream_options.include_usage, then [DONE]  (23-24 data events)
+ *   POST /v1/embeddings         OpenAI's embeddings list: one vector of MOCK_EMBED_DIMS [1536] numbers per input
+ *                               (text-embedding-3-small's default size), usage from the input count
  *   GET  /health                {"status":"ok"}
  *   POST /__bench/pace?ms=N     sets the pause between SSE events (0 = the whole stream in one write)
  *
@@ -43,6 +45,24 @@ const done = Buffer.from("data: [DONE]\n\n")
 const burst = Buffer.concat([...events, done])
 const burstWithUsage = Buffer.concat([...events, usageEvent, done])
 
+// embeddings: the same fixed vector for every input, the answer precomputed per input count
+const DIMS = Number(process.env.MOCK_EMBED_DIMS ?? 1536)
+const vector = Array.from({ length: DIMS }, (_, i) => Math.round(Math.sin(i * 12.9898) * 1e9) / 1e10)
+const embeddingAnswers = new Map()
+const embeddingsOf = (count) => {
+  let body = embeddingAnswers.get(count)
+  if (!body) {
+    body = Buffer.from(JSON.stringify({
+      object: "list",
+      data: Array.from({ length: count }, (_, index) => ({ object: "embedding", index, embedding: vector })),
+      model: "text-embedding-3-small",
+      usage: { prompt_tokens: 8 * count, total_tokens: 8 * count }
+    }))
+    if (embeddingAnswers.size < 64) embeddingAnswers.set(count, body)
+  }
+  return body
+}
+
 const jsonHeaders = (n) => ({ "content-type": "application/json", "content-length": n, "x-request-id": "req_bench" })
 const sseHeaders = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-request-id": "req_bench" }
 const notFound = Buffer.from('{"error":{"message":"not found (mock upstream)","type":"invalid_request_error","code":"not_found"}}')
@@ -77,6 +97,15 @@ const server = http.createServer((req, res) => {
     if (req.url.startsWith("/__bench/pace")) {
       paceMs = Number(new URL(req.url, "http://x").searchParams.get("ms") ?? 0)
       const body = Buffer.from(JSON.stringify({ paceMs }))
+      res.writeHead(200, jsonHeaders(body.length))
+      return res.end(body)
+    }
+    if (req.url.endsWith("/embeddings")) {
+      let input
+      try {
+        input = JSON.parse(Buffer.concat(chunks).toString("utf8")).input
+      } catch {}
+      const body = embeddingsOf(Array.isArray(input) ? Math.max(1, input.length) : 1)
       res.writeHead(200, jsonHeaders(body.length))
       return res.end(body)
     }

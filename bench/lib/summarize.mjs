@@ -1,6 +1,7 @@
 /**
  * Markdown report of a results directory written by bench/run.mjs: medians over rounds (peak RSS:
- * the maximum), ratios against the bare proxy and Portkey, the issue's targets, per-stage costs.
+ * the maximum), ratios against the bare proxy and Portkey, the issue's targets (all of the chat scenario),
+ * the scenarios side by side (chat, jwt, embeddings) with before -> after when "-before" targets ran, per-stage costs.
  * Also writes summary.json.   node bench/lib/summarize.mjs bench/results/<run>
  */
 import * as fs from "node:fs"
@@ -22,17 +23,19 @@ const fi = (x) => (x == null ? "n/a" : Math.round(x).toLocaleString("en-US"))
 const ratio = (a, b) => (a == null || b == null || b === 0 ? null : a / b)
 
 export const report = (dir) => {
-  const rows = fs.readFileSync(path.join(dir, "raw.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
+  // rows of runs before scenarios existed are the chat scenario
+  const rows = fs.readFileSync(path.join(dir, "raw.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => ({ scenario: "chat", ...JSON.parse(l) }))
   const meta = JSON.parse(fs.readFileSync(path.join(dir, "meta.json"), "utf8"))
   const targets = meta.targets
   const loads = rows.filter((r) => r.kind === "load")
   const configs = [...new Set(loads.map((r) => `${r.mode}:${r.conns}`))]
-  const stat = (t, cfg) => {
+  const scenarios = meta.scenarios ?? ["chat"]
+  const stat = (t, cfg, scenario = "chat") => {
     const [mode, c] = cfg.split(":")
-    const rs = loads.filter((r) => r.target === t && r.mode === mode && String(r.conns) === c)
+    const rs = loads.filter((r) => r.target === t && r.scenario === scenario && r.mode === mode && String(r.conns) === c)
     if (!rs.length) return null
     return {
-      target: t, mode, conns: Number(c), runs: rs.length,
+      target: t, scenario, mode, conns: Number(c), runs: rs.length,
       rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50_ms)), p90: median(rs.map((r) => r.p90_ms)),
       p99: median(rs.map((r) => r.p99_ms)), cpu: median(rs.map((r) => r.cpu_us_per_req)), db: median(rs.map((r) => r.db_cpu_us_per_req)),
       peak: max(rs.map((r) => r.peak_rss_kb)), errors: rs.reduce((s, r) => s + r.errors, 0), non2xx: rs.reduce((s, r) => s + r.non2xx, 0),
@@ -40,8 +43,8 @@ export const report = (dir) => {
     }
   }
   const streams = rows.filter((r) => r.kind === "stream")
-  const sstat = (t, variant) => {
-    const rs = streams.filter((r) => r.target === t && r.variant === variant)
+  const sstat = (t, variant, scenario = "chat") => {
+    const rs = streams.filter((r) => r.target === t && r.scenario === scenario && r.variant === variant)
     if (!rs.length) return null
     return {
       headers: median(rs.map((r) => r.headers_p50_ms)), ttfb: median(rs.map((r) => r.ttfb_p50_ms)), ttfb90: median(rs.map((r) => r.ttfb_p90_ms)),
@@ -64,6 +67,7 @@ export const report = (dir) => {
     "(for `direct` the mock's own; for aigw-pg plus the PostgreSQL backends' CPU, shown as `+ db`). TTFB: sequential streamed requests, time to the first `data:` line; " +
     "TTFT: to the first line with content (paced: the upstream waits 5 ms between events, so a gateway that folds the empty role chunk into the first content chunk shows one pause more in TTFB).")
   out.push("")
+  if (scenarios.length > 1 || scenarios[0] !== "chat") out.push("This table, the ratios and the targets are of the chat scenario (API key, `POST /openai/v1/chat/completions`); the scenarios side by side follow them.", "")
   const col = (cfg) => configs.includes(cfg)
   const head = ["target"]
   if (col("json:1")) head.push("json c=1 RPS / p50 ms")
@@ -156,6 +160,49 @@ export const report = (dir) => {
     out.push("")
   }
 
+  // the scenarios side by side, and before -> after for every "-before" target
+  const others = scenarios.filter((s) => s !== "chat")
+  if (ours.length && others.length) {
+    const scenarioName = { chat: "chat (API key)", jwt: "chat (JWT)", embeddings: "embeddings (API key)" }
+    const jsonCfgs = configs.filter((c) => c.startsWith("json:"))
+    const sseCfgs = configs.filter((c) => c.startsWith("sse:"))
+    out.push("Scenarios: chat = `POST /openai/v1/chat/completions` with the API key (as above); jwt = the same call with the avatar's JWT; " +
+      "embeddings = `POST /v1/embeddings` (`bench/bodies/embeddings.json`: one text, `text-embedding-3-small`; the mock answers one 1,536-number vector) with the API key. RPS / p50 / p99 ms, medians over rounds:")
+    out.push("")
+    const sh = ["target", "scenario", ...jsonCfgs.map((c) => `json c=${c.split(":")[1]}`), ...sseCfgs.map((c) => `stream c=${c.split(":")[1]}`), "CPU µs/req (json c=16)", "stream TTFB p50 ms"]
+    out.push(`| ${sh.join(" | ")} |`)
+    out.push(`|${sh.map((_, i) => (i < 2 ? "---" : "---:")).join("|")}|`)
+    for (const t of ours) for (const sc of scenarios) {
+      const cells = [t, scenarioName[sc] ?? sc]
+      for (const cfg of [...jsonCfgs, ...sseCfgs]) {
+        const s = stat(t, cfg, sc)
+        if (s && sc !== "chat") summary.load.push(s)
+        cells.push(s ? `${fi(s.rps)} / ${fx(s.p50)} / ${fx(s.p99)}` : "n/a")
+      }
+      cells.push(cpuCell(stat(t, "json:16", sc)), fx(sstat(t, "burst", sc)?.ttfb, 3))
+      out.push(`| ${cells.join(" | ")} |`)
+    }
+    out.push("")
+  }
+  const pairs = ours.filter((t) => t.endsWith("-before") && ours.includes(t.replace(/-before$/, ""))).map((b) => [b, b.replace(/-before$/, "")])
+  if (pairs.length) {
+    out.push("Before → after (the `-before` target is AIGW_BEFORE_BUNDLE, interleaved with the current build; RPS ratio after / before, > 1 is a gain; p99 and CPU lower is better):")
+    out.push("")
+    out.push("| database | scenario | load | RPS before → after | × | p50 ms before → after | p99 ms before → after | CPU µs/req before → after |")
+    out.push("|---|---|---|---:|---:|---:|---:|---:|")
+    summary.before_after = []
+    for (const [b, a] of pairs) for (const sc of scenarios) for (const cfg of configs) {
+      const sb = stat(b, cfg, sc)
+      const sa = stat(a, cfg, sc)
+      if (!sb || !sa) continue
+      const x = ratio(sa.rps, sb.rps)
+      summary.before_after.push({ before: b, after: a, scenario: sc, load: cfg, rps: [sb.rps, sa.rps], p50: [sb.p50, sa.p50], p99: [sb.p99, sa.p99], cpu: [sb.cpu, sa.cpu], ratio: x })
+      const cpu = (s) => (s.db != null ? `${fx(s.cpu, 0)}+${fx(s.db, 0)}db` : fx(s.cpu, 0))
+      out.push(`| ${a.replace(/^aigw-/, "")} | ${sc} | ${cfg.replace(":", " c=")} | ${fi(sb.rps)} → ${fi(sa.rps)} | ${fx(x)} | ${fx(sb.p50)} → ${fx(sa.p50)} | ${fx(sb.p99)} → ${fx(sa.p99)} | ${cpu(sb)} → ${cpu(sa)} |`)
+    }
+    out.push("")
+  }
+
   // stage costs
   if (summary.stages.length) {
     out.push(`Stage costs, in-process through the real services (\`bench/lib/stages.ts\`, ${summary.stages[0].n} calls per stage, ${summary.stages[0].c} in flight, pinned with the servers):`)
@@ -176,22 +223,23 @@ export const report = (dir) => {
   out.push("")
   out.push("| load | target | RPS | p50 ms | p90 ms | p99 ms | CPU µs/req | peak RSS MB | errors / non-2xx | RPS per round |")
   out.push("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
-  for (const cfg of configs) for (const t of targets) {
-    const s = stat(t, cfg)
-    if (s) out.push(`| ${cfg.replace(":", " c=")} | ${t} | ${fi(s.rps)} | ${fx(s.p50)} | ${fx(s.p90)} | ${fx(s.p99)} | ${cpuCell(s)} | ${fx(s.peak / 1024, 0)} | ${s.errors} / ${s.non2xx} | ${s.rounds.join(", ")} |`)
+  for (const sc of scenarios) for (const cfg of configs) for (const t of targets) {
+    const s = stat(t, cfg, sc)
+    if (s) out.push(`| ${cfg.replace(":", " c=")} | ${sc === "chat" ? t : `${t} ${sc}`} | ${fi(s.rps)} | ${fx(s.p50)} | ${fx(s.p90)} | ${fx(s.p99)} | ${cpuCell(s)} | ${fx(s.peak / 1024, 0)} | ${s.errors} / ${s.non2xx} | ${s.rounds.join(", ")} |`)
   }
   out.push("")
   out.push("| target | stream headers p50 ms | TTFB p50 ms | TTFB p90 ms | TTFT p50 ms | total p50 ms | paced TTFB p50 ms | paced TTFT p50 ms | paced total p50 ms | failed |")
   out.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-  for (const t of targets) {
-    const b = sstat(t, "burst")
-    const p = sstat(t, "paced")
-    out.push(`| ${t} | ${fx(b?.headers, 3)} | ${fx(b?.ttfb, 3)} | ${fx(b?.ttfb90, 3)} | ${fx(b?.ttft, 3)} | ${fx(b?.total, 3)} | ${fx(p?.ttfb, 2)} | ${fx(p?.ttft, 2)} | ${fx(p?.total, 1)} | ${(b?.failed ?? 0) + (p?.failed ?? 0)} |`)
+  for (const sc of scenarios) for (const t of targets) {
+    const b = sstat(t, "burst", sc)
+    const p = sstat(t, "paced", sc)
+    if (!b && !p) continue
+    out.push(`| ${sc === "chat" ? t : `${t} ${sc}`} | ${fx(b?.headers, 3)} | ${fx(b?.ttfb, 3)} | ${fx(b?.ttfb90, 3)} | ${fx(b?.ttft, 3)} | ${fx(b?.total, 3)} | ${fx(p?.ttfb, 2)} | ${fx(p?.ttft, 2)} | ${fx(p?.total, 1)} | ${(b?.failed ?? 0) + (p?.failed ?? 0)} |`)
   }
   out.push("")
   out.push("</details>")
   const bad = summary.load.filter((s) => s.errors || s.non2xx)
-  if (bad.length) out.push("", `**Warning**: errors or non-2xx answers in ${bad.map((s) => `${s.target} ${s.mode} c=${s.conns}`).join(", ")}: their RPS is not comparable.`)
+  if (bad.length) out.push("", `**Warning**: errors or non-2xx answers in ${bad.map((s) => `${s.target}${s.scenario === "chat" ? "" : ` ${s.scenario}`} ${s.mode} c=${s.conns}`).join(", ")}: their RPS is not comparable.`)
   fs.writeFileSync(path.join(dir, "summary.json"), JSON.stringify(summary, null, 2))
   return out.join("\n") + "\n"
 }
