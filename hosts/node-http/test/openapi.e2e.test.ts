@@ -34,7 +34,8 @@ describe("/openapi.json", () => {
 
   beforeAll(async () => {
     openai = await startOpenAiMock({ apiKey: "sk-oa", chunkDelayMs: 1 })
-    server = await startServer({ ...adminEnv, OPENAI_API_KEY: "sk-oa", OPENAI_BASE_URL: openai.url })
+    // A short worker interval: the batch below is polled until it completes.
+    server = await startServer({ ...adminEnv, OPENAI_API_KEY: "sk-oa", OPENAI_BASE_URL: openai.url, AIGW_WORKER_INTERVAL_MS: "100" })
     user = await signUp(server, "oas")
     const res = await fetch(`${server.url}/openapi.json`)
     expect(res.status).toBe(200)
@@ -86,7 +87,11 @@ describe("/openapi.json", () => {
     const documented: Array<[string, string]> = [
       ["/v1/complete", "post"], ["/v1/embeddings", "post"], ["/v1/usage", "get"], ["/v1/models", "get"], ["/v1/keys", "get"], ["/v1/keys", "post"],
       ["/openai/v1/chat/completions", "post"], ["/api/avatar/authenticate", "post"], ["/api/avatar/{id}", "get"], ["/api/avatar/register", "post"],
-      ["/v1/translate", "post"], ["/v1/memory/query", "post"], ["/v1/images/generate", "post"], ["/v1/audio/transcriptions", "post"]
+      ["/v1/translate", "post"], ["/v1/memory/query", "post"], ["/v1/images/generate", "post"], ["/v1/audio/transcriptions", "post"],
+      ["/v1/orchestrate/crew", "post"], ["/v1/orchestrate/conversation", "post"], ["/v1/orchestrate/graph-node", "post"],
+      ["/v1/reasoning-network/dispatch", "post"], ["/v1/documents/parse", "post"], ["/v1/graphrag/query", "post"],
+      ["/v1/batch/submit", "post"], ["/v1/batch/{batchId}/status", "get"], ["/v1/video/generate", "post"], ["/v1/video/{jobId}", "get"],
+      ["/v1/fine-tuning/jobs", "post"], ["/v1/fine-tuning/jobs/{jobId}", "get"]
     ]
     for (const [p, m] of documented) expect(Object.keys(resultOf(p, m)), `${m} ${p}`).not.toHaveLength(0)
     // The schemas the old document referenced under #/$defs are components now.
@@ -189,6 +194,13 @@ export const text = (c: Completion): string => c.content
     await ok("POST", "/v1/rerank", await post("/v1/rerank", { query: "cats", documents: ["dogs bark", "cats purr"] }))
     await ok("POST", "/v1/memory/store", await post("/v1/memory/store", { content: "Ada likes tea", provider: "local" }))
     await ok("POST", "/v1/memory/query", await post("/v1/memory/query", { query: "tea", provider: "local" }))
+    // Graph retrieval: an answer from the memory above, and the answer without any related memory.
+    const answered = await post("/v1/graphrag/query", { query: "What does Ada like?", provider: "openai" })
+    expect(answered.body.result?.sources).toHaveLength(1)
+    await ok("POST", "/v1/graphrag/query", answered)
+    const unrelated = await post("/v1/graphrag/query", { query: "What does Ada like?", userId: "nobody", provider: "openai" })
+    expect(unrelated.body.result?.answer).toBeNull()
+    await ok("POST", "/v1/graphrag/query", unrelated)
     await ok("POST", "/v1/code/execute", await post("/v1/code/execute", { code: "console.log(1); 1 + 1", language: "javascript" }))
     await ok("POST", "/v1/images/generate", await post("/v1/images/generate", { prompt: "a cat", provider: "openai" }))
     await ok("POST", "/v1/moderation", await post("/v1/moderation", { text: "hello", provider: "openai" }))
@@ -197,6 +209,41 @@ export const text = (c: Completion): string => c.content
     form.append("language", "en")
     const transcription = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
     await ok("POST", "/v1/audio/transcriptions", { status: transcription.status, body: await transcription.json() })
+    // Documents: the per-format fields of CSV and JSON.
+    const documents = [["table.csv", "name,drink\nAda,tea\n", "text/csv"], ["data.json", JSON.stringify({ drinks: ["tea"] }), "application/json"]] as const
+    for (const [name, content, type] of documents) {
+      const document = new FormData()
+      document.append("file", new File([content], name, { type }))
+      const parsed = await fetch(`${server.url}/v1/documents/parse`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: document })
+      await ok("POST", "/v1/documents/parse", { status: parsed.status, body: await parsed.json() })
+    }
+
+    // Orchestration and the reasoning network: every step is a completion the mock answers.
+    const tasks = [{ id: "t1", agent: "Researcher", description: "Find a fact about Mars", expected_output: "one fact" }]
+    await ok("POST", "/v1/orchestrate/crew", await post("/v1/orchestrate/crew", { tasks, provider: "openai" }))
+    await ok("POST", "/v1/orchestrate/crew", await post("/v1/orchestrate/crew", { tasks, process: "hierarchical", provider: "openai" }))
+    await ok("POST", "/v1/orchestrate/conversation", await post("/v1/orchestrate/conversation", { initial_message: "Hi", provider: "openai" }))
+    const node = { node_name: "writer", state: { topic: "tides" }, messages: [{ role: "user", content: "Explain tides" }], provider: "openai" }
+    await ok("POST", "/v1/orchestrate/graph-node", await post("/v1/orchestrate/graph-node", node))
+    await ok("POST", "/v1/reasoning-network/dispatch", await post("/v1/reasoning-network/dispatch", { problem: "Write a function that checks whether a number is prime", mode: "Hybrid", provider: "openai" }))
+    await ok("POST", "/v1/reasoning-network/dispatch", await post("/v1/reasoning-network/dispatch", { problem: "A poem about tea", taskType: "creative", provider: "openai" }))
+
+    // Jobs: the answer at submit and the job view, the batch's again once it has completed.
+    const submitted = await post("/v1/batch/submit", { requests: [{ messages: [{ role: "user", content: "Hi" }], provider: "openai", model: "gpt-4o-mini" }] })
+    await ok("POST", "/v1/batch/submit", submitted)
+    const batchStatus = () => get(`/v1/batch/${submitted.body.result.batchId}/status`)
+    let batch = await batchStatus()
+    await ok("GET", "/v1/batch/{batchId}/status", batch)
+    for (const deadline = Date.now() + 15_000; batch.body.result?.status !== "completed" && Date.now() < deadline; batch = await batchStatus()) {
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(batch.body.result.status).toBe("completed")
+    await ok("GET", "/v1/batch/{batchId}/status", batch)
+    // The mock has no files API: the fine-tuning job fails upstream, its view is documented all the same.
+    const training = [{ messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello" }] }]
+    const tuning = await post("/v1/fine-tuning/jobs", { baseModel: "gpt-4o-mini-2024-07-18", trainingData: training, provider: "openai" })
+    await ok("POST", "/v1/fine-tuning/jobs", tuning)
+    await ok("GET", "/v1/fine-tuning/jobs/{jobId}", await get(`/v1/fine-tuning/jobs/${tuning.body.result.jobId}`))
 
     // The avatar API: own profile (full), someone else's (public fields), the admin list, sign-in.
     const other = await signUp(server, "oas2")

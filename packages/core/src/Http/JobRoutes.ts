@@ -13,6 +13,7 @@ import { servedBy } from "../Providers/Registry.ts"
 import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
+import { BatchAccepted, BatchStatus, FineTuneAccepted, JobView, VideoAccepted } from "./ResponseSchemas.ts"
 import { authed, describeParseError as describe, Reply } from "./Route.ts"
 
 const CallbackUrl = Schema.String.pipe(Schema.maxLength(2048))
@@ -92,6 +93,7 @@ export const jobRoutes = [
   authed({
     method: "POST",
     path: "/v1/batch/submit",
+    success: BatchAccepted,
     tag: "Batch",
     metered: true,
     meteredCalls: (b) => b.requests.length,
@@ -126,6 +128,7 @@ export const jobRoutes = [
   authed({
     method: "GET",
     path: "/v1/batch/:batchId/status",
+    success: BatchStatus,
     tag: "Batch",
     summary: "Status of a batch: counts, per-item results and errors",
     query: Schema.Struct({ provider: Schema.optional(Schema.String) }),
@@ -143,6 +146,7 @@ export const jobRoutes = [
   authed({
     method: "POST",
     path: "/v1/video/generate",
+    success: VideoAccepted,
     tag: "Video",
     metered: true,
     summary: "Start a video generation (long-running); answers the job id at once, reports by webhook",
@@ -170,6 +174,7 @@ export const jobRoutes = [
   authed({
     method: "GET",
     path: "/v1/video/:jobId",
+    success: JobView,
     tag: "Video",
     summary: "Status and result of a video job (not in the spec; for polling)",
     handle: jobView("video")
@@ -177,6 +182,7 @@ export const jobRoutes = [
   authed({
     method: "POST",
     path: "/v1/fine-tuning/jobs",
+    success: FineTuneAccepted,
     tag: "Fine-tuning",
     metered: true,
     summary: "Create a fine-tuning job from chat-format training examples; reports by webhook",
@@ -200,6 +206,7 @@ export const jobRoutes = [
   authed({
     method: "GET",
     path: "/v1/fine-tuning/jobs/:jobId",
+    success: JobView,
     tag: "Fine-tuning",
     summary: "Status of one fine-tuning job",
     handle: jobView("finetune")

@@ -5,6 +5,7 @@ import { DispatchBody, ReasoningNetwork } from "../Capabilities/ReasoningNetwork
 import { Completions } from "../Capabilities/Completions.ts"
 import type { GatewayError } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { ConversationReply, CrewResult, DispatchResult, GraphNodeResult } from "./ResponseSchemas.ts"
 import { authed } from "./Route.ts"
 
 const tag = "Orchestration"
@@ -20,7 +21,7 @@ const orchestrator = <B extends { readonly provider: string; readonly model?: st
   path: string,
   body: Schema.Schema<B, any, never>,
   run: (o: OrchestrationApi) => (avatar: AvatarRecord, body: B) => Effect.Effect<A, GatewayError>,
-  docs: { readonly summary: string; readonly description?: string }
+  docs: { readonly summary: string; readonly description?: string; readonly success: Schema.Schema.Any }
 ) =>
   authed({
     method: "POST",
@@ -35,19 +36,23 @@ const orchestrator = <B extends { readonly provider: string; readonly model?: st
 
 export const orchestrationRoutes = [
   orchestrator("/v1/orchestrate/crew", CrewBody, (o) => o.crew, {
+    success: CrewResult,
     summary: "Run a crew of agents (CrewAI-style tasks); answers { raw, tasks_output, token_usage }",
     description: "Each agent's role and task are classified and routed (code, math, analysis, research by quality; others balanced) unless provider names one. hierarchical: tasks run in parallel and a manager writes the final answer."
   }),
   orchestrator("/v1/orchestrate/conversation", ConversationBody, (o) => o.conversation, {
+    success: ConversationReply,
     summary: "Start a conversation (AutoGen-style): routes initial_message, answers an assistant message"
   }),
   orchestrator("/v1/orchestrate/graph-node", GraphNodeBody, (o) => o.graphNode, {
+    success: GraphNodeResult,
     summary: "Run one graph node's model step (LangGraph-style); answers { state, nextNode }",
     description: "state is passed through and extended with messages (the node's reply appended), __node__ and __timestamp__; nextNode is next_node or __end__."
   }),
   authed({
     method: "POST",
     path: "/v1/reasoning-network/dispatch",
+    success: DispatchResult,
     tag: "Reasoning network",
     metered: true,
     summary: "Classify the problem, score agents, run a sub-network (Serial, Parallel or Hybrid); final answer and a Mermaid plan",

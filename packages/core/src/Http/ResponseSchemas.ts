@@ -12,12 +12,18 @@ import type { CompletionResult as CompletionResultType } from "../Capabilities/C
 import type { EmbeddingsResult as EmbeddingsResultType } from "../Capabilities/Embeddings.ts"
 import type { check as guardrailsCheck } from "../Capabilities/Guardrails.ts"
 import type { ExecutionResult as ExecutionResultType } from "../Capabilities/CodeExecution.ts"
+import type { parse as parseDocument } from "../Capabilities/Documents.ts"
+import type { GraphRag } from "../Capabilities/GraphRag.ts"
 import type { LlmTasks } from "../Capabilities/LlmTasks.ts"
 import type { Media } from "../Capabilities/Media.ts"
 import type { Memory } from "../Capabilities/Memory.ts"
+import type { Orchestration } from "../Capabilities/Orchestration.ts"
+import type { ReasoningNetwork } from "../Capabilities/ReasoningNetwork.ts"
 import type { rerank } from "../Capabilities/Rerank.ts"
 import type { modelDetail, modelView, openServView } from "../Catalog/Catalog.ts"
 import type { estimateCost, listProviders } from "../Catalog/Queries.ts"
+import type { Jobs } from "../Jobs/Jobs.ts"
+import { TaskClassification, TaskTypeSchema } from "../Ml/TaskClassifier.ts"
 import { ModelPlan, Plan } from "../Plans.ts"
 import type { UsageSummary as UsageSummaryType } from "../Usage.ts"
 import type { toChatCompletion } from "./OpenAiRoutes.ts"
@@ -26,6 +32,12 @@ import type { toChatCompletion } from "./OpenAiRoutes.ts"
 type Same<A, B> = [Types.DeepMutable<A>] extends [Types.DeepMutable<B>] ? [Types.DeepMutable<B>] extends [Types.DeepMutable<A>] ? true : false
   : false
 const matches = <S extends Schema.Schema.Any, T>(_: Same<Schema.Schema.Type<S>, T>) => {}
+/**
+ * The service's type with the fields `K` taken from the schema, for fields the service types more
+ * loosely than it answers (a literal built as a plain string, a date that is never null): those are
+ * left to the e2e test, the other fields stay checked both ways.
+ */
+type Overriding<T, S extends Schema.Schema.Any, K extends keyof T & keyof Schema.Schema.Type<S>> = Omit<T, K> & Pick<Schema.Schema.Type<S>, K>
 
 const IsoDateTime = Schema.String.annotations({ description: "ISO 8601 date-time (UTC)" })
 
@@ -365,6 +377,185 @@ export const TranscriptionResult = servedResult("TranscriptionResult", {
   language: Schema.NullOr(Schema.String)
 })
 matches<typeof TranscriptionResult, MediaResult<"transcription">>(true)
+
+// ---- Orchestration and the reasoning network ----
+
+type OrchestrationService = Context.Tag.Service<Orchestration>
+type OrchestrationResult<K extends keyof OrchestrationService> = Effect.Effect.Success<ReturnType<OrchestrationService[K]>>
+
+/** Token counts and cost summed over every completion of a run (snake_case, as the frameworks name them). */
+const TokenUsage = Schema.Struct({
+  prompt_tokens: Schema.Number,
+  completion_tokens: Schema.Number,
+  total_tokens: Schema.Number,
+  costUSD: Schema.Number
+}).annotations({ identifier: "TokenUsage", description: "Summed over every completion of the run" })
+
+export const CrewResult = Schema.Struct({
+  raw: Schema.String.annotations({ description: "The crew's final answer: the manager's (hierarchical) or the last task's output" }),
+  process: Schema.Literal("sequential", "hierarchical"),
+  tasks_output: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    agent: Schema.String,
+    description: Schema.String,
+    expected_output: Schema.String,
+    raw: Schema.String.annotations({ description: "The agent's output" }),
+    taskType: TaskTypeSchema.annotations({ description: "The class of the agent's role and task, which chose its routing preference" }),
+    provider: Schema.String,
+    model: Schema.String
+  })),
+  manager: Schema.optional(Schema.Struct({ raw: Schema.String, provider: Schema.String, model: Schema.String }).annotations({ description: "hierarchical only: the manager's call" })),
+  token_usage: TokenUsage
+}).annotations({ identifier: "CrewResult" })
+matches<typeof CrewResult, OrchestrationResult<"crew">>(true)
+
+export const ConversationReply = Schema.Struct({
+  role: Schema.Literal("assistant"),
+  name: Schema.String.annotations({ description: "The replying agent (assistant)" }),
+  content: Schema.String,
+  finish_reason: FinishReason,
+  rounds: Schema.Number.annotations({ description: "Rounds run by the gateway: 1, the reply to initial_message" }),
+  max_rounds: Schema.Number.annotations({ description: "The request's max_rounds" }),
+  ...callInfoFields
+}).annotations({ identifier: "ConversationReply", description: "An assistant message (AutoGen-style)" })
+// role is built as a plain string: checked by the e2e test.
+matches<typeof ConversationReply, Overriding<OrchestrationResult<"conversation">, typeof ConversationReply, "role">>(true)
+
+export const GraphNodeResult = Schema.Struct({
+  state: Schema.Struct({
+    messages: Schema.Array(Schema.Unknown).annotations({ description: "state.messages (else the request's messages) with the node's reply appended as { role: assistant, content, name }" }),
+    __node__: Schema.String.annotations({ description: "The node that ran" }),
+    __timestamp__: IsoDateTime
+  }, Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({ description: "The request's state, passed through and extended" }),
+  nextNode: Schema.String.annotations({ description: "next_node, or __end__" }),
+  provider: Schema.String,
+  model: Schema.String,
+  usage: CompletionResult.fields.usage
+}).annotations({ identifier: "GraphNodeResult" })
+matches<typeof GraphNodeResult, OrchestrationResult<"graphNode">>(true)
+
+export const DispatchResult = Schema.Struct({
+  taskType: TaskTypeSchema,
+  classification: Schema.NullOr(TaskClassification.annotations({ identifier: "TaskClassification" })).annotations({ description: "The classifier's verdict; null when the request gave taskType" }),
+  mode: Schema.Literal("Serial", "Parallel", "Hybrid"),
+  agents: Schema.Array(Schema.Struct({ id: Schema.String, role: Schema.String, score: Schema.Number })).annotations({ description: "The whole roster scored for the task type, best first" }),
+  subNetwork: Schema.Array(Schema.String).annotations({ description: "The ids of the agents that ran" }),
+  steps: Schema.Array(Schema.Struct({ agent: Schema.String, role: Schema.String, output: Schema.String, provider: Schema.String, model: Schema.String })),
+  finalAnswer: Schema.String,
+  mermaid: Schema.String.annotations({ description: "The sub-network as a Mermaid flowchart" }),
+  usage: TokenUsage
+}).annotations({ identifier: "DispatchResult" })
+matches<typeof DispatchResult, Effect.Effect.Success<ReturnType<Context.Tag.Service<ReasoningNetwork>["dispatch"]>>>(true)
+
+// ---- Documents and graph retrieval ----
+
+export const DocumentParseResult = Schema.Struct({
+  filename: Schema.String,
+  mimeType: Schema.NullOr(Schema.String),
+  format: Schema.Literal("text", "markdown", "csv", "json", "html", "pdf", "docx"),
+  text: Schema.String,
+  characters: Schema.Number,
+  words: Schema.Number,
+  rows: Schema.optional(Schema.Array(Schema.Array(Schema.String)).annotations({ description: "csv: the fields of every row, the first row included" })),
+  columns: Schema.optional(Schema.Array(Schema.String).annotations({ description: "csv: the first row" })),
+  data: Schema.optional(Schema.Unknown.annotations({ description: "json: the parsed document" })),
+  pages: Schema.optional(Schema.Number.annotations({ description: "pdf: the page count" })),
+  pageTexts: Schema.optional(Schema.Array(Schema.String).annotations({ description: "pdf: the text of each page" })),
+  provider: Schema.String.annotations({ description: "local (in-process)" })
+}).annotations({ identifier: "DocumentParseResult" })
+// The per-format fields are gathered in a record the service's type does not show: the e2e tests check them.
+matches<typeof DocumentParseResult, Effect.Effect.Success<ReturnType<typeof parseDocument>>>(true)
+
+export const GraphRagAnswer = Schema.Struct({
+  answer: Schema.String.annotations({ description: "The model's answer, citing sources by their n as [n]" }),
+  sources: Schema.Array(Schema.Struct({
+    n: Schema.Number,
+    memoryId: Schema.String,
+    content: Schema.String,
+    hop: Schema.Number.annotations({ description: "0 for a memory matching the question, 1 or 2 for one reached over shared entities" }),
+    entities: Schema.Array(Schema.String)
+  })),
+  graph: Schema.Struct({
+    nodes: Schema.Array(Schema.String).annotations({ description: "The sources' memory ids" }),
+    edges: Schema.Array(Schema.Struct({ from: Schema.String, to: Schema.String, via: Schema.String.annotations({ description: "The shared entity" }) }))
+  }),
+  searched: Schema.Number.annotations({ description: "How many memories were read" }),
+  ...callInfoFields
+}).annotations({ identifier: "GraphRagAnswer" })
+export const GraphRagNoMemories = Schema.Struct({
+  answer: Schema.Null,
+  message: Schema.String,
+  sources: Schema.Tuple(),
+  graph: Schema.Struct({ nodes: Schema.Tuple(), edges: Schema.Tuple() }),
+  searched: Schema.Number
+}).annotations({ identifier: "GraphRagNoMemories", description: "No stored memory relates to the question: no model was called" })
+export const GraphRagResult = Schema.Union(GraphRagAnswer, GraphRagNoMemories)
+type GraphRagType = Effect.Effect.Success<ReturnType<Context.Tag.Service<GraphRag>["query"]>>
+matches<typeof GraphRagAnswer, Extract<GraphRagType, { answer: string }>>(true)
+// The service's empty arrays are typed never[], the schema's empty tuples ([]) say the same to the document.
+matches<typeof GraphRagNoMemories, Overriding<Extract<GraphRagType, { answer: null }>, typeof GraphRagNoMemories, "sources" | "graph">>(true)
+
+// ---- Jobs: batch, video, fine-tuning (docs/webhooks.md) ----
+
+const JobStatus = Schema.Literal("queued", "running", "completed", "failed", "cancelled")
+
+const jobViewFields = {
+  jobId: Schema.String,
+  jobType: Schema.Literal("video", "batch", "finetune"),
+  status: JobStatus,
+  provider: Schema.String,
+  upstreamId: Schema.NullOr(Schema.String).annotations({ description: "The upstream's id of the job, once submitted there" }),
+  result: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({
+    description:
+      "Progress, then the final result. batch: { total, completed, failed, items: [{ index, ok, result | error }] }; video: { videoUrl, provider, upstreamId, … }; finetune: { fineTunedModel, baseModel, trainedTokens, upstreamStatus, events }"
+  }),
+  error: Schema.NullOr(Schema.String),
+  callbackUrl: Schema.NullOr(Schema.String),
+  createdAtUtc: IsoDateTime,
+  updatedAtUtc: IsoDateTime,
+  completedAtUtc: Schema.NullOr(IsoDateTime),
+  webhook: Schema.NullOr(Schema.Struct({
+    deliveryId: Schema.String,
+    status: Schema.Literal("pending", "delivered", "dead"),
+    attempts: Schema.Number,
+    deliveredAtUtc: Schema.NullOr(IsoDateTime),
+    lastError: Schema.NullOr(Schema.String)
+  })).annotations({ description: "The completion webhook's delivery: null until a job with a callbackUrl ends" })
+}
+export const JobView = Schema.Struct(jobViewFields).annotations({ identifier: "Job" })
+// The service types the stored result as unknown (each runner writes its own object) and every date
+// as nullable (one helper): those fields are checked by the e2e test.
+type JobViewType = Overriding<Effect.Effect.Success<ReturnType<Context.Tag.Service<Jobs>["view"]>>, typeof JobView, "result" | "createdAtUtc" | "updatedAtUtc">
+matches<typeof JobView, JobViewType>(true)
+
+export const BatchStatus = Schema.Struct({ batchId: Schema.String.annotations({ description: "The same as jobId" }), ...jobViewFields }).annotations({
+  identifier: "BatchStatus"
+})
+matches<typeof BatchStatus, { batchId: string } & JobViewType>(true)
+
+/**
+ * What a job route answers at once: the job (queued) and where to poll it. The route handlers build
+ * it from the stored job, so there is no service type to check it against: the e2e test checks it.
+ */
+const jobAccepted = <T extends "batch" | "video" | "finetune", F extends Schema.Struct.Fields>(identifier: string, jobType: T, fields: F) =>
+  Schema.Struct({
+    jobId: Schema.String,
+    jobType: Schema.Literal(jobType),
+    status: JobStatus,
+    provider: Schema.String,
+    ...fields,
+    statusUrl: Schema.String.annotations({ description: "The path that answers the job's status" })
+  }).annotations({ identifier })
+
+export const BatchAccepted = jobAccepted("BatchAccepted", "batch", {
+  batchId: Schema.String.annotations({ description: "The same as jobId" }),
+  total: Schema.Number.annotations({ description: "How many requests the batch holds" })
+})
+export const VideoAccepted = jobAccepted("VideoAccepted", "video", {})
+export const FineTuneAccepted = jobAccepted("FineTuneAccepted", "finetune", {
+  baseModel: Schema.String,
+  examples: Schema.Number.annotations({ description: "How many training examples were given" })
+})
 
 // ---- OpenAI-compatible surface ----
 

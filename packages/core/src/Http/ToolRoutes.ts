@@ -7,7 +7,7 @@ import { GraphRag } from "../Capabilities/GraphRag.ts"
 import { BadRequest } from "../Errors.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
-import { ExecutionResult } from "./ResponseSchemas.ts"
+import { DocumentParseResult, ExecutionResult, GraphRagResult } from "./ResponseSchemas.ts"
 
 
 /** The parse request from its multipart form, or what is wrong with it. */
@@ -40,6 +40,7 @@ export const toolRoutes = [
   authed({
     method: "POST",
     path: "/v1/documents/parse",
+    success: DocumentParseResult,
     tag: "Tools",
     metered: true,
     rawBody: true,
@@ -50,6 +51,7 @@ export const toolRoutes = [
   authed({
     method: "POST",
     path: "/v1/graphrag/query",
+    success: GraphRagResult,
     tag: "Retrieval",
     metered: true,
     summary: "Multi-hop question over the caller's memories: entity graph walk + a routed model's cited answer",
