@@ -5,6 +5,7 @@
  * written here once; the callers only differ in how they hand a request in and an answer out.
  */
 import type { ServerResponse } from "node:http"
+import { Readable } from "node:stream"
 import type { Credentials } from "../Accounts/Auth.ts"
 import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
 import { failureOf, successOf } from "../Envelope.ts"
@@ -60,26 +61,38 @@ export const declaresTooLarge = (headers: RequestHeaders, maxBodyBytes: number) 
 
 export const TOO_LARGE: unique symbol = Symbol("too large")
 
+const empty = new Uint8Array(0)
+
 /**
- * A body's bytes, read until `limit`: TOO_LARGE as soon as it is larger (the rest is not kept).
- * `source` is a node request or a web stream. A client that leaves mid-upload rejects.
+ * A body's bytes, read until `limit`: TOO_LARGE as soon as it is larger (the rest is drained, not
+ * kept). `source` is a node request (read with stream events: no promise per chunk, this is every
+ * metered call's path) or a web stream (Lambda, embedders). A client that leaves mid-upload rejects.
  */
-export const readLimited = async (source: AsyncIterable<Uint8Array> | null, limit: number): Promise<Uint8Array | typeof TOO_LARGE> => {
-  if (source === null) return new Uint8Array(0)
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  for await (const chunk of source) {
-    size += chunk.byteLength
-    if (size > limit) return TOO_LARGE
-    chunks.push(chunk)
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+export const readLimited = (source: Readable | ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array | typeof TOO_LARGE> => {
+  if (source === null) return Promise.resolve(empty)
+  const body = source instanceof ReadableStream ? Readable.fromWeb(source as any) : source
+  return new Promise((resolve, reject) => {
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    const onData = (chunk: Uint8Array) => {
+      size += chunk.byteLength
+      if (size <= limit) return void chunks.push(chunk)
+      body.off("data", onData)
+      body.resume()
+      resolve(TOO_LARGE)
+    }
+    body.on("data", onData)
+    body.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : chunks.length === 0 ? empty : Buffer.concat(chunks)))
+    // After "end" (or a refusal) these settle nothing: the promise is already resolved.
+    body.once("error", reject)
+    body.once("close", () => reject(new Error("the client closed the connection before the body ended")))
+  })
 }
 
 const utf8 = new TextDecoder()
 
 /** `readLimited` as text (UTF-8). */
-export const readLimitedText = async (source: AsyncIterable<Uint8Array> | null, limit: number): Promise<string | typeof TOO_LARGE> => {
+export const readLimitedText = async (source: Readable | ReadableStream<Uint8Array> | null, limit: number): Promise<string | typeof TOO_LARGE> => {
   const bytes = await readLimited(source, limit)
   return bytes === TOO_LARGE ? bytes : utf8.decode(bytes)
 }

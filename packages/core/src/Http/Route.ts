@@ -6,6 +6,7 @@
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Readable } from "node:stream"
 import { Cause, Effect, Option, ParseResult, Schema } from "effect"
 import type { ParseOptions } from "effect/SchemaAST"
 import { Auth } from "../Accounts/Auth.ts"
@@ -153,9 +154,9 @@ const asEffect = <A>(decoded: A | BadRequest): Effect.Effect<A, BadRequest> =>
   decoded instanceof BadRequest ? Effect.fail(decoded) : Effect.succeed(decoded)
 
 /** The body source of a platform request: the node request itself, or a web request's stream. */
-const sourceOf = (request: HttpServerRequest.HttpServerRequest): AsyncIterable<Uint8Array> | null => {
-  const source = request.source as { readonly body?: ReadableStream<Uint8Array> | null } | AsyncIterable<Uint8Array>
-  return Symbol.asyncIterator in source ? source : (source.body ?? null) as AsyncIterable<Uint8Array> | null
+const sourceOf = (request: HttpServerRequest.HttpServerRequest): Readable | ReadableStream<Uint8Array> | null => {
+  const source = request.source as Readable | Request
+  return source instanceof Readable ? source : source.body
 }
 
 /**
