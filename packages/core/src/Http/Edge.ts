@@ -62,6 +62,7 @@ export const declaresTooLarge = (headers: RequestHeaders, maxBodyBytes: number) 
 export const TOO_LARGE: unique symbol = Symbol("too large")
 
 const empty = new Uint8Array(0)
+const clientLeft = new Error("the client closed the connection before the body ended")
 
 /**
  * A body's bytes, read until `limit`: TOO_LARGE as soon as it is larger (the rest is drained, not
@@ -83,9 +84,10 @@ export const readLimited = (source: Readable | ReadableStream<Uint8Array> | null
     }
     body.on("data", onData)
     body.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : chunks.length === 0 ? empty : Buffer.concat(chunks)))
-    // After "end" (or a refusal) these settle nothing: the promise is already resolved.
+    // After "end" (or a refusal) these settle nothing: the promise is already resolved. "close" follows
+    // every request, so its error is one shared value, not a stack trace per call.
     body.once("error", reject)
-    body.once("close", () => reject(new Error("the client closed the connection before the body ended")))
+    body.once("close", () => reject(clientLeft))
   })
 }
 
