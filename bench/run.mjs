@@ -340,7 +340,8 @@ const main = async () => {
       // "-before": the same gateway from AIGW_BEFORE_BUNDLE, interleaved with the current one (A/B of a change)
       const before = name.endsWith("-before")
       if (before && !env.AIGW_BEFORE_BUNDLE) die(`${name} needs AIGW_BEFORE_BUNDLE (node bench/lib/build.mjs --out FILE --overlay DIR)`)
-      const argv = before ? ["node", path.resolve(env.AIGW_BEFORE_BUNDLE)] : aigwArgv
+      // The before bundle runs with the same node options (the profile preload with PROFILE=1).
+      const argv = before ? [...aigwArgv.slice(0, -1), path.resolve(env.AIGW_BEFORE_BUNDLE)] : aigwArgv
       dataDir = path.join(tmp, name)
       fs.mkdirSync(dataDir, { recursive: true })
       pid = await startServer(name, argv, {
@@ -449,7 +450,7 @@ const main = async () => {
     const hwmReset = resetHwm(pids)
     const cpu0 = ticks(pids)
     const db0 = dbTicks()
-    const profiling = cfg.profile && t.name.startsWith("aigw") && t.scenario === "chat" && mode === "json" && c === 16 && round === 1
+    const profiling = cfg.profile && t.name.startsWith("aigw") && t.scenario === "chat" && c === 16 && round === 1
     if (profiling) process.kill(t.pid, "SIGUSR2")
     const out = await wrk(t, c, cfg.duration, bodyFile)
     if (profiling) process.kill(t.pid, "SIGUSR2")
