@@ -14,6 +14,13 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { ensureBuilt, root } from "./build.mjs"
+import { nodeProblem } from "./node-version.mjs"
+
+const outdated = nodeProblem()
+if (outdated) {
+  process.stderr.write(`aigw: ${outdated}\n`)
+  process.exit(1)
+}
 
 const host = process.argv[2] ?? "node-http"
 const hostDir = path.join(root, "hosts", host)

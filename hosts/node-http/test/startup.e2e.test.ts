@@ -8,6 +8,8 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { type FailedStart, freePort, startExpectingFailure } from "./support/server.ts"
+// @ts-expect-error: a plain .mjs script without declarations
+import { minimum, nodeProblem } from "../../../scripts/node-version.mjs"
 
 /** Asserts the documented shape and returns the line. */
 const oneLineFailure = (result: FailedStart, variable: string): string => {
@@ -110,4 +112,14 @@ describe("start-up failures of the MCP stdio host", () => {
     )
     expect(result.stdout).toBe("")
   }, T)
+})
+
+describe("npm start on an older Node.js", () => {
+  it("names the version it needs (package.json engines), in one line", () => {
+    expect(minimum).toBe(JSON.parse(fs.readFileSync(path.join(__dirname, "../../../package.json"), "utf8")).engines.node.replace(">=", ""))
+    expect(nodeProblem("20.18.3")).toBe(`aigw needs Node.js ${minimum} or newer (package.json "engines"); this is Node.js 20.18.3`)
+    expect(nodeProblem("18.20.8")).toMatch(/^aigw needs Node\.js/)
+    for (const ok of [minimum, "20.19.5", "20.20.2", "22.1.0", "24.0.0"]) expect(nodeProblem(ok), ok).toBeUndefined()
+    expect(nodeProblem()).toBeUndefined()
+  })
 })
