@@ -21,7 +21,6 @@ import * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Runtime, type Scope } from "effect"
 import { Auth, INVALID } from "../Accounts/Auth.ts"
-import { sha256 } from "../Accounts/Secrets.ts"
 import { Completions } from "../Capabilities/Completions.ts"
 import { Embeddings } from "../Capabilities/Embeddings.ts"
 import { GatewayConfig } from "../Config.ts"
@@ -31,13 +30,13 @@ import * as Metrics from "../Metrics.ts"
 import { headersOf, Quota } from "../Quota.ts"
 import * as RequestId from "../RequestId.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { Metering } from "../Storage/Metering.ts"
 import { makeApp, routes as appRoutes } from "./App.ts"
 import {
   credentialsOf,
   declaresTooLarge,
   internalErrorBody,
   parseJsonBody,
+  type Presented,
   presented,
   readLimitedText,
   sendError,
@@ -55,6 +54,9 @@ export interface FastLane {
   /** Serves the request and returns true, or returns false without touching it. */
   readonly handle: (req: IncomingMessage, res: ServerResponse) => boolean
 }
+
+/** The credentials the lane serves (the rest are the route's to refuse). */
+type LaneCredentials = Extract<Presented, { readonly _tag: "ApiKey" | "Jwt" }>
 
 const clientGone = new DOMException("The client closed the connection", "AbortError")
 
@@ -80,7 +82,6 @@ type AppServices = Exclude<
 /** The fast lane over the routes that declare a lane (by default the app's). */
 export const make = Effect.gen(function*() {
   const { limits, maxBodyBytes } = yield* GatewayConfig
-  const metering = yield* Metering
   const quota = yield* Quota
   const auth = yield* Auth
   const services: LaneServices = { calls: yield* ProviderCalls, completions: yield* Completions, embeddings: yield* Embeddings }
@@ -92,10 +93,10 @@ export const make = Effect.gen(function*() {
   const byPath = new Map(appRoutes.filter((r) => r.lane !== undefined && r.method === "POST").map((r) => [r.path, r]))
 
   /** The caller of a key or JWT (Auth's rules), or undefined for credentials that do not hold. */
-  const callerOf = (req: IncomingMessage, secret: string | undefined): Promise<AvatarRecord | undefined> =>
-    secret !== undefined
-      ? metering.avatarOfKey(sha256(secret))
-      : run(Effect.match(auth.resolve(credentialsOf(req.headers)), { onFailure: () => undefined, onSuccess: (a) => a._tag === "Some" ? a.value : undefined }))
+  const callerOf = (credentials: LaneCredentials): Promise<AvatarRecord | undefined> =>
+    credentials._tag === "ApiKey"
+      ? auth.ownerOfKey(credentials.secret)
+      : run(Effect.match(auth.byJwt(credentials.token), { onFailure: () => undefined, onSuccess: (a) => a }))
 
   /**
    * Hands a request whose body the lane already read to the Effect app (with the lane's request id
@@ -126,9 +127,6 @@ export const make = Effect.gen(function*() {
       if (!res.writableFinished) controller.abort(clientGone)
     })
     return {
-      avatar,
-      controller,
-      requestId,
       call: (targets) => ({ avatar, targets, controller, requestId }),
       stream: async (stream, frames, opening = "", trailer = "") => {
         res.writeHead(200, { ...headers, ...SSE_HEADERS })
@@ -144,11 +142,11 @@ export const make = Effect.gen(function*() {
     }
   }
 
-  const serve = async (req: IncomingMessage, res: ServerResponse, route: Route, secret: string | undefined, requestId: string): Promise<unknown> => {
+  const serve = async (req: IncomingMessage, res: ServerResponse, route: Route, credentials: LaneCredentials, requestId: string): Promise<unknown> => {
     const { envelope } = route
     if (!validHost(req.headers.host)) return sendError(res, envelope, new BadRequest({ message: "Invalid Host header." }))
     // The order of the route: credentials, body, admission, then the call.
-    const caller = await callerOf(req, secret)
+    const caller = await callerOf(credentials)
     if (caller === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
     if (declaresTooLarge(req.headers, maxBodyBytes)) return sendError(res, envelope, tooLargeError(maxBodyBytes))
     // A client that leaves mid-upload: nothing to answer.
@@ -198,7 +196,7 @@ export const make = Effect.gen(function*() {
       if (metrics) Metrics.recordRequest(route.path, "POST", res.statusCode, ms / 1000)
       if (logRequests) void run(accessLogLine(requestId, "POST", route.path, route.path, res.statusCode, ms))
     }
-    serve(req, res, route, credentials._tag === "ApiKey" ? credentials.secret : undefined, requestId).then(
+    serve(req, res, route, credentials, requestId).then(
       (outcome) => {
         if (outcome !== DELEGATED) done()
       },

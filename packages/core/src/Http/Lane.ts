@@ -21,13 +21,9 @@ export interface LaneServices {
 /** Marks an answer the lane already wrote as a stream. */
 export const STREAMED: unique symbol = Symbol("streamed")
 
-/** An admitted call on the lane: the engine's call fields, and the SSE writer. */
+/** An admitted call on the lane: the engine call (aborted when the client goes away), and the SSE writer. */
 export interface LaneCall {
-  readonly avatar: AvatarRecord
-  /** Aborted when the client goes away. */
-  readonly controller: AbortController
-  readonly requestId: string
-  /** The engine call for these targets. */
+  /** The engine call for these targets: the caller, the request id, the client's abort. */
   readonly call: (targets: ReadonlyArray<Target>) => Call
   /** Answers with an SSE stream: `opening` first, the frames of each batch of chunks, `trailer` last. */
   readonly stream: (stream: ChatStream, frames: (chunk: StreamChunk) => string, opening?: string, trailer?: string) => Promise<typeof STREAMED>

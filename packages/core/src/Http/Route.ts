@@ -25,6 +25,7 @@ import {
   internalErrorBody,
   parseJsonBody,
   readLimited,
+  readLimitedText,
   successBody,
   TOO_LARGE,
   tooLargeError
@@ -160,24 +161,23 @@ const sourceOf = (request: HttpServerRequest.HttpServerRequest): Readable | Read
 }
 
 /**
- * The body's bytes within the configured size limit (Edge.readLimited): a declared or actual size
- * above it is a 413 envelope; a client that leaves mid-upload is a 400.
+ * The body read by `read` (Edge.readLimited or readLimitedText) within the configured size limit: a
+ * declared or actual size above it is a 413 envelope; a client that leaves mid-upload is a 400.
  */
-const readBytes = Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const { maxBodyBytes } = yield* GatewayConfig
-  if (declaresTooLarge(request.headers, maxBodyBytes)) return yield* Effect.fail(tooLargeError(maxBodyBytes))
-  const bytes = yield* Effect.tryPromise({
-    try: () => readLimited(sourceOf(request), maxBodyBytes),
-    catch: () => new BadRequest({ message: "The request body could not be read." })
+const readBounded = <A>(read: (source: Readable | ReadableStream<Uint8Array> | null, limit: number) => Promise<A | typeof TOO_LARGE>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const { maxBodyBytes } = yield* GatewayConfig
+    if (declaresTooLarge(request.headers, maxBodyBytes)) return yield* Effect.fail(tooLargeError(maxBodyBytes))
+    const body = yield* Effect.tryPromise({
+      try: () => read(sourceOf(request), maxBodyBytes),
+      catch: () => new BadRequest({ message: "The request body could not be read." })
+    })
+    return body === TOO_LARGE ? yield* Effect.fail(tooLargeError(maxBodyBytes)) : body as A
   })
-  return bytes === TOO_LARGE ? yield* Effect.fail(tooLargeError(maxBodyBytes)) : bytes
-})
-
-const utf8 = new TextDecoder()
 
 /** The body as text within the configured size limit (the Effect routes and /mcp). */
-export const readText = Effect.map(readBytes, (bytes) => utf8.decode(bytes))
+export const readText = readBounded(readLimitedText)
 
 /** Reads and parses a JSON body within the configured size, depth and NUL limits. */
 export const readJson = Effect.gen(function*() {
@@ -197,7 +197,7 @@ export const readForm = Effect.gen(function*() {
   if (!contentType.startsWith("multipart/form-data")) {
     return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data." }))
   }
-  const bytes = yield* readBytes
+  const bytes = yield* readBounded(readLimited)
   return yield* Effect.tryPromise({
     try: () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData(),
     catch: () => new BadRequest({ message: "Malformed multipart/form-data body." })
