@@ -136,7 +136,7 @@ describe("fast lane", () => {
   it("refuses what routing or the upstream refuses like the route (400, 404, 422, 502), with rate-limit headers", async () => {
     const cases = [
       { model: "no-such-model", messages: hi },
-      { model: "gpt-4o-mini", provider: "anthropic", messages: hi },
+      { model: "gpt-4o-mini", provider: "no-such-provider", messages: hi },
       { model: "gpt-4o-mini", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] },
       { model: "gpt-4o-mini", messages: [{ role: "tool", tool_call_id: "nope", content: "42" }] }
     ]

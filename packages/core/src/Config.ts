@@ -40,6 +40,12 @@ export interface GatewayOptions {
   readonly sandbox: "auto" | "bwrap" | "process" | "off"
   /** Reads `<ID>_API_KEY` / `<ID>_BASE_URL` for a provider id. */
   readonly providerEnv: (providerId: string) => { readonly apiKey: Option.Option<Redacted.Redacted>; readonly baseUrl: Option.Option<string> }
+  /** Reads a provider's own setting by variable name (Providers/Served.ts `settings`, e.g. AWS_REGION). */
+  readonly setting: (name: string) => Option.Option<string>
+  /** `AIGW_MODELS`: models added to or overriding the catalogue (JSON, validated by the Catalog at start). */
+  readonly models: Option.Option<string>
+  /** `AIGW_MODEL_ALIASES`: names that stand for a model (JSON object, validated by the Catalog at start). */
+  readonly modelAliases: Option.Option<string>
 }
 
 /** Bounds on untrusted input and outbound replies; each has an `AIGW_` variable (docs/configuration.md). */
@@ -137,6 +143,9 @@ export const defaults = (overrides: Partial<GatewayOptions> = {}): GatewayOption
   limits: defaultLimits,
   sandbox: "auto",
   providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() }),
+  setting: () => Option.none(),
+  models: Option.none(),
+  modelAliases: Option.none(),
   ...overrides
 })
 
@@ -173,7 +182,9 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   jobPollMs: Config.integer("AIGW_JOB_POLL_MS").pipe(Config.withDefault(5_000)),
   workerIntervalMs: Config.integer("AIGW_WORKER_INTERVAL_MS").pipe(Config.withDefault(1_000)),
   limits: limitsFromEnv,
-  sandbox: Config.literal("auto", "bwrap", "process", "off")("AIGW_SANDBOX").pipe(Config.withDefault("auto" as const))
+  sandbox: Config.literal("auto", "bwrap", "process", "off")("AIGW_SANDBOX").pipe(Config.withDefault("auto" as const)),
+  models: nonEmpty(Config.string("AIGW_MODELS")),
+  modelAliases: nonEmpty(Config.string("AIGW_MODEL_ALIASES"))
 }).pipe(
   Config.mapOrFail((c) => {
     const planLimits = Option.match(c.planLimits, {
@@ -200,7 +211,8 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
       workerIntervalMs: c.workerIntervalMs,
       limits: c.limits,
       sandbox: c.sandbox,
-      providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() })
+      models: c.models,
+      modelAliases: c.modelAliases
     }))
   })
 )
@@ -213,6 +225,13 @@ export const layerConfig = Layer.effect(
     // Checked at start: an unwritable data directory would otherwise fail on the first mail or key.
     yield* ensureWritableDir(options.dataDir, "AIGW_DATA_DIR")
     const provider = yield* Effect.configProviderWith(Effect.succeed)
+    const setting = (name: string) =>
+      Effect.runSync(
+        Effect.provide(
+          Config.option(Config.string(name)).pipe(Effect.orElseSucceed(() => Option.none<string>())),
+          Layer.setConfigProvider(provider)
+        )
+      )
     const providerEnv = (id: string) => {
       const prefix = envPrefix(id)
       return Effect.runSync(
@@ -227,6 +246,6 @@ export const layerConfig = Layer.effect(
         )
       )
     }
-    return { ...options, providerEnv }
+    return { ...options, providerEnv, setting }
   })
 )

@@ -8,6 +8,7 @@ import { ConfigProvider, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import { data as catalogue } from "./Catalog/Catalog.ts"
 import { envPrefix, limitVariables } from "./Config.ts"
+import { servedBy } from "./Providers/Registry.ts"
 import { type StartupError, startupError } from "./StartupError.ts"
 
 /**
@@ -44,6 +45,8 @@ export const generalVariables: ReadonlyArray<string> = [
   "AIGW_FAST_LANE",
   "AIGW_LOG_FORMAT",
   "AIGW_METRICS",
+  "AIGW_MODELS",
+  "AIGW_MODEL_ALIASES",
   "OTEL_EXPORTER_OTLP_ENDPOINT",
   "OTEL_SERVICE_NAME",
   "AIGW_API_KEY"
@@ -54,12 +57,16 @@ export const environmentOnly: ReadonlyArray<string> = ["AIGW_CONFIG", "AIGW_DEBU
 
 let known: ReadonlySet<string> | undefined
 
-/** The keys a configuration file may hold: the variables above, the limits and `<ID>_API_KEY` / `<ID>_BASE_URL` of catalogued providers. */
+/** The keys a configuration file may hold: the variables above, the limits, and `<ID>_API_KEY` / `<ID>_BASE_URL` and the own settings of catalogued providers. */
 export const knownVariables = (): ReadonlySet<string> =>
   (known ??= new Set([
     ...generalVariables,
     ...Object.values(limitVariables),
-    ...catalogue.providers.flatMap((p) => [`${envPrefix(p.id)}_API_KEY`, `${envPrefix(p.id)}_BASE_URL`])
+    ...catalogue.providers.flatMap((p) => [
+      `${envPrefix(p.id)}_API_KEY`,
+      `${envPrefix(p.id)}_BASE_URL`,
+      ...(servedBy(p).settings ?? []).map((s) => s.name)
+    ])
   ]))
 
 const distance = (a: string, b: string): number => {

@@ -3,8 +3,12 @@ import type { ModelEntry } from "./Catalog/Catalog.ts"
 
 export const round = (usd: number): number => Math.round(usd * 1e10) / 1e10
 
-export const costOf = (model: Pick<ModelEntry, "inputPer1kUSD" | "outputPer1kUSD">, promptTokens: number, completionTokens: number): number =>
-  round((promptTokens / 1000) * model.inputPer1kUSD + (completionTokens / 1000) * model.outputPer1kUSD)
+/** The cost of a call; 0 for a model without a known price (see `costKnown`). */
+export const costOf = (model: Pick<ModelEntry, "inputPer1kUSD" | "outputPer1kUSD" | "unpriced">, promptTokens: number, completionTokens: number): number =>
+  model.unpriced ? 0 : round((promptTokens / 1000) * model.inputPer1kUSD + (completionTokens / 1000) * model.outputPer1kUSD)
+
+/** Whether a call's cost is known: false for models named outside the catalogue without a configured price. */
+export const costKnown = (model: Pick<ModelEntry, "unpriced">): boolean => model.unpriced !== true
 
 export const pricingNote = (model: ModelEntry, providerName: string) =>
   `List price of ${providerName} ${model.id}: $${model.inputPer1kUSD} per 1K input tokens and $${model.outputPer1kUSD} per 1K output tokens (public pricing, ${model.pricingSource}). Estimate only: the recorded cost of a real call uses the token counts the provider reports.`

@@ -4,9 +4,9 @@
  * preference. See docs/routing.md.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { Catalog, type ConfiguredProvider, type EndpointType, type ModelEntry } from "./Catalog/Catalog.ts"
+import { Catalog, type ConfiguredProvider, type EndpointType, type ModelEntry, uncataloguedModel } from "./Catalog/Catalog.ts"
 import { envPrefix } from "./Config.ts"
-import { Forbidden, NotFound, Unprocessable } from "./Errors.ts"
+import { Forbidden, type GatewayError, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
 import type { Target } from "./Providers/Chat.ts"
 import { ProviderHealth } from "./Providers/ProviderHealth.ts"
@@ -35,8 +35,8 @@ export interface ChatNeeds {
 export type RoutingError = NotFound | Forbidden | Unprocessable
 
 /** Routing's answer as an Effect: the targets, or a failure with the routing error. */
-export const routed = (found: ReadonlyArray<Target> | RoutingError): Effect.Effect<ReadonlyArray<Target>, RoutingError> =>
-  Array.isArray(found) ? Effect.succeed(found) : Effect.fail(found as RoutingError)
+export const routed = <E extends GatewayError>(found: ReadonlyArray<Target> | E): Effect.Effect<ReadonlyArray<Target>, E> =>
+  Array.isArray(found) ? Effect.succeed(found) : Effect.fail(found as E)
 
 export interface Fallback {
   readonly provider: string
@@ -75,13 +75,7 @@ const makeService = Effect.gen(function*() {
     if (!p.capabilities.includes(kind)) {
       return new Unprocessable({ message: `Provider ${p.id} speaks its own (${p.adapter}) protocol, which has no ${labels[kind]} adapter yet.` })
     }
-    if (!p.configured) {
-      return new Unprocessable({
-        message: p.endpoint.includes("{")
-          ? `Provider ${p.id} is not configured: set ${envPrefix(p.id)}_BASE_URL (deployment-specific endpoint) and ${envPrefix(p.id)}_API_KEY.`
-          : `Provider ${p.id} is not configured: set ${envPrefix(p.id)}_API_KEY.`
-      })
-    }
+    if (p.missing !== undefined) return new Unprocessable({ message: p.missing })
     return undefined
   }
 
@@ -107,36 +101,56 @@ const makeService = Effect.gen(function*() {
 
   const targetOf = (m: ModelEntry): Target => ({ provider: Option.getOrThrow(catalog.provider(m.provider)), model: m })
 
+  /**
+   * The model a call names, resolved: an alias (AIGW_MODEL_ALIASES), a model of the catalogue or
+   * AIGW_MODELS, or, with a provider named (the `provider` field, or `provider/model`), any model
+   * of that provider, forwarded as named (cost unknown unless configured).
+   */
+  const resolveModel = (named: string, provider: string, kind: ModelKind): ModelEntry | RoutingError => {
+    const name = Option.getOrElse(catalog.alias(named), () => named)
+    const catalogued = catalog.model(name)
+    if (Option.isSome(catalogued) && (isAuto(provider) || catalogued.value.provider === provider)) return catalogued.value
+    const slash = name.indexOf("/")
+    const prefixed = slash > 0 && isAuto(provider) && Option.isSome(catalog.provider(name.slice(0, slash)))
+    const providerId = prefixed ? name.slice(0, slash) : provider
+    if (isAuto(providerId)) {
+      return new NotFound({
+        message: `Unknown model ${named}. See GET /v1/models; to use a model the catalogue does not list, name its provider (the provider field, or provider/model).`
+      })
+    }
+    if (Option.isNone(catalog.provider(providerId))) return new NotFound({ message: `Unknown provider ${providerId}. See GET /v1/providers.` })
+    const upstream = prefixed ? name.slice(slash + 1) : name
+    const known = catalog.model(upstream)
+    if (Option.isSome(known) && known.value.provider === providerId) return known.value
+    return uncataloguedModel(providerId, upstream, kind)
+  }
+
   /** Candidates in the order to try them (at least one), or the error that says why there is none. */
   const targets = (needs: ChatNeeds): ReadonlyArray<Target> | RoutingError => {
     const preference = needs.preference ?? preferenceOf(needs.plan)
+    const kind = needs.kind ?? "chat"
     if (!isAuto(needs.model)) {
-      const model = catalog.model(needs.model)
-      if (Option.isNone(model)) return new NotFound({ message: `Unknown model ${needs.model}. See GET /v1/models.` })
-      if (!isAuto(needs.provider) && model.value.provider !== needs.provider) {
-        if (Option.isNone(catalog.provider(needs.provider))) {
-          return new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` })
-        }
-        return new NotFound({ message: `Provider ${needs.provider} has no model ${needs.model}; it is offered by ${model.value.provider}.` })
-      }
-      const provider = Option.getOrThrow(catalog.provider(model.value.provider))
-      const problem = providerProblem(provider, needs.plan, needs.kind ?? "chat") ?? modelProblem(model.value, needs)
-      return problem ?? [targetOf(model.value)]
+      const model = resolveModel(needs.model, needs.provider, kind)
+      if (!("id" in model)) return model
+      const provider = Option.getOrThrow(catalog.provider(model.provider))
+      const problem = providerProblem(provider, needs.plan, kind) ?? modelProblem(model, needs)
+      return problem ?? [{ provider, model }]
     }
     if (!isAuto(needs.provider)) {
       const provider = catalog.provider(needs.provider)
       if (Option.isNone(provider)) return new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` })
       const problem = providerProblem(provider.value, needs.plan, needs.kind ?? "chat")
       if (problem) return problem
-      const models = catalog.modelsOf(provider.value.id).filter((m) => !modelProblem(m, needs))
+      const models = catalog.modelsOf(provider.value.id).filter((m) => !m.unpriced && !modelProblem(m, needs))
       if (models.length === 0) {
-        return new Unprocessable({ message: `Provider ${provider.value.id} has no catalogued ${needs.kind ?? "chat"} model that fits this request on plan ${needs.plan}.` })
+        return new Unprocessable({
+          message: `Provider ${provider.value.id} has no catalogued ${kind} model that fits this request on plan ${needs.plan}; name the model to use (any model of the provider is forwarded as named).`
+        })
       }
       return rank(models, preference).map(targetOf)
     }
-    const candidates = rank(catalog.models.filter((m) => usable(m, needs)), preference)
+    const candidates = rank(catalog.models.filter((m) => !m.unpriced && usable(m, needs)), preference)
     if (candidates.length === 0) {
-      const kind = needs.kind ?? "chat"
       const configured = catalog.providers.filter((p) => p.configured && p.capabilities.includes(kind))
       return new Unprocessable({
       message: configured.length === 0
@@ -170,7 +184,7 @@ const makeService = Effect.gen(function*() {
         if (!p.value.capabilities.includes(capability)) {
           return Effect.fail(new Unprocessable({ message: `Provider ${named} cannot serve ${capability} here; supported: ${supported.join(", ")}.` }))
         }
-        if (!p.value.configured) return Effect.fail(new Unprocessable({ message: `Provider ${named} is not configured: set ${envPrefix(named)}_API_KEY.` }))
+        if (p.value.missing !== undefined) return Effect.fail(new Unprocessable({ message: p.value.missing }))
         return Effect.succeed(p.value)
       }
       const usable = serving.filter((p) => p.configured && planAllows(plan, p.minPlan) && health.isAvailable(p.id))

@@ -7,7 +7,9 @@ import { Chunk, Context, Effect, Layer, Option, type Scope, Stream } from "effec
 import type { GatewayError } from "../Errors.ts"
 import { lift, ProviderCalls, type StreamChunk } from "../Engine/ProviderCalls.ts"
 import { karmaMultiplier, type Plan } from "../Plans.ts"
-import type { ChatMessage, ChatRequest, Target, ToolDefinition } from "../Providers/Chat.ts"
+import type { ChatMessage, ChatOptions, ChatRequest, Target, ToolDefinition } from "../Providers/Chat.ts"
+import { servedBy } from "../Providers/Registry.ts"
+import { BadRequest } from "../Errors.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
 import { planBlock } from "./AgentRoster.ts"
 import { Braid } from "./Braid.ts"
@@ -23,6 +25,8 @@ export interface CompletionInput {
   readonly tools?: ReadonlyArray<ToolDefinition> | undefined
   readonly temperature?: number | undefined
   readonly maxTokens?: number | undefined
+  /** Sampling, format and tool-choice options, and OpenAI fields forwarded as they are (Providers/Chat.ts). */
+  readonly options?: ChatOptions | undefined
   readonly injectAvatarContext?: boolean | undefined
   readonly useFAHRN?: boolean | undefined
   readonly useHolonicBraid?: boolean | undefined
@@ -94,7 +98,7 @@ const makeService = Effect.gen(function*() {
 
   /** Routing targets and the per-target request for the final messages. */
   const planned = (avatar: AvatarRecord, input: CompletionInput, messages: ReadonlyArray<ChatMessage>) =>
-    Effect.suspend((): Effect.Effect<PlannedCall, RoutingError> => {
+    Effect.suspend((): Effect.Effect<PlannedCall, RoutingError | BadRequest> => {
       const call = plan(avatar, input, messages)
       return Effect.as(routed(call.targets), call as PlannedCall)
     })
@@ -115,17 +119,29 @@ const makeService = Effect.gen(function*() {
       preference: input.routing?.preference
     })
     const request = (t: Target): ChatRequest => ({
+      ...input.options,
       model: t.model.id,
       messages,
       tools: input.tools,
       temperature: input.temperature,
       maxTokens: input.maxTokens
     })
-    return {
-      messages,
-      targets: Array.isArray(targets) && input.routing?.fallback === false ? targets.slice(0, 1) : targets,
-      request
-    }
+    return { messages, targets: honouring(Array.isArray(targets) && input.routing?.fallback === false ? targets.slice(0, 1) : targets, request), request }
+  }
+
+  /**
+   * The targets whose wire can carry the request (tool choice, images, response format, forwarded
+   * fields); when none can, a 400 naming the field and the provider.
+   */
+  const honouring = (targets: ReadonlyArray<Target> | RoutingError, request: (t: Target) => ChatRequest): ReadonlyArray<Target> | RoutingError | BadRequest => {
+    if (!Array.isArray(targets)) return targets
+    let reason: string | undefined
+    const able = targets.filter((t) => {
+      const problem = servedBy(t.provider).chat?.unsupported?.(request(t))
+      if (problem !== undefined) reason ??= `${problem} (provider ${t.provider.id}, model ${t.model.id}).`
+      return problem === undefined
+    })
+    return able.length > 0 ? able : new BadRequest({ message: reason! })
   }
 
   /**

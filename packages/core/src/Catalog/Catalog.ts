@@ -4,11 +4,12 @@
  * overrides) into the `Catalog` service.
  */
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { GatewayConfig } from "../Config.ts"
+import { envPrefix, GatewayConfig } from "../Config.ts"
 import { ModelPlan, Plan, planAllows } from "../Plans.ts"
+import { startupError } from "../StartupError.ts"
 import { modelData } from "./models.data.ts"
 import { providerData } from "./providers.data.ts"
-import { endpointTypes } from "../Providers/Registry.ts"
+import { endpointTypes, servedBy } from "../Providers/Registry.ts"
 
 export const EndpointType = Schema.Literal(
   "chat", "embeddings", "images", "video", "speech", "transcription", "rerank", "moderation", "translate",
@@ -25,8 +26,11 @@ export const ProviderData = Schema.Struct({
   id: Schema.String.pipe(Schema.pattern(/^[a-z0-9]+(-[a-z0-9]+)*$/)),
   name: Schema.NonEmptyTrimmedString,
   adapter: Adapter,
-  /** `{placeholders}` mark deployment-specific hosts that need `<ID>_BASE_URL`. */
-  baseUrl: Schema.String.pipe(Schema.pattern(/^https:\/\/[^\s]+$/)),
+  /**
+   * `{placeholders}` mark deployment-specific hosts that need `<ID>_BASE_URL`. Plain http only for
+   * servers on this machine (local model servers such as Ollama).
+   */
+  baseUrl: Schema.String.pipe(Schema.pattern(/^(https:\/\/[^\s]+|http:\/\/localhost:\d+(\/[^\s]*)?)$/)),
   auth: AuthStyle,
   /** The endpoint types the upstream offers; what aigw serves of them is the registry's (`capabilities`). */
   offers: Schema.NonEmptyArray(EndpointType),
@@ -55,9 +59,125 @@ export const ModelEntry = Schema.Struct({
   supportsVision: Schema.Boolean,
   supportsFunctions: Schema.Boolean,
   quality: Schema.Int.pipe(Schema.between(1, 5)),
-  pricingSource: Schema.String.pipe(Schema.pattern(/^https:\/\//))
+  pricingSource: Schema.String.pipe(Schema.pattern(/^https:\/\//)),
+  /**
+   * Set on models without a known price: those a call names by provider outside the catalogue,
+   * and configured ones given no price (AIGW_MODELS). Their cost is recorded as 0 and answers say
+   * `costKnown: false`; `auto` routing never picks them.
+   */
+  unpriced: Schema.optional(Schema.Literal(true))
 })
 export type ModelEntry = typeof ModelEntry.Type
+
+/** An operator's model entry (AIGW_MODELS): a new model, or fields that override a catalogued one. */
+export const ConfiguredModel = Schema.Struct({
+  id: Schema.NonEmptyTrimmedString,
+  provider: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.NonEmptyTrimmedString),
+  kind: Schema.optional(Schema.Literal("chat", "embeddings")),
+  minPlan: Schema.optional(ModelPlan),
+  inputPer1kUSD: Schema.optional(UsdPer1k),
+  outputPer1kUSD: Schema.optional(UsdPer1k),
+  contextWindow: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  maxOutputTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+  supportsVision: Schema.optional(Schema.Boolean),
+  supportsFunctions: Schema.optional(Schema.Boolean),
+  quality: Schema.optional(Schema.Int.pipe(Schema.between(1, 5))),
+  pricingSource: Schema.optional(Schema.String.pipe(Schema.pattern(/^https:\/\//)))
+})
+
+/** No limit known: the upstream enforces its own. */
+const UNKNOWN_CONTEXT = Number.MAX_SAFE_INTEGER
+
+/** The entry of a model the catalogue does not list, as a call or the operator names it. */
+export const uncataloguedModel = (provider: string, id: string, kind: ModelEntry["kind"]): ModelEntry => ({
+  id,
+  name: id,
+  provider,
+  kind,
+  minPlan: "Free",
+  inputPer1kUSD: 0,
+  outputPer1kUSD: 0,
+  contextWindow: UNKNOWN_CONTEXT,
+  maxOutputTokens: 0,
+  supportsVision: true,
+  supportsFunctions: true,
+  quality: 3,
+  pricingSource: "https://aigw.invalid/unpriced",
+  unpriced: true
+})
+
+const describeSchemaError = (e: unknown) => String((e as Error).message ?? e).split("\n").filter((l) => l.trim() !== "").slice(-1)[0]?.trim() ?? "invalid"
+
+/**
+ * The catalogue's models with the operator's (AIGW_MODELS) merged in, and the aliases
+ * (AIGW_MODEL_ALIASES) checked; throws with the bad entry named in one line.
+ */
+export const configuredModels = (
+  catalogue: { readonly providers: ReadonlyArray<ProviderEntry>; readonly models: ReadonlyArray<ModelEntry> },
+  modelsJson: string | undefined,
+  aliasesJson: string | undefined
+): { readonly models: ReadonlyArray<ModelEntry>; readonly aliases: ReadonlyMap<string, string> } => {
+  const models = new Map(catalogue.models.map((m) => [m.id, m]))
+  const providerIds = new Set(catalogue.providers.map((p) => p.id))
+  if (modelsJson !== undefined) {
+    let entries: unknown
+    try {
+      entries = JSON.parse(modelsJson)
+    } catch (e) {
+      throw new Error(`AIGW_MODELS is not JSON: ${(e as Error).message}`)
+    }
+    if (!Array.isArray(entries)) throw new Error("AIGW_MODELS must be a JSON array of model entries")
+    entries.forEach((raw, i) => {
+      const label = `AIGW_MODELS entry ${i + 1}${typeof raw?.id === "string" ? ` ("${raw.id}")` : ""}`
+      let entry: typeof ConfiguredModel.Type
+      try {
+        entry = Schema.decodeUnknownSync(ConfiguredModel)(raw, { onExcessProperty: "error" })
+      } catch (e) {
+        throw new Error(`${label}: ${describeSchemaError(e)}`)
+      }
+      const base = models.get(entry.id)
+      const provider = entry.provider ?? base?.provider
+      if (provider === undefined) throw new Error(`${label}: provider is required for a model the catalogue does not list`)
+      if (!providerIds.has(provider)) throw new Error(`${label}: provider "${provider}" is not catalogued (see GET /v1/providers)`)
+      if ((entry.inputPer1kUSD === undefined) !== (entry.outputPer1kUSD === undefined)) {
+        throw new Error(`${label}: give both inputPer1kUSD and outputPer1kUSD, or neither`)
+      }
+      const priced = entry.inputPer1kUSD !== undefined || (base !== undefined && base.unpriced === undefined)
+      const { provider: _p, ...fields } = entry
+      const merged: ModelEntry = {
+        ...(base ?? uncataloguedModel(provider, entry.id, entry.kind ?? "chat")),
+        ...fields,
+        provider,
+        ...(entry.pricingSource === undefined && entry.inputPer1kUSD !== undefined ? { pricingSource: "https://aigw.invalid/configured" } : {})
+      }
+      const { unpriced: _u, ...pricedEntry } = merged
+      models.set(entry.id, priced ? pricedEntry : { ...merged, unpriced: true })
+    })
+  }
+  const aliases = new Map<string, string>()
+  if (aliasesJson !== undefined) {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(aliasesJson)
+    } catch (e) {
+      throw new Error(`AIGW_MODEL_ALIASES is not JSON: ${(e as Error).message}`)
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      throw new Error(`AIGW_MODEL_ALIASES must be a JSON object of alias -> model ("model id" or "provider/model")`)
+    }
+    for (const [alias, target] of Object.entries(parsed)) {
+      if (typeof target !== "string" || target === "") throw new Error(`AIGW_MODEL_ALIASES "${alias}": the target must be a model id or provider/model`)
+      if (alias === "auto" || models.has(alias)) throw new Error(`AIGW_MODEL_ALIASES "${alias}": the alias is already a model name`)
+      const slash = target.indexOf("/")
+      if (!models.has(target) && !(slash > 0 && providerIds.has(target.slice(0, slash)))) {
+        throw new Error(`AIGW_MODEL_ALIASES "${alias}": "${target}" is neither a model id (GET /v1/models) nor provider/model with a catalogued provider`)
+      }
+      aliases.set(alias, target)
+    }
+  }
+  return { models: [...models.values()], aliases }
+}
 
 /** Validates the data files; throws with the offending entry named. Cross-checks references. */
 export const validate = (providers: unknown, models: unknown) => {
@@ -88,8 +208,26 @@ export interface ConfiguredProvider extends ProviderEntry {
   /** The effective endpoint: `<ID>_BASE_URL` or the catalogue's. */
   readonly endpoint: string
   readonly apiKey: Option.Option<Redacted.Redacted>
+  /** The provider's own settings that are set (Served.settings), by variable name. */
+  readonly settings: Readonly<Record<string, string>>
   /** Credentials set, and a concrete endpoint (no placeholders left). */
   readonly configured: boolean
+  /** When not configured: what to set, as one sentence. */
+  readonly missing: string | undefined
+}
+
+/** Why a provider cannot be called yet (what to set), or undefined. */
+const missingOf = (p: ProviderEntry, endpoint: string, hasApiKey: boolean, settings: Readonly<Record<string, string>>) => {
+  const prefix = envPrefix(p.id)
+  if (endpoint.includes("{")) {
+    return `Provider ${p.id} is not configured: set ${prefix}_BASE_URL (deployment-specific endpoint)${hasApiKey ? "" : ` and ${prefix}_API_KEY`}.`
+  }
+  const credentials = servedBy(p).credentials
+  if (credentials) {
+    const problem = credentials({ hasApiKey, settings }, prefix)
+    return problem === undefined ? undefined : `Provider ${p.id} is not configured: ${problem}.`
+  }
+  return hasApiKey ? undefined : `Provider ${p.id} is not configured: set ${prefix}_API_KEY.`
 }
 
 const makeService = Effect.gen(function*() {
@@ -97,18 +235,32 @@ const makeService = Effect.gen(function*() {
   const providers = data.providers.map((p): ConfiguredProvider => {
     const env = config.providerEnv(p.id)
     const endpoint = Option.getOrElse(env.baseUrl, () => p.baseUrl).replace(/\/+$/, "")
-    return { ...p, endpoint, apiKey: env.apiKey, configured: Option.isSome(env.apiKey) && !endpoint.includes("{") }
+    const settings: Record<string, string> = {}
+    for (const s of servedBy(p).settings ?? []) {
+      const value = config.setting(s.name)
+      if (Option.isSome(value) && value.value !== "") settings[s.name] = value.value
+    }
+    const missing = missingOf(p, endpoint, Option.isSome(env.apiKey), settings)
+    return { ...p, endpoint, apiKey: env.apiKey, settings, configured: missing === undefined, missing }
   })
   const byId = new Map(providers.map((p) => [p.id, p]))
-  const modelsById = new Map(data.models.map((m) => [m.id, m]))
+  const { aliases, models } = yield* Effect.try({
+    try: () => configuredModels(data, Option.getOrUndefined(config.models), Option.getOrUndefined(config.modelAliases)),
+    catch: (e) => startupError((e as Error).message, "fix the entry in AIGW_MODELS / AIGW_MODEL_ALIASES; see docs/configuration.md")
+  })
+  const modelsById = new Map(models.map((m) => [m.id, m]))
   return {
     providers,
-    models: data.models,
+    /** The catalogue's models with the operator's (AIGW_MODELS). */
+    models,
     provider: (id: string) => Option.fromNullable(byId.get(id)),
     model: (id: string) => Option.fromNullable(modelsById.get(id)),
+    /** What an alias (AIGW_MODEL_ALIASES) stands for: a model id or `provider/model`. */
+    alias: (name: string) => Option.fromNullable(aliases.get(name)),
+    aliases,
     /** Models available on a plan (minimum plan at most `plan`). */
-    modelsFor: (plan: Plan) => data.models.filter((m) => planAllows(plan, m.minPlan)),
-    modelsOf: (providerId: string) => data.models.filter((m) => m.provider === providerId)
+    modelsFor: (plan: Plan) => models.filter((m) => planAllows(plan, m.minPlan)),
+    modelsOf: (providerId: string) => models.filter((m) => m.provider === providerId)
   }
 })
 

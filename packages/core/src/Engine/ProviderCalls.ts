@@ -9,8 +9,8 @@
  * The request id of the call (RequestId.ts) goes upstream as `x-request-id` and on its log lines;
  * the upstream metrics (attempts, errors, tokens, cost; Metrics.ts) are counted here.
  */
-import { Context, Duration, Effect, Layer, Runtime } from "effect"
-import { costOf } from "../Cost.ts"
+import { Context, Duration, Effect, Layer, Option, Redacted, Runtime } from "effect"
+import { costKnown, costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
 import type { ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
 import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
@@ -44,6 +44,10 @@ export interface CompletionResult {
   readonly finishReason: FinishReason
   readonly usage: UsageReport
   readonly costUSD: number
+  /** False when the model has no known price (costUSD is then 0): a model named outside the catalogue. */
+  readonly costKnown: boolean
+  /** Fields of an OpenAI-format answer the result does not model (Providers/Chat.ts ChatResult.extra). */
+  readonly extra?: ChatResult["extra"]
   readonly latencyMs: number
   /** Earlier candidates that failed with a retryable error before this one answered. */
   readonly fallbacks: ReadonlyArray<Fallback>
@@ -61,7 +65,11 @@ export interface StreamChunk {
   readonly model?: string
   readonly costUSD?: number
   readonly estimated?: boolean
+  /** False when the model has no known price (costUSD is then 0). */
+  readonly costKnown?: boolean
   readonly error?: string
+  /** OpenAI-format delta and choice fields the chunk does not model (`reasoning_content`, `logprobs`): the OpenAI surface passes them on. */
+  readonly extra?: { readonly delta?: Readonly<Record<string, unknown>>; readonly choice?: Readonly<Record<string, unknown>> }
 }
 
 /** Tokenizer counts for a call whose upstream reported no usage. */
@@ -103,6 +111,8 @@ export const makeStreamAccount = () => {
           if (e.usage.promptTokens !== undefined) prompt = e.usage.promptTokens
           if (e.usage.completionTokens !== undefined) completion = e.usage.completionTokens
           return undefined
+        case "Extra":
+          return { content: "", done: false, extra: { ...(e.delta ? { delta: e.delta } : {}), ...(e.choice ? { choice: e.choice } : {}) } }
       }
     },
     finishReason: () => finish,
@@ -136,6 +146,7 @@ export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport,
   provider: target.provider.id,
   model: target.model.id,
   costUSD: costOf(target.model, r.promptTokens, r.completionTokens),
+  costKnown: costKnown(target.model),
   estimated: r.estimated,
   ...(error !== undefined ? { error } : {})
 })
@@ -179,6 +190,7 @@ export interface EmbeddingsResult {
   readonly dimensions: number
   readonly usage: { readonly promptTokens: number; readonly totalTokens: number; readonly estimated: boolean }
   readonly costUSD: number
+  readonly costKnown: boolean
   readonly latencyMs: number
   readonly fallbacks: ReadonlyArray<Fallback>
 }
@@ -271,7 +283,8 @@ const makeService = Effect.gen(function*() {
   /** A JSON exchange with the first target that answers (see `firstSuccess`). */
   const exchange = <A>(call: Call, exchangeOf: (target: Target) => Exchange<A>) =>
     firstSuccess(call, async (t) => {
-      const { request: { body, headers, url }, result } = exchangeOf(t)
+      const { request, result } = exchangeOf(t)
+      const { body, headers, url } = await authorized(t, request, call)
       const answer = result(t.provider.id, await postJsonNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.controller))
       if (answer instanceof UpstreamError) throw answer
       return answer
@@ -279,6 +292,18 @@ const makeService = Effect.gen(function*() {
 
   // Routing only picks targets whose provider serves the call (Providers/Registry.ts).
   const wireOf = (target: Target) => servedBy(target.provider).chat!
+
+  /** The request with the credentials its provider adds beyond a key header (signatures, access tokens). */
+  const authorized = (target: Target, request: WireRequest, call: Call): Promise<WireRequest> | WireRequest => {
+    const authorize = servedBy(target.provider).authorize
+    if (authorize === undefined) return request
+    const p = target.provider
+    return authorize(
+      { id: p.id, apiKey: Option.isSome(p.apiKey) ? Redacted.value(p.apiKey.value) : undefined, settings: p.settings },
+      request,
+      call.controller.signal
+    )
+  }
 
   const complete = async (call: ChatCall): Promise<CompletionResult> => {
     const started = performance.now()
@@ -300,6 +325,8 @@ const makeService = Effect.gen(function*() {
       finishReason: value.finishReason,
       usage: report,
       costUSD: costOf(target.model, report.promptTokens, report.completionTokens),
+      costKnown: costKnown(target.model),
+      ...(value.extra ? { extra: value.extra } : {}),
       latencyMs,
       fallbacks
     }
@@ -323,6 +350,7 @@ const makeService = Effect.gen(function*() {
       dimensions: value.vectors[0]?.length ?? 0,
       usage: { promptTokens, totalTokens: promptTokens, estimated },
       costUSD: costOf(target.model, promptTokens, 0),
+      costKnown: costKnown(target.model),
       latencyMs,
       fallbacks
     }
@@ -332,8 +360,8 @@ const makeService = Effect.gen(function*() {
 
   const openStream = async (call: ChatCall): Promise<ChatStream> => {
     const started = performance.now()
-    const { target, value: body } = await firstSuccess(call, (t) => {
-      const { body, headers, url } = wireOf(t).request(t, call.request(t), true)
+    const { target, value: body } = await firstSuccess(call, async (t) => {
+      const { body, headers, url } = await authorized(t, wireOf(t).request(t, call.request(t), true), call)
       return postSseNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.controller)
     })
     const provider = target.provider.id
@@ -341,8 +369,9 @@ const makeService = Effect.gen(function*() {
       target,
       run: (emit) =>
         new Promise<void>((resolve, reject) => {
-          const parser = makeSseParser()
-          const decode = wireOf(target).events(provider)
+          const wire = wireOf(target)
+          const parser = wire.framing?.() ?? makeSseParser()
+          const decode = wire.events(provider)
           const account = makeStreamAccount()
           let ended = false
           let timer: ReturnType<typeof setTimeout> | undefined

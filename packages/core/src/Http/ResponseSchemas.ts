@@ -217,6 +217,12 @@ export const CompletionResult = Schema.Struct({
     estimated: Schema.Boolean.annotations({ description: "Counted by the gateway's tokenizer (the upstream reported none)" })
   }),
   costUSD: Schema.Number,
+  costKnown: Schema.Boolean.annotations({ description: "False for a model without a known price (named outside the catalogue): costUSD is then 0" }),
+  extra: Schema.optional(Schema.Struct({
+    body: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+    choice: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+    message: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  }).annotations({ description: "Fields of an OpenAI-format upstream answer that the result does not model (logprobs, refusal, annotations, ...)" })),
   latencyMs: Schema.Number,
   fallbacks: Schema.Array(Fallback)
 }).annotations({ identifier: "CompletionResult" })
@@ -229,6 +235,7 @@ export const EmbeddingsResult = Schema.Struct({
   dimensions: Schema.Number,
   usage: Schema.Struct({ promptTokens: Schema.Number, totalTokens: Schema.Number, estimated: Schema.Boolean }),
   costUSD: Schema.Number,
+  costKnown: Schema.Boolean,
   latencyMs: Schema.Number,
   fallbacks: Schema.Array(Fallback)
 }).annotations({ identifier: "EmbeddingsResult" })

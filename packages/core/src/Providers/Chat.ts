@@ -13,15 +13,30 @@ export interface ToolCall {
   readonly arguments: string
 }
 
+/**
+ * A part of a message that is more than text: an image (an https or `data:` URL), or a part of a
+ * type aigw does not translate (`raw`, e.g. OpenAI's `input_audio` or `file`), which
+ * OpenAI-compatible wires forward unchanged and other wires refuse by name.
+ */
+export type ContentPart =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "image"; readonly url: string; readonly detail?: string | undefined }
+  | { readonly type: "raw"; readonly part: Readonly<Record<string, unknown>> }
+
 export interface ChatMessage {
   readonly role: "system" | "user" | "assistant" | "tool"
+  /** The message's text (its text parts joined): what token counts, classifiers and text-only wires use. */
   readonly content: string
+  /** The message in parts, in order, when it holds more than text (images, raw parts). */
+  readonly parts?: ReadonlyArray<ContentPart> | undefined
   /** Assistant messages that called tools. */
   readonly toolCalls?: ReadonlyArray<ToolCall> | undefined
   /** Tool results: the id of the call they answer. */
   readonly toolCallId?: string | undefined
   /** Tool results: the tool's name (needed by Gemini, which has no call ids). */
   readonly name?: string | undefined
+  /** Message fields of the OpenAI format that aigw does not map: forwarded by OpenAI-compatible wires, refused by others. */
+  readonly extra?: Readonly<Record<string, unknown>> | undefined
 }
 
 export interface ToolDefinition {
@@ -31,13 +46,45 @@ export interface ToolDefinition {
   readonly parameters: Record<string, unknown>
 }
 
+/** The answer's format: free text, any JSON object, or JSON that follows a schema. */
+export type ResponseFormat =
+  | { readonly type: "text" }
+  | { readonly type: "json_object" }
+  | {
+    readonly type: "json_schema"
+    readonly name: string
+    readonly schema: Readonly<Record<string, unknown>>
+    readonly description?: string | undefined
+    readonly strict?: boolean | undefined
+  }
+
+/** Whether and which tool the model must call. */
+export type ToolChoice = "auto" | "none" | "required" | { readonly name: string }
+
 export interface ChatRequest {
   readonly model: string
   readonly messages: ReadonlyArray<ChatMessage>
   readonly tools?: ReadonlyArray<ToolDefinition> | undefined
   readonly temperature?: number | undefined
   readonly maxTokens?: number | undefined
+  readonly topP?: number | undefined
+  readonly stop?: ReadonlyArray<string> | undefined
+  readonly seed?: number | undefined
+  readonly frequencyPenalty?: number | undefined
+  readonly presencePenalty?: number | undefined
+  readonly responseFormat?: ResponseFormat | undefined
+  readonly toolChoice?: ToolChoice | undefined
+  readonly parallelToolCalls?: boolean | undefined
+  /**
+   * Request fields of the OpenAI format that aigw does not map (logprobs, logit_bias,
+   * reasoning_effort, metadata, ...): OpenAI-compatible wires forward them unchanged, other wires
+   * refuse the call naming the field (`ChatWire.unsupported`).
+   */
+  readonly extra?: Readonly<Record<string, unknown>> | undefined
 }
+
+/** The request options beyond model, messages, tools, temperature and max tokens. */
+export type ChatOptions = Omit<ChatRequest, "model" | "messages" | "tools" | "temperature" | "maxTokens">
 
 export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "error"
 
@@ -52,6 +99,16 @@ export interface ChatResult {
   readonly finishReason: FinishReason
   /** None when the upstream reported no usage (the gateway then estimates). */
   readonly usage: TokenUsage | undefined
+  /**
+   * Fields of an OpenAI-format answer that the neutral result does not model, kept so the OpenAI
+   * surface returns them: the choice's (`logprobs`), the message's (`refusal`, `annotations`,
+   * `reasoning_content`, ...) and the body's (`system_fingerprint`, `service_tier`, ...).
+   */
+  readonly extra?: {
+    readonly body?: Readonly<Record<string, unknown>>
+    readonly choice?: Readonly<Record<string, unknown>>
+    readonly message?: Readonly<Record<string, unknown>>
+  } | undefined
 }
 
 /** Events of a streamed answer, already normalised. */
@@ -60,6 +117,8 @@ export type StreamEvent =
   | { readonly _tag: "ToolCallDelta"; readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string }
   | { readonly _tag: "Finish"; readonly reason: FinishReason }
   | { readonly _tag: "Usage"; readonly usage: Partial<TokenUsage> }
+  /** Fields of an OpenAI-format chunk's delta or choice that the events above do not model (`reasoning_content`, `logprobs`). */
+  | { readonly _tag: "Extra"; readonly delta?: Readonly<Record<string, unknown>>; readonly choice?: Readonly<Record<string, unknown>> }
 
 /** A call target: the provider (with credentials) and the catalogue model. */
 export interface Target {
@@ -72,6 +131,12 @@ export interface WireRequest {
   readonly url: string
   readonly headers: Record<string, string>
   readonly body: unknown
+}
+
+/** An incremental decoder of a stream's bytes into events (SSE by default; see `ChatWire.framing`). */
+export interface EventParser {
+  readonly push: (bytes: Uint8Array) => Array<SseEvent>
+  readonly end: () => Array<SseEvent>
 }
 
 /**
@@ -88,4 +153,27 @@ export interface ChatWire {
    * an UpstreamError (the stream fails after what came before), or null (the stream is complete).
    */
   readonly events: (provider: string) => (event: SseEvent) => ReadonlyArray<StreamEvent> | UpstreamError | null
+  /**
+   * Why this wire cannot honour a request (a field or part it has no translation for), naming
+   * the field, or undefined. Routing skips such targets; when none is left the call is a 400.
+   */
+  readonly unsupported?: (request: ChatRequest) => string | undefined
+  /** The stream's framing when it is not SSE (e.g. Bedrock's binary event stream): a parser per stream. */
+  readonly framing?: () => EventParser
+}
+
+/** The first extra request or message field, part type or option a wire family cannot carry, as a refusal naming it. */
+export const refusal = (family: string, field: string) => `${field} is not supported by the ${family} wire format`
+
+/** The OpenAI fields a request carries that no neutral field models (`extra`), named for a refusal. */
+export const extraFieldOf = (request: ChatRequest): string | undefined => {
+  const top = Object.keys(request.extra ?? {})[0]
+  if (top !== undefined) return top
+  for (const m of request.messages) {
+    const key = Object.keys(m.extra ?? {})[0]
+    if (key !== undefined) return `messages[].${key}`
+    const raw = m.parts?.find((p) => p.type === "raw")
+    if (raw !== undefined) return `content part type ${String((raw as { part: { type?: unknown } }).part.type)}`
+  }
+  return undefined
 }

@@ -4,7 +4,7 @@
  * quirks, media endpoints with their default models, job APIs). A provider of this family with no
  * entry serves what the family serves and the catalogue says it offers.
  */
-import type { ChatMessage, ChatRequest, ChatWire, FinishReason, StreamEvent, Target } from "./Chat.ts"
+import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolChoice } from "./Chat.ts"
 import { openAiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import type { Quirks, Served } from "./Served.ts"
@@ -32,21 +32,64 @@ const defaults: Quirks = { maxTokensField: "max_tokens", streamUsage: true }
 
 const quirksOf = (providerId: string): Quirks => ({ ...defaults, ...providers[providerId]?.quirks })
 
+const toWirePart = (p: ContentPart) =>
+  p.type === "text"
+    ? { type: "text", text: p.text }
+    : p.type === "image"
+    ? { type: "image_url", image_url: { url: p.url, ...(p.detail !== undefined ? { detail: p.detail } : {}) } }
+    : p.part
+
+const wireContent = (m: ChatMessage) => (m.parts !== undefined ? m.parts.map(toWirePart) : m.content)
+
 const toWireMessage = (m: ChatMessage) => {
-  if (m.role === "tool") return { role: "tool", tool_call_id: m.toolCallId ?? "", content: m.content }
+  // Fields the neutral message does not model go back as they came (OpenAI-format callers only).
+  const base = m.extra ?? {}
+  if (m.role === "tool") return { ...base, role: "tool", tool_call_id: m.toolCallId ?? "", content: wireContent(m) }
   if (m.role === "assistant" && m.toolCalls && m.toolCalls.length > 0) {
     return {
+      ...base,
       role: "assistant",
-      content: m.content === "" ? null : m.content,
+      content: m.content === "" && m.parts === undefined ? null : wireContent(m),
       tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }))
     }
   }
-  return { role: m.role, content: m.content }
+  return { ...base, role: m.role, content: wireContent(m) }
 }
+
+/** The OpenAI `response_format` of a neutral one. */
+export const wireResponseFormat = (f: ResponseFormat) =>
+  f.type === "json_schema"
+    ? {
+      type: "json_schema",
+      json_schema: {
+        name: f.name,
+        schema: f.schema,
+        ...(f.description !== undefined ? { description: f.description } : {}),
+        ...(f.strict !== undefined ? { strict: f.strict } : {})
+      }
+    }
+    : { type: f.type }
+
+/** The OpenAI `tool_choice` of a neutral one. */
+export const wireToolChoice = (c: ToolChoice) => (typeof c === "string" ? c : { type: "function", function: { name: c.name } })
+
+/** Sampling and format options in the OpenAI format (also used by other families that take the same names). */
+const wireOptions = (r: ChatRequest) => ({
+  ...(r.topP !== undefined ? { top_p: r.topP } : {}),
+  ...(r.stop !== undefined ? { stop: r.stop } : {}),
+  ...(r.seed !== undefined ? { seed: r.seed } : {}),
+  ...(r.frequencyPenalty !== undefined ? { frequency_penalty: r.frequencyPenalty } : {}),
+  ...(r.presencePenalty !== undefined ? { presence_penalty: r.presencePenalty } : {}),
+  ...(r.responseFormat !== undefined ? { response_format: wireResponseFormat(r.responseFormat) } : {}),
+  ...(r.toolChoice !== undefined ? { tool_choice: wireToolChoice(r.toolChoice) } : {}),
+  ...(r.parallelToolCalls !== undefined ? { parallel_tool_calls: r.parallelToolCalls } : {})
+})
 
 export const toWireRequest = (providerId: string, request: ChatRequest, stream: boolean) => {
   const q = quirksOf(providerId)
   return {
+    // Fields aigw does not map are the caller's to send: they go first, and the mapped ones win.
+    ...request.extra,
     model: request.model,
     messages: request.messages.map(toWireMessage),
     ...(request.tools && request.tools.length > 0
@@ -59,6 +102,7 @@ export const toWireRequest = (providerId: string, request: ChatRequest, stream: 
       : {}),
     ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
     ...(request.maxTokens !== undefined ? { [q.maxTokensField]: request.maxTokens } : {}),
+    ...wireOptions(request),
     ...(stream ? { stream: true, ...(q.streamUsage ? { stream_options: { include_usage: true } } : {}) } : {})
   }
 }
@@ -73,6 +117,28 @@ const usageOf = (u: any) =>
 
 const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
 
+/** The fields of an object other than `known`, or undefined when there are none. */
+const othersOf = (o: unknown, known: ReadonlySet<string>): Record<string, unknown> | undefined => {
+  if (typeof o !== "object" || o === null) return undefined
+  let out: Record<string, unknown> | undefined
+  for (const [k, v] of Object.entries(o)) {
+    if (known.has(k) || v === null || v === undefined) continue
+    ;(out ??= {})[k] = v
+  }
+  return out
+}
+
+const modelledBody = new Set(["id", "object", "created", "model", "choices", "usage"])
+const modelledChoice = new Set(["index", "message", "finish_reason", "delta"])
+const modelledMessage = new Set(["role", "content", "tool_calls", "function_call"])
+const modelledDelta = new Set(["role", "content", "tool_calls", "function_call"])
+
+/** What an OpenAI-format answer carries beyond the neutral result (so the OpenAI surface returns it). */
+const extraOf = (body: any, choice: any) => {
+  const extra = { body: othersOf(body, modelledBody), choice: othersOf(choice, modelledChoice), message: othersOf(choice.message, modelledMessage) }
+  return extra.body || extra.choice || extra.message ? extra : undefined
+}
+
 export const wire: ChatWire = {
   request: (target, request, stream) => ({
     url: url(target),
@@ -83,11 +149,13 @@ export const wire: ChatWire = {
     const choice = body?.choices?.[0]
     if (!choice?.message) return protocolError(provider, "no choices[0].message")
     const calls = Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : []
+    const extra = extraOf(body, choice)
     return {
       content: typeof choice.message.content === "string" ? choice.message.content : "",
       toolCalls: calls.map((c: any) => ({ id: String(c.id), name: String(c.function?.name), arguments: String(c.function?.arguments ?? "{}") })),
       finishReason: finishReason(choice.finish_reason),
-      usage: usageOf(body.usage)
+      usage: usageOf(body.usage),
+      ...(extra ? { extra } : {})
     }
   },
   events: (provider) => (event) => {
@@ -108,6 +176,9 @@ export const wire: ChatWire = {
         arguments: String(call.function?.arguments ?? "")
       })
     }
+    const deltaExtra = othersOf(delta, modelledDelta)
+    const choiceExtra = othersOf(choice, modelledChoice)
+    if (deltaExtra || choiceExtra) out.push({ _tag: "Extra", ...(deltaExtra ? { delta: deltaExtra } : {}), ...(choiceExtra ? { choice: choiceExtra } : {}) })
     if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
     const usage = usageOf(chunk?.usage)
     if (usage) out.push({ _tag: "Usage", usage })

@@ -4,7 +4,7 @@
  * the catalogue's endpoint types from the result, so what /v1/providers lists is what routes run.
  */
 import type { EndpointType } from "../Catalog/Catalog.ts"
-import type { ChatWire } from "./Chat.ts"
+import type { ChatWire, WireRequest } from "./Chat.ts"
 import type { EmbeddingWire } from "./Embeddings.ts"
 import type { VideoAdapter } from "./Video/VideoAdapter.ts"
 
@@ -21,6 +21,28 @@ export interface OpenAiMediaEndpoint {
   readonly defaultModel: string
 }
 
+/** A configuration variable a provider reads beyond `<ID>_API_KEY` and `<ID>_BASE_URL`. */
+export interface ProviderSetting {
+  /** The variable's full name, e.g. `AWS_REGION`. */
+  readonly name: string
+  readonly description: string
+  /** Hidden in logs and answers (credentials). */
+  readonly secret?: boolean
+}
+
+/** What a provider's credential check sees: its key and the settings that are set. */
+export interface CredentialsView {
+  readonly hasApiKey: boolean
+  readonly settings: Readonly<Record<string, string>>
+}
+
+/** What the engine needs to authorize a request: the provider's key and settings. */
+export interface AuthorizeView {
+  readonly id: string
+  readonly apiKey: string | undefined
+  readonly settings: Readonly<Record<string, string>>
+}
+
 export interface Served {
   readonly chat?: ChatWire
   readonly embeddings?: EmbeddingWire
@@ -35,6 +57,18 @@ export interface Served {
   /** The upstream fine-tuning API (OpenAiJobs.ts). */
   readonly fineTuning?: "openai"
   readonly quirks?: Partial<Quirks>
+  /** Variables the provider reads besides its key and base URL (listed in docs/configuration.md, accepted in AIGW_CONFIG). */
+  readonly settings?: ReadonlyArray<ProviderSetting>
+  /**
+   * What is missing before the provider can be called, as the message that says what to set, or
+   * undefined. Without it the provider needs `<ID>_API_KEY`; local servers declare none.
+   */
+  readonly credentials?: (view: CredentialsView, envPrefix: string) => string | undefined
+  /**
+   * Completes an upstream request's credentials when a key in a header is not enough: signs it
+   * (AWS SigV4) or adds an access token fetched and cached from the key (Vertex AI, IBM watsonx).
+   */
+  readonly authorize?: (provider: AuthorizeView, request: WireRequest, signal: AbortSignal) => Promise<WireRequest>
 }
 
 /** The endpoint types a declaration serves. Batches also run over any chat provider, item by item. */

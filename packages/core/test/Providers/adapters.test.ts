@@ -30,7 +30,7 @@ for (const f of families) {
       mock = await f.start({ apiKey: "sk-test-123", chunkDelayMs: 1 })
       const entry = data.providers.find((p) => p.id === f.provider)!
       target = {
-        provider: { ...entry, endpoint: mock.url, apiKey: Option.some(Redacted.make("sk-test-123")), configured: true },
+        provider: { ...entry, endpoint: mock.url, apiKey: Option.some(Redacted.make("sk-test-123")), configured: true, settings: {}, missing: undefined },
         model: data.models.find((m) => m.id === f.model)!
       }
     })

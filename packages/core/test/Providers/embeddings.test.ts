@@ -19,7 +19,7 @@ for (const c of cases) {
     beforeAll(async () => {
       mock = await c.start({ apiKey: "k-1" })
       const entry = data.providers.find((p) => p.id === c.provider)!
-      target = { provider: { ...entry, endpoint: mock.url, apiKey: Option.some(Redacted.make("k-1")), configured: true }, model: data.models.find((m) => m.id === c.model)! }
+      target = { provider: { ...entry, endpoint: mock.url, apiKey: Option.some(Redacted.make("k-1")), configured: true, settings: {}, missing: undefined }, model: data.models.find((m) => m.id === c.model)! }
     })
     afterAll(() => mock.close())
 

@@ -98,7 +98,7 @@ describe("bounded reply bodies", () => {
     )
     const openai = data.providers.find((p) => p.id === "openai")!
     const target = {
-      provider: { ...openai, id: "p", endpoint: `${url}/sse-bomb`, apiKey: Option.none(), configured: true },
+      provider: { ...openai, id: "p", endpoint: `${url}/sse-bomb`, apiKey: Option.none(), configured: true, settings: {}, missing: undefined },
       model: data.models.find((m) => m.id === "gpt-4o-mini")!
     }
     const messages = [{ role: "user" as const, content: "x" }]

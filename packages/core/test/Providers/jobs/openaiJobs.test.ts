@@ -27,7 +27,9 @@ const providerAt = (endpoint: string, key = KEY): ConfiguredProvider => ({
   ...data.providers.find((p) => p.id === "openai")!,
   endpoint,
   apiKey: Option.some(Redacted.make(key)),
-  configured: true
+  configured: true,
+  settings: {},
+  missing: undefined
 })
 
 const run = <A>(e: Effect.Effect<A, UpstreamError>) => Effect.runPromise(Effect.either(e))
