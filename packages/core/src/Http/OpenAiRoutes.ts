@@ -27,7 +27,15 @@ const ImagePart = Schema.Struct({
   })
 })
 /** Other part types (input_audio, file, ...): forwarded as they are to OpenAI-compatible upstreams, refused by name elsewhere. */
-const OtherPart = Schema.Struct({ type: Schema.String.pipe(Schema.maxLength(64)) }, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+const OtherPart = Schema.Struct(
+  {
+    type: Schema.String.pipe(
+      Schema.maxLength(64),
+      Schema.filter((t) => t !== "text" && t !== "image_url", { message: () => "a text or image_url part has the wrong shape" })
+    )
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
 
 /** OpenAI content: a string, or an array of parts (text, image_url, others). */
 const OpenAiContent = Schema.Union(Content, Schema.Null, Schema.Array(Schema.Union(TextPart, ImagePart, OtherPart)).pipe(Schema.maxItems(500)))
