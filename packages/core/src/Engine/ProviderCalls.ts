@@ -9,14 +9,14 @@
  * The request id of the call (RequestId.ts) goes upstream as `x-request-id` and on its log lines;
  * the upstream metrics (attempts, errors, tokens, cost; Metrics.ts) are counted here.
  */
-import { Context, Duration, Effect, Layer, Option, Redacted, Runtime } from "effect"
+import { Context, Duration, Effect, Layer, Runtime } from "effect"
 import { costKnown, costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
 import type { ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
 import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
-import { servedBy } from "../Providers/Registry.ts"
+import { authorize, servedBy } from "../Providers/Registry.ts"
 import { toGatewayError, UpstreamError } from "../Providers/UpstreamError.ts"
 import { utcDay } from "../Quota.ts"
 import type { Fallback } from "../Routing.ts"
@@ -293,17 +293,7 @@ const makeService = Effect.gen(function*() {
   // Routing only picks targets whose provider serves the call (Providers/Registry.ts).
   const wireOf = (target: Target) => servedBy(target.provider).chat!
 
-  /** The request with the credentials its provider adds beyond a key header (signatures, access tokens). */
-  const authorized = (target: Target, request: WireRequest, call: Call): Promise<WireRequest> | WireRequest => {
-    const authorize = servedBy(target.provider).authorize
-    if (authorize === undefined) return request
-    const p = target.provider
-    return authorize(
-      { id: p.id, apiKey: Option.isSome(p.apiKey) ? Redacted.value(p.apiKey.value) : undefined, settings: p.settings },
-      request,
-      call.controller.signal
-    )
-  }
+  const authorized = (target: Target, request: WireRequest, call: Call) => authorize(target.provider, request, call.controller.signal)
 
   const complete = async (call: ChatCall): Promise<CompletionResult> => {
     const started = performance.now()

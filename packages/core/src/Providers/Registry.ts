@@ -6,7 +6,9 @@
  * (providers.data.ts) and aigw has code to serve. Adding a provider or a capability: see
  * docs/architecture.md.
  */
-import type { EndpointType, ProviderData } from "../Catalog/Catalog.ts"
+import { Option, Redacted } from "effect"
+import type { ConfiguredProvider, EndpointType, ProviderData } from "../Catalog/Catalog.ts"
+import type { WireRequest } from "./Chat.ts"
 import * as Anthropic from "./Anthropic.ts"
 import * as Gemini from "./Gemini.ts"
 import * as OpenAiCompatible from "./OpenAiCompatible.ts"
@@ -47,3 +49,11 @@ export const servedBy = (p: Pick<ProviderData, "id" | "adapter">): Served => {
 /** The endpoint types aigw serves through a provider: declared served, and offered by the upstream. */
 export const endpointTypes = (p: Pick<ProviderData, "id" | "adapter" | "offers">): ReadonlyArray<EndpointType> =>
   endpointTypesOf(servedBy(p)).filter((t) => p.offers.includes(t))
+
+/** A request with the credentials its provider adds beyond a key header (signatures, access tokens: `Served.authorize`). */
+export const authorize = (provider: ConfiguredProvider, request: WireRequest, signal: AbortSignal): Promise<WireRequest> | WireRequest => {
+  const authorizer = servedBy(provider).authorize
+  if (authorizer === undefined) return request
+  const apiKey = Option.isSome(provider.apiKey) ? Redacted.value(provider.apiKey.value) : undefined
+  return authorizer({ id: provider.id, apiKey, settings: provider.settings }, request, signal)
+}

@@ -9,7 +9,7 @@ import type { ChatRequest, ChatResult, StreamEvent, Target } from "../../src/Pro
 import type { EmbeddingResult } from "../../src/Providers/Embeddings.ts"
 import { postJsonNow, postSseNow, streamBroke } from "../../src/Providers/internal/http.ts"
 import { makeSseParser } from "../../src/Providers/internal/sse.ts"
-import { servedBy } from "../../src/Providers/Registry.ts"
+import { authorize, servedBy } from "../../src/Providers/Registry.ts"
 import { UpstreamError } from "../../src/Providers/UpstreamError.ts"
 
 const settle = <A>(run: () => Promise<A | UpstreamError>): Promise<Either.Either<A, UpstreamError>> =>
@@ -25,7 +25,7 @@ const settle = <A>(run: () => Promise<A | UpstreamError>): Promise<Either.Either
 export const complete = (target: Target, request: ChatRequest): Promise<Either.Either<ChatResult, UpstreamError>> =>
   settle(async () => {
     const wire = servedBy(target.provider).chat!
-    const { body, headers, url } = wire.request(target, request, false)
+    const { body, headers, url } = await authorize(target.provider, wire.request(target, request, false), new AbortController().signal)
     return wire.result(target.provider.id, await postJsonNow(target.provider.id, url, headers, body, new AbortController()))
   })
 
@@ -34,9 +34,9 @@ export const collect = (target: Target, request: ChatRequest): Promise<Either.Ei
   settle(async () => {
     const provider = target.provider.id
     const wire = servedBy(target.provider).chat!
-    const { body, headers, url } = wire.request(target, request, true)
+    const { body, headers, url } = await authorize(target.provider, wire.request(target, request, true), new AbortController().signal)
     const stream = await postSseNow(provider, url, headers, body, new AbortController())
-    const parser = makeSseParser()
+    const parser = wire.framing?.() ?? makeSseParser()
     const decode = wire.events(provider)
     const events: Array<StreamEvent> = []
     const take = (chunk: Uint8Array | undefined): "done" | UpstreamError | undefined => {
@@ -67,6 +67,6 @@ export const collect = (target: Target, request: ChatRequest): Promise<Either.Ei
 export const embed = (target: Target, texts: ReadonlyArray<string>): Promise<Either.Either<EmbeddingResult, UpstreamError>> =>
   settle(async () => {
     const wire = servedBy(target.provider).embeddings!
-    const { body, headers, url } = wire.request(target, texts)
+    const { body, headers, url } = await authorize(target.provider, wire.request(target, texts), new AbortController().signal)
     return wire.result(target.provider.id, await postJsonNow(target.provider.id, url, headers, body, new AbortController()), texts.length)
   })
