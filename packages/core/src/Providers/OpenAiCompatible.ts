@@ -4,28 +4,31 @@
  * quirks, media endpoints with their default models, job APIs). A provider of this family with no
  * entry serves what the family serves and the catalogue says it offers.
  */
-import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolChoice } from "./Chat.ts"
+import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolChoice, WireRequest } from "./Chat.ts"
 import { openAiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import type { Quirks, Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
-/** Each OpenAI-compatible provider's differences from the family: adding one is one entry here. */
-export const providers: Readonly<Record<string, Served>> = {
-  openai: {
-    quirks: { maxTokensField: "max_completion_tokens" },
-    images: { defaultModel: "gpt-image-1" },
-    moderation: { defaultModel: "omni-moderation-latest" },
-    speech: { defaultModel: "gpt-4o-mini-tts" },
-    transcription: { defaultModel: "gpt-4o-mini-transcribe" },
-    batchApi: "openai",
-    fineTuning: "openai"
-  },
-  "azure-openai": { quirks: { maxTokensField: "max_completion_tokens" } },
-  "together-ai": { images: { defaultModel: "black-forest-labs/FLUX.1-schnell" } },
-  xai: { images: { defaultModel: "grok-2-image" } },
-  mistral: { moderation: { defaultModel: "mistral-moderation-latest" }, transcription: { defaultModel: "voxtral-mini-latest" } },
-  groq: { transcription: { defaultModel: "whisper-large-v3-turbo" } }
+/** Local model servers take no key unless they were started with one (then `<ID>_API_KEY` is sent as a bearer token). */
+const localServer: Served = { credentials: () => undefined }
+
+/** Azure OpenAI's API version for deployment URLs; without it the v1 API (`.../openai/v1`, deployment name as `model`). */
+export const AZURE_API_VERSION = "AZURE_OPENAI_API_VERSION"
+
+/**
+ * Azure OpenAI's URL for an endpoint: the v1 API by default (the deployment name is the body's
+ * `model`); the deployment URL with an api-version when AZURE_OPENAI_API_VERSION is set.
+ */
+const atAzureUrl = (target: Target, request: WireRequest): WireRequest => ({ ...request, url: azureUrl(target, request.url) })
+
+const azureUrl = (target: Target, url: string) => {
+  const version = target.provider.settings[AZURE_API_VERSION]
+  if (version === undefined) return url
+  const path = url.slice(target.provider.endpoint.length + 1)
+  // The deployment API lives under /openai; a base URL given with /v1 is accepted.
+  const base = target.provider.endpoint.replace(/\/v1$/, "")
+  return `${base}/deployments/${encodeURIComponent(target.model.id)}/${path}?api-version=${encodeURIComponent(version)}`
 }
 
 const defaults: Quirks = { maxTokensField: "max_tokens", streamUsage: true }
@@ -188,3 +191,33 @@ export const wire: ChatWire = {
 
 /** What every provider of the family serves (where the catalogue says the upstream offers it). */
 export const family: Served = { chat: wire, embeddings: openAiEmbeddings }
+
+/** Each OpenAI-compatible provider's differences from the family: adding one is one entry here. */
+export const providers: Readonly<Record<string, Served>> = {
+  openai: {
+    quirks: { maxTokensField: "max_completion_tokens" },
+    images: { defaultModel: "gpt-image-1" },
+    moderation: { defaultModel: "omni-moderation-latest" },
+    speech: { defaultModel: "gpt-4o-mini-tts" },
+    transcription: { defaultModel: "gpt-4o-mini-transcribe" },
+    batchApi: "openai",
+    fineTuning: "openai"
+  },
+  "azure-openai": {
+    quirks: { maxTokensField: "max_completion_tokens" },
+    chat: { ...wire, request: (t, r, stream) => atAzureUrl(t, wire.request(t, r, stream)) },
+    embeddings: { ...openAiEmbeddings, request: (t, texts) => atAzureUrl(t, openAiEmbeddings.request(t, texts)) },
+    settings: [{
+      name: AZURE_API_VERSION,
+      description: "Use deployment URLs (`/openai/deployments/{deployment}/...?api-version=`) with this API version, e.g. 2024-10-21; unset: the v1 API"
+    }]
+  },
+  ollama: localServer,
+  vllm: localServer,
+  lmstudio: localServer,
+  llamacpp: localServer,
+  "together-ai": { images: { defaultModel: "black-forest-labs/FLUX.1-schnell" } },
+  xai: { images: { defaultModel: "grok-2-image" } },
+  mistral: { moderation: { defaultModel: "mistral-moderation-latest" }, transcription: { defaultModel: "voxtral-mini-latest" } },
+  groq: { transcription: { defaultModel: "whisper-large-v3-turbo" } }
+}

@@ -4,8 +4,8 @@ import { modelData } from "../../src/Catalog/models.data.ts"
 import { providerData } from "../../src/Catalog/providers.data.ts"
 
 describe("catalogue data", () => {
-  it("validates: 99 providers, at least 23 models over several providers", () => {
-    expect(data.providers.length).toBe(99)
+  it("validates: 103 providers, at least 23 models over several providers", () => {
+    expect(data.providers.length).toBe(103)
     expect(data.models.length).toBeGreaterThanOrEqual(23)
     expect(new Set(data.models.map((m) => m.provider)).size).toBeGreaterThanOrEqual(8)
     for (const id of ["openai", "anthropic", "google", "mistral", "groq", "together-ai"]) {

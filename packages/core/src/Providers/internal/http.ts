@@ -32,6 +32,8 @@ export const authHeaders = (provider: ConfiguredProvider): Record<string, string
       return { "x-api-key": key }
     case "x-goog-api-key":
       return { "x-goog-api-key": key }
+    case "api-key":
+      return { "api-key": key }
     case "token":
       return { authorization: `Token ${key}` }
     case "key":
