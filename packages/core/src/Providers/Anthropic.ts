@@ -1,9 +1,13 @@
 /**
- * Anthropic Messages API adapter: top-level `system`, content blocks (text, tool_use,
- * tool_result), `max_tokens` required, SSE with typed events.
+ * Anthropic Messages API adapter: top-level `system`, content blocks (text, image, tool_use,
+ * tool_result), `max_tokens` required, `tool_choice`, structured output through
+ * `output_config.format`, SSE with typed events. What it refuses, and why, is in
+ * docs/providers.md ("Translation across wire formats").
  */
-import type { ChatMessage, ChatRequest, ChatWire, FinishReason, StreamEvent, Target } from "./Chat.ts"
+import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, StreamEvent, Target } from "./Chat.ts"
+import { refusal } from "./Chat.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
+import { answerSchemaOf, commonRefusal, dataUrlOf, toolChoiceMatters } from "./internal/translation.ts"
 import type { Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
@@ -19,6 +23,16 @@ const parseArgs = (args: string): unknown => {
   }
 }
 
+/** An image part as an image block: a base64 source for a data: URL, a url source otherwise. */
+const imageBlock = (url: string) => {
+  const inline = dataUrlOf(url)
+  return { type: "image", source: inline ? { type: "base64", media_type: inline.mediaType, data: inline.data } : { type: "url", url } }
+}
+
+/** Text and image parts as content blocks (Anthropic rejects empty text blocks; raw parts are refused before). */
+const blocksOf = (parts: ReadonlyArray<ContentPart>): Array<unknown> =>
+  parts.flatMap((p): Array<unknown> => (p.type === "text" ? (p.text !== "" ? [{ type: "text", text: p.text }] : []) : p.type === "image" ? [imageBlock(p.url)] : []))
+
 /** Chat messages -> Anthropic messages; consecutive tool results merge into one user turn. */
 export const toWireMessages = (messages: ReadonlyArray<ChatMessage>) => {
   const out: Array<{ role: "user" | "assistant"; content: Array<any> }> = []
@@ -30,17 +44,49 @@ export const toWireMessages = (messages: ReadonlyArray<ChatMessage>) => {
   for (const m of messages) {
     if (m.role === "system") continue
     if (m.role === "tool") {
-      push("user", [{ type: "tool_result", tool_use_id: m.toolCallId ?? "", content: m.content }])
+      push("user", [{ type: "tool_result", tool_use_id: m.toolCallId ?? "", content: m.parts ? blocksOf(m.parts) : m.content }])
     } else if (m.role === "assistant") {
       push("assistant", [
         ...(m.content !== "" ? [{ type: "text", text: m.content }] : []),
         ...(m.toolCalls ?? []).map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: parseArgs(c.arguments) }))
       ])
     } else {
-      push("user", [{ type: "text", text: m.content }])
+      push("user", m.parts ? blocksOf(m.parts) : [{ type: "text", text: m.content }])
     }
   }
   return out
+}
+
+/** `tool_choice`, with parallel_tool_calls=false as `disable_parallel_tool_use`. */
+const toolChoiceOf = (r: ChatRequest) => {
+  const c = r.toolChoice
+  if ((c === undefined && r.parallelToolCalls !== false) || !toolChoiceMatters(r)) return {}
+  const choice = c === "none"
+    ? { type: "none" }
+    : c === "required"
+    ? { type: "any" }
+    : typeof c === "object"
+    ? { type: "tool", name: c.name }
+    : { type: "auto" }
+  return { tool_choice: r.parallelToolCalls === false && c !== "none" ? { ...choice, disable_parallel_tool_use: true } : choice }
+}
+
+const FAMILY = "Anthropic Messages"
+const imageRoles: ReadonlySet<ChatMessage["role"]> = new Set(["user", "tool"])
+const details: ReadonlySet<string> = new Set(["auto"])
+
+/**
+ * What this wire cannot carry: seed and penalties (no such parameters), JSON mode without a schema
+ * (`output_config.format` takes a schema only), images outside user turns and tool results, and
+ * image detail (Anthropic picks the resolution itself).
+ */
+export const unsupported = (r: ChatRequest): string | undefined => {
+  const field = commonRefusal(r, { seed: false, penalties: false, imageRoles, details })
+  if (field !== undefined) return refusal(FAMILY, field)
+  if (r.responseFormat?.type === "json_object") {
+    return `${refusal(FAMILY, "response_format json_object")} (send response_format json_schema with a schema)`
+  }
+  return undefined
 }
 
 export const toWireRequest = (target: Target, request: ChatRequest, stream: boolean) => {
@@ -55,6 +101,13 @@ export const toWireRequest = (target: Target, request: ChatRequest, stream: bool
       : {}),
     // Anthropic accepts 0..1; the gateway's 0..2 scale is clamped.
     ...(request.temperature !== undefined ? { temperature: Math.min(1, request.temperature) } : {}),
+    ...(request.topP !== undefined ? { top_p: request.topP } : {}),
+    ...(request.stop !== undefined && request.stop.length > 0 ? { stop_sequences: request.stop } : {}),
+    ...toolChoiceOf(request),
+    // Structured output: the answer's text is JSON that follows the schema (models of late 2025 on).
+    ...(request.responseFormat?.type === "json_schema"
+      ? { output_config: { format: { type: "json_schema", schema: answerSchemaOf(request.responseFormat) } } }
+      : {}),
     ...(stream ? { stream: true } : {})
   }
 }
@@ -67,6 +120,7 @@ const url = (target: Target) => `${target.provider.endpoint}/messages`
 
 export const wire: ChatWire = {
   request: (target, request, stream) => ({ url: url(target), headers: headers(target), body: toWireRequest(target, request, stream) }),
+  unsupported,
   result: (provider, body) => {
     if (!Array.isArray(body?.content)) return protocolError(provider, "no content array")
     const blocks: Array<any> = body.content

@@ -1,11 +1,15 @@
 /**
- * Google Gemini generateContent / streamGenerateContent adapter: `contents` of `parts`,
- * `systemInstruction`, `functionDeclarations` / `functionCall` / `functionResponse`,
- * `usageMetadata`.
+ * Google Gemini generateContent / streamGenerateContent adapter: `contents` of `parts` (text,
+ * `inlineData`, `fileData`), `systemInstruction`, `functionDeclarations` / `functionCall` /
+ * `functionResponse`, `toolConfig`, `generationConfig` (sampling, stop, seed, penalties, JSON
+ * output, media resolution), `usageMetadata`. What it refuses, and why, is in docs/providers.md
+ * ("Translation across wire formats").
  */
-import type { ChatMessage, ChatRequest, ChatWire, FinishReason, StreamEvent, Target, ToolCall } from "./Chat.ts"
+import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, StreamEvent, Target, ToolCall } from "./Chat.ts"
+import { refusal } from "./Chat.ts"
 import { geminiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
+import { answerSchemaOf, commonRefusal, dataUrlOf, hasTools, imagesOfRequest, imageTypeOfUrl, toolChoiceMatters } from "./internal/translation.ts"
 import type { Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
@@ -29,6 +33,21 @@ export const sanitizeSchema = (schema: unknown): unknown => {
   return out
 }
 
+/**
+ * An image part: `inlineData` for a data: URL, `fileData` for an https URL (the Gemini API fetches
+ * public and signed URLs; its type comes from the file extension, `unsupported` refuses the rest).
+ */
+const imagePart = (url: string) => {
+  const inline = dataUrlOf(url)
+  return inline
+    ? { inlineData: { mimeType: inline.mediaType, data: inline.data } }
+    : { fileData: { mimeType: imageTypeOfUrl(url), fileUri: url } }
+}
+
+/** Text and image parts as Gemini parts (raw parts are refused before). */
+const partsOfMessage = (parts: ReadonlyArray<ContentPart>): Array<unknown> =>
+  parts.flatMap((p): Array<unknown> => (p.type === "text" ? (p.text !== "" ? [{ text: p.text }] : []) : p.type === "image" ? [imagePart(p.url)] : []))
+
 export const toWireContents = (messages: ReadonlyArray<ChatMessage>) => {
   // Gemini answers tools by name; recover each call id's tool name from the history.
   const names = new Map<string, string>()
@@ -50,7 +69,7 @@ export const toWireContents = (messages: ReadonlyArray<ChatMessage>) => {
         ...(m.toolCalls ?? []).map((c) => ({ functionCall: { name: c.name, args: parseArgs(c.arguments) } }))
       ])
     } else {
-      push("user", [{ text: m.content }])
+      push("user", m.parts ? partsOfMessage(m.parts) : [{ text: m.content }])
     }
   }
   return out
@@ -64,11 +83,71 @@ const parseArgsOrText = (s: string): unknown => {
   }
 }
 
+/** `toolConfig.functionCallingConfig`: AUTO, ANY (required, or one named function), NONE. */
+const toolConfigOf = (r: ChatRequest) => {
+  const c = r.toolChoice
+  if (c === undefined || !toolChoiceMatters(r)) return {}
+  const functionCallingConfig = c === "none"
+    ? { mode: "NONE" }
+    : c === "required"
+    ? { mode: "ANY" }
+    : typeof c === "object"
+    ? { mode: "ANY", allowedFunctionNames: [c.name] }
+    : { mode: "AUTO" }
+  return { toolConfig: { functionCallingConfig } }
+}
+
+const mediaResolutions: Readonly<Record<string, string>> = { low: "MEDIA_RESOLUTION_LOW", high: "MEDIA_RESOLUTION_HIGH" }
+
+/** The request's image detail (low or high; one value per request, `unsupported` refuses a mix) as `mediaResolution`. */
+const mediaResolutionOf = (r: ChatRequest) => {
+  const detail = imagesOfRequest(r).map((i) => i.detail).find((d) => d !== undefined && d !== "auto")
+  return detail !== undefined ? { mediaResolution: mediaResolutions[detail] } : {}
+}
+
+/** JSON output: any JSON for json_object, JSON following the schema (as JSON Schema, `responseJsonSchema`) for json_schema. */
+const responseFormatOf = (r: ChatRequest) => {
+  const f = r.responseFormat
+  if (f === undefined || f.type === "text") return {}
+  return { responseMimeType: "application/json", ...(f.type === "json_schema" ? { responseJsonSchema: answerSchemaOf(f) } : {}) }
+}
+
+const FAMILY = "Gemini generateContent"
+const imageRoles: ReadonlySet<ChatMessage["role"]> = new Set(["user"])
+const details: ReadonlySet<string> = new Set(["auto", "low", "high"])
+
+/**
+ * What this wire cannot carry: images outside user turns, https images whose type the URL does not
+ * tell (fileData needs it), different image details in one request (Gemini's resolution is per
+ * request), and parallel_tool_calls=false (Gemini cannot be kept to one call a turn).
+ */
+export const unsupported = (r: ChatRequest): string | undefined => {
+  const field = commonRefusal(r, { seed: true, penalties: true, imageRoles, details })
+  if (field !== undefined) return refusal(FAMILY, field)
+  const images = imagesOfRequest(r)
+  const remote = images.find((i) => !i.url.startsWith("data:") && imageTypeOfUrl(i.url) === undefined)
+  if (remote !== undefined) {
+    return `${refusal(FAMILY, "image_url with an https URL that does not end in an image file extension")} (send a data: URL)`
+  }
+  if (new Set(images.map((i) => i.detail).filter((d) => d !== undefined && d !== "auto")).size > 1) {
+    return refusal(FAMILY, "image_url.detail with different values in one request")
+  }
+  if (r.parallelToolCalls === false && hasTools(r) && r.toolChoice !== "none") return refusal(FAMILY, "parallel_tool_calls=false")
+  return undefined
+}
+
 export const toWireRequest = (request: ChatRequest) => {
   const system = request.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n")
   const generationConfig = {
     ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-    ...(request.maxTokens !== undefined ? { maxOutputTokens: request.maxTokens } : {})
+    ...(request.maxTokens !== undefined ? { maxOutputTokens: request.maxTokens } : {}),
+    ...(request.topP !== undefined ? { topP: request.topP } : {}),
+    ...(request.stop !== undefined && request.stop.length > 0 ? { stopSequences: request.stop } : {}),
+    ...(request.seed !== undefined ? { seed: request.seed } : {}),
+    ...(request.frequencyPenalty !== undefined ? { frequencyPenalty: request.frequencyPenalty } : {}),
+    ...(request.presencePenalty !== undefined ? { presencePenalty: request.presencePenalty } : {}),
+    ...responseFormatOf(request),
+    ...mediaResolutionOf(request)
   }
   return {
     contents: toWireContents(request.messages),
@@ -84,6 +163,7 @@ export const toWireRequest = (request: ChatRequest) => {
         }]
       }
       : {}),
+    ...toolConfigOf(request),
     ...(Object.keys(generationConfig).length > 0 ? { generationConfig } : {})
   }
 }
@@ -112,6 +192,7 @@ const url = (target: Target, stream: boolean) =>
 
 export const wire: ChatWire = {
   request: (target, request, stream) => ({ url: url(target, stream), headers: authHeaders(target.provider), body: toWireRequest(request) }),
+  unsupported,
   result: (provider, body) => {
     if (!Array.isArray(body?.candidates)) return protocolError(provider, "no candidates")
     const parts = partsOf(body)

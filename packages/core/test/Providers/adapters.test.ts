@@ -5,8 +5,9 @@
 import { Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../src/Catalog/Catalog.ts"
-import type { Target } from "../../src/Providers/Chat.ts"
-import { type MockUpstream, startAnthropicMock, startGeminiMock, startOpenAiMock } from "../support/mockUpstreams.ts"
+import type { ChatRequest, Target } from "../../src/Providers/Chat.ts"
+import { servedBy } from "../../src/Providers/Registry.ts"
+import { DEFAULT_SCENARIO, type MockUpstream, startAnthropicMock, startGeminiMock, startOpenAiMock } from "../support/mockUpstreams.ts"
 import { collect, complete } from "../support/wires.ts"
 
 const families = [
@@ -169,3 +170,227 @@ for (const f of families) {
     })
   })
 }
+
+/**
+ * Translation of the neutral request's options, image parts and answer format to the Anthropic and
+ * Gemini wire formats: the exact upstream request (the mocks also reject what the real APIs reject),
+ * and the refusals, each naming the field.
+ */
+describe("translation across wire formats", () => {
+  const png = "data:image/png;base64,iVBORw0KGgo="
+  const remote = "https://example.com/cat.jpg"
+  const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false }
+  const user = (content = "Hi") => ({ role: "user" as const, content })
+  let anthropic: MockUpstream
+  let gemini: MockUpstream
+  const targetOf = (provider: string, model: string, mock: MockUpstream): Target => ({
+    provider: { ...data.providers.find((p) => p.id === provider)!, endpoint: mock.url, apiKey: Option.some(Redacted.make("k")), configured: true, settings: {}, missing: undefined },
+    model: data.models.find((m) => m.id === model)!
+  })
+  const claude = () => targetOf("anthropic", "claude-haiku-4-5", anthropic)
+  const flash = () => targetOf("google", "gemini-2.5-flash", gemini)
+  const refusalOf = (target: Target, request: Partial<ChatRequest>) =>
+    servedBy(target.provider).chat!.unsupported!({ model: target.model.id, messages: [user()], ...request })
+  /** Completes through the target's mock and returns the body it received. */
+  const sent = async (target: Target, mock: MockUpstream, request: Partial<ChatRequest>) => {
+    const result = await complete(target, { model: target.model.id, messages: [user()], ...request })
+    expect(result._tag === "Left" ? result.left.message : "ok").toBe("ok")
+    return mock.requests.at(-1)!.body as any
+  }
+  beforeAll(async () => {
+    ;[anthropic, gemini] = await Promise.all([startAnthropicMock({ apiKey: "k", chunkDelayMs: 1 }), startGeminiMock({ apiKey: "k", chunkDelayMs: 1 })])
+  })
+  afterAll(() => Promise.all([anthropic.close(), gemini.close()]))
+
+  describe("Anthropic Messages", () => {
+    it("sends top_p and stop_sequences", async () => {
+      const body = await sent(claude(), anthropic, { topP: 0.9, stop: ["END", "STOP"], frequencyPenalty: 0, presencePenalty: 0 })
+      expect(body).toMatchObject({ top_p: 0.9, stop_sequences: ["END", "STOP"] })
+      expect(body.tool_choice).toBeUndefined()
+    })
+
+    it("maps each tool_choice, with parallel_tool_calls=false as disable_parallel_tool_use", async () => {
+      const cases: ReadonlyArray<[Partial<ChatRequest>, unknown]> = [
+        [{ toolChoice: "auto" }, { type: "auto" }],
+        [{ toolChoice: "required" }, { type: "any" }],
+        [{ toolChoice: "none" }, { type: "none" }],
+        [{ toolChoice: { name: "get_weather" } }, { type: "tool", name: "get_weather" }],
+        [{ toolChoice: "required", parallelToolCalls: false }, { type: "any", disable_parallel_tool_use: true }],
+        [{ parallelToolCalls: false }, { type: "auto", disable_parallel_tool_use: true }],
+        [{ toolChoice: "none", parallelToolCalls: false }, { type: "none" }]
+      ]
+      for (const [options, wire] of cases) {
+        const body = await sent(claude(), anthropic, { tools: [weather], ...options })
+        expect(body.tool_choice, JSON.stringify(options)).toEqual(wire)
+      }
+      // Without tools, "auto", "none" and parallel_tool_calls are honoured by sending nothing.
+      expect((await sent(claude(), anthropic, { toolChoice: "none", parallelToolCalls: false })).tool_choice).toBeUndefined()
+    })
+
+    it("sends image parts as base64 and url image blocks, in user turns and tool results", async () => {
+      const call = { id: "toolu_1", name: "get_weather", arguments: "{\"city\":\"Paris\"}" }
+      const body = await sent(claude(), anthropic, {
+        tools: [weather],
+        messages: [
+          {
+            role: "user",
+            content: "What is this?",
+            parts: [{ type: "text", text: "What is this?" }, { type: "image", url: png, detail: "auto" }, { type: "image", url: remote }]
+          },
+          { role: "assistant", content: "", toolCalls: [call] },
+          { role: "tool", content: "map:", toolCallId: "toolu_1", parts: [{ type: "text", text: "map:" }, { type: "image", url: png }] }
+        ]
+      })
+      expect(body.messages[0]).toEqual({
+        role: "user",
+        content: [
+          { type: "text", text: "What is this?" },
+          { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } },
+          { type: "image", source: { type: "url", url: remote } }
+        ]
+      })
+      expect(body.messages[2]).toEqual({
+        role: "user",
+        content: [{
+          type: "tool_result",
+          tool_use_id: "toolu_1",
+          content: [{ type: "text", text: "map:" }, { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }]
+        }]
+      })
+    })
+
+    it("sends response_format json_schema as output_config.format and returns the JSON text", async () => {
+      anthropic.setScenario({ kind: "text", text: "{\"city\":\"Paris\"}" })
+      const request = { responseFormat: { type: "json_schema" as const, name: "place", schema, description: "A city" } }
+      const result = await complete(claude(), { model: "claude-haiku-4-5", messages: [user()], ...request })
+      expect(result._tag === "Right" && JSON.parse(result.right.content)).toEqual({ city: "Paris" })
+      expect((anthropic.requests.at(-1)!.body as any).output_config).toEqual({
+        format: { type: "json_schema", schema: { ...schema, description: "A city" } }
+      })
+      // A plain-text format needs nothing.
+      expect((await sent(claude(), anthropic, { responseFormat: { type: "text" } })).output_config).toBeUndefined()
+    })
+
+    it("refuses what it cannot carry, naming the field", () => {
+      const cases: ReadonlyArray<[Partial<ChatRequest>, string]> = [
+        [{ seed: 7 }, "seed"],
+        [{ frequencyPenalty: 0.5 }, "frequency_penalty"],
+        [{ presencePenalty: -1 }, "presence_penalty"],
+        [{ responseFormat: { type: "json_object" } }, "response_format json_object"],
+        [{ extra: { logprobs: true } }, "logprobs"],
+        [{ messages: [{ ...user(), extra: { name: "alice" } }] }, "messages[].name"],
+        [{ messages: [{ ...user(), parts: [{ type: "raw", part: { type: "input_audio" } }] }] }, "content part type input_audio"],
+        [{ messages: [{ role: "assistant", content: "", parts: [{ type: "image", url: png }] }] }, "image_url parts in assistant messages"],
+        [{ messages: [{ ...user(), parts: [{ type: "image", url: png, detail: "high" }] }] }, "image_url.detail \"high\""],
+        [{ messages: [{ ...user(), parts: [{ type: "image", url: "data:image/png,raw" }] }] }, "data: URL that is not base64"]
+      ]
+      for (const [request, field] of cases) {
+        const message = refusalOf(claude(), request)
+        expect(message, field).toContain(field)
+        expect(message).toContain("Anthropic Messages")
+      }
+      expect(refusalOf(claude(), { topP: 0.5, stop: ["x"], toolChoice: "auto", frequencyPenalty: 0, responseFormat: { type: "json_schema", name: "n", schema } })).toBeUndefined()
+    })
+
+    it("streams with tool_choice on the stream request", async () => {
+      anthropic.setScenario({ kind: "tool", name: "get_weather", arguments: { city: "Oslo" }, id: "toolu_s" })
+      const result = await collect(claude(), { model: "claude-haiku-4-5", messages: [user("Oslo?")], tools: [weather], toolChoice: { name: "get_weather" }, parallelToolCalls: false })
+      expect(result._tag).toBe("Right")
+      const body = anthropic.requests.at(-1)!.body as any
+      expect(body).toMatchObject({ stream: true, tool_choice: { type: "tool", name: "get_weather", disable_parallel_tool_use: true } })
+      const deltas = (result._tag === "Right" ? result.right : []).filter((e) => e._tag === "ToolCallDelta") as Array<any>
+      expect(JSON.parse(deltas.map((d) => d.arguments).join(""))).toEqual({ city: "Oslo" })
+    })
+
+    it("streams a json_schema answer as text", async () => {
+      anthropic.setScenario({ kind: "text", text: "{\"city\": \"Rome\", \"country\": \"Italy\"}" })
+      const result = await collect(claude(), { model: "claude-haiku-4-5", messages: [user()], responseFormat: { type: "json_schema", name: "place", schema } })
+      const text = (result._tag === "Right" ? result.right : []).filter((e) => e._tag === "Text").map((e) => (e as any).text).join("")
+      expect(JSON.parse(text)).toEqual({ city: "Rome", country: "Italy" })
+      expect((anthropic.requests.at(-1)!.body as any).output_config.format.type).toBe("json_schema")
+      anthropic.setScenario(DEFAULT_SCENARIO)
+    })
+  })
+
+  describe("Gemini generateContent", () => {
+    it("sends sampling, stop, seed and penalties in generationConfig", async () => {
+      const body = await sent(flash(), gemini, { temperature: 0.3, topP: 0.8, stop: ["END"], seed: 42, frequencyPenalty: 0.5, presencePenalty: -0.5 })
+      expect(body.generationConfig).toEqual({ temperature: 0.3, topP: 0.8, stopSequences: ["END"], seed: 42, frequencyPenalty: 0.5, presencePenalty: -0.5 })
+    })
+
+    it("maps each tool_choice to toolConfig.functionCallingConfig", async () => {
+      const cases: ReadonlyArray<[Partial<ChatRequest>, unknown]> = [
+        [{ toolChoice: "auto" }, { mode: "AUTO" }],
+        [{ toolChoice: "required" }, { mode: "ANY" }],
+        [{ toolChoice: "none" }, { mode: "NONE" }],
+        [{ toolChoice: { name: "get_weather" } }, { mode: "ANY", allowedFunctionNames: ["get_weather"] }],
+        [{ toolChoice: "none", parallelToolCalls: false }, { mode: "NONE" }]
+      ]
+      for (const [options, wire] of cases) {
+        const body = await sent(flash(), gemini, { tools: [weather], ...options })
+        expect(body.toolConfig, JSON.stringify(options)).toEqual({ functionCallingConfig: wire })
+      }
+      expect((await sent(flash(), gemini, { tools: [weather] })).toolConfig).toBeUndefined()
+    })
+
+    it("sends data: images as inlineData and https images as fileData, detail as mediaResolution", async () => {
+      const body = await sent(flash(), gemini, {
+        messages: [{
+          role: "user",
+          content: "Compare",
+          parts: [{ type: "text", text: "Compare" }, { type: "image", url: png, detail: "low" }, { type: "image", url: remote, detail: "auto" }]
+        }]
+      })
+      expect(body.contents).toEqual([{
+        role: "user",
+        parts: [
+          { text: "Compare" },
+          { inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } },
+          { fileData: { mimeType: "image/jpeg", fileUri: remote } }
+        ]
+      }])
+      expect(body.generationConfig).toEqual({ mediaResolution: "MEDIA_RESOLUTION_LOW" })
+    })
+
+    it("sends response_format as responseMimeType and responseJsonSchema (the schema unchanged)", async () => {
+      gemini.setScenario({ kind: "text", text: "{\"city\":\"Paris\"}" })
+      const body = await sent(flash(), gemini, { responseFormat: { type: "json_schema", name: "place", schema, strict: true } })
+      expect(body.generationConfig).toEqual({ responseMimeType: "application/json", responseJsonSchema: schema })
+      expect((await sent(flash(), gemini, { responseFormat: { type: "json_object" } })).generationConfig).toEqual({ responseMimeType: "application/json" })
+      expect((await sent(flash(), gemini, { responseFormat: { type: "text" } })).generationConfig).toBeUndefined()
+      gemini.setScenario(DEFAULT_SCENARIO)
+    })
+
+    it("refuses what it cannot carry, naming the field", () => {
+      const cases: ReadonlyArray<[Partial<ChatRequest>, string]> = [
+        [{ tools: [weather], parallelToolCalls: false }, "parallel_tool_calls=false"],
+        [{ extra: { logit_bias: { "1": 2 } } }, "logit_bias"],
+        [{ messages: [{ ...user(), extra: { name: "alice" } }] }, "messages[].name"],
+        [{ messages: [{ ...user(), parts: [{ type: "raw", part: { type: "file" } }] }] }, "content part type file"],
+        [{ messages: [{ ...user(), parts: [{ type: "image", url: "https://example.com/render?id=3" }] }] }, "send a data: URL"],
+        [{ messages: [{ role: "tool", content: "", toolCallId: "c", parts: [{ type: "image", url: png }] }] }, "image_url parts in tool messages"],
+        [{ messages: [{ ...user(), parts: [{ type: "image", url: png, detail: "low" }, { type: "image", url: png, detail: "high" }] }] }, "image_url.detail with different values"],
+        [{ messages: [{ ...user(), parts: [{ type: "image", url: png, detail: "ultra" }] }] }, "image_url.detail \"ultra\""]
+      ]
+      for (const [request, field] of cases) {
+        const message = refusalOf(flash(), request)
+        expect(message, field).toContain(field)
+        expect(message).toContain("Gemini generateContent")
+      }
+      expect(refusalOf(flash(), { seed: 1, frequencyPenalty: 1, parallelToolCalls: true, responseFormat: { type: "json_object" } })).toBeUndefined()
+      // Without tools there is nothing to call in parallel.
+      expect(refusalOf(flash(), { parallelToolCalls: false })).toBeUndefined()
+    })
+
+    it("streams with toolConfig on the stream request", async () => {
+      gemini.setScenario({ kind: "tool", name: "get_weather", arguments: { city: "Oslo" } })
+      const result = await collect(flash(), { model: "gemini-2.5-flash", messages: [user("Oslo?")], tools: [weather], toolChoice: "required", topP: 0.5 })
+      expect(result._tag).toBe("Right")
+      const last = gemini.requests.at(-1)!
+      expect(last.path).toContain(":streamGenerateContent")
+      expect(last.body).toMatchObject({ toolConfig: { functionCallingConfig: { mode: "ANY" } }, generationConfig: { topP: 0.5 } })
+      expect((result._tag === "Right" ? result.right : []).find((e) => e._tag === "ToolCallDelta")).toMatchObject({ name: "get_weather" })
+      gemini.setScenario(DEFAULT_SCENARIO)
+    })
+  })
+})

@@ -20,6 +20,11 @@
  *     529 overloaded_error; body {"type":"error","error":{type,message},"request_id"}; SSE `event: error`)
  *   - https://github.com/envoyproxy/ai-gateway/pull/1909 (exact "anthropic-version: header is required" body)
  *   - https://claude-error-handbook.vercel.app/errors/authentication-error.html ("invalid x-api-key")
+ *   - Anthropic SDK types: tool_choice {type: auto|any|tool|none, name, disable_parallel_tool_use} (ToolChoiceAny),
+ *     image blocks {type:"image", source:{type:"base64", media_type, data} | {type:"url", url}}, tool_result content
+ *     as text/image blocks, structured output `output_config: {format: {type: "json_schema", schema}}`
+ *     (https://platform.claude.com/docs/en/build-with-claude/structured-outputs); unknown fields are a 400
+ *     "<field>: Extra inputs are not permitted"
  *  Gemini generateContent / streamGenerateContent / embeddings / errors
  *   - https://ai.google.dev/api (x-goog-api-key header, /v1beta/models/{model}:generateContent)
  *   - https://github.com/google-gemini/cookbook/blob/main/quickstarts/rest/Streaming_REST.ipynb (alt=sse: each
@@ -32,6 +37,13 @@
  *     ErrorInfo reason API_KEY_INVALID), https://github.com/PublicAffairs/openai-gemini/issues/92 (no key:
  *     403 PERMISSION_DENIED "Method doesn't allow unregistered callers ...")
  *   - https://ai.google.dev/api/embeddings (batchEmbedContents: {requests:[{model,content}]} -> {embeddings:[{values}]})
+ *   - GenerationConfig (googleapis js-genai / java-genai types): topP, stopSequences, seed, presencePenalty,
+ *     frequencyPenalty, responseMimeType, responseJsonSchema ("an alternative to responseSchema that accepts JSON
+ *     Schema. If set, responseSchema must be omitted, but responseMimeType is required"), mediaResolution;
+ *     toolConfig.functionCallingConfig {mode AUTO|ANY|NONE|VALIDATED, allowedFunctionNames (mode ANY)};
+ *     parts inlineData {mimeType, data} and fileData {mimeType, fileUri} (both required;
+ *     https://ai.google.dev/gemini-api/docs/file-input-methods: public and signed https URLs since 2026-01);
+ *     an unknown field is a 400 'Invalid JSON payload received. Unknown name "x": Cannot find field.'
  */
 import { createHash, randomBytes } from "node:crypto"
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http"
@@ -811,6 +823,73 @@ const anthropicWire = (): Wire => {
   }
 }
 
+const anthropicFields = new Set([
+  "model", "messages", "max_tokens", "system", "tools", "tool_choice", "temperature", "top_p", "top_k", "stop_sequences",
+  "stream", "metadata", "output_config", "thinking", "service_tier"
+])
+const anthropicMediaTypes = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"])
+
+/** an image block's source problem (base64 with a supported media_type, or a url), or undefined */
+const anthropicImageProblem = (block: Record<string, unknown>, at: string): string | undefined => {
+  const source = isRecord(block.source) ? block.source : {}
+  if (source.type === "base64") {
+    if (typeof source.media_type !== "string" || !anthropicMediaTypes.has(source.media_type)) {
+      return `${at}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`
+    }
+    return typeof source.data === "string" ? undefined : `${at}.source.base64.data: Field required`
+  }
+  if (source.type === "url") return typeof source.url === "string" ? undefined : `${at}.source.url.url: Field required`
+  return `${at}.source: Input tag '${String(source.type)}' found using 'type' does not match any of the expected tags: 'base64', 'url'`
+}
+
+/**
+ * what the Messages API rejects in the fields aigw translates (extra fields, tool_choice, image
+ * blocks, output_config), as its 400 message, or undefined
+ */
+const anthropicProblem = (b: Record<string, unknown>): string | undefined => {
+  const extra = Object.keys(b).find((k) => !anthropicFields.has(k))
+  if (extra !== undefined) return `${extra}: Extra inputs are not permitted`
+  if (b.top_p !== undefined && (typeof b.top_p !== "number" || b.top_p < 0 || b.top_p > 1)) return "top_p: Input should be less than or equal to 1"
+  if (b.stop_sequences !== undefined && (!Array.isArray(b.stop_sequences) || b.stop_sequences.some((x) => typeof x !== "string"))) {
+    return "stop_sequences: Input should be a valid list of strings"
+  }
+  if (b.tool_choice !== undefined) {
+    const c = isRecord(b.tool_choice) ? b.tool_choice : {}
+    if (!["auto", "any", "tool", "none"].includes(String(c.type))) {
+      return `tool_choice: Input tag '${String(c.type)}' found using 'type' does not match any of the expected tags: 'auto', 'any', 'tool', 'none'`
+    }
+    if (c.type === "tool" && typeof c.name !== "string") return "tool_choice.tool.name: Field required"
+    if (c.disable_parallel_tool_use !== undefined && (typeof c.disable_parallel_tool_use !== "boolean" || c.type === "none")) {
+      return `tool_choice.${String(c.type)}.disable_parallel_tool_use: Extra inputs are not permitted`
+    }
+    if (c.type !== "none" && (!Array.isArray(b.tools) || b.tools.length === 0)) return "tool_choice: tools must be provided when tool_choice is set"
+  }
+  if (b.output_config !== undefined) {
+    const format = isRecord(b.output_config) && isRecord(b.output_config.format) ? b.output_config.format : {}
+    if (format.type !== "json_schema") return "output_config.format.type: Input should be 'json_schema'"
+    if (!isRecord(format.schema)) return "output_config.format.schema: Field required"
+  }
+  for (const [i, m] of (b.messages as unknown[]).entries()) {
+    const content = isRecord(m) && Array.isArray(m.content) ? m.content : []
+    for (const [j, block] of content.entries()) {
+      if (!isRecord(block)) continue
+      const at = `messages.${i}.content.${j}`
+      if (block.type === "image") {
+        const problem = anthropicImageProblem(block, `${at}.image`)
+        if (problem) return problem
+      }
+      if (block.type === "text" && block.text === "") return `${at}: text content blocks must be non-empty`
+      if (block.type === "tool_result" && Array.isArray(block.content)) {
+        for (const [k, inner] of block.content.entries()) {
+          const problem = isRecord(inner) && inner.type === "image" ? anthropicImageProblem(inner, `${at}.tool_result.content.${k}.image`) : undefined
+          if (problem) return problem
+        }
+      }
+    }
+  }
+  return undefined
+}
+
 export const startAnthropicMock = (opts: MockOptions = {}): Promise<MockUpstream> =>
   startMock("/v1", opts, async (ex) => {
     const reject = (status: number, message: string) => ex.json(status, anthropicError(status, message))
@@ -830,6 +909,8 @@ export const startAnthropicMock = (opts: MockOptions = {}): Promise<MockUpstream
       if (typeof b.max_tokens !== "number" || !Number.isInteger(b.max_tokens) || b.max_tokens < 1) {
         return reject(400, "max_tokens: Input should be a valid integer greater than or equal to 1")
       }
+      const problem = anthropicProblem(b)
+      if (problem !== undefined) return reject(400, problem)
       return serve(
         ex,
         { model: b.model, stream: b.stream === true, limit: b.max_tokens, includeUsage: false, sse: true },
@@ -941,6 +1022,60 @@ const geminiWire = (): Wire => {
   }
 }
 
+const geminiRequestFields = new Set(["contents", "systemInstruction", "tools", "toolConfig", "generationConfig", "safetySettings", "cachedContent"])
+const geminiConfigFields = new Set([
+  "temperature", "topP", "topK", "candidateCount", "maxOutputTokens", "stopSequences", "seed", "presencePenalty", "frequencyPenalty",
+  "responseMimeType", "responseSchema", "responseJsonSchema", "responseModalities", "mediaResolution", "thinkingConfig",
+  "responseLogprobs", "logprobs"
+])
+const unknownName = (name: string, at: string) => `Invalid JSON payload received. Unknown name "${name}"${at}: Cannot find field.`
+
+/**
+ * what generateContent rejects in the fields aigw translates (unknown fields, generationConfig,
+ * toolConfig, inlineData / fileData parts), as its 400 message, or undefined
+ */
+const geminiProblem = (b: Record<string, unknown>): string | undefined => {
+  const extra = Object.keys(b).find((k) => !geminiRequestFields.has(k))
+  if (extra !== undefined) return unknownName(extra, "")
+  const config = isRecord(b.generationConfig) ? b.generationConfig : {}
+  const extraConfig = Object.keys(config).find((k) => !geminiConfigFields.has(k))
+  if (extraConfig !== undefined) return unknownName(extraConfig, " at 'generation_config'")
+  if (config.responseSchema !== undefined && config.responseJsonSchema !== undefined) {
+    return "* GenerateContentRequest.generation_config.response_schema: response_schema and response_json_schema cannot both be set\n"
+  }
+  if ((config.responseSchema !== undefined || config.responseJsonSchema !== undefined) && config.responseMimeType !== "application/json") {
+    return "* GenerateContentRequest.generation_config.response_mime_type: must be application/json when a response schema is set\n"
+  }
+  if (config.mediaResolution !== undefined && !["MEDIA_RESOLUTION_LOW", "MEDIA_RESOLUTION_MEDIUM", "MEDIA_RESOLUTION_HIGH"].includes(String(config.mediaResolution))) {
+    return `Invalid value at 'generation_config.media_resolution', "${String(config.mediaResolution)}"`
+  }
+  if (b.toolConfig !== undefined) {
+    const calling = isRecord(b.toolConfig) && isRecord(b.toolConfig.functionCallingConfig) ? b.toolConfig.functionCallingConfig : {}
+    if (!["AUTO", "ANY", "NONE", "VALIDATED"].includes(String(calling.mode))) {
+      return `Invalid value at 'tool_config.function_calling_config.mode', "${String(calling.mode)}"`
+    }
+    if (calling.allowedFunctionNames !== undefined && calling.mode !== "ANY") {
+      return "* GenerateContentRequest.tool_config.function_calling_config.allowed_function_names: only allowed with mode ANY\n"
+    }
+  }
+  for (const [i, c] of (b.contents as unknown[]).entries()) {
+    const parts = isRecord(c) && Array.isArray(c.parts) ? c.parts : []
+    for (const [j, p] of parts.entries()) {
+      if (!isRecord(p)) continue
+      const at = `GenerateContentRequest.contents[${i}].parts[${j}]`
+      const inline = p.inlineData
+      if (inline !== undefined && !(isRecord(inline) && typeof inline.mimeType === "string" && typeof inline.data === "string")) {
+        return `* ${at}.inline_data: mime_type and data are required\n`
+      }
+      const file = p.fileData
+      if (file !== undefined && !(isRecord(file) && typeof file.mimeType === "string" && typeof file.fileUri === "string")) {
+        return `* ${at}.file_data: mime_type and file_uri are required\n`
+      }
+    }
+  }
+  return undefined
+}
+
 export const startGeminiMock = (opts: MockOptions = {}): Promise<MockUpstream> =>
   startMock("/v1beta", opts, async (ex) => {
     if (opts.apiKey !== undefined) {
@@ -984,6 +1119,8 @@ export const startGeminiMock = (opts: MockOptions = {}): Promise<MockUpstream> =
       if (!Array.isArray(b.contents) || b.contents.length === 0) {
         return ex.json(400, geminiError(400, "* GenerateContentRequest.contents: contents is not specified\n"))
       }
+      const problem = geminiProblem(b)
+      if (problem !== undefined) return ex.json(400, geminiError(400, problem))
       const config = isRecord(b.generationConfig) ? b.generationConfig : {}
       return serve(
         ex,
