@@ -15,7 +15,9 @@ import * as OpenAiCompatible from "./OpenAiCompatible.ts"
 import { endpointTypesOf, type Served } from "./Served.ts"
 import * as Luma from "./Video/Luma.ts"
 import * as Replicate from "./Video/Replicate.ts"
+import * as Vertex from "./Vertex.ts"
 import * as Voyage from "./Voyage.ts"
+import * as Watsonx from "./Watsonx.ts"
 
 /** Wire families by the catalogue's `adapter`; "cohere" and "bespoke" serve nothing by themselves. */
 const families: Readonly<Record<ProviderData["adapter"], Served>> = {
@@ -31,7 +33,9 @@ const modules: Readonly<Record<string, Served>> = {
   ...OpenAiCompatible.providers,
   voyage: Voyage.served,
   luma: Luma.served,
-  replicate: Replicate.served
+  replicate: Replicate.served,
+  vertex: Vertex.served,
+  watsonx: Watsonx.served
 }
 
 /** The provider ids that have a module of their own (for the registry's consistency test). */

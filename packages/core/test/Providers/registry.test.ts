@@ -23,7 +23,9 @@ const routing = Effect.runSync(
     Routing.layer.pipe(
       Layer.provide(Layer.merge(Catalog.layer, ProviderHealth.layer)),
       Layer.provide(GatewayConfig.layer({
-        providerEnv: (id) => ({ apiKey: Option.some(Redacted.make(`key-${id}`)), baseUrl: Option.some(`https://${id}.example/v1`) })
+        providerEnv: (id) => ({ apiKey: Option.some(Redacted.make(`key-${id}`)), baseUrl: Option.some(`https://${id}.example/v1`) }),
+        // Providers whose credentials need more than a key (Served.credentials).
+        setting: (name) => (name === "WATSONX_PROJECT_ID" ? Option.some("project-1") : Option.none())
       }))
     )
   )
