@@ -5,6 +5,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { Catalog, type ConfiguredProvider, type EndpointType, type ModelEntry, uncataloguedModel } from "./Catalog/Catalog.ts"
+import { defaultModelData } from "./Catalog/defaultModels.data.ts"
 import { envPrefix } from "./Config.ts"
 import { Forbidden, type GatewayError, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
@@ -16,7 +17,7 @@ export type Preference = "cost" | "balanced" | "quality"
 /** The model kinds routing serves. */
 export type ModelKind = ModelEntry["kind"]
 
-const labels: Record<ModelKind, string> = { chat: "chat completions", embeddings: "embeddings" }
+const labels: Record<ModelKind, string> = { chat: "chat completions", embeddings: "embeddings", rerank: "reranking" }
 
 export interface ChatNeeds {
   /** Default "chat". */
@@ -141,7 +142,14 @@ const makeService = Effect.gen(function*() {
       if (Option.isNone(provider)) return new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` })
       const problem = providerProblem(provider.value, needs.plan, needs.kind ?? "chat")
       if (problem) return problem
-      const models = catalog.modelsOf(provider.value.id).filter((m) => !m.unpriced && !modelProblem(m, needs))
+      const ofKind = catalog.modelsOf(provider.value.id).filter((m) => m.kind === kind && !m.unpriced)
+      const fallback = defaultModelData[provider.value.id]?.[kind as "chat" | "embeddings"]
+      if (ofKind.length === 0 && fallback !== undefined) {
+        // No catalogued model of this kind: the provider's documented default (Catalog/defaultModels.data.ts), forwarded like a named one.
+        const model = uncataloguedModel(provider.value.id, fallback, kind)
+        return modelProblem(model, needs) ?? [{ provider: provider.value, model }]
+      }
+      const models = ofKind.filter((m) => !modelProblem(m, needs))
       if (models.length === 0) {
         return new Unprocessable({
           message: `Provider ${provider.value.id} has no catalogued ${kind} model that fits this request on plan ${needs.plan}; name the model to use (any model of the provider is forwarded as named).`

@@ -3,7 +3,7 @@
  * stops the start with the entry named), joined with configuration (credentials, base URL
  * overrides) into the `Catalog` service.
  */
-import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Context, Effect, Either, Layer, Option, ParseResult, Redacted, Schema } from "effect"
 import { envPrefix, GatewayConfig } from "../Config.ts"
 import { ModelPlan, Plan, planAllows } from "../Plans.ts"
 import { startupError } from "../StartupError.ts"
@@ -19,7 +19,7 @@ export type EndpointType = typeof EndpointType.Type
 
 /** Wire-protocol family: one adapter per family. */
 export const Adapter = Schema.Literal("openai", "anthropic", "gemini", "cohere", "bespoke")
-export const AuthStyle = Schema.Literal("bearer", "x-api-key", "x-goog-api-key", "token", "key", "basic")
+export const AuthStyle = Schema.Literal("bearer", "x-api-key", "x-goog-api-key", "api-key", "token", "key", "basic")
 
 /** A provider as the data file describes it (providers.data.ts). */
 export const ProviderData = Schema.Struct({
@@ -50,7 +50,7 @@ export const ModelEntry = Schema.Struct({
   id: Schema.NonEmptyTrimmedString,
   name: Schema.NonEmptyTrimmedString,
   provider: Schema.String,
-  kind: Schema.Literal("chat", "embeddings"),
+  kind: Schema.Literal("chat", "embeddings", "rerank"),
   minPlan: ModelPlan,
   inputPer1kUSD: UsdPer1k,
   outputPer1kUSD: UsdPer1k,
@@ -74,7 +74,7 @@ export const ConfiguredModel = Schema.Struct({
   id: Schema.NonEmptyTrimmedString,
   provider: Schema.optional(Schema.String),
   name: Schema.optional(Schema.NonEmptyTrimmedString),
-  kind: Schema.optional(Schema.Literal("chat", "embeddings")),
+  kind: Schema.optional(Schema.Literal("chat", "embeddings", "rerank")),
   minPlan: Schema.optional(ModelPlan),
   inputPer1kUSD: Schema.optional(UsdPer1k),
   outputPer1kUSD: Schema.optional(UsdPer1k),
@@ -107,7 +107,11 @@ export const uncataloguedModel = (provider: string, id: string, kind: ModelEntry
   unpriced: true
 })
 
-const describeSchemaError = (e: unknown) => String((e as Error).message ?? e).split("\n").filter((l) => l.trim() !== "").slice(-1)[0]?.trim() ?? "invalid"
+/** A decoding failure in one line: the first problem with its field path. */
+const describeSchemaError = (error: ParseResult.ParseError) => {
+  const [first] = ParseResult.ArrayFormatter.formatErrorSync(error)
+  return first === undefined ? "invalid entry" : `${first.path.length > 0 ? `${first.path.join(".")}: ` : ""}${first.message}`
+}
 
 /**
  * The catalogue's models with the operator's (AIGW_MODELS) merged in, and the aliases
@@ -130,12 +134,9 @@ export const configuredModels = (
     if (!Array.isArray(entries)) throw new Error("AIGW_MODELS must be a JSON array of model entries")
     entries.forEach((raw, i) => {
       const label = `AIGW_MODELS entry ${i + 1}${typeof raw?.id === "string" ? ` ("${raw.id}")` : ""}`
-      let entry: typeof ConfiguredModel.Type
-      try {
-        entry = Schema.decodeUnknownSync(ConfiguredModel)(raw, { onExcessProperty: "error" })
-      } catch (e) {
-        throw new Error(`${label}: ${describeSchemaError(e)}`)
-      }
+      const decoded = Schema.decodeUnknownEither(ConfiguredModel)(raw, { onExcessProperty: "error" })
+      if (Either.isLeft(decoded)) throw new Error(`${label}: ${describeSchemaError(decoded.left)}`)
+      const entry = decoded.right
       const base = models.get(entry.id)
       const provider = entry.provider ?? base?.provider
       if (provider === undefined) throw new Error(`${label}: provider is required for a model the catalogue does not list`)

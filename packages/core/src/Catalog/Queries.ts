@@ -5,9 +5,10 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { costOf, pricingNote } from "../Cost.ts"
-import { NotFound } from "../Errors.ts"
+import { NotFound, Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
+import { notServed } from "../Providers/Registry.ts"
 import { Catalog, modelDetail, modelView, openServView } from "./Catalog.ts"
 
 /** Model capabilities a caller can filter on (a chat model's features, or its kind). */
@@ -54,6 +55,7 @@ export const listProviders = Effect.gen(function*() {
     // What aigw serves through the provider (Providers/Registry.ts), and what the upstream offers.
     endpointTypes: p.capabilities,
     offers: p.offers,
+    notServed: notServed(p),
     minPlan: p.minPlan,
     minPlanLabel: p.minPlan,
     configured: p.configured,
@@ -86,14 +88,21 @@ export const EstimateRequest = Schema.Struct({
 })
 export type EstimateRequest = typeof EstimateRequest.Type
 
-/** Cost of a call from token counts and the catalogue's list prices. */
+/** Cost of a call from token counts and the catalogue's list prices (an alias or `provider/model` resolves like a call's). */
 export const estimateCost = (request: EstimateRequest) =>
-  Effect.flatMap(Catalog, (c) => {
+  Effect.flatMap(Catalog, (c): Effect.Effect<{ estimatedUSD: number; note: string }, NotFound | Unprocessable> => {
     const provider = c.provider(request.provider)
     if (Option.isNone(provider)) return Effect.fail(new NotFound({ message: `Unknown provider ${request.provider}. See GET /v1/providers.` }))
-    const model = c.model(request.model)
-    if (Option.isNone(model) || model.value.provider !== request.provider) {
-      return Effect.fail(new NotFound({ message: `Provider ${request.provider} has no model ${request.model} in the catalogue. See GET /v1/models.` }))
+    const named = Option.getOrElse(c.alias(request.model), () => request.model)
+    const id = named.startsWith(`${request.provider}/`) ? named.slice(request.provider.length + 1) : named
+    const model = Option.filter(c.model(id), (m) => m.provider === request.provider)
+    if (Option.isNone(model) || model.value.unpriced) {
+      return Effect.fail(
+        new Unprocessable({
+          message: `No price is known for model ${request.model} of provider ${request.provider}: it is not priced in the catalogue (GET /v1/models). ` +
+            `Calls to it are forwarded and their usage recorded with the cost unknown (costKnown: false); set its prices with AIGW_MODELS to estimate and count its cost.`
+        })
+      )
     }
     return Effect.succeed({
       estimatedUSD: costOf(model.value, request.promptTokens, request.completionTokens),

@@ -10,6 +10,9 @@ import { Option, Redacted } from "effect"
 import type { ConfiguredProvider, EndpointType, ProviderData } from "../Catalog/Catalog.ts"
 import type { WireRequest } from "./Chat.ts"
 import * as Anthropic from "./Anthropic.ts"
+import * as Cohere from "./Cohere.ts"
+import * as EmbeddingVendors from "./EmbeddingVendors.ts"
+import * as Bedrock from "./Bedrock.ts"
 import * as Gemini from "./Gemini.ts"
 import * as OpenAiCompatible from "./OpenAiCompatible.ts"
 import { endpointTypesOf, type Served } from "./Served.ts"
@@ -19,12 +22,12 @@ import * as Vertex from "./Vertex.ts"
 import * as Voyage from "./Voyage.ts"
 import * as Watsonx from "./Watsonx.ts"
 
-/** Wire families by the catalogue's `adapter`; "cohere" and "bespoke" serve nothing by themselves. */
+/** Wire families by the catalogue's `adapter`; "bespoke" serves nothing by itself. */
 const families: Readonly<Record<ProviderData["adapter"], Served>> = {
   openai: OpenAiCompatible.family,
   anthropic: Anthropic.family,
   gemini: Gemini.family,
-  cohere: {},
+  cohere: Cohere.family,
   bespoke: {}
 }
 
@@ -32,6 +35,10 @@ const families: Readonly<Record<ProviderData["adapter"], Served>> = {
 const modules: Readonly<Record<string, Served>> = {
   ...OpenAiCompatible.providers,
   voyage: Voyage.served,
+  jina: EmbeddingVendors.jina,
+  mixedbread: EmbeddingVendors.mixedbread,
+  nomic: EmbeddingVendors.nomic,
+  bedrock: Bedrock.served,
   luma: Luma.served,
   replicate: Replicate.served,
   vertex: Vertex.served,
@@ -60,4 +67,25 @@ export const authorize = (provider: ConfiguredProvider, request: WireRequest, si
   if (authorizer === undefined) return request
   const apiKey = Option.isSome(provider.apiKey) ? Redacted.value(provider.apiKey.value) : undefined
   return authorizer({ id: provider.id, apiKey, settings: provider.settings }, request, signal)
+}
+
+const familyNames: Readonly<Record<ProviderData["adapter"], string>> = {
+  openai: "the OpenAI-compatible family",
+  anthropic: "the Anthropic family",
+  gemini: "the Gemini family",
+  cohere: "the Cohere family",
+  bespoke: "its own API"
+}
+
+/**
+ * The endpoint types the upstream offers that aigw does not serve through it, each with the
+ * reason (what /v1/providers and docs/providers.md say instead of listing them as served).
+ */
+export const notServed = (p: Pick<ProviderData, "id" | "name" | "adapter" | "offers">): ReadonlyArray<{ readonly type: EndpointType; readonly reason: string }> => {
+  const served = new Set(endpointTypesOf(servedBy(p)))
+  return p.offers.filter((t) => !served.has(t)).map((type) => ({
+    type,
+    reason: servedBy(p).notServed?.[type] ??
+      `aigw has no adapter for ${p.name}'s ${type} API (${familyNames[p.adapter]}) yet; the upstream offers it`
+  }))
 }

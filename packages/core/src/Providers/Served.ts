@@ -6,6 +6,7 @@
 import type { EndpointType } from "../Catalog/Catalog.ts"
 import type { ChatWire, WireRequest } from "./Chat.ts"
 import type { EmbeddingWire } from "./Embeddings.ts"
+import type { RerankWire } from "./Rerank.ts"
 import type { VideoAdapter } from "./Video/VideoAdapter.ts"
 
 /** Per-provider differences from the reference OpenAI Chat Completions API. */
@@ -46,6 +47,8 @@ export interface AuthorizeView {
 export interface Served {
   readonly chat?: ChatWire
   readonly embeddings?: EmbeddingWire
+  /** Reranking documents against a query (Rerank.ts). */
+  readonly rerank?: RerankWire
   readonly images?: OpenAiMediaEndpoint
   readonly moderation?: OpenAiMediaEndpoint
   readonly speech?: OpenAiMediaEndpoint
@@ -69,6 +72,8 @@ export interface Served {
    * (AWS SigV4) or adds an access token fetched and cached from the key (Vertex AI, IBM watsonx).
    */
   readonly authorize?: (provider: AuthorizeView, request: WireRequest, signal: AbortSignal) => Promise<WireRequest>
+  /** Why an endpoint type the upstream offers is not served, when there is more to say than "no adapter yet". */
+  readonly notServed?: Partial<Record<EndpointType, string>>
 }
 
 /** The endpoint types a declaration serves. Batches also run over any chat provider, item by item. */
@@ -76,6 +81,7 @@ export const endpointTypesOf = (s: Served): ReadonlyArray<EndpointType> => {
   const types: Array<EndpointType> = []
   if (s.chat) types.push("chat")
   if (s.embeddings) types.push("embeddings")
+  if (s.rerank) types.push("rerank")
   if (s.images) types.push("images")
   if (s.video) types.push("video")
   if (s.speech) types.push("speech")
