@@ -276,6 +276,11 @@ describe("Vertex AI (service account)", () => {
     expect(sent.headers.authorization).toBeUndefined()
   })
 
+  it("refuses what the Gemini wire refuses, naming the field", () => {
+    const refusal = servedBy(vertex).chat!.unsupported!({ model: "m", messages: [{ role: "user", content: "hi" }], extra: { logit_bias: { "1": 2 } } })
+    expect(refusal).toContain("logit_bias")
+  })
+
   it("says what to set when the credentials are missing or unusable", () => {
     const check = servedBy(vertex).credentials!
     expect(check({ hasApiKey: false, settings: {} }, "VERTEX")).toContain("set VERTEX_SERVICE_ACCOUNT")
