@@ -159,7 +159,10 @@ const makeService = Effect.gen(function*() {
     }
     const candidates = rank(catalog.models.filter((m) => !m.unpriced && usable(m, needs)), preference)
     if (candidates.length === 0) {
-      const configured = catalog.providers.filter((p) => p.configured && p.capabilities.includes(kind))
+      // Providers `auto` could use: configured, serving the kind, with priced models of it (local servers have none).
+      const configured = catalog.providers.filter((p) =>
+        p.configured && p.capabilities.includes(kind) && catalog.modelsOf(p.id).some((m) => m.kind === kind && !m.unpriced)
+      )
       return new Unprocessable({
       message: configured.length === 0
         ? `No ${labels[kind]} provider is configured: set a provider key such as OPENAI_API_KEY or GOOGLE_API_KEY.`
