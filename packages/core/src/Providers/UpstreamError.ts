@@ -19,7 +19,8 @@ export const isRetryableStatus = (status: number) => status === 408 || status ==
 export const upstreamMessage = (body: string): string => {
   try {
     const json = JSON.parse(body) as any
-    const candidates = [json?.error?.message, json?.message, typeof json?.error === "string" ? json.error : undefined, json?.detail]
+    // OpenAI/Anthropic/Gemini, Cohere/Bedrock, plain strings, FastAPI-style, IBM watsonx (`errors[]`).
+    const candidates = [json?.error?.message, json?.message, typeof json?.error === "string" ? json.error : undefined, json?.detail, json?.errors?.[0]?.message]
     const found = candidates.find((m) => typeof m === "string" && m.length > 0)
     if (found) return found
   } catch {
