@@ -71,18 +71,31 @@ const toolChoiceOf = (r: ChatRequest) => {
   return { tool_choice: r.parallelToolCalls === false && c !== "none" ? { ...choice, disable_parallel_tool_use: true } : choice }
 }
 
+/** OpenAI's `user` (a stable id of the end user) is Anthropic's `metadata.user_id`. */
+const endUserOf = (r: ChatRequest): unknown => r.extra?.user
+
+/** The request without the extra fields this wire maps (`user`). */
+const unmappedOf = (r: ChatRequest): ChatRequest => {
+  if (r.extra?.user === undefined) return r
+  const { user: _mapped, ...rest } = r.extra
+  return { ...r, extra: rest }
+}
+
 const FAMILY = "Anthropic Messages"
 const imageRoles: ReadonlySet<ChatMessage["role"]> = new Set(["user", "tool"])
 const details: ReadonlySet<string> = new Set(["auto"])
 
 /**
- * What this wire cannot carry: seed and penalties (no such parameters), JSON mode without a schema
+ * What this wire cannot carry: seed and penalties (no such parameters), OpenAI fields it does not
+ * map (all but `user`), JSON mode without a schema
  * (`output_config.format` takes a schema only), images outside user turns and tool results, and
  * image detail (Anthropic picks the resolution itself).
  */
 export const unsupported = (r: ChatRequest): string | undefined => {
-  const field = commonRefusal(r, { seed: false, penalties: false, imageRoles, details })
+  const field = commonRefusal(unmappedOf(r), { seed: false, penalties: false, imageRoles, details })
   if (field !== undefined) return refusal(FAMILY, field)
+  const user = endUserOf(r)
+  if (user !== undefined && typeof user !== "string") return refusal(FAMILY, "user that is not a string")
   if (r.responseFormat?.type === "json_object") {
     return `${refusal(FAMILY, "response_format json_object")} (send response_format json_schema with a schema)`
   }
@@ -104,6 +117,7 @@ export const toWireRequest = (target: Target, request: ChatRequest, stream: bool
     ...(request.topP !== undefined ? { top_p: request.topP } : {}),
     ...(request.stop !== undefined && request.stop.length > 0 ? { stop_sequences: request.stop } : {}),
     ...toolChoiceOf(request),
+    ...(typeof endUserOf(request) === "string" ? { metadata: { user_id: endUserOf(request) } } : {}),
     // Structured output: the answer's text is JSON that follows the schema (models of late 2025 on).
     ...(request.responseFormat?.type === "json_schema"
       ? { output_config: { format: { type: "json_schema", schema: answerSchemaOf(request.responseFormat) } } }

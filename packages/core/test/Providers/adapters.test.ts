@@ -203,9 +203,9 @@ describe("translation across wire formats", () => {
   afterAll(() => Promise.all([anthropic.close(), gemini.close()]))
 
   describe("Anthropic Messages", () => {
-    it("sends top_p and stop_sequences", async () => {
-      const body = await sent(claude(), anthropic, { topP: 0.9, stop: ["END", "STOP"], frequencyPenalty: 0, presencePenalty: 0 })
-      expect(body).toMatchObject({ top_p: 0.9, stop_sequences: ["END", "STOP"] })
+    it("sends top_p, stop_sequences and the end user's id", async () => {
+      const body = await sent(claude(), anthropic, { topP: 0.9, stop: ["END", "STOP"], frequencyPenalty: 0, presencePenalty: 0, extra: { user: "u-42" } })
+      expect(body).toMatchObject({ top_p: 0.9, stop_sequences: ["END", "STOP"], metadata: { user_id: "u-42" } })
       expect(body.tool_choice).toBeUndefined()
     })
 
@@ -278,6 +278,8 @@ describe("translation across wire formats", () => {
         [{ presencePenalty: -1 }, "presence_penalty"],
         [{ responseFormat: { type: "json_object" } }, "response_format json_object"],
         [{ extra: { logprobs: true } }, "logprobs"],
+        [{ extra: { user: "u-1", logprobs: true } }, "logprobs"],
+        [{ extra: { user: 42 } }, "user that is not a string"],
         [{ messages: [{ ...user(), extra: { name: "alice" } }] }, "messages[].name"],
         [{ messages: [{ ...user(), parts: [{ type: "raw", part: { type: "input_audio" } }] }] }, "content part type input_audio"],
         [{ messages: [{ role: "assistant", content: "", parts: [{ type: "image", url: png }] }] }, "image_url parts in assistant messages"],
@@ -289,7 +291,7 @@ describe("translation across wire formats", () => {
         expect(message, field).toContain(field)
         expect(message).toContain("Anthropic Messages")
       }
-      expect(refusalOf(claude(), { topP: 0.5, stop: ["x"], toolChoice: "auto", frequencyPenalty: 0, responseFormat: { type: "json_schema", name: "n", schema } })).toBeUndefined()
+      expect(refusalOf(claude(), { topP: 0.5, stop: ["x"], toolChoice: "auto", frequencyPenalty: 0, extra: { user: "u-1" }, responseFormat: { type: "json_schema", name: "n", schema } })).toBeUndefined()
     })
 
     it("streams with tool_choice on the stream request", async () => {
@@ -365,6 +367,7 @@ describe("translation across wire formats", () => {
       const cases: ReadonlyArray<[Partial<ChatRequest>, string]> = [
         [{ tools: [weather], parallelToolCalls: false }, "parallel_tool_calls=false"],
         [{ extra: { logit_bias: { "1": 2 } } }, "logit_bias"],
+        [{ extra: { user: "u-1" } }, "user"],
         [{ messages: [{ ...user(), extra: { name: "alice" } }] }, "messages[].name"],
         [{ messages: [{ ...user(), parts: [{ type: "raw", part: { type: "file" } }] }] }, "content part type file"],
         [{ messages: [{ ...user(), parts: [{ type: "image", url: "https://example.com/render?id=3" }] }] }, "send a data: URL"],
