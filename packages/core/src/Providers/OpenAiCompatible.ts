@@ -90,7 +90,7 @@ const wireOptions = (r: ChatRequest) => ({
 
 export const toWireRequest = (providerId: string, request: ChatRequest, stream: boolean) => {
   const q = quirksOf(providerId)
-  return {
+  const body = {
     // Fields aigw does not map are the caller's to send: they go first, and the mapped ones win.
     ...request.extra,
     model: request.model,
@@ -108,6 +108,13 @@ export const toWireRequest = (providerId: string, request: ChatRequest, stream: 
     ...wireOptions(request),
     ...(stream ? { stream: true, ...(q.streamUsage ? { stream_options: { include_usage: true } } : {}) } : {})
   }
+  return q.renamed ? renameFields(body, q.renamed) : body
+}
+
+const renameFields = (body: Record<string, unknown>, renamed: Readonly<Record<string, string>>) => {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(body)) out[renamed[k] ?? k] = v
+  return out
 }
 
 export const finishReason = (reason: unknown): FinishReason =>
@@ -218,6 +225,11 @@ export const providers: Readonly<Record<string, Served>> = {
   llamacpp: localServer,
   "together-ai": { images: { defaultModel: "black-forest-labs/FLUX.1-schnell" } },
   xai: { images: { defaultModel: "grok-2-image" } },
-  mistral: { moderation: { defaultModel: "mistral-moderation-latest" }, transcription: { defaultModel: "voxtral-mini-latest" } },
+  mistral: {
+    // Mistral refuses unknown fields (stream_options) and names the seed random_seed.
+    quirks: { streamUsage: false, renamed: { seed: "random_seed" } },
+    moderation: { defaultModel: "mistral-moderation-latest" },
+    transcription: { defaultModel: "voxtral-mini-latest" }
+  },
   groq: { transcription: { defaultModel: "whisper-large-v3-turbo" } }
 }

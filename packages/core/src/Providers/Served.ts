@@ -13,8 +13,10 @@ import type { VideoAdapter } from "./Video/VideoAdapter.ts"
 export interface Quirks {
   /** Newer OpenAI models reject `max_tokens`. */
   readonly maxTokensField: "max_tokens" | "max_completion_tokens"
-  /** Whether `stream_options.include_usage` is understood. */
+  /** Whether `stream_options.include_usage` is understood (some providers reject it, and report usage in the last chunk anyway). */
   readonly streamUsage: boolean
+  /** The provider's own name for a standard field, e.g. Mistral's `random_seed` for `seed`. */
+  readonly renamed?: Readonly<Record<string, string>>
 }
 
 /** A media endpoint in the OpenAI format (OpenAiMedia.ts), with the model used when a request names none. */
