@@ -87,9 +87,8 @@ const details: ReadonlySet<string> = new Set(["auto"])
 
 /**
  * What this wire cannot carry: seed and penalties (no such parameters), OpenAI fields it does not
- * map (all but `user`), JSON mode without a schema
- * (`output_config.format` takes a schema only), images outside user turns and tool results, and
- * image detail (Anthropic picks the resolution itself).
+ * map (all but `user`), JSON mode without a schema (`output_config.format` takes a schema only),
+ * images outside user turns and tool results, and image detail (Anthropic picks the resolution).
  */
 export const unsupported = (r: ChatRequest): string | undefined => {
   const field = commonRefusal(unmappedOf(r), { seed: false, penalties: false, imageRoles, details })
