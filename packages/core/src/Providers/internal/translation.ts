@@ -75,3 +75,22 @@ export const commonRefusal = (
 
 /** Every image part of a request. */
 export const imagesOfRequest = (r: ChatRequest) => r.messages.flatMap(imagesOf)
+
+/** A tool call's JSON arguments as a value for wires that take an object (an empty one when they are not JSON). */
+export const toolArgumentsOf = (args: string): unknown => {
+  try {
+    return JSON.parse(args || "{}")
+  } catch {
+    return {}
+  }
+}
+
+/**
+ * Appends blocks to a conversation as a turn of `role`, joining the last turn when it has the same
+ * role: wires that alternate user and assistant turns put consecutive tool results in one user turn.
+ */
+export const pushTurn = <R extends string, B>(turns: Array<{ role: R; content: Array<B> }>, role: R, blocks: ReadonlyArray<B>) => {
+  const last = turns[turns.length - 1]
+  if (last !== undefined && last.role === role) last.content.push(...blocks)
+  else turns.push({ role, content: [...blocks] })
+}

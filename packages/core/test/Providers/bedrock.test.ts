@@ -1,0 +1,467 @@
+/**
+ * AWS Bedrock (Converse / ConverseStream) against a local mock that speaks its wire format: it
+ * recomputes each request's SigV4 signature from what it received (method, path, signed headers,
+ * body) and answers 403 like Bedrock when it does not match, checks Bedrock API keys (bearer),
+ * answers Converse JSON and streams AWS binary event stream frames.
+ *
+ * References: Bedrock API reference (Converse, ConverseStream, MessageStopEvent stop reasons,
+ * ContentBlockStartEvent/DeltaEvent, ConverseStreamMetadataEvent usage, common errors with the
+ * `x-amzn-errortype` header and a `{"message"}` body), AWS SigV4 (Authorization header with
+ * Credential scope, SignedHeaders and Signature), AWS event stream encoding (prelude, headers
+ * `:message-type`/`:event-type`/`:exception-type`, payload, CRC32s).
+ */
+import { Sha256 } from "@aws-crypto/sha256-js"
+import { EventStreamCodec } from "@smithy/core/event-streams"
+import { SignatureV4 } from "@smithy/signature-v4"
+import { Option, Redacted } from "effect"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { data, uncataloguedModel } from "../../src/Catalog/Catalog.ts"
+import { served, wire } from "../../src/Providers/Bedrock.ts"
+import type { ChatRequest, Target } from "../../src/Providers/Chat.ts"
+import { servedBy } from "../../src/Providers/Registry.ts"
+import { collect, complete } from "../support/wires.ts"
+
+const ACCESS_KEY = "AKIDEXAMPLE"
+const SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+const API_KEY = "ABSKbedrock-api-key-example"
+const MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
+
+const codec = new EventStreamCodec((b) => new TextDecoder().decode(b), (s) => new TextEncoder().encode(s))
+const str = (value: string) => ({ type: "string" as const, value })
+const event = (type: string, payload: unknown) =>
+  codec.encode({
+    headers: { ":message-type": str("event"), ":event-type": str(type), ":content-type": str("application/json") },
+    body: new TextEncoder().encode(JSON.stringify(payload))
+  })
+const exception = (type: string, message: string) =>
+  codec.encode({
+    headers: { ":message-type": str("exception"), ":exception-type": str(type), ":content-type": str("application/json") },
+    body: new TextEncoder().encode(JSON.stringify({ message }))
+  })
+
+type Reply =
+  | { kind: "json"; body: unknown }
+  | { kind: "raw"; status: number; contentType: string; body: string }
+  | { kind: "frames"; frames: ReadonlyArray<Uint8Array> }
+
+interface Received {
+  path: string
+  headers: IncomingMessage["headers"]
+  body: any
+}
+
+/** A Bedrock runtime mock: verifies credentials, then sends the queued reply. */
+const startBedrockMock = async (expectedRegion: string) => {
+  const received: Array<Received> = []
+  let reply: Reply = { kind: "json", body: {} }
+  const fail = (res: ServerResponse, status: number, type: string, message: string) => {
+    res.writeHead(status, { "content-type": "application/json", "x-amzn-errortype": `${type}:http://internal.amazon.com/coral/com.amazon.bedrock/` })
+    res.end(JSON.stringify({ message }))
+  }
+  /** Recomputes the SigV4 Authorization header from the request as received; undefined when it matches. */
+  const signatureProblem = async (req: IncomingMessage, body: string): Promise<string | undefined> => {
+    const auth = String(req.headers.authorization ?? "")
+    const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(auth)
+    if (m === null) return "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature'."
+    const [, keyId, , region, service, signedHeaders] = m
+    if (keyId !== ACCESS_KEY) return "The security token included in the request is invalid."
+    if (region !== expectedRegion || service !== "bedrock") return `Credential should be scoped to a valid region (${expectedRegion}) and service bedrock.`
+    const amzDate = String(req.headers["x-amz-date"] ?? "")
+    const d = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(amzDate)
+    if (d === null) return "missing x-amz-date"
+    const headers: Record<string, string> = {}
+    // The payload hash is recomputed from the body received, not taken from the client's header.
+    for (const name of signedHeaders!.split(";")) if (name !== "x-amz-content-sha256") headers[name] = String(req.headers[name] ?? "")
+    const signer = new SignatureV4({ service: "bedrock", region: region!, credentials: { accessKeyId: keyId!, secretAccessKey: SECRET, ...(req.headers["x-amz-security-token"] ? { sessionToken: String(req.headers["x-amz-security-token"]) } : {}) }, sha256: Sha256 })
+    const url = new URL(req.url!, "http://mock")
+    const expected = await signer.sign(
+      { method: req.method!, protocol: "http:", hostname: url.hostname, path: url.pathname, query: {}, headers, body },
+      { signingDate: new Date(Date.UTC(+d[1]!, +d[2]! - 1, +d[3]!, +d[4]!, +d[5]!, +d[6]!)) }
+    )
+    return expected.headers.authorization === auth
+      ? undefined
+      : "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method."
+  }
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Array<Buffer> = []
+    for await (const c of req) chunks.push(c as Buffer)
+    const text = Buffer.concat(chunks).toString("utf8")
+    const path = /^\/model\/([^/]+)\/(converse|converse-stream)$/.exec(req.url ?? "")
+    if (req.method !== "POST" || path === null) return fail(res, 404, "UnknownOperationException", "Unknown operation")
+    const auth = String(req.headers.authorization ?? "")
+    if (auth.startsWith("Bearer ")) {
+      if (auth !== `Bearer ${API_KEY}`) return fail(res, 403, "AccessDeniedException", "Invalid API Key")
+    } else {
+      const problem = await signatureProblem(req, text)
+      if (problem !== undefined) return fail(res, 403, problem.startsWith("The request signature") ? "InvalidSignatureException" : "UnrecognizedClientException", problem)
+    }
+    received.push({ path: req.url!, headers: req.headers, body: JSON.parse(text) })
+    if (reply.kind === "json") {
+      res.writeHead(200, { "content-type": "application/json" })
+      return res.end(JSON.stringify(reply.body))
+    }
+    if (reply.kind === "raw") {
+      res.writeHead(reply.status, { "content-type": reply.contentType })
+      return res.end(reply.body)
+    }
+    res.writeHead(200, { "content-type": "application/vnd.amazon.eventstream" })
+    // Split the frames at odd boundaries so the decoder has to join partial frames.
+    const all = Buffer.concat(reply.frames)
+    for (let i = 0; i < all.length; i += 7) {
+      res.write(all.subarray(i, i + 7))
+      await new Promise((r) => setTimeout(r, 0))
+    }
+    res.end()
+  }
+  const server = createServer((req, res) => void handle(req, res).catch(() => res.destroy()))
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    answer: (r: Reply) => void (reply = r),
+    close: () => new Promise<void>((r) => server.close(() => r()))
+  }
+}
+
+const entry = data.providers.find((p) => p.id === "bedrock")!
+const targetOf = (endpoint: string, settings: Record<string, string>, apiKey?: string): Target => ({
+  provider: {
+    ...entry,
+    endpoint,
+    apiKey: apiKey === undefined ? Option.none() : Option.some(Redacted.make(apiKey)),
+    settings,
+    configured: true,
+    missing: undefined
+  },
+  model: uncataloguedModel("bedrock", MODEL, "chat")
+})
+
+const weather = {
+  name: "get_weather",
+  description: "Weather for a city",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+}
+
+const converseText = (text: string, stopReason = "end_turn") => ({
+  output: { message: { role: "assistant", content: [{ text }] } },
+  stopReason,
+  usage: { inputTokens: 21, outputTokens: 3, totalTokens: 24 },
+  metrics: { latencyMs: 120 }
+})
+
+describe("bedrock (Converse wire format)", () => {
+  let mock: Awaited<ReturnType<typeof startBedrockMock>>
+  let signed: Target
+  beforeAll(async () => {
+    mock = await startBedrockMock("us-east-1")
+    signed = targetOf(mock.url, { AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: SECRET })
+  })
+  afterAll(() => mock.close())
+
+  it("is registered: chat served, credentials say what to set", () => {
+    expect(servedBy(entry).chat).toBe(wire)
+    expect(served.credentials!({ hasApiKey: false, settings: {} }, "BEDROCK")).toBe(
+      "set BEDROCK_API_KEY (a Bedrock API key), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (plus AWS_SESSION_TOKEN for temporary credentials)"
+    )
+    expect(served.credentials!({ hasApiKey: false, settings: { AWS_ACCESS_KEY_ID: ACCESS_KEY } }, "BEDROCK")).toContain("AWS_SECRET_ACCESS_KEY")
+    expect(served.credentials!({ hasApiKey: false, settings: { AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: SECRET } }, "BEDROCK")).toBeUndefined()
+    expect(served.credentials!({ hasApiKey: true, settings: {} }, "BEDROCK")).toBeUndefined()
+  })
+
+  it("plain Converse call signed with SigV4: path, body shape, answer and usage", async () => {
+    mock.answer({ kind: "json", body: converseText("Hi there") })
+    const result = await complete(signed, {
+      model: MODEL,
+      messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello" }],
+      temperature: 0.5,
+      maxTokens: 50,
+      topP: 0.9,
+      stop: ["END"]
+    })
+    expect(result._tag).toBe("Right")
+    if (result._tag !== "Right") return
+    expect(result.right).toEqual({ content: "Hi there", toolCalls: [], finishReason: "stop", usage: { promptTokens: 21, completionTokens: 3 } })
+    const sent = mock.received.at(-1)!
+    expect(sent.path).toBe("/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse")
+    expect(sent.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/us-east-1\/bedrock\/aws4_request, SignedHeaders=/)
+    expect(sent.body).toEqual({
+      messages: [{ role: "user", content: [{ text: "Hello" }] }],
+      system: [{ text: "Be brief." }],
+      inferenceConfig: { maxTokens: 50, temperature: 0.5, topP: 0.9, stopSequences: ["END"] }
+    })
+  })
+
+  it("a wrong secret is Bedrock's 403 (signature mismatch), not a success", async () => {
+    mock.answer({ kind: "json", body: converseText("never") })
+    const before = mock.received.length
+    const result = await complete(targetOf(mock.url, { AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: "wrong-secret" }), {
+      model: MODEL,
+      messages: [{ role: "user", content: "Hello" }]
+    })
+    expect(result._tag).toBe("Left")
+    if (result._tag !== "Left") return
+    expect(result.left.status).toBe(403)
+    expect(result.left.message).toContain("signature we calculated does not match")
+    expect(mock.received.length).toBe(before)
+  })
+
+  it("session token and AWS_REGION are signed (scope and x-amz-security-token)", async () => {
+    const eu = await startBedrockMock("eu-west-1")
+    try {
+      eu.answer({ kind: "json", body: converseText("Hallo") })
+      const target = targetOf(eu.url, { AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: SECRET, AWS_SESSION_TOKEN: "session-token-1", AWS_REGION: "eu-west-1" })
+      const result = await complete(target, { model: MODEL, messages: [{ role: "user", content: "Hello" }] })
+      expect(result._tag).toBe("Right")
+      const sent = eu.received.at(-1)!
+      expect(sent.headers["x-amz-security-token"]).toBe("session-token-1")
+      expect(String(sent.headers.authorization)).toMatch(/SignedHeaders=[^,]*x-amz-security-token/)
+      expect(String(sent.headers.authorization)).toContain("/eu-west-1/bedrock/aws4_request")
+    } finally {
+      await eu.close()
+    }
+  })
+
+  it("the catalogue endpoint follows AWS_REGION; a configured base URL is kept", () => {
+    const request: ChatRequest = { model: MODEL, messages: [{ role: "user", content: "x" }] }
+    const catalogued = targetOf(entry.baseUrl, { AWS_REGION: "eu-central-1" })
+    expect(wire.request(catalogued, request, true).url).toBe(
+      "https://bedrock-runtime.eu-central-1.amazonaws.com/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse-stream"
+    )
+    expect(wire.request(targetOf(entry.baseUrl, {}), request, false).url).toBe(`${entry.baseUrl}/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse`)
+    expect(wire.request(targetOf("http://proxy.local", { AWS_REGION: "eu-central-1" }), request, false).url).toMatch(/^http:\/\/proxy\.local\//)
+  })
+
+  it("a Bedrock API key is sent as a bearer token, with no signature", async () => {
+    mock.answer({ kind: "json", body: converseText("Keyed") })
+    const keyed = targetOf(mock.url, {}, API_KEY)
+    const result = await complete(keyed, { model: MODEL, messages: [{ role: "user", content: "Hello" }] })
+    expect(result._tag).toBe("Right")
+    const sent = mock.received.at(-1)!
+    expect(sent.headers.authorization).toBe(`Bearer ${API_KEY}`)
+    expect(sent.headers["x-amz-date"]).toBeUndefined()
+    const wrong = await complete(targetOf(mock.url, {}, "ABSKwrong"), { model: MODEL, messages: [{ role: "user", content: "Hello" }] })
+    expect(wrong._tag === "Left" && wrong.left.status).toBe(403)
+  })
+
+  it("tools, tool choice, images and a tool-result round trip", async () => {
+    mock.answer({
+      kind: "json",
+      body: {
+        output: { message: { role: "assistant", content: [{ text: "Checking." }, { toolUse: { toolUseId: "tu_1", name: "get_weather", input: { city: "Paris" } } }] } },
+        stopReason: "tool_use",
+        usage: { inputTokens: 40, outputTokens: 12, totalTokens: 52 }
+      }
+    })
+    const first = await complete(signed, {
+      model: MODEL,
+      messages: [{
+        role: "user",
+        content: "Weather where this photo was taken?",
+        parts: [{ type: "text", text: "Weather where this photo was taken?" }, { type: "image", url: "data:image/jpg;base64,AAEC" }]
+      }],
+      tools: [weather],
+      toolChoice: { name: "get_weather" }
+    })
+    expect(first._tag).toBe("Right")
+    if (first._tag !== "Right") return
+    expect(first.right).toMatchObject({ content: "Checking.", finishReason: "tool_calls", toolCalls: [{ id: "tu_1", name: "get_weather", arguments: "{\"city\":\"Paris\"}" }] })
+    expect(mock.received.at(-1)!.body).toEqual({
+      messages: [{ role: "user", content: [{ text: "Weather where this photo was taken?" }, { image: { format: "jpeg", source: { bytes: "AAEC" } } }] }],
+      toolConfig: {
+        tools: [{ toolSpec: { name: "get_weather", description: "Weather for a city", inputSchema: { json: weather.parameters } } }],
+        toolChoice: { tool: { name: "get_weather" } }
+      }
+    })
+
+    mock.answer({ kind: "json", body: converseText("Sunny in both.") })
+    const second = await complete(signed, {
+      model: MODEL,
+      messages: [
+        { role: "user", content: "Paris and Rome?" },
+        { role: "assistant", content: "", toolCalls: [{ id: "tu_1", name: "get_weather", arguments: "{\"city\":\"Paris\"}" }, { id: "tu_2", name: "get_weather", arguments: "{\"city\":\"Rome\"}" }] },
+        { role: "tool", content: "sunny", toolCallId: "tu_1", name: "get_weather" },
+        { role: "tool", content: "sunny too", toolCallId: "tu_2", name: "get_weather" }
+      ],
+      tools: [weather],
+      toolChoice: "required"
+    })
+    expect(second._tag).toBe("Right")
+    const body = mock.received.at(-1)!.body
+    expect(body.messages).toEqual([
+      { role: "user", content: [{ text: "Paris and Rome?" }] },
+      {
+        role: "assistant",
+        content: [
+          { toolUse: { toolUseId: "tu_1", name: "get_weather", input: { city: "Paris" } } },
+          { toolUse: { toolUseId: "tu_2", name: "get_weather", input: { city: "Rome" } } }
+        ]
+      },
+      { role: "user", content: [{ toolResult: { toolUseId: "tu_1", content: [{ text: "sunny" }] } }, { toolResult: { toolUseId: "tu_2", content: [{ text: "sunny too" }] } }] }
+    ])
+    expect(body.toolConfig.toolChoice).toEqual({ any: {} })
+  })
+
+  it("stop reasons map to the neutral finish reasons", async () => {
+    const cases = [["max_tokens", "length"], ["stop_sequence", "stop"], ["content_filtered", "content_filter"], ["guardrail_intervened", "content_filter"]] as const
+    for (const [stopReason, finish] of cases) {
+      mock.answer({ kind: "json", body: converseText("x", stopReason) })
+      const result = await complete(signed, { model: MODEL, messages: [{ role: "user", content: "Hello" }] })
+      expect(result._tag === "Right" && result.right.finishReason).toBe(finish)
+    }
+  })
+
+  it("refuses, naming the field, what Converse cannot carry", () => {
+    const base: ChatRequest = { model: MODEL, messages: [{ role: "user", content: "Hi" }] }
+    const refused = (r: Partial<ChatRequest>) => wire.unsupported!({ ...base, ...r })
+    const image = (url: string, detail?: string): ChatRequest["messages"] => [{ role: "user", content: "", parts: [{ type: "image", url, detail }] }]
+    expect(refused({})).toBeUndefined()
+    expect(refused({ extra: { logprobs: true } })).toBe("logprobs is not supported by the Bedrock Converse wire format")
+    expect(refused({ messages: [{ role: "user", content: "Hi", extra: { cache_control: {} } }] })).toContain("messages[].cache_control")
+    expect(refused({ messages: [{ role: "user", content: "", parts: [{ type: "raw", part: { type: "input_audio" } }] }] })).toContain("input_audio")
+    expect(refused({ seed: 1 })).toContain("seed")
+    expect(refused({ frequencyPenalty: 0.1 })).toContain("frequency_penalty")
+    expect(refused({ presencePenalty: 0.1 })).toContain("presence_penalty")
+    expect(refused({ parallelToolCalls: false, tools: [weather] })).toContain("parallel_tool_calls false")
+    expect(refused({ parallelToolCalls: true, tools: [weather] })).toBeUndefined()
+    expect(refused({ responseFormat: { type: "text" } })).toBeUndefined()
+    expect(refused({ responseFormat: { type: "json_object" } })).toBeUndefined()
+    expect(refused({ responseFormat: { type: "json_object" }, tools: [weather] })).toContain("response_format together with tools")
+    expect(refused({ responseFormat: { type: "json_schema", name: "list", schema: { type: "array" } } })).toContain("json_schema of type array")
+    expect(refused({ tools: [{ ...weather, name: "aigw_json_answer" }] })).toContain("reserved")
+    expect(refused({ messages: image("https://example.com/cat.png") })).toContain("image_url https://example.com/cat.png")
+    expect(refused({ messages: image("data:image/tiff;base64,AAAA") })).toContain("image_url data:image/tiff")
+    expect(refused({ messages: image("data:image/png;base64,AAAA", "low") })).toContain("detail")
+    expect(refused({ messages: image("data:image/png;base64,AAAA") })).toBeUndefined()
+    expect(refused({ messages: [{ role: "system", content: "", parts: [{ type: "image", url: "data:image/png;base64,AAAA" }] }, ...base.messages] })).toContain("system")
+    expect(refused({ toolChoice: "required" })).toContain("tool_choice without tools")
+    const history: ChatRequest["messages"] = [
+      { role: "user", content: "Hi" },
+      { role: "assistant", content: "", toolCalls: [{ id: "a", name: "get_weather", arguments: "{}" }] },
+      { role: "tool", content: "ok", toolCallId: "a" }
+    ]
+    expect(refused({ tools: [weather], toolChoice: "none", messages: history })).toContain("tool_choice none")
+    // Without tool blocks in the history, "none" is honoured by leaving the tools out.
+    expect(refused({ tools: [weather], toolChoice: "none" })).toBeUndefined()
+    expect((wire.request(signed, { ...base, tools: [weather], toolChoice: "none" }, false).body as any).toolConfig).toBeUndefined()
+  })
+
+  it("response_format is a forced answer tool whose input comes back as the JSON text", async () => {
+    const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+    mock.answer({
+      kind: "json",
+      body: {
+        output: { message: { role: "assistant", content: [{ toolUse: { toolUseId: "tu_a", name: "aigw_json_answer", input: { city: "Paris" } } }] } },
+        stopReason: "tool_use",
+        usage: { inputTokens: 30, outputTokens: 8, totalTokens: 38 }
+      }
+    })
+    const result = await complete(signed, {
+      model: MODEL,
+      messages: [{ role: "user", content: "Capital of France as JSON" }],
+      responseFormat: { type: "json_schema", name: "capital", schema, description: "The capital" }
+    })
+    expect(result._tag === "Right" && result.right).toEqual({ content: "{\"city\":\"Paris\"}", toolCalls: [], finishReason: "stop", usage: { promptTokens: 30, completionTokens: 8 } })
+    expect(mock.received.at(-1)!.body.toolConfig).toEqual({
+      tools: [{ toolSpec: { name: "aigw_json_answer", description: "The capital", inputSchema: { json: schema } } }],
+      toolChoice: { tool: { name: "aigw_json_answer" } }
+    })
+
+    mock.answer({
+      kind: "frames",
+      frames: [
+        event("messageStart", { role: "assistant" }),
+        event("contentBlockStart", { contentBlockIndex: 0, start: { toolUse: { toolUseId: "tu_b", name: "aigw_json_answer" } } }),
+        event("contentBlockDelta", { contentBlockIndex: 0, delta: { toolUse: { input: "{\"ok\":" } } }),
+        event("contentBlockDelta", { contentBlockIndex: 0, delta: { toolUse: { input: "true}" } } }),
+        event("contentBlockStop", { contentBlockIndex: 0 }),
+        event("messageStop", { stopReason: "tool_use" }),
+        event("metadata", { usage: { inputTokens: 12, outputTokens: 4, totalTokens: 16 } })
+      ]
+    })
+    const streamed = await collect(signed, { model: MODEL, messages: [{ role: "user", content: "ok?" }], responseFormat: { type: "json_object" } })
+    expect(streamed._tag === "Right" && streamed.right).toEqual([
+      { _tag: "Text", text: "{\"ok\":" },
+      { _tag: "Text", text: "true}" },
+      { _tag: "Finish", reason: "stop" },
+      { _tag: "Usage", usage: { promptTokens: 12, completionTokens: 4 } }
+    ])
+    expect(mock.received.at(-1)!.body.toolConfig.tools[0].toolSpec.inputSchema).toEqual({ json: { type: "object" } })
+  })
+
+  it("streams text, a tool call split across deltas, the stop reason and usage from the binary event stream", async () => {
+    mock.answer({
+      kind: "frames",
+      frames: [
+        event("messageStart", { role: "assistant", p: "abcd" }),
+        event("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "Let me " }, p: "ab" }),
+        event("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "check." } }),
+        event("contentBlockStop", { contentBlockIndex: 0 }),
+        event("contentBlockStart", { contentBlockIndex: 1, start: { toolUse: { toolUseId: "tu_9", name: "get_weather" } } }),
+        event("contentBlockDelta", { contentBlockIndex: 1, delta: { toolUse: { input: "{\"city\":" } } }),
+        event("contentBlockDelta", { contentBlockIndex: 1, delta: { toolUse: { input: "\"Oslo\"}" } } }),
+        event("contentBlockStop", { contentBlockIndex: 1 }),
+        event("messageStop", { stopReason: "tool_use" }),
+        event("metadata", { usage: { inputTokens: 30, outputTokens: 9, totalTokens: 39 }, metrics: { latencyMs: 200 } })
+      ]
+    })
+    const result = await collect(signed, { model: MODEL, messages: [{ role: "user", content: "Oslo?" }], tools: [weather] })
+    expect(result._tag).toBe("Right")
+    if (result._tag !== "Right") return
+    expect(mock.received.at(-1)!.path).toBe("/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse-stream")
+    expect(mock.received.at(-1)!.headers.accept).toBe("application/vnd.amazon.eventstream")
+    expect(result.right).toEqual([
+      { _tag: "Text", text: "Let me " },
+      { _tag: "Text", text: "check." },
+      { _tag: "ToolCallDelta", index: 0, id: "tu_9", name: "get_weather", arguments: "" },
+      { _tag: "ToolCallDelta", index: 0, arguments: "{\"city\":" },
+      { _tag: "ToolCallDelta", index: 0, arguments: "\"Oslo\"}" },
+      { _tag: "Finish", reason: "tool_calls" },
+      { _tag: "Usage", usage: { promptTokens: 30, completionTokens: 9 } }
+    ])
+  })
+
+  it("an exception event mid-stream is an UpstreamError naming it", async () => {
+    mock.answer({
+      kind: "frames",
+      frames: [
+        event("messageStart", { role: "assistant" }),
+        event("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "Partial" } }),
+        exception("throttlingException", "Too many tokens, please wait before trying again.")
+      ]
+    })
+    const result = await collect(signed, { model: MODEL, messages: [{ role: "user", content: "Hi" }] })
+    expect(result._tag).toBe("Left")
+    if (result._tag !== "Left") return
+    expect(result.left.message).toContain("throttlingException: Too many tokens")
+  })
+
+  it("hostile replies are clean UpstreamErrors: bad JSON, wrong shape, truncated or corrupt frames, JSON instead of a stream", async () => {
+    const hello: ChatRequest = { model: MODEL, messages: [{ role: "user", content: "Hi" }] }
+    const failure = async (reply: Reply, stream: boolean) => {
+      mock.answer(reply)
+      const result = stream ? await collect(signed, hello) : await complete(signed, hello)
+      expect(result._tag).toBe("Left")
+      return result._tag === "Left" ? result.left.message : ""
+    }
+    expect(await failure({ kind: "raw", status: 200, contentType: "application/json", body: "{not json" }, false)).toContain("not JSON")
+    expect(await failure({ kind: "json", body: { output: {} } }, false)).toContain("no output.message.content")
+    const whole = event("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "cut" } })
+    expect(await failure({ kind: "frames", frames: [event("messageStart", { role: "assistant" }), whole.subarray(0, whole.length - 5)] }, true)).toContain(
+      "ended inside a frame"
+    )
+    const corrupt = Uint8Array.from(whole)
+    corrupt[corrupt.length - 8] ^= 0xff
+    expect(await failure({ kind: "frames", frames: [corrupt] }, true)).toContain("checksum")
+    expect(await failure({ kind: "frames", frames: [new TextEncoder().encode(JSON.stringify({ message: "not a stream" }))] }, true)).toContain("bad event stream")
+    // An event payload that is not JSON.
+    const badPayload = codec.encode({ headers: { ":message-type": str("event"), ":event-type": str("contentBlockDelta") }, body: new TextEncoder().encode("{oops") })
+    expect(await failure({ kind: "frames", frames: [badPayload] }, true)).toContain("bad JSON in stream")
+    // An HTTP error before the stream starts keeps Bedrock's message and status.
+    mock.answer({ kind: "raw", status: 400, contentType: "application/json", body: JSON.stringify({ message: "The provided model identifier is invalid." }) })
+    const invalid = await collect(signed, hello)
+    expect(invalid._tag === "Left" && invalid.left.status).toBe(400)
+    expect(invalid._tag === "Left" && invalid.left.message).toContain("model identifier is invalid")
+  })
+})
