@@ -1,9 +1,19 @@
 /**
- * Reranking with Okapi BM25, computed in-process (provider `local`): lexical relevance of each
- * document to the query (k1 = 1.2, b = 0.75), over lower-cased word tokens.
+ * Reranking: through an upstream rerank model (Cohere, Voyage, Jina, Mixedbread; routed like
+ * embeddings, kind "rerank", called through the engine), or with Okapi BM25 computed in-process
+ * (provider `local`): lexical relevance of each document to the query (k1 = 1.2, b = 0.75), over
+ * lower-cased word tokens. `auto` (provider and model) takes a catalogued rerank model of a
+ * configured provider the plan allows, else BM25; a named provider or model is used or refused.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { lift, ProviderCalls, type RerankResult as UpstreamRerank } from "../Engine/ProviderCalls.ts"
 import { Unprocessable } from "../Errors.ts"
+import type { Plan } from "../Plans.ts"
+import type { Target } from "../Providers/Chat.ts"
+import { Provider } from "../RequestFields.ts"
+import * as RequestId from "../RequestId.ts"
+import { routed, Routing, type RoutingError } from "../Routing.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 
 const tokens = (s: string) => s.toLowerCase().normalize("NFKD").match(/[\p{L}\p{N}]+/gu) ?? []
 
@@ -28,21 +38,60 @@ export const bm25 = (query: string, documents: ReadonlyArray<string>, k1 = 1.2, 
   })
 }
 
-/** The refusal of a rerank that depends only on the request (answered before admission). */
-export const checkProvider = (provider: string) =>
-  provider === "auto" || provider === "local"
-    ? Effect.void
-    : Effect.fail(new Unprocessable({ message: `Reranking runs in-process with BM25 (provider local); provider ${provider} is not supported for rerank yet.` }))
+/** The request of POST /v1/rerank. */
+export const RerankBody = Schema.Struct({
+  query: Schema.String.pipe(
+    Schema.minLength(1, { message: () => "query must not be empty" }),
+    Schema.maxLength(10_000, { message: () => "query is limited to 10000 characters" })
+  ),
+  documents: Schema.Array(Schema.String.pipe(Schema.maxLength(100_000))).pipe(
+    Schema.minItems(1, { message: () => "documents must hold at least one document" }),
+    Schema.maxItems(1000, { message: () => "documents holds at most 1000 documents" })
+  ),
+  topN: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1000, { message: () => "topN must be an integer from 1 to 1000" })), { default: () => 5 }),
+  provider: Provider,
+  /** A rerank model id, or `auto`; with provider `local` only `bm25`. */
+  model: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(200)), { default: () => "auto" })
+})
 
-export const rerank = (input: { readonly query: string; readonly documents: ReadonlyArray<string>; readonly topN: number; readonly provider: string }) =>
-  Effect.zipRight(
-    checkProvider(input.provider),
-    Effect.sync(() => {
-      const scores = bm25(input.query, input.documents)
-      const results = scores
-        .map((score, index) => ({ index, document: input.documents[index]!, score }))
-        .sort((a, b) => b.score - a.score || a.index - b.index)
-        .slice(0, input.topN)
-      return { results, provider: "local", model: "bm25" }
-    })
-  )
+export type RerankInput = typeof RerankBody.Type
+
+/** A rerank's answer: upstream (with usage) or `local` BM25 (no usage, cost 0). */
+export type RerankResult = Omit<UpstreamRerank, "usage"> & { readonly usage?: UpstreamRerank["usage"] }
+
+const LOCAL = "local"
+const isAuto = (s: string) => s === "" || s === "auto"
+
+const local = (input: RerankInput): RerankResult => {
+  const started = performance.now()
+  const results = bm25(input.query, input.documents)
+    .map((score, index) => ({ index, document: input.documents[index]!, score }))
+    .sort((a, b) => b.score - a.score || a.index - b.index)
+    .slice(0, input.topN)
+  return { results, provider: LOCAL, model: "bm25", costUSD: 0, costKnown: true, latencyMs: Math.round(performance.now() - started), fallbacks: [] }
+}
+
+/** Where a rerank runs: in-process (`local`), or the upstream targets in order. */
+const placement = (avatar: AvatarRecord, input: Pick<RerankInput, "provider" | "model">): Effect.Effect<typeof LOCAL | ReadonlyArray<Target>, RoutingError, Routing> =>
+  Effect.flatMap(Routing, (routing) => {
+    if (input.provider === LOCAL) {
+      return isAuto(input.model) || input.model === "bm25"
+        ? Effect.succeed(LOCAL)
+        : Effect.fail(new Unprocessable({ message: `Provider local reranks with bm25 only; model ${input.model} needs its provider (e.g. cohere, voyage, jina, mixedbread).` }))
+    }
+    const found = routed(routing.targets({ kind: "rerank", provider: input.provider, model: input.model, plan: avatar.plan as Plan, needsTools: false, contextTokens: 0 }))
+    // Nothing named: with no usable rerank model configured, BM25 serves the call.
+    return isAuto(input.provider) && isAuto(input.model) ? Effect.orElseSucceed(found, () => LOCAL) : found
+  })
+
+/** The refusals that depend only on the request and configuration (answered before admission). */
+export const check = (avatar: AvatarRecord, input: Pick<RerankInput, "provider" | "model">) => Effect.asVoid(placement(avatar, input))
+
+/** Reranks `documents` against `query`: the best `topN`, best first, with their original indexes. */
+export const rerank = (avatar: AvatarRecord, input: RerankInput) =>
+  Effect.flatMap(placement(avatar, input), (where) =>
+    where === LOCAL
+      ? Effect.sync((): RerankResult => local(input))
+      : Effect.flatMap(Effect.zip(ProviderCalls, RequestId.current), ([calls, requestId]) =>
+        lift((controller): Promise<RerankResult> =>
+          calls.rerank({ avatar, targets: where, controller, requestId, query: input.query, documents: input.documents, topN: input.topN }))))

@@ -2,8 +2,8 @@
  * The engine of provider calls, as plain promises: the one fallback loop over routing targets
  * (retryable upstream failures only, never once a stream started), the one JSON exchange and the
  * one stream loop (idle timer, connection release), provider health, token estimates when the
- * upstream reports none, and the one place usage is recorded. Chat (plain and streamed) and
- * embeddings run here; the Effect services (Completions, Embeddings) and the HTTP fast lane wrap
+ * upstream reports none, and the one place usage is recorded. Chat (plain and streamed),
+ * embeddings and rerank run here; the Effect services (Completions, Embeddings) and the HTTP fast lane wrap
  * it, and an interruption or a client that goes away aborts the upstream call through the call's
  * AbortController. Nothing here creates fibers per call: a metered call pays for its work only.
  * The request id of the call (RequestId.ts) goes upstream as `x-request-id` and on its log lines;
@@ -195,6 +195,31 @@ export interface EmbeddingsResult {
   readonly fallbacks: ReadonlyArray<Fallback>
 }
 
+export interface RerankCall extends Call {
+  readonly query: string
+  readonly documents: ReadonlyArray<string>
+  /** How many of the best documents to return. */
+  readonly topN: number
+}
+
+export interface RerankResult {
+  readonly provider: string
+  readonly model: string
+  /** Best first: the document's index in the request, the document, its relevance score. */
+  readonly results: ReadonlyArray<{ readonly index: number; readonly document: string; readonly score: number }>
+  readonly usage: {
+    readonly totalTokens: number
+    /** True when counted by the gateway's tokenizer because the upstream reported none. */
+    readonly estimated: boolean
+    /** Search units billed, for vendors that bill per search (Cohere). */
+    readonly searchUnits?: number
+  }
+  readonly costUSD: number
+  readonly costKnown: boolean
+  readonly latencyMs: number
+  readonly fallbacks: ReadonlyArray<Fallback>
+}
+
 /** A JSON request/answer exchange with one target: the upstream request and how its 2xx answer is read. */
 export interface Exchange<A> {
   readonly request: WireRequest
@@ -290,6 +315,16 @@ const makeService = Effect.gen(function*() {
       return answer
     })
 
+  /** `exchange`, timed from the first attempt to the answer. */
+  const timedExchange = async <A>(call: Call, exchangeOf: (target: Target) => Exchange<A>) => {
+    const started = performance.now()
+    const done = await exchange(call, exchangeOf)
+    return { ...done, latencyMs: Math.round(performance.now() - started) }
+  }
+
+  /** The tokenizer's count of texts, for upstreams that report none. */
+  const countTexts = (texts: ReadonlyArray<string>) => run(Effect.map(Effect.forEach(texts, countText), (n) => n.reduce((a, b) => a + b, 0)))
+
   // Routing only picks targets whose provider serves the call (Providers/Registry.ts).
   const wireOf = (target: Target) => servedBy(target.provider).chat!
 
@@ -323,14 +358,12 @@ const makeService = Effect.gen(function*() {
   }
 
   const embed = async (call: EmbedCall): Promise<EmbeddingsResult> => {
-    const started = performance.now()
-    const { fallbacks, target, value } = await exchange(call, (t) => {
+    const { fallbacks, latencyMs, target, value } = await timedExchange(call, (t) => {
       const wire = servedBy(t.provider).embeddings!
       return { request: wire.request(t, call.texts), result: (provider, body) => wire.result(provider, body, call.texts.length) }
     })
-    const latencyMs = Math.round(performance.now() - started)
     const estimated = value.promptTokens === undefined
-    const promptTokens = value.promptTokens ?? (await run(Effect.map(Effect.forEach(call.texts, countText), (n) => n.reduce((a, b) => a + b, 0))))
+    const promptTokens = value.promptTokens ?? (await countTexts(call.texts))
     const report: UsageReport = { promptTokens, completionTokens: 0, totalTokens: promptTokens, estimated }
     await record(call.avatar, target, "embeddings", report, latencyMs, true)
     return {
@@ -340,6 +373,45 @@ const makeService = Effect.gen(function*() {
       dimensions: value.vectors[0]?.length ?? 0,
       usage: { promptTokens, totalTokens: promptTokens, estimated },
       costUSD: costOf(target.model, promptTokens, 0),
+      costKnown: costKnown(target.model),
+      latencyMs,
+      fallbacks
+    }
+  }
+
+  /**
+   * Reranks through the first target that answers. Its cost is the model's price per 1K of what
+   * the vendor bills by (Providers/Rerank.ts `billing`): tokens, or searches (Cohere).
+   */
+  const rerank = async (call: RerankCall): Promise<RerankResult> => {
+    const { fallbacks, latencyMs, target, value } = await timedExchange(call, (t) => {
+      const wire = servedBy(t.provider).rerank!
+      return { request: wire.request(t, call.query, call.documents, call.topN), result: (provider, body) => wire.result(provider, body, call.documents.length) }
+    })
+    const perSearch = servedBy(target.provider).rerank!.billing === "searches"
+    // Cohere: one search unit is a query with up to 100 documents.
+    const searchUnits = perSearch ? value.searchUnits ?? Math.ceil(call.documents.length / 100) : undefined
+    const totalTokens = value.tokens ?? (await countTexts([call.query, ...call.documents]))
+    const estimated = value.tokens === undefined || (perSearch && value.searchUnits === undefined)
+    const costUSD = costOf(target.model, searchUnits ?? totalTokens, 0)
+    await recordUsage({
+      avatarId: call.avatar.id,
+      provider: target.provider.id,
+      model: target.model.id,
+      capability: "rerank",
+      promptTokens: totalTokens,
+      completionTokens: 0,
+      costUSD,
+      latencyMs,
+      estimated,
+      ok: true
+    })
+    return {
+      provider: target.provider.id,
+      model: target.model.id,
+      results: value.ranked.slice(0, call.topN).map((r) => ({ index: r.index, document: call.documents[r.index]!, score: r.score })),
+      usage: { totalTokens, estimated, ...(searchUnits !== undefined ? { searchUnits } : {}) },
+      costUSD,
       costKnown: costKnown(target.model),
       latencyMs,
       fallbacks
@@ -434,7 +506,7 @@ const makeService = Effect.gen(function*() {
     }
   }
 
-  return { complete, embed, openStream, exchange, firstSuccess, record, recordUsage }
+  return { complete, embed, rerank, openStream, exchange, firstSuccess, record, recordUsage }
 })
 
 export class ProviderCalls extends Context.Tag("aigw/ProviderCalls")<ProviderCalls, Effect.Effect.Success<typeof makeService>>() {}

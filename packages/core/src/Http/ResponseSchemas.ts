@@ -19,7 +19,7 @@ import type { Media } from "../Capabilities/Media.ts"
 import type { Memory } from "../Capabilities/Memory.ts"
 import type { Orchestration } from "../Capabilities/Orchestration.ts"
 import type { ReasoningNetwork } from "../Capabilities/ReasoningNetwork.ts"
-import type { rerank } from "../Capabilities/Rerank.ts"
+import type { RerankResult as RerankResultType } from "../Capabilities/Rerank.ts"
 import type { modelDetail, modelView, openServView } from "../Catalog/Catalog.ts"
 import type { estimateCost, listProviders } from "../Catalog/Queries.ts"
 import type { Jobs } from "../Jobs/Jobs.ts"
@@ -147,7 +147,7 @@ export const ModelList = Schema.Struct({ total: Schema.Number, models: Schema.Ar
 export const ModelDetail = Schema.Struct({
   ...modelViewFields,
   provider: Schema.String,
-  kind: Schema.Literal("chat", "embeddings"),
+  kind: Schema.Literal("chat", "embeddings", "rerank"),
   maxOutputTokens: Schema.Number,
   qualityTier: Schema.Number,
   pricingSource: Schema.String
@@ -303,12 +303,22 @@ const _guardrails: typeof GuardrailsResult.Type = null as unknown as Effect.Effe
 void _guardrails
 
 export const RerankResult = Schema.Struct({
-  results: Schema.Array(Schema.Struct({ index: Schema.Number, document: Schema.String, score: Schema.Number })),
-  provider: Schema.String.annotations({ description: "local (in-process)" }),
-  model: Schema.String.annotations({ description: "bm25" })
+  results: Schema.Array(Schema.Struct({ index: Schema.Number, document: Schema.String, score: Schema.Number })).annotations({
+    description: "Best first; scores are the rerank model's relevance scores, or BM25 scores for local"
+  }),
+  provider: Schema.String.annotations({ description: "The rerank model's provider, or local (BM25 in-process)" }),
+  model: Schema.String.annotations({ description: "The rerank model, or bm25" }),
+  usage: Schema.optional(Schema.Struct({
+    totalTokens: Schema.Number,
+    estimated: Schema.Boolean,
+    searchUnits: Schema.optional(Schema.Number).annotations({ description: "Searches billed, for providers that bill per search (Cohere)" })
+  })).annotations({ description: "Upstream reranks only" }),
+  costUSD: Schema.Number.annotations({ description: "0 for local" }),
+  costKnown: Schema.Boolean,
+  latencyMs: Schema.Number,
+  fallbacks: Schema.Array(Fallback)
 }).annotations({ identifier: "RerankResult" })
-const _rerank: typeof RerankResult.Type = null as unknown as Effect.Effect.Success<ReturnType<typeof rerank>>
-void _rerank
+matches<typeof RerankResult, RerankResultType>(true)
 
 // ---- Memory and code execution ----
 

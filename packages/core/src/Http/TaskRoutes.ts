@@ -1,6 +1,7 @@
 /**
  * Text capabilities: translation, classification, extraction and prompt optimisation (routed
- * chat models), guardrails and reranking (in-process). Each counts as one metered call.
+ * chat models), guardrails (in-process) and reranking (rerank models, or BM25 in-process). Each
+ * counts as one metered call.
  */
 import { type Context, Effect, Schema } from "effect"
 import * as Guardrails from "../Capabilities/Guardrails.ts"
@@ -44,16 +45,6 @@ const ExtractBody = Schema.Struct({
 
 const OptimiseBody = Schema.Struct({ prompt: Text(50_000), provider: Provider, model: Model })
 const GuardrailsBody = Schema.Struct({ text: Text(), provider: Provider })
-const RerankBody = Schema.Struct({
-  query: Text(10_000),
-  documents: Schema.Array(Schema.String.pipe(Schema.maxLength(100_000))).pipe(
-    Schema.minItems(1, { message: () => "documents must hold at least one document" }),
-    Schema.maxItems(1000, { message: () => "documents holds at most 1000 documents" })
-  ),
-  topN: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1000, { message: () => "topN must be an integer from 1 to 1000" })), { default: () => 5 }),
-  provider: Provider
-})
-
 type LlmTasksApi = Context.Tag.Service<typeof LlmTasks>
 type TaskCall<B, A> = (avatar: AvatarRecord, body: B) => Effect.Effect<A, GatewayError>
 
@@ -102,9 +93,9 @@ export const taskRoutes = [
     success: RerankResult,
     tag: "Retrieval",
     metered: true,
-    summary: "Rerank documents against a query (BM25, in-process); the top N with scores and original indexes",
-    body: RerankBody,
-    check: ({ body }) => Rerank.checkProvider(body.provider),
-    handle: ({ body }) => Rerank.rerank(body)
+    summary: "Rerank documents against a query with a rerank model (Cohere, Voyage, Jina, Mixedbread) or BM25 in-process (local, the default when none is configured); the top N with scores and original indexes",
+    body: Rerank.RerankBody,
+    check: ({ avatar, body }) => Rerank.check(avatar, body),
+    handle: ({ avatar, body }) => Rerank.rerank(avatar, body)
   })
 ]

@@ -1,8 +1,9 @@
 /**
- * Embedding wires: OpenAI-compatible `/embeddings` (also Voyage, which speaks the same wire
- * format) and Gemini `batchEmbedContents`, as data and pure functions that the engine
- * (Engine/ProviderCalls.ts) runs with the same transport, fallback and usage handling as chat. The
- * registry (Registry.ts) says which provider uses which.
+ * Embedding wires: OpenAI-compatible `/embeddings` (also Voyage, Jina and Mixedbread, which speak
+ * the same wire format), Cohere v2 `/embed`, Nomic `/embedding/text` and Gemini
+ * `batchEmbedContents`, as data and pure functions that the engine (Engine/ProviderCalls.ts) runs
+ * with the same transport, fallback and usage handling as chat. The registry (Registry.ts) says
+ * which provider uses which.
  */
 import type { Target, WireRequest } from "./Chat.ts"
 import { authHeaders } from "./internal/http.ts"
@@ -38,6 +39,32 @@ export const openAiEmbeddings: EmbeddingWire = {
     const tokens = body?.usage?.prompt_tokens ?? body?.usage?.total_tokens
     return { vectors, promptTokens: typeof tokens === "number" ? tokens : undefined }
   }
+}
+
+/** Vectors and a token count as read from a vendor's answer, checked: one numeric vector per text. */
+const checked = (provider: string, vectors: unknown, count: number, tokens: unknown): EmbeddingResult | UpstreamError =>
+  Array.isArray(vectors) && vectors.length === count && vectors.every(isVector)
+    ? { vectors, promptTokens: typeof tokens === "number" ? tokens : undefined }
+    : wrongCount(provider, count)
+
+/** Cohere v2 `/embed` (https://docs.cohere.com/reference/embed): float vectors for documents to search. */
+export const cohereEmbeddings: EmbeddingWire = {
+  request: (target, texts) => ({
+    url: `${target.provider.endpoint}/embed`,
+    headers: authHeaders(target.provider),
+    body: { model: target.model.id, texts, input_type: "search_document", embedding_types: ["float"] }
+  }),
+  result: (provider, body, count) => checked(provider, body?.embeddings?.float, count, body?.meta?.billed_units?.input_tokens)
+}
+
+/** Nomic Atlas `/embedding/text` (https://docs.nomic.ai/reference/endpoints/nomic-embed-text): vectors for documents to search. */
+export const nomicEmbeddings: EmbeddingWire = {
+  request: (target, texts) => ({
+    url: `${target.provider.endpoint}/embedding/text`,
+    headers: authHeaders(target.provider),
+    body: { model: target.model.id, texts, task_type: "search_document" }
+  }),
+  result: (provider, body, count) => checked(provider, body?.embeddings, count, body?.usage?.total_tokens)
 }
 
 export const geminiEmbeddings: EmbeddingWire = {

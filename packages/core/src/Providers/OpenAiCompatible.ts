@@ -4,7 +4,7 @@
  * quirks, media endpoints with their default models, job APIs). A provider of this family with no
  * entry serves what the family serves and the catalogue says it offers.
  */
-import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolChoice, WireRequest } from "./Chat.ts"
+import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolCall, ToolChoice, ToolDefinition, WireRequest } from "./Chat.ts"
 import { openAiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import type { Quirks, Served } from "./Served.ts"
@@ -53,11 +53,26 @@ const toWireMessage = (m: ChatMessage) => {
       ...base,
       role: "assistant",
       content: m.content === "" && m.parts === undefined ? null : wireContent(m),
-      tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }))
+      tool_calls: wireToolCalls(m.toolCalls)
     }
   }
   return { ...base, role: m.role, content: wireContent(m) }
 }
+
+/** OpenAI-format `tool_calls` of an assistant message (also Cohere's). */
+export const wireToolCalls = (calls: ReadonlyArray<ToolCall>) =>
+  calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }))
+
+/** OpenAI-format function `tools` (also Cohere's), or nothing when the request offers none. */
+export const wireTools = (tools: ReadonlyArray<ToolDefinition> | undefined) =>
+  tools && tools.length > 0
+    ? {
+      tools: tools.map((t) => ({
+        type: "function",
+        function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters }
+      }))
+    }
+    : {}
 
 /** The OpenAI `response_format` of a neutral one. */
 export const wireResponseFormat = (f: ResponseFormat) =>
@@ -95,14 +110,7 @@ export const toWireRequest = (providerId: string, request: ChatRequest, stream: 
     ...request.extra,
     model: request.model,
     messages: request.messages.map(toWireMessage),
-    ...(request.tools && request.tools.length > 0
-      ? {
-        tools: request.tools.map((t) => ({
-          type: "function",
-          function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters }
-        }))
-      }
-      : {}),
+    ...wireTools(request.tools),
     ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
     ...(request.maxTokens !== undefined ? { [q.maxTokensField]: request.maxTokens } : {}),
     ...wireOptions(request),

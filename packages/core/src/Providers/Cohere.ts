@@ -1,0 +1,168 @@
+/**
+ * The Cohere v2 wire family (https://docs.cohere.com/reference/chat, chat-stream, embed, rerank):
+ * chat with tools, images and JSON output, plain and streamed, embeddings and rerank.
+ *
+ * Chat: `POST /chat` with OpenAI-like messages and function tools; `p` for top_p, `stop_sequences`,
+ * `tool_choice` REQUIRED or NONE only (no named tool), `response_format` json_object with an
+ * optional `json_schema`. The answer holds `message.content[]` text parts, `message.tool_calls`,
+ * `message.tool_plan` (the text the model writes before its tool calls, which aigw carries as the
+ * message's content both ways), `finish_reason` and `usage.billed_units` / `usage.tokens`. A stream
+ * is SSE whose JSON events are typed: content-delta, tool-plan-delta, tool-call-start/-delta,
+ * message-end (finish reason and usage); the connection closes after message-end.
+ */
+import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ContentPart, FinishReason, StreamEvent, TokenUsage } from "./Chat.ts"
+import { extraFieldOf, refusal } from "./Chat.ts"
+import { cohereEmbeddings } from "./Embeddings.ts"
+import { authHeaders, eventJson } from "./internal/http.ts"
+import { wireToolCalls, wireTools } from "./OpenAiCompatible.ts"
+import { cohereRerank } from "./Rerank.ts"
+import type { Served } from "./Served.ts"
+import { protocolError, UpstreamError } from "./UpstreamError.ts"
+
+const FAMILY = "Cohere"
+
+const finishReason = (reason: unknown): FinishReason => {
+  switch (String(reason).toUpperCase()) {
+    case "MAX_TOKENS":
+      return "length"
+    case "TOOL_CALL":
+      return "tool_calls"
+    case "ERROR":
+    case "TIMEOUT":
+      return "error"
+    default:
+      return "stop"
+  }
+}
+
+// Raw parts never get here: `unsupported` refuses them (extraFieldOf names them).
+const wirePart = (p: ContentPart) =>
+  p.type === "image"
+    ? { type: "image_url", image_url: { url: p.url, ...(p.detail !== undefined ? { detail: p.detail } : {}) } }
+    : { type: "text", text: p.type === "text" ? p.text : "" }
+
+const toWireMessage = (m: ChatMessage) => {
+  switch (m.role) {
+    case "tool":
+      return { role: "tool", tool_call_id: m.toolCallId ?? "", content: m.content }
+    case "assistant":
+      return m.toolCalls && m.toolCalls.length > 0
+        ? {
+          role: "assistant",
+          ...(m.content !== "" ? { tool_plan: m.content } : {}),
+          tool_calls: wireToolCalls(m.toolCalls)
+        }
+        : { role: "assistant", content: m.content }
+    case "user":
+      return { role: "user", content: m.parts !== undefined ? m.parts.map(wirePart) : m.content }
+    case "system":
+      return { role: "system", content: m.content }
+  }
+}
+
+const responseFormat = (f: NonNullable<ChatRequest["responseFormat"]>) =>
+  f.type === "json_schema" ? { type: "json_object", json_schema: f.schema } : { type: f.type }
+
+export const toWireRequest = (r: ChatRequest, stream: boolean) => ({
+  model: r.model,
+  messages: r.messages.map(toWireMessage),
+  ...wireTools(r.tools),
+  ...(r.toolChoice === "required" ? { tool_choice: "REQUIRED" } : r.toolChoice === "none" ? { tool_choice: "NONE" } : {}),
+  ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
+  ...(r.maxTokens !== undefined ? { max_tokens: r.maxTokens } : {}),
+  ...(r.topP !== undefined ? { p: r.topP } : {}),
+  ...(r.stop !== undefined ? { stop_sequences: r.stop } : {}),
+  ...(r.seed !== undefined ? { seed: r.seed } : {}),
+  ...(r.frequencyPenalty !== undefined ? { frequency_penalty: r.frequencyPenalty } : {}),
+  ...(r.presencePenalty !== undefined ? { presence_penalty: r.presencePenalty } : {}),
+  ...(r.responseFormat !== undefined ? { response_format: responseFormat(r.responseFormat) } : {}),
+  ...(stream ? { stream: true } : {})
+})
+
+/** What the Cohere v2 wire cannot carry, named. */
+const unsupported = (r: ChatRequest): string | undefined => {
+  const extra = extraFieldOf(r)
+  if (extra !== undefined) return refusal(FAMILY, extra)
+  if (typeof r.toolChoice === "object") return `tool_choice naming a function (${r.toolChoice.name}) is not supported by the ${FAMILY} wire format (it takes required or none)`
+  if (r.parallelToolCalls === false) return refusal(FAMILY, "parallel_tool_calls: false")
+  const imageOutsideUser = r.messages.find((m) => m.role !== "user" && m.parts?.some((p) => p.type === "image"))
+  if (imageOutsideUser !== undefined) return refusal(FAMILY, `image parts in ${imageOutsideUser.role} messages`)
+  return undefined
+}
+
+const usageOf = (u: any): TokenUsage | undefined => {
+  const counts = u?.billed_units?.input_tokens !== undefined ? u.billed_units : u?.tokens
+  return typeof counts?.input_tokens === "number"
+    ? { promptTokens: counts.input_tokens, completionTokens: typeof counts.output_tokens === "number" ? counts.output_tokens : 0 }
+    : undefined
+}
+
+const textOf = (content: unknown) =>
+  Array.isArray(content) ? content.filter((c: any) => c?.type === "text" && typeof c.text === "string").map((c: any) => c.text).join("") : ""
+
+const result = (provider: string, body: any): ChatResult | UpstreamError => {
+  const message = body?.message
+  if (typeof message !== "object" || message === null) return protocolError(provider, "no message in the chat answer")
+  const calls: Array<any> = Array.isArray(message.tool_calls) ? message.tool_calls : []
+  const text = textOf(message.content)
+  return {
+    content: text === "" && calls.length > 0 && typeof message.tool_plan === "string" ? message.tool_plan : text,
+    toolCalls: calls.map((c) => ({ id: String(c?.id ?? ""), name: String(c?.function?.name ?? ""), arguments: String(c?.function?.arguments ?? "{}") })),
+    finishReason: finishReason(body.finish_reason),
+    usage: usageOf(body.usage)
+  }
+}
+
+const events: ChatWire["events"] = (provider) => (event) => {
+  const chunk = eventJson(provider, event)
+  if (chunk instanceof UpstreamError) return chunk
+  if (typeof chunk !== "object" || chunk === null) return protocolError(provider, "a stream event is not a JSON object")
+  const delta = chunk.delta?.message
+  const index = typeof chunk.index === "number" ? chunk.index : 0
+  switch (chunk.type) {
+    case "content-delta":
+    case "tool-plan-delta": {
+      const text = chunk.type === "content-delta" ? delta?.content?.text : delta?.tool_plan
+      return typeof text === "string" && text !== "" ? [{ _tag: "Text", text }] : []
+    }
+    case "tool-call-start":
+    case "tool-call-delta": {
+      const call = delta?.tool_calls
+      return [{
+        _tag: "ToolCallDelta",
+        index,
+        ...(call?.id ? { id: String(call.id) } : {}),
+        ...(call?.function?.name ? { name: String(call.function.name) } : {}),
+        arguments: String(call?.function?.arguments ?? "")
+      }]
+    }
+    case "message-end": {
+      const reason = chunk.delta?.finish_reason
+      if (finishReason(reason) === "error") return protocolError(provider, `stream ended with ${String(reason)}${chunk.delta?.error ? `: ${chunk.delta.error}` : ""}`)
+      const out: Array<StreamEvent> = [{ _tag: "Finish", reason: finishReason(reason) }]
+      const usage = usageOf(chunk.delta?.usage)
+      if (usage) out.push({ _tag: "Usage", usage })
+      return out
+    }
+    case undefined:
+      // An error object in place of an event.
+      return protocolError(provider, `stream error: ${typeof chunk.message === "string" ? chunk.message : JSON.stringify(chunk).slice(0, 200)}`)
+    default:
+      // message-start, content-start/-end, tool-call-end, citations, debug: nothing to deliver.
+      return []
+  }
+}
+
+export const wire: ChatWire = {
+  request: (target, request, stream) => ({
+    url: `${target.provider.endpoint}/chat`,
+    headers: authHeaders(target.provider),
+    body: toWireRequest(request, stream)
+  }),
+  result,
+  events,
+  unsupported
+}
+
+/** What the Cohere family serves (where the catalogue says the upstream offers it). */
+export const family: Served = { chat: wire, embeddings: cohereEmbeddings, rerank: cohereRerank }
