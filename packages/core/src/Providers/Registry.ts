@@ -10,7 +10,6 @@ import { Option, Redacted } from "effect"
 import type { ConfiguredProvider, EndpointType, ProviderData } from "../Catalog/Catalog.ts"
 import type { WireRequest } from "./Chat.ts"
 import * as Anthropic from "./Anthropic.ts"
-import * as Bedrock from "./Bedrock.ts"
 import * as Cohere from "./Cohere.ts"
 import * as EmbeddingVendors from "./EmbeddingVendors.ts"
 import * as Bedrock from "./Bedrock.ts"
@@ -36,7 +35,6 @@ const families: Readonly<Record<ProviderData["adapter"], Served>> = {
 const modules: Readonly<Record<string, Served>> = {
   ...OpenAiCompatible.providers,
   voyage: Voyage.served,
-  bedrock: Bedrock.served,
   jina: EmbeddingVendors.jina,
   mixedbread: EmbeddingVendors.mixedbread,
   nomic: EmbeddingVendors.nomic,
