@@ -7,21 +7,13 @@
 import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, StreamEvent, Target } from "./Chat.ts"
 import { refusal } from "./Chat.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
-import { answerSchemaOf, commonRefusal, dataUrlOf, toolChoiceMatters } from "./internal/translation.ts"
+import { answerSchemaOf, commonRefusal, dataUrlOf, pushTurn, toolArgumentsOf, toolChoiceMatters } from "./internal/translation.ts"
 import type { Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
 export const API_VERSION = "2023-06-01"
 /** Used when the request sets no maxTokens (the API requires one). */
 export const DEFAULT_MAX_TOKENS = 4096
-
-const parseArgs = (args: string): unknown => {
-  try {
-    return JSON.parse(args || "{}")
-  } catch {
-    return {}
-  }
-}
 
 /** An image part as an image block: a base64 source for a data: URL, a url source otherwise. */
 const imageBlock = (url: string) => {
@@ -35,12 +27,8 @@ const blocksOf = (parts: ReadonlyArray<ContentPart>): Array<unknown> =>
 
 /** Chat messages -> Anthropic messages; consecutive tool results merge into one user turn. */
 export const toWireMessages = (messages: ReadonlyArray<ChatMessage>) => {
-  const out: Array<{ role: "user" | "assistant"; content: Array<any> }> = []
-  const push = (role: "user" | "assistant", blocks: Array<any>) => {
-    const last = out[out.length - 1]
-    if (last && last.role === role) last.content.push(...blocks)
-    else out.push({ role, content: blocks })
-  }
+  const out: Array<{ role: "user" | "assistant"; content: Array<unknown> }> = []
+  const push = (role: "user" | "assistant", blocks: ReadonlyArray<unknown>) => pushTurn(out, role, blocks)
   for (const m of messages) {
     if (m.role === "system") continue
     if (m.role === "tool") {
@@ -48,7 +36,7 @@ export const toWireMessages = (messages: ReadonlyArray<ChatMessage>) => {
     } else if (m.role === "assistant") {
       push("assistant", [
         ...(m.content !== "" ? [{ type: "text", text: m.content }] : []),
-        ...(m.toolCalls ?? []).map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: parseArgs(c.arguments) }))
+        ...(m.toolCalls ?? []).map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: toolArgumentsOf(c.arguments) }))
       ])
     } else {
       push("user", m.parts ? blocksOf(m.parts) : [{ type: "text", text: m.content }])

@@ -9,17 +9,9 @@ import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, Str
 import { refusal } from "./Chat.ts"
 import { geminiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
-import { answerSchemaOf, commonRefusal, dataUrlOf, hasTools, imagesOfRequest, imageTypeOfUrl, toolChoiceMatters } from "./internal/translation.ts"
+import { answerSchemaOf, commonRefusal, dataUrlOf, hasTools, imagesOfRequest, imageTypeOfUrl, toolArgumentsOf, toolChoiceMatters } from "./internal/translation.ts"
 import type { Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
-
-const parseArgs = (args: string): unknown => {
-  try {
-    return JSON.parse(args || "{}")
-  } catch {
-    return {}
-  }
-}
 
 /** Gemini's schema dialect (an OpenAPI subset) rejects a few JSON Schema keywords. */
 export const sanitizeSchema = (schema: unknown): unknown => {
@@ -66,7 +58,7 @@ export const toWireContents = (messages: ReadonlyArray<ChatMessage>) => {
     } else if (m.role === "assistant") {
       push("model", [
         ...(m.content !== "" ? [{ text: m.content }] : []),
-        ...(m.toolCalls ?? []).map((c) => ({ functionCall: { name: c.name, args: parseArgs(c.arguments) } }))
+        ...(m.toolCalls ?? []).map((c) => ({ functionCall: { name: c.name, args: toolArgumentsOf(c.arguments) } }))
       ])
     } else {
       push("user", m.parts ? partsOfMessage(m.parts) : [{ text: m.content }])
