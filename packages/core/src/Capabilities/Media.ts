@@ -51,7 +51,16 @@ const makeService = Effect.gen(function*() {
       return Effect.map(Effect.mapError(effect, toGatewayError), (value) => ({ value, latencyMs: Math.round(performance.now() - started) }))
     })
 
-  type ImagesInput = { readonly prompt: string; readonly provider: string; readonly model?: string | undefined; readonly width?: number | undefined; readonly height?: number | undefined; readonly n: number }
+  type ImagesInput = {
+    readonly prompt: string
+    readonly provider: string
+    readonly model?: string | undefined
+    readonly width?: number | undefined
+    readonly height?: number | undefined
+    readonly n: number
+    /** Further OpenAI image fields, forwarded (every images provider speaks the OpenAI format). */
+    readonly extra?: Readonly<Record<string, unknown>> | undefined
+  }
 
   const imagesTarget = (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt" | "n">) =>
     Effect.zipRight(
@@ -67,7 +76,7 @@ const makeService = Effect.gen(function*() {
    */
   const check = {
     images: (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt" | "n">) => Effect.asVoid(imagesTarget(avatar, input)),
-    moderation: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "moderation", provider)),
+    moderation: (avatar: AvatarRecord, provider: string, model?: string) => Effect.asVoid(providerAndModel(avatar, "moderation", provider, model)),
     speech: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "speech", provider)),
     transcription: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "transcription", provider))
   }
@@ -75,13 +84,16 @@ const makeService = Effect.gen(function*() {
   const images = Effect.fn("Media.images")(function*(avatar: AvatarRecord, input: ImagesInput) {
     const { model, provider } = yield* imagesTarget(avatar, input)
     const size = input.width && input.height ? `${input.width}x${input.height}` : undefined
-    const { latencyMs, value } = yield* timed(generateImages(provider, { model, prompt: input.prompt, n: input.n, size }))
+    const { latencyMs, value } = yield* timed(generateImages(provider, { model, prompt: input.prompt, n: input.n, size, extra: input.extra }))
     yield* record(avatar, provider.id, model, "images", latencyMs)
     return { provider: provider.id, model, images: value, n: value.length, ...(size ? { size } : {}) }
   })
 
-  const moderation = Effect.fn("Media.moderation")(function*(avatar: AvatarRecord, input: { readonly text: string; readonly provider: string }) {
-    const { model, provider } = yield* providerAndModel(avatar, "moderation", input.provider)
+  const moderation = Effect.fn("Media.moderation")(function*(
+    avatar: AvatarRecord,
+    input: { readonly text: string; readonly provider: string; readonly model?: string | undefined }
+  ) {
+    const { model, provider } = yield* providerAndModel(avatar, "moderation", input.provider, input.model)
     const { latencyMs, value } = yield* timed(moderate(provider, model, input.text))
     yield* record(avatar, provider.id, model, "moderation", latencyMs)
     return { ...value, provider: provider.id, model }

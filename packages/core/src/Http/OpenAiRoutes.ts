@@ -1,20 +1,24 @@
 /**
  * The OpenAI-compatible surface under /openai/v1: Chat Completions (plain and streamed, with
- * tools) and the model list, so OpenAI SDKs can point their baseURL at the gateway. Same
- * authentication, quota, routing and usage recording as /v1/complete.
+ * tools), embeddings, moderations, image generation and the models, so OpenAI SDKs can point
+ * their baseURL at the gateway. Same authentication, quota, routing and usage recording as the
+ * gateway's own routes, through the same capability services. A request field a route does not
+ * map is forwarded to OpenAI-format upstreams, or refused by name: never dropped.
  */
-import { Effect, Schema, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
 import { type CompletionInput, type CompletionResult, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
+import { Embeddings, EmbeddingsBody, type EmbeddingsInput, type EmbeddingsResult } from "../Capabilities/Embeddings.ts"
+import { ImagesBody, Media } from "../Capabilities/Media.ts"
 import type { ChatMessage, ChatOptions, ContentPart } from "../Providers/Chat.ts"
-import { Catalog } from "../Catalog/Catalog.ts"
-import { BadRequest } from "../Errors.ts"
+import { Catalog, type ModelEntry } from "../Catalog/Catalog.ts"
+import { BadRequest, NotFound } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { Content, inputOf, MAX_CONTENT, MaxTokens, openStream, Temperature, ToolName, type ToolResultBody, Tools, WireToolCall } from "./CompletionRoutes.ts"
+import { Content, inputOf, MAX_CONTENT, MaxTokens, openStream, Temperature, ToolDefinitionSchema, ToolName, type ToolResultBody, WireToolCall } from "./CompletionRoutes.ts"
 import type { RoutingError } from "../Routing.ts"
 import { SSE_DONE, sseFrame } from "./Edge.ts"
 import type { Lane } from "./Lane.ts"
-import { authed } from "./Route.ts"
-import { ChatCompletion, OpenAiModelList } from "./ResponseSchemas.ts"
+import { authed, decoderNow } from "./Route.ts"
+import { ChatCompletion, OpenAiEmbeddingList, OpenAiImages, OpenAiModel, OpenAiModelList, OpenAiModeration } from "./ResponseSchemas.ts"
 
 const tag = "OpenAI-compatible"
 
@@ -68,6 +72,14 @@ const ResponseFormatSchema = Schema.Union(
   })
 )
 
+/** A tool as OpenAI sends it, its other fields kept so that they are refused by name, not dropped (`toolFieldOf`). */
+const OpenAiTool = Schema.Struct(
+  { type: ToolDefinitionSchema.fields.type, function: Schema.Struct(ToolDefinitionSchema.fields.function.fields, Schema.Record({ key: Schema.String, value: Schema.Unknown })) },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+const toolKeys: ReadonlySet<string> = new Set(Object.keys(ToolDefinitionSchema.fields))
+const toolFunctionKeys: ReadonlySet<string> = new Set(Object.keys(ToolDefinitionSchema.fields.function.fields))
+
 const ToolChoiceSchema = Schema.Union(
   Schema.Literal("auto", "none", "required"),
   Schema.Struct({ type: Schema.Literal("function"), function: Schema.Struct({ name: ToolName }) })
@@ -82,7 +94,7 @@ const knownFields = {
   ),
   /** Extension: pin a provider (default auto). */
   provider: Schema.optional(Schema.String.pipe(Schema.maxLength(100))),
-  tools: Schema.optional(Tools),
+  tools: Schema.optional(Schema.Array(OpenAiTool).pipe(Schema.maxItems(128))),
   tool_choice: Schema.optional(Schema.NullOr(ToolChoiceSchema)),
   parallel_tool_calls: Schema.optional(Schema.NullOr(Schema.Boolean)),
   response_format: Schema.optional(Schema.NullOr(ResponseFormatSchema)),
@@ -202,8 +214,26 @@ export const optionsOf = (body: ChatCompletionBody): ChatOptions => {
   }
 }
 
+/**
+ * The first field of a tool definition beyond type, name, description and parameters (e.g.
+ * `function.strict`): the neutral tool does not carry one yet, so it is refused by name.
+ */
+const toolFieldOf = (body: ChatCompletionBody): string | undefined => {
+  for (const [i, t] of (body.tools ?? []).entries()) {
+    const top = Object.keys(unmapped(t, toolKeys) ?? {})[0]
+    if (top !== undefined) return `tools[${i}].${top}`
+    const inner = Object.keys(unmapped(t.function, toolFunctionKeys) ?? {})[0]
+    if (inner !== undefined) return `tools[${i}].function.${inner}`
+  }
+  return undefined
+}
+
 /** The chat call's input: gateway body, then checked messages with their parts and forwarded fields, then the options. */
 export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequest => {
+  const toolField = toolFieldOf(body)
+  if (toolField !== undefined) {
+    return new BadRequest({ message: `${toolField} is not supported: the gateway's tool definitions carry type, name, description and parameters; remove it` })
+  }
   const converted = gatewayBodyOf(body)
   if (converted instanceof BadRequest) return converted
   const input = inputOf(converted.gatewayBody)
@@ -226,11 +256,12 @@ export const toChatCompletion = (id: string, r: CompletionResult) => ({
   model: r.model,
   provider: r.provider,
   choices: [{
-    logprobs: null,
+    // The upstream's own values, when it sent them (extra), replace these defaults.
+    logprobs: null as Readonly<Record<string, unknown>> | null,
     ...r.extra?.choice,
     index: 0,
     message: {
-      refusal: null,
+      refusal: null as string | null,
       ...r.extra?.message,
       role: "assistant",
       content: r.toolCalls.length > 0 && r.content === "" ? null : r.content,
@@ -286,6 +317,151 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
   return { opening, convert }
 }
 
+/** The first field of `body` outside `known` (null is absent), refused by name: the route cannot carry it. */
+const refuseUnmapped = (body: Readonly<Record<string, unknown>>, known: ReadonlySet<string>, path: string, why: string) => {
+  const field = Object.keys(unmapped(body, known) ?? {})[0]
+  return field === undefined ? undefined : new BadRequest({ message: `${field} is not supported on ${path}: ${why}; remove it` })
+}
+
+/** A request conversion as an Effect: its value, or its 400. */
+const decided = <A>(convert: () => A | BadRequest): Effect.Effect<A, BadRequest> =>
+  Effect.suspend(() => {
+    const value = convert()
+    return value instanceof BadRequest ? Effect.fail(value) : Effect.succeed(value)
+  })
+
+const Model = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(300))
+/** Extension: pin a provider (default auto). */
+const PinProvider = Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(100))))
+const Open = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+// ---- Embeddings ----
+
+const embeddingFields = {
+  model: Model,
+  input: Schema.Union(Schema.String, Schema.Array(Schema.Unknown)),
+  encoding_format: Schema.optional(Schema.NullOr(Schema.Literal("float", "base64").annotations({ message: () => "encoding_format must be float or base64" }))),
+  provider: PinProvider
+}
+const EmbeddingsRequest = Schema.Struct(embeddingFields, Open)
+type EmbeddingsRequest = typeof EmbeddingsRequest.Type
+const embeddingKeys: ReadonlySet<string> = new Set(Object.keys(embeddingFields))
+const decodeEmbeddings = decoderNow(EmbeddingsBody, "request")
+
+/** OpenAI embeddings request -> the gateway's (its limits); token-id input and unmapped fields are refused by name. */
+const embeddingsInputOf = (body: EmbeddingsRequest): EmbeddingsInput | BadRequest => {
+  const refused = refuseUnmapped(body, embeddingKeys, "/openai/v1/embeddings", "the gateway's embeddings calls do not carry it")
+  if (refused) return refused
+  const texts = typeof body.input === "string" ? [body.input] : body.input
+  if (!texts.every((t) => typeof t === "string")) {
+    return new BadRequest({ message: "input must be a string or an array of strings: token-id input (arrays of integers) is not supported, send the text" })
+  }
+  return decodeEmbeddings({ texts, model: body.model, provider: body.provider ?? "auto" })
+}
+
+/** A vector as OpenAI's base64 encoding: little-endian float32. */
+const base64Vector = (vector: ReadonlyArray<number>) => {
+  const view = new DataView(new ArrayBuffer(vector.length * 4))
+  vector.forEach((v, i) => view.setFloat32(i * 4, v, true))
+  return Buffer.from(view.buffer).toString("base64")
+}
+
+const toEmbeddingList = (r: EmbeddingsResult, format: EmbeddingsRequest["encoding_format"]) => ({
+  object: "list",
+  data: r.embeddings.map((e, index) => ({ object: "embedding", index, embedding: format === "base64" ? base64Vector(e) : e })),
+  model: r.model,
+  provider: r.provider,
+  usage: { prompt_tokens: r.usage.promptTokens, total_tokens: r.usage.totalTokens }
+})
+
+// ---- Moderations ----
+
+const moderationFields = {
+  model: Schema.optional(Schema.NullOr(Model)),
+  input: Schema.Union(
+    Schema.String.pipe(Schema.minLength(1, { message: () => "input must not be empty" }), Schema.maxLength(100_000)),
+    Schema.Array(Schema.String.pipe(Schema.maxLength(100_000))).pipe(
+      Schema.minItems(1, { message: () => "input must hold at least one string" }),
+      Schema.maxItems(32, { message: () => "input holds at most 32 strings" })
+    )
+  ).annotations({ message: () => "input must be a string or an array of strings (image parts are not supported)" }),
+  provider: PinProvider
+}
+const ModerationRequest = Schema.Struct(moderationFields, Open)
+type ModerationRequest = typeof ModerationRequest.Type
+const moderationKeys: ReadonlySet<string> = new Set(Object.keys(moderationFields))
+const moderationTexts = (body: ModerationRequest) => (typeof body.input === "string" ? [body.input] : body.input)
+
+const moderationRefusal = (body: ModerationRequest) =>
+  refuseUnmapped(body, moderationKeys, "/openai/v1/moderations", "the gateway's moderation calls do not carry it")
+
+/** One text per result, as OpenAI answers: every category named (flagged or scored) with its flag. */
+const moderate = (avatar: AvatarRecord, body: ModerationRequest) =>
+  Effect.gen(function*() {
+    const refused = moderationRefusal(body)
+    if (refused) return yield* Effect.fail(refused)
+    const media = yield* Media
+    const provider = body.provider ?? "auto"
+    const answers = yield* Effect.forEach(
+      moderationTexts(body),
+      (text) => media.moderation(avatar, { text, provider, model: body.model ?? undefined }),
+      { concurrency: 4 }
+    )
+    return {
+      id: `modr-${crypto.randomUUID().replace(/-/g, "")}`,
+      model: answers[0]!.model,
+      provider: answers[0]!.provider,
+      results: answers.map((a) => {
+        const names = new Set([...Object.keys(a.categoryScores), ...a.categories])
+        return {
+          flagged: a.flagged,
+          categories: Object.fromEntries([...names].map((n) => [n, a.categories.includes(n)])),
+          category_scores: Object.fromEntries([...names].map((n) => [n, a.categoryScores[n] ?? 0]))
+        }
+      })
+    }
+  })
+
+// ---- Images ----
+
+const imageFields = {
+  prompt: Schema.String.pipe(Schema.minLength(1, { message: () => "prompt must not be empty" }), Schema.maxLength(32_000)),
+  model: Schema.optional(Schema.NullOr(Model)),
+  n: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.between(1, 10, { message: () => "n must be an integer from 1 to 10" })))),
+  size: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(20)))),
+  provider: PinProvider
+}
+const ImagesRequest = Schema.Struct(imageFields, Open)
+type ImagesRequest = typeof ImagesRequest.Type
+const imageKeys: ReadonlySet<string> = new Set(Object.keys(imageFields))
+
+/**
+ * OpenAI images request -> the media capability's: a `WIDTHxHEIGHT` size maps to width and height
+ * (the capability's limits); every other field (quality, style, response_format, user, another
+ * size such as auto) goes on unchanged, since every images provider speaks the OpenAI format.
+ */
+const imagesInputOf = (body: ImagesRequest) => {
+  const pixels = /^(\d{1,5})x(\d{1,5})$/.exec(body.size ?? "")
+  const rest = unmapped(body, imageKeys)
+  const extra = pixels || body.size == null ? rest : { ...rest, size: body.size }
+  return {
+    prompt: body.prompt,
+    provider: body.provider ?? "auto",
+    n: body.n ?? 1,
+    ...(body.model != null ? { model: body.model } : {}),
+    ...(pixels ? { width: Number(pixels[1]), height: Number(pixels[2]) } : {}),
+    ...(extra ? { extra } : {})
+  }
+}
+
+/** Checks a `WIDTHxHEIGHT` size against the capability's limits (ImagesBody), before the call. */
+const decodeImages = decoderNow(ImagesBody, "request")
+const checkedImagesInput = (body: ImagesRequest) => {
+  const input = imagesInputOf(body)
+  const checked = decodeImages({ prompt: input.prompt, provider: input.provider, n: input.n, width: input.width, height: input.height })
+  return checked instanceof BadRequest ? checked : input
+}
+
 /** A fresh completion id in OpenAI's format. */
 export const completionId = () => `chatcmpl-${crypto.randomUUID().replace(/-/g, "")}`
 
@@ -324,6 +500,17 @@ const chatLane: Lane<ChatCompletionBody> = {
   }
 }
 
+const autoModel = { id: "auto", object: "model", created: 0, owned_by: "aigw" }
+const openAiModel = (m: ModelEntry) => ({ id: m.id, object: "model", created: 0, owned_by: m.provider })
+
+const safeDecode = (s: string) => {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
+
 export const openAiRoutes = [
   authed({
     method: "POST",
@@ -344,6 +531,86 @@ export const openAiRoutes = [
     lane: chatLane
   }),
   authed({
+    method: "POST",
+    path: "/openai/v1/embeddings",
+    success: OpenAiEmbeddingList,
+    tag,
+    envelope: "openai",
+    metered: true,
+    summary: "OpenAI Embeddings: input a string or strings, encoding_format float or base64; model may be a catalogue id or auto",
+    description: "Token-id input and fields the gateway does not carry (dimensions, user, ...) are refused by name. An extra `provider` field pins a provider.",
+    body: EmbeddingsRequest,
+    check: ({ avatar, body }) => Effect.flatMap(decided(() => embeddingsInputOf(body)), (input) => Effect.flatMap(Embeddings, (e) => e.check(avatar, input))),
+    handle: ({ avatar, body }) =>
+      Effect.flatMap(decided(() => embeddingsInputOf(body)), (input) =>
+        Effect.map(Effect.flatMap(Embeddings, (e) => e.embed(avatar, input)), (r) => toEmbeddingList(r, body.encoding_format))),
+    lane: {
+      plan: ({ calls, embeddings }, avatar, body) => {
+        const input = embeddingsInputOf(body)
+        if (input instanceof BadRequest) return input
+        const targets = embeddings.targetsOf(avatar, input)
+        if (!Array.isArray(targets)) return targets as RoutingError
+        return async (lane) => toEmbeddingList(await calls.embed({ ...lane.call(targets), texts: input.texts }), body.encoding_format)
+      }
+    }
+  }),
+  authed({
+    method: "POST",
+    path: "/openai/v1/moderations",
+    success: OpenAiModeration,
+    tag,
+    envelope: "openai",
+    metered: true,
+    meteredCalls: (body) => moderationTexts(body).length,
+    summary: "OpenAI Moderations: input a string or strings (one result each); model optional",
+    description: "Image parts and fields the gateway does not carry are refused by name. An extra `provider` field pins a provider.",
+    body: ModerationRequest,
+    check: ({ avatar, body }) =>
+      Effect.flatMap(decided(() => moderationRefusal(body) ?? body), (b) => Effect.flatMap(Media, (m) => m.check.moderation(avatar, b.provider ?? "auto", b.model ?? undefined))),
+    handle: ({ avatar, body }) => moderate(avatar, body)
+  }),
+  authed({
+    method: "POST",
+    path: "/openai/v1/images/generations",
+    success: OpenAiImages,
+    tag,
+    envelope: "openai",
+    metered: true,
+    summary: "OpenAI image generation: prompt, model, n, size; quality, style, response_format and other fields go to the provider unchanged",
+    description: "Every images provider speaks the OpenAI format, so fields the gateway does not map are forwarded as sent.",
+    body: ImagesRequest,
+    check: ({ avatar, body }) => Effect.flatMap(decided(() => checkedImagesInput(body)), (input) => Effect.flatMap(Media, (m) => m.check.images(avatar, input))),
+    handle: ({ avatar, body }) =>
+      Effect.flatMap(decided(() => checkedImagesInput(body)), (input) =>
+        Effect.map(Effect.flatMap(Media, (m) => m.images(avatar, input)), (r) => ({
+          created: Math.floor(Date.now() / 1000),
+          data: r.images.map((i) => ({
+            ...(i.url !== undefined ? { url: i.url } : {}),
+            ...(i.b64Json !== undefined ? { b64_json: i.b64Json } : {}),
+            ...(i.revisedPrompt !== undefined ? { revised_prompt: i.revisedPrompt } : {})
+          })),
+          model: r.model,
+          provider: r.provider
+        })))
+  }),
+  authed({
+    method: "GET",
+    path: "/openai/v1/models/*",
+    success: OpenAiModel,
+    tag,
+    envelope: "openai",
+    summary: "One model of the catalogue in OpenAI's shape (ids with `/` may be sent as is or URL-encoded); 404 for an unknown id",
+    handle: ({ params }) =>
+      Effect.flatMap(Catalog, (c) => {
+        const id = safeDecode(params["*"] ?? "")
+        if (id === "auto") return Effect.succeed(autoModel)
+        return Option.match(c.model(id), {
+          onNone: () => Effect.fail(new NotFound({ message: `The model '${id}' does not exist in the gateway's catalogue. See GET /openai/v1/models.` })),
+          onSome: (m) => Effect.succeed(openAiModel(m))
+        })
+      })
+  }),
+  authed({
     method: "GET",
     path: "/openai/v1/models",
     success: OpenAiModelList,
@@ -353,10 +620,7 @@ export const openAiRoutes = [
     handle: () =>
       Effect.map(Catalog, (c) => ({
         object: "list",
-        data: [
-          { id: "auto", object: "model", created: 0, owned_by: "aigw" },
-          ...c.models.filter((m) => m.kind === "chat").map((m) => ({ id: m.id, object: "model", created: 0, owned_by: m.provider }))
-        ]
+        data: [autoModel, ...c.models.filter((m) => m.kind === "chat").map(openAiModel)]
       }))
   })
 ]

@@ -576,6 +576,9 @@ export const FineTuneAccepted = jobAccepted("FineTuneAccepted", "finetune", {
 
 // ---- OpenAI-compatible surface ----
 
+/** The upstream's own fields beyond the listed ones, returned as it sent them. */
+const upstreamFields = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
 export const ChatCompletion = Schema.Struct({
   id: Schema.String,
   object: Schema.Literal("chat.completion"),
@@ -587,18 +590,22 @@ export const ChatCompletion = Schema.Struct({
     message: Schema.Struct({
       role: Schema.Literal("assistant"),
       content: Schema.NullOr(Schema.String),
-      refusal: Schema.Null,
+      refusal: Schema.NullOr(Schema.String),
       tool_calls: Schema.optional(Schema.Array(Schema.Struct({
         id: Schema.String,
         type: Schema.Literal("function"),
         function: Schema.Struct({ name: Schema.String, arguments: Schema.String })
       })))
-    }),
-    logprobs: Schema.Null,
+    }, upstreamFields),
+    logprobs: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
     finish_reason: Schema.Literal("stop", "length", "tool_calls", "content_filter")
-  })),
+  }, upstreamFields)),
   usage: Schema.Struct({ prompt_tokens: Schema.Number, completion_tokens: Schema.Number, total_tokens: Schema.Number })
-}).annotations({ identifier: "ChatCompletion", description: "A chat.completion object (with stream: true, a text/event-stream of chat.completion.chunk objects instead)" })
+}, upstreamFields).annotations({
+  identifier: "ChatCompletion",
+  description:
+    "A chat.completion object (with stream: true, a text/event-stream of chat.completion.chunk objects instead). Fields of an OpenAI-format upstream's answer that are not listed here (system_fingerprint, message.annotations, ...) come back as the upstream sent them."
+})
 // The service builds its literals as plain strings: checked one way (an answer of the schema's type
 // is one the service can build), the literals by the end-to-end test.
 const _chat: ReturnType<typeof toChatCompletion> = null as unknown as Types.DeepMutable<typeof ChatCompletion.Type>
@@ -608,3 +615,40 @@ export const OpenAiModelList = Schema.Struct({
   object: Schema.Literal("list"),
   data: Schema.Array(Schema.Struct({ id: Schema.String, object: Schema.Literal("model"), created: Schema.Number, owned_by: Schema.String }))
 }).annotations({ identifier: "OpenAiModelList" })
+
+const OpenAiModelFields = { id: Schema.String, object: Schema.Literal("model"), created: Schema.Number, owned_by: Schema.String }
+export const OpenAiModel = Schema.Struct(OpenAiModelFields).annotations({ identifier: "OpenAiModel" })
+
+export const OpenAiEmbeddingList = Schema.Struct({
+  object: Schema.Literal("list"),
+  data: Schema.Array(Schema.Struct({
+    object: Schema.Literal("embedding"),
+    index: Schema.Number,
+    embedding: Schema.Union(Schema.Array(Schema.Number), Schema.String.annotations({ description: "encoding_format base64: little-endian float32" }))
+  })),
+  model: Schema.String,
+  provider: Schema.String,
+  usage: Schema.Struct({ prompt_tokens: Schema.Number, total_tokens: Schema.Number })
+}).annotations({ identifier: "OpenAiEmbeddingList" })
+
+export const OpenAiModeration = Schema.Struct({
+  id: Schema.String,
+  model: Schema.String,
+  provider: Schema.String,
+  results: Schema.Array(Schema.Struct({
+    flagged: Schema.Boolean,
+    categories: Schema.Record({ key: Schema.String, value: Schema.Boolean }),
+    category_scores: Schema.Record({ key: Schema.String, value: Schema.Number })
+  })).annotations({ description: "One result per input text, in order" })
+}).annotations({ identifier: "OpenAiModeration" })
+
+export const OpenAiImages = Schema.Struct({
+  created: Schema.Number,
+  data: Schema.Array(Schema.Struct({
+    url: Schema.optional(Schema.String),
+    b64_json: Schema.optional(Schema.String),
+    revised_prompt: Schema.optional(Schema.String)
+  })),
+  model: Schema.String,
+  provider: Schema.String
+}).annotations({ identifier: "OpenAiImages" })

@@ -17,9 +17,17 @@ export interface GeneratedImage {
 
 export const generateImages = (
   provider: ConfiguredProvider,
-  request: { readonly model: string; readonly prompt: string; readonly n: number; readonly size?: string | undefined }
+  request: {
+    readonly model: string
+    readonly prompt: string
+    readonly n: number
+    readonly size?: string | undefined
+    /** Further OpenAI image fields (quality, style, response_format, ...), sent as they are. */
+    readonly extra?: Readonly<Record<string, unknown>> | undefined
+  }
 ): Effect.Effect<ReadonlyArray<GeneratedImage>, UpstreamError> =>
   postJson(provider.id, `${provider.endpoint}/images/generations`, authHeaders(provider), {
+    ...request.extra,
     model: request.model,
     prompt: request.prompt,
     n: request.n,
