@@ -16,10 +16,18 @@ const rateLimitHeaders = ["x-ratelimit-limit", "x-ratelimit-plan", "x-karma-mult
 /** Ids, timestamps and latencies differ per call; everything else must not. */
 const normal = (body: any): any =>
   JSON.parse(JSON.stringify(body), (key, value) =>
-    key === "id" && typeof value === "string" && value.startsWith("chatcmpl-") ? "chatcmpl-X" : key === "created" || key === "latencyMs" ? 0 : value)
+    key === "id" && typeof value === "string" && value.startsWith("chatcmpl-")
+      ? "chatcmpl-X"
+      : key === "id" && typeof value === "string" && value.startsWith("msg_")
+      ? "msg_X"
+      : key === "created" || key === "latencyMs"
+      ? 0
+      : value)
 
+/** The data of each SSE event (Anthropic's events carry an `event:` line first, with the same type as the data's). */
 const sseChunks = (text: string) =>
-  text.split("\n\n").filter((b) => b.startsWith("data: ")).map((b) => b.slice(6)).map((d) => (d === "[DONE]" ? d : normal(JSON.parse(d))))
+  text.split("\n\n").map((b) => b.split("\n").find((l) => l.startsWith("data: "))).filter((d) => d !== undefined).map((d) => d.slice(6))
+    .map((d) => (d === "[DONE]" ? d : normal(JSON.parse(d))))
 
 describe("fast lane", () => {
   let server: RunningServer
@@ -202,6 +210,44 @@ describe("fast lane", () => {
       expect(bad.viaLane.status).toBe(400)
       expectSame(bad.viaRoute, bad.viaLane)
     }
+  })
+
+  it("serves /anthropic/v1/messages like its route: plain, streamed, tool calls and refusals", async () => {
+    const path = "/anthropic/v1/messages"
+    openai.setScenario({ kind: "text", text: "Hello from OpenAI", usage: { prompt: 12, completion: 4 } })
+    const plain = await both(user, { body: { model: "gpt-4o-mini", max_tokens: 50, system: "Be brief.", messages: hi } }, path)
+    expect(plain.viaLane.status).toBe(200)
+    expect(plain.viaLane.body).toMatchObject({ type: "message", content: [{ type: "text", text: "Hello from OpenAI" }], usage: { input_tokens: 12, output_tokens: 4 } })
+    expectSame(plain.viaRoute, plain.viaLane)
+    openai.setScenario({ kind: "text", text: "one two three", usage: { prompt: 5, completion: 3 } })
+    const streamed = await both(user, { body: { model: "gpt-4o-mini", max_tokens: 50, messages: hi, stream: true } }, path)
+    expect(streamed.viaLane.headers.get("content-type")).toContain("text/event-stream")
+    expect(sseChunks(streamed.viaLane.body).map((e: any) => e.type).at(-1)).toBe("message_stop")
+    expect(streamed.viaLane.body.trim().split("\n\n").every((b: string) => /^event: \w+\ndata: \{/.test(b))).toBe(true)
+    expectSame(streamed.viaRoute, streamed.viaLane)
+    openai.setScenario({ kind: "tool", name: "get_weather", arguments: { city: "Oslo" }, id: "call_fixed" })
+    const tools = [{ name: "get_weather", input_schema: { type: "object", properties: { city: { type: "string" } } } }]
+    for (const stream of [false, true]) {
+      const tool = await both(user, { body: { model: "gpt-4o-mini", max_tokens: 50, messages: hi, tools, stream } }, path)
+      expect(tool.viaLane.status).toBe(200)
+      expectSame(tool.viaRoute, tool.viaLane)
+    }
+    const refusals: Array<unknown> = [
+      { model: "gpt-4o-mini", messages: hi },
+      { model: "gpt-4o-mini", max_tokens: 5, messages: hi, thinking: { type: "enabled", budget_tokens: 1024 } },
+      { model: "no-such-model", max_tokens: 5, messages: hi },
+      { model: "gpt-4o-mini", max_tokens: 5, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "nope", content: "42" }] }] }
+    ]
+    for (const body of refusals) {
+      const { viaLane, viaRoute } = await both(user, { body }, path)
+      expect(viaLane.status).toBeGreaterThanOrEqual(400)
+      expect(viaLane.body.type).toBe("error")
+      expectSame(viaRoute, viaLane)
+    }
+    openai.setScenario({ kind: "error", status: 400, message: "bad request upstream", midStream: true })
+    const broken = await both(user, { body: { model: "gpt-4o-mini", max_tokens: 5, messages: hi, stream: true } }, path)
+    expect(sseChunks(broken.viaLane.body).at(-1)).toMatchObject({ type: "error", error: { type: "api_error" } })
+    expectSame(broken.viaRoute, broken.viaLane)
   })
 
   it("refuses unknown and revoked keys and bad JWTs with the route's 401", async () => {

@@ -86,7 +86,7 @@ describe("/openapi.json", () => {
     }
     const documented: Array<[string, string]> = [
       ["/v1/complete", "post"], ["/v1/embeddings", "post"], ["/v1/usage", "get"], ["/v1/models", "get"], ["/v1/keys", "get"], ["/v1/keys", "post"],
-      ["/openai/v1/chat/completions", "post"], ["/api/avatar/authenticate", "post"], ["/api/avatar/{id}", "get"], ["/api/avatar/register", "post"],
+      ["/openai/v1/chat/completions", "post"], ["/anthropic/v1/messages", "post"], ["/api/avatar/authenticate", "post"], ["/api/avatar/{id}", "get"], ["/api/avatar/register", "post"],
       ["/v1/translate", "post"], ["/v1/memory/query", "post"], ["/v1/images/generate", "post"], ["/v1/audio/transcriptions", "post"],
       ["/v1/orchestrate/crew", "post"], ["/v1/orchestrate/conversation", "post"], ["/v1/orchestrate/graph-node", "post"],
       ["/v1/reasoning-network/dispatch", "post"], ["/v1/documents/parse", "post"], ["/v1/graphrag/query", "post"],
@@ -177,6 +177,9 @@ export const text = (c: Completion): string => c.content
     await ok("POST", "/openai/v1/chat/completions", await post("/openai/v1/chat/completions", { model: "gpt-4o-mini", messages: [{ role: "user", content: "Hi" }] }))
     openai.queue({ kind: "tool", name: "lookup", arguments: { q: "y" }, id: "call_2" })
     await ok("POST", "/openai/v1/chat/completions", await post("/openai/v1/chat/completions", { model: "gpt-4o-mini", messages: [{ role: "user", content: "Look up y" }], tools }))
+    await ok("POST", "/anthropic/v1/messages", await post("/anthropic/v1/messages", { model: "gpt-4o-mini", max_tokens: 16, messages: [{ role: "user", content: "Hi" }] }))
+    openai.queue({ kind: "tool", name: "lookup", arguments: { q: "z" }, id: "call_3" })
+    await ok("POST", "/anthropic/v1/messages", await post("/anthropic/v1/messages", { model: "gpt-4o-mini", max_tokens: 16, messages: [{ role: "user", content: "Look up z" }], tools: [{ name: "lookup", input_schema: { type: "object" } }] }))
     await ok("GET", "/openai/v1/models", await get("/openai/v1/models"))
 
     // Text tasks (the mock answers the JSON each task asks for), guardrails, rerank.
@@ -267,6 +270,7 @@ export const text = (c: Completion): string => c.content
     await check("POST", "/v1/embeddings", await post("/v1/embeddings", { texts: ["x"], provider: "jina" }))
     await check("GET", "/api/avatar", await get("/api/avatar", { token: user.token }))
     await check("POST", "/openai/v1/chat/completions", await post("/openai/v1/chat/completions", { model: "gpt-4o-mini", messages: [] }))
+    await check("POST", "/anthropic/v1/messages", await post("/anthropic/v1/messages", { model: "gpt-4o-mini", messages: [] }))
     openai.queue({ kind: "error", status: 500 }, { kind: "error", status: 500 }, { kind: "error", status: 500 })
     const upstream = await post("/v1/complete", { provider: "openai", model: "gpt-4o-mini", messages: [{ role: "user", content: "Hi" }], routing: { fallback: false } })
     expect(upstream.status).toBeGreaterThanOrEqual(500)

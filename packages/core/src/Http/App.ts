@@ -12,14 +12,15 @@ import type { CoreServices } from "../Layers.ts"
 import { failureOf } from "../Envelope.ts"
 import { agentCard, MCP_PATH, serverCard } from "../Mcp/Discovery.ts"
 import { McpHttpApp } from "../Mcp/Server.ts"
+import { anthropicRoutes } from "./AnthropicRoutes.ts"
 import { avatarRoutes } from "./AvatarRoutes.ts"
 import { gatewayRoutes } from "./GatewayRoutes.ts"
 import { docsPage, openApiDocument } from "./OpenApi.ts"
 import * as Observability from "./Observability.ts"
-import { envelopeOfPath } from "./Edge.ts"
+import { envelopeOfPath, errorBody } from "./Edge.ts"
 import type { Route } from "./Route.ts"
 
-export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes]
+export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes, ...anthropicRoutes]
 
 const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   const path = request.url.split("?")[0] ?? "/"
@@ -28,6 +29,7 @@ const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   if (api === "openai") {
     return HttpServerResponse.unsafeJson({ error: { message, type: "invalid_request_error", code: "NotFound" } }, { status: 404 })
   }
+  if (api === "anthropic") return HttpServerResponse.unsafeJson(errorBody(api, { _tag: "NotFound", message }), { status: 404 })
   return HttpServerResponse.unsafeJson(failureOf(api, message), { status: 404 })
 })
 

@@ -15,12 +15,15 @@ import { quotaRefusals } from "../Metrics.ts"
 
 export type EnvelopeKind = "gateway" | "avatar"
 
-/** The envelope of an API: the gateway's or the avatar API's; "none" for raw answers; "openai" for raw answers with OpenAI-shaped errors. */
-export type Envelope = EnvelopeKind | "none" | "openai"
+/**
+ * The envelope of an API: the gateway's or the avatar API's; "none" for raw answers; "openai" and
+ * "anthropic" for raw answers with OpenAI- or Anthropic-shaped errors.
+ */
+export type Envelope = EnvelopeKind | "none" | "openai" | "anthropic"
 
 /** The API a path belongs to, for answers outside any route (unknown paths, a gateway that cannot start). */
-export const envelopeOfPath = (path: string): "openai" | EnvelopeKind =>
-  path.startsWith("/openai/") ? "openai" : path.startsWith("/api/") ? "avatar" : "gateway"
+export const envelopeOfPath = (path: string): "openai" | "anthropic" | EnvelopeKind =>
+  path.startsWith("/openai/") ? "openai" : path.startsWith("/anthropic/") ? "anthropic" : path.startsWith("/api/") ? "avatar" : "gateway"
 
 type HeaderValue = string | ReadonlyArray<string> | undefined
 export type RequestHeaders = Readonly<Record<string, HeaderValue>>
@@ -113,7 +116,7 @@ export const parseJsonBody = (text: string, maxDepth: number): unknown | BadRequ
 
 /** The body of a successful answer: the result as it is (raw APIs) or in the API's envelope. */
 export const successBody = (kind: Envelope, result: unknown, message: string | null = null) =>
-  kind === "none" || kind === "openai" ? result : successOf(kind, result, message)
+  kind === "none" || kind === "openai" || kind === "anthropic" ? result : successOf(kind, result, message)
 
 /** OpenAI's error `type` for each of our error kinds (invalid_request_error otherwise). */
 const openAiErrorType: Partial<Record<GatewayError["_tag"], string>> = {
@@ -127,9 +130,37 @@ const openAiErrorType: Partial<Record<GatewayError["_tag"], string>> = {
   UpstreamTimeout: "api_error"
 }
 
+/** Anthropic's error `type` for each of our error kinds (docs.anthropic.com/en/api/errors): by status, invalid_request_error otherwise. */
+const anthropicErrorType = (tag: string): string => {
+  switch (tag) {
+    case "Unauthorized":
+      return "authentication_error"
+    case "Forbidden":
+      return "permission_error"
+    case "NotFound":
+      return "not_found_error"
+    case "PayloadTooLarge":
+      return "request_too_large"
+    case "QuotaExceeded":
+    case "TooManyRequests":
+      return "rate_limit_error"
+    case "Busy":
+      return "overloaded_error"
+    case "UpstreamFailed":
+    case "UpstreamTimeout":
+    case "NotAvailable":
+    case "Internal":
+      return "api_error"
+    default:
+      return "invalid_request_error"
+  }
+}
+
 export const errorBody = (kind: Envelope, error: { readonly _tag: string; readonly message: string }) =>
   kind === "openai"
     ? { error: { message: error.message, type: openAiErrorType[error._tag as GatewayError["_tag"]] ?? "invalid_request_error", code: error._tag } }
+    : kind === "anthropic"
+    ? { type: "error", error: { type: anthropicErrorType(error._tag), message: error.message } }
     : failureOf(kind === "none" ? "gateway" : kind, error.message)
 
 /** A typed failure as the status, envelope body and headers of the route's API. */

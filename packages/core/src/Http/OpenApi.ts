@@ -95,7 +95,7 @@ class Components {
 
 /** The success body: the envelope of the route's API around `result` (raw routes: `result` itself). */
 const successBody = (kind: Route["envelope"], result: Json): Json =>
-  kind === "none" || kind === "openai"
+  kind === "none" || kind === "openai" || kind === "anthropic"
     ? result
     : {
       type: "object",
@@ -145,6 +145,15 @@ const errorSchemas = (c: Components) => ({
         required: ["message", "type", "code"],
         properties: { message: { type: "string" }, type: { type: "string" }, code: { type: "string" } }
       }
+    }
+  }),
+  anthropic: c.named("AnthropicError", {
+    type: "object",
+    description: "An Anthropic-shaped failure of the /anthropic/v1 surface.",
+    required: ["type", "error"],
+    properties: {
+      type: { type: "string", const: "error" },
+      error: { type: "object", required: ["type", "message"], properties: { type: { type: "string" }, message: { type: "string" } } }
     }
   })
 })

@@ -27,6 +27,8 @@ import { TaskClassification, TaskTypeSchema } from "../Ml/TaskClassifier.ts"
 import { ModelPlan, Plan } from "../Plans.ts"
 import type { UsageSummary as UsageSummaryType } from "../Usage.ts"
 import type { toChatCompletion } from "./OpenAiRoutes.ts"
+import type { toAnthropicMessage } from "./AnthropicRoutes.ts"
+import type { UpstreamFailed } from "../Errors.ts"
 
 /** Compile-time check: the schema's type and the service's type are the same (up to readonly). */
 type Same<A, B> = [Types.DeepMutable<A>] extends [Types.DeepMutable<B>] ? [Types.DeepMutable<B>] extends [Types.DeepMutable<A>] ? true : false
@@ -610,6 +612,25 @@ export const ChatCompletion = Schema.Struct({
 // is one the service can build), the literals by the end-to-end test.
 const _chat: ReturnType<typeof toChatCompletion> = null as unknown as Types.DeepMutable<typeof ChatCompletion.Type>
 void _chat
+
+export const AnthropicMessage = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Literal("message"),
+  role: Schema.Literal("assistant"),
+  model: Schema.String,
+  provider: Schema.String,
+  content: Schema.Array(Schema.Union(
+    Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
+    Schema.Struct({ type: Schema.Literal("tool_use"), id: Schema.String, name: Schema.String, input: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
+  )),
+  stop_reason: Schema.Literal("end_turn", "max_tokens", "tool_use", "refusal"),
+  stop_sequence: Schema.Null,
+  usage: Schema.Struct({ input_tokens: Schema.Number, output_tokens: Schema.Number })
+}).annotations({
+  identifier: "AnthropicMessage",
+  description: "An Anthropic Message (with stream: true, a text/event-stream of message_start, content_block_*, message_delta and message_stop events instead)"
+})
+matches<typeof AnthropicMessage, Exclude<ReturnType<typeof toAnthropicMessage>, UpstreamFailed>>(true)
 
 export const OpenAiModelList = Schema.Struct({
   object: Schema.Literal("list"),

@@ -71,7 +71,8 @@ interface Common<B, Q> extends Docs {
   readonly query?: Schema.Schema<Q, any, never>
   /**
    * The envelope of this API: the gateway's or the avatar API's; "none" for raw answers;
-   * "openai" for raw answers with OpenAI-shaped errors (`{ error: { message, type, code } }`).
+   * "openai" for raw answers with OpenAI-shaped errors (`{ error: { message, type, code } }`);
+   * "anthropic" for raw answers with Anthropic-shaped errors (`{ type: "error", error: { type, message } }`).
    */
   readonly envelope?: Envelope
   /** The body is multipart/form-data instead of JSON: read before the check, handed over as `form`. */

@@ -16,7 +16,7 @@ import { Cause, Config, ConfigProvider, Effect, Either, Exit, Layer, ManagedRunt
 import * as ConfigFile from "../ConfigFile.ts"
 import { failure, failureOf } from "../Envelope.ts"
 import * as HttpApp from "../Http/App.ts"
-import { envelopeOfPath } from "../Http/Edge.ts"
+import { envelopeOfPath, errorBody } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
 import * as Mcp from "../Mcp/Server.ts"
 import { redactUrls, StartupError } from "../StartupError.ts"
@@ -164,7 +164,11 @@ const envelopeResponse = (status: number, message: string): Response => jsonResp
 /** The error answer of each API for a request the gateway could not serve at all. */
 const unavailable = (path: string, message: string): Response => {
   const api = envelopeOfPath(path)
-  const body = api === "openai" ? { error: { message, type: "api_error", code: "ServiceUnavailable" } } : failureOf(api, message)
+  const body = api === "openai"
+    ? { error: { message, type: "api_error", code: "ServiceUnavailable" } }
+    : api === "anthropic"
+    ? errorBody(api, { _tag: "Busy", message })
+    : failureOf(api, message)
   return jsonResponse(503, body, { "retry-after": "5" })
 }
 

@@ -1,0 +1,312 @@
+/**
+ * The Anthropic-compatible surface under /anthropic/v1: the Messages API (plain and streamed,
+ * with tools, tool results and images), so the Anthropic SDKs and Claude-based tools can point
+ * their base URL at the gateway. The request becomes the same neutral call as /openai/v1 and
+ * /v1/complete (same authentication, quota, routing and usage recording) and the answer is
+ * written back in Anthropic's shapes. A field or block it cannot carry is a 400 naming it.
+ */
+import { Schema } from "effect"
+import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabilities/Completions.ts"
+import { BadRequest, UpstreamFailed } from "../Errors.ts"
+import type { ChatOptions, ContentPart, FinishReason } from "../Providers/Chat.ts"
+import { chatSurface } from "./ChatSurface.ts"
+import { Content, inputOf, MAX_CONTENT, ToolName, type ToolResultBody } from "./CompletionRoutes.ts"
+import { AnthropicMessage } from "./ResponseSchemas.ts"
+import { authed } from "./Route.ts"
+
+const tag = "Anthropic-compatible"
+
+const TextBlock = Schema.Struct({ type: Schema.Literal("text"), text: Content })
+const ImageBlock = Schema.Struct({
+  type: Schema.Literal("image"),
+  source: Schema.Union(
+    Schema.Struct({
+      type: Schema.Literal("base64"),
+      media_type: Schema.Literal("image/jpeg", "image/png", "image/gif", "image/webp"),
+      data: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/=\s]*$/, { message: () => "source.data must be base64" }))
+    }),
+    Schema.Struct({
+      type: Schema.Literal("url"),
+      url: Schema.String.pipe(Schema.pattern(/^https?:\/\//, { message: () => "source.url must be an http(s) URL" }))
+    })
+  )
+})
+const BlockId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+const ToolUseBlock = Schema.Struct({
+  type: Schema.Literal("tool_use"),
+  id: BlockId,
+  name: ToolName,
+  input: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+})
+const ToolResultBlock = Schema.Struct({
+  type: Schema.Literal("tool_result"),
+  tool_use_id: BlockId,
+  content: Schema.optional(Schema.Union(Content, Schema.Array(TextBlock).pipe(Schema.maxItems(500)))),
+  // The neutral tool message has no error flag: an error is told in the result's text.
+  is_error: Schema.optional(Schema.Literal(false).annotations({
+    message: () => "is_error: true has no equivalent on every upstream; say the tool failed in the tool_result's text"
+  }))
+})
+
+const AnthropicMessageIn = Schema.Union(
+  Schema.Struct({
+    role: Schema.Literal("user"),
+    content: Schema.Union(Content, Schema.Array(Schema.Union(TextBlock, ImageBlock, ToolResultBlock)).pipe(Schema.maxItems(500)))
+  }),
+  Schema.Struct({
+    role: Schema.Literal("assistant"),
+    content: Schema.Union(Content, Schema.Array(Schema.Union(TextBlock, ToolUseBlock)).pipe(Schema.maxItems(500)))
+  })
+)
+
+const ToolSpec = Schema.Struct({
+  type: Schema.optional(Schema.Literal("custom")),
+  name: ToolName,
+  description: Schema.optional(Schema.String.pipe(Schema.maxLength(10_000))),
+  input_schema: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+})
+
+const ToolChoiceIn = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("auto", "any", "none"), disable_parallel_tool_use: Schema.optional(Schema.Boolean) }),
+  Schema.Struct({ type: Schema.Literal("tool"), name: ToolName, disable_parallel_tool_use: Schema.optional(Schema.Boolean) })
+)
+
+/**
+ * The Messages request with the gateway's limits. Unlike the OpenAI surface, there is no
+ * upstream family that takes unknown Anthropic fields as they are, so a field, block type or
+ * option this schema does not name is refused with a 400 naming it (never dropped).
+ */
+export const MessagesBody = Schema.Struct({
+  model: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(300)),
+  max_tokens: Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "max_tokens must be an integer from 1 to 1000000" })),
+  messages: Schema.Array(AnthropicMessageIn).pipe(
+    Schema.minItems(1, { message: () => "messages must hold at least one message" }),
+    Schema.maxItems(1000)
+  ),
+  system: Schema.optional(Schema.Union(Content, Schema.Array(TextBlock).pipe(Schema.maxItems(100)))),
+  temperature: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "temperature must be between 0 and 1" }))),
+  top_p: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "top_p must be between 0 and 1" }))),
+  stop_sequences: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500))).pipe(Schema.maxItems(16))),
+  tools: Schema.optional(Schema.Array(ToolSpec).pipe(Schema.maxItems(128))),
+  tool_choice: Schema.optional(ToolChoiceIn),
+  metadata: Schema.optional(Schema.Struct({ user_id: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(256)))) })),
+  stream: Schema.optional(Schema.Boolean),
+  /** Extension: pin a provider (default auto). */
+  provider: Schema.optional(Schema.String.pipe(Schema.maxLength(100)))
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+type MessagesBody = typeof MessagesBody.Type
+
+type GatewayMessage = typeof ToolResultBody.Type["messages"][number]
+
+const textOf = (content: string | ReadonlyArray<{ readonly text: string }> | undefined) =>
+  content === undefined ? "" : typeof content === "string" ? content : content.map((b) => b.text).join("")
+
+const imagePart = (source: typeof ImageBlock.Type["source"]): ContentPart =>
+  ({ type: "image", url: source.type === "url" ? source.url : `data:${source.media_type};base64,${source.data}` })
+
+/**
+ * Anthropic messages -> the gateway's messages, with the parts of those that hold images: the
+ * system prompt first, a user turn's tool results as tool messages (in order, its text and images
+ * as a user message), an assistant turn's tool_use blocks as its tool calls.
+ */
+const gatewayMessagesOf = (body: MessagesBody) => {
+  const messages: Array<GatewayMessage> = []
+  const parts: Array<ReadonlyArray<ContentPart> | undefined> = []
+  const push = (m: GatewayMessage, p?: ReadonlyArray<ContentPart>) => {
+    messages.push(m)
+    parts.push(p)
+  }
+  if (body.system !== undefined) push({ role: "system", content: textOf(body.system) })
+  for (const m of body.messages) {
+    if (typeof m.content === "string") {
+      push({ role: m.role, content: m.content })
+    } else if (m.role === "assistant") {
+      const calls = m.content.filter((b) => b.type === "tool_use")
+      push({
+        role: "assistant",
+        content: textOf(m.content.filter((b) => b.type === "text")),
+        ...(calls.length > 0 ? { tool_calls: calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: JSON.stringify(c.input) } })) } : {})
+      })
+    } else {
+      let pending: Array<ContentPart> = []
+      const flush = () => {
+        if (pending.length === 0) return
+        const text = pending.map((p) => (p.type === "text" ? p.text : "")).join("")
+        push({ role: "user", content: text }, pending.some((p) => p.type !== "text") ? pending : undefined)
+        pending = []
+      }
+      for (const b of m.content) {
+        if (b.type === "tool_result") {
+          flush()
+          push({ role: "tool", tool_call_id: b.tool_use_id, content: textOf(b.content) })
+        } else pending.push(b.type === "text" ? { type: "text", text: b.text } : imagePart(b.source))
+      }
+      flush()
+    }
+  }
+  return { messages, parts }
+}
+
+/** The neutral options of a Messages request. */
+const optionsOf = (body: MessagesBody): ChatOptions => {
+  const choice = body.tool_choice
+  const user = body.metadata?.user_id
+  return {
+    ...(body.top_p !== undefined ? { topP: body.top_p } : {}),
+    ...(body.stop_sequences !== undefined ? { stop: body.stop_sequences } : {}),
+    ...(choice !== undefined
+      ? { toolChoice: choice.type === "tool" ? { name: choice.name } : choice.type === "any" ? "required" as const : choice.type }
+      : {}),
+    ...(choice?.disable_parallel_tool_use === true ? { parallelToolCalls: false } : {}),
+    // metadata.user_id is OpenAI's `user`: an end-user id for abuse monitoring.
+    ...(user != null ? { extra: { user } } : {})
+  }
+}
+
+/** The chat call's input of a Messages request: checked messages (tool results answer earlier tool_use blocks), parts, options. */
+export const messagesInputOf = (body: MessagesBody): CompletionInput | BadRequest => {
+  const { messages, parts } = gatewayMessagesOf(body)
+  if (messages.some((m) => (m.content ?? "").length > MAX_CONTENT)) {
+    return new BadRequest({ message: `Invalid request: a message's text blocks exceed ${MAX_CONTENT} characters` })
+  }
+  const input = inputOf({
+    messages,
+    provider: body.provider ?? "auto",
+    model: body.model,
+    maxTokens: body.max_tokens,
+    ...(body.temperature !== undefined ? { temperature: body.temperature } : {}),
+    ...(body.tools
+      ? { tools: body.tools.map((t) => ({ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.input_schema } })) }
+      : {})
+  })
+  if (input instanceof BadRequest) return input
+  return {
+    ...input,
+    messages: input.messages.map((m, i) => (parts[i] ? { ...m, parts: parts[i] } : m)),
+    options: optionsOf(body)
+  }
+}
+
+const stopReasonOf = (reason: FinishReason | undefined) =>
+  reason === "length" ? "max_tokens" as const : reason === "tool_calls" ? "tool_use" as const : reason === "content_filter" ? "refusal" as const : "end_turn" as const
+
+/** A tool call's arguments as the object Anthropic's `input` is, or undefined when they are not one. */
+const inputObject = (args: string): Record<string, unknown> | undefined => {
+  try {
+    const value: unknown = JSON.parse(args === "" ? "{}" : args)
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? value as Record<string, unknown> : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export const toAnthropicMessage = (id: string, r: CompletionResult) => {
+  const content: Array<
+    { readonly type: "text"; readonly text: string } | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: Record<string, unknown> }
+  > = r.content !== "" || r.toolCalls.length === 0 ? [{ type: "text", text: r.content }] : []
+  for (const c of r.toolCalls) {
+    const input = inputObject(c.arguments)
+    if (input === undefined) {
+      return new UpstreamFailed({ provider: r.provider, message: `Upstream provider ${r.provider} answered a tool call (${c.name}) whose arguments are not a JSON object` })
+    }
+    content.push({ type: "tool_use", id: c.id, name: c.name, input })
+  }
+  return {
+    id,
+    type: "message" as const,
+    role: "assistant" as const,
+    model: r.model,
+    provider: r.provider,
+    content,
+    stop_reason: stopReasonOf(r.finishReason),
+    stop_sequence: null,
+    usage: { input_tokens: r.usage.promptTokens, output_tokens: r.usage.completionTokens }
+  }
+}
+
+/** One Anthropic SSE event: its type as the event name, the object as data. */
+export const anthropicFrame = (event: { readonly type: string }) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
+
+/**
+ * Gateway chunks -> Anthropic stream events. `opening` is message_start (empty content; the
+ * input tokens are not known before the upstream's last event, so message_delta carries them);
+ * `convert` opens a content block when the kind of content changes (text, or a new tool call),
+ * sends its deltas, and closes the last block before message_delta and message_stop.
+ */
+export const toEvents = (id: string, model: string) => {
+  const opening = {
+    type: "message_start",
+    message: { id, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } }
+  }
+  let next = 0
+  /** The open block: text, or the tool call of that ordinal. */
+  let open: { readonly index: number; readonly tool: number | undefined } | undefined
+  const toolBlocks = new Map<number, number>()
+  const convert = (c: StreamChunk): Array<{ readonly type: string }> => {
+    if (c.error !== undefined) return [{ type: "error", error: { type: "api_error", message: c.error } } as { type: string }]
+    const out: Array<{ type: string; [k: string]: unknown }> = []
+    const close = () => {
+      if (open !== undefined) out.push({ type: "content_block_stop", index: open.index })
+      open = undefined
+    }
+    const start = (tool: number | undefined, block: Record<string, unknown>) => {
+      close()
+      open = { index: next++, tool }
+      out.push({ type: "content_block_start", index: open.index, content_block: block })
+      return open.index
+    }
+    if (c.done) {
+      close()
+      out.push({
+        type: "message_delta",
+        delta: { stop_reason: stopReasonOf(c.finishReason), stop_sequence: null },
+        usage: { input_tokens: c.promptTokens ?? 0, output_tokens: c.completionTokens ?? 0 }
+      })
+      out.push({ type: "message_stop" })
+      return out
+    }
+    if (c.content !== "") {
+      const index = open !== undefined && open.tool === undefined ? open.index : start(undefined, { type: "text", text: "" })
+      out.push({ type: "content_block_delta", index, delta: { type: "text_delta", text: c.content } })
+    }
+    for (const t of c.toolCalls ?? []) {
+      let index = toolBlocks.get(t.index)
+      if (index === undefined) {
+        index = start(t.index, { type: "tool_use", id: t.id ?? "", name: t.name ?? "", input: {} })
+        toolBlocks.set(t.index, index)
+      }
+      if (t.arguments !== "") out.push({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: t.arguments } })
+    }
+    return out
+  }
+  return { opening, convert }
+}
+
+/** A fresh message id in Anthropic's format. */
+export const messageId = () => `msg_${crypto.randomUUID().replace(/-/g, "")}`
+
+const messagesSurface = chatSurface({
+  inputOf: messagesInputOf,
+  streamed: (body: MessagesBody) => body.stream === true,
+  newId: messageId,
+  answer: toAnthropicMessage,
+  stream: (id, body) => ({ ...toEvents(id, body.model), frame: anthropicFrame })
+})
+
+export const anthropicRoutes = [
+  authed({
+    method: "POST",
+    path: "/anthropic/v1/messages",
+    success: AnthropicMessage,
+    tag,
+    envelope: "anthropic",
+    metered: true,
+    summary: "Anthropic Messages (plain and stream: true, tools, tool results, images); model may be a catalogue id, an alias, provider/model or auto",
+    description:
+      "Authenticate with `x-api-key` (as the Anthropic SDKs do) or a Bearer token. Errors use Anthropic's shape. An extra `provider` field pins a provider; the answer names it in `provider`. Fields and block types the gateway cannot carry to every upstream (`thinking`, `cache_control`, documents, server tools, `top_k`) are refused with a 400 naming them.",
+    body: MessagesBody,
+    check: messagesSurface.check,
+    handle: messagesSurface.handle,
+    lane: messagesSurface.lane
+  })
+]

@@ -1,0 +1,87 @@
+/**
+ * A chat API in a vendor's format (Anthropic Messages; OpenAI Chat Completions has the same shape)
+ * served over the gateway's one chat call: the surface only says how its body becomes the neutral
+ * input and how the answer and the stream's chunks are written back. The check before admission,
+ * the Effect handler and the fast-lane plan (Lane.ts) are built here once from those, so both paths
+ * answer alike.
+ */
+import { Effect, Stream } from "effect"
+import { type CompletionInput, type CompletionResult, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
+import { BadRequest, type GatewayError, isGatewayError } from "../Errors.ts"
+import type { RoutingError } from "../Routing.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { openStream } from "./CompletionRoutes.ts"
+import type { Lane } from "./Lane.ts"
+
+/** One streamed answer: the first event, the events of each chunk, how an event is framed, and the last frame. */
+export interface SurfaceStream<E> {
+  readonly opening: E
+  readonly convert: (chunk: StreamChunk) => ReadonlyArray<E>
+  readonly frame: (event: E) => string
+  readonly trailer?: string
+}
+
+export interface ChatSurface<B, E> {
+  /** The body -> the call's input, or the 400 naming what it cannot carry. */
+  readonly inputOf: (body: B) => CompletionInput | BadRequest
+  readonly streamed: (body: B) => boolean
+  readonly newId: () => string
+  /** The answer in the surface's format, or the error of an answer it cannot express. */
+  readonly answer: (id: string, result: CompletionResult) => unknown
+  /** A fresh converter for one stream. */
+  readonly stream: (id: string, body: B) => SurfaceStream<E>
+}
+
+const failOn = <A>(value: A) => (isGatewayError(value) ? Effect.fail(value as GatewayError) : Effect.succeed(value))
+
+/** The route parts of a chat surface: `check`, `handle` and `lane` of its `authed` declaration. */
+export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
+  const check = ({ avatar, body }: { readonly avatar: AvatarRecord; readonly body: B }) =>
+    Effect.suspend(() => {
+      const input = s.inputOf(body)
+      return input instanceof BadRequest ? Effect.fail(input) : Effect.flatMap(Completions, (c) => c.check(avatar, input))
+    })
+
+  const handle = ({ avatar, body }: { readonly avatar: AvatarRecord; readonly body: B }) =>
+    Effect.gen(function*() {
+      const input = s.inputOf(body)
+      if (input instanceof BadRequest) return yield* Effect.fail(input)
+      const completions = yield* Completions
+      const id = s.newId()
+      if (!s.streamed(body)) return yield* failOn(s.answer(id, yield* completions.complete(avatar, input)))
+      const { convert, frame, opening, trailer } = s.stream(id, body)
+      return yield* openStream(
+        Effect.map(completions.stream(avatar, input), (chunks) => Stream.concat(Stream.make(opening), Stream.mapConcat(chunks, convert))),
+        frame,
+        trailer
+      )
+    })
+
+  /** The fast-lane plan: the same input, routing and answer shapes as `handle`. */
+  const lane: Lane<B> = {
+    plan: ({ calls, completions }, avatar, body) => {
+      const input = s.inputOf(body)
+      if (input instanceof BadRequest) return input
+      const { messages, request, targets } = completions.plan(avatar, input, input.messages)
+      if (!Array.isArray(targets)) return targets as RoutingError
+      const id = s.newId()
+      if (!s.streamed(body)) {
+        return async (lane) => {
+          const answer = s.answer(id, await calls.complete({ ...lane.call(targets), messages, request }))
+          if (isGatewayError(answer)) throw answer
+          return answer
+        }
+      }
+      const { convert, frame, opening, trailer } = s.stream(id, body)
+      return async (lane) =>
+        lane.stream(
+          await calls.openStream({ ...lane.call(targets), messages, request }),
+          (chunk) => convert(chunk).map(frame).join(""),
+          frame(opening),
+          trailer
+        )
+    }
+  }
+
+  return { check, handle, lane }
+}

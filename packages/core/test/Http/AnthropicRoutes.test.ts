@@ -1,0 +1,112 @@
+/** The Anthropic surface's pure parts: request -> neutral input, answer and stream events, and the error envelope. */
+import { Schema } from "effect"
+import { describe, expect, it } from "vitest"
+import type { CompletionResult } from "../../src/Capabilities/Completions.ts"
+import { BadRequest, Busy, NotFound, PayloadTooLarge, QuotaExceeded, Unauthorized, UpstreamFailed } from "../../src/Errors.ts"
+import { MessagesBody, messagesInputOf, toAnthropicMessage, toEvents } from "../../src/Http/AnthropicRoutes.ts"
+import { envelopeOfPath, errorParts } from "../../src/Http/Edge.ts"
+
+const decode = Schema.decodeUnknownSync(MessagesBody)
+
+const result = (over: Partial<CompletionResult>): CompletionResult => ({
+  provider: "openai",
+  model: "gpt-4o-mini",
+  content: "",
+  message: { role: "assistant", content: "", toolCalls: [] },
+  toolCalls: [],
+  finishReason: "stop",
+  usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5, estimated: false },
+  costUSD: 0,
+  latencyMs: 1,
+  ...over
+} as CompletionResult)
+
+describe("Anthropic surface", () => {
+  it("keeps a user turn's order: text before a tool result stays a user message before the tool message", () => {
+    const input = messagesInputOf(decode({
+      model: "gpt-4o-mini",
+      max_tokens: 10,
+      messages: [
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "f", input: {} }] },
+        { role: "user", content: [{ type: "text", text: "first" }, { type: "tool_result", tool_use_id: "t1" }, { type: "image", source: { type: "url", url: "https://x/y.png" } }] }
+      ]
+    }))
+    if (input instanceof BadRequest) throw input
+    expect(input.messages.map((m) => [m.role, m.content])).toEqual([["assistant", ""], ["user", "first"], ["tool", ""], ["user", ""]])
+    expect(input.messages[0]!.toolCalls).toEqual([{ id: "t1", name: "f", arguments: "{}" }])
+    expect(input.messages[3]!.parts).toEqual([{ type: "image", url: "https://x/y.png" }])
+    expect(input.maxTokens).toBe(10)
+  })
+
+  it("maps tool_choice none and auto, and leaves options empty when none are sent", () => {
+    const base = { model: "m", max_tokens: 1, messages: [{ role: "user", content: "x" }] }
+    const of = (extra: object) => {
+      const input = messagesInputOf(decode({ ...base, ...extra }))
+      if (input instanceof BadRequest) throw input
+      return input.options
+    }
+    expect(of({})).toEqual({})
+    expect(of({ tool_choice: { type: "none" } })).toEqual({ toolChoice: "none" })
+    expect(of({ tool_choice: { type: "auto", disable_parallel_tool_use: true } })).toEqual({ toolChoice: "auto", parallelToolCalls: false })
+  })
+
+  it("answers tool calls with their parsed input, and refuses arguments that are not a JSON object", () => {
+    const message = toAnthropicMessage("msg_1", result({ content: "Checking.", toolCalls: [{ id: "c", name: "f", arguments: "{\"a\":1}" }], finishReason: "tool_calls" }))
+    expect(message).toMatchObject({
+      content: [{ type: "text", text: "Checking." }, { type: "tool_use", id: "c", name: "f", input: { a: 1 } }],
+      stop_reason: "tool_use",
+      usage: { input_tokens: 3, output_tokens: 2 }
+    })
+    expect(toAnthropicMessage("msg_1", result({ finishReason: "length" }))).toMatchObject({ content: [{ type: "text", text: "" }], stop_reason: "max_tokens" })
+    expect(toAnthropicMessage("msg_1", result({ toolCalls: [{ id: "c", name: "f", arguments: "[1" }] }))).toBeInstanceOf(UpstreamFailed)
+    expect(toAnthropicMessage("msg_1", result({ toolCalls: [{ id: "c", name: "f", arguments: "[1]" }] }))).toBeInstanceOf(UpstreamFailed)
+  })
+
+  it("streams blocks in order: a new block when the kind of content changes, each closed once", () => {
+    const { convert, opening } = toEvents("msg_1", "m")
+    expect(opening).toMatchObject({ type: "message_start", message: { id: "msg_1", content: [], model: "m" } })
+    const events = [
+      { content: "Hi", done: false },
+      { content: " there", done: false },
+      { content: "", done: false, toolCalls: [{ index: 0, id: "a", name: "f", arguments: "" }] },
+      { content: "", done: false, toolCalls: [{ index: 0, arguments: "{\"x\":" }] },
+      { content: "", done: false, toolCalls: [{ index: 0, arguments: "1}" }, { index: 1, id: "b", name: "g", arguments: "{}" }] },
+      { content: "", done: false, extra: { delta: { reasoning_content: "hm" } } },
+      { content: "", done: true, finishReason: "tool_calls" as const, promptTokens: 7, completionTokens: 9 }
+    ].flatMap(convert)
+    expect(events).toEqual([
+      { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
+      { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hi" } },
+      { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: " there" } },
+      { type: "content_block_stop", index: 0 },
+      { type: "content_block_start", index: 1, content_block: { type: "tool_use", id: "a", name: "f", input: {} } },
+      { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: "{\"x\":" } },
+      { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: "1}" } },
+      { type: "content_block_stop", index: 1 },
+      { type: "content_block_start", index: 2, content_block: { type: "tool_use", id: "b", name: "g", input: {} } },
+      { type: "content_block_delta", index: 2, delta: { type: "input_json_delta", partial_json: "{}" } },
+      { type: "content_block_stop", index: 2 },
+      { type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { input_tokens: 7, output_tokens: 9 } },
+      { type: "message_stop" }
+    ])
+    expect(toEvents("msg_2", "m").convert({ content: "", done: true, error: "boom" })).toEqual([{ type: "error", error: { type: "api_error", message: "boom" } }])
+  })
+
+  it("answers failures in Anthropic's error shape with the error type of each status", () => {
+    const cases: Array<[Parameters<typeof errorParts>[1], number, string]> = [
+      [new BadRequest({ message: "m" }), 400, "invalid_request_error"],
+      [new Unauthorized({ message: "m" }), 401, "authentication_error"],
+      [new NotFound({ message: "m" }), 404, "not_found_error"],
+      [new PayloadTooLarge({ message: "m" }), 413, "request_too_large"],
+      [new QuotaExceeded({ message: "m", retryAfterSeconds: 60 }), 429, "rate_limit_error"],
+      [new Busy({ message: "m", retryAfterSeconds: 1 }), 503, "overloaded_error"],
+      [new UpstreamFailed({ message: "m", provider: "p" }), 502, "api_error"]
+    ]
+    for (const [error, status, type] of cases) {
+      const parts = errorParts("anthropic", error)
+      expect([parts.status, parts.body]).toEqual([status, { type: "error", error: { type, message: "m" } }])
+    }
+    expect(errorParts("anthropic", new QuotaExceeded({ message: "m", retryAfterSeconds: 60 })).headers["retry-after"]).toBe("60")
+    expect(envelopeOfPath("/anthropic/v1/other")).toBe("anthropic")
+  })
+})
