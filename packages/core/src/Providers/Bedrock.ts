@@ -266,9 +266,12 @@ export const framing = (): EventParser => {
   return {
     push: (bytes) => {
       if (failed) return []
-      const joined = new Uint8Array(buffered.length + bytes.length)
-      joined.set(buffered)
-      joined.set(bytes, buffered.length)
+      let joined = bytes
+      if (buffered.length > 0) {
+        joined = new Uint8Array(buffered.length + bytes.length)
+        joined.set(buffered)
+        joined.set(bytes, buffered.length)
+      }
       const out: Array<SseEvent> = []
       let offset = 0
       while (joined.length - offset >= 4) {
@@ -282,7 +285,8 @@ export const framing = (): EventParser => {
         }
         offset += length
       }
-      buffered = joined.slice(offset)
+      // A copy: the transport owns the chunk it passed.
+      buffered = new Uint8Array(joined.subarray(offset))
       return out
     },
     end: () => (failed || buffered.length === 0 ? [] : fail(`the stream ended inside a frame (${buffered.length} bytes left)`))
