@@ -12,6 +12,9 @@ import { avatarContext, Completions } from "../Capabilities/Completions.ts"
 import { Agents } from "../Capabilities/Agents.ts"
 import { Braid } from "../Capabilities/Braid.ts"
 import { Embeddings } from "../Capabilities/Embeddings.ts"
+import * as Rerank from "../Capabilities/Rerank.ts"
+import { ProviderCalls } from "../Engine/ProviderCalls.ts"
+import { Routing } from "../Routing.ts"
 import { Holons } from "../Capabilities/Holons.ts"
 import { Orchestrators } from "../Capabilities/Orchestrators.ts"
 import { Media } from "../Capabilities/Media.ts"
@@ -38,10 +41,12 @@ export const makeAdmissionChecks = Effect.gen(function*() {
   const completions = yield* Completions
   const embeddings = yield* Embeddings
   const media = yield* Media
+  const reranking = yield* Effect.context<Routing>()
   const routing = (avatar: AvatarRecord, provider: string, model = "auto") => completions.check(avatar, { provider, model, messages: [] })
   const checks: Record<string, AdmissionCheck> = {
     gateway_complete: (avatar, params) => completions.check(avatar, { messages: params.messages, provider: params.provider, model: params.model }),
     gateway_embed: (avatar, params) => embeddings.check(avatar, params),
+    gateway_rerank: (avatar, params) => Effect.provide(Rerank.check(avatar, params), reranking),
     gateway_generate_image: (avatar, params) => media.check.images(avatar, params),
     gateway_fahrn_solve: (avatar, params) => routing(avatar, params.provider),
     gateway_fahrn_dispatch: (avatar, params) => routing(avatar, params.provider),
@@ -69,6 +74,7 @@ export const layerHandlers = GatewayToolkit.toLayer(
     const classifier = yield* TaskClassifier
     // The shared queries read Catalog, ProviderHealth and GatewayConfig: capture them once.
     const services = yield* Effect.context<Catalog | ProviderHealth | GatewayConfig>()
+    const reranking = yield* Effect.context<Routing | ProviderCalls>()
     const withServices = <A, E>(effect: Effect.Effect<A, E, Catalog | ProviderHealth | GatewayConfig>) => Effect.provide(effect, services)
 
     return {
@@ -84,6 +90,7 @@ export const layerHandlers = GatewayToolkit.toLayer(
             routing: params.routing
           })),
       gateway_embed: (params) => Effect.flatMap(CurrentAvatar, (avatar) => embeddings.embed(avatar, params)),
+      gateway_rerank: (params) => Effect.flatMap(CurrentAvatar, (avatar) => Effect.provide(Rerank.rerank(avatar, params), reranking)),
       gateway_generate_image: (params) => Effect.flatMap(CurrentAvatar, (avatar) => media.images(avatar, params)),
       gateway_fahrn_solve: (params) => Effect.flatMap(CurrentAvatar, (avatar) => reasoning.dispatch(avatar, { ...params, mode: "Hybrid" })),
       gateway_fahrn_dispatch: (params) =>

@@ -11,6 +11,7 @@ import { Context, Schema } from "effect"
 import { RegisterAgentParams } from "../Capabilities/Agents.ts"
 import { SaveGraphParams } from "../Capabilities/Braid.ts"
 import { EmbeddingsBody } from "../Capabilities/Embeddings.ts"
+import { RerankBody } from "../Capabilities/Rerank.ts"
 import { Params as HolonParams } from "../Capabilities/Holons.ts"
 import { Params as OrchestratorParams } from "../Capabilities/Orchestrators.ts"
 import { TaskTypeSchema } from "../Ml/TaskClassifier.ts"
@@ -165,6 +166,14 @@ const capabilityTool = <const N extends string, F extends Schema.Struct.Fields>(
 export const Complete = capabilityTool("gateway_complete", "Chat completion", "Chat completion through the gateway. With provider/model auto the gateway picks the best-fit configured model for the caller's plan and falls back on upstream failures. Returns the reply (content), tool calls, finish reason, token usage, cost in USD and the provider/model used. Counts against the daily quota.", CompleteParams)
 
 export const Embed = capabilityTool("gateway_embed", "Embeddings", "Embed texts with an embedding model. With provider/model auto the gateway picks the best-fit configured embedding model for the caller's plan. Returns one vector per text (in order), the dimensions, token usage, cost in USD and the provider/model used. Counts against the daily quota.", EmbeddingsBody.fields, true)
+
+export const Rerank = capabilityTool(
+  "gateway_rerank",
+  "Rerank",
+  "Rerank documents against a query: the topN best (default 5), best first, with their original indexes and scores. With provider/model auto the gateway uses a configured rerank model (Cohere, Voyage, Jina, Mixedbread) the caller's plan allows, else BM25 in-process (provider local). Returns the provider/model used, usage and cost in USD. Counts against the daily quota.",
+  RerankBody.fields,
+  true
+)
 
 export const GenerateImage = capabilityTool(
   "gateway_generate_image",
@@ -411,6 +420,7 @@ export const SentimentTool = mlTool("gateway_ml_sentiment", "Sentiment", Sentime
 export const GatewayToolkit = Toolkit.make(
   Complete,
   Embed,
+  Rerank,
   GenerateImage,
   FahrnSolve,
   FahrnDispatch,

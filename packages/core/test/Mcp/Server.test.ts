@@ -63,7 +63,7 @@ layer(TestLayer)("MCP tool calls", (it) => {
       const server = yield* McpServer.McpServer
       const names = server.tools.map((t) => t.name).sort()
       assert.deepStrictEqual(names, [...Mcp.toolNames].sort())
-      assert.strictEqual(names.length, 37)
+      assert.strictEqual(names.length, 38)
       // External memory search/add have no vendor client yet: not listed.
       assert.isFalse(names.some((n) => n === "gateway_memory_external_search" || n === "gateway_memory_external_add"))
     }))
@@ -174,7 +174,8 @@ describe("input schemas and discovery", () => {
       "gateway_orchestrate_conversation",
       "gateway_orchestrate_crew",
       "gateway_orchestrate_graph_node",
-      "gateway_orchestrator_invoke"
+      "gateway_orchestrator_invoke",
+      "gateway_rerank"
     ])
     assert.deepStrictEqual(card.tools.filter((t) => !t.requiresAuth).map((t) => t.name), ["gateway_health"])
     const agent = Mcp.agentCard(config)

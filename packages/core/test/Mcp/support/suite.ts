@@ -57,7 +57,8 @@ export const TOOL_NAMES = [
   "gateway_orchestrate_graph_node",
   "gateway_orchestrator_invoke",
   "gateway_orchestrator_list",
-  "gateway_orchestrator_register"
+  "gateway_orchestrator_register",
+  "gateway_rerank"
 ]
 
 export const PARAMETERLESS = [
@@ -90,6 +91,10 @@ const validCalls = (username: () => string): ReadonlyArray<readonly [string, Rec
   ["gateway_embed", { texts: ["alpha", "beta"], provider: "openai", model: "text-embedding-3-small" }, (r) => {
     expect(r).toMatchObject({ provider: "openai", model: "text-embedding-3-small", dimensions: 8 })
     expect(r.embeddings).toHaveLength(2)
+  }],
+  ["gateway_rerank", { query: "red kite", documents: ["a blue car", "a red kite in the wind"], topN: 1 }, (r) => {
+    // No rerank model is configured here: auto reranks with BM25 in-process.
+    expect(r).toMatchObject({ provider: "local", model: "bm25", results: [{ index: 1, document: "a red kite in the wind" }] })
   }],
   ["gateway_generate_image", { prompt: "a red kite", width: 1024, height: 1024 }, (r) => {
     expect(r).toMatchObject({ provider: "openai", model: "gpt-image-1", n: 1, size: "1024x1024" })
@@ -163,6 +168,7 @@ export const invalidCalls: ReadonlyArray<readonly [string, Record<string, unknow
   ["gateway_complete", { ...hello, temperature: 5, maxTokens: 0 }, /temperature: temperature must be between 0 and 2; maxTokens: maxTokens must be an integer from 1 to 1000000/],
   ["gateway_complete", { messages: [{ role: "robot", content: "x" }] }, /messages\.0\.role: role must be one of system, user, assistant/],
   ["gateway_embed", { texts: [] }, /texts: texts must hold at least one string/],
+  ["gateway_rerank", { query: "x", documents: [] }, /documents: documents must hold at least one document/],
   ["gateway_generate_image", { prompt: "" }, /prompt: prompt must not be empty/],
   ["gateway_fahrn_dispatch", { problem: "x", mode: "Hybrid" }, /mode: mode must be Serial, Parallel or Decomposed/],
   ["gateway_orchestrate_crew", { tasks: [] }, /tasks: tasks must hold at least one task/],
