@@ -262,6 +262,7 @@ describe("Anthropic-compatible surface", () => {
       stop_sequences: ["STOP"],
       tools: [weatherTool],
       tool_choice: { type: "auto" as const },
+      metadata: { user_id: "end-user-7" },
       messages: [
         { role: "user" as const, content: [{ type: "text" as const, text: "Weather and this image?" }, { type: "image" as const, source: { type: "base64" as const, media_type: "image/png" as const, data: PNG } }] },
         { role: "assistant" as const, content: [{ type: "tool_use" as const, id: "toolu_9", name: "get_weather", input: { city: "Oslo" } }] },
