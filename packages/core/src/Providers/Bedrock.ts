@@ -167,7 +167,7 @@ export const finishReason = (reason: unknown, calledTools = true): FinishReason 
 const usageOf = (u: any) =>
   typeof u?.inputTokens === "number" ? { promptTokens: u.inputTokens, completionTokens: typeof u.outputTokens === "number" ? u.outputTokens : 0 } : undefined
 
-/** Event types of ConverseStream; anything named `...Exception` is an error event. */
+/** Event types of ConverseStream; any other (an exception's type) fails the stream rather than be skipped. */
 const STREAM_EVENTS = new Set(["messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"])
 
 /** The event the framing emits for bytes that are not a valid event stream (its data says why). */
@@ -181,7 +181,6 @@ const streamEvents = (provider: string) => {
   return (event: SseEvent): ReadonlyArray<StreamEvent> | UpstreamError | null => {
     if (event.event === FRAMING_ERROR) return protocolError(provider, `bad event stream: ${event.data}`)
     if (!STREAM_EVENTS.has(event.event)) {
-      if (!/(Exception|Error)$/.test(event.event)) return []
       const body = eventJson(provider, event)
       const message = body instanceof UpstreamError ? event.data.slice(0, 300) : body?.message ?? body?.Message ?? event.data.slice(0, 300)
       return protocolError(provider, `stream error: ${event.event}: ${String(message)}`)
@@ -203,6 +202,8 @@ const streamEvents = (provider: string) => {
       case "contentBlockDelta": {
         const delta = data?.delta
         if (typeof delta?.text === "string") return delta.text === "" ? [] : [{ _tag: "Text", text: delta.text }]
+        // Reasoning models' thinking, as OpenAI-format providers stream it (`reasoning_content`).
+        if (typeof delta?.reasoningContent?.text === "string") return [{ _tag: "Extra", delta: { reasoning_content: delta.reasoningContent.text } }]
         if (delta?.toolUse !== undefined) {
           if (answerBlocks.has(data.contentBlockIndex)) return [{ _tag: "Text", text: String(delta.toolUse.input ?? "") }]
           return [{ _tag: "ToolCallDelta", index: toolIndex.get(data.contentBlockIndex) ?? 0, arguments: String(delta.toolUse.input ?? "") }]
@@ -335,13 +336,15 @@ export const wire: ChatWire = {
     const uses = blocks.filter((b) => typeof b?.toolUse === "object" && b.toolUse !== null).map((b) => b.toolUse)
     const answer = uses.find((u) => u.name === ANSWER_TOOL)
     const calls = uses.filter((u) => u.name !== ANSWER_TOOL)
+    const reasoning = blocks.map((b) => b?.reasoningContent?.reasoningText?.text).filter((t) => typeof t === "string").join("")
     return {
       content: answer !== undefined
         ? JSON.stringify(answer.input ?? {})
         : blocks.filter((b) => typeof b?.text === "string").map((b) => b.text as string).join(""),
       toolCalls: calls.map((u) => ({ id: String(u.toolUseId), name: String(u.name), arguments: JSON.stringify(u.input ?? {}) })),
       finishReason: finishReason(body.stopReason, calls.length > 0),
-      usage: usageOf(body.usage)
+      usage: usageOf(body.usage),
+      ...(reasoning !== "" ? { extra: { message: { reasoning_content: reasoning } } } : {})
     }
   },
   events: streamEvents,

@@ -192,6 +192,37 @@ describe("bedrock (Converse wire format)", () => {
     expect(body.toolConfig.toolChoice).toEqual({ any: {} })
   })
 
+  it("reasoning content comes back as reasoning_content, plain and streamed; an unknown event fails the stream", async () => {
+    mock.answer({
+      kind: "json",
+      body: {
+        output: { message: { role: "assistant", content: [{ reasoningContent: { reasoningText: { text: "Think first.", signature: "sig" } } }, { text: "42" }] } },
+        stopReason: "end_turn",
+        usage: { inputTokens: 5, outputTokens: 6, totalTokens: 11 }
+      }
+    })
+    const plain = await complete(signed, { model: MODEL, messages: [{ role: "user", content: "Answer?" }] })
+    expect(plain._tag === "Right" && plain.right).toMatchObject({ content: "42", extra: { message: { reasoning_content: "Think first." } } })
+    mock.answer({
+      kind: "frames",
+      frames: [
+        event("contentBlockDelta", { contentBlockIndex: 0, delta: { reasoningContent: { text: "Hmm." } } }),
+        event("contentBlockDelta", { contentBlockIndex: 0, delta: { reasoningContent: { signature: "sig" } } }),
+        event("contentBlockDelta", { contentBlockIndex: 1, delta: { text: "42" } }),
+        event("messageStop", { stopReason: "end_turn" })
+      ]
+    })
+    const streamed = await collect(signed, { model: MODEL, messages: [{ role: "user", content: "Answer?" }] })
+    expect(streamed._tag === "Right" && streamed.right).toEqual([
+      { _tag: "Extra", delta: { reasoning_content: "Hmm." } },
+      { _tag: "Text", text: "42" },
+      { _tag: "Finish", reason: "stop" }
+    ])
+    mock.answer({ kind: "frames", frames: [event("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "a" } }), event("surpriseEvent", {})] })
+    const unknown = await collect(signed, { model: MODEL, messages: [{ role: "user", content: "Answer?" }] })
+    expect(unknown._tag === "Left" && unknown.left.message).toContain("surpriseEvent")
+  })
+
   it("stop reasons map to the neutral finish reasons", async () => {
     const cases = [["max_tokens", "length"], ["stop_sequence", "stop"], ["content_filtered", "content_filter"], ["guardrail_intervened", "content_filter"]] as const
     for (const [stopReason, finish] of cases) {
