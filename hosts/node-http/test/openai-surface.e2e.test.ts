@@ -217,11 +217,12 @@ describe("OpenAI surface with the official clients", () => {
     for (const a of answers.slice(1)) expect(a).toEqual(answers[0])
   })
 
-  it("forwards a named tool_choice and a message's unmapped fields as sent", async () => {
+  it("forwards a named tool_choice, a tool's strict and a message's unmapped fields as sent", async () => {
+    const strictTool = { ...weatherTool, function: { ...weatherTool.function, strict: true } }
     const answer = await client(user).chat.completions.create({
       model: "gpt-4o-mini",
       messages: [{ role: "user", content: "Weather in Oslo?", name: "ada" }],
-      tools: [weatherTool],
+      tools: [strictTool],
       tool_choice: { type: "function", function: { name: "get_weather" } },
       parallel_tool_calls: true,
       service_tier: "default",
@@ -229,6 +230,7 @@ describe("OpenAI surface with the official clients", () => {
     })
     expect(upstream.chats.at(-1)).toMatchObject({
       messages: [{ role: "user", content: "Weather in Oslo?", name: "ada" }],
+      tools: [strictTool],
       tool_choice: { type: "function", function: { name: "get_weather" } },
       parallel_tool_calls: true,
       service_tier: "default",
@@ -271,19 +273,19 @@ describe("OpenAI surface with the official clients", () => {
     expect(upstream.chats.at(-1).messages).toEqual([{ role: "user", content }])
   })
 
-  it("refuses n > 1 and an uncarried tool field with a 400 naming them, before any upstream call", async () => {
+  it("refuses n > 1 and a field no wire carries with a 400 naming them, before any upstream call", async () => {
     const before = upstream.chats.length
     const refusal = client(user).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], n: 2 })
     await expect(refusal).rejects.toMatchObject({ status: 400 })
     await expect(refusal).rejects.toThrow(/\bn\b/)
-    // A tool field the neutral tool does not carry is refused by name too, never dropped.
-    const strict = client(user).chat.completions.create({
+    // A field on a tool beside type and function is carried by no wire: refused by name too, never dropped.
+    const tagged = client(user).chat.completions.create({
       model: "gpt-4o-mini",
       messages: [{ role: "user", content: "hi" }],
-      tools: [{ ...weatherTool, function: { ...weatherTool.function, strict: true } }]
+      tools: [{ ...weatherTool, cache_control: { type: "ephemeral" } } as OpenAI.ChatCompletionTool]
     })
-    await expect(strict).rejects.toMatchObject({ status: 400 })
-    await expect(strict).rejects.toThrow(/tools\[0\]\.function\.strict/)
+    await expect(tagged).rejects.toMatchObject({ status: 400 })
+    await expect(tagged).rejects.toThrow(/tools\[0\]\.cache_control/)
     expect(upstream.chats.length).toBe(before)
   })
 

@@ -72,7 +72,7 @@ const ResponseFormatSchema = Schema.Union(
   })
 )
 
-/** A tool as OpenAI sends it, its other fields kept so that they are refused by name, not dropped (`toolFieldOf`). */
+/** A tool as OpenAI sends it, its other fields kept: `function`'s are forwarded (ToolDefinition.extra), the tool's own refused by name. */
 const OpenAiTool = Schema.Struct(
   { type: ToolDefinitionSchema.fields.type, function: Schema.Struct(ToolDefinitionSchema.fields.function.fields, Schema.Record({ key: Schema.String, value: Schema.Unknown })) },
   Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -214,25 +214,27 @@ export const optionsOf = (body: ChatCompletionBody): ChatOptions => {
   }
 }
 
-/**
- * The first field of a tool definition beyond type, name, description and parameters (e.g.
- * `function.strict`): the neutral tool does not carry one yet, so it is refused by name.
- */
+/** The first field of a tool beyond type and function: no wire carries one, so it is refused by name. */
 const toolFieldOf = (body: ChatCompletionBody): string | undefined => {
   for (const [i, t] of (body.tools ?? []).entries()) {
     const top = Object.keys(unmapped(t, toolKeys) ?? {})[0]
     if (top !== undefined) return `tools[${i}].${top}`
-    const inner = Object.keys(unmapped(t.function, toolFunctionKeys) ?? {})[0]
-    if (inner !== undefined) return `tools[${i}].function.${inner}`
   }
   return undefined
 }
+
+/** The call's tools, each with its function's unmapped fields (e.g. `strict`) to forward. */
+const toolsOf = (body: ChatCompletionBody, tools: NonNullable<CompletionInput["tools"]>) =>
+  tools.map((t, i) => {
+    const extra = unmapped(body.tools?.[i]?.function ?? {}, toolFunctionKeys)
+    return extra ? { ...t, extra } : t
+  })
 
 /** The chat call's input: gateway body, then checked messages with their parts and forwarded fields, then the options. */
 export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequest => {
   const toolField = toolFieldOf(body)
   if (toolField !== undefined) {
-    return new BadRequest({ message: `${toolField} is not supported: the gateway's tool definitions carry type, name, description and parameters; remove it` })
+    return new BadRequest({ message: `${toolField} is not supported: a tool carries type and function; remove it` })
   }
   const converted = gatewayBodyOf(body)
   if (converted instanceof BadRequest) return converted
@@ -242,7 +244,7 @@ export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequ
     const rich = converted.richness[i]!
     return rich.parts || rich.extra ? { ...m, ...rich } : m
   })
-  return { ...input, messages, options: optionsOf(body) }
+  return { ...input, messages, ...(input.tools ? { tools: toolsOf(body, input.tools) } : {}), options: optionsOf(body) }
 }
 
 const wireCalls = (calls: CompletionResult["toolCalls"]) =>

@@ -44,6 +44,8 @@ export interface ToolDefinition {
   readonly description?: string | undefined
   /** JSON Schema of the arguments. */
   readonly parameters: Record<string, unknown>
+  /** Fields of an OpenAI tool's `function` beyond these (e.g. `strict`): OpenAI-compatible wires send them, others refuse them by name. */
+  readonly extra?: Readonly<Record<string, unknown>> | undefined
 }
 
 /** The answer's format: free text, any JSON object, or JSON that follows a schema. */
@@ -169,6 +171,10 @@ export const refusal = (family: string, field: string) => `${field} is not suppo
 export const extraFieldOf = (request: ChatRequest): string | undefined => {
   const top = Object.keys(request.extra ?? {})[0]
   if (top !== undefined) return top
+  for (const t of request.tools ?? []) {
+    const key = Object.keys(t.extra ?? {})[0]
+    if (key !== undefined) return `tools[].function.${key}`
+  }
   for (const m of request.messages) {
     const key = Object.keys(m.extra ?? {})[0]
     if (key !== undefined) return `messages[].${key}`

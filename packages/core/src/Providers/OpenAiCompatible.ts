@@ -69,7 +69,8 @@ export const wireTools = (tools: ReadonlyArray<ToolDefinition> | undefined) =>
     ? {
       tools: tools.map((t) => ({
         type: "function",
-        function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters }
+        // A function's unmapped fields (strict, ...) reach only OpenAI-format upstreams: the others refuse them (extraFieldOf).
+        function: { ...t.extra, name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters }
       }))
     }
     : {}
