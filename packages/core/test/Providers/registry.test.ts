@@ -31,7 +31,7 @@ const routing = Effect.runSync(
   )
 )
 
-const NO_MODEL = /has no catalogued (chat|embeddings) model/
+const NO_MODEL = /has no catalogued (chat|embeddings|rerank) model/
 
 describe("provider registry", () => {
   it("serves every endpoint type the catalogue lists, through the code the routes run", () => {
@@ -40,11 +40,11 @@ describe("provider registry", () => {
       const served = servedBy(p)
       for (const type of p.capabilities) {
         checked++
-        if (type === "chat" || type === "embeddings") {
+        if (type === "chat" || type === "embeddings" || type === "rerank") {
           // Routing accepts the provider; only a missing catalogued model may still refuse (issue 15's work).
           const found = routing.targets({ kind: type, provider: p.id, model: "auto", plan: TOP_PLAN, needsTools: false, contextTokens: 0 })
           if (!Array.isArray(found)) expect([p.id, type, (found as Routing.RoutingError).message]).toEqual([p.id, type, expect.stringMatching(NO_MODEL)])
-          expect(type === "chat" ? served.chat : served.embeddings).toBeDefined()
+          expect(served[type === "chat" ? "chat" : type === "embeddings" ? "embeddings" : "rerank"]).toBeDefined()
           continue
         }
         const chosen = Effect.runSync(Effect.either(routing.providerFor(type, p.id, TOP_PLAN)))
