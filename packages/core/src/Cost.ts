@@ -11,4 +11,7 @@ export const costOf = (model: Pick<ModelEntry, "inputPer1kUSD" | "outputPer1kUSD
 export const costKnown = (model: Pick<ModelEntry, "unpriced">): boolean => model.unpriced !== true
 
 export const pricingNote = (model: ModelEntry, providerName: string) =>
-  `List price of ${providerName} ${model.id}: $${model.inputPer1kUSD} per 1K input tokens and $${model.outputPer1kUSD} per 1K output tokens (public pricing, ${model.pricingSource}). Estimate only: the recorded cost of a real call uses the token counts the provider reports.`
+  model.kind === "rerank"
+    // Rerank prices are per 1K of what the vendor bills by (Providers/Rerank.ts `billing`).
+    ? `List price of ${providerName} ${model.id}: $${model.inputPer1kUSD} per 1K billed units: tokens, or searches for a provider that bills per search such as Cohere (a query with up to 100 documents) (public pricing, ${model.pricingSource}). Estimate only, reading promptTokens as those units: the recorded cost of a real rerank uses what the provider reports.`
+    : `List price of ${providerName} ${model.id}: $${model.inputPer1kUSD} per 1K input tokens and $${model.outputPer1kUSD} per 1K output tokens (public pricing, ${model.pricingSource}). Estimate only: the recorded cost of a real call uses the token counts the provider reports.`
