@@ -6,11 +6,22 @@
  * (bounded by AIGW_MAX_INFLATED_BYTES and AIGW_MAX_INFLATE_RATIO: 413 above) rather than its own
  * jszip, which inflates whatever the archive holds. Other formats are refused with the list of
  * supported ones.
+ *
+ * A named vendor (Unstructured, LlamaParse, Reducto, LandingAI: Providers/Documents/) parses
+ * through its API instead; `auto` and `local` stay in-process, so a document leaves the gateway
+ * only when the caller names where it goes. The vendor path takes the same file types (the
+ * result's `format` names one of them) and answers the same result shape.
  */
 import { Effect } from "effect"
 import { GatewayConfig } from "../Config.ts"
+import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { BadRequest, PayloadTooLarge, Unprocessable } from "../Errors.ts"
 import { jsonTextProblem } from "../JsonText.ts"
+import type { Plan } from "../Plans.ts"
+import { servedBy } from "../Providers/Registry.ts"
+import { toGatewayError } from "../Providers/UpstreamError.ts"
+import { Routing } from "../Routing.ts"
+import { Usage } from "../Usage.ts"
 import { Sandboxes } from "./Sandboxes.ts"
 import * as Zip from "./Zip.ts"
 
@@ -117,22 +128,50 @@ type Prepared =
   | { readonly format: "pdf"; readonly bytes: Uint8Array }
   | { readonly format: "docx"; readonly zip: ReturnType<typeof Zip.open> }
 
+/** A document a vendor parses: its bytes as they came. */
+interface ForVendor {
+  readonly format: Format
+  readonly vendor: ConfiguredProvider
+  readonly bytes: Uint8Array
+}
+
+/** What a parse request carries: the file, the provider named (`auto` when none) and the caller. */
+export interface DocumentInput {
+  readonly file: File
+  readonly provider: string
+  readonly avatarId: string
+  readonly plan: Plan
+}
+
+/** `auto` and `local` parse in-process; any other name is a vendor. */
+const isLocal = (provider: string) => provider === "auto" || provider === "local"
+
 /** JSON documents nest at most this deep (a deeper one would overflow the stack when printed back). */
 const DOCUMENT_JSON_DEPTH = 256
 
 /**
- * The document read as far as is cheap, or the refusal that depends only on the request: provider,
- * type, text that is not UTF-8, JSON that does not parse, a file that is no PDF or no zip, an archive
+ * The document read as far as is cheap, or the refusal that depends only on the request: provider
+ * (a vendor that is unknown, not configured or above the caller's plan), type, text that is not UTF-8, JSON that does not parse, a file that is no PDF or no zip, an archive
  * over its limits, a PDF sandbox that is unavailable or full. Answered before admission (docs/quota.md).
  */
-export const validate = (input: { readonly file: File; readonly provider: string; readonly avatarId: string }) =>
+export const validate = (input: DocumentInput) =>
   Effect.gen(function*() {
-    if (input.provider !== "auto" && input.provider !== "local") {
-      return yield* Effect.fail(new Unprocessable({ message: `Documents are parsed locally (provider local); provider ${input.provider} is not supported yet.` }))
-    }
-    const format = formatOf(input.file.name, input.file.type)
-    if (!format) return yield* Effect.fail(new Unprocessable({ message: `Unsupported document type (${input.file.name || input.file.type || "unknown"}); supported: ${SUPPORTED}.` }))
-    const bytes = new Uint8Array(yield* Effect.promise(() => input.file.arrayBuffer()))
+    if (isLocal(input.provider)) return yield* validateLocal(input.file, input.avatarId)
+    const vendor = yield* Effect.flatMap(Routing, (r) => r.providerFor("documents", input.provider, input.plan))
+    const format = yield* knownFormat(input.file)
+    return { format, vendor, bytes: new Uint8Array(yield* Effect.promise(() => input.file.arrayBuffer())) } satisfies ForVendor as Prepared | ForVendor
+  })
+
+const knownFormat = (file: File) => {
+  const format = formatOf(file.name, file.type)
+  return format ? Effect.succeed(format) : Effect.fail(new Unprocessable({ message: `Unsupported document type (${file.name || file.type || "unknown"}); supported: ${SUPPORTED}.` }))
+}
+
+/** `validate` for the in-process parsers. */
+export const validateLocal = (file: File, avatarId: string) =>
+  Effect.gen(function*() {
+    const format = yield* knownFormat(file)
+    const bytes = new Uint8Array(yield* Effect.promise(() => file.arrayBuffer()))
     switch (format) {
       case "text":
       case "markdown":
@@ -152,7 +191,7 @@ export const validate = (input: { readonly file: File; readonly provider: string
         }
         const sandboxes = yield* Sandboxes
         yield* sandboxes.available("pdf", "unpdf")
-        yield* sandboxes.vacancy(input.avatarId)
+        yield* sandboxes.vacancy(avatarId)
         return { format, bytes } satisfies Prepared as Prepared
       }
       case "docx": {
@@ -174,9 +213,50 @@ const pdfPages = (bytes: Uint8Array, avatarId: string) =>
     return yield* Effect.fail(new Unprocessable({ message: `The PDF could not be read within the sandbox's limits: ${outcome.error ?? "no answer"}.` }))
   })
 
-export const parse = (input: { readonly file: File; readonly provider: string; readonly avatarId: string }) =>
+/** The result shape every parse answers (ResponseSchemas.ts DocumentParseResult). */
+const result = (file: File, format: Format, text: string, extra: Record<string, unknown>, provider: string) => ({
+  filename: file.name,
+  mimeType: file.type || null,
+  format,
+  text,
+  characters: text.length,
+  words: (text.match(/\S+/g) ?? []).length,
+  ...extra,
+  provider
+})
+
+/** Parses through the named vendor and records the call (no tokens; no known price, so no cost). */
+const parseWithVendor = (input: DocumentInput, format: Format, vendor: ConfiguredProvider, bytes: Uint8Array) =>
+  Effect.gen(function*() {
+    const config = yield* GatewayConfig
+    const parser = servedBy(vendor).documents
+    if (parser === undefined) return yield* Effect.fail(new Unprocessable({ message: `Provider ${vendor.id} cannot parse documents.` }))
+    const started = performance.now()
+    const parsed = yield* Effect.mapError(
+      parser.parse(vendor, { bytes, filename: input.file.name, mimeType: input.file.type }, { pollMs: config.jobPollMs, allowPrivateUrls: config.allowPrivateUrls }),
+      toGatewayError
+    )
+    const usage = yield* Usage
+    yield* usage.record({
+      avatarId: input.avatarId, provider: vendor.id, model: vendor.id, capability: "documents", promptTokens: 0, completionTokens: 0, costUSD: 0,
+      latencyMs: Math.round(performance.now() - started), estimated: false, ok: true
+    })
+    const extra = { ...(parsed.pages !== undefined ? { pages: parsed.pages } : {}), ...(parsed.pageTexts !== undefined ? { pageTexts: parsed.pageTexts } : {}) }
+    return result(input.file, format, parsed.text, extra, vendor.id)
+  })
+
+export const parse = (input: DocumentInput) =>
   Effect.gen(function*() {
     const prepared = yield* validate(input)
+    if ("vendor" in prepared) return yield* parseWithVendor(input, prepared.format, prepared.vendor, prepared.bytes)
+    return yield* parsePrepared(input.file, input.avatarId, prepared)
+  })
+
+/** Parses in-process (provider `local`, and `auto`). */
+export const parseLocal = (file: File, avatarId: string) => Effect.flatMap(validateLocal(file, avatarId), (prepared) => parsePrepared(file, avatarId, prepared))
+
+const parsePrepared = (file: File, avatarId: string, prepared: Prepared) =>
+  Effect.gen(function*() {
     let text = ""
     const extra: Record<string, unknown> = {}
     switch (prepared.format) {
@@ -199,7 +279,7 @@ export const parse = (input: { readonly file: File; readonly provider: string; r
         text = htmlText(prepared.text)
         break
       case "pdf": {
-        const pages = yield* pdfPages(prepared.bytes, input.avatarId)
+        const pages = yield* pdfPages(prepared.bytes, avatarId)
         extra.pages = pages.totalPages
         extra.pageTexts = pages.text
         text = pages.text.join("\n\n")
@@ -216,14 +296,5 @@ export const parse = (input: { readonly file: File; readonly provider: string; r
         break
       }
     }
-    return {
-      filename: input.file.name,
-      mimeType: input.file.type || null,
-      format: prepared.format,
-      text,
-      characters: text.length,
-      words: (text.match(/\S+/g) ?? []).length,
-      ...extra,
-      provider: "local"
-    }
+    return result(file, prepared.format, text, extra, "local")
   })

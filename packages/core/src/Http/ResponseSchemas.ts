@@ -480,7 +480,7 @@ export const DocumentParseResult = Schema.Struct({
   data: Schema.optional(Schema.Unknown.annotations({ description: "json: the parsed document" })),
   pages: Schema.optional(Schema.Number.annotations({ description: "pdf: the page count" })),
   pageTexts: Schema.optional(Schema.Array(Schema.String).annotations({ description: "pdf: the text of each page" })),
-  provider: Schema.String.annotations({ description: "local (in-process)" })
+  provider: Schema.String.annotations({ description: "local (in-process), or the vendor that parsed it (unstructured, llamaparse, reducto, landingai)" })
 }).annotations({ identifier: "DocumentParseResult" })
 // The per-format fields are gathered in a record the service's type does not show: the e2e tests check them.
 matches<typeof DocumentParseResult, Effect.Effect.Success<ReturnType<typeof parseDocument>>>(true)

@@ -44,9 +44,9 @@ export const toolRoutes = [
     tag: "Tools",
     metered: true,
     rawBody: true,
-    summary: `Parse a document (multipart \`file\`; ${Documents.SUPPORTED}) into text (plus rows for CSV, data for JSON, pages for PDF)`,
-    check: ({ avatar, form }) => Effect.flatMap(documentInput(form!), (input) => Effect.asVoid(Documents.validate({ ...input, avatarId: avatar.id }))),
-    handle: ({ avatar, form }) => Effect.flatMap(documentInput(form!), (input) => Documents.parse({ ...input, avatarId: avatar.id }))
+    summary: `Parse a document (multipart \`file\`; ${Documents.SUPPORTED}) into text (plus rows for CSV, data for JSON, pages for PDF), in-process or through a named vendor (\`provider\`)`,
+    check: ({ avatar, form }) => Effect.flatMap(documentInput(form!), (input) => Effect.asVoid(Documents.validate({ ...input, avatarId: avatar.id, plan: avatar.plan }))),
+    handle: ({ avatar, form }) => Effect.flatMap(documentInput(form!), (input) => Documents.parse({ ...input, avatarId: avatar.id, plan: avatar.plan }))
   }),
   authed({
     method: "POST",

@@ -14,6 +14,10 @@ import * as Cohere from "./Cohere.ts"
 import * as EmbeddingVendors from "./EmbeddingVendors.ts"
 import * as Bedrock from "./Bedrock.ts"
 import * as Gemini from "./Gemini.ts"
+import * as LandingAi from "./Documents/LandingAi.ts"
+import * as LlamaParse from "./Documents/LlamaParse.ts"
+import * as Reducto from "./Documents/Reducto.ts"
+import * as Unstructured from "./Documents/Unstructured.ts"
 import * as OpenAiCompatible from "./OpenAiCompatible.ts"
 import { endpointTypesOf, type Served } from "./Served.ts"
 import * as Luma from "./Video/Luma.ts"
@@ -42,7 +46,11 @@ const modules: Readonly<Record<string, Served>> = {
   luma: Luma.served,
   replicate: Replicate.served,
   vertex: Vertex.served,
-  watsonx: Watsonx.served
+  watsonx: Watsonx.served,
+  unstructured: Unstructured.served,
+  llamaparse: LlamaParse.served,
+  reducto: Reducto.served,
+  landingai: LandingAi.served
 }
 
 /** The provider ids that have a module of their own (for the registry's consistency test). */

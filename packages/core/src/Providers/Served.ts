@@ -5,6 +5,7 @@
  */
 import type { EndpointType } from "../Catalog/Catalog.ts"
 import type { ChatWire, WireRequest } from "./Chat.ts"
+import type { DocumentParser } from "./Documents/DocumentParser.ts"
 import type { EmbeddingWire } from "./Embeddings.ts"
 import type { RerankWire } from "./Rerank.ts"
 import type { VideoAdapter } from "./Video/VideoAdapter.ts"
@@ -57,6 +58,8 @@ export interface Served {
   readonly transcription?: OpenAiMediaEndpoint
   /** Asynchronous video generation (submit, then poll). */
   readonly video?: VideoAdapter
+  /** Document parsing through the vendor's API (Documents/DocumentParser.ts). */
+  readonly documents?: DocumentParser
   /** The upstream batch API batches are submitted to (otherwise batches run item by item through routing). */
   readonly batchApi?: "openai"
   /** The upstream fine-tuning API (OpenAiJobs.ts). */
@@ -89,6 +92,7 @@ export const endpointTypesOf = (s: Served): ReadonlyArray<EndpointType> => {
   if (s.speech) types.push("speech")
   if (s.transcription) types.push("transcription")
   if (s.moderation) types.push("moderation")
+  if (s.documents) types.push("documents")
   if (s.chat || s.batchApi) types.push("batch")
   if (s.fineTuning) types.push("finetune")
   return types

@@ -12,7 +12,7 @@ const limits = { ...GatewayConfig.defaultLimits, maxInflatedBytes: 4 * 1024 * 10
 
 const parse = (bytes: Buffer) =>
   Effect.runPromise(
-    Effect.either(Documents.parse({ file: new File([new Uint8Array(bytes)], "doc.docx", { type: DOCX }), provider: "auto", avatarId: "a" })).pipe(
+    Effect.either(Documents.parseLocal(new File([new Uint8Array(bytes)], "doc.docx", { type: DOCX }), "a")).pipe(
       Effect.provide(Sandboxes.layer.pipe(Layer.provideMerge(GatewayConfig.layer({ limits }))))
     )
   )
