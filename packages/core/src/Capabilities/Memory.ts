@@ -3,10 +3,22 @@
  * is available (or named), else from the in-process `local` embedder: feature-hashed word
  * unigrams and bigrams into 256 signed dimensions, L2-normalised (lexical similarity, no
  * model). Queries compare only vectors of the same embedder.
+ *
+ * A named external memory vendor (mem0, zep, letta, supermemory: Providers/Memory) keeps and
+ * searches the memories itself, under a vendor-side user id derived from the avatar
+ * (`vendorUserId`), so an avatar reaches only its own. `auto` stays local for the routes: it
+ * never sends an avatar's memories to a third party it did not name. The MCP tools
+ * `gateway_memory_external_*` always go to a vendor (`auto` there: the first configured one).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Catalog, type ConfiguredProvider } from "../Catalog/Catalog.ts"
+import { Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
+import { type MemoryAdapter, vendorUserId } from "../Providers/Memory/MemoryAdapter.ts"
+import { servedBy } from "../Providers/Registry.ts"
+import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.ts"
 import { routed, Routing } from "../Routing.ts"
+import { Usage } from "../Usage.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { type MemoryRecord, MemoryStore } from "../Storage/MemoryStore.ts"
 import { Embeddings } from "./Embeddings.ts"
@@ -49,10 +61,137 @@ export const cosine = (a: ReadonlyArray<number>, b: ReadonlyArray<number>) => {
   return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb)
 }
 
+const ExternalProvider = Schema.optionalWith(
+  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)).annotations({
+    description: "External memory provider: mem0, zep, letta or supermemory (see gateway_memory_external_list_providers), or auto for the first configured one",
+    default: "auto"
+  }),
+  { default: () => "auto" }
+)
+
+/** A required text field of at most `max` characters. */
+const TextField = (name: string, max: number, description: string) =>
+  Schema.String.pipe(
+    Schema.minLength(1, { message: () => `${name} must not be empty` }),
+    Schema.maxLength(max, { message: () => `${name} is limited to ${max} characters` })
+  ).annotations({ description })
+
+/** The parameters of the MCP tool gateway_memory_external_add. */
+export const ExternalAddParams = {
+  provider: ExternalProvider,
+  text: TextField("text", 100_000, "The memory to keep"),
+  metadata: Schema.optionalWith(
+    Schema.Record({ key: Schema.String.pipe(Schema.maxLength(100)), value: Schema.Union(Schema.String.pipe(Schema.maxLength(1000)), Schema.Number, Schema.Boolean) }).annotations({
+      description: "Key/value pairs stored with the memory (strings, numbers, booleans; Zep keeps at most 10 keys, Letta takes none)"
+    }),
+    { exact: true }
+  )
+}
+
+/** The parameters of the MCP tool gateway_memory_external_search. */
+export const ExternalSearchParams = {
+  provider: ExternalProvider,
+  query: TextField("query", 10_000, "What to look for, in natural language"),
+  limit: Schema.optionalWith(
+    Schema.Int.pipe(Schema.between(1, 50, { message: () => "limit must be an integer from 1 to 50" })).annotations({ description: "Most results to return (default 5)", default: 5 }),
+    { default: () => 5 }
+  )
+}
+
+/** A text for an external memory vendor (the MCP tool gateway_memory_external_add). */
+export interface ExternalAdd {
+  readonly provider: string
+  readonly text: string
+  readonly metadata?: Readonly<Record<string, string | number | boolean>> | undefined
+}
+
+/** What a store answers (POST /v1/memory/store). */
+export interface Stored {
+  readonly memoryId: string
+  readonly userId: string
+  /** `local`, or the external memory vendor that keeps it. */
+  readonly provider: string
+  readonly embedder: string
+  /** null when an external vendor embeds (its vectors are not exposed). */
+  readonly dimensions: number | null
+  readonly createdAtUtc: string
+}
+
+/** What a query answers (POST /v1/memory/query). */
+export interface Queried {
+  readonly userId: string
+  readonly provider: string
+  readonly results: ReadonlyArray<{
+    readonly memoryId: string
+    readonly content: string
+    /** Cosine similarity (local), the vendor's relevance score, or null when the vendor gives none. */
+    readonly score: number | null
+    readonly embedder: string
+    readonly createdAtUtc: string | null
+  }>
+  readonly searched: number
+}
+
 const makeService = Effect.gen(function*() {
   const store = yield* MemoryStore
   const embeddings = yield* Embeddings
   const routing = yield* Routing
+  const catalog = yield* Catalog
+  const usage = yield* Usage
+
+  /** Whether a provider name is an external memory vendor (else: local, auto or an embedding provider). */
+  const isVendor = (provider: string) =>
+    Option.match(catalog.provider(provider), { onNone: () => false, onSome: (p) => servedBy(p).memory !== undefined })
+
+  /** The vendor (named, or for `auto` the first configured) with its adapter; refused when it cannot be used. */
+  const vendorFor = (avatar: AvatarRecord, provider: string) =>
+    Effect.map(routing.providerFor("memory", provider, avatar.plan as Plan), (p) => ({ provider: p, adapter: servedBy(p).memory! }))
+
+  const refusal = (adapter: MemoryAdapter, metadata: ExternalAdd["metadata"]) => {
+    const why = adapter.unsupported?.({ userId: "", text: "", metadata })
+    return why === undefined ? Effect.void : Effect.fail(new Unprocessable({ message: why }))
+  }
+
+  /** Runs a vendor call, records it in usage (no tokens, no cost known) and maps its errors. */
+  const call = <A>(avatar: AvatarRecord, provider: ConfiguredProvider, capability: string, effect: Effect.Effect<A, UpstreamError>) =>
+    Effect.suspend(() => {
+      const started = performance.now()
+      return Effect.tap(Effect.mapError(effect, toGatewayError), () =>
+        usage.record({
+          avatarId: avatar.id, provider: provider.id, model: provider.id, capability, promptTokens: 0, completionTokens: 0, costUSD: 0,
+          latencyMs: Math.round(performance.now() - started), estimated: false, ok: true
+        }))
+    })
+
+  /** Adds a text to a vendor under the avatar's (and user id's) scope. */
+  const addExternal = (avatar: AvatarRecord, input: ExternalAdd & { readonly userId?: string | undefined }) =>
+    Effect.gen(function*() {
+      const { adapter, provider } = yield* vendorFor(avatar, input.provider)
+      yield* refusal(adapter, input.metadata)
+      const added = yield* call(avatar, provider, "memory", adapter.add(provider, { userId: vendorUserId(avatar.id, input.userId), text: input.text, metadata: input.metadata }))
+      return { provider: provider.id, memoryId: added.id, userId: input.userId ?? avatar.id, createdAtUtc: added.createdAt ?? new Date().toISOString() }
+    })
+
+  /** Searches a vendor within the avatar's (and user id's) scope. */
+  const searchExternal = (avatar: AvatarRecord, input: { readonly provider: string; readonly query: string; readonly limit: number; readonly userId?: string | undefined }) =>
+    Effect.gen(function*() {
+      const { adapter, provider } = yield* vendorFor(avatar, input.provider)
+      const items = yield* call(avatar, provider, "memory", adapter.search(provider, { userId: vendorUserId(avatar.id, input.userId), query: input.query, limit: input.limit }))
+      return { provider: provider.id, userId: input.userId ?? avatar.id, results: items.slice(0, input.limit) }
+    })
+
+  /** The catalogue's memory vendors: whether each is configured, and what to set when not. */
+  const externalProviders = () => {
+    const providers = catalog.providers.filter((p) => servedBy(p).memory !== undefined).map((p) => ({
+      id: p.id,
+      name: p.name,
+      configured: p.configured,
+      ...(p.missing !== undefined ? { missing: p.missing } : {}),
+      minPlan: p.minPlan,
+      website: p.website
+    }))
+    return { total: providers.length, configured: providers.filter((p) => p.configured).length, providers }
+  }
 
   /** `local`, a named provider, or `auto`: the best configured embedding model, else local. */
   const chooseEmbedder = (avatar: AvatarRecord, provider: string) =>
@@ -72,10 +211,19 @@ const makeService = Effect.gen(function*() {
     )
   }
 
-  /** The refusal of a store that depends only on the request and configuration (answered before admission). */
-  const checkStore = (avatar: AvatarRecord, provider: string) => Effect.asVoid(chooseEmbedder(avatar, provider))
+  /** The refusal of a store or query that depends only on the request and configuration (answered before admission). */
+  const checkStore = (avatar: AvatarRecord, provider: string) =>
+    isVendor(provider) ? Effect.asVoid(vendorFor(avatar, provider)) : Effect.asVoid(chooseEmbedder(avatar, provider))
+
+  /** A query names an embedder only through what is stored; only an external vendor can be refused up front. */
+  const checkQuery = (avatar: AvatarRecord, provider: string) => (isVendor(provider) ? Effect.asVoid(vendorFor(avatar, provider)) : Effect.void)
 
   const store_ = Effect.fn("Memory.store")(function*(avatar: AvatarRecord, input: { readonly content: string; readonly userId?: string | undefined; readonly provider: string }) {
+    if (isVendor(input.provider)) {
+      const added = yield* addExternal(avatar, { provider: input.provider, text: input.content, userId: input.userId })
+      const stored: Stored = { memoryId: added.memoryId, userId: added.userId, provider: added.provider, embedder: added.provider, dimensions: null, createdAtUtc: added.createdAtUtc }
+      return stored
+    }
     const embedder = yield* chooseEmbedder(avatar, input.provider)
     const vector = yield* embedWith(avatar, embedder, input.content)
     const record: MemoryRecord = {
@@ -88,13 +236,20 @@ const makeService = Effect.gen(function*() {
       createdAt: Date.now()
     }
     yield* store.insert(record)
-    return { memoryId: record.id, userId: record.userId, embedder, dimensions: vector.length, createdAtUtc: new Date(record.createdAt).toISOString() }
+    const stored: Stored = { memoryId: record.id, userId: record.userId, provider: "local", embedder, dimensions: vector.length, createdAtUtc: new Date(record.createdAt).toISOString() }
+    return stored
   })
 
   const query = Effect.fn("Memory.query")(function*(
     avatar: AvatarRecord,
     input: { readonly query: string; readonly userId?: string | undefined; readonly provider: string; readonly topK: number }
   ) {
+    if (isVendor(input.provider)) {
+      const found = yield* searchExternal(avatar, { provider: input.provider, query: input.query, limit: input.topK, userId: input.userId })
+      const results = found.results.map((r) => ({ memoryId: r.id, content: r.text, score: r.score, embedder: found.provider, createdAtUtc: r.createdAt }))
+      const queried: Queried = { userId: found.userId, provider: found.provider, results, searched: results.length }
+      return queried
+    }
     const userId = input.userId ?? avatar.id
     const memories = yield* store.list(avatar.id, userId, QUERY_WINDOW)
     const spaces = [...new Set(memories.map((m) => m.embedder))]
@@ -104,10 +259,22 @@ const makeService = Effect.gen(function*() {
       .map((m) => ({ memoryId: m.id, content: m.content, score: Math.round(cosine(queryVectors.get(m.embedder)!, m.vector) * 1e6) / 1e6, embedder: m.embedder, createdAtUtc: new Date(m.createdAt).toISOString() }))
       .sort((a, b) => b.score - a.score)
       .slice(0, input.topK)
-    return { userId, results, searched: memories.length }
+    const queried: Queried = { userId, provider: "local", results, searched: memories.length }
+    return queried
   })
 
-  return { checkStore, store: store_, query }
+  return {
+    checkStore,
+    checkQuery,
+    store: store_,
+    query,
+    addExternal,
+    searchExternal,
+    externalProviders,
+    /** The MCP external tools' refusals that depend only on the request and configuration. */
+    checkExternal: (avatar: AvatarRecord, provider: string, metadata?: ExternalAdd["metadata"]) =>
+      Effect.flatMap(vendorFor(avatar, provider), ({ adapter }) => refusal(adapter, metadata))
+  }
 })
 
 export class Memory extends Context.Tag("aigw/Memory")<Memory, Effect.Effect.Success<typeof makeService>>() {}

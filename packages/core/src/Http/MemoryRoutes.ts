@@ -16,7 +16,7 @@ export const memoryRoutes = [
     tag: "Memory",
     metered: true,
     summary: "Store a memory (embedded for semantic search) under a user id of the calling avatar",
-    description: "userId defaults to the avatar's id. provider: auto (a configured embedding model, else local), local, or an embedding provider id. Admins may act for another avatar with avatarId.",
+    description: "userId defaults to the avatar's id. provider: auto (a configured embedding model, else local), local, an embedding provider id, or an external memory provider (mem0, zep, letta, supermemory) that keeps the memory under an id derived from the avatar and userId. Admins may act for another avatar with avatarId.",
     body: Schema.Struct({ content: Schema.String.pipe(Schema.minLength(1, { message: () => "content must not be empty" }), Schema.maxLength(100_000)), userId: UserId, provider: Provider, avatarId: AvatarId }),
     avatarIdOf: (b) => b.avatarId,
     check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkStore(avatar, body.provider)),
@@ -29,6 +29,7 @@ export const memoryRoutes = [
     tag: "Memory",
     metered: true,
     summary: "Semantic search over a user's memories (cosine similarity); the best topK (default 5)",
+    description: "provider: auto or local search the gateway's own store (each stored embedding space); an external memory provider (mem0, zep, letta, supermemory) searches the memories stored there for this avatar and userId.",
     body: Schema.Struct({
       query: Schema.String.pipe(Schema.minLength(1, { message: () => "query must not be empty" }), Schema.maxLength(10_000)),
       userId: UserId,
@@ -37,6 +38,7 @@ export const memoryRoutes = [
       avatarId: AvatarId
     }),
     avatarIdOf: (b) => b.avatarId,
+    check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkQuery(avatar, body.provider)),
     handle: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.query(avatar, body))
   })
 ]

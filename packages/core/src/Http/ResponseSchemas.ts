@@ -329,22 +329,24 @@ type MemoryService = Context.Tag.Service<Memory>
 export const MemoryStored = Schema.Struct({
   memoryId: Schema.String,
   userId: Schema.String,
-  embedder: Schema.String.annotations({ description: "local, or provider/model of the embedding model" }),
-  dimensions: Schema.Number,
+  provider: Schema.String.annotations({ description: "Where the memory is kept: local, or the external memory provider (mem0, zep, letta, supermemory)" }),
+  embedder: Schema.String.annotations({ description: "local, provider/model of the embedding model, or the external memory provider (which embeds itself)" }),
+  dimensions: Schema.NullOr(Schema.Number).annotations({ description: "Vector dimensions; null when an external memory provider embeds" }),
   createdAtUtc: IsoDateTime
 }).annotations({ identifier: "MemoryStored" })
 matches<typeof MemoryStored, Effect.Effect.Success<ReturnType<MemoryService["store"]>>>(true)
 
 export const MemoryQueryResult = Schema.Struct({
   userId: Schema.String,
+  provider: Schema.String.annotations({ description: "Where the search ran: local, or the external memory provider" }),
   results: Schema.Array(Schema.Struct({
     memoryId: Schema.String,
     content: Schema.String,
-    score: Schema.Number.annotations({ description: "Cosine similarity" }),
+    score: Schema.NullOr(Schema.Number).annotations({ description: "Cosine similarity (local), the external provider's relevance score, or null when it gives none (Letta)" }),
     embedder: Schema.String,
-    createdAtUtc: IsoDateTime
+    createdAtUtc: Schema.NullOr(IsoDateTime).annotations({ description: "null when the external provider does not say" })
   })),
-  searched: Schema.Number.annotations({ description: "How many memories were compared" })
+  searched: Schema.Number.annotations({ description: "How many memories were compared (external provider: how many it returned)" })
 }).annotations({ identifier: "MemoryQueryResult" })
 matches<typeof MemoryQueryResult, Effect.Effect.Success<ReturnType<MemoryService["query"]>>>(true)
 

@@ -16,6 +16,7 @@ import * as Rerank from "../Capabilities/Rerank.ts"
 import { ProviderCalls } from "../Engine/ProviderCalls.ts"
 import { Routing } from "../Routing.ts"
 import { Holons } from "../Capabilities/Holons.ts"
+import { Memory } from "../Capabilities/Memory.ts"
 import { Orchestrators } from "../Capabilities/Orchestrators.ts"
 import { Media } from "../Capabilities/Media.ts"
 import { Orchestration } from "../Capabilities/Orchestration.ts"
@@ -41,6 +42,7 @@ export const makeAdmissionChecks = Effect.gen(function*() {
   const completions = yield* Completions
   const embeddings = yield* Embeddings
   const media = yield* Media
+  const memory = yield* Memory
   const reranking = yield* Effect.context<Routing>()
   const routing = (avatar: AvatarRecord, provider: string, model = "auto") => completions.check(avatar, { provider, model, messages: [] })
   const checks: Record<string, AdmissionCheck> = {
@@ -48,6 +50,8 @@ export const makeAdmissionChecks = Effect.gen(function*() {
     gateway_embed: (avatar, params) => embeddings.check(avatar, params),
     gateway_rerank: (avatar, params) => Effect.provide(Rerank.check(avatar, params), reranking),
     gateway_generate_image: (avatar, params) => media.check.images(avatar, params),
+    gateway_memory_external_add: (avatar, params) => memory.checkExternal(avatar, params.provider, params.metadata),
+    gateway_memory_external_search: (avatar, params) => memory.checkExternal(avatar, params.provider),
     gateway_fahrn_solve: (avatar, params) => routing(avatar, params.provider),
     gateway_fahrn_dispatch: (avatar, params) => routing(avatar, params.provider),
     gateway_orchestrate_crew: (avatar, params) => routing(avatar, params.provider),
@@ -67,6 +71,7 @@ export const layerHandlers = GatewayToolkit.toLayer(
     const agents = yield* Agents
     const braid = yield* Braid
     const holons = yield* Holons
+    const memory = yield* Memory
     const orchestrators = yield* Orchestrators
     const usage = yield* Usage
     const quota = yield* Quota
@@ -113,11 +118,9 @@ export const layerHandlers = GatewayToolkit.toLayer(
       gateway_memory_propagate: (params) => holons.propagate(params.holonId),
       gateway_memory_propagate_up: (params) => holons.propagateUp(params),
       gateway_memory_search: (params) => Effect.flatMap(CurrentAvatar, (avatar) => holons.search(avatar, params)),
-      gateway_memory_external_list_providers: () =>
-        withServices(Effect.map(Catalog, (c) => {
-          const providers = c.providers.filter((p) => p.offers.includes("memory")).map((p) => ({ id: p.id, name: p.name, configured: p.configured, website: p.website }))
-          return { total: providers.length, providers, note: "Searching and adding through external memory providers is not supported yet; use the holon tools or /v1/memory." }
-        })),
+      gateway_memory_external_list_providers: () => Effect.sync(() => memory.externalProviders()),
+      gateway_memory_external_add: (params) => Effect.flatMap(CurrentAvatar, (avatar) => memory.addExternal(avatar, params)),
+      gateway_memory_external_search: (params) => Effect.flatMap(CurrentAvatar, (avatar) => memory.searchExternal(avatar, params)),
       gateway_orchestrator_register: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestrators.register(avatar, params)),
       gateway_orchestrator_list: () => Effect.flatMap(CurrentAvatar, (avatar) => orchestrators.list(avatar)),
       gateway_orchestrator_invoke: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestrators.invoke(avatar, params)),

@@ -11,6 +11,7 @@ import { Context, Schema } from "effect"
 import { RegisterAgentParams } from "../Capabilities/Agents.ts"
 import { SaveGraphParams } from "../Capabilities/Braid.ts"
 import { EmbeddingsBody } from "../Capabilities/Embeddings.ts"
+import { ExternalAddParams, ExternalSearchParams } from "../Capabilities/Memory.ts"
 import { RerankBody } from "../Capabilities/Rerank.ts"
 import { Params as HolonParams } from "../Capabilities/Holons.ts"
 import { Params as OrchestratorParams } from "../Capabilities/Orchestrators.ts"
@@ -265,7 +266,20 @@ export const MemoryRecord = dataTool("gateway_memory_record", "Record memory", "
 export const MemoryPropagate = dataTool("gateway_memory_propagate", "Propagate memories", "Propagate the holon's permitted memories (per its membrane rule) one level up; each item once.", HolonParams.propagate)
 export const MemoryPropagateUp = dataTool("gateway_memory_propagate_up", "Propagate memories up", "Propagate permitted memories level by level, N levels up or to the root; each level applies its own membrane rule.", HolonParams.propagateUp)
 export const MemorySearch = dataTool("gateway_memory_search", "Search holon", "Semantic search (local embeddings, cosine) over the memory items of a holon that you may see: yours and consented ones.", HolonParams.search, true)
-export const MemoryExternalListProviders = dataTool("gateway_memory_external_list_providers", "External memory providers", "List the external memory providers of the catalogue with whether they are configured. Searching or adding through them is not supported yet.", {}, true)
+export const MemoryExternalListProviders = dataTool("gateway_memory_external_list_providers", "External memory providers", "List the external memory providers (mem0, zep, letta, supermemory): whether each is configured, and when not what to set. gateway_memory_external_add and gateway_memory_external_search use them.", {}, true)
+export const MemoryExternalAdd = capabilityTool(
+  "gateway_memory_external_add",
+  "Add to external memory",
+  "Add a memory to an external memory provider (mem0, zep, letta, supermemory; auto: the first configured), kept under an id derived from your avatar so only you can search it; the same memories as POST /v1/memory/store with that provider and no userId. Returns the provider's memory id. Counts against the daily quota.",
+  ExternalAddParams
+)
+export const MemoryExternalSearch = capabilityTool(
+  "gateway_memory_external_search",
+  "Search external memory",
+  "Semantic search over your memories at an external memory provider (mem0, zep, letta, supermemory; auto: the first configured): the best matches with the provider's score (null when it gives none), metadata and creation time. Counts against the daily quota.",
+  ExternalSearchParams,
+  true
+)
 
 export const OrchestratorRegister = dataTool("gateway_orchestrator_register", "Register orchestrator", "Register an external agent or orchestrator endpoint (openai-chat, a2a or http-json); the URL must be public http(s).", OrchestratorParams.register)
 export const OrchestratorList = dataTool("gateway_orchestrator_list", "List orchestrators", "List your registered orchestrator endpoints.", {}, true)
@@ -443,6 +457,8 @@ export const GatewayToolkit = Toolkit.make(
   MemoryPropagateUp,
   MemorySearch,
   MemoryExternalListProviders,
+  MemoryExternalAdd,
+  MemoryExternalSearch,
   OrchestratorRegister,
   OrchestratorList,
   OrchestratorInvoke,

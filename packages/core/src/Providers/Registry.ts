@@ -14,6 +14,10 @@ import * as Cohere from "./Cohere.ts"
 import * as EmbeddingVendors from "./EmbeddingVendors.ts"
 import * as Bedrock from "./Bedrock.ts"
 import * as Gemini from "./Gemini.ts"
+import * as Letta from "./Memory/Letta.ts"
+import * as Mem0 from "./Memory/Mem0.ts"
+import * as Supermemory from "./Memory/Supermemory.ts"
+import * as Zep from "./Memory/Zep.ts"
 import * as LandingAi from "./Documents/LandingAi.ts"
 import * as LlamaParse from "./Documents/LlamaParse.ts"
 import * as Reducto from "./Documents/Reducto.ts"
@@ -50,7 +54,11 @@ const modules: Readonly<Record<string, Served>> = {
   unstructured: Unstructured.served,
   llamaparse: LlamaParse.served,
   reducto: Reducto.served,
-  landingai: LandingAi.served
+  landingai: LandingAi.served,
+  mem0: Mem0.served,
+  zep: Zep.served,
+  letta: Letta.served,
+  supermemory: Supermemory.served
 }
 
 /** The provider ids that have a module of their own (for the registry's consistency test). */

@@ -8,6 +8,7 @@ import type { ChatWire, WireRequest } from "./Chat.ts"
 import type { DocumentParser } from "./Documents/DocumentParser.ts"
 import type { EmbeddingWire } from "./Embeddings.ts"
 import type { RerankWire } from "./Rerank.ts"
+import type { MemoryAdapter } from "./Memory/MemoryAdapter.ts"
 import type { VideoAdapter } from "./Video/VideoAdapter.ts"
 
 /** Per-provider differences from the reference OpenAI Chat Completions API. */
@@ -58,6 +59,8 @@ export interface Served {
   readonly transcription?: OpenAiMediaEndpoint
   /** Asynchronous video generation (submit, then poll). */
   readonly video?: VideoAdapter
+  /** An external memory vendor: add texts and search them per user (Memory/MemoryAdapter.ts). */
+  readonly memory?: MemoryAdapter
   /** Document parsing through the vendor's API (Documents/DocumentParser.ts). */
   readonly documents?: DocumentParser
   /** The upstream batch API batches are submitted to (otherwise batches run item by item through routing). */
@@ -92,6 +95,7 @@ export const endpointTypesOf = (s: Served): ReadonlyArray<EndpointType> => {
   if (s.speech) types.push("speech")
   if (s.transcription) types.push("transcription")
   if (s.moderation) types.push("moderation")
+  if (s.memory) types.push("memory")
   if (s.documents) types.push("documents")
   if (s.chat || s.batchApi) types.push("batch")
   if (s.fineTuning) types.push("finetune")

@@ -63,9 +63,8 @@ layer(TestLayer)("MCP tool calls", (it) => {
       const server = yield* McpServer.McpServer
       const names = server.tools.map((t) => t.name).sort()
       assert.deepStrictEqual(names, [...Mcp.toolNames].sort())
-      assert.strictEqual(names.length, 38)
-      // External memory search/add have no vendor client yet: not listed.
-      assert.isFalse(names.some((n) => n === "gateway_memory_external_search" || n === "gateway_memory_external_add"))
+      assert.strictEqual(names.length, 40)
+      assert.includeMembers(names, ["gateway_memory_external_search", "gateway_memory_external_add", "gateway_memory_external_list_providers"])
     }))
 
   it.effect("answers health without a caller, and 'authentication required' for the rest", () =>
@@ -140,7 +139,7 @@ layer(TestLayer)("MCP tool calls", (it) => {
 
   it.effect("answers an unknown tool with a protocol error", () =>
     Effect.gen(function*() {
-      const r = yield* Effect.flip(call("gateway_memory_external_search", {}, alice))
+      const r = yield* Effect.flip(call("gateway_no_such_tool", {}, alice))
       assert.strictEqual(r._tag, "InvalidParams")
     }))
 })
@@ -169,6 +168,8 @@ describe("input schemas and discovery", () => {
       "gateway_fahrn_evolve_agent_skill",
       "gateway_fahrn_solve",
       "gateway_generate_image",
+      "gateway_memory_external_add",
+      "gateway_memory_external_search",
       "gateway_ml_classify_task",
       "gateway_ml_sentiment",
       "gateway_orchestrate_conversation",

@@ -25,7 +25,7 @@ const routing = Effect.runSync(
       Layer.provide(GatewayConfig.layer({
         providerEnv: (id) => ({ apiKey: Option.some(Redacted.make(`key-${id}`)), baseUrl: Option.some(`https://${id}.example/v1`) }),
         // Providers whose credentials need more than a key (Served.credentials).
-        setting: (name) => (name === "WATSONX_PROJECT_ID" ? Option.some("project-1") : Option.none())
+        setting: (name) => (name === "WATSONX_PROJECT_ID" ? Option.some("project-1") : name === "LETTA_AGENT_ID" ? Option.some("agent-1") : Option.none())
       }))
     )
   )
@@ -53,6 +53,7 @@ describe("provider registry", () => {
           expect([p.id, type, served[type]?.defaultModel]).toEqual([p.id, type, expect.any(String)])
         }
         if (type === "video") expect(served.video).toBeDefined()
+        if (type === "memory") expect(served.memory).toBeDefined()
         if (type === "finetune") expect(served.fineTuning).toBeDefined()
       }
     }

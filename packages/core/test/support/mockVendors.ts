@@ -44,7 +44,7 @@ const words = (s: string) => new Set(s.toLowerCase().match(/[a-z0-9]+/g) ?? [])
 const tokenCount = (s: string) => (s.match(/\S+/g) ?? []).length
 
 /** Relevance as the share of query words a document holds: deterministic and order-revealing. */
-const relevance = (query: string, doc: string) => {
+export const relevance = (query: string, doc: string) => {
   const q = words(query)
   const d = words(doc)
   let hits = 0
@@ -148,7 +148,7 @@ const answer = (vendor: Vendor, route: string, body: any): unknown => {
   }
 }
 
-const readJson = (req: IncomingMessage): Promise<any> =>
+export const readJson = (req: IncomingMessage): Promise<any> =>
   new Promise((resolve) => {
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))

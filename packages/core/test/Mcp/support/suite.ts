@@ -42,7 +42,9 @@ export const TOOL_NAMES = [
   "gateway_list_models",
   "gateway_list_openserv_models",
   "gateway_list_providers",
+  "gateway_memory_external_add",
   "gateway_memory_external_list_providers",
+  "gateway_memory_external_search",
   "gateway_memory_get_earth_holon",
   "gateway_memory_get_or_create_holon",
   "gateway_memory_propagate",
@@ -170,6 +172,8 @@ export const invalidCalls: ReadonlyArray<readonly [string, Record<string, unknow
   ["gateway_embed", { texts: [] }, /texts: texts must hold at least one string/],
   ["gateway_rerank", { query: "x", documents: [] }, /documents: documents must hold at least one document/],
   ["gateway_generate_image", { prompt: "" }, /prompt: prompt must not be empty/],
+  ["gateway_memory_external_search", { query: "", limit: 99 }, /query: query must not be empty; limit: limit must be an integer from 1 to 50/],
+  ["gateway_memory_external_add", { text: "x", metadata: { tags: ["a"] } }, /metadata\.tags/],
   ["gateway_fahrn_dispatch", { problem: "x", mode: "Hybrid" }, /mode: mode must be Serial, Parallel or Decomposed/],
   ["gateway_orchestrate_crew", { tasks: [] }, /tasks: tasks must hold at least one task/],
   ["gateway_list_models", { plan: "Platinum" }, /plan: plan must be one of Free, Bronze, Silver, Gold, Enterprise/],
@@ -259,7 +263,7 @@ export const mcpToolSuite = (target: McpSuiteTarget) => {
     })
 
     it("refuses an unknown tool with a protocol error", async () => {
-      await expect(target.client().callTool({ name: "gateway_memory_external_search", arguments: {} })).rejects.toThrow(/not found/)
+      await expect(target.client().callTool({ name: "gateway_no_such_tool", arguments: {} })).rejects.toThrow(/not found/)
     })
   })
 
