@@ -5,18 +5,18 @@
  * gateway's own routes, through the same capability services. A request field a route does not
  * map is forwarded to OpenAI-format upstreams, or refused by name: never dropped.
  */
-import { Effect, Option, Schema, Stream } from "effect"
-import { type CompletionInput, type CompletionResult, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
+import { Effect, Option, Schema } from "effect"
+import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabilities/Completions.ts"
 import { Embeddings, EmbeddingsBody, type EmbeddingsInput, type EmbeddingsResult } from "../Capabilities/Embeddings.ts"
 import { ImagesBody, Media } from "../Capabilities/Media.ts"
 import type { ChatMessage, ChatOptions, ContentPart } from "../Providers/Chat.ts"
 import { Catalog, type ModelEntry } from "../Catalog/Catalog.ts"
 import { BadRequest, NotFound } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { Content, inputOf, MAX_CONTENT, MaxTokens, openStream, Temperature, ToolDefinitionSchema, ToolName, type ToolResultBody, WireToolCall } from "./CompletionRoutes.ts"
+import { Content, inputOf, MAX_CONTENT, MaxTokens, Temperature, ToolDefinitionSchema, ToolName, type ToolResultBody, WireToolCall } from "./CompletionRoutes.ts"
 import type { RoutingError } from "../Routing.ts"
 import { SSE_DONE, sseFrame } from "./Edge.ts"
-import type { Lane } from "./Lane.ts"
+import { chatSurface } from "./ChatSurface.ts"
 import { authed, decoderNow } from "./Route.ts"
 import { ChatCompletion, OpenAiEmbeddingList, OpenAiImages, OpenAiModel, OpenAiModelList, OpenAiModeration } from "./ResponseSchemas.ts"
 
@@ -467,40 +467,14 @@ const checkedImagesInput = (body: ImagesRequest) => {
 /** A fresh completion id in OpenAI's format. */
 export const completionId = () => `chatcmpl-${crypto.randomUUID().replace(/-/g, "")}`
 
-const chat = (avatar: AvatarRecord, body: ChatCompletionBody) =>
-  Effect.gen(function*() {
-    const input = chatInputOf(body)
-    if (input instanceof BadRequest) return yield* Effect.fail(input)
-    const completions = yield* Completions
-    const id = completionId()
-    if (!body.stream) return toChatCompletion(id, yield* completions.complete(avatar, input))
-    const { convert, opening } = toChunks(id, body.model, body.stream_options?.include_usage === true)
-    return yield* openStream(
-      Effect.map(completions.stream(avatar, input), (chunks) => Stream.concat(Stream.make(opening), Stream.mapConcat(chunks, convert))),
-      sseFrame,
-      SSE_DONE
-    )
-  })
-
-/** The fast-lane plan of Chat Completions (Lane.ts): the same input, routing and answer shapes as `chat`. */
-const chatLane: Lane<ChatCompletionBody> = {
-  plan: ({ calls, completions }, avatar, body) => {
-    const input = chatInputOf(body)
-    if (input instanceof BadRequest) return input
-    const { messages, request, targets } = completions.plan(avatar, input, input.messages)
-    if (!Array.isArray(targets)) return targets as RoutingError
-    const id = completionId()
-    if (!body.stream) return async (lane) => toChatCompletion(id, await calls.complete({ ...lane.call(targets), messages, request }))
-    const { convert, opening } = toChunks(id, body.model, body.stream_options?.include_usage === true)
-    return async (lane) =>
-      lane.stream(
-        await calls.openStream({ ...lane.call(targets), messages, request }),
-        (chunk) => convert(chunk).map(sseFrame).join(""),
-        sseFrame(opening),
-        SSE_DONE
-      )
-  }
-}
+/** Chat Completions over the gateway's one chat call (ChatSurface.ts builds the check, the handler and the fast-lane plan). */
+const chat = chatSurface({
+  inputOf: chatInputOf,
+  streamed: (body: ChatCompletionBody) => body.stream === true,
+  newId: completionId,
+  answer: toChatCompletion,
+  stream: (id: string, body: ChatCompletionBody) => ({ ...toChunks(id, body.model, body.stream_options?.include_usage === true), frame: sseFrame, trailer: SSE_DONE })
+})
 
 const autoModel = { id: "auto", object: "model", created: 0, owned_by: "aigw" }
 const openAiModel = (m: ModelEntry) => ({ id: m.id, object: "model", created: 0, owned_by: m.provider })
@@ -524,13 +498,7 @@ export const openAiRoutes = [
     summary: "OpenAI Chat Completions (plain and stream: true, tools); model may be a catalogue id or auto",
     description: "Errors use OpenAI's shape. An extra `provider` field pins a provider; the answer names it in `provider`.",
     body: ChatCompletionBody,
-    check: ({ avatar, body }) =>
-      Effect.suspend(() => {
-        const input = chatInputOf(body)
-        return input instanceof BadRequest ? Effect.fail(input) : Effect.flatMap(Completions, (c) => c.check(avatar, input))
-      }),
-    handle: ({ avatar, body }) => chat(avatar, body),
-    lane: chatLane
+    ...chat
   }),
   authed({
     method: "POST",
