@@ -354,6 +354,9 @@ export const wire: ChatWire = {
 
 export const served: Served = {
   chat: wire,
+  notServed: {
+    embeddings: "Bedrock's embedding models (Titan Text Embeddings) take one text per InvokeModel call and aigw's embedding wire sends one request per batch; not wired yet"
+  },
   settings: [
     { name: "AWS_ACCESS_KEY_ID", description: "AWS access key id for SigV4 signing (when BEDROCK_API_KEY is not set)" },
     { name: "AWS_SECRET_ACCESS_KEY", description: "AWS secret access key for SigV4 signing", secret: true },
