@@ -77,7 +77,7 @@ const readBody = (req: IncomingMessage) =>
   })
 
 const readForm = async (req: IncomingMessage, body: Buffer) => {
-  const form = await new Request("http://mock/", { method: "POST", headers: { "content-type": req.headers["content-type"]! }, body }).formData()
+  const form = await new Request("http://mock/", { method: "POST", headers: { "content-type": req.headers["content-type"]! }, body: new Uint8Array(body) }).formData()
   const files: Array<UploadedFile> = []
   const fields: Record<string, string> = {}
   for (const [field, value] of form.entries()) {
