@@ -480,8 +480,8 @@ export const DocumentParseResult = Schema.Struct({
   rows: Schema.optional(Schema.Array(Schema.Array(Schema.String)).annotations({ description: "csv: the fields of every row, the first row included" })),
   columns: Schema.optional(Schema.Array(Schema.String).annotations({ description: "csv: the first row" })),
   data: Schema.optional(Schema.Unknown.annotations({ description: "json: the parsed document" })),
-  pages: Schema.optional(Schema.Number.annotations({ description: "pdf: the page count" })),
-  pageTexts: Schema.optional(Schema.Array(Schema.String).annotations({ description: "pdf: the text of each page" })),
+  pages: Schema.optional(Schema.Number.annotations({ description: "pdf, or a vendor that reports pages: the page count" })),
+  pageTexts: Schema.optional(Schema.Array(Schema.String).annotations({ description: "pdf, or a vendor that tells which page each part is on: the text of each page" })),
   provider: Schema.String.annotations({ description: "local (in-process), or the vendor that parsed it (unstructured, llamaparse, reducto, landingai)" })
 }).annotations({ identifier: "DocumentParseResult" })
 // The per-format fields are gathered in a record the service's type does not show: the e2e tests check them.
