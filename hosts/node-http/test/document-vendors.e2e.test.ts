@@ -64,6 +64,10 @@ describe("document parsing vendors", () => {
     expect(llamaparse.requests[0]!.files).toEqual([{ field: "file", name: "minutes.txt", type: "text/plain", text: TEXT }])
     const metrics = await fetch(`${server.url}/metrics`).then((r) => r.text())
     expect(metrics).toMatch(/provider="llamaparse"/)
+    const listed = await call(server.url, "GET", "/v1/providers", { apiKey: silver.apiKey })
+    for (const id of ["unstructured", "llamaparse", "reducto", "landingai"]) {
+      expect(listed.body.result.providers.find((p: any) => p.id === id).endpointTypes, id).toContain("documents")
+    }
   })
 
   it("answers a failed job as a 502 with the vendor's message", async () => {
