@@ -19,10 +19,10 @@ describe("catalogue data", () => {
     expect(() => validate(providerData, [...modelData, { ...modelData[0], id: "x", provider: "nope" }])).toThrow(/unknown provider nope/)
     expect(() => validate(providerData, [{ ...modelData[0], inputPer1kUSD: -1 }])).toThrow()
   })
-  it("every chat model's price is positive and embeddings have no output price", () => {
+  it("every chat model's price is positive; embedding and rerank models have no output price", () => {
     for (const m of data.models) {
       expect(m.inputPer1kUSD).toBeGreaterThan(0)
-      if (m.kind === "embeddings") expect(m.outputPer1kUSD).toBe(0)
+      if (m.kind === "embeddings" || m.kind === "rerank") expect(m.outputPer1kUSD).toBe(0)
       else expect(m.outputPer1kUSD).toBeGreaterThan(0)
     }
   })
