@@ -9,7 +9,8 @@
 import { Data, Effect } from "effect"
 import * as dns from "node:dns"
 import * as net from "node:net"
-import { Agent } from "undici"
+import { Agent, fetch as undiciFetch } from "undici"
+import { readWebBody } from "./Providers/internal/nodeFetch.ts"
 import { Unprocessable } from "./Errors.ts"
 
 const blockedV4 = new net.BlockList()
@@ -125,3 +126,26 @@ export const guardedAgent = (allowPrivate: boolean) =>
         })
     }
   })
+
+const agents = new Map<boolean, Agent>()
+
+/**
+ * GETs a URL an outsider supplied (a vendor's result link) as JSON: checked first (`check`), then
+ * fetched through the guarded agent so the address connected to is the checked kind, with
+ * redirects refused rather than followed (a redirect could lead anywhere) and the reply read up
+ * to `limit` bytes.
+ */
+export const guardedGetJson = (raw: string, options: { readonly allowPrivate: boolean; readonly field: string; readonly limit: number }) =>
+  Effect.flatMap(check(raw, options), (url) =>
+    Effect.tryPromise({
+      try: async (signal) => {
+        let agent = agents.get(options.allowPrivate)
+        if (agent === undefined) agents.set(options.allowPrivate, (agent = guardedAgent(options.allowPrivate)))
+        const res = await undiciFetch(url, { headers: { accept: "application/json" }, dispatcher: agent, signal, redirect: "manual" })
+        if (res.status >= 300 && res.status < 400) throw new Error(`${options.field} redirects (HTTP ${res.status}); redirects are not followed`)
+        const text = new TextDecoder().decode(await readWebBody(res.body as ReadableStream<Uint8Array> | null, options.limit))
+        if (!res.ok) throw new Error(`${options.field} answered HTTP ${res.status}: ${text.slice(0, 200)}`)
+        return JSON.parse(text) as unknown
+      },
+      catch: (e) => new Unprocessable({ message: `${options.field} could not be read: ${(e as Error)?.message ?? String(e)}` })
+    }))

@@ -105,3 +105,36 @@ describe("webhook signatures and retry schedule", () => {
     expect(backoffMs(1, 2000, () => 1)).toBe(2400)
   })
 })
+
+describe("guardedGetJson (links an upstream reply supplies)", () => {
+  it("refuses a redirect instead of following it, bounds the reply, and refuses private addresses", async () => {
+    const http = await import("node:http")
+    const seen: Array<string> = []
+    const server = http.createServer((req, res) => {
+      seen.push(req.url!)
+      if (req.url === "/redirect") {
+        res.writeHead(302, { location: "http://169.254.169.254/latest/meta-data/" })
+        return res.end()
+      }
+      if (req.url === "/huge") return res.end(JSON.stringify({ pad: "x".repeat(10_000) }))
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(JSON.stringify({ ok: true }))
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+    const get = (path: string, allowPrivate = true, limit = 1_000) =>
+      Effect.runPromise(Effect.either(UrlGuard.guardedGetJson(`${base}${path}`, { allowPrivate, field: "result url", limit })))
+    try {
+      expect(await get("/ok")).toMatchObject({ _tag: "Right", right: { ok: true } })
+      const redirected = await get("/redirect")
+      expect(redirected._tag === "Left" && redirected.left.message).toMatch(/result url redirects \(HTTP 302\); redirects are not followed/)
+      const huge = await get("/huge")
+      expect(huge._tag === "Left" && huge.left.message).toMatch(/result url could not be read/)
+      const privateRefused = await get("/ok", false)
+      expect(privateRefused._tag === "Left" && privateRefused.left.message).toMatch(/result url refused: 127\.0\.0\.1/)
+      expect(seen).toEqual(["/ok", "/redirect", "/huge"])
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+})

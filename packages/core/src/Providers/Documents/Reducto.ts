@@ -13,7 +13,8 @@
  */
 import { Effect } from "effect"
 import * as UrlGuard from "../../UrlGuard.ts"
-import { authHeaders, getJson, postJson, postMultipart } from "../internal/http.ts"
+import { authHeaders, postJson, postMultipart } from "../internal/http.ts"
+import { currentReplyLimit } from "../internal/nodeFetch.ts"
 import type { Served } from "../Served.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
 import { type DocumentParser, fileForm, pageCount, type ParsedDocument, type ParseOptions } from "./DocumentParser.ts"
@@ -27,13 +28,15 @@ export const chunksText = (provider: string, value: any): Effect.Effect<string, 
   return Effect.succeed(chunks.map((c) => c.content as string).join("\n\n"))
 }
 
-/** The result a URL answer points at, fetched only from a URL the gateway may reach (UrlGuard). */
+/**
+ * The result a URL answer points at, fetched without the key through the URL guard: the address
+ * connected to is checked, and a redirect is refused rather than followed.
+ */
 const fetchResult = (provider: string, url: unknown, options: ParseOptions) =>
   typeof url !== "string"
     ? Effect.fail(protocolError(provider, "the URL result has no url"))
-    : UrlGuard.check(url, { allowPrivate: options.allowPrivateUrls, field: "result url" }).pipe(
-      Effect.mapError((e) => protocolError(provider, e.message)),
-      Effect.flatMap((checked) => getJson(provider, checked.toString(), {}))
+    : UrlGuard.guardedGetJson(url, { allowPrivate: options.allowPrivateUrls, field: "result url", limit: currentReplyLimit() }).pipe(
+      Effect.mapError((e) => protocolError(provider, e.message))
     )
 
 /** The parse answer to the parsed document. */

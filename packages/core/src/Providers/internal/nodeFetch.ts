@@ -54,6 +54,9 @@ export class ReplyTooLarge extends Error {
  * at build (`http.ts` layerReplyLimit); until then it is the default.
  */
 let replyLimit = defaultLimits.maxUpstreamResponseBytes
+/** The reply limit in force (for readers of replies outside this transport). */
+export const currentReplyLimit = (): number => replyLimit
+
 export const setReplyLimit = (bytes: number): void => {
   replyLimit = bytes
 }
