@@ -12,7 +12,7 @@ import { notServed } from "../Providers/Registry.ts"
 import { Catalog, modelDetail, modelView, openServView } from "./Catalog.ts"
 
 /** Model capabilities a caller can filter on (a chat model's features, or its kind). */
-export const ModelCapability = Schema.Literal("chat", "embeddings", "tools", "vision")
+export const ModelCapability = Schema.Literal("chat", "embeddings", "rerank", "tools", "vision")
 export type ModelCapability = typeof ModelCapability.Type
 
 /** The model catalogue (spec: `total` and `models`), optionally for one plan and one capability. */
@@ -23,6 +23,7 @@ export const listModels = (filter: { readonly plan?: Plan | undefined; readonly 
       switch (filter.capability) {
         case "chat":
         case "embeddings":
+        case "rerank":
           return m.kind === filter.capability
         case "tools":
           return m.kind === "chat" && m.supportsFunctions

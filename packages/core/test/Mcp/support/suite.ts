@@ -219,7 +219,7 @@ export const mcpToolSuite = (target: McpSuiteTarget) => {
       const models = byName.gateway_list_models!.inputSchema as any
       expect(models.required ?? []).toEqual([])
       expect(models.properties.plan.enum).toEqual(["Free", "Bronze", "Silver", "Gold", "Enterprise"])
-      expect(models.properties.capability.enum).toEqual(["chat", "embeddings", "tools", "vision"])
+      expect(models.properties.capability.enum).toEqual(["chat", "embeddings", "rerank", "tools", "vision"])
       for (const name of ["gateway_ml_classify_task", "gateway_ml_sentiment"]) {
         expect(byName[name]!.inputSchema).toMatchObject({ required: ["text"], properties: { text: { type: "string", minLength: 1 } } })
       }
