@@ -161,9 +161,12 @@ const ProviderView = Schema.Struct({
   name: Schema.String,
   adapter: Schema.Literal("openai", "anthropic", "gemini", "cohere", "bespoke"),
   baseUrl: Schema.String,
-  auth: Schema.Literal("bearer", "x-api-key", "x-goog-api-key", "token", "key", "basic"),
+  auth: Schema.Literal("bearer", "x-api-key", "x-goog-api-key", "api-key", "token", "key", "basic"),
   endpointTypes: Schema.Array(Schema.String).annotations({ description: "What aigw serves through the provider." }),
   offers: Schema.Array(Schema.String).annotations({ description: "What the upstream offers; types not in endpointTypes are not served yet." }),
+  notServed: Schema.Array(Schema.Struct({ type: Schema.String, reason: Schema.String })).annotations({
+    description: "The offered endpoint types aigw does not serve through this provider, each with the reason."
+  }),
   minPlan: Plan,
   minPlanLabel: Plan,
   configured: Schema.Boolean,
