@@ -113,6 +113,14 @@ const describeSchemaError = (error: ParseResult.ParseError) => {
   return first === undefined ? "invalid entry" : `${first.path.length > 0 ? `${first.path.join(".")}: ` : ""}${first.message}`
 }
 
+const jsonOf = (variable: string, text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch (e) {
+    throw new Error(`${variable} is not JSON: ${(e as Error).message}`)
+  }
+}
+
 /**
  * The catalogue's models with the operator's (AIGW_MODELS) merged in, and the aliases
  * (AIGW_MODEL_ALIASES) checked; throws with the bad entry named in one line.
@@ -125,12 +133,7 @@ export const configuredModels = (
   const models = new Map(catalogue.models.map((m) => [m.id, m]))
   const providerIds = new Set(catalogue.providers.map((p) => p.id))
   if (modelsJson !== undefined) {
-    let entries: unknown
-    try {
-      entries = JSON.parse(modelsJson)
-    } catch (e) {
-      throw new Error(`AIGW_MODELS is not JSON: ${(e as Error).message}`)
-    }
+    const entries = jsonOf("AIGW_MODELS", modelsJson)
     if (!Array.isArray(entries)) throw new Error("AIGW_MODELS must be a JSON array of model entries")
     entries.forEach((raw, i) => {
       const label = `AIGW_MODELS entry ${i + 1}${typeof raw?.id === "string" ? ` ("${raw.id}")` : ""}`
@@ -158,12 +161,7 @@ export const configuredModels = (
   }
   const aliases = new Map<string, string>()
   if (aliasesJson !== undefined) {
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(aliasesJson)
-    } catch (e) {
-      throw new Error(`AIGW_MODEL_ALIASES is not JSON: ${(e as Error).message}`)
-    }
+    const parsed = jsonOf("AIGW_MODEL_ALIASES", aliasesJson)
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
       throw new Error(`AIGW_MODEL_ALIASES must be a JSON object of alias -> model ("model id" or "provider/model")`)
     }
