@@ -37,6 +37,7 @@ import { layerReplyLimit } from "./Providers/internal/http.ts"
 import * as Quota from "./Quota.ts"
 import * as Usage from "./Usage.ts"
 import * as ProviderCalls from "./Engine/ProviderCalls.ts"
+import * as Exporters from "./Observability/Exporters.ts"
 import * as Database from "./Storage/Database.ts"
 import * as Metering from "./Storage/Metering.ts"
 import * as Stores from "./Storage/Stores.ts"
@@ -49,6 +50,7 @@ export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, Webhook
   Layer.provideMerge(Layer.mergeAll(Completions.layer, Embeddings.layer)),
   Layer.provideMerge(Layer.mergeAll(Routing.layer, Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
   Layer.provideMerge(ProviderCalls.layer),
+  Layer.provideMerge(Exporters.layer),
   Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer, layerReplyLimit, Sandboxes.layer))
 )
 

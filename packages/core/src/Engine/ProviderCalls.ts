@@ -9,7 +9,7 @@
  * The request id of the call (RequestId.ts) goes upstream as `x-request-id` and on its log lines;
  * the upstream metrics (attempts, errors, tokens, cost; Metrics.ts) are counted here.
  */
-import { Context, Duration, Effect, Layer, Runtime } from "effect"
+import { Context, Duration, Effect, Layer, Option, Runtime } from "effect"
 import { costKnown, costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
 import type { ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
@@ -25,6 +25,7 @@ import { Metering } from "../Storage/Metering.ts"
 import type { UsageEvent } from "../Storage/UsageStore.ts"
 import { countMessages, countText } from "../Tokens.ts"
 import * as Metrics from "../Metrics.ts"
+import { Exporters } from "../Observability/Exporters.ts"
 import * as RequestId from "../RequestId.ts"
 
 export interface UsageReport {
@@ -250,23 +251,26 @@ export const lift = <A>(
 const makeService = Effect.gen(function*() {
   const health = yield* ProviderHealth
   const metering = yield* Metering
+  // Optional: the usage exporters (Observability/Exporters.ts), when the app composes them.
+  const exporters = Option.getOrUndefined(yield* Effect.serviceOption(Exporters))
   const run = Runtime.runPromise(yield* Effect.runtime<never>())
   const warn = (target: Target, error: UpstreamError, requestId: string | undefined) => {
     const line = Effect.logWarning(`upstream ${target.provider.id}/${target.model.id} failed: ${error.message}`)
     return run(requestId === undefined ? line : Effect.annotateLogs(line, "requestId", requestId))
   }
 
-  /** Records one call's usage (and counts its tokens and cost in the metrics). */
-  const recordUsage = (usage: UsageRecord) => {
+  /** Records one call's usage (and counts its tokens and cost in the metrics, and queues it for the exporters). */
+  const recordUsage = (usage: UsageRecord, requestId?: string) => {
     const at = Date.now()
     Metrics.tokens.inc([usage.provider, "prompt"], usage.promptTokens)
     Metrics.tokens.inc([usage.provider, "completion"], usage.completionTokens)
     Metrics.costUsd.inc([usage.provider], usage.costUSD)
+    exporters?.observe(usage, at, requestId)
     return metering.record({ ...usage, day: utcDay(at), at })
   }
 
   /** Records a routed call's usage, its cost from the target's model prices. */
-  const record = (avatar: AvatarRecord, target: Target, capability: string, report: UsageReport, latencyMs: number, ok: boolean) =>
+  const record = (avatar: AvatarRecord, target: Target, capability: string, report: UsageReport, latencyMs: number, ok: boolean, requestId?: string) =>
     recordUsage({
       avatarId: avatar.id,
       provider: target.provider.id,
@@ -278,7 +282,7 @@ const makeService = Effect.gen(function*() {
       latencyMs,
       estimated: report.estimated,
       ok
-    })
+    }, requestId)
 
   /**
    * Tries the targets in order with `attempt`; the next only after a retryable failure. Rejects
@@ -340,7 +344,7 @@ const makeService = Effect.gen(function*() {
     const report: UsageReport = value.usage
       ? { ...value.usage, totalTokens: value.usage.promptTokens + value.usage.completionTokens, estimated: false }
       : await run(estimate(call.messages, value.content + value.toolCalls.map((c) => c.arguments).join("")))
-    await record(call.avatar, target, "chat", report, latencyMs, true)
+    await record(call.avatar, target, "chat", report, latencyMs, true, call.requestId)
     return {
       provider: target.provider.id,
       model: target.model.id,
@@ -365,7 +369,7 @@ const makeService = Effect.gen(function*() {
     const estimated = value.promptTokens === undefined
     const promptTokens = value.promptTokens ?? (await countTexts(call.texts))
     const report: UsageReport = { promptTokens, completionTokens: 0, totalTokens: promptTokens, estimated }
-    await record(call.avatar, target, "embeddings", report, latencyMs, true)
+    await record(call.avatar, target, "embeddings", report, latencyMs, true, call.requestId)
     return {
       provider: target.provider.id,
       model: target.model.id,
@@ -405,7 +409,7 @@ const makeService = Effect.gen(function*() {
       latencyMs,
       estimated,
       ok: true
-    })
+    }, call.requestId)
     return {
       provider: target.provider.id,
       model: target.model.id,
@@ -452,7 +456,7 @@ const makeService = Effect.gen(function*() {
             const reported = account.reported()
             ;(reported ? Promise.resolve(reported) : run(account.report(call.messages)))
               .then((r) =>
-                record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted).then(() => {
+                record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted, call.requestId).then(() => {
                   if (!aborted) emit([finalChunk(target, account.finishReason(), r, error)])
                 })
               )

@@ -19,6 +19,7 @@ import * as HttpApp from "../Http/App.ts"
 import { envelopeOfPath, errorBody } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
 import * as Mcp from "../Mcp/Server.ts"
+import * as Exporters from "../Observability/Exporters.ts"
 import { redactUrls, StartupError } from "../StartupError.ts"
 import * as Database from "../Storage/Database.ts"
 import { migrate as runMigrations, migrations } from "../Storage/Sql/Migrations.ts"
@@ -70,6 +71,9 @@ export const runtimeProblem = (needed: number | undefined, versions: NodeJS.Proc
       message: `this Lambda bundle needs Node.js 22.14 or newer (Lambda runtime nodejs22.x): its argon2 binaries need Node-API ${needed}, and this is Node.js ${versions.node} (Node-API ${versions.napi})`
     })
     : undefined
+
+/** The longest an invocation waits for the usage exporters to send their queue (Observability/Exporters.ts). */
+const EXPORT_FLUSH_MS = 2_000
 
 /** Lambda's only writable place; the file mailer and other data-dir users go there by default. */
 const LAMBDA_DATA_DIR = "/tmp/aigw"
@@ -237,6 +241,19 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     }
   }
 
+  /**
+   * Sends the queued usage events (Observability/Exporters.ts) before the invocation returns: Lambda
+   * freezes the container afterwards, so the exporters' interval cannot be relied on. Bounded by
+   * EXPORT_FLUSH_MS and the invocation's remaining time; never fails the invocation.
+   */
+  const flushExports = async (context: LambdaContext | undefined) => {
+    const built = await building?.catch(() => undefined)
+    if (built === undefined) return
+    const remaining = context?.getRemainingTimeInMillis?.() ?? EXPORT_FLUSH_MS * 2
+    const deadline = Date.now() + Math.max(0, Math.min(EXPORT_FLUSH_MS, remaining - EXPORT_FLUSH_MS))
+    await built.runtime.runPromise(Exporters.flushUntil(deadline)).catch(() => undefined)
+  }
+
   /** Event -> Response (400 envelope for an event that is not an HTTP request). */
   const respond = async (input: unknown, signal?: AbortSignal): Promise<{ format: "v1" | "v2"; response: Response }> => {
     const http = classify(input)
@@ -259,13 +276,15 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
    * Buffered invocation (API Gateway HTTP API 2.0 / REST API 1.0 / Function URL BUFFERED): the whole
    * response, SSE streams included, in one result.
    */
-  const handler = async (event: unknown, _context?: LambdaContext): Promise<HttpResult> => {
+  const handler = async (event: unknown, context?: LambdaContext): Promise<HttpResult> => {
     const { format, response } = await respond(event)
     try {
       return await toResult(format, response)
     } catch (e) {
       log(Effect.logError("aigw: response body failed", Cause.die(e)))
       return toResult(format, envelopeResponse(500, "Internal server error."))
+    } finally {
+      await flushExports(context)
     }
   }
 
@@ -274,10 +293,11 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
    * as the HTTP integration prelude, then the body as it is produced. A client that goes away
    * aborts the request, which interrupts the upstream call.
    */
-  const streamingHandler = async (event: unknown, responseStream: ResponseStream, _context?: LambdaContext): Promise<void> => {
+  const streamingHandler = async (event: unknown, responseStream: ResponseStream, context?: LambdaContext): Promise<void> => {
     const abort = new AbortController()
     const { response } = await respond(event, abort.signal)
     await streamResponse(responseStream, response, abort)
+    await flushExports(context)
   }
 
   /** Runs every pending migration (a separate function: never on a gateway cold start). */

@@ -23,6 +23,9 @@ import * as LlamaParse from "./Documents/LlamaParse.ts"
 import * as Reducto from "./Documents/Reducto.ts"
 import * as Unstructured from "./Documents/Unstructured.ts"
 import * as OpenAiCompatible from "./OpenAiCompatible.ts"
+import * as BraintrustExport from "../Observability/Braintrust.ts"
+import * as LangfuseExport from "../Observability/Langfuse.ts"
+import * as PromptLayerExport from "../Observability/PromptLayer.ts"
 import { endpointTypesOf, type Served } from "./Served.ts"
 import * as Luma from "./Video/Luma.ts"
 import * as Replicate from "./Video/Replicate.ts"
@@ -58,7 +61,11 @@ const modules: Readonly<Record<string, Served>> = {
   mem0: Mem0.served,
   zep: Zep.served,
   letta: Letta.served,
-  supermemory: Supermemory.served
+  supermemory: Supermemory.served,
+  // Observability vendors: usage exporters, not endpoints (Observability/Exporters.ts).
+  langfuse: LangfuseExport.served,
+  promptlayer: PromptLayerExport.served,
+  braintrust: BraintrustExport.served
 }
 
 /** The provider ids that have a module of their own (for the registry's consistency test). */
