@@ -27,8 +27,11 @@ import * as BraintrustExport from "../Observability/Braintrust.ts"
 import * as LangfuseExport from "../Observability/Langfuse.ts"
 import * as PromptLayerExport from "../Observability/PromptLayer.ts"
 import { endpointTypesOf, type Served } from "./Served.ts"
+import * as HeyGen from "./Video/HeyGen.ts"
+import * as Kling from "./Video/Kling.ts"
 import * as Luma from "./Video/Luma.ts"
 import * as Replicate from "./Video/Replicate.ts"
+import * as Runway from "./Video/Runway.ts"
 import * as Vertex from "./Vertex.ts"
 import * as Voyage from "./Voyage.ts"
 import * as Watsonx from "./Watsonx.ts"
@@ -52,6 +55,9 @@ const modules: Readonly<Record<string, Served>> = {
   bedrock: Bedrock.served,
   luma: Luma.served,
   replicate: Replicate.served,
+  runway: Runway.served,
+  kling: Kling.served,
+  heygen: HeyGen.served,
   vertex: Vertex.served,
   watsonx: Watsonx.served,
   unstructured: Unstructured.served,

@@ -73,12 +73,12 @@ export interface JobMock<O extends JobMockOptions = JobMockOptions> {
   close(): Promise<void>
 }
 
-interface Reply {
+export interface Reply {
   json(status: number, body: unknown, headers?: Record<string, string>): void
   text(status: number, body: string, contentType: string): void
 }
 
-interface Incoming {
+export interface Incoming {
   readonly method: string
   /** pathname relative to the base path, or undefined when outside it */
   readonly route: string | undefined
@@ -98,7 +98,7 @@ const parseBody = (raw: Buffer): unknown => {
   }
 }
 
-const startServer = async (
+export const startServer = async (
   basePath: string,
   options: JobMockOptions,
   errorBody: (status: number) => unknown,
@@ -181,7 +181,7 @@ const replyTo = (res: ServerResponse): Reply => ({
   }
 })
 
-const bearer = (headers: IncomingHttpHeaders) => /^Bearer (.+)$/.exec(headers.authorization ?? "")?.[1]
+export const bearer = (headers: IncomingHttpHeaders) => /^Bearer (.+)$/.exec(headers.authorization ?? "")?.[1]
 const nowSeconds = () => Math.floor(Date.now() / 1000)
 const alnum = (n: number) => {
   const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -192,7 +192,7 @@ const alnum = (n: number) => {
  * Where a job is after `poll` polls: the terminal state on `pollsUntilDone`, else "early" on the
  * first of three or more polls, else "middle".
  */
-const phase = (poll: number, pollsUntilDone: number): "early" | "middle" | "done" =>
+export const phase = (poll: number, pollsUntilDone: number): "early" | "middle" | "done" =>
   poll >= pollsUntilDone ? "done" : poll === 1 && pollsUntilDone > 2 ? "early" : "middle"
 
 // ---------------------------------------------------------------------------------------------
