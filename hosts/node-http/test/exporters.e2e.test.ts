@@ -20,7 +20,7 @@ describe("usage export (Langfuse)", () => {
   let langfuse: ObservabilityMock
   let user: TestAvatar
 
-  const events = () => langfuse.requests.filter((r) => r.status === 207).flatMap((r) => r.body.batch as Array<any>)
+  const events = (): Array<any> => langfuse.requests.filter((r: { status: number }) => r.status === 207).flatMap((r: { body: any }) => r.body.batch)
 
   beforeAll(async () => {
     ;[openai, langfuse] = await Promise.all([startOpenAiMock({ apiKey: "sk-openai" }), startObservabilityMock("langfuse")])
@@ -70,6 +70,6 @@ describe("usage export (Langfuse)", () => {
     })
     expect(second.status).toBe(200)
     expect(await server.stop()).toBe(0)
-    expect(events().filter((e) => e.type === "generation-create")).toHaveLength(2)
+    expect(events().filter((e: any) => e.type === "generation-create")).toHaveLength(2)
   }, 60_000)
 })
