@@ -1,13 +1,16 @@
 /**
  * Images, moderation, speech and transcription through providers with an OpenAI-format media
- * API. A named provider is used or refused; `auto` takes the first configured one allowed on
- * the plan. Upstream retryable failures are retried on the next configured provider.
+ * API, or a vendor's own image client (Providers/Images/). A named provider is used or refused;
+ * `auto` takes the first configured one allowed on the plan. Upstream retryable failures are
+ * retried on the next configured provider.
  */
 import { Context, Effect, Layer, Schema } from "effect"
+import { GatewayConfig } from "../Config.ts"
 import { BadRequest, Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
 import { generateImages, moderate, synthesize, transcribe } from "../Providers/OpenAiMedia.ts"
 import { servedBy } from "../Providers/Registry.ts"
+import type { ImageRequest } from "../Providers/Served.ts"
 import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.ts"
 import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -31,6 +34,7 @@ type MediaCapability = "images" | "moderation" | "speech" | "transcription"
 const makeService = Effect.gen(function*() {
   const routing = yield* Routing
   const usage = yield* Usage
+  const config = yield* GatewayConfig
 
   /** The provider (Routing) and model: the request's, else the provider's default (Providers/Registry.ts). */
   const providerAndModel = (avatar: AvatarRecord, capability: MediaCapability, provider: string, model?: string) =>
@@ -58,33 +62,41 @@ const makeService = Effect.gen(function*() {
     readonly width?: number | undefined
     readonly height?: number | undefined
     readonly n: number
-    /** Further OpenAI image fields, forwarded (every images provider speaks the OpenAI format). */
+    /** Further OpenAI image fields: forwarded to OpenAI-format hosts, refused by name by vendors that cannot take them. */
     readonly extra?: Readonly<Record<string, unknown>> | undefined
   }
 
-  const imagesTarget = (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt" | "n">) =>
-    Effect.zipRight(
-      (input.width === undefined) !== (input.height === undefined)
-        ? Effect.fail(new BadRequest({ message: "width and height go together: give both or neither" }))
-        : Effect.void,
-      providerAndModel(avatar, "images", input.provider, input.model)
-    )
+  /** The provider, model and image request; what the provider cannot honour is refused by name (400). */
+  const imagesTarget = (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt"> & { readonly prompt?: string }) =>
+    Effect.gen(function*() {
+      if ((input.width === undefined) !== (input.height === undefined)) {
+        return yield* Effect.fail(new BadRequest({ message: "width and height go together: give both or neither" }))
+      }
+      const { model, provider } = yield* providerAndModel(avatar, "images", input.provider, input.model)
+      const endpoint = servedBy(provider).images!
+      const request: ImageRequest = { model, prompt: input.prompt ?? "", n: input.n, width: input.width, height: input.height, extra: input.extra }
+      const refusal = endpoint.unsupported?.(request)
+      if (refusal !== undefined) return yield* Effect.fail(new BadRequest({ message: refusal }))
+      return { provider, request, generate: endpoint.generate ?? generateImages }
+    })
 
   /**
    * The refusals that depend only on the request and configuration (provider unknown, not
    * configured or not allowed for the plan; no model): answered before admission.
    */
   const check = {
-    images: (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt" | "n">) => Effect.asVoid(imagesTarget(avatar, input)),
+    images: (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt" | "n"> & { readonly n?: number | undefined }) =>
+      Effect.asVoid(imagesTarget(avatar, { ...input, n: input.n ?? 1 })),
     moderation: (avatar: AvatarRecord, provider: string, model?: string) => Effect.asVoid(providerAndModel(avatar, "moderation", provider, model)),
     speech: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "speech", provider)),
     transcription: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "transcription", provider))
   }
 
   const images = Effect.fn("Media.images")(function*(avatar: AvatarRecord, input: ImagesInput) {
-    const { model, provider } = yield* imagesTarget(avatar, input)
+    const { generate, provider, request } = yield* imagesTarget(avatar, input)
+    const { model } = request
     const size = input.width && input.height ? `${input.width}x${input.height}` : undefined
-    const { latencyMs, value } = yield* timed(generateImages(provider, { model, prompt: input.prompt, n: input.n, size, extra: input.extra }))
+    const { latencyMs, value } = yield* timed(generate(provider, request, { pollMs: config.jobPollMs }))
     yield* record(avatar, provider.id, model, "images", latencyMs)
     return { provider: provider.id, model, images: value, n: value.length, ...(size ? { size } : {}) }
   })

@@ -7,6 +7,7 @@
 import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolCall, ToolChoice, ToolDefinition, WireRequest } from "./Chat.ts"
 import { openAiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
+import { openAiImages } from "./OpenAiMedia.ts"
 import type { Quirks, Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
@@ -232,7 +233,8 @@ export const providers: Readonly<Record<string, Served>> = {
   vllm: localServer,
   lmstudio: localServer,
   llamacpp: localServer,
-  "together-ai": { images: { defaultModel: "black-forest-labs/FLUX.1-schnell" } },
+  // Together's image API takes `width` and `height`; it ignores OpenAI's `size`.
+  "together-ai": { images: { defaultModel: "black-forest-labs/FLUX.1-schnell", generate: openAiImages("width and height") } },
   xai: { images: { defaultModel: "grok-2-image" } },
   mistral: {
     // Mistral refuses unknown fields (stream_options) and names the seed random_seed.

@@ -7,44 +7,44 @@
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { authHeaders, postForBytes, postJson, postMultipart } from "./internal/http.ts"
+import type { GeneratedImage, ImageRequest } from "./Served.ts"
 import { protocolError, type UpstreamError } from "./UpstreamError.ts"
 
-export interface GeneratedImage {
-  readonly url?: string
-  readonly b64Json?: string
-  readonly revisedPrompt?: string
-}
+/** How an OpenAI-format image host takes the picture's size: OpenAI's `size: "WxH"`, or `width` and `height` (Together AI). */
+export type ImageDimensions = "size" | "width and height"
 
-export const generateImages = (
-  provider: ConfiguredProvider,
-  request: {
-    readonly model: string
-    readonly prompt: string
-    readonly n: number
-    readonly size?: string | undefined
-    /** Further OpenAI image fields (quality, style, response_format, ...), sent as they are. */
-    readonly extra?: Readonly<Record<string, unknown>> | undefined
-  }
-): Effect.Effect<ReadonlyArray<GeneratedImage>, UpstreamError> =>
+/** The dimensions fields of a request, in the host's form. */
+const dimensionsOf = (request: ImageRequest, form: ImageDimensions) =>
+  request.width === undefined || request.height === undefined
+    ? {}
+    : form === "size"
+    ? { size: `${request.width}x${request.height}` }
+    : { width: request.width, height: request.height }
+
+/** The `data` list of an OpenAI-format image answer. */
+const imagesOf = (provider: string, body: any): Effect.Effect<ReadonlyArray<GeneratedImage>, UpstreamError> =>
+  Array.isArray(body?.data)
+    ? Effect.succeed(
+      (body.data as Array<any>).map((d) => ({
+        ...(typeof d?.url === "string" ? { url: d.url } : {}),
+        ...(typeof d?.b64_json === "string" ? { b64Json: d.b64_json } : {}),
+        ...(typeof d?.revised_prompt === "string" ? { revisedPrompt: d.revised_prompt } : {})
+      }))
+    )
+    : Effect.fail(protocolError(provider, "no data list in the image answer"))
+
+/** The OpenAI-format image client (`POST {endpoint}/images/generations`) for a host's form of the dimensions. */
+export const openAiImages = (form: ImageDimensions) => (provider: ConfiguredProvider, request: ImageRequest): Effect.Effect<ReadonlyArray<GeneratedImage>, UpstreamError> =>
   postJson(provider.id, `${provider.endpoint}/images/generations`, authHeaders(provider), {
     ...request.extra,
     model: request.model,
     prompt: request.prompt,
     n: request.n,
-    ...(request.size ? { size: request.size } : {})
-  }).pipe(
-    Effect.flatMap((body) =>
-      Array.isArray(body?.data)
-        ? Effect.succeed(
-          (body.data as Array<any>).map((d) => ({
-            ...(typeof d?.url === "string" ? { url: d.url } : {}),
-            ...(typeof d?.b64_json === "string" ? { b64Json: d.b64_json } : {}),
-            ...(typeof d?.revised_prompt === "string" ? { revisedPrompt: d.revised_prompt } : {})
-          }))
-        )
-        : Effect.fail(protocolError(provider.id, "no data list in the image answer"))
-    )
-  )
+    ...dimensionsOf(request, form)
+  }).pipe(Effect.flatMap((body) => imagesOf(provider.id, body)))
+
+/** Image generation in OpenAI's own format (`size: "WxH"`): the client of providers that declare none. */
+export const generateImages = openAiImages("size")
 
 export interface ModerationResult {
   readonly flagged: boolean

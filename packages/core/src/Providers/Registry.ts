@@ -14,6 +14,10 @@ import * as Cohere from "./Cohere.ts"
 import * as EmbeddingVendors from "./EmbeddingVendors.ts"
 import * as Bedrock from "./Bedrock.ts"
 import * as Gemini from "./Gemini.ts"
+import * as Fal from "./Images/Fal.ts"
+import * as Leonardo from "./Images/Leonardo.ts"
+import * as Recraft from "./Images/Recraft.ts"
+import * as Stability from "./Images/Stability.ts"
 import * as Letta from "./Memory/Letta.ts"
 import * as Mem0 from "./Memory/Mem0.ts"
 import * as Supermemory from "./Memory/Supermemory.ts"
@@ -68,6 +72,10 @@ const modules: Readonly<Record<string, Served>> = {
   zep: Zep.served,
   letta: Letta.served,
   supermemory: Supermemory.served,
+  stability: Stability.served,
+  fal: Fal.served,
+  recraft: Recraft.served,
+  leonardo: Leonardo.served,
   // Observability vendors: usage exporters, not endpoints (Observability/Exporters.ts).
   langfuse: LangfuseExport.served,
   promptlayer: PromptLayerExport.served,

@@ -3,11 +3,13 @@
  * serves it: the registry (Registry.ts) merges a provider's family with its own module and derives
  * the catalogue's endpoint types from the result, so what /v1/providers lists is what routes run.
  */
-import type { EndpointType } from "../Catalog/Catalog.ts"
+import type { Effect } from "effect"
+import type { ConfiguredProvider, EndpointType } from "../Catalog/Catalog.ts"
 import type { ChatWire, WireRequest } from "./Chat.ts"
 import type { DocumentParser } from "./Documents/DocumentParser.ts"
 import type { EmbeddingWire } from "./Embeddings.ts"
 import type { RerankWire } from "./Rerank.ts"
+import type { UpstreamError } from "./UpstreamError.ts"
 import type { MemoryAdapter } from "./Memory/MemoryAdapter.ts"
 import type { VideoAdapter } from "./Video/VideoAdapter.ts"
 
@@ -24,6 +26,35 @@ export interface Quirks {
 /** A media endpoint in the OpenAI format (OpenAiMedia.ts), with the model used when a request names none. */
 export interface OpenAiMediaEndpoint {
   readonly defaultModel: string
+}
+
+/** An image generation request as the gateway hands it to a provider's client. */
+export interface ImageRequest {
+  readonly model: string
+  readonly prompt: string
+  readonly n: number
+  readonly width?: number | undefined
+  readonly height?: number | undefined
+  /** Further fields of the OpenAI image API (quality, style, response_format, ...), from the OpenAI surface. */
+  readonly extra?: Readonly<Record<string, unknown>> | undefined
+}
+
+/** One generated image: a URL, or the image itself in base64. */
+export interface GeneratedImage {
+  readonly url?: string
+  readonly b64Json?: string
+  readonly revisedPrompt?: string
+}
+
+/**
+ * Image generation through a provider: its default model, and its own client when it does not
+ * speak the OpenAI format (absent: OpenAiMedia.ts `generateImages`).
+ */
+export interface ImagesEndpoint extends OpenAiMediaEndpoint {
+  /** Generates; asynchronous vendors poll their job every `pollMs` (`AIGW_JOB_POLL_MS`). */
+  readonly generate?: (provider: ConfiguredProvider, request: ImageRequest, options: { readonly pollMs: number }) => Effect.Effect<ReadonlyArray<GeneratedImage>, UpstreamError>
+  /** What the vendor cannot honour in a request, as the refusal naming it (400), or undefined. */
+  readonly unsupported?: (request: ImageRequest) => string | undefined
 }
 
 /** A configuration variable a provider reads beyond `<ID>_API_KEY` and `<ID>_BASE_URL`. */
@@ -53,7 +84,7 @@ export interface Served {
   readonly embeddings?: EmbeddingWire
   /** Reranking documents against a query (Rerank.ts). */
   readonly rerank?: RerankWire
-  readonly images?: OpenAiMediaEndpoint
+  readonly images?: ImagesEndpoint
   readonly moderation?: OpenAiMediaEndpoint
   readonly speech?: OpenAiMediaEndpoint
   readonly transcription?: OpenAiMediaEndpoint

@@ -4,9 +4,10 @@
  * them. Capabilities/Documents.ts maps the answer into the gateway's result shape. Asynchronous
  * vendors poll through `pollJob` (bounded polls, one overall deadline, a failed job's message).
  */
-import { Effect } from "effect"
+import type { Effect } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
-import { UpstreamError } from "../UpstreamError.ts"
+import { jobFailed as failedJob, type JobState, pollJob as pollUntilDone } from "../internal/jobs.ts"
+import type { UpstreamError } from "../UpstreamError.ts"
 
 export interface DocumentSource {
   readonly bytes: Uint8Array
@@ -41,40 +42,21 @@ export const fileForm = (field: string, source: DocumentSource, fields: Readonly
   return form
 }
 
-/** A job the vendor reports as failed or cancelled, with the vendor's reason. */
-export const jobFailed = (provider: string, reason: string) =>
-  new UpstreamError({ provider, kind: "http", message: `${provider} could not parse the document: ${reason}`, retryable: false })
-
 /** How long a parse may take in all, polls included: the caller waits on the HTTP request. */
 export const PARSE_DEADLINE_MS = 5 * 60_000
 /** The most polls of one job, whatever the poll interval. */
 export const MAX_POLLS = 120
 
-export type JobState<A> =
-  | { readonly status: "running" }
-  | { readonly status: "done"; readonly value: A }
-  | { readonly status: "failed"; readonly reason: string }
+const PARSING = { deadlineMs: PARSE_DEADLINE_MS, maxPolls: MAX_POLLS, task: "parse the document", finish: "finish parsing the document" }
 
-/**
- * Polls `poll` every `pollMs` until the job is done or failed: at most MAX_POLLS polls and
- * PARSE_DEADLINE_MS in all, after which the parse is a timeout (504).
- */
-export const pollJob = <A>(provider: string, poll: Effect.Effect<JobState<A>, UpstreamError>, pollMs: number): Effect.Effect<A, UpstreamError> => {
-  const polls = Math.max(1, Math.min(MAX_POLLS, Math.ceil(PARSE_DEADLINE_MS / Math.max(1, pollMs))))
-  const timeout = () => new UpstreamError({ provider, kind: "timeout", message: `${provider} did not finish parsing the document in time`, retryable: false })
-  const attempt = (left: number): Effect.Effect<A, UpstreamError> =>
-    Effect.flatMap(poll, (state) => {
-      switch (state.status) {
-        case "done":
-          return Effect.succeed(state.value)
-        case "failed":
-          return Effect.fail(jobFailed(provider, state.reason))
-        case "running":
-          return left <= 1 ? Effect.fail(timeout()) : Effect.zipRight(Effect.sleep(pollMs), attempt(left - 1))
-      }
-    })
-  return attempt(polls).pipe(Effect.timeoutFail({ duration: PARSE_DEADLINE_MS, onTimeout: timeout }))
-}
+export type { JobState } from "../internal/jobs.ts"
+
+/** A job the vendor reports as failed or cancelled, with the vendor's reason. */
+export const jobFailed = (provider: string, reason: string) => failedJob(provider, PARSING.task, reason)
+
+/** Polls a parse job (internal/jobs.ts) within MAX_POLLS polls and PARSE_DEADLINE_MS in all. */
+export const pollJob = <A>(provider: string, poll: Effect.Effect<JobState<A>, UpstreamError>, pollMs: number): Effect.Effect<A, UpstreamError> =>
+  pollUntilDone(provider, poll, pollMs, PARSING)
 
 /** A vendor's message string, or `fallback` when it sent none. */
 export const reasonOf = (value: unknown, fallback: string): string => (typeof value === "string" && value.length > 0 ? value.slice(0, 500) : fallback)
