@@ -11,12 +11,14 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { type Drainer, type LambdaHost, makeLambdaHost } from "../../src/Lambda/Host.ts"
 import { freshPgDatabase, hasPg } from "../support/databases.ts"
+import { LANGFUSE_KEY, type ObservabilityMock, startObservabilityMock } from "../support/mockObservability.ts"
 import { type MockUpstream, startOpenAiMock } from "../support/mockUpstreams.ts"
 import { scratchDir } from "../support/scratch.ts"
 import { type Call, fixture, functionUrlEvent, json, RecordingStream, sseData, v1Event, v2Event, verificationToken } from "./support/events.ts"
 
 describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
   let upstream: MockUpstream
+  let langfuse: ObservabilityMock
   let host: LambdaHost
   let dataDir: string
   const drained: Array<{ name: string; deadlineMs: number; at: number }> = []
@@ -40,6 +42,7 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
   beforeAll(async () => {
     user.email = `${user.username}@example.com`
     upstream = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 150 })
+    langfuse = await startObservabilityMock("langfuse")
     dataDir = scratchDir("aigw-lambda-")
     host = makeLambdaHost({
       env: {
@@ -48,7 +51,9 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
         AIGW_DATA_DIR: dataDir,
         PUBLIC_URL: "https://gateway.example.com",
         OPENAI_API_KEY: "sk-openai",
-        OPENAI_BASE_URL: upstream.url
+        OPENAI_BASE_URL: upstream.url,
+        LANGFUSE_API_KEY: LANGFUSE_KEY,
+        LANGFUSE_BASE_URL: langfuse.url
       },
       drainers: testDrainers,
       drainMarginMs: 1_000
@@ -57,6 +62,7 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
   afterAll(async () => {
     await host?.dispose()
     await upstream?.close()
+    await langfuse?.close()
   })
 
   const v2 = (call: Call) => host.handler(v2Event(call))
@@ -121,6 +127,17 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
 
     const usage = json(await v2({ method: "GET", path: "/v1/usage", apiKey }))
     expect(usage.result.dailyCallsUsed).toBeGreaterThanOrEqual(3)
+  })
+
+  it("each invocation sends its usage to the exporters before it returns (buffered and streamed)", async () => {
+    const generations = () =>
+      langfuse.requests.flatMap((r) => r.status === 207 ? r.body.batch : []).filter((e: any) => e.type === "generation-create").map((e: any) => e.body.usageDetails)
+    upstream.setScenario({ kind: "text", text: "exported", usage: { prompt: 7, completion: 9 } })
+    await v1({ method: "POST", path: "/v1/complete", apiKey, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } })
+    expect(generations()).toContainEqual({ input: 7, output: 9, total: 16 })
+    upstream.setScenario({ kind: "text", text: "streamed export", usage: { prompt: 11, completion: 13 } })
+    await host.streamingHandler(functionUrlEvent({ method: "POST", path: "/v1/complete/stream", apiKey, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } }), new RecordingStream())
+    expect(generations()).toContainEqual({ input: 11, output: 13, total: 24 })
   })
 
   it("serves the MCP endpoint: tools/list and an authenticated tool call over JSON-RPC", async () => {
