@@ -80,7 +80,8 @@ describe("capabilities", () => {
     expect(clean.body.result).toMatchObject({ passed: true, findings: [] })
     // A card number failing the Luhn check is not reported as a card.
     expect((await post("/v1/guardrails/check", { text: "card 4111 1111 1111 1112" })).body.result.categories).not.toContain("pii.payment_card")
-    expect((await post("/v1/guardrails/check", { text: "x", provider: "lakera" })).status).toBe(422)
+    // Lakera Guard needs plan Silver (and its key): refused before any call.
+    expect((await post("/v1/guardrails/check", { text: "x", provider: "lakera" })).status).toBe(403)
   })
 
   it("reranks with BM25, topN default 5", async () => {

@@ -1,11 +1,20 @@
 /**
- * Rule-based guardrails, computed in-process (provider `local`): personal data (e-mail
+ * Rule-based guardrails, computed in-process (provider `local`, and `auto`): personal data (e-mail
  * addresses, phone numbers, payment cards passing the Luhn check, IBANs passing mod-97, US
  * social security numbers), credentials (well-known API-key formats, private keys) and
  * prompt-injection phrasings. Deterministic and explainable; not a content-moderation model.
+ * A named guardrail vendor (Lakera Guard, Patronus: Providers/Guardrails/) checks the text on its
+ * side instead; its verdict is mapped into the same result, with the spans it located as findings.
  */
 import { Effect } from "effect"
+import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { Unprocessable } from "../Errors.ts"
+import type { Plan } from "../Plans.ts"
+import type { GuardrailVerdict } from "../Providers/Guardrails/GuardrailsAdapter.ts"
+import { servedBy } from "../Providers/Registry.ts"
+import { Routing, type RoutingError } from "../Routing.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { vendorCall } from "./VendorCall.ts"
 
 export type FindingType =
   | "pii.email"
@@ -87,7 +96,7 @@ export const scan = (text: string): ReadonlyArray<Finding> => {
   return found.sort((a, b) => a.start - b.start)
 }
 
-export const redact = (text: string, findings: ReadonlyArray<Finding>) => {
+export const redact = (text: string, findings: ReadonlyArray<{ readonly type: string; readonly start: number; readonly end: number }>) => {
   let out = ""
   let at = 0
   for (const f of findings) {
@@ -97,26 +106,50 @@ export const redact = (text: string, findings: ReadonlyArray<Finding>) => {
   return out + text.slice(at)
 }
 
-/** The refusal of a guardrail check that depends only on the request (answered before admission). */
-export const checkProvider = (provider: string) =>
-  provider === "auto" || provider === "local"
-    ? Effect.void
-    : Effect.fail(new Unprocessable({ message: `Guardrails run in-process (provider local); provider ${provider} is not supported for guardrails.` }))
+const isLocal = (provider: string) => provider === "auto" || provider === "local" || provider === ""
+
+/** Where a check runs: in-process, or the named vendor (unknown, not configured or above the plan: refused). */
+const placement = (avatar: AvatarRecord, provider: string): Effect.Effect<"local" | ConfiguredProvider, RoutingError, Routing> =>
+  isLocal(provider)
+    ? Effect.succeed("local")
+    : Effect.flatMap(Routing, (r) => r.providerFor("guardrails", provider, avatar.plan as Plan))
+
+/** The refusal of a guardrail check that depends only on the request and configuration (answered before admission). */
+export const checkProvider = (avatar: AvatarRecord, provider: string) => Effect.asVoid(placement(avatar, provider))
+
+const resultOf = (text: string, findings: ReadonlyArray<{ readonly type: string; readonly start: number; readonly end: number; readonly preview: string }>, categories: ReadonlyArray<string>, flagged: boolean, provider: string) => ({
+  passed: !flagged,
+  flagged,
+  categories,
+  findings,
+  redactedText: redact(text, findings),
+  provider
+})
+
+/** A vendor's verdict as findings: spans inside the text, in order, without overlaps. */
+const vendorFindings = (text: string, verdict: GuardrailVerdict) => {
+  const kept: Array<{ type: string; start: number; end: number; preview: string }> = []
+  for (const s of [...verdict.spans].sort((a, b) => a.start - b.start || b.end - a.end)) {
+    if (s.end > text.length || kept.some((k) => s.start < k.end)) continue
+    kept.push({ type: s.type, start: s.start, end: s.end, preview: mask(text.slice(s.start, s.end)) })
+  }
+  return kept
+}
+
+/** Checks through the vendor (recorded in usage). */
+const checkWithVendor = (avatar: AvatarRecord, text: string, vendor: ConfiguredProvider) =>
+  Effect.gen(function*() {
+    const adapter = servedBy(vendor).guardrails
+    if (adapter === undefined) return yield* Effect.fail(new Unprocessable({ message: `Provider ${vendor.id} cannot check guardrails.` }))
+    const verdict = yield* vendorCall(avatar.id, vendor, "guardrails", adapter.check(vendor, text))
+    return resultOf(text, vendorFindings(text, verdict), verdict.categories, verdict.flagged, vendor.id)
+  })
 
 /** The guardrail check of POST /v1/guardrails/check. */
-export const check = (text: string, provider: string) =>
-  Effect.zipRight(
-    checkProvider(provider),
-    Effect.sync(() => {
-      const findings = scan(text)
-      const categories = [...new Set(findings.map((f) => f.type))]
-      return {
-        passed: findings.length === 0,
-        flagged: findings.length > 0,
-        categories,
-        findings,
-        redactedText: redact(text, findings),
-        provider: "local"
-      }
-    })
-  )
+export const check = (avatar: AvatarRecord, text: string, provider: string) =>
+  Effect.gen(function*() {
+    const where = yield* placement(avatar, provider)
+    if (where !== "local") return yield* checkWithVendor(avatar, text, where)
+    const findings = scan(text)
+    return resultOf(text, findings, [...new Set(findings.map((f) => f.type))], findings.length > 0, "local")
+  })

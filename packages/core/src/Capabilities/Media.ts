@@ -80,6 +80,18 @@ const makeService = Effect.gen(function*() {
       return { provider, request, generate: endpoint.generate ?? generateImages }
     })
 
+  /** The provider, model and client of a moderation; a vendor with its own client moderates with its own model only. */
+  const moderationTarget = (avatar: AvatarRecord, named: string, requested?: string) =>
+    Effect.gen(function*() {
+      const { model, provider } = yield* providerAndModel(avatar, "moderation", named, requested)
+      const own = servedBy(provider).moderation?.moderate
+      if (own === undefined) return { provider, model, run: (text: string) => moderate(provider, model, text) }
+      if (model !== servedBy(provider).moderation!.defaultModel) {
+        return yield* Effect.fail(new Unprocessable({ message: `Provider ${provider.id} moderates with the model its account is set up with; model ${model} cannot be chosen there.` }))
+      }
+      return { provider, model, run: (text: string) => own(provider, text) }
+    })
+
   /**
    * The refusals that depend only on the request and configuration (provider unknown, not
    * configured or not allowed for the plan; no model): answered before admission.
@@ -87,7 +99,7 @@ const makeService = Effect.gen(function*() {
   const check = {
     images: (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt" | "n"> & { readonly n?: number | undefined }) =>
       Effect.asVoid(imagesTarget(avatar, { ...input, n: input.n ?? 1 })),
-    moderation: (avatar: AvatarRecord, provider: string, model?: string) => Effect.asVoid(providerAndModel(avatar, "moderation", provider, model)),
+    moderation: (avatar: AvatarRecord, provider: string, model?: string) => Effect.asVoid(moderationTarget(avatar, provider, model)),
     speech: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "speech", provider)),
     transcription: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "transcription", provider))
   }
@@ -105,8 +117,8 @@ const makeService = Effect.gen(function*() {
     avatar: AvatarRecord,
     input: { readonly text: string; readonly provider: string; readonly model?: string | undefined }
   ) {
-    const { model, provider } = yield* providerAndModel(avatar, "moderation", input.provider, input.model)
-    const { latencyMs, value } = yield* timed(moderate(provider, model, input.text))
+    const { model, provider, run } = yield* moderationTarget(avatar, input.provider, input.model)
+    const { latencyMs, value } = yield* timed(run(input.text))
     yield* record(avatar, provider.id, model, "moderation", latencyMs)
     return { ...value, provider: provider.id, model }
   })

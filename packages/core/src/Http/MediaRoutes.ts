@@ -50,7 +50,7 @@ export const mediaRoutes = [
     success: ModerationResult,
     tag: "Safety",
     metered: true,
-    summary: "Moderate text with a provider's moderation model (OpenAI, Mistral); flagged, categories, scores",
+    summary: "Moderate text with a provider's moderation model (OpenAI, Mistral) or Hive text moderation; flagged, categories, scores",
     body: Schema.Struct({ text: Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(100_000)), provider: Provider }),
     check: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.check.moderation(avatar, body.provider)),
     handle: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.moderation(avatar, body))

@@ -295,13 +295,13 @@ export const GuardrailsResult = Schema.Struct({
   flagged: Schema.Boolean,
   categories: Schema.Array(Schema.String),
   findings: Schema.Array(Schema.Struct({
-    type: Schema.String.annotations({ description: "pii.email, pii.phone, pii.payment_card, pii.iban, pii.us_ssn, secret.api_key, secret.private_key, prompt_injection" }),
+    type: Schema.String.annotations({ description: "local: pii.email, pii.phone, pii.payment_card, pii.iban, pii.us_ssn, secret.api_key, secret.private_key, prompt_injection; a vendor: its own detector or evaluator name (e.g. pii/email for Lakera)" }),
     start: Schema.Number,
     end: Schema.Number,
     preview: Schema.String.annotations({ description: "The match with all but its edges masked" })
   })),
   redactedText: Schema.String,
-  provider: Schema.String.annotations({ description: "local (in-process)" })
+  provider: Schema.String.annotations({ description: "local (in-process), or the guardrail vendor that checked (lakera, patronus)" })
 }).annotations({ identifier: "GuardrailsResult" })
 // Finding types are a literal union in the service: checked one way (they are strings).
 const _guardrails: typeof GuardrailsResult.Type = null as unknown as Effect.Effect.Success<ReturnType<typeof guardrailsCheck>>

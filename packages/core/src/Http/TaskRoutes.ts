@@ -1,12 +1,14 @@
 /**
- * Text capabilities: translation, classification, extraction and prompt optimisation (routed
- * chat models), guardrails (in-process) and reranking (rerank models, or BM25 in-process). Each
+ * Text capabilities: translation (routed chat models, or a translation vendor), classification,
+ * extraction and prompt optimisation (routed chat models), guardrails (in-process, or a
+ * guardrail vendor) and reranking (rerank models, or BM25 in-process). Each
  * counts as one metered call.
  */
 import { type Context, Effect, Schema } from "effect"
 import * as Guardrails from "../Capabilities/Guardrails.ts"
 import { IsoLanguage, LlmTasks } from "../Capabilities/LlmTasks.ts"
 import * as Rerank from "../Capabilities/Rerank.ts"
+import * as Translation from "../Capabilities/Translation.ts"
 import type { GatewayError } from "../Errors.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
@@ -72,7 +74,17 @@ const llmTask = <B, A>(
   })
 
 export const taskRoutes = [
-  llmTask("/v1/translate", TranslateBody, TranslateResult, (t) => [t.check.translate, t.translate], "Translate text (sourceLanguage auto-detected when omitted) with a routed chat model"),
+  authed({
+    method: "POST",
+    path: "/v1/translate",
+    success: TranslateResult,
+    tag: "Text",
+    metered: true,
+    summary: "Translate text (sourceLanguage auto-detected when omitted) with a routed chat model, or through a translation vendor (DeepL)",
+    body: TranslateBody,
+    check: ({ avatar, body }) => Translation.check(avatar, body),
+    handle: ({ avatar, body }) => Translation.translate(avatar, body)
+  }),
   llmTask("/v1/classify", ClassifyBody, ClassifyResult, (t) => [t.check.classify, t.classify], "Zero-shot classification into one of the given labels, with a score per label"),
   llmTask("/v1/extract", ExtractBody, ExtractResult, (t) => [t.check.extract, t.extract], "Structured extraction: a JSON object following the given JSON Schema (validated; `valid` and `errors` report the check)"),
   llmTask("/v1/prompts/optimise", OptimiseBody, OptimisePromptResult, (t) => [t.check.optimisePrompt, t.optimisePrompt], "Rewrite a prompt so a model answers it better; returns the new prompt and the changes"),
@@ -82,10 +94,10 @@ export const taskRoutes = [
     success: GuardrailsResult,
     tag: "Safety",
     metered: true,
-    summary: "Rule-based guardrails (in-process): personal data, credentials, prompt injection; findings and redacted text",
+    summary: "Guardrails: rule-based in-process (local, the default: personal data, credentials, prompt injection) or a guardrail vendor (Lakera Guard, Patronus); findings and redacted text",
     body: GuardrailsBody,
-    check: ({ body }) => Guardrails.checkProvider(body.provider),
-    handle: ({ body }) => Guardrails.check(body.text, body.provider)
+    check: ({ avatar, body }) => Guardrails.checkProvider(avatar, body.provider),
+    handle: ({ avatar, body }) => Guardrails.check(avatar, body.text, body.provider)
   }),
   authed({
     method: "POST",

@@ -14,6 +14,10 @@ import * as Cohere from "./Cohere.ts"
 import * as EmbeddingVendors from "./EmbeddingVendors.ts"
 import * as Bedrock from "./Bedrock.ts"
 import * as Gemini from "./Gemini.ts"
+import * as Lakera from "./Guardrails/Lakera.ts"
+import * as Patronus from "./Guardrails/Patronus.ts"
+import * as Hive from "./Moderation/Hive.ts"
+import * as DeepL from "./Translation/DeepL.ts"
 import * as Fal from "./Images/Fal.ts"
 import * as Leonardo from "./Images/Leonardo.ts"
 import * as Recraft from "./Images/Recraft.ts"
@@ -76,6 +80,10 @@ const modules: Readonly<Record<string, Served>> = {
   fal: Fal.served,
   recraft: Recraft.served,
   leonardo: Leonardo.served,
+  lakera: Lakera.served,
+  patronus: Patronus.served,
+  hive: Hive.served,
+  deepl: DeepL.served,
   // Observability vendors: usage exporters, not endpoints (Observability/Exporters.ts).
   langfuse: LangfuseExport.served,
   promptlayer: PromptLayerExport.served,

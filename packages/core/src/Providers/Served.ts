@@ -8,7 +8,10 @@ import type { ConfiguredProvider, EndpointType } from "../Catalog/Catalog.ts"
 import type { ChatWire, WireRequest } from "./Chat.ts"
 import type { DocumentParser } from "./Documents/DocumentParser.ts"
 import type { EmbeddingWire } from "./Embeddings.ts"
+import type { GuardrailsAdapter } from "./Guardrails/GuardrailsAdapter.ts"
+import type { ModerationResult } from "./OpenAiMedia.ts"
 import type { RerankWire } from "./Rerank.ts"
+import type { TranslationAdapter } from "./Translation/TranslationAdapter.ts"
 import type { UpstreamError } from "./UpstreamError.ts"
 import type { MemoryAdapter } from "./Memory/MemoryAdapter.ts"
 import type { VideoAdapter } from "./Video/VideoAdapter.ts"
@@ -57,6 +60,15 @@ export interface ImagesEndpoint extends OpenAiMediaEndpoint {
   readonly unsupported?: (request: ImageRequest) => string | undefined
 }
 
+/**
+ * Text moderation through a provider: its default model, and its own client when it does not
+ * speak the OpenAI format (absent: OpenAiMedia.ts `moderate`). A vendor with its own client
+ * moderates with the model its account is set up with: a request naming another is refused.
+ */
+export interface ModerationEndpoint extends OpenAiMediaEndpoint {
+  readonly moderate?: (provider: ConfiguredProvider, text: string) => Effect.Effect<ModerationResult, UpstreamError>
+}
+
 /** A configuration variable a provider reads beyond `<ID>_API_KEY` and `<ID>_BASE_URL`. */
 export interface ProviderSetting {
   /** The variable's full name, e.g. `AWS_REGION`. */
@@ -85,13 +97,17 @@ export interface Served {
   /** Reranking documents against a query (Rerank.ts). */
   readonly rerank?: RerankWire
   readonly images?: ImagesEndpoint
-  readonly moderation?: OpenAiMediaEndpoint
+  readonly moderation?: ModerationEndpoint
   readonly speech?: OpenAiMediaEndpoint
   readonly transcription?: OpenAiMediaEndpoint
   /** Asynchronous video generation (submit, then poll). */
   readonly video?: VideoAdapter
   /** An external memory vendor: add texts and search them per user (Memory/MemoryAdapter.ts). */
   readonly memory?: MemoryAdapter
+  /** Guardrail checks through the vendor's API (Guardrails/GuardrailsAdapter.ts); `local` runs in-process. */
+  readonly guardrails?: GuardrailsAdapter
+  /** Translation through the vendor's API (Translation/TranslationAdapter.ts); without it, translation runs on a routed chat model. */
+  readonly translate?: TranslationAdapter
   /** Document parsing through the vendor's API (Documents/DocumentParser.ts). */
   readonly documents?: DocumentParser
   /** The upstream batch API batches are submitted to (otherwise batches run item by item through routing). */
@@ -126,6 +142,8 @@ export const endpointTypesOf = (s: Served): ReadonlyArray<EndpointType> => {
   if (s.speech) types.push("speech")
   if (s.transcription) types.push("transcription")
   if (s.moderation) types.push("moderation")
+  if (s.translate) types.push("translate")
+  if (s.guardrails) types.push("guardrails")
   if (s.memory) types.push("memory")
   if (s.documents) types.push("documents")
   if (s.chat || s.batchApi) types.push("batch")
