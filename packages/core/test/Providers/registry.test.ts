@@ -25,7 +25,7 @@ const routing = Effect.runSync(
       Layer.provide(GatewayConfig.layer({
         providerEnv: (id) => ({ apiKey: Option.some(Redacted.make(`key-${id}`)), baseUrl: Option.some(`https://${id}.example/v1`) }),
         // Providers whose credentials need more than a key (Served.credentials).
-        setting: (name) => (name === "WATSONX_PROJECT_ID" ? Option.some("project-1") : name === "LETTA_AGENT_ID" ? Option.some("agent-1") : Option.none())
+        setting: (name) => Option.fromNullable(({ WATSONX_PROJECT_ID: "project-1", LETTA_AGENT_ID: "agent-1", KLING_SECRET_KEY: "kling-secret", HEYGEN_VOICE_ID: "voice-1" } as Record<string, string>)[name])
       }))
     )
   )
