@@ -19,6 +19,7 @@ import { servedBy } from "../../../packages/core/src/Providers/Registry.ts"
 import * as Bedrock from "../../../packages/core/test/support/mockBedrock.ts"
 import { type DocumentVendor, startDocumentVendorMock } from "../../../packages/core/test/support/mockDocumentVendors.ts"
 import { type MemoryVendor, startMemoryVendorMock } from "../../../packages/core/test/support/mockMemoryVendors.ts"
+import { startTaskVendorMock, type TaskVendor } from "../../../packages/core/test/support/mockTaskVendors.ts"
 import { type MockUpstream, startAnthropicMock, startGeminiMock, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { startVendorMock, type Vendor } from "../../../packages/core/test/support/mockVendors.ts"
 import * as Vertex from "../../../packages/core/test/support/mockVertex.ts"
@@ -100,6 +101,11 @@ const documentVendor = async (p: Provider) => {
   return keyed(p.id, mock.url, () => mock.requests.map((r) => ({ ...r, body: r.json ?? r.files })))
 }
 
+const taskVendor = async (p: Provider) => {
+  const mock = started(await startTaskVendorMock(p.id as TaskVendor, keyOf(p.id)))
+  return keyed(p.id, mock.url, () => mock.requests)
+}
+
 const bedrock = async (): Promise<Upstream> => {
   const mock = started(await Bedrock.startBedrockMock())
   return {
@@ -170,7 +176,11 @@ const upstreams: Record<string, (p: Provider) => Promise<Upstream>> = {
   unstructured: documentVendor,
   llamaparse: documentVendor,
   reducto: documentVendor,
-  landingai: documentVendor
+  landingai: documentVendor,
+  lakera: taskVendor,
+  patronus: taskVendor,
+  hive: taskVendor,
+  deepl: taskVendor
 }
 const upstreamOf = (p: Provider) =>
   upstreams[p.id] ?? (p.adapter in familyMocks && servedBy(p).authorize === undefined ? family : undefined)
@@ -277,7 +287,7 @@ describe("provider sweep", () => {
     for (const p of serving("moderation")) {
       const res = await post("/v1/moderation", { provider: p.id, text: "hello" })
       expect([p.id, "moderation", res.status, outcome(res)]).toEqual([p.id, "moderation", 200, "ok"])
-      reached(p.id, (r) => expect(r.path).toMatch(/moderations$/))
+      reached(p.id, (r) => expect(r.path).toMatch(p.id === "hive" ? /task\/sync$/ : /moderations$/))
       count("moderation", p.id)
     }
     for (const p of serving("speech")) {
@@ -328,6 +338,23 @@ describe("provider sweep", () => {
       expect(JSON.stringify(of[p.id]!.requests().map((r) => r.body))).toContain(`sweep-${p.id}.txt`)
       reached(p.id, () => undefined)
       count("documents", p.id)
+    }
+  }, 30_000)
+
+  it("checks guardrails and translates through every vendor that lists them", async () => {
+    for (const p of serving("guardrails")) {
+      const res = await post("/v1/guardrails/check", { provider: p.id, text: "Mail ann@example.com" })
+      expect([p.id, "guardrails", res.status, outcome(res)]).toEqual([p.id, "guardrails", 200, "ok"])
+      expect(res.body.result).toMatchObject({ provider: p.id, flagged: true })
+      reached(p.id, (r) => expect(JSON.stringify(r.body)).toContain("ann@example.com"))
+      count("guardrails", p.id)
+    }
+    for (const p of serving("translate")) {
+      const res = await post("/v1/translate", { provider: p.id, text: "Hello world", targetLanguage: "de" })
+      expect([p.id, "translate", res.status, outcome(res)]).toEqual([p.id, "translate", 200, "ok"])
+      expect(res.body.result).toMatchObject({ provider: p.id, translation: expect.any(String) })
+      reached(p.id, (r) => expect(JSON.stringify(r.body)).toContain("Hello world"))
+      count("translate", p.id)
     }
   }, 30_000)
 
