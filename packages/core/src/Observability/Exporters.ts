@@ -13,10 +13,11 @@
  */
 import { Context, Effect, Layer, Option, Redacted, Runtime } from "effect"
 import { createHash, createHmac, randomBytes } from "node:crypto"
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Catalog, type ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { GatewayConfig } from "../Config.ts"
+import { startupError } from "../StartupError.ts"
 import * as Metrics from "../Metrics.ts"
 import { UpstreamError } from "../Providers/UpstreamError.ts"
 import type { UsageEvent } from "../Storage/UsageStore.ts"
@@ -146,14 +147,20 @@ export const SALT_FILE = "export-salt"
 export const saltOf = (jwtSecret: Option.Option<Redacted.Redacted>, dataDir: string): Buffer => {
   if (Option.isSome(jwtSecret)) return createHash("sha256").update("aigw usage export salt\n").update(Redacted.value(jwtSecret.value)).digest()
   const file = join(dataDir, SALT_FILE)
-  try {
-    return Buffer.from(readFileSync(file, "utf8").trim(), "hex")
-  } catch {
-    const salt = randomBytes(32)
-    mkdirSync(dataDir, { recursive: true })
-    writeFileSync(file, salt.toString("hex"), { mode: 0o600, flag: "wx" })
+  const read = () => {
+    const salt = Buffer.from(readFileSync(file, "utf8").trim(), "hex")
+    if (salt.length !== 32) throw new Error(`${file} does not hold the 64 hex digits aigw wrote there: delete it (a new salt gives new user ids at the vendors)`)
     return salt
   }
+  if (existsSync(file)) return read()
+  mkdirSync(dataDir, { recursive: true })
+  try {
+    writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600, flag: "wx" })
+  } catch (e) {
+    // Another process sharing the data dir wrote it first: use theirs.
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+  }
+  return read()
 }
 
 /** The exported form of an avatar id. */
@@ -235,7 +242,10 @@ export const layer = Layer.scoped(
       if (typeof made === "string") yield* Effect.logError(`usage export to ${p.id} is off: ${made}`)
       else exporters.push(made)
     }
-    const salt = exporters.length === 0 ? Buffer.alloc(0) : saltOf(config.jwtSecret, config.dataDir)
+    const salt = exporters.length === 0 ? Buffer.alloc(0) : yield* Effect.try({
+      try: () => saltOf(config.jwtSecret, config.dataDir),
+      catch: (e) => startupError(`usage export: ${(e as Error).message}`, "set JWT_SECRET, or fix AIGW_DATA_DIR (docs/observability.md)")
+    })
     const fork = Runtime.runFork(yield* Effect.runtime<never>())
     const service = makeExporters(exporters, salt, defaultOptions, (m) => void fork(Effect.logWarning(`usage export: ${m}`)))
     if (exporters.length > 0) yield* Effect.logInfo(`usage export to ${service.ids.join(", ")}`)

@@ -7,7 +7,7 @@
  */
 import { ConfigProvider, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { createHash } from "node:crypto"
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { Catalog, type ConfiguredProvider, data } from "../../src/Catalog/Catalog.ts"
@@ -115,6 +115,8 @@ describe("salt and hash", () => {
     expect(saltOf(Option.none(), dir).equals(first)).toBe(true)
     expect(hashAvatar(first, AVATAR)).toMatch(/^[0-9a-f]{64}$/)
     expect(hashAvatar(first, AVATAR)).not.toBe(hashAvatar(fromSecret, AVATAR))
+    writeFileSync(join(dir, SALT_FILE), "not hex")
+    expect(() => saltOf(Option.none(), dir)).toThrow(/does not hold the 64 hex digits/)
   })
 })
 
