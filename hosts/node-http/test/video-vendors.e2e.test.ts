@@ -80,7 +80,7 @@ describe("video vendors through the gateway", () => {
     const taskId = String(done.upstreamId).split("/")[1]
     expect(done.result.videoUrl).toBe(`https://cdn.klingai.com/bs2/upload-kling-api/${taskId}.mp4`)
     expect(kling.tokens.length).toBeGreaterThanOrEqual(3)
-    expect(kling.tokens.every((t) => t.claims.iss === "ak_e2e")).toBe(true)
+    expect(kling.tokens.every((t: { claims: Record<string, unknown> }) => t.claims.iss === "ak_e2e")).toBe(true)
   })
 
   it("HeyGen without HEYGEN_VOICE_ID is refused, saying what to set", async () => {
