@@ -240,6 +240,16 @@ describe.each(["langfuse", "promptlayer", "braintrust"] as const)("%s", (vendor)
     await exporters.close(Date.now())
   })
 
+  it("a hostile reply (not JSON) is a failed batch, not a crash", async () => {
+    const exporters = makeExporters([exporterOf(vendor, mock.url)], SALT, FAST)
+    const failed = counted(vendor, "failed")
+    mock.rawNext("<html>gateway error")
+    exporters.observe(usage(), AT, undefined)
+    await exporters.close(Date.now() + 5_000)
+    expect(mock.requests.length).toBe(1)
+    expect(counted(vendor, "failed") - failed).toBe(1)
+  })
+
   it("does not retry a refusal (401)", async () => {
     const exporters = makeExporters([exporterOf(vendor, mock.url)], SALT, FAST)
     const failed = counted(vendor, "failed")
@@ -248,6 +258,23 @@ describe.each(["langfuse", "promptlayer", "braintrust"] as const)("%s", (vendor)
     await exporters.close(Date.now() + 5_000)
     expect(mock.requests.map((r) => r.status)).toEqual([401])
     expect(counted(vendor, "failed") - failed).toBe(1)
+  })
+})
+
+describe("langfuse partial failures", () => {
+  it("counts a call whose events Langfuse reports in `errors` (207) as failed, once", async () => {
+    const mock = await startObservabilityMock("langfuse")
+    try {
+      const exporters = makeExporters([exporterOf("langfuse", mock.url)], SALT, FAST)
+      const [sent, failed] = [counted("langfuse", "sent"), counted("langfuse", "failed")]
+      mock.rawNext(JSON.stringify({ successes: [], errors: [{ id: "c1-trace", status: 400 }, { id: "c1-generation", status: 400 }] }))
+      exporters.observe(usage(1), AT, undefined)
+      exporters.observe(usage(2), AT, undefined)
+      await exporters.close(Date.now() + 5_000)
+      expect([counted("langfuse", "sent") - sent, counted("langfuse", "failed") - failed]).toEqual([1, 1])
+    } finally {
+      await mock.close()
+    }
   })
 })
 

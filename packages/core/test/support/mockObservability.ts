@@ -28,6 +28,8 @@ export interface ObservabilityMock {
   up(): void
   /** The next `n` requests answer this status. */
   failNext(status: number, n?: number): void
+  /** The next request answers 200 with this raw body (hostile replies). */
+  rawNext(body: string): void
   close(): Promise<void>
 }
 
@@ -89,6 +91,7 @@ export const startObservabilityMock = (vendor: ObservabilityVendor): Promise<Obs
   const requests: ObservabilityMock["requests"] = []
   let mode: "up" | "down" | "hang" = "up"
   let failing: { status: number; n: number } | undefined
+  let raw: string | undefined
   const held: Array<ServerResponse> = []
   const server = createServer((req, res) => {
     void readJson(req).then((body) => {
@@ -96,6 +99,11 @@ export const startObservabilityMock = (vendor: ObservabilityVendor): Promise<Obs
       const record = (status: number) => requests.push({ path, headers: req.headers, body, status })
       if (mode === "hang") return void held.push(res)
       if (mode === "down") return record(503), send(res, 503, { message: "Service Unavailable" })
+      if (raw !== undefined) {
+        res.writeHead(200, { "content-type": "application/json" }).end(raw)
+        raw = undefined
+        return record(200)
+      }
       if (failing && failing.n > 0) {
         failing.n--
         return record(failing.status), send(res, failing.status, { message: `failing with ${failing.status}` })
@@ -123,6 +131,7 @@ export const startObservabilityMock = (vendor: ObservabilityVendor): Promise<Obs
           release()
         },
         failNext: (status, n = 1) => void (failing = { status, n }),
+        rawNext: (body) => void (raw = body),
         close: () =>
           new Promise<void>((done) => {
             release()
