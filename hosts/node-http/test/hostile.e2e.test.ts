@@ -29,7 +29,9 @@ describe("hostile input on every route", () => {
 
   const envelope = (body: any, path: string) => {
     expect(typeof body, path).toBe("object")
+    // The vendor surfaces answer in their vendor's error shape: OpenAI's, or Anthropic's `{ type: "error", error }`.
     if (path.startsWith("/openai/")) expect(body.error.message, path).toBeTruthy()
+    else if (path.startsWith("/anthropic/")) expect([body.type, typeof body.error.message], path).toEqual(["error", "string"])
     else {
       expect(body.isError, path).toBe(true)
       expect(typeof body.message, path).toBe("string")

@@ -151,7 +151,7 @@ describe("edge attacks", () => {
       })
       for (const { body, route, status } of value) {
         expect(status, route).toBe(400)
-        const message = route.includes("/openai/") ? body.error.message : body.message
+        const message = route.includes("/openai/") || route.includes("/anthropic/") ? body.error.message : body.message
         expect(message, route).toBe("Invalid request body: JSON nested deeper than 64 levels.")
       }
       for (const headers of [{}, { "x-api-key": user.apiKey }] as Array<Record<string, string>>) {
