@@ -1,8 +1,8 @@
 /**
  * Video vendors through the gateway: Runway and Kling (its JWT signed from KLING_API_KEY and
  * KLING_SECRET_KEY) end to end against their mocks — submit, the worker polls, the result URL —
- * a request Runway cannot honour failing with the refusal, and HeyGen without its voice refused
- * with what to configure.
+ * requests a vendor cannot honour refused with 400 naming the field, and HeyGen without its voice
+ * refused with what to configure.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { JobMock } from "../../../packages/core/test/support/mockJobs.ts"
@@ -65,11 +65,18 @@ describe("video vendors through the gateway", () => {
     expect(runway.requests.filter((r) => r.path === `/v1/tasks/${done.upstreamId}`).length).toBe(3)
   })
 
-  it("Runway: an aspect ratio it does not offer fails the job with the refusal naming it", async () => {
-    const res = await generate({ prompt: "x", provider: "runway", aspectRatio: "2:1" })
-    const done = await waitDone(res.body.result.jobId)
-    expect(done.status).toBe("failed")
-    expect(done.error).toContain("aspectRatio 2:1 is not supported by runway")
+  it("what a vendor cannot honour is a 400 naming it, before any job or upstream call", async () => {
+    const calls = runway.requests.length + kling.requests.length
+    const ratio = await generate({ prompt: "x", provider: "runway", aspectRatio: "2:1" })
+    expect(ratio.status).toBe(400)
+    expect(ratio.body.message).toContain("aspectRatio 2:1 is not supported by runway")
+    const textOnImageModel = await generate({ prompt: "x", provider: "runway", model: "gen4_turbo" })
+    expect(textOnImageModel.status).toBe(400)
+    expect(textOnImageModel.body.message).toContain("gen4_turbo only animates an image")
+    const klingImageRatio = await generate({ prompt: "x", provider: "kling", imageUrl: "https://93.184.216.34/a.png", aspectRatio: "16:9" })
+    expect(klingImageRatio.status).toBe(400)
+    expect(klingImageRatio.body.message).toContain("aspectRatio with imageUrl is not supported by kling")
+    expect(runway.requests.length + kling.requests.length).toBe(calls)
   })
 
   it("Kling: signs its token from the configured keys and ends with the task's video URL", async () => {

@@ -157,7 +157,11 @@ export const jobRoutes = [
         // Input first: a refused URL is reported whatever the provider situation.
         yield* checkUrl(body.imageUrl, "imageUrl")
         yield* checkUrl(body.callbackUrl, "callbackUrl")
-        yield* videoProvider(avatar, body.provider)
+        const provider = yield* videoProvider(avatar, body.provider)
+        // What the vendor cannot honour is a 400 naming it, before a job exists.
+        const request = { prompt: body.prompt, imageUrl: body.imageUrl, durationSeconds: body.duration, aspectRatio: body.aspectRatio, model: body.model }
+        const refusal = servedBy(provider).video?.unsupported?.(provider, request)
+        if (refusal !== undefined) return yield* Effect.fail(new BadRequest({ message: refusal }))
       }),
     handle: ({ avatar, body }) =>
       Effect.gen(function*() {

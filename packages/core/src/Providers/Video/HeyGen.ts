@@ -20,7 +20,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
-import { refused, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
+import { checked, refusal, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
 
 export const AVATAR_ID = "HEYGEN_AVATAR_ID"
 export const VOICE_ID = "HEYGEN_VOICE_ID"
@@ -38,27 +38,26 @@ export const dimensionOf = (aspectRatio: string) => {
   return w >= h ? { width: long, height: SHORT_SIDE } : { width: SHORT_SIDE, height: long }
 }
 
-/** The create body, or the refusal naming the field HeyGen cannot honour. */
-export const toBody = (provider: ConfiguredProvider, request: VideoRequest): Effect.Effect<Record<string, unknown>, UpstreamError> => {
-  if (request.durationSeconds !== undefined) {
-    return Effect.fail(refused(provider.id, "duration", "a HeyGen avatar video lasts as long as the avatar speaks the prompt"))
-  }
+/** What HeyGen cannot do: a set duration, a script over its limit, a video without an avatar or a voice. */
+export const unsupported = (provider: ConfiguredProvider, request: VideoRequest): string | undefined => {
+  if (request.durationSeconds !== undefined) return refusal(provider.id, "duration", "a HeyGen avatar video lasts as long as the avatar speaks the prompt")
   if (request.prompt.length > MAX_SCRIPT) {
-    return Effect.fail(refused(provider.id, `a prompt over ${MAX_SCRIPT} characters`, "it is the avatar's script, and HeyGen takes at most that"))
+    return refusal(provider.id, `a prompt over ${MAX_SCRIPT} characters`, "it is the avatar's script, and HeyGen takes at most that")
   }
-  const avatarId = request.model ?? provider.settings[AVATAR_ID]
-  const voiceId = provider.settings[VOICE_ID]
-  if (avatarId === undefined) return Effect.fail(refused(provider.id, "a video without an avatar", `set ${AVATAR_ID} or send the avatar id as model`))
-  if (voiceId === undefined) return Effect.fail(refused(provider.id, "a video without a voice", `set ${VOICE_ID}`))
-  return Effect.succeed({
-    video_inputs: [{
-      character: { type: "avatar", avatar_id: avatarId, avatar_style: "normal" },
-      voice: { type: "text", input_text: request.prompt, voice_id: voiceId },
-      ...(request.imageUrl !== undefined ? { background: { type: "image", url: request.imageUrl } } : {})
-    }],
-    ...(request.aspectRatio !== undefined ? { dimension: dimensionOf(request.aspectRatio) } : {})
-  })
+  if ((request.model ?? provider.settings[AVATAR_ID]) === undefined) return refusal(provider.id, "a video without an avatar", `set ${AVATAR_ID} or send the avatar id as model`)
+  if (provider.settings[VOICE_ID] === undefined) return refusal(provider.id, "a video without a voice", `set ${VOICE_ID}`)
+  return undefined
 }
+
+/** The create body (for a request `unsupported` accepts). */
+export const toBody = (provider: ConfiguredProvider, request: VideoRequest) => ({
+  video_inputs: [{
+    character: { type: "avatar", avatar_id: request.model ?? provider.settings[AVATAR_ID], avatar_style: "normal" },
+    voice: { type: "text", input_text: request.prompt, voice_id: provider.settings[VOICE_ID] },
+    ...(request.imageUrl !== undefined ? { background: { type: "image", url: request.imageUrl } } : {})
+  }],
+  ...(request.aspectRatio !== undefined ? { dimension: dimensionOf(request.aspectRatio) } : {})
+})
 
 /** The statuses whose poll answer does not depend on the rest of the video. */
 const FIXED_POLLS = new Map<string, VideoPoll>([
@@ -98,9 +97,10 @@ export const toPoll = (provider: string, video: any): Effect.Effect<VideoPoll, U
 }
 
 export const heygen: VideoAdapter = {
+  unsupported,
   submit: (provider: ConfiguredProvider, request: VideoRequest) =>
-    toBody(provider, request).pipe(
-      Effect.flatMap((body) => postJson(provider.id, `${rootOf(provider.endpoint)}/v2/video/generate`, authHeaders(provider), body)),
+    checked(provider, request, unsupported).pipe(
+      Effect.flatMap(() => postJson(provider.id, `${rootOf(provider.endpoint)}/v2/video/generate`, authHeaders(provider), toBody(provider, request))),
       Effect.flatMap((answer) =>
         typeof answer?.data?.video_id === "string" && answer.data.video_id.length > 0
           ? Effect.succeed({ upstreamId: answer.data.video_id as string })

@@ -22,7 +22,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { getJson, postJson } from "../internal/http.ts"
 import { protocolError, UpstreamError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
-import { refused, snapSeconds, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
+import { checked, refusal, snapSeconds, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
 
 export const SECRET_KEY = "KLING_SECRET_KEY"
 export const DEFAULT_MODEL = "kling-v2-1-master"
@@ -51,15 +51,17 @@ const headers = (provider: ConfiguredProvider): Effect.Effect<Record<string, str
 
 type Kind = "text2video" | "image2video"
 
-/** The create call's kind and body, or the refusal naming the field Kling cannot honour. */
-export const createCall = (provider: string, request: VideoRequest): Effect.Effect<{ kind: Kind; body: Record<string, unknown> }, UpstreamError> => {
+/** What Kling cannot do: an aspect ratio it does not offer, or one with an image (the video takes the image's). */
+export const unsupported = (provider: ConfiguredProvider, request: VideoRequest): string | undefined => {
+  if (request.aspectRatio === undefined) return undefined
+  if (request.imageUrl !== undefined) return refusal(provider.id, "aspectRatio with imageUrl", "Kling's image-to-video takes the image's aspect ratio")
+  if (!ASPECT_RATIOS.includes(request.aspectRatio)) return refusal(provider.id, `aspectRatio ${request.aspectRatio}`, `Kling offers ${ASPECT_RATIOS.join(", ")}`)
+  return undefined
+}
+
+/** The create call's kind and body (for a request `unsupported` accepts). */
+export const createCall = (request: VideoRequest): { kind: Kind; body: Record<string, unknown> } => {
   const image = request.imageUrl !== undefined
-  if (request.aspectRatio !== undefined) {
-    if (image) return Effect.fail(refused(provider, "aspectRatio with imageUrl", "Kling's image-to-video takes the image's aspect ratio"))
-    if (!ASPECT_RATIOS.includes(request.aspectRatio)) {
-      return Effect.fail(refused(provider, `aspectRatio ${request.aspectRatio}`, `Kling offers ${ASPECT_RATIOS.join(", ")}`))
-    }
-  }
   const body = {
     model_name: request.model ?? DEFAULT_MODEL,
     prompt: request.prompt,
@@ -68,7 +70,7 @@ export const createCall = (provider: string, request: VideoRequest): Effect.Effe
     ...(request.aspectRatio !== undefined ? { aspect_ratio: request.aspectRatio } : {}),
     ...(request.durationSeconds !== undefined ? { duration: String(snapSeconds([5, 10], request.durationSeconds)) } : {})
   }
-  return Effect.succeed({ kind: image ? "image2video" : "text2video", body })
+  return { kind: image ? "image2video" : "text2video", body }
 }
 
 /** The statuses whose poll answer does not depend on the rest of the task. */
@@ -115,9 +117,11 @@ const dataOf = (provider: string) => (answer: any): Effect.Effect<any, UpstreamE
 const UPSTREAM_ID = /^(text2video|image2video)\/(.+)$/
 
 export const kling: VideoAdapter = {
+  unsupported,
   submit: (provider: ConfiguredProvider, request: VideoRequest) =>
     Effect.gen(function*() {
-      const call = yield* createCall(provider.id, request)
+      yield* checked(provider, request, unsupported)
+      const call = createCall(request)
       const auth = yield* headers(provider)
       const task = yield* postJson(provider.id, `${provider.endpoint}/videos/${call.kind}`, auth, call.body).pipe(Effect.flatMap(dataOf(provider.id)))
       if (typeof task.task_id !== "string" || task.task_id.length === 0) return yield* Effect.fail(protocolError(provider.id, "the created task has no task_id"))

@@ -18,7 +18,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
-import { type DurationSpec, refused, snapSeconds, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
+import { checked, type DurationSpec, refusal, snapSeconds, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
 
 export const API_VERSION = "2024-11-06"
 /** The default model for image-to-video (it needs an image) and for text-to-video. */
@@ -54,32 +54,32 @@ export const toDuration = (model: string, seconds: number): number => {
 
 const headers = (provider: ConfiguredProvider) => ({ ...authHeaders(provider), "x-runway-version": API_VERSION })
 
-/** Where and what to POST for a request, or the refusal naming the field Runway cannot honour. */
-export const createCall = (
-  provider: string,
-  endpoint: string,
-  request: VideoRequest
-): Effect.Effect<{ readonly url: string; readonly body: Record<string, unknown> }, UpstreamError> => {
+const modelOf = (request: VideoRequest) => request.model ?? (request.imageUrl !== undefined ? DEFAULT_IMAGE_MODEL : DEFAULT_TEXT_MODEL)
+
+/** What Runway cannot do: text-to-video on an image-only model, an aspect ratio it has no size for. */
+export const unsupported = (provider: ConfiguredProvider, request: VideoRequest): string | undefined => {
+  const model = modelOf(request)
+  if (request.imageUrl === undefined && IMAGE_ONLY.has(model)) {
+    return refusal(provider.id, "text-to-video", `${model} only animates an image: send imageUrl, or a text-to-video model such as ${DEFAULT_TEXT_MODEL}`)
+  }
+  if (request.aspectRatio !== undefined && RATIOS[request.aspectRatio] === undefined) {
+    return refusal(provider.id, `aspectRatio ${request.aspectRatio}`, `Runway offers ${Object.keys(RATIOS).join(", ")}`)
+  }
+  return undefined
+}
+
+/** Where and what to POST for a request (one `unsupported` accepts). */
+export const createCall = (endpoint: string, request: VideoRequest) => {
   const image = request.imageUrl !== undefined
-  const model = request.model ?? (image ? DEFAULT_IMAGE_MODEL : DEFAULT_TEXT_MODEL)
-  if (!image && IMAGE_ONLY.has(model)) {
-    return Effect.fail(refused(provider, "text-to-video", `${model} only animates an image: send imageUrl, or a text-to-video model such as ${DEFAULT_TEXT_MODEL}`))
-  }
-  let ratio: string | undefined
-  if (request.aspectRatio !== undefined) {
-    ratio = RATIOS[request.aspectRatio]
-    if (ratio === undefined) {
-      return Effect.fail(refused(provider, `aspectRatio ${request.aspectRatio}`, `Runway offers ${Object.keys(RATIOS).join(", ")}`))
-    }
-  }
+  const model = modelOf(request)
   const body = {
     model,
     promptText: request.prompt,
     ...(image ? { promptImage: request.imageUrl } : {}),
-    ...(ratio !== undefined ? { ratio } : {}),
+    ...(request.aspectRatio !== undefined ? { ratio: RATIOS[request.aspectRatio] } : {}),
     ...(request.durationSeconds !== undefined ? { duration: toDuration(model, request.durationSeconds) } : {})
   }
-  return Effect.succeed({ url: `${endpoint}/${image ? "image_to_video" : "text_to_video"}`, body })
+  return { url: `${endpoint}/${image ? "image_to_video" : "text_to_video"}`, body }
 }
 
 /** The statuses whose poll answer does not depend on the rest of the task. */
@@ -115,8 +115,10 @@ export const toPoll = (provider: string, task: any): Effect.Effect<VideoPoll, Up
 }
 
 export const runway: VideoAdapter = {
+  unsupported,
   submit: (provider: ConfiguredProvider, request: VideoRequest) =>
-    createCall(provider.id, provider.endpoint, request).pipe(
+    checked(provider, request, unsupported).pipe(
+      Effect.map(() => createCall(provider.endpoint, request)),
       Effect.flatMap((call) => postJson(provider.id, call.url, headers(provider), call.body)),
       Effect.flatMap((task) =>
         typeof task?.id === "string" && task.id.length > 0

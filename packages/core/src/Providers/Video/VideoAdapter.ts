@@ -2,7 +2,7 @@
  * Asynchronous video generation upstreams: submit a generation, then poll it until it ends.
  * One small adapter per vendor API (Replicate predictions, Luma Dream Machine, ...).
  */
-import type { Effect } from "effect"
+import { Effect } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { UpstreamError } from "../UpstreamError.ts"
 
@@ -26,11 +26,15 @@ export interface VideoAdapter {
   /** Starts a generation; returns the upstream's id for it. */
   readonly submit: (provider: ConfiguredProvider, request: VideoRequest) => Effect.Effect<{ readonly upstreamId: string }, UpstreamError>
   readonly poll: (provider: ConfiguredProvider, upstreamId: string) => Effect.Effect<VideoPoll, UpstreamError>
+  /** The request field the vendor cannot honour, as a refusal naming it (the route answers 400 before any job), or undefined. */
+  readonly unsupported?: (provider: ConfiguredProvider, request: VideoRequest) => string | undefined
 }
 
-/** A request field the vendor cannot honour, refused before anything is sent (the job fails with this message). */
-export const refused = (provider: string, field: string, why: string) =>
-  new UpstreamError({ provider, kind: "http", status: 400, message: `${field} is not supported by ${provider}: ${why}`, retryable: false })
+/** The refusal of a request field a vendor cannot honour, naming it and why. */
+export const refusal = (provider: string, field: string, why: string) => `${field} is not supported by ${provider}: ${why}`
+
+/** `unsupported`'s refusal at submit time (a job stored before the check): the step fails, nothing is sent. */
+const refused = (provider: string, message: string) => new UpstreamError({ provider, kind: "http", status: 400, message, retryable: false })
 
 /** A vendor's allowed durations: the documented choices, or a range of whole seconds. */
 export type DurationSpec = ReadonlyArray<number> | { readonly min: number; readonly max: number }
@@ -40,3 +44,13 @@ export const snapSeconds = (spec: DurationSpec, seconds: number): number =>
   Array.isArray(spec)
     ? (spec as ReadonlyArray<number>).reduce((a, b) => (Math.abs(b - seconds) < Math.abs(a - seconds) ? b : a))
     : Math.min(Math.max(Math.round(seconds), (spec as { min: number }).min), (spec as { max: number }).max)
+
+/** Succeeds when `unsupported` accepts the request, else fails the step with its refusal. */
+export const checked = (
+  provider: ConfiguredProvider,
+  request: VideoRequest,
+  unsupported: NonNullable<VideoAdapter["unsupported"]>
+): Effect.Effect<void, UpstreamError> => {
+  const message = unsupported(provider, request)
+  return message === undefined ? Effect.void : Effect.fail(refused(provider.id, message))
+}
