@@ -5,7 +5,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { costOf, pricingNote } from "../Cost.ts"
-import { NotFound, Unprocessable } from "../Errors.ts"
+import { NotFound } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { notServed } from "../Providers/Registry.ts"
@@ -91,7 +91,7 @@ export type EstimateRequest = typeof EstimateRequest.Type
 
 /** Cost of a call from token counts and the catalogue's list prices (an alias or `provider/model` resolves like a call's). */
 export const estimateCost = (request: EstimateRequest) =>
-  Effect.flatMap(Catalog, (c): Effect.Effect<{ estimatedUSD: number; note: string }, NotFound | Unprocessable> => {
+  Effect.flatMap(Catalog, (c): Effect.Effect<{ estimatedUSD: number; note: string }, NotFound> => {
     const provider = c.provider(request.provider)
     if (Option.isNone(provider)) return Effect.fail(new NotFound({ message: `Unknown provider ${request.provider}. See GET /v1/providers.` }))
     const named = Option.getOrElse(c.alias(request.model), () => request.model)
@@ -99,7 +99,7 @@ export const estimateCost = (request: EstimateRequest) =>
     const model = Option.filter(c.model(id), (m) => m.provider === request.provider)
     if (Option.isNone(model) || model.value.unpriced) {
       return Effect.fail(
-        new Unprocessable({
+        new NotFound({
           message: `No price is known for model ${request.model} of provider ${request.provider}: it is not priced in the catalogue (GET /v1/models). ` +
             `Calls to it are forwarded and their usage recorded with the cost unknown (costKnown: false); set its prices with AIGW_MODELS to estimate and count its cost.`
         })

@@ -120,6 +120,6 @@ describe("model resolution", () => {
     const base = catalog.models.find((m) => m.kind === "chat")!
     expect(Either.isRight(run(estimateCost({ provider: base.provider, model: base.id, promptTokens: 1000, completionTokens: 0 })))).toBe(true)
     const unpriced = run(estimateCost({ provider: "openai", model: "o4-mini", promptTokens: 1000, completionTokens: 0 }))
-    expect(Either.isLeft(unpriced) && unpriced.left).toMatchObject({ _tag: "Unprocessable", message: expect.stringMatching(/No price is known for model o4-mini.*AIGW_MODELS/) })
+    expect(Either.isLeft(unpriced) && unpriced.left).toMatchObject({ _tag: "NotFound", message: expect.stringMatching(/No price is known for model o4-mini.*AIGW_MODELS/) })
   })
 })
