@@ -647,7 +647,8 @@ export const providerData = [
     name: "Pinecone",
     adapter: "bespoke",
     baseUrl: "https://api.pinecone.io",
-    auth: "x-api-key",
+    // Pinecone takes the key in an `Api-Key` header (https://docs.pinecone.io/reference/api/authentication).
+    auth: "api-key",
     offers: ["embeddings", "rerank"],
     minPlan: "Bronze",
     website: "https://www.pinecone.io",

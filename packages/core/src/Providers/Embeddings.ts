@@ -42,7 +42,7 @@ export const openAiEmbeddings: EmbeddingWire = {
 }
 
 /** Vectors and a token count as read from a vendor's answer, checked: one numeric vector per text. */
-const checked = (provider: string, vectors: unknown, count: number, tokens: unknown): EmbeddingResult | UpstreamError =>
+export const checked = (provider: string, vectors: unknown, count: number, tokens: unknown): EmbeddingResult | UpstreamError =>
   Array.isArray(vectors) && vectors.length === count && vectors.every(isVector)
     ? { vectors, promptTokens: typeof tokens === "number" ? tokens : undefined }
     : wrongCount(provider, count)

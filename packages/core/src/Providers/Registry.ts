@@ -30,7 +30,10 @@ import * as LandingAi from "./Documents/LandingAi.ts"
 import * as LlamaParse from "./Documents/LlamaParse.ts"
 import * as Reducto from "./Documents/Reducto.ts"
 import * as Unstructured from "./Documents/Unstructured.ts"
+import * as NlpCloud from "./NlpCloud.ts"
 import * as OpenAiCompatible from "./OpenAiCompatible.ts"
+import * as PageExtractors from "./PageExtractors.ts"
+import * as Pinecone from "./Pinecone.ts"
 import * as BraintrustExport from "../Observability/Braintrust.ts"
 import * as LangfuseExport from "../Observability/Langfuse.ts"
 import * as PromptLayerExport from "../Observability/PromptLayer.ts"
@@ -60,6 +63,11 @@ const modules: Readonly<Record<string, Served>> = {
   jina: EmbeddingVendors.jina,
   mixedbread: EmbeddingVendors.mixedbread,
   nomic: EmbeddingVendors.nomic,
+  pinecone: Pinecone.served,
+  "nlp-cloud": NlpCloud.served,
+  tavily: PageExtractors.tavily,
+  exa: PageExtractors.exa,
+  firecrawl: PageExtractors.firecrawl,
   bedrock: Bedrock.served,
   luma: Luma.served,
   replicate: Replicate.served,

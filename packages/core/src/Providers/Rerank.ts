@@ -36,8 +36,14 @@ export interface RerankWire {
 }
 
 /** A vendor's names for the same exchange. */
-interface RerankDialect {
+export interface RerankDialect {
   readonly path: string
+  /** How one document is sent, when not as the plain string (Pinecone: `{text}`). */
+  readonly document?: (text: string) => unknown
+  /** Headers the vendor needs beside its credential (Pinecone's API version). */
+  readonly headers?: Readonly<Record<string, string>>
+  /** Fixed body fields the vendor needs (Pinecone: `return_documents: false`). */
+  readonly fixed?: Readonly<Record<string, unknown>>
   readonly documents: "documents" | "input"
   readonly topN: "top_n" | "top_k"
   readonly results: "results" | "data"
@@ -46,14 +52,21 @@ interface RerankDialect {
   readonly usage: (body: any) => Pick<RerankAnswer, "tokens" | "searchUnits">
 }
 
-const count = (n: unknown) => (typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined)
+export const count = (n: unknown) => (typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined)
 
-const wireOf = (d: RerankDialect): RerankWire => ({
+/** A rerank wire from a vendor's dialect. */
+export const wireOf = (d: RerankDialect): RerankWire => ({
   billing: d.billing,
   request: (target, query, documents, topN) => ({
     url: `${target.provider.endpoint}${d.path}`,
-    headers: authHeaders(target.provider),
-    body: { model: target.model.id, query, [d.documents]: documents, [d.topN]: Math.min(topN, documents.length) }
+    headers: { ...authHeaders(target.provider), ...d.headers },
+    body: {
+      model: target.model.id,
+      query,
+      [d.documents]: d.document ? documents.map(d.document) : documents,
+      [d.topN]: Math.min(topN, documents.length),
+      ...d.fixed
+    }
   }),
   result: (provider, body, documentCount) => {
     const items: unknown = body?.[d.results]
