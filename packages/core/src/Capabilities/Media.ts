@@ -10,7 +10,7 @@ import { BadRequest, Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
 import { generateImages, moderate, synthesize, transcribe } from "../Providers/OpenAiMedia.ts"
 import { servedBy } from "../Providers/Registry.ts"
-import type { ImageRequest } from "../Providers/Served.ts"
+import type { ImageRequest, SpeechFormat, SpeechRequest } from "../Providers/Served.ts"
 import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.ts"
 import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -92,6 +92,25 @@ const makeService = Effect.gen(function*() {
       return { provider, model, run: (text: string) => own(provider, text) }
     })
 
+  type SpeechInput = {
+    readonly text: string
+    /** The provider's voice id; absent: its default voice. */
+    readonly voice?: string | undefined
+    readonly provider: string
+    readonly format: SpeechFormat
+  }
+
+  /** The provider, speech request and client; what the provider cannot honour is refused by name (400). */
+  const speechTarget = (avatar: AvatarRecord, input: SpeechInput) =>
+    Effect.gen(function*() {
+      const { model, provider } = yield* providerAndModel(avatar, "speech", input.provider)
+      const endpoint = servedBy(provider).speech!
+      const request: SpeechRequest = { model, text: input.text, voice: input.voice, format: input.format }
+      const refusal = endpoint.unsupported?.(request)
+      if (refusal !== undefined) return yield* Effect.fail(new BadRequest({ message: refusal }))
+      return { provider, request, synthesize: endpoint.synthesize ?? synthesize }
+    })
+
   /**
    * The refusals that depend only on the request and configuration (provider unknown, not
    * configured or not allowed for the plan; no model): answered before admission.
@@ -100,7 +119,7 @@ const makeService = Effect.gen(function*() {
     images: (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt" | "n"> & { readonly n?: number | undefined }) =>
       Effect.asVoid(imagesTarget(avatar, { ...input, n: input.n ?? 1 })),
     moderation: (avatar: AvatarRecord, provider: string, model?: string) => Effect.asVoid(moderationTarget(avatar, provider, model)),
-    speech: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "speech", provider)),
+    speech: (avatar: AvatarRecord, input: SpeechInput) => Effect.asVoid(speechTarget(avatar, input)),
     transcription: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "transcription", provider))
   }
 
@@ -123,14 +142,11 @@ const makeService = Effect.gen(function*() {
     return { ...value, provider: provider.id, model }
   })
 
-  const speech = Effect.fn("Media.speech")(function*(
-    avatar: AvatarRecord,
-    input: { readonly text: string; readonly voice: string; readonly provider: string; readonly format: string }
-  ) {
-    const { model, provider } = yield* providerAndModel(avatar, "speech", input.provider)
-    const { latencyMs, value } = yield* timed(synthesize(provider, { model, text: input.text, voice: input.voice, format: input.format }))
-    yield* record(avatar, provider.id, model, "speech", latencyMs)
-    return { ...value, provider: provider.id, model }
+  const speech = Effect.fn("Media.speech")(function*(avatar: AvatarRecord, input: SpeechInput) {
+    const { provider, request, synthesize } = yield* speechTarget(avatar, input)
+    const { latencyMs, value } = yield* timed(synthesize(provider, request))
+    yield* record(avatar, provider.id, request.model, "speech", latencyMs)
+    return { ...value, provider: provider.id, model: request.model }
   })
 
   const transcription = Effect.fn("Media.transcription")(function*(

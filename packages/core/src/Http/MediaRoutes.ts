@@ -10,7 +10,8 @@ import { ImagesResult, ModerationResult, TranscriptionResult } from "./ResponseS
 
 const SpeechBody = Schema.Struct({
   text: Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(4096, { message: () => "text is limited to 4096 characters" })),
-  voice: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "voice must be a voice id" })), { default: () => "alloy" }),
+  /** The provider's voice id (OpenAI: alloy, ...; ElevenLabs, Cartesia, LMNT: a voice id; Deepgram: an Aura model); absent: the provider's default voice. */
+  voice: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "voice must be a voice id" }))),
   format: Schema.optionalWith(Schema.Literal("mp3", "wav", "opus", "aac", "flac", "pcm"), { default: () => "mp3" as const }),
   provider: Provider
 })
@@ -64,7 +65,7 @@ export const mediaRoutes = [
     contentType: "audio/mpeg",
     summary: "Text to speech: the answer is the audio bytes (Content-Type audio/*); errors are envelopes",
     body: SpeechBody,
-    check: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.check.speech(avatar, body.provider)),
+    check: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.check.speech(avatar, body)),
     handle: ({ avatar, body }) =>
       Effect.map(Effect.flatMap(Media, (m) => m.speech(avatar, body)), (audio) =>
         HttpServerResponse.uint8Array(audio.bytes, {

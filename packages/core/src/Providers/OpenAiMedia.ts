@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { authHeaders, postForBytes, postJson, postMultipart } from "./internal/http.ts"
-import type { GeneratedImage, ImageRequest } from "./Served.ts"
+import type { GeneratedImage, ImageRequest, SpeechRequest, SynthesizedSpeech } from "./Served.ts"
 import { protocolError, type UpstreamError } from "./UpstreamError.ts"
 
 /** How an OpenAI-format image host takes the picture's size: OpenAI's `size: "WxH"`, or `width` and `height` (Together AI). */
@@ -66,14 +66,12 @@ export const moderate = (provider: ConfiguredProvider, model: string, text: stri
     })
   )
 
-export const synthesize = (
-  provider: ConfiguredProvider,
-  request: { readonly model: string; readonly text: string; readonly voice: string; readonly format: string }
-) =>
+/** OpenAI-format speech; without a voice, OpenAI's `alloy`. */
+export const synthesize = (provider: ConfiguredProvider, request: SpeechRequest): Effect.Effect<SynthesizedSpeech, UpstreamError> =>
   postForBytes(provider.id, `${provider.endpoint}/audio/speech`, authHeaders(provider), {
     model: request.model,
     input: request.text,
-    voice: request.voice,
+    voice: request.voice ?? "alloy",
     response_format: request.format
   })
 

@@ -38,6 +38,10 @@ import * as BraintrustExport from "../Observability/Braintrust.ts"
 import * as LangfuseExport from "../Observability/Langfuse.ts"
 import * as PromptLayerExport from "../Observability/PromptLayer.ts"
 import { endpointTypesOf, type Served } from "./Served.ts"
+import * as CartesiaSpeech from "./Speech/Cartesia.ts"
+import * as DeepgramSpeech from "./Speech/Deepgram.ts"
+import * as ElevenLabsSpeech from "./Speech/ElevenLabs.ts"
+import * as LmntSpeech from "./Speech/Lmnt.ts"
 import * as HeyGen from "./Video/HeyGen.ts"
 import * as Kling from "./Video/Kling.ts"
 import * as Luma from "./Video/Luma.ts"
@@ -92,6 +96,11 @@ const modules: Readonly<Record<string, Served>> = {
   patronus: Patronus.served,
   hive: Hive.served,
   deepl: DeepL.served,
+  // Text-to-speech vendors (Speech/*): one entry per vendor, with its other audio endpoints.
+  elevenlabs: { speech: ElevenLabsSpeech.speech },
+  cartesia: { speech: CartesiaSpeech.speech },
+  lmnt: { speech: LmntSpeech.speech },
+  deepgram: { speech: DeepgramSpeech.speech },
   // Observability vendors: usage exporters, not endpoints (Observability/Exporters.ts).
   langfuse: LangfuseExport.served,
   promptlayer: PromptLayerExport.served,

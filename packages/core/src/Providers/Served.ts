@@ -69,6 +69,34 @@ export interface ModerationEndpoint extends OpenAiMediaEndpoint {
   readonly moderate?: (provider: ConfiguredProvider, text: string) => Effect.Effect<ModerationResult, UpstreamError>
 }
 
+/** The audio formats of POST /v1/audio/speech (OpenAI's list). */
+export type SpeechFormat = "mp3" | "wav" | "opus" | "aac" | "flac" | "pcm"
+
+/** A speech synthesis request as the gateway hands it to a provider's client. */
+export interface SpeechRequest {
+  readonly model: string
+  readonly text: string
+  /** The provider's voice id; absent: the provider's default voice. */
+  readonly voice?: string | undefined
+  readonly format: SpeechFormat
+}
+
+/** Synthesised audio: the bytes and their content type. */
+export interface SynthesizedSpeech {
+  readonly bytes: Uint8Array
+  readonly contentType: string
+}
+
+/**
+ * Speech synthesis through a provider: its default model, and its own client when it does not
+ * speak the OpenAI format (absent: OpenAiMedia.ts `synthesize`).
+ */
+export interface SpeechEndpoint extends OpenAiMediaEndpoint {
+  readonly synthesize?: (provider: ConfiguredProvider, request: SpeechRequest) => Effect.Effect<SynthesizedSpeech, UpstreamError>
+  /** What the vendor cannot honour in a request, as the refusal naming it (400), or undefined. */
+  readonly unsupported?: (request: SpeechRequest) => string | undefined
+}
+
 /** A configuration variable a provider reads beyond `<ID>_API_KEY` and `<ID>_BASE_URL`. */
 export interface ProviderSetting {
   /** The variable's full name, e.g. `AWS_REGION`. */
@@ -98,7 +126,7 @@ export interface Served {
   readonly rerank?: RerankWire
   readonly images?: ImagesEndpoint
   readonly moderation?: ModerationEndpoint
-  readonly speech?: OpenAiMediaEndpoint
+  readonly speech?: SpeechEndpoint
   readonly transcription?: OpenAiMediaEndpoint
   /** Asynchronous video generation (submit, then poll). */
   readonly video?: VideoAdapter

@@ -1,0 +1,31 @@
+/**
+ * What the speech vendors' own clients (ElevenLabs, Cartesia, LMNT, Deepgram) share: the refusal
+ * of an audio format a vendor cannot produce, and the check that an answer is audio.
+ */
+import { Effect } from "effect"
+import type { SpeechFormat, SpeechRequest, SynthesizedSpeech } from "../Served.ts"
+import { protocolError, type UpstreamError } from "../UpstreamError.ts"
+
+/** The content type of each format, when the vendor does not name one of its own. */
+const CONTENT_TYPES: Readonly<Record<SpeechFormat, string>> = {
+  mp3: "audio/mpeg",
+  wav: "audio/wav",
+  opus: "audio/ogg",
+  aac: "audio/aac",
+  flac: "audio/flac",
+  pcm: "audio/pcm"
+}
+
+/** A format the vendor cannot produce, refused by name with the ones it can (undefined: it can). */
+export const formatRefusal = (vendor: string, request: SpeechRequest, formats: ReadonlyArray<SpeechFormat>): string | undefined =>
+  formats.includes(request.format) ? undefined : `${vendor} cannot produce format ${request.format}; use one of ${formats.join(", ")}`
+
+/**
+ * The audio of a successful answer: empty bodies and JSON or text bodies (an error sent with 200)
+ * are protocol errors; the vendor's `audio/*` content type is kept, else the format's.
+ */
+export const audioOf = (provider: string, format: SpeechFormat) => (answer: SynthesizedSpeech): Effect.Effect<SynthesizedSpeech, UpstreamError> => {
+  if (answer.bytes.length === 0) return Effect.fail(protocolError(provider, "no audio in the answer"))
+  if (/json|^text\//.test(answer.contentType)) return Effect.fail(protocolError(provider, `${answer.contentType} instead of audio`))
+  return Effect.succeed({ bytes: answer.bytes, contentType: answer.contentType.startsWith("audio/") ? answer.contentType : CONTENT_TYPES[format] })
+}
