@@ -10,7 +10,9 @@ import { envPrefix } from "./Config.ts"
 import { Forbidden, type GatewayError, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
 import type { Target } from "./Providers/Chat.ts"
+import { failureWarning, recordAttempt } from "./Engine/UpstreamOutcome.ts"
 import { ProviderHealth } from "./Providers/ProviderHealth.ts"
+import { UpstreamError } from "./Providers/UpstreamError.ts"
 
 export type Preference = "cost" | "balanced" | "quality"
 
@@ -43,6 +45,19 @@ export interface Fallback {
   readonly provider: string
   readonly model: string
   readonly error: string
+}
+
+/** What `firstSuccessEffect` tries: a provider and the model it is asked for. */
+export interface FallbackCandidate {
+  readonly provider: { readonly id: string }
+  readonly model: string
+}
+
+/** The candidate that answered, its answer, and the failures before it. */
+export interface Attempted<C, A> {
+  readonly candidate: C
+  readonly value: A
+  readonly fallbacks: ReadonlyArray<Fallback>
 }
 
 export const preferenceOf = (plan: Plan): Preference =>
@@ -173,17 +188,39 @@ const makeService = Effect.gen(function*() {
   }
 
   /**
-   * The provider for a capability served by dedicated clients (media, video, fine-tuning, batch
-   * APIs): those whose registry declaration serves it (Providers/Registry.ts), in catalogue order.
-   * A named provider is used or refused; `auto` takes the first one that is configured, allowed on
-   * the plan and available.
+   * The provider's standing for `auto` on a dedicated capability: its best catalogued model of that
+   * kind by the preference (cheapest, best value or best quality), or undefined when none is
+   * catalogued (such providers keep catalogue order, after the ranked ones).
    */
-  const providerFor = (
+  const standingOf = (p: ConfiguredProvider, capability: EndpointType, preference: Preference): ModelEntry | undefined =>
+    rank(catalog.modelsOf(p.id).filter((m) => m.kind === capability && !m.unpriced), preference)[0]
+
+  /** Providers ranked like `rank` ranks their best models; unranked ones last, in catalogue order (stable sort). */
+  const rankProviders = (providers: ReadonlyArray<ConfiguredProvider>, capability: EndpointType, preference: Preference) => {
+    const standing = new Map(providers.map((p) => [p.id, standingOf(p, capability, preference)]))
+    return [...providers].sort((a, b) => {
+      const sa = standing.get(a.id)
+      const sb = standing.get(b.id)
+      if (sa === undefined || sb === undefined) return (sa === undefined ? 1 : 0) - (sb === undefined ? 1 : 0)
+      const [first] = rank([sa, sb], preference)
+      return first === sa ? -1 : 1
+    })
+  }
+
+  /**
+   * The providers to try, in order, for a capability served by dedicated clients (media, video,
+   * guardrails, documents, ...): those whose registry declaration serves it (Providers/Registry.ts).
+   * A named provider is used alone or refused, never substituted. `auto` gives every provider that
+   * is configured, allowed on the plan and not circuit-open (ProviderHealth), ranked by the plan's
+   * preference (`preferenceOf`) over their catalogued models of that kind; providers without such
+   * models keep catalogue order. Never empty.
+   */
+  const providersFor = (
     capability: EndpointType,
     named: string,
     plan: Plan
-  ): Effect.Effect<ConfiguredProvider, NotFound | Forbidden | Unprocessable> =>
-    Effect.suspend((): Effect.Effect<ConfiguredProvider, NotFound | Forbidden | Unprocessable> => {
+  ): Effect.Effect<ReadonlyArray<ConfiguredProvider>, NotFound | Forbidden | Unprocessable> =>
+    Effect.suspend((): Effect.Effect<ReadonlyArray<ConfiguredProvider>, NotFound | Forbidden | Unprocessable> => {
       const serving = catalog.providers.filter((p) => p.capabilities.includes(capability))
       const supported = serving.map((p) => p.id)
       if (!isAuto(named)) {
@@ -196,17 +233,50 @@ const makeService = Effect.gen(function*() {
           return Effect.fail(new Unprocessable({ message: `Provider ${named} cannot serve ${capability} here; supported: ${supported.join(", ")}.` }))
         }
         if (p.value.missing !== undefined) return Effect.fail(new Unprocessable({ message: p.value.missing }))
-        return Effect.succeed(p.value)
+        return Effect.succeed([p.value])
       }
       const usable = serving.filter((p) => p.configured && planAllows(plan, p.minPlan) && health.isAvailable(p.id))
       return usable.length > 0
-        ? Effect.succeed(usable[0]!)
+        ? Effect.succeed(rankProviders(usable, capability, preferenceOf(plan)))
         : Effect.fail(new Unprocessable({
           message: `No ${capability} provider is configured for plan ${plan}: set one of ${supported.map((id) => `${envPrefix(id)}_API_KEY`).join(", ")}.`
         }))
     })
 
-  return { targets, providerFor }
+  /** The first of `providersFor`: for capabilities that call one provider (jobs fix theirs at submit time). */
+  const providerFor = (capability: EndpointType, named: string, plan: Plan) =>
+    Effect.map(providersFor(capability, named, plan), (providers) => providers[0]!)
+
+  /**
+   * Tries the candidates in order with `attempt`, the next only after a retryable UpstreamError
+   * (UpstreamError.retryable); any other failure, or the last candidate's, ends the run with that
+   * error (callers map UpstreamError to the gateway error). Each attempt counts in provider health
+   * and the upstream metrics (Engine/UpstreamOutcome.ts, like the engine's `firstSuccess`); each
+   * failure is logged, and earlier failures come back as `fallbacks`.
+   */
+  const firstSuccessEffect = <C extends FallbackCandidate, A, E>(
+    candidates: ReadonlyArray<C>,
+    attempt: (candidate: C) => Effect.Effect<A, E | UpstreamError>
+  ) => {
+    const from = (i: number, fallbacks: ReadonlyArray<Fallback>): Effect.Effect<Attempted<C, A>, E | UpstreamError> => {
+      const candidate = candidates[i]!
+      return attempt(candidate).pipe(
+        Effect.tap(() => recordAttempt(health, candidate.provider.id)),
+        Effect.map((value) => ({ candidate, value, fallbacks })),
+        Effect.catchIf((e): e is UpstreamError => e instanceof UpstreamError, (e) => {
+          recordAttempt(health, candidate.provider.id, e)
+          const failed = { provider: candidate.provider.id, model: candidate.model, error: e.message }
+          return Effect.zipRight(
+            failureWarning(candidate.provider.id, candidate.model, e),
+            !e.retryable || i === candidates.length - 1 ? Effect.fail(e) : from(i + 1, [...fallbacks, failed])
+          )
+        })
+      )
+    }
+    return Effect.suspend(() => from(0, []))
+  }
+
+  return { targets, providersFor, providerFor, firstSuccessEffect }
 })
 
 export class Routing extends Context.Tag("aigw/Routing")<Routing, Effect.Effect.Success<typeof makeService>>() {}

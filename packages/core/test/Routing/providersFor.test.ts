@@ -1,0 +1,136 @@
+/**
+ * Provider choice for capabilities served by dedicated clients: a named provider alone (or its
+ * refusal), `auto` as every usable provider ranked by the plan's preference with circuit-open
+ * providers left out, and `firstSuccessEffect`, the fallback loop of Effect clients.
+ */
+import { Effect, Either, Layer, Option, Redacted } from "effect"
+import { describe, expect, it } from "vitest"
+import * as Catalog from "../../src/Catalog/Catalog.ts"
+import * as GatewayConfig from "../../src/Config.ts"
+import * as Metrics from "../../src/Metrics.ts"
+import * as ProviderHealth from "../../src/Providers/ProviderHealth.ts"
+import { fromHttp } from "../../src/Providers/UpstreamError.ts"
+import * as Routing from "../../src/Routing.ts"
+
+/** Every provider configured (a key and a base URL), so `auto` may consider all of them. */
+const services = (keys = true) =>
+  Effect.runSync(
+    Effect.provide(
+      Effect.all({ routing: Routing.Routing, catalog: Catalog.Catalog, health: ProviderHealth.ProviderHealth }),
+      Routing.layer.pipe(
+        Layer.provideMerge(Layer.merge(Catalog.layer, ProviderHealth.layer)),
+        Layer.provide(GatewayConfig.layer({
+          providerEnv: (id) => ({ apiKey: keys ? Option.some(Redacted.make(`key-${id}`)) : Option.none(), baseUrl: Option.some(`https://${id}.example/v1`) })
+        }))
+      )
+    )
+  )
+
+const ids = (found: Effect.Effect<ReadonlyArray<Catalog.ConfiguredProvider>, unknown>) => Effect.runSync(found).map((p) => p.id)
+const refusal = (found: Effect.Effect<unknown, { readonly message: string }>) => {
+  const result = Effect.runSync(Effect.either(found))
+  if (Either.isRight(result)) throw new Error("expected a refusal")
+  return result.left
+}
+
+describe("providersFor", () => {
+  it("gives a named provider alone, and refuses an unknown or unfit one", () => {
+    const { routing } = services()
+    expect(ids(routing.providersFor("images", "xai", "Enterprise"))).toEqual(["xai"])
+    expect(refusal(routing.providersFor("images", "nope", "Enterprise"))._tag).toBe("NotFound")
+    expect(refusal(routing.providersFor("images", "anthropic", "Enterprise")).message).toMatch(/cannot serve images/)
+  })
+
+  it("gives every configured provider that serves the capability under auto, providerFor being the first", () => {
+    const { catalog, routing } = services()
+    const serving = catalog.providers.filter((p) => p.capabilities.includes("images") && p.configured).map((p) => p.id)
+    const auto = ids(routing.providersFor("images", "auto", "Enterprise"))
+    expect(serving.length).toBeGreaterThan(1)
+    expect([...auto].sort()).toEqual([...serving].sort())
+    // No image model is catalogued: the catalogue order stands.
+    expect(auto).toEqual(serving)
+    expect(Effect.runSync(routing.providerFor("images", "auto", "Enterprise")).id).toBe(auto[0])
+  })
+
+  it("ranks by the plan's preference over the providers' catalogued models of the kind", () => {
+    const { catalog, routing } = services()
+    const models = (id: string) => catalog.modelsOf(id).filter((m) => m.kind === "embeddings" && !m.unpriced)
+    const cheapest = (id: string) => Math.min(...models(id).map((m) => m.inputPer1kUSD + m.outputPer1kUSD))
+    const best = (id: string) => Math.max(...models(id).map((m) => m.quality))
+    const byCost = ids(routing.providersFor("embeddings", "auto", "Free"))
+    const byQuality = ids(routing.providersFor("embeddings", "auto", "Enterprise"))
+    const ranked = (order: ReadonlyArray<string>) => order.filter((id) => models(id).length > 0)
+    expect(ranked(byCost).length).toBeGreaterThan(1)
+    // Providers with a priced model of the kind come first; the rest keep catalogue order.
+    expect(byCost.slice(0, ranked(byCost).length)).toEqual(ranked(byCost))
+    const prices = ranked(byCost).map(cheapest)
+    expect(prices).toEqual([...prices].sort((a, b) => a - b))
+    const qualities = ranked(byQuality).map(best)
+    expect(qualities).toEqual([...qualities].sort((a, b) => b - a))
+    expect(byQuality).not.toEqual(byCost)
+  })
+
+  it("leaves circuit-open providers out of auto, but still uses one that is named", () => {
+    const { health, routing } = services()
+    const [first, second] = ids(routing.providersFor("images", "auto", "Enterprise"))
+    for (let i = 0; i < ProviderHealth.FAILURE_THRESHOLD; i++) health.record(first!, false)
+    const auto = ids(routing.providersFor("images", "auto", "Enterprise"))
+    expect(auto).not.toContain(first)
+    expect(auto[0]).toBe(second)
+    expect(ids(routing.providersFor("images", first!, "Enterprise"))).toEqual([first])
+  })
+
+  it("refuses auto with what to configure when no provider can serve", () => {
+    const { routing } = services(false)
+    expect(refusal(routing.providersFor("images", "auto", "Enterprise")).message).toMatch(/^No images provider is configured for plan Enterprise: set one of .*OPENAI_API_KEY/)
+  })
+})
+
+describe("firstSuccessEffect", () => {
+  const candidates = [{ provider: { id: "a" }, model: "m1" }, { provider: { id: "b" }, model: "m2" }, { provider: { id: "c" }, model: "m3" }]
+
+  it("moves on after retryable upstream failures, reports them as fallbacks and records health", async () => {
+    const { health, routing } = services()
+    const tried: Array<string> = []
+    const before = { aOk: Metrics.upstreamCalls.get(["a", "ok"]), aError: Metrics.upstreamCalls.get(["a", "error"]), cOk: Metrics.upstreamCalls.get(["c", "ok"]) }
+    const result = await Effect.runPromise(routing.firstSuccessEffect(candidates, (c) => {
+      tried.push(c.provider.id)
+      return c.provider.id === "c" ? Effect.succeed(`from ${c.model}`) : Effect.fail(fromHttp(c.provider.id, c.provider.id === "a" ? 503 : 429, "{}"))
+    }))
+    expect(tried).toEqual(["a", "b", "c"])
+    expect(result.value).toBe("from m3")
+    expect(result.candidate.provider.id).toBe("c")
+    expect(result.fallbacks.map((f) => [f.provider, f.model])).toEqual([["a", "m1"], ["b", "m2"]])
+    expect(health.status("a")).toBe("degraded")
+    expect(health.status("c")).toBe("up")
+    expect(Metrics.upstreamCalls.get(["a", "error"])).toBe(before.aError + 1)
+    expect(Metrics.upstreamCalls.get(["a", "ok"])).toBe(before.aOk)
+    expect(Metrics.upstreamCalls.get(["c", "ok"])).toBe(before.cOk + 1)
+  })
+
+  it("stops at a non-retryable failure and at the last candidate's failure", async () => {
+    const { health, routing } = services()
+    const tried: Array<string> = []
+    const badRequest = await Effect.runPromise(Effect.either(routing.firstSuccessEffect(candidates, (c) => {
+      tried.push(c.provider.id)
+      return Effect.fail(fromHttp(c.provider.id, 400, JSON.stringify({ error: { message: "bad size" } })))
+    })))
+    expect(tried).toEqual(["a"])
+    expect(Either.isLeft(badRequest) && badRequest.left.message).toMatch(/bad size/)
+    // A 400 is the request's fault: the provider stays healthy.
+    expect(health.status("a")).toBe("up")
+    const allDown = await Effect.runPromise(Effect.either(routing.firstSuccessEffect(candidates, (c) => Effect.fail(fromHttp(c.provider.id, 502, "{}")))))
+    expect(Either.isLeft(allDown) && allDown.left.provider).toBe("c")
+  })
+
+  it("passes other failures through without trying further", async () => {
+    const { routing } = services()
+    const tried: Array<string> = []
+    const result = await Effect.runPromise(Effect.either(routing.firstSuccessEffect(candidates, (c) => {
+      tried.push(c.provider.id)
+      return Effect.fail("not an upstream error" as const)
+    })))
+    expect(tried).toEqual(["a"])
+    expect(Either.isLeft(result) && result.left).toBe("not an upstream error")
+  })
+})
