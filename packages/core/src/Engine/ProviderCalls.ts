@@ -27,6 +27,7 @@ import { countMessages, countText } from "../Tokens.ts"
 import * as Metrics from "../Metrics.ts"
 import { Exporters } from "../Observability/Exporters.ts"
 import * as RequestId from "../RequestId.ts"
+import { failureWarning, recordAttempt } from "./UpstreamOutcome.ts"
 
 export interface UsageReport {
   readonly promptTokens: number
@@ -255,7 +256,7 @@ const makeService = Effect.gen(function*() {
   const exporters = Option.getOrUndefined(yield* Effect.serviceOption(Exporters))
   const run = Runtime.runPromise(yield* Effect.runtime<never>())
   const warn = (target: Target, error: UpstreamError, requestId: string | undefined) => {
-    const line = Effect.logWarning(`upstream ${target.provider.id}/${target.model.id} failed: ${error.message}`)
+    const line = failureWarning(target.provider.id, target.model.id, error)
     return run(requestId === undefined ? line : Effect.annotateLogs(line, "requestId", requestId))
   }
 
@@ -294,14 +295,11 @@ const makeService = Effect.gen(function*() {
       const target = call.targets[i]!
       try {
         const value = await attempt(target)
-        health.record(target.provider.id, true)
-        Metrics.upstreamCalls.inc([target.provider.id, "ok"])
+        recordAttempt(health, target.provider.id)
         return { target, value, fallbacks }
       } catch (e) {
         if (!(e instanceof UpstreamError) || call.controller.signal.aborted) throw e
-        health.record(target.provider.id, !e.retryable)
-        Metrics.upstreamCalls.inc([target.provider.id, "error"])
-        Metrics.upstreamErrors.inc([target.provider.id, e.kind])
+        recordAttempt(health, target.provider.id, e)
         void warn(target, e, call.requestId)
         if (!e.retryable || i === call.targets.length - 1) throw toGatewayError(e) satisfies GatewayError
         fallbacks.push({ provider: target.provider.id, model: target.model.id, error: e.message })
