@@ -10,7 +10,7 @@ import { BadRequest, Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
 import { generateImages, moderate, synthesize, transcribe } from "../Providers/OpenAiMedia.ts"
 import { servedBy } from "../Providers/Registry.ts"
-import type { ImageRequest, SpeechFormat, SpeechRequest } from "../Providers/Served.ts"
+import type { ImageRequest, SpeechFormat, SpeechRequest, TranscriptionRequest } from "../Providers/Served.ts"
 import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.ts"
 import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -111,6 +111,19 @@ const makeService = Effect.gen(function*() {
       return { provider, request, synthesize: endpoint.synthesize ?? synthesize }
     })
 
+  type TranscriptionInput = { readonly file: File; readonly language?: string | undefined; readonly provider: string }
+
+  /** The provider, request and client of a transcription; what the vendor cannot honour is refused by name (400). */
+  const transcriptionTarget = (avatar: AvatarRecord, input: TranscriptionInput) =>
+    Effect.gen(function*() {
+      const { model, provider } = yield* providerAndModel(avatar, "transcription", input.provider)
+      const endpoint = servedBy(provider).transcription!
+      const request: TranscriptionRequest = { model, file: input.file, language: input.language }
+      const refusal = endpoint.unsupported?.(request)
+      if (refusal !== undefined) return yield* Effect.fail(new BadRequest({ message: refusal }))
+      return { provider, request, transcribe: endpoint.transcribe ?? transcribe }
+    })
+
   /**
    * The refusals that depend only on the request and configuration (provider unknown, not
    * configured or not allowed for the plan; no model): answered before admission.
@@ -120,7 +133,7 @@ const makeService = Effect.gen(function*() {
       Effect.asVoid(imagesTarget(avatar, { ...input, n: input.n ?? 1 })),
     moderation: (avatar: AvatarRecord, provider: string, model?: string) => Effect.asVoid(moderationTarget(avatar, provider, model)),
     speech: (avatar: AvatarRecord, input: SpeechInput) => Effect.asVoid(speechTarget(avatar, input)),
-    transcription: (avatar: AvatarRecord, provider: string) => Effect.asVoid(providerAndModel(avatar, "transcription", provider))
+    transcription: (avatar: AvatarRecord, input: TranscriptionInput) => Effect.asVoid(transcriptionTarget(avatar, input))
   }
 
   const images = Effect.fn("Media.images")(function*(avatar: AvatarRecord, input: ImagesInput) {
@@ -149,14 +162,12 @@ const makeService = Effect.gen(function*() {
     return { ...value, provider: provider.id, model: request.model }
   })
 
-  const transcription = Effect.fn("Media.transcription")(function*(
-    avatar: AvatarRecord,
-    input: { readonly file: File; readonly language?: string | undefined; readonly provider: string }
-  ) {
-    const { model, provider } = yield* providerAndModel(avatar, "transcription", input.provider)
-    const { latencyMs, value } = yield* timed(transcribe(provider, { model, file: input.file, language: input.language }))
+  const transcription = Effect.fn("Media.transcription")(function*(avatar: AvatarRecord, input: TranscriptionInput) {
+    const { provider, request, transcribe } = yield* transcriptionTarget(avatar, input)
+    const { model } = request
+    const { latencyMs, value } = yield* timed(transcribe(provider, request, { pollMs: config.jobPollMs }))
     yield* record(avatar, provider.id, model, "transcription", latencyMs)
-    return { text: value.text, language: input.language ?? null, provider: provider.id, model }
+    return { text: value.text, language: value.language ?? input.language ?? null, provider: provider.id, model }
   })
 
   return { check, images, moderation, speech, transcription }

@@ -81,7 +81,7 @@ export const mediaRoutes = [
     metered: true,
     rawBody: true,
     summary: "Speech to text: multipart form with `file` (mp3, wav, m4a …) and optional `language` (ISO 639-1), `provider`",
-    check: ({ avatar, form }) => Effect.flatMap(transcriptionInput(form!), (input) => Effect.flatMap(Media, (m) => m.check.transcription(avatar, input.provider))),
+    check: ({ avatar, form }) => Effect.flatMap(transcriptionInput(form!), (input) => Effect.flatMap(Media, (m) => m.check.transcription(avatar, input))),
     handle: ({ avatar, form }) => Effect.flatMap(transcriptionInput(form!), (input) => Effect.flatMap(Media, (m) => m.transcription(avatar, input)))
   })
 ]

@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { authHeaders, postForBytes, postJson, postMultipart } from "./internal/http.ts"
-import type { GeneratedImage, ImageRequest, SpeechRequest, SynthesizedSpeech } from "./Served.ts"
+import type { GeneratedImage, ImageRequest, SpeechRequest, SynthesizedSpeech, TranscriptionRequest, TranscriptionResult } from "./Served.ts"
 import { protocolError, type UpstreamError } from "./UpstreamError.ts"
 
 /** How an OpenAI-format image host takes the picture's size: OpenAI's `size: "WxH"`, or `width` and `height` (Together AI). */
@@ -75,10 +75,8 @@ export const synthesize = (provider: ConfiguredProvider, request: SpeechRequest)
     response_format: request.format
   })
 
-export const transcribe = (
-  provider: ConfiguredProvider,
-  request: { readonly model: string; readonly file: File; readonly language?: string | undefined }
-): Effect.Effect<{ readonly text: string }, UpstreamError> => {
+/** OpenAI-format transcription: the client of providers that declare none of their own. */
+export const transcribe = (provider: ConfiguredProvider, request: TranscriptionRequest): Effect.Effect<TranscriptionResult, UpstreamError> => {
   const form = new FormData()
   form.append("file", request.file, request.file.name || "audio")
   form.append("model", request.model)

@@ -42,6 +42,12 @@ import * as CartesiaSpeech from "./Speech/Cartesia.ts"
 import * as DeepgramSpeech from "./Speech/Deepgram.ts"
 import * as ElevenLabsSpeech from "./Speech/ElevenLabs.ts"
 import * as LmntSpeech from "./Speech/Lmnt.ts"
+import * as AssemblyAiStt from "./Transcription/AssemblyAi.ts"
+import * as CartesiaStt from "./Transcription/Cartesia.ts"
+import * as DeepgramStt from "./Transcription/Deepgram.ts"
+import * as ElevenLabsStt from "./Transcription/ElevenLabs.ts"
+import * as RevAiStt from "./Transcription/RevAi.ts"
+import * as SpeechmaticsStt from "./Transcription/Speechmatics.ts"
 import * as HeyGen from "./Video/HeyGen.ts"
 import * as Kling from "./Video/Kling.ts"
 import * as Luma from "./Video/Luma.ts"
@@ -96,11 +102,14 @@ const modules: Readonly<Record<string, Served>> = {
   patronus: Patronus.served,
   hive: Hive.served,
   deepl: DeepL.served,
-  // Text-to-speech vendors (Speech/*): one entry per vendor, with its other audio endpoints.
-  elevenlabs: { speech: ElevenLabsSpeech.speech },
-  cartesia: { speech: CartesiaSpeech.speech },
+  // Speech-to-text vendors (Transcription/*) and text-to-speech vendors (Speech/*): one entry per vendor with both.
+  deepgram: { transcription: DeepgramStt.transcription, speech: DeepgramSpeech.speech },
+  assemblyai: { transcription: AssemblyAiStt.transcription },
+  speechmatics: { transcription: SpeechmaticsStt.transcription },
+  "rev-ai": { transcription: RevAiStt.transcription },
+  elevenlabs: { transcription: ElevenLabsStt.transcription, speech: ElevenLabsSpeech.speech },
+  cartesia: { transcription: CartesiaStt.transcription, speech: CartesiaSpeech.speech },
   lmnt: { speech: LmntSpeech.speech },
-  deepgram: { speech: DeepgramSpeech.speech },
   // Observability vendors: usage exporters, not endpoints (Observability/Exporters.ts).
   langfuse: LangfuseExport.served,
   promptlayer: PromptLayerExport.served,

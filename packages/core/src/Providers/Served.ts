@@ -97,6 +97,31 @@ export interface SpeechEndpoint extends OpenAiMediaEndpoint {
   readonly unsupported?: (request: SpeechRequest) => string | undefined
 }
 
+/** A transcription request as the gateway hands it to a provider's client. */
+export interface TranscriptionRequest {
+  readonly model: string
+  readonly file: File
+  /** ISO 639-1; absent: the vendor detects the language (or uses its default, as its module says). */
+  readonly language?: string | undefined
+}
+
+/** A transcript, with the language the vendor reports (detected or the one asked for) when it reports one. */
+export interface TranscriptionResult {
+  readonly text: string
+  readonly language?: string | undefined
+}
+
+/**
+ * Speech to text through a provider: its default model, and its own client when it does not
+ * speak the OpenAI format (absent: OpenAiMedia.ts `transcribe`).
+ */
+export interface TranscriptionEndpoint extends OpenAiMediaEndpoint {
+  /** Transcribes; asynchronous vendors poll their job every `pollMs` (`AIGW_JOB_POLL_MS`). */
+  readonly transcribe?: (provider: ConfiguredProvider, request: TranscriptionRequest, options: { readonly pollMs: number }) => Effect.Effect<TranscriptionResult, UpstreamError>
+  /** What the vendor cannot honour in a request, as the refusal naming it (400), or undefined. */
+  readonly unsupported?: (request: TranscriptionRequest) => string | undefined
+}
+
 /** A configuration variable a provider reads beyond `<ID>_API_KEY` and `<ID>_BASE_URL`. */
 export interface ProviderSetting {
   /** The variable's full name, e.g. `AWS_REGION`. */
@@ -127,7 +152,7 @@ export interface Served {
   readonly images?: ImagesEndpoint
   readonly moderation?: ModerationEndpoint
   readonly speech?: SpeechEndpoint
-  readonly transcription?: OpenAiMediaEndpoint
+  readonly transcription?: TranscriptionEndpoint
   /** Asynchronous video generation (submit, then poll). */
   readonly video?: VideoAdapter
   /** An external memory vendor: add texts and search them per user (Memory/MemoryAdapter.ts). */

@@ -196,6 +196,10 @@ export const getText = (provider: string, url: string, headers: Record<string, s
 export const postMultipart = (provider: string, url: string, headers: Record<string, string>, form: FormData) =>
   exchange(provider, url, { method: "POST", headers: { accept: "application/json", ...headers }, body: form }, parseJson(provider))
 
+/** POSTs raw bytes (an uploaded file) as `contentType` and returns the parsed JSON answer. */
+export const postBytes = (provider: string, url: string, headers: Record<string, string>, body: Blob, contentType: string) =>
+  exchange(provider, url, { method: "POST", headers: { "content-type": contentType, accept: "application/json", ...headers }, body }, parseJson(provider))
+
 /** Sends a streaming request; a non-2xx answer rejects with its UpstreamError. */
 const startSse = async (provider: string, url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal) => {
   const res = await send(provider, url, headers, body, signal)
