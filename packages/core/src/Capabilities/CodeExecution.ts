@@ -1,52 +1,105 @@
 /**
- * Sandboxed code execution (provider `local`): python (Pyodide) and javascript (QuickJS), both
- * WebAssembly interpreters, each run in a sandbox process of its own (Sandbox.ts; never in the
- * gateway's process). Runs are bounded per process (503 when all are busy) and per avatar (429).
- * bash needs a remote sandbox (e2b), which is not supported: a clear 422.
+ * Sandboxed code execution. Provider `local` (and `auto`): python (Pyodide) and javascript
+ * (QuickJS), both WebAssembly interpreters, each run in a sandbox process of its own (Sandbox.ts;
+ * never in the gateway's process), bounded per process (503 when all are busy) and per avatar (429).
+ * A named remote sandbox vendor (Riza, Daytona: Providers/Sandboxes/) runs the code at the vendor,
+ * bash and the languages the local sandboxes lack among them. Code leaves the machine only when the
+ * caller names a vendor: `auto` never sends it anywhere. What the vendor answers is cut to the
+ * local sandboxes' output limit (the transport already bounds the reply's size).
  */
 import { Context, Effect, Layer } from "effect"
-import { Busy, NotAvailable, TooManyRequests, Unprocessable } from "../Errors.ts"
-import type { RunOutcome, Sandbox } from "./Sandbox.ts"
-import { Sandboxes } from "./Sandboxes.ts"
+import { GatewayConfig } from "../Config.ts"
+import { type Forbidden, type NotAvailable, type NotFound, Unprocessable } from "../Errors.ts"
+import type { Plan } from "../Plans.ts"
+import type { CodeLanguage } from "../Providers/Sandboxes/CodeEndpoint.ts"
+import { daytona } from "../Providers/Sandboxes/Daytona.ts"
+import { riza } from "../Providers/Sandboxes/Riza.ts"
+import { servedBy } from "../Providers/Registry.ts"
+import { Routing } from "../Routing.ts"
+import type { Usage } from "../Usage.ts"
+import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
+import { text as cut, type RunOutcome, type Sandbox } from "./Sandbox.ts"
+import { MAX_OUTPUT, Sandboxes } from "./Sandboxes.ts"
+import { vendorCall } from "./VendorCall.ts"
 
-export type Language = "python" | "javascript" | "bash"
+export type Language = CodeLanguage
 
 export interface ExecutionResult extends RunOutcome {
   readonly language: Language
   readonly durationMs: number
-  readonly provider: "local"
-  /** How the run was isolated (`bwrap` or `process`; docs/security.md). */
+  /** `local`, or the remote sandbox vendor that ran the code. */
+  readonly provider: string
+  /** How the run was isolated: `bwrap` or `process` locally (docs/security.md), `remote` at a vendor. */
   readonly isolation: string
 }
 
+/** The languages each remote vendor runs, for the refusal of a language the local sandboxes lack. */
+const remoteOffer = `riza (${riza.languages.join(", ")}) or daytona (${daytona.languages.join(", ")})`
+
+const isLocal = (provider: string) => provider === "auto" || provider === "local"
+
 const makeService = Effect.gen(function*() {
   const sandboxes = yield* Sandboxes
+  const routing = yield* Routing
+  const config = yield* GatewayConfig
 
   type Input = { readonly code: string; readonly language: Language; readonly provider: string; readonly timeoutMs: number }
-  type Refusal = Unprocessable | NotAvailable
+  type Refusal = Unprocessable | NotAvailable | NotFound | Forbidden
+  type Prepared =
+    | { readonly local: true; readonly language: "python" | "javascript"; readonly sandbox: Sandbox }
+    | { readonly local: false; readonly vendor: ConfiguredProvider }
 
-  /** What the run needs (a sandbox for its language), or the refusal that depends only on the request and configuration. */
-  const prepare = (input: Input) =>
-    Effect.suspend((): Effect.Effect<{ readonly language: "python" | "javascript"; readonly sandbox: Sandbox }, Refusal> => {
-      if (input.provider !== "auto" && input.provider !== "local") {
-        return Effect.fail(new Unprocessable({ message: `Code runs in the local sandbox (provider local); provider ${input.provider} is not supported for code execution yet.` }))
+  /** The local sandbox for a language it runs, or the refusal naming the vendors that run it. */
+  const localFor = (language: Language): Effect.Effect<Prepared, Refusal> =>
+    language === "python" || language === "javascript"
+      ? Effect.map(sandboxes.available(language, language === "python" ? "pyodide" : "quickjs-emscripten-core"), (sandbox): Prepared => ({ local: true, language, sandbox }))
+      : Effect.fail(new Unprocessable({ message: `${language} runs only in a remote sandbox, which receives your code: name provider ${remoteOffer}. The local sandbox runs python and javascript.` }))
+
+  /** A named vendor that runs the language, or the refusal (unknown, not configured, above the plan, language not offered). */
+  const vendorFor = (input: Input, plan: Plan) =>
+    Effect.flatMap(routing.providerFor("code", input.provider, plan), (vendor): Effect.Effect<Prepared, Unprocessable> => {
+      const endpoint = servedBy(vendor).code
+      if (endpoint === undefined) return Effect.fail(new Unprocessable({ message: `Provider ${vendor.id} cannot run code.` }))
+      if (!endpoint.languages.includes(input.language)) {
+        return Effect.fail(new Unprocessable({ message: `Provider ${vendor.id} does not run ${input.language}; it runs ${endpoint.languages.join(", ")}.` }))
       }
-      const language = input.language
-      if (language === "bash") {
-        return Effect.fail(new Unprocessable({ message: "bash needs a remote sandbox provider (e2b), which is not supported yet; use python or javascript." }))
-      }
-      return Effect.map(sandboxes.available(language, language === "python" ? "pyodide" : "quickjs-emscripten-core"), (sandbox) => ({ language, sandbox }))
+      return Effect.succeed({ local: false, vendor })
     })
 
-  /** Refusals answered before the call is counted (docs/quota.md), a full sandbox pool among them. */
-  const check = (input: Input, avatarId: string) => Effect.zipRight(prepare(input), sandboxes.vacancy(avatarId))
+  /** What the run needs, or the refusal that depends only on the request and configuration. */
+  const prepare = (input: Input, plan: Plan): Effect.Effect<Prepared, Refusal> =>
+    Effect.suspend(() => (isLocal(input.provider) ? localFor(input.language) : vendorFor(input, plan)))
 
-  const execute = (input: Input, avatarId: string) =>
-    Effect.flatMap(prepare(input), ({ language, sandbox }): Effect.Effect<ExecutionResult, Refusal | Busy | TooManyRequests> => {
+  /** Refusals answered before the call is counted (docs/quota.md), a full local sandbox pool among them. */
+  const check = (input: Input, avatarId: string, plan: Plan) =>
+    Effect.flatMap(prepare(input, plan), (p) => (p.local ? sandboxes.vacancy(avatarId) : Effect.void))
+
+  const runRemote = (input: Input, vendor: ConfiguredProvider, avatarId: string, started: number) =>
+    Effect.map(
+      vendorCall(avatarId, vendor, "code", servedBy(vendor).code!.execute(vendor, { language: input.language, code: input.code, timeoutMs: input.timeoutMs }, { pollMs: config.jobPollMs })),
+      (r): ExecutionResult => ({
+        stdout: cut(r.stdout, MAX_OUTPUT),
+        stderr: cut(r.stderr, MAX_OUTPUT),
+        result: null,
+        exitCode: r.exitCode,
+        error: null,
+        timedOut: false,
+        language: input.language,
+        durationMs: Math.round(performance.now() - started),
+        provider: vendor.id,
+        isolation: "remote"
+      })
+    )
+
+  type RunError = Effect.Effect.Error<ReturnType<typeof runRemote>> | Effect.Effect.Error<ReturnType<typeof sandboxes.run>>
+
+  const execute = (input: Input, avatarId: string, plan: Plan) =>
+    Effect.flatMap(prepare(input, plan), (p): Effect.Effect<ExecutionResult, RunError, Usage> => {
       const started = performance.now()
+      if (!p.local) return runRemote(input, p.vendor, avatarId, started)
       return Effect.map(
-        sandboxes.run(sandbox, language, { code: input.code, timeoutMs: input.timeoutMs }, avatarId),
-        (r): ExecutionResult => ({ ...r, language, durationMs: Math.round(performance.now() - started), provider: "local", isolation: sandbox.isolation })
+        sandboxes.run(p.sandbox, p.language, { code: input.code, timeoutMs: input.timeoutMs }, avatarId),
+        (r): ExecutionResult => ({ ...r, language: p.language, durationMs: Math.round(performance.now() - started), provider: "local", isolation: p.sandbox.isolation })
       )
     })
 

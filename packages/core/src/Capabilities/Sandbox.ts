@@ -296,7 +296,8 @@ const start = (launcher: Launcher, language: SandboxLanguage): SandboxProcess =>
   return { child, ready, answer, exited, kill }
 }
 
-const text = (value: unknown, max: number): string => {
+/** A sandbox's output cut to `max` characters, marked when cut (also for remote sandboxes: CodeExecution.ts). */
+export const text = (value: unknown, max: number): string => {
   const s = typeof value === "string" ? value : ""
   return s.length > max ? `${s.slice(0, max)}\n[output truncated]` : s
 }

@@ -12,6 +12,7 @@ import type { CompletionResult as CompletionResultType } from "../Capabilities/C
 import type { EmbeddingsResult as EmbeddingsResultType } from "../Capabilities/Embeddings.ts"
 import type { check as guardrailsCheck } from "../Capabilities/Guardrails.ts"
 import type { ExecutionResult as ExecutionResultType } from "../Capabilities/CodeExecution.ts"
+import { CODE_LANGUAGES } from "../Providers/Sandboxes/CodeEndpoint.ts"
 import type { parse as parseDocument } from "../Capabilities/Documents.ts"
 import type { GraphRag } from "../Capabilities/GraphRag.ts"
 import type { LlmTasks } from "../Capabilities/LlmTasks.ts"
@@ -360,10 +361,10 @@ export const ExecutionResult = Schema.Struct({
   exitCode: Schema.Number,
   error: Schema.NullOr(Schema.String),
   timedOut: Schema.Boolean,
-  language: Schema.Literal("python", "javascript", "bash"),
+  language: Schema.Literal(...CODE_LANGUAGES),
   durationMs: Schema.Number,
-  provider: Schema.Literal("local"),
-  isolation: Schema.String.annotations({ description: "How the run was isolated: bwrap or process" })
+  provider: Schema.String.annotations({ description: "local, or the remote sandbox vendor that ran the code (riza, daytona)" }),
+  isolation: Schema.String.annotations({ description: "How the run was isolated: bwrap or process locally, remote at a vendor" })
 }).annotations({ identifier: "ExecutionResult" })
 matches<typeof ExecutionResult, ExecutionResultType>(true)
 

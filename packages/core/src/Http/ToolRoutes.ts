@@ -5,6 +5,7 @@ import { Completions } from "../Capabilities/Completions.ts"
 import * as Documents from "../Capabilities/Documents.ts"
 import { GraphRag } from "../Capabilities/GraphRag.ts"
 import { BadRequest } from "../Errors.ts"
+import { CODE_LANGUAGES } from "../Providers/Sandboxes/CodeEndpoint.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
 import { DocumentParseResult, ExecutionResult, GraphRagResult } from "./ResponseSchemas.ts"
@@ -26,16 +27,16 @@ export const toolRoutes = [
     success: ExecutionResult,
     tag: "Tools",
     metered: true,
-    summary: "Run code in a sandbox: python (Pyodide/WebAssembly, default) or javascript (QuickJS/WebAssembly); stdout, stderr, exit code",
-    description: "No network or host file system inside the sandbox; timeoutMs (default 5000, at most 30000) bounds the run. bash needs a remote sandbox and answers 422.",
+    summary: "Run code in a sandbox: locally python (Pyodide/WebAssembly, default) or javascript (QuickJS/WebAssembly), or at a named remote sandbox vendor (riza, daytona); stdout, stderr, exit code",
+    description: "Locally: no network or host file system inside the sandbox; timeoutMs (default 5000, at most 30000) bounds the run. typescript, ruby, php and bash run only at a named vendor (provider riza or daytona), which receives the code; auto and local never send code off the machine.",
     body: Schema.Struct({
       code: Schema.String.pipe(Schema.minLength(1, { message: () => "code must not be empty" }), Schema.maxLength(200_000)),
-      language: Schema.optionalWith(Schema.Literal("python", "javascript", "bash").annotations({ message: () => "language must be python, javascript or bash" }), { default: () => "python" as const }),
+      language: Schema.optionalWith(Schema.Literal(...CODE_LANGUAGES).annotations({ message: () => `language must be one of ${CODE_LANGUAGES.join(", ")}` }), { default: () => "python" as const }),
       provider: Provider,
       timeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 30_000, { message: () => "timeoutMs must be an integer from 100 to 30000" })), { default: () => 5000 })
     }),
-    check: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.check(body, avatar.id)),
-    handle: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.execute(body, avatar.id))
+    check: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.check(body, avatar.id, avatar.plan)),
+    handle: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.execute(body, avatar.id, avatar.plan))
   }),
   authed({
     method: "POST",

@@ -37,6 +37,9 @@ import * as Pinecone from "./Pinecone.ts"
 import * as BraintrustExport from "../Observability/Braintrust.ts"
 import * as LangfuseExport from "../Observability/Langfuse.ts"
 import * as PromptLayerExport from "../Observability/PromptLayer.ts"
+import * as Daytona from "./Sandboxes/Daytona.ts"
+import * as E2b from "./Sandboxes/E2b.ts"
+import * as Riza from "./Sandboxes/Riza.ts"
 import { endpointTypesOf, type Served } from "./Served.ts"
 import * as CartesiaSpeech from "./Speech/Cartesia.ts"
 import * as DeepgramSpeech from "./Speech/Deepgram.ts"
@@ -90,6 +93,9 @@ const modules: Readonly<Record<string, Served>> = {
   llamaparse: LlamaParse.served,
   reducto: Reducto.served,
   landingai: LandingAi.served,
+  riza: Riza.served,
+  daytona: Daytona.served,
+  e2b: E2b.served,
   mem0: Mem0.served,
   zep: Zep.served,
   letta: Letta.served,

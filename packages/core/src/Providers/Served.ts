@@ -7,6 +7,7 @@ import type { Effect } from "effect"
 import type { ConfiguredProvider, EndpointType } from "../Catalog/Catalog.ts"
 import type { ChatWire, WireRequest } from "./Chat.ts"
 import type { DocumentParser } from "./Documents/DocumentParser.ts"
+import type { CodeEndpoint } from "./Sandboxes/CodeEndpoint.ts"
 import type { EmbeddingWire } from "./Embeddings.ts"
 import type { GuardrailsAdapter } from "./Guardrails/GuardrailsAdapter.ts"
 import type { ModerationResult } from "./OpenAiMedia.ts"
@@ -163,6 +164,8 @@ export interface Served {
   readonly translate?: TranslationAdapter
   /** Document parsing through the vendor's API (Documents/DocumentParser.ts). */
   readonly documents?: DocumentParser
+  /** Running code in the vendor's remote sandbox (Sandboxes/CodeEndpoint.ts), only when a caller names it. */
+  readonly code?: CodeEndpoint
   /** The upstream batch API batches are submitted to (otherwise batches run item by item through routing). */
   readonly batchApi?: "openai"
   /** The upstream fine-tuning API (OpenAiJobs.ts). */
@@ -199,6 +202,7 @@ export const endpointTypesOf = (s: Served): ReadonlyArray<EndpointType> => {
   if (s.guardrails) types.push("guardrails")
   if (s.memory) types.push("memory")
   if (s.documents) types.push("documents")
+  if (s.code) types.push("code")
   if (s.chat || s.batchApi) types.push("batch")
   if (s.fineTuning) types.push("finetune")
   return types

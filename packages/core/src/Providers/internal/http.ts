@@ -185,6 +185,10 @@ export const postForBytes = (provider: string, url: string, headers: Record<stri
 export const getJson = (provider: string, url: string, headers: Record<string, string>) =>
   exchange(provider, url, { method: "GET", headers: { accept: "application/json", ...headers } }, parseJson(provider))
 
+/** DELETEs a resource (a sandbox, a job); whatever the 2xx body holds is not read as JSON. */
+export const deleteResource = (provider: string, url: string, headers: Record<string, string>) =>
+  exchange(provider, url, { method: "DELETE", headers: { accept: "application/json", ...headers } }, () => undefined)
+
 /** GETs a document (e.g. a JSONL file's content) and returns its body as text. */
 export const getText = (provider: string, url: string, headers: Record<string, string>) =>
   exchange(provider, url, { method: "GET", headers: { accept: "*/*", ...headers } }, (text) => text)
