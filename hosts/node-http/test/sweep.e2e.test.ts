@@ -12,6 +12,8 @@
  * openaiJobs.test.ts; video (Luma, Replicate) in longjobs.e2e.test.ts and
  * packages/core/test/Providers/jobs/luma.test.ts and replicate.test.ts.
  */
+import { createServer } from "node:http"
+import { buffer } from "node:stream/consumers"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../../packages/core/src/Catalog/Catalog.ts"
 import { envPrefix } from "../../../packages/core/src/Config.ts"
@@ -21,6 +23,9 @@ import { type DocumentVendor, startDocumentVendorMock } from "../../../packages/
 import { type MemoryVendor, startMemoryVendorMock } from "../../../packages/core/test/support/mockMemoryVendors.ts"
 import { type MoreVendor, startMoreVendorMock } from "../../../packages/core/test/support/mockMoreVendors.ts"
 import { startTaskVendorMock, type TaskVendor } from "../../../packages/core/test/support/mockTaskVendors.ts"
+import { type SpeechVendor, startSpeechVendorMock } from "../../../packages/core/test/support/mockSpeechVendors.ts"
+import { startTranscriptionVendorMock, type TranscriptionVendor } from "../../../packages/core/test/support/mockTranscriptionVendors.ts"
+import { listenLocal } from "../../../packages/core/test/support/localServer.ts"
 import { type MockUpstream, startAnthropicMock, startGeminiMock, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { startVendorMock, type Vendor } from "../../../packages/core/test/support/mockVendors.ts"
 import * as Vertex from "../../../packages/core/test/support/mockVertex.ts"
@@ -62,7 +67,7 @@ const outcome = (res: { body: { isError?: boolean; message?: string } }) => (res
 
 /** The credential a recorded request carried, whatever header the provider's auth style uses. */
 const credentialOf = (r: Seen) =>
-  String(r.headers["authorization"] ?? r.headers["api-key"] ?? r.headers["x-api-key"] ?? r.headers["x-goog-api-key"] ?? r.headers["unstructured-api-key"] ?? "")
+  String(r.headers["authorization"] ?? r.headers["api-key"] ?? r.headers["x-api-key"] ?? r.headers["x-goog-api-key"] ?? r.headers["xi-api-key"] ?? r.headers["unstructured-api-key"] ?? "")
 
 const mocks: Array<Closable> = []
 const started = <M extends Closable>(mock: M): M => {
@@ -110,6 +115,33 @@ const taskVendor = async (p: Provider) => {
 const moreVendor = async (p: Provider) => {
   const mock = started(await startMoreVendorMock(p.id as MoreVendor, keyOf(p.id)))
   return keyed(p.id, mock.url, () => mock.requests)
+}
+
+/** The speech paths of the text-to-speech vendors (Speech/*.ts); their other paths are speech to text. */
+const SPEECH_PATH = /\/(text-to-speech\/|tts\/bytes|ai\/speech\/bytes|speak\?)/
+
+/**
+ * A text-to-speech vendor (ElevenLabs, Cartesia, LMNT, Deepgram): its speech mock and, when it
+ * also transcribes, its speech-to-text mock behind one base URL (a provider has one), split by path.
+ */
+const audioVendor = async (p: Provider): Promise<Upstream> => {
+  const speech = started(await startSpeechVendorMock(p.id as SpeechVendor, keyOf(p.id)))
+  if (!p.capabilities.includes("transcription")) return keyed(p.id, speech.url, () => speech.requests.map((r) => ({ ...r, body: r.json })))
+  const stt = started(await startTranscriptionVendorMock(p.id as TranscriptionVendor, keyOf(p.id)))
+  const seen: Array<Seen> = []
+  const router = await listenLocal(createServer((req, res) => {
+    void buffer(req).then(async (body) => {
+      const path = req.url ?? "/"
+      const to = new URL(SPEECH_PATH.test(path) ? speech.url : stt.url)
+      seen.push({ path, headers: req.headers, body: body.length > 0 && String(req.headers["content-type"]).includes("json") ? JSON.parse(body.toString("utf8")) : undefined })
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== "host" && k !== "content-length")) as Record<string, string>
+      const answer = await fetch(`${to.origin}${path}`, { method: req.method!, headers, ...(body.length > 0 ? { body } : {}) })
+      res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/octet-stream" })
+      res.end(Buffer.from(await answer.arrayBuffer()))
+    })
+  }))
+  mocks.push(router)
+  return keyed(p.id, `http://127.0.0.1:${router.port}${new URL(speech.url).pathname}`, () => seen)
 }
 
 const bedrock = async (): Promise<Upstream> => {
@@ -188,7 +220,11 @@ const upstreams: Record<string, (p: Provider) => Promise<Upstream>> = {
   lakera: taskVendor,
   patronus: taskVendor,
   hive: taskVendor,
-  deepl: taskVendor
+  deepl: taskVendor,
+  elevenlabs: audioVendor,
+  cartesia: audioVendor,
+  lmnt: audioVendor,
+  deepgram: audioVendor
 }
 const upstreamOf = (p: Provider) =>
   upstreams[p.id] ?? (p.adapter in familyMocks && servedBy(p).authorize === undefined ? family : undefined)
@@ -302,10 +338,11 @@ describe("provider sweep", () => {
       const res = await fetch(`${server.url}/v1/audio/speech`, {
         method: "POST",
         headers: { "content-type": "application/json", "x-api-key": user.apiKey },
-        body: JSON.stringify({ provider: p.id, text: "hello", voice: "alloy" })
+        body: JSON.stringify({ provider: p.id, text: "hello" })
       })
       expect([p.id, "speech", res.status]).toEqual([p.id, "speech", 200])
-      reached(p.id, (r) => expect(r.path).toMatch(/audio\/speech$/))
+      expect((await res.arrayBuffer()).byteLength, p.id).toBeGreaterThan(0)
+      reached(p.id, (r) => expect(r.path).toMatch(servedBy(p).speech?.synthesize ? SPEECH_PATH : /audio\/speech$/))
       count("speech", p.id)
     }
     for (const p of serving("transcription")) {
@@ -314,7 +351,8 @@ describe("provider sweep", () => {
       form.append("provider", p.id)
       const res = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
       expect([p.id, "transcription", res.status]).toEqual([p.id, "transcription", 200])
-      reached(p.id, (r) => expect(r.path).toMatch(/audio\/transcriptions$/))
+      // A vendor's own speech-to-text API (Transcription/*.ts) has paths of its own; a speech vendor's router sends them to its speech-to-text mock.
+      reached(p.id, (r) => (servedBy(p).transcription?.transcribe ? expect(r.path).not.toMatch(SPEECH_PATH) : expect(r.path).toMatch(/audio\/transcriptions$/)))
       count("transcription", p.id)
     }
   }, 60_000)
