@@ -24,6 +24,7 @@ import { type MemoryVendor, startMemoryVendorMock } from "../../../packages/core
 import { type MoreVendor, startMoreVendorMock } from "../../../packages/core/test/support/mockMoreVendors.ts"
 import { startTaskVendorMock, type TaskVendor } from "../../../packages/core/test/support/mockTaskVendors.ts"
 import { type SpeechVendor, startSpeechVendorMock } from "../../../packages/core/test/support/mockSpeechVendors.ts"
+import { type SandboxVendor, startSandboxVendorMock } from "../../../packages/core/test/support/mockSandboxVendors.ts"
 import { startTranscriptionVendorMock, type TranscriptionVendor } from "../../../packages/core/test/support/mockTranscriptionVendors.ts"
 import { listenLocal } from "../../../packages/core/test/support/localServer.ts"
 import { type MockUpstream, startAnthropicMock, startGeminiMock, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
@@ -115,6 +116,18 @@ const taskVendor = async (p: Provider) => {
 const moreVendor = async (p: Provider) => {
   const mock = started(await startMoreVendorMock(p.id as MoreVendor, keyOf(p.id)))
   return keyed(p.id, mock.url, () => mock.requests)
+}
+
+/** A remote sandbox vendor (Sandboxes/*.ts). */
+const sandboxVendor = async (p: Provider) => {
+  const mock = started(await startSandboxVendorMock(p.id as SandboxVendor, keyOf(p.id)))
+  return keyed(p.id, mock.url, () => mock.requests)
+}
+
+/** A speech-to-text vendor (Transcription/*.ts) without a speech API. */
+const transcriptionVendor = async (p: Provider) => {
+  const mock = started(await startTranscriptionVendorMock(p.id as TranscriptionVendor, keyOf(p.id)))
+  return keyed(p.id, mock.url, () => mock.requests.map((r) => ({ path: r.url, headers: r.headers, body: r.json ?? r.fields })))
 }
 
 /** The speech paths of the text-to-speech vendors (Speech/*.ts); their other paths are speech to text. */
@@ -224,7 +237,12 @@ const upstreams: Record<string, (p: Provider) => Promise<Upstream>> = {
   elevenlabs: audioVendor,
   cartesia: audioVendor,
   lmnt: audioVendor,
-  deepgram: audioVendor
+  deepgram: audioVendor,
+  assemblyai: transcriptionVendor,
+  speechmatics: transcriptionVendor,
+  "rev-ai": transcriptionVendor,
+  riza: sandboxVendor,
+  daytona: sandboxVendor
 }
 const upstreamOf = (p: Provider) =>
   upstreams[p.id] ?? (p.adapter in familyMocks && servedBy(p).authorize === undefined ? family : undefined)
@@ -401,6 +419,17 @@ describe("provider sweep", () => {
       expect(res.body.result).toMatchObject({ provider: p.id, translation: expect.any(String) })
       reached(p.id, (r) => expect(JSON.stringify(r.body)).toContain("Hello world"))
       count("translate", p.id)
+    }
+  }, 30_000)
+
+  it("runs code through every remote sandbox vendor", async () => {
+    for (const p of serving("code")) {
+      const code = `print("sweep of ${p.id}")`
+      const res = await post("/v1/code/execute", { provider: p.id, language: "python", code })
+      expect([p.id, "code", res.status, outcome(res)]).toEqual([p.id, "code", 200, "ok"])
+      expect(res.body.result).toMatchObject({ provider: p.id, exitCode: 0, stdout: expect.stringContaining(code) })
+      reached(p.id, () => undefined)
+      count("code", p.id)
     }
   }, 30_000)
 
