@@ -225,7 +225,8 @@ describe("Anthropic-compatible surface", () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ ...base, messages: [{ role: "user", content: "x" }], thinking: { type: "enabled", budget_tokens: 1024 } }, "thinking"],
       [{ ...base, messages: [{ role: "user", content: "x" }], top_k: 5 }, "top_k"],
-      [{ ...base, messages: [{ role: "user", content: [{ type: "text", text: "x", cache_control: { type: "ephemeral" } }] }] }, "cache_control"],
+      [{ ...base, messages: [{ role: "user", content: "x" }, { role: "assistant", content: [{ type: "thinking", thinking: "t", signature: "s" }, { type: "text", text: "y" }] }, { role: "user", content: "z" }] }, "thinking blocks in assistant messages"],
+      [{ ...base, messages: [{ role: "user", content: [{ type: "text", text: "x", cache_control: { type: "persistent" } }] }] }, "cache_control"],
       [{ ...base, messages: [{ role: "user", content: [{ type: "document", source: { type: "text", media_type: "text/plain", data: "x" } }] }] }, "document"],
       [{ ...base, messages: [{ role: "user", content: "x" }], tools: [{ type: "web_search_20250305", name: "web_search" }] }, "web_search_20250305"],
       [{ ...base, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: "boom", is_error: true }] }] }, "is_error"],
@@ -238,6 +239,85 @@ describe("Anthropic-compatible surface", () => {
     }
     const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
     expect(after).toBe(before)
+  })
+
+  it("accepts cache_control for an OpenAI-format upstream as a hint that changes nothing (OpenAI caches prompts itself)", async () => {
+    openai.setScenario({ kind: "text", text: "cached?" })
+    const message = await client(user.apiKey).messages.create({
+      model: "gpt-4o-mini",
+      max_tokens: 16,
+      system: [{ type: "text", text: "Long rules.", cache_control: { type: "ephemeral" } }],
+      tools: [{ ...weatherTool, cache_control: { type: "ephemeral", ttl: "1h" } }],
+      messages: [{ role: "user", content: [{ type: "text", text: "Hi", cache_control: { type: "ephemeral" } }] }]
+    }, { headers: { "anthropic-beta": "prompt-caching-2024-07-31" } })
+    expect(message.content).toEqual([{ type: "text", text: "cached?" }])
+    const sent = openai.requests.at(-1)!
+    expect(JSON.stringify(sent.body)).not.toContain("cache")
+    expect(sent.headers["anthropic-beta"]).toBeUndefined()
+    expect((sent.body as any).messages).toEqual([
+      { role: "system", content: [{ type: "text", text: "Long rules." }] },
+      { role: "user", content: [{ type: "text", text: "Hi" }] }
+    ])
+  })
+
+  it("serves a Claude Code-like session against an Anthropic upstream: cache breakpoints, thinking streamed back, beta header, thinking blocks sent back", async () => {
+    anthropic.setScenario({ kind: "text", text: "Done thinking." })
+    const claude = client(bronze.apiKey)
+    const system = [
+      { type: "text" as const, text: "You are Claude Code." },
+      { type: "text" as const, text: "Project instructions.", cache_control: { type: "ephemeral" as const } }
+    ]
+    const tools = [{ ...weatherTool, cache_control: { type: "ephemeral" as const, ttl: "1h" as const } }]
+    const first = {
+      model: "claude-haiku-4-5",
+      provider: "anthropic",
+      max_tokens: 4096,
+      thinking: { type: "enabled" as const, budget_tokens: 1024 },
+      system,
+      tools,
+      messages: [{ role: "user" as const, content: [{ type: "text" as const, text: "Plan the change.", cache_control: { type: "ephemeral" as const } }] }]
+    }
+    const stream = claude.messages.stream(first as never, { headers: { "anthropic-beta": "interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14" } })
+    const thoughts: Array<string> = []
+    const signatures: Array<string> = []
+    stream.on("thinking", (delta) => thoughts.push(delta))
+    stream.on("signature", (signature) => signatures.push(signature))
+    const final = await stream.finalMessage()
+    const sent = anthropic.requests.at(-1)!
+    expect(sent.headers["anthropic-beta"]).toBe("interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14")
+    const { provider: _pinned, ...asSent } = first
+    expect(sent.body).toEqual({ ...asSent, stream: true })
+    expect(final.content[0]).toMatchObject({ type: "thinking", thinking: "Considering 1 message(s).", signature: expect.stringMatching(/^sig_/) })
+    expect(final.content[1]).toEqual({ type: "text", text: "Done thinking." })
+    expect(thoughts.join("")).toBe("Considering 1 message(s).")
+    expect(signatures).toEqual([(final.content[0] as Anthropic.ThinkingBlock).signature])
+    expect(final.usage).toMatchObject({ cache_creation_input_tokens: 9, cache_read_input_tokens: 0 })
+    // The next turn sends the thinking block back, as Claude Code does; the upstream checks its signature.
+    const second = await claude.messages.create({
+      ...first,
+      messages: [...first.messages, { role: "assistant" as const, content: final.content }, { role: "user" as const, content: "Go on." }]
+    } as never)
+    expect(second.content.map((b) => b.type)).toEqual(["thinking", "text"])
+    expect(second.usage).toMatchObject({ cache_read_input_tokens: 9 })
+    expect((anthropic.requests.at(-1)!.body as any).messages[1].content[0]).toEqual(final.content[0])
+    // top_k and adaptive thinking reach the upstream as sent.
+    await claude.messages.create({ model: "claude-haiku-4-5", provider: "anthropic", max_tokens: 64, top_k: 5, thinking: { type: "adaptive" }, messages: [{ role: "user", content: "x" }] } as never)
+    expect(anthropic.requests.at(-1)!.body).toMatchObject({ top_k: 5, thinking: { type: "adaptive" } })
+  })
+
+  it("counts tokens with count_tokens (the gateway's estimate; not counted against the quota)", async () => {
+    const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+    const counted = await client(user.apiKey).messages.countTokens({
+      model: "gpt-4o-mini",
+      system: "You are terse.",
+      tools: [weatherTool],
+      messages: [{ role: "user", content: "How is the weather in Oslo today?" }]
+    })
+    expect(counted.input_tokens).toBeGreaterThan(20)
+    const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+    expect(after).toBe(before)
+    const anonymous = await call(server.url, "POST", "/anthropic/v1/messages/count_tokens", { body: { model: "m", messages: [{ role: "user", content: "x" }] } })
+    expect(anonymous.status).toBe(401)
   })
 
   it("accepts the gateway key as a Bearer token too", async () => {

@@ -8,6 +8,7 @@ import type { GatewayError } from "../Errors.ts"
 import { lift, ProviderCalls, type StreamChunk } from "../Engine/ProviderCalls.ts"
 import { karmaMultiplier, type Plan } from "../Plans.ts"
 import type { ChatMessage, ChatOptions, ChatRequest, Target, ToolDefinition } from "../Providers/Chat.ts"
+import { reasoningRefusal } from "../Providers/Chat.ts"
 import { servedBy } from "../Providers/Registry.ts"
 import { BadRequest } from "../Errors.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
@@ -137,7 +138,9 @@ const makeService = Effect.gen(function*() {
     if (!Array.isArray(targets)) return targets
     let reason: string | undefined
     const able = targets.filter((t) => {
-      const problem = servedBy(t.provider).chat?.unsupported?.(request(t))
+      const wire = servedBy(t.provider).chat
+      const field = reasoningRefusal(request(t), wire?.carries ?? {})
+      const problem = field !== undefined ? `${field} is not supported by this provider's wire format` : wire?.unsupported?.(request(t))
       if (problem !== undefined) reason ??= `${problem} (provider ${t.provider.id}, model ${t.model.id}).`
       return problem === undefined
     })

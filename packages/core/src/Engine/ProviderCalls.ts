@@ -35,6 +35,9 @@ export interface UsageReport {
   readonly totalTokens: number
   /** True when counted by the gateway's tokenizer because the upstream reported none. */
   readonly estimated: boolean
+  /** Prompt tokens written to / read from the upstream's prompt cache, when it reports them (Providers/Chat.ts TokenUsage). */
+  readonly cacheCreationTokens?: number | undefined
+  readonly cacheReadTokens?: number | undefined
 }
 
 export interface CompletionResult {
@@ -50,6 +53,8 @@ export interface CompletionResult {
   readonly costKnown: boolean
   /** Fields of an OpenAI-format answer the result does not model (Providers/Chat.ts ChatResult.extra). */
   readonly extra?: ChatResult["extra"]
+  /** The reasoning before the answer, with its signature (Providers/Chat.ts ReasoningPart). */
+  readonly reasoning?: ChatResult["reasoning"]
   readonly latencyMs: number
   /** Earlier candidates that failed with a retryable error before this one answered. */
   readonly fallbacks: ReadonlyArray<Fallback>
@@ -72,6 +77,10 @@ export interface StreamChunk {
   readonly error?: string
   /** OpenAI-format delta and choice fields the chunk does not model (`reasoning_content`, `logprobs`): the OpenAI surface passes them on. */
   readonly extra?: { readonly delta?: Readonly<Record<string, unknown>>; readonly choice?: Readonly<Record<string, unknown>> }
+  /** A piece of reasoning (Providers/Chat.ts StreamEvent "Reasoning"): text, its signature, or a redacted block's data. */
+  readonly reasoning?: { readonly index: number; readonly text?: string; readonly signature?: string; readonly redacted?: string }
+  readonly cacheCreationTokens?: number
+  readonly cacheReadTokens?: number
 }
 
 /** Tokenizer counts for a call whose upstream reported no usage. */
@@ -92,6 +101,7 @@ export const makeStreamAccount = () => {
   let finish: FinishReason = "stop"
   let prompt: number | undefined
   let completion: number | undefined
+  let cache: { cacheCreationTokens?: number; cacheReadTokens?: number } = {}
   return {
     /** The chunk for an event, if it makes one (finish reasons and usage only update the account). */
     onEvent: (e: StreamEvent): StreamChunk | undefined => {
@@ -112,7 +122,13 @@ export const makeStreamAccount = () => {
         case "Usage":
           if (e.usage.promptTokens !== undefined) prompt = e.usage.promptTokens
           if (e.usage.completionTokens !== undefined) completion = e.usage.completionTokens
+          if (e.usage.cacheCreationTokens !== undefined) cache = { ...cache, cacheCreationTokens: e.usage.cacheCreationTokens }
+          if (e.usage.cacheReadTokens !== undefined) cache = { ...cache, cacheReadTokens: e.usage.cacheReadTokens }
           return undefined
+        case "Reasoning": {
+          const { _tag, ...reasoning } = e
+          return { content: "", done: false, reasoning }
+        }
         case "Extra":
           return { content: "", done: false, extra: { ...(e.delta ? { delta: e.delta } : {}), ...(e.choice ? { choice: e.choice } : {}) } }
       }
@@ -121,7 +137,7 @@ export const makeStreamAccount = () => {
     /** The usage as the upstream reported it, when it reported both counts. */
     reported: (): UsageReport | undefined =>
       prompt !== undefined && completion !== undefined
-        ? { promptTokens: prompt, completionTokens: completion, totalTokens: prompt + completion, estimated: false }
+        ? { promptTokens: prompt, completionTokens: completion, totalTokens: prompt + completion, estimated: false, ...cache }
         : undefined,
     /** The usage: the upstream's counts, with the tokenizer's for whatever it did not report. */
     report: (messages: ReadonlyArray<ChatMessage>): Effect.Effect<UsageReport> => {
@@ -150,6 +166,8 @@ export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport,
   costUSD: costOf(target.model, r.promptTokens, r.completionTokens),
   costKnown: costKnown(target.model),
   estimated: r.estimated,
+  ...(r.cacheCreationTokens !== undefined ? { cacheCreationTokens: r.cacheCreationTokens } : {}),
+  ...(r.cacheReadTokens !== undefined ? { cacheReadTokens: r.cacheReadTokens } : {}),
   ...(error !== undefined ? { error } : {})
 })
 
@@ -354,6 +372,7 @@ const makeService = Effect.gen(function*() {
       costUSD: costOf(target.model, report.promptTokens, report.completionTokens),
       costKnown: costKnown(target.model),
       ...(value.extra ? { extra: value.extra } : {}),
+      ...(value.reasoning ? { reasoning: value.reasoning } : {}),
       latencyMs,
       fallbacks
     }

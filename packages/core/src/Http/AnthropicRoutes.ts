@@ -5,20 +5,26 @@
  * /v1/complete (same authentication, quota, routing and usage recording) and the answer is
  * written back in Anthropic's shapes. A field or block it cannot carry is a 400 naming it.
  */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest, UpstreamFailed } from "../Errors.ts"
-import type { ChatOptions, ContentPart, FinishReason } from "../Providers/Chat.ts"
-import { chatSurface } from "./ChatSurface.ts"
+import type { CacheHint, ChatMessage, ChatOptions, ContentPart, FinishReason, ReasoningPart } from "../Providers/Chat.ts"
+import { chatSurface, headerOf, type RequestHeaders } from "./ChatSurface.ts"
 import { Content, inputOf, MAX_CONTENT, ToolName, type ToolResultBody } from "./CompletionRoutes.ts"
 import { AnthropicMessage } from "./ResponseSchemas.ts"
+import { countMessages, countText } from "../Tokens.ts"
 import { authed } from "./Route.ts"
 
 const tag = "Anthropic-compatible"
 
-const TextBlock = Schema.Struct({ type: Schema.Literal("text"), text: Content })
+/** A prompt-caching breakpoint (Providers/Chat.ts CacheHint): sent to Anthropic upstreams, honoured by sending nothing elsewhere. */
+const CacheControl = Schema.Struct({ type: Schema.Literal("ephemeral"), ttl: Schema.optional(Schema.Literal("5m", "1h")) })
+const cached = { cache_control: Schema.optional(CacheControl) }
+
+const TextBlock = Schema.Struct({ type: Schema.Literal("text"), text: Content, ...cached })
 const ImageBlock = Schema.Struct({
   type: Schema.Literal("image"),
+  ...cached,
   source: Schema.Union(
     Schema.Struct({
       type: Schema.Literal("base64"),
@@ -36,11 +42,16 @@ const ToolUseBlock = Schema.Struct({
   type: Schema.Literal("tool_use"),
   id: BlockId,
   name: ToolName,
-  input: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  input: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  ...cached
 })
+/** Reasoning returned by an Anthropic upstream, sent back in later turns (only Anthropic upstreams take it back). */
+const ThinkingBlock = Schema.Struct({ type: Schema.Literal("thinking"), thinking: Schema.String, signature: Schema.String })
+const RedactedThinkingBlock = Schema.Struct({ type: Schema.Literal("redacted_thinking"), data: Schema.String })
 const ToolResultBlock = Schema.Struct({
   type: Schema.Literal("tool_result"),
   tool_use_id: BlockId,
+  ...cached,
   content: Schema.optional(Schema.Union(Content, Schema.Array(TextBlock).pipe(Schema.maxItems(500)))),
   // The neutral tool message has no error flag: an error is told in the result's text.
   is_error: Schema.optional(Schema.Literal(false).annotations({
@@ -55,7 +66,10 @@ const AnthropicMessageIn = Schema.Union(
   }),
   Schema.Struct({
     role: Schema.Literal("assistant"),
-    content: Schema.Union(Content, Schema.Array(Schema.Union(TextBlock, ToolUseBlock)).pipe(Schema.maxItems(500)))
+    content: Schema.Union(
+      Content,
+      Schema.Array(Schema.Union(TextBlock, ToolUseBlock, ThinkingBlock, RedactedThinkingBlock)).pipe(Schema.maxItems(500))
+    )
   })
 )
 
@@ -63,8 +77,18 @@ const ToolSpec = Schema.Struct({
   type: Schema.optional(Schema.Literal("custom")),
   name: ToolName,
   description: Schema.optional(Schema.String.pipe(Schema.maxLength(10_000))),
-  input_schema: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  input_schema: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  ...cached
 })
+
+/** Extended thinking: a budget of at least 1024 tokens (below max_tokens, which Anthropic checks), off, or the model's choice. */
+const Thinking = Schema.Union(
+  Schema.Struct({
+    type: Schema.Literal("enabled"),
+    budget_tokens: Schema.Int.pipe(Schema.between(1024, 1_000_000, { message: () => "thinking.budget_tokens must be an integer of at least 1024" }))
+  }),
+  Schema.Struct({ type: Schema.Literal("disabled", "adaptive") })
+)
 
 const ToolChoiceIn = Schema.Union(
   Schema.Struct({ type: Schema.Literal("auto", "any", "none"), disable_parallel_tool_use: Schema.optional(Schema.Boolean) }),
@@ -86,6 +110,8 @@ export const MessagesBody = Schema.Struct({
   system: Schema.optional(Schema.Union(Content, Schema.Array(TextBlock).pipe(Schema.maxItems(100)))),
   temperature: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "temperature must be between 0 and 1" }))),
   top_p: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "top_p must be between 0 and 1" }))),
+  top_k: Schema.optional(Schema.Int.pipe(Schema.between(0, 1_000_000, { message: () => "top_k must be a non-negative integer" }))),
+  thinking: Schema.optional(Thinking),
   stop_sequences: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500))).pipe(Schema.maxItems(16))),
   tools: Schema.optional(Schema.Array(ToolSpec).pipe(Schema.maxItems(128))),
   tool_choice: Schema.optional(ToolChoiceIn),
@@ -101,8 +127,20 @@ type GatewayMessage = typeof ToolResultBody.Type["messages"][number]
 const textOf = (content: string | ReadonlyArray<{ readonly text: string }> | undefined) =>
   content === undefined ? "" : typeof content === "string" ? content : content.map((b) => b.text).join("")
 
-const imagePart = (source: typeof ImageBlock.Type["source"]): ContentPart =>
-  ({ type: "image", url: source.type === "url" ? source.url : `data:${source.media_type};base64,${source.data}` })
+const cacheOf = (block: { readonly cache_control?: { readonly ttl?: "5m" | "1h" } | undefined }): { cache?: CacheHint } =>
+  block.cache_control === undefined ? {} : { cache: block.cache_control.ttl !== undefined ? { ttl: block.cache_control.ttl } : {} }
+
+/** A message-level breakpoint: the last one its blocks carry (Anthropic caches the prefix up to the breakpoint). */
+const lastCacheOf = (blocks: ReadonlyArray<{ readonly cache_control?: { readonly ttl?: "5m" | "1h" } | undefined }>) =>
+  blocks.reduce<{ cache?: CacheHint }>((found, b) => (b.cache_control !== undefined ? cacheOf(b) : found), {})
+
+const imagePart = (block: typeof ImageBlock.Type): ContentPart => {
+  const source = block.source
+  return { type: "image", url: source.type === "url" ? source.url : `data:${source.media_type};base64,${source.data}`, ...cacheOf(block) }
+}
+
+/** What a gateway message gets beyond the OpenAI-like shape: parts, a cache breakpoint, reasoning. */
+type Neutral = Pick<ChatMessage, "parts" | "cache" | "reasoning">
 
 /**
  * Anthropic messages -> the gateway's messages, with the parts of those that hold images: the
@@ -111,48 +149,71 @@ const imagePart = (source: typeof ImageBlock.Type["source"]): ContentPart =>
  */
 const gatewayMessagesOf = (body: MessagesBody) => {
   const messages: Array<GatewayMessage> = []
-  const parts: Array<ReadonlyArray<ContentPart> | undefined> = []
-  const push = (m: GatewayMessage, p?: ReadonlyArray<ContentPart>) => {
+  const neutral: Array<Neutral> = []
+  const push = (m: GatewayMessage, n: Neutral = {}) => {
     messages.push(m)
-    parts.push(p)
+    neutral.push(n)
   }
-  if (body.system !== undefined) push({ role: "system", content: textOf(body.system) })
+  if (body.system !== undefined) {
+    const system = body.system
+    const parts = typeof system === "string" || !system.some((b) => b.cache_control !== undefined)
+      ? {}
+      : { parts: system.map((b): ContentPart => ({ type: "text", text: b.text, ...cacheOf(b) })) }
+    push({ role: "system", content: textOf(system) }, parts)
+  }
   for (const m of body.messages) {
     if (typeof m.content === "string") {
       push({ role: m.role, content: m.content })
     } else if (m.role === "assistant") {
       const calls = m.content.filter((b) => b.type === "tool_use")
+      const reasoning = m.content.flatMap((b): Array<ReasoningPart> =>
+        b.type === "thinking"
+          ? [{ type: "thinking", text: b.thinking, signature: b.signature }]
+          : b.type === "redacted_thinking"
+          ? [{ type: "redacted_thinking", data: b.data }]
+          : []
+      )
+      const answered = m.content.filter((b) => b.type === "text" || b.type === "tool_use")
       push({
         role: "assistant",
         content: textOf(m.content.filter((b) => b.type === "text")),
         ...(calls.length > 0 ? { tool_calls: calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: JSON.stringify(c.input) } })) } : {})
-      })
+      }, { ...lastCacheOf(answered), ...(reasoning.length > 0 ? { reasoning } : {}) })
     } else {
       let pending: Array<ContentPart> = []
       const flush = () => {
         if (pending.length === 0) return
         const text = pending.map((p) => (p.type === "text" ? p.text : "")).join("")
-        push({ role: "user", content: text }, pending.some((p) => p.type !== "text") ? pending : undefined)
+        push({ role: "user", content: text }, pending.some((p) => p.type !== "text" || p.cache !== undefined) ? { parts: pending } : {})
         pending = []
       }
       for (const b of m.content) {
         if (b.type === "tool_result") {
           flush()
-          push({ role: "tool", tool_call_id: b.tool_use_id, content: textOf(b.content) })
-        } else pending.push(b.type === "text" ? { type: "text", text: b.text } : imagePart(b.source))
+          push(
+            { role: "tool", tool_call_id: b.tool_use_id, content: textOf(b.content) },
+            lastCacheOf([...(typeof b.content === "object" ? b.content : []), b])
+          )
+        } else pending.push(b.type === "text" ? { type: "text", text: b.text, ...cacheOf(b) } : imagePart(b))
       }
       flush()
     }
   }
-  return { messages, parts }
+  return { messages, neutral }
 }
 
 /** The neutral options of a Messages request. */
-const optionsOf = (body: MessagesBody): ChatOptions => {
+const optionsOf = (body: MessagesBody, anthropicBeta: string | undefined): ChatOptions => {
   const choice = body.tool_choice
   const user = body.metadata?.user_id
+  const thinking = body.thinking
   return {
     ...(body.top_p !== undefined ? { topP: body.top_p } : {}),
+    ...(body.top_k !== undefined ? { topK: body.top_k } : {}),
+    ...(thinking !== undefined
+      ? { reasoning: thinking.type === "enabled" ? { mode: "enabled" as const, budgetTokens: thinking.budget_tokens } : { mode: thinking.type } }
+      : {}),
+    ...(anthropicBeta !== undefined && anthropicBeta !== "" ? { anthropicBeta } : {}),
     ...(body.stop_sequences !== undefined ? { stop: body.stop_sequences } : {}),
     ...(choice !== undefined
       ? { toolChoice: choice.type === "tool" ? { name: choice.name } : choice.type === "any" ? "required" as const : choice.type }
@@ -164,8 +225,8 @@ const optionsOf = (body: MessagesBody): ChatOptions => {
 }
 
 /** The chat call's input of a Messages request: checked messages (tool results answer earlier tool_use blocks), parts, options. */
-export const messagesInputOf = (body: MessagesBody): CompletionInput | BadRequest => {
-  const { messages, parts } = gatewayMessagesOf(body)
+export const messagesInputOf = (body: MessagesBody, headers: RequestHeaders = {}): CompletionInput | BadRequest => {
+  const { messages, neutral } = gatewayMessagesOf(body)
   if (messages.some((m) => (m.content ?? "").length > MAX_CONTENT)) {
     return new BadRequest({ message: `Invalid request: a message's text blocks exceed ${MAX_CONTENT} characters` })
   }
@@ -182,8 +243,9 @@ export const messagesInputOf = (body: MessagesBody): CompletionInput | BadReques
   if (input instanceof BadRequest) return input
   return {
     ...input,
-    messages: input.messages.map((m, i) => (parts[i] ? { ...m, parts: parts[i] } : m)),
-    options: optionsOf(body)
+    messages: input.messages.map((m, i) => ({ ...m, ...neutral[i] })),
+    ...(input.tools !== undefined ? { tools: input.tools.map((t, i) => ({ ...t, ...cacheOf(body.tools![i]!) })) } : {}),
+    options: optionsOf(body, headerOf(headers, "anthropic-beta"))
   }
 }
 
@@ -200,10 +262,22 @@ const inputObject = (args: string): Record<string, unknown> | undefined => {
   }
 }
 
+/** The cache counts of a usage, under Anthropic's names, when the upstream reported them. */
+const cacheUsageOf = (u: { readonly cacheCreationTokens?: number | undefined; readonly cacheReadTokens?: number | undefined }) => ({
+  ...(u.cacheCreationTokens !== undefined ? { cache_creation_input_tokens: u.cacheCreationTokens } : {}),
+  ...(u.cacheReadTokens !== undefined ? { cache_read_input_tokens: u.cacheReadTokens } : {})
+})
+
+const reasoningBlockOf = (p: ReasoningPart) =>
+  p.type === "thinking" ? { type: "thinking" as const, thinking: p.text, signature: p.signature } : { type: "redacted_thinking" as const, data: p.data }
+
 export const toAnthropicMessage = (id: string, r: CompletionResult) => {
   const content: Array<
-    { readonly type: "text"; readonly text: string } | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: Record<string, unknown> }
-  > = r.content !== "" || r.toolCalls.length === 0 ? [{ type: "text", text: r.content }] : []
+    | { readonly type: "text"; readonly text: string }
+    | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: Record<string, unknown> }
+    | ReturnType<typeof reasoningBlockOf>
+  > = (r.reasoning ?? []).map(reasoningBlockOf)
+  if (r.content !== "" || r.toolCalls.length === 0) content.push({ type: "text", text: r.content })
   for (const c of r.toolCalls) {
     const input = inputObject(c.arguments)
     if (input === undefined) {
@@ -220,7 +294,7 @@ export const toAnthropicMessage = (id: string, r: CompletionResult) => {
     content,
     stop_reason: stopReasonOf(r.finishReason),
     stop_sequence: null,
-    usage: { input_tokens: r.usage.promptTokens, output_tokens: r.usage.completionTokens }
+    usage: { input_tokens: r.usage.promptTokens, output_tokens: r.usage.completionTokens, ...cacheUsageOf(r.usage) }
   }
 }
 
@@ -239,8 +313,8 @@ export const toEvents = (id: string, model: string) => {
     message: { id, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } }
   }
   let next = 0
-  /** The open block: text, or the tool call of that ordinal. */
-  let open: { readonly index: number; readonly tool: number | undefined } | undefined
+  /** The open block: text, the tool call of that ordinal, or the upstream's reasoning block of that index. */
+  let open: { readonly index: number; readonly tool: number | undefined; readonly reasoning?: number } | undefined
   const toolBlocks = new Map<number, number>()
   const convert = (c: StreamChunk): Array<{ readonly type: string }> => {
     if (c.error !== undefined) return [{ type: "error", error: { type: "api_error", message: c.error } } as { type: string }]
@@ -249,9 +323,9 @@ export const toEvents = (id: string, model: string) => {
       if (open !== undefined) out.push({ type: "content_block_stop", index: open.index })
       open = undefined
     }
-    const start = (tool: number | undefined, block: Record<string, unknown>) => {
+    const start = (tool: number | undefined, block: Record<string, unknown>, reasoning?: number) => {
       close()
-      open = { index: next++, tool }
+      open = { index: next++, tool, ...(reasoning !== undefined ? { reasoning } : {}) }
       out.push({ type: "content_block_start", index: open.index, content_block: block })
       return open.index
     }
@@ -260,13 +334,22 @@ export const toEvents = (id: string, model: string) => {
       out.push({
         type: "message_delta",
         delta: { stop_reason: stopReasonOf(c.finishReason), stop_sequence: null },
-        usage: { input_tokens: c.promptTokens ?? 0, output_tokens: c.completionTokens ?? 0 }
+        usage: { input_tokens: c.promptTokens ?? 0, output_tokens: c.completionTokens ?? 0, ...cacheUsageOf(c) }
       })
       out.push({ type: "message_stop" })
       return out
     }
+    const r = c.reasoning
+    if (r !== undefined) {
+      if (r.redacted !== undefined) start(undefined, { type: "redacted_thinking", data: r.redacted }, r.index)
+      else {
+        const index = open?.reasoning === r.index ? open.index : start(undefined, { type: "thinking", thinking: "", signature: "" }, r.index)
+        if (r.text !== undefined && r.text !== "") out.push({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: r.text } })
+        if (r.signature !== undefined) out.push({ type: "content_block_delta", index, delta: { type: "signature_delta", signature: r.signature } })
+      }
+    }
     if (c.content !== "") {
-      const index = open !== undefined && open.tool === undefined ? open.index : start(undefined, { type: "text", text: "" })
+      const index = open !== undefined && open.tool === undefined && open.reasoning === undefined ? open.index : start(undefined, { type: "text", text: "" })
       out.push({ type: "content_block_delta", index, delta: { type: "text_delta", text: c.content } })
     }
     for (const t of c.toolCalls ?? []) {
@@ -285,13 +368,32 @@ export const toEvents = (id: string, model: string) => {
 /** A fresh message id in Anthropic's format. */
 export const messageId = () => `msg_${crypto.randomUUID().replace(/-/g, "")}`
 
-const messagesSurface = chatSurface({
+const messagesSurface = chatSurface<MessagesBody, { readonly type: string }>({
   inputOf: messagesInputOf,
   streamed: (body: MessagesBody) => body.stream === true,
   newId: messageId,
   answer: toAnthropicMessage,
   stream: (id, body) => ({ ...toEvents(id, body.model), frame: anthropicFrame })
 })
+
+/** The count_tokens request: what a Messages request sends before the answer. */
+export const CountTokensBody = MessagesBody.pick("model", "messages", "system", "tools", "tool_choice", "thinking", "provider")
+  .annotations({ parseOptions: { onExcessProperty: "error" } })
+
+/**
+ * The gateway tokenizer's estimate of a request's input tokens (Tokens.ts): the messages as the
+ * call would send them, their reasoning text and the tools' definitions. An estimate for every
+ * upstream: Anthropic's own counter is not called (it would need a routed upstream call).
+ */
+export const countTokensOf = (body: typeof CountTokensBody.Type) =>
+  Effect.gen(function*() {
+    const input = messagesInputOf({ ...body, max_tokens: 1 })
+    if (input instanceof BadRequest) return yield* Effect.fail(input)
+    const reasoning = input.messages.flatMap((m) => m.reasoning ?? []).map((p) => (p.type === "thinking" ? p.text : p.data)).join("\n")
+    const tools = input.tools && input.tools.length > 0 ? JSON.stringify(input.tools.map(({ cache: _hint, ...t }) => t)) : ""
+    const counts = yield* Effect.all([countMessages(input.messages), countText(reasoning), countText(tools)])
+    return { input_tokens: counts[0] + counts[1] + counts[2] }
+  })
 
 export const anthropicRoutes = [
   authed({
@@ -301,12 +403,25 @@ export const anthropicRoutes = [
     tag,
     envelope: "anthropic",
     metered: true,
-    summary: "Anthropic Messages (plain and stream: true, tools, tool results, images); model may be a catalogue id, an alias, provider/model or auto",
+    summary: "Anthropic Messages (plain and stream: true, tools, tool results, images, thinking, cache_control); model may be a catalogue id, an alias, provider/model or auto",
     description:
-      "Authenticate with `x-api-key` (as the Anthropic SDKs do) or a Bearer token. Errors use Anthropic's shape. An extra `provider` field pins a provider; the answer names it in `provider`. Fields and block types the gateway cannot carry to every upstream (`thinking`, `cache_control`, documents, server tools, `top_k`) are refused with a 400 naming them.",
+      "Authenticate with `x-api-key` (as the Anthropic SDKs do) or a Bearer token. Errors use Anthropic's shape. An extra `provider` field pins a provider; the answer names it in `provider`. `cache_control` breakpoints reach Anthropic upstreams (elsewhere they change nothing: a documented no-op); `thinking` and `top_k` reach Anthropic and Gemini upstreams and are refused by name by others; thinking blocks come back (plain and streamed) and may be sent back in later turns to Anthropic upstreams; the `anthropic-beta` header is forwarded to Anthropic upstreams. Documents and server tools are refused with a 400 naming them.",
     body: MessagesBody,
     check: messagesSurface.check,
     handle: messagesSurface.handle,
     lane: messagesSurface.lane
+  }),
+  authed({
+    method: "POST",
+    path: "/anthropic/v1/messages/count_tokens",
+    success: Schema.Struct({ input_tokens: Schema.Int }),
+    tag,
+    envelope: "anthropic",
+    metered: false,
+    summary: "Anthropic count_tokens: the gateway tokenizer's estimate of a Messages request's input tokens (not metered)",
+    description:
+      "Takes the Messages request's model, messages, system, tools, tool_choice and thinking and answers `{ input_tokens }`, counted by the gateway's tokenizer: an estimate for every upstream, Anthropic included (its own counter is not called). Not counted against the quota.",
+    body: CountTokensBody,
+    handle: ({ body }) => countTokensOf(body)
   })
 ]

@@ -21,9 +21,18 @@ export interface SurfaceStream<E> {
   readonly trailer?: string
 }
 
+/** A request's headers (lower-case names), as node and the Effect platform give them. */
+export type RequestHeaders = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+/** A header's value, repeated values joined with commas (as HTTP allows), or undefined. */
+export const headerOf = (headers: RequestHeaders, name: string): string | undefined => {
+  const value = headers[name]
+  return value === undefined ? undefined : typeof value === "string" ? value : value.join(",")
+}
+
 export interface ChatSurface<B, E> {
-  /** The body -> the call's input, or the 400 naming what it cannot carry. */
-  readonly inputOf: (body: B) => CompletionInput | BadRequest
+  /** The body (and the request's headers) -> the call's input, or the 400 naming what it cannot carry. */
+  readonly inputOf: (body: B, headers: RequestHeaders) => CompletionInput | BadRequest
   readonly streamed: (body: B) => boolean
   readonly newId: () => string
   /** The answer in the surface's format, or the error of an answer it cannot express. */
@@ -34,17 +43,23 @@ export interface ChatSurface<B, E> {
 
 const failOn = <A>(value: A) => (isGatewayError(value) ? Effect.fail(value as GatewayError) : Effect.succeed(value))
 
+interface Surfaced<B> {
+  readonly avatar: AvatarRecord
+  readonly body: B
+  readonly request: { readonly headers: RequestHeaders }
+}
+
 /** The route parts of a chat surface: `check`, `handle` and `lane` of its `authed` declaration. */
 export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
-  const check = ({ avatar, body }: { readonly avatar: AvatarRecord; readonly body: B }) =>
+  const check = ({ avatar, body, request }: Surfaced<B>) =>
     Effect.suspend(() => {
-      const input = s.inputOf(body)
+      const input = s.inputOf(body, request.headers)
       return input instanceof BadRequest ? Effect.fail(input) : Effect.flatMap(Completions, (c) => c.check(avatar, input))
     })
 
-  const handle = ({ avatar, body }: { readonly avatar: AvatarRecord; readonly body: B }) =>
+  const handle = ({ avatar, body, request }: Surfaced<B>) =>
     Effect.gen(function*() {
-      const input = s.inputOf(body)
+      const input = s.inputOf(body, request.headers)
       if (input instanceof BadRequest) return yield* Effect.fail(input)
       const completions = yield* Completions
       const id = s.newId()
@@ -59,8 +74,8 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
 
   /** The fast-lane plan: the same input, routing and answer shapes as `handle`. */
   const lane: Lane<B> = {
-    plan: ({ calls, completions }, avatar, body) => {
-      const input = s.inputOf(body)
+    plan: ({ calls, completions }, avatar, body, headers) => {
+      const input = s.inputOf(body, headers)
       if (input instanceof BadRequest) return input
       const { messages, request, targets } = completions.plan(avatar, input, input.messages)
       if (!Array.isArray(targets)) return targets as RoutingError

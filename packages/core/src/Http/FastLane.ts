@@ -161,7 +161,7 @@ export const make = Effect.gen(function*() {
     const actingFor = route.avatarIdOf?.(body)
     if (actingFor !== undefined && actingFor !== caller.id) return delegate(req, res, text)
     // Validation before admission (as Route.ts's `check`): a refused request costs no quota.
-    const plan = route.lane!.plan(services, caller, body)
+    const plan = route.lane!.plan(services, caller, body, req.headers)
     if (plan === undefined) return delegate(req, res, text)
     const refuse = async (error: GatewayError) => sendError(res, envelope, error, headersOf(await quota.peek(caller)))
     if (typeof plan !== "function") return refuse(plan)

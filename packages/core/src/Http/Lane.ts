@@ -38,5 +38,10 @@ export interface Lane<B> {
    * rate-limit headers and never counted), `undefined` to leave the request to the Effect route (a
    * step that needs Effect services), or how to serve it once admitted.
    */
-  readonly plan: (services: LaneServices, avatar: AvatarRecord, body: B) => GatewayError | undefined | Serve
+  readonly plan: (
+    services: LaneServices,
+    avatar: AvatarRecord,
+    body: B,
+    headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+  ) => GatewayError | undefined | Serve
 }

@@ -627,11 +627,18 @@ export const AnthropicMessage = Schema.Struct({
   provider: Schema.String,
   content: Schema.Array(Schema.Union(
     Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
-    Schema.Struct({ type: Schema.Literal("tool_use"), id: Schema.String, name: Schema.String, input: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
+    Schema.Struct({ type: Schema.Literal("tool_use"), id: Schema.String, name: Schema.String, input: Schema.Record({ key: Schema.String, value: Schema.Unknown }) }),
+    Schema.Struct({ type: Schema.Literal("thinking"), thinking: Schema.String, signature: Schema.String }),
+    Schema.Struct({ type: Schema.Literal("redacted_thinking"), data: Schema.String })
   )),
   stop_reason: Schema.Literal("end_turn", "max_tokens", "tool_use", "refusal"),
   stop_sequence: Schema.Null,
-  usage: Schema.Struct({ input_tokens: Schema.Number, output_tokens: Schema.Number })
+  usage: Schema.Struct({
+    input_tokens: Schema.Number,
+    output_tokens: Schema.Number,
+    cache_creation_input_tokens: Schema.optional(Schema.Number),
+    cache_read_input_tokens: Schema.optional(Schema.Number)
+  })
 }).annotations({
   identifier: "AnthropicMessage",
   description: "An Anthropic Message (with stream: true, a text/event-stream of message_start, content_block_*, message_delta and message_stop events instead)"

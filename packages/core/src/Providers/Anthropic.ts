@@ -4,7 +4,7 @@
  * `output_config.format`, SSE with typed events. What it refuses, and why, is in
  * docs/providers.md ("Translation across wire formats").
  */
-import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, StreamEvent, Target } from "./Chat.ts"
+import type { CacheHint, ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ReasoningPart, StreamEvent, Target, TokenUsage } from "./Chat.ts"
 import { refusal } from "./Chat.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import { answerSchemaOf, commonRefusal, dataUrlOf, pushTurn, toolArgumentsOf, toolChoiceMatters } from "./internal/translation.ts"
@@ -21,9 +21,30 @@ const imageBlock = (url: string) => {
   return { type: "image", source: inline ? { type: "base64", media_type: inline.mediaType, data: inline.data } : { type: "url", url } }
 }
 
+/** A cache hint as `cache_control` (ephemeral is the only type Anthropic has). */
+const cacheControlOf = (cache: CacheHint | undefined) =>
+  cache === undefined ? {} : { cache_control: { type: "ephemeral", ...(cache.ttl !== undefined ? { ttl: cache.ttl } : {}) } }
+
 /** Text and image parts as content blocks (Anthropic rejects empty text blocks; raw parts are refused before). */
 const blocksOf = (parts: ReadonlyArray<ContentPart>): Array<unknown> =>
-  parts.flatMap((p): Array<unknown> => (p.type === "text" ? (p.text !== "" ? [{ type: "text", text: p.text }] : []) : p.type === "image" ? [imageBlock(p.url)] : []))
+  parts.flatMap((p): Array<unknown> =>
+    p.type === "text"
+      ? (p.text !== "" ? [{ type: "text", text: p.text, ...cacheControlOf(p.cache) }] : [])
+      : p.type === "image"
+      ? [{ ...imageBlock(p.url), ...cacheControlOf(p.cache) }]
+      : []
+  )
+
+/** Reasoning parts as the thinking blocks they came as (they open an assistant turn). */
+const reasoningBlocksOf = (parts: ReadonlyArray<ReasoningPart>) =>
+  parts.map((p) => (p.type === "thinking" ? { type: "thinking", thinking: p.text, signature: p.signature } : { type: "redacted_thinking", data: p.data }))
+
+/** A message-level cache hint on the last of its blocks. */
+const withCache = (blocks: Array<Record<string, unknown>>, cache: CacheHint | undefined) => {
+  const last = blocks[blocks.length - 1]
+  if (cache !== undefined && last !== undefined) blocks[blocks.length - 1] = { ...last, ...cacheControlOf(cache) }
+  return blocks
+}
 
 /** Chat messages -> Anthropic messages; consecutive tool results merge into one user turn. */
 export const toWireMessages = (messages: ReadonlyArray<ChatMessage>) => {
@@ -32,12 +53,19 @@ export const toWireMessages = (messages: ReadonlyArray<ChatMessage>) => {
   for (const m of messages) {
     if (m.role === "system") continue
     if (m.role === "tool") {
-      push("user", [{ type: "tool_result", tool_use_id: m.toolCallId ?? "", content: m.parts ? blocksOf(m.parts) : m.content }])
+      push("user", [{ type: "tool_result", tool_use_id: m.toolCallId ?? "", content: m.parts ? blocksOf(m.parts) : m.content, ...cacheControlOf(m.cache) }])
     } else if (m.role === "assistant") {
-      push("assistant", [
-        ...(m.content !== "" ? [{ type: "text", text: m.content }] : []),
-        ...(m.toolCalls ?? []).map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: toolArgumentsOf(c.arguments) }))
-      ])
+      push(
+        "assistant",
+        // Thinking blocks cannot hold cache_control: the breakpoint goes on the answer's last block.
+        [
+          ...reasoningBlocksOf(m.reasoning ?? []),
+          ...withCache([
+            ...(m.content !== "" ? [{ type: "text", text: m.content }] : []),
+            ...(m.toolCalls ?? []).map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: toolArgumentsOf(c.arguments) }))
+          ], m.cache)
+        ]
+      )
     } else {
       push("user", m.parts ? blocksOf(m.parts) : [{ type: "text", text: m.content }])
     }
@@ -89,19 +117,44 @@ export const unsupported = (r: ChatRequest): string | undefined => {
   return undefined
 }
 
+/** The system prompt: text, or text blocks when a part carries a cache breakpoint. */
+const systemOf = (request: ChatRequest) => {
+  const messages = request.messages.filter((m) => m.role === "system")
+  if (messages.some((m) => m.cache !== undefined || m.parts?.some((p) => p.type !== "raw" && p.cache !== undefined))) {
+    return messages.flatMap((m) => withCache(blocksOf(m.parts ?? [{ type: "text", text: m.content }]) as Array<Record<string, unknown>>, m.cache))
+  }
+  return messages.map((m) => m.content).join("\n\n")
+}
+
+/** The neutral reasoning option as `thinking`. */
+const thinkingOf = (r: ChatRequest) => {
+  const t = r.reasoning
+  if (t === undefined) return {}
+  return { thinking: t.mode === "enabled" ? { type: "enabled", budget_tokens: t.budgetTokens } : { type: t.mode } }
+}
+
 export const toWireRequest = (target: Target, request: ChatRequest, stream: boolean) => {
-  const system = request.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n")
+  const system = systemOf(request)
   return {
     model: request.model,
     max_tokens: request.maxTokens ?? Math.min(DEFAULT_MAX_TOKENS, target.model.maxOutputTokens || DEFAULT_MAX_TOKENS),
     ...(system ? { system } : {}),
     messages: toWireMessages(request.messages),
     ...(request.tools && request.tools.length > 0
-      ? { tools: request.tools.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), input_schema: t.parameters })) }
+      ? {
+        tools: request.tools.map((t) => ({
+          name: t.name,
+          ...(t.description ? { description: t.description } : {}),
+          input_schema: t.parameters,
+          ...cacheControlOf(t.cache)
+        }))
+      }
       : {}),
     // Anthropic accepts 0..1; the gateway's 0..2 scale is clamped.
     ...(request.temperature !== undefined ? { temperature: Math.min(1, request.temperature) } : {}),
     ...(request.topP !== undefined ? { top_p: request.topP } : {}),
+    ...(request.topK !== undefined ? { top_k: request.topK } : {}),
+    ...thinkingOf(request),
     ...(request.stop !== undefined && request.stop.length > 0 ? { stop_sequences: request.stop } : {}),
     ...toolChoiceOf(request),
     ...(typeof endUserOf(request) === "string" ? { metadata: { user_id: endUserOf(request) } } : {}),
@@ -116,24 +169,48 @@ export const toWireRequest = (target: Target, request: ChatRequest, stream: bool
 export const finishReason = (reason: unknown): FinishReason =>
   reason === "max_tokens" ? "length" : reason === "tool_use" ? "tool_calls" : reason === "refusal" ? "content_filter" : "stop"
 
-const headers = (target: Target) => ({ ...authHeaders(target.provider), "anthropic-version": API_VERSION })
+const headers = (target: Target, request: ChatRequest) => ({
+  ...authHeaders(target.provider),
+  "anthropic-version": API_VERSION,
+  ...(request.anthropicBeta !== undefined ? { "anthropic-beta": request.anthropicBeta } : {})
+})
+
+/** Anthropic's usage: input_tokens excludes the cached prompt, reported apart. */
+const usageOf = (u: any): Partial<TokenUsage> => ({
+  ...(typeof u?.input_tokens === "number" ? { promptTokens: u.input_tokens } : {}),
+  ...(typeof u?.output_tokens === "number" ? { completionTokens: u.output_tokens } : {}),
+  ...(typeof u?.cache_creation_input_tokens === "number" ? { cacheCreationTokens: u.cache_creation_input_tokens } : {}),
+  ...(typeof u?.cache_read_input_tokens === "number" ? { cacheReadTokens: u.cache_read_input_tokens } : {})
+})
+
+/** thinking and redacted_thinking blocks as reasoning parts. */
+const reasoningOf = (blocks: Array<any>): Array<ReasoningPart> =>
+  blocks.flatMap((b): Array<ReasoningPart> =>
+    b.type === "thinking"
+      ? [{ type: "thinking", text: String(b.thinking ?? ""), signature: String(b.signature ?? "") }]
+      : b.type === "redacted_thinking"
+      ? [{ type: "redacted_thinking", data: String(b.data ?? "") }]
+      : []
+  )
 const url = (target: Target) => `${target.provider.endpoint}/messages`
 
 export const wire: ChatWire = {
-  request: (target, request, stream) => ({ url: url(target), headers: headers(target), body: toWireRequest(target, request, stream) }),
+  request: (target, request, stream) => ({ url: url(target), headers: headers(target, request), body: toWireRequest(target, request, stream) }),
   unsupported,
+  carries: { topK: true, reasoning: true, reasoningHistory: true },
   result: (provider, body) => {
     if (!Array.isArray(body?.content)) return protocolError(provider, "no content array")
     const blocks: Array<any> = body.content
+    const reasoning = reasoningOf(blocks)
+    const usage = usageOf(body.usage)
     return {
       content: blocks.filter((b) => b.type === "text").map((b) => String(b.text)).join(""),
       toolCalls: blocks
         .filter((b) => b.type === "tool_use")
         .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) })),
       finishReason: finishReason(body.stop_reason),
-      usage: typeof body.usage?.input_tokens === "number"
-        ? { promptTokens: body.usage.input_tokens, completionTokens: body.usage.output_tokens ?? 0 }
-        : undefined
+      usage: usage.promptTokens !== undefined ? { completionTokens: 0, ...usage, promptTokens: usage.promptTokens } : undefined,
+      ...(reasoning.length > 0 ? { reasoning } : {})
     }
   },
   events: (provider) => {
@@ -149,10 +226,8 @@ export const wire: ChatWire = {
         case "error":
           return protocolError(provider, `stream error: ${data?.error?.message ?? "unknown"}`)
         case "message_start": {
-          const u = data?.message?.usage
-          return typeof u?.input_tokens === "number"
-            ? [{ _tag: "Usage", usage: { promptTokens: u.input_tokens } }]
-            : []
+          const { completionTokens: _later, ...usage } = usageOf(data?.message?.usage)
+          return usage.promptTokens !== undefined ? [{ _tag: "Usage", usage }] : []
         }
         case "content_block_start": {
           const block = data?.content_block
@@ -161,11 +236,15 @@ export const wire: ChatWire = {
             toolIndex.set(data.index, ordinal)
             return [{ _tag: "ToolCallDelta", index: ordinal, id: String(block.id), name: String(block.name), arguments: "" }]
           }
+          if (block?.type === "thinking") return block.thinking ? [{ _tag: "Reasoning", index: data.index, text: String(block.thinking) }] : []
+          if (block?.type === "redacted_thinking") return [{ _tag: "Reasoning", index: data.index, redacted: String(block.data ?? "") }]
           return block?.type === "text" && block.text ? [{ _tag: "Text", text: String(block.text) }] : []
         }
         case "content_block_delta": {
           const delta = data?.delta
           if (delta?.type === "text_delta") return [{ _tag: "Text", text: String(delta.text) }]
+          if (delta?.type === "thinking_delta") return [{ _tag: "Reasoning", index: data.index, text: String(delta.thinking ?? "") }]
+          if (delta?.type === "signature_delta") return [{ _tag: "Reasoning", index: data.index, signature: String(delta.signature ?? "") }]
           if (delta?.type === "input_json_delta") {
             return [{ _tag: "ToolCallDelta", index: toolIndex.get(data.index) ?? 0, arguments: String(delta.partial_json ?? "") }]
           }

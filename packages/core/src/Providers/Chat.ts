@@ -19,9 +19,34 @@ export interface ToolCall {
  * OpenAI-compatible wires forward unchanged and other wires refuse by name.
  */
 export type ContentPart =
-  | { readonly type: "text"; readonly text: string }
-  | { readonly type: "image"; readonly url: string; readonly detail?: string | undefined }
+  | { readonly type: "text"; readonly text: string; readonly cache?: CacheHint | undefined }
+  | { readonly type: "image"; readonly url: string; readonly detail?: string | undefined; readonly cache?: CacheHint | undefined }
   | { readonly type: "raw"; readonly part: Readonly<Record<string, unknown>> }
+
+/**
+ * A prompt-caching breakpoint: the prompt up to here may be cached (Anthropic's `cache_control`).
+ * It never changes the answer: wires of upstreams with explicit breakpoints send it, the others
+ * (OpenAI caches prompts by itself, Gemini only through explicit caches) honour it by sending nothing.
+ */
+export interface CacheHint {
+  readonly ttl?: "5m" | "1h" | undefined
+}
+
+/**
+ * A model's reasoning as the upstream returned it, kept so it can go back in a later assistant
+ * turn: text with its opaque signature, or a redacted block's opaque data (Anthropic's `thinking`
+ * and `redacted_thinking` blocks). Only the wire that produced the signature can carry it back.
+ */
+export type ReasoningPart =
+  | { readonly type: "thinking"; readonly text: string; readonly signature: string }
+  | { readonly type: "redacted_thinking"; readonly data: string }
+
+/** Extended reasoning before the answer: off, a token budget, or the model's own choice (`adaptive`). */
+export interface ReasoningOption {
+  readonly mode: "enabled" | "disabled" | "adaptive"
+  /** With mode "enabled": the most tokens the reasoning may use. */
+  readonly budgetTokens?: number | undefined
+}
 
 export interface ChatMessage {
   readonly role: "system" | "user" | "assistant" | "tool"
@@ -37,6 +62,10 @@ export interface ChatMessage {
   readonly name?: string | undefined
   /** Message fields of the OpenAI format that aigw does not map: forwarded by OpenAI-compatible wires, refused by others. */
   readonly extra?: Readonly<Record<string, unknown>> | undefined
+  /** A cache breakpoint after the message's last block (tool results and assistant turns). */
+  readonly cache?: CacheHint | undefined
+  /** Assistant messages: the reasoning that preceded them, returned as it came. */
+  readonly reasoning?: ReadonlyArray<ReasoningPart> | undefined
 }
 
 export interface ToolDefinition {
@@ -46,6 +75,8 @@ export interface ToolDefinition {
   readonly parameters: Record<string, unknown>
   /** Fields of an OpenAI tool's `function` beyond these (e.g. `strict`): OpenAI-compatible wires send them, others refuse them by name. */
   readonly extra?: Readonly<Record<string, unknown>> | undefined
+  /** A cache breakpoint after this tool's definition. */
+  readonly cache?: CacheHint | undefined
 }
 
 /** The answer's format: free text, any JSON object, or JSON that follows a schema. */
@@ -77,6 +108,11 @@ export interface ChatRequest {
   readonly responseFormat?: ResponseFormat | undefined
   readonly toolChoice?: ToolChoice | undefined
   readonly parallelToolCalls?: boolean | undefined
+  /** Sample from the k most likely tokens only (Anthropic, Gemini). */
+  readonly topK?: number | undefined
+  readonly reasoning?: ReasoningOption | undefined
+  /** Anthropic beta features (the `anthropic-beta` header): sent to Anthropic upstreams only, being about their features. */
+  readonly anthropicBeta?: string | undefined
   /**
    * Request fields of the OpenAI format that aigw does not map (logprobs, logit_bias,
    * reasoning_effort, metadata, ...): OpenAI-compatible wires forward them unchanged, other wires
@@ -93,6 +129,9 @@ export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" |
 export interface TokenUsage {
   readonly promptTokens: number
   readonly completionTokens: number
+  /** Prompt tokens written to / read from the upstream's prompt cache (not part of promptTokens), when it reports them. */
+  readonly cacheCreationTokens?: number | undefined
+  readonly cacheReadTokens?: number | undefined
 }
 
 export interface ChatResult {
@@ -101,6 +140,8 @@ export interface ChatResult {
   readonly finishReason: FinishReason
   /** None when the upstream reported no usage (the gateway then estimates). */
   readonly usage: TokenUsage | undefined
+  /** The reasoning that came before the answer, when the upstream returns it with a signature. */
+  readonly reasoning?: ReadonlyArray<ReasoningPart> | undefined
   /**
    * Fields of an OpenAI-format answer that the neutral result does not model, kept so the OpenAI
    * surface returns them: the choice's (`logprobs`), the message's (`refusal`, `annotations`,
@@ -119,6 +160,8 @@ export type StreamEvent =
   | { readonly _tag: "ToolCallDelta"; readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string }
   | { readonly _tag: "Finish"; readonly reason: FinishReason }
   | { readonly _tag: "Usage"; readonly usage: Partial<TokenUsage> }
+  /** Reasoning: a piece of its text, its signature (at the block's end), or a redacted block's data; `index` tells blocks apart. */
+  | { readonly _tag: "Reasoning"; readonly index: number; readonly text?: string; readonly signature?: string; readonly redacted?: string }
   /** Fields of an OpenAI-format chunk's delta or choice that the events above do not model (`reasoning_content`, `logprobs`). */
   | { readonly _tag: "Extra"; readonly delta?: Readonly<Record<string, unknown>>; readonly choice?: Readonly<Record<string, unknown>> }
 
@@ -160,12 +203,32 @@ export interface ChatWire {
    * the field, or undefined. Routing skips such targets; when none is left the call is a 400.
    */
   readonly unsupported?: (request: ChatRequest) => string | undefined
+  /** The neutral options beyond the common ones that this wire carries; the others are refused by name (`reasoningRefusal`). */
+  readonly carries?: ReasoningSupport
   /** The stream's framing when it is not SSE (e.g. Bedrock's binary event stream): a parser per stream. */
   readonly framing?: () => EventParser
 }
 
 /** The first extra request or message field, part type or option a wire family cannot carry, as a refusal naming it. */
 export const refusal = (family: string, field: string) => `${field} is not supported by the ${family} wire format`
+
+export interface ReasoningSupport {
+  readonly topK?: boolean
+  readonly reasoning?: boolean
+  readonly reasoningHistory?: boolean
+}
+
+/**
+ * The first neutral option a wire cannot carry, named as the Anthropic surface names it: top_k,
+ * thinking (a reasoning budget), and reasoning blocks in the history (their signatures are only
+ * valid at the upstream that made them).
+ */
+export const reasoningRefusal = (r: ChatRequest, supports: ReasoningSupport): string | undefined => {
+  if (!supports.topK && r.topK !== undefined) return "top_k"
+  if (!supports.reasoning && r.reasoning !== undefined) return "thinking"
+  if (!supports.reasoningHistory && r.messages.some((m) => (m.reasoning?.length ?? 0) > 0)) return "thinking blocks in assistant messages"
+  return undefined
+}
 
 /** The OpenAI fields a request carries that no neutral field models (`extra`), named for a refusal. */
 export const extraFieldOf = (request: ChatRequest): string | undefined => {

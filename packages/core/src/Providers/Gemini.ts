@@ -128,12 +128,22 @@ export const unsupported = (r: ChatRequest): string | undefined => {
   return undefined
 }
 
+/** The reasoning option as `thinkingConfig.thinkingBudget`: a budget, 0 (off) or -1 (the model decides: dynamic thinking). */
+const thinkingConfigOf = (r: ChatRequest) => {
+  const t = r.reasoning
+  if (t === undefined) return {}
+  const thinkingBudget = t.mode === "disabled" ? 0 : t.mode === "adaptive" ? -1 : t.budgetTokens ?? -1
+  return { thinkingConfig: { thinkingBudget } }
+}
+
 export const toWireRequest = (request: ChatRequest) => {
   const system = request.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n")
   const generationConfig = {
     ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
     ...(request.maxTokens !== undefined ? { maxOutputTokens: request.maxTokens } : {}),
     ...(request.topP !== undefined ? { topP: request.topP } : {}),
+    ...(request.topK !== undefined ? { topK: request.topK } : {}),
+    ...thinkingConfigOf(request),
     ...(request.stop !== undefined && request.stop.length > 0 ? { stopSequences: request.stop } : {}),
     ...(request.seed !== undefined ? { seed: request.seed } : {}),
     ...(request.frequencyPenalty !== undefined ? { frequencyPenalty: request.frequencyPenalty } : {}),
@@ -185,6 +195,8 @@ const url = (target: Target, stream: boolean) =>
 export const wire: ChatWire = {
   request: (target, request, stream) => ({ url: url(target, stream), headers: authHeaders(target.provider), body: toWireRequest(request) }),
   unsupported,
+  // Gemini's thought parts carry no Anthropic signature: reasoning history is refused, not dropped.
+  carries: { topK: true, reasoning: true },
   result: (provider, body) => {
     if (!Array.isArray(body?.candidates)) return protocolError(provider, "no candidates")
     const parts = partsOf(body)

@@ -1,9 +1,9 @@
 /** The Anthropic surface's pure parts: request -> neutral input, answer and stream events, and the error envelope. */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import type { CompletionResult } from "../../src/Capabilities/Completions.ts"
 import { BadRequest, Busy, NotFound, PayloadTooLarge, QuotaExceeded, Unauthorized, UpstreamFailed } from "../../src/Errors.ts"
-import { MessagesBody, messagesInputOf, toAnthropicMessage, toEvents } from "../../src/Http/AnthropicRoutes.ts"
+import { CountTokensBody, countTokensOf, MessagesBody, messagesInputOf, toAnthropicMessage, toEvents } from "../../src/Http/AnthropicRoutes.ts"
 import { envelopeOfPath, errorParts } from "../../src/Http/Edge.ts"
 
 const decode = Schema.decodeUnknownSync(MessagesBody)
@@ -108,5 +108,106 @@ describe("Anthropic surface", () => {
     }
     expect(errorParts("anthropic", new QuotaExceeded({ message: "m", retryAfterSeconds: 60 })).headers["retry-after"]).toBe("60")
     expect(envelopeOfPath("/anthropic/v1/other")).toBe("anthropic")
+  })
+
+  it("carries cache_control, thinking, top_k and anthropic-beta into the neutral input", () => {
+    const body = decode({
+      model: "claude-sonnet-4-5",
+      max_tokens: 4096,
+      thinking: { type: "enabled", budget_tokens: 2048 },
+      top_k: 40,
+      system: [{ type: "text", text: "You are terse." }, { type: "text", text: "Project rules.", cache_control: { type: "ephemeral", ttl: "1h" } }],
+      tools: [{ name: "f", input_schema: { type: "object" }, cache_control: { type: "ephemeral" } }],
+      messages: [
+        { role: "user", content: [{ type: "text", text: "go", cache_control: { type: "ephemeral" } }] },
+        {
+          role: "assistant",
+          content: [
+            { type: "thinking", thinking: "plan", signature: "sig" },
+            { type: "redacted_thinking", data: "opaque" },
+            { type: "tool_use", id: "t1", name: "f", input: {}, cache_control: { type: "ephemeral" } }
+          ]
+        },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "done", cache_control: { type: "ephemeral", ttl: "5m" } }] }
+      ]
+    })
+    const input = messagesInputOf(body, { "anthropic-beta": ["interleaved-thinking-2025-05-14", "fine-grained-tool-streaming-2025-05-14"] })
+    if (input instanceof BadRequest) throw input
+    expect(input.options).toEqual({
+      topK: 40,
+      reasoning: { mode: "enabled", budgetTokens: 2048 },
+      anthropicBeta: "interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14"
+    })
+    const [system, user, assistant, tool] = input.messages
+    expect(system).toMatchObject({ role: "system", content: "You are terse.Project rules." })
+    expect(system!.parts).toEqual([{ type: "text", text: "You are terse." }, { type: "text", text: "Project rules.", cache: { ttl: "1h" } }])
+    expect(user!.parts).toEqual([{ type: "text", text: "go", cache: {} }])
+    expect(assistant!.reasoning).toEqual([{ type: "thinking", text: "plan", signature: "sig" }, { type: "redacted_thinking", data: "opaque" }])
+    expect(assistant!.cache).toEqual({})
+    expect(tool).toMatchObject({ role: "tool", toolCallId: "t1", cache: { ttl: "5m" } })
+    expect(input.tools).toEqual([{ name: "f", description: undefined, parameters: { type: "object" }, cache: {} }])
+    const adaptive = messagesInputOf(decode({ model: "m", max_tokens: 5, thinking: { type: "adaptive" }, messages: [{ role: "user", content: "x" }] }))
+    if (adaptive instanceof BadRequest) throw adaptive
+    expect(adaptive.options).toEqual({ reasoning: { mode: "adaptive" } })
+    expect(adaptive.messages[0]!.parts).toBeUndefined()
+  })
+
+  it("refuses a thinking budget under 1024 and a cache_control type other than ephemeral, naming them", () => {
+    const base = { model: "m", max_tokens: 5000, messages: [{ role: "user", content: "x" }] }
+    expect(() => decode({ ...base, thinking: { type: "enabled", budget_tokens: 100 } })).toThrow(/budget_tokens must be an integer of at least 1024/)
+    expect(() => decode({ ...base, system: [{ type: "text", text: "s", cache_control: { type: "forever" } }] })).toThrow(/ephemeral/)
+  })
+
+  it("answers thinking blocks first and the upstream's cache counts in usage", () => {
+    const message = toAnthropicMessage("msg_1", result({
+      content: "Yes.",
+      reasoning: [{ type: "thinking", text: "hm", signature: "s1" }, { type: "redacted_thinking", data: "d" }],
+      usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5, estimated: false, cacheCreationTokens: 7, cacheReadTokens: 0 }
+    }))
+    expect(message).toMatchObject({
+      content: [{ type: "thinking", thinking: "hm", signature: "s1" }, { type: "redacted_thinking", data: "d" }, { type: "text", text: "Yes." }],
+      usage: { input_tokens: 3, output_tokens: 2, cache_creation_input_tokens: 7, cache_read_input_tokens: 0 }
+    })
+    expect((toAnthropicMessage("msg_1", result({ content: "x" })) as { usage: object }).usage).toEqual({ input_tokens: 3, output_tokens: 2 })
+  })
+
+  it("streams thinking as its own blocks: thinking_delta, then signature_delta, before the text", () => {
+    const { convert } = toEvents("msg_1", "m")
+    const events = [
+      { content: "", done: false, reasoning: { index: 0, text: "Let me" } },
+      { content: "", done: false, reasoning: { index: 0, text: " think." } },
+      { content: "", done: false, reasoning: { index: 0, signature: "sig" } },
+      { content: "", done: false, reasoning: { index: 1, redacted: "opaque" } },
+      { content: "Answer", done: false },
+      { content: "", done: true, finishReason: "stop" as const, promptTokens: 4, completionTokens: 6, cacheReadTokens: 12 }
+    ].flatMap(convert)
+    expect(events).toEqual([
+      { type: "content_block_start", index: 0, content_block: { type: "thinking", thinking: "", signature: "" } },
+      { type: "content_block_delta", index: 0, delta: { type: "thinking_delta", thinking: "Let me" } },
+      { type: "content_block_delta", index: 0, delta: { type: "thinking_delta", thinking: " think." } },
+      { type: "content_block_delta", index: 0, delta: { type: "signature_delta", signature: "sig" } },
+      { type: "content_block_stop", index: 0 },
+      { type: "content_block_start", index: 1, content_block: { type: "redacted_thinking", data: "opaque" } },
+      { type: "content_block_stop", index: 1 },
+      { type: "content_block_start", index: 2, content_block: { type: "text", text: "" } },
+      { type: "content_block_delta", index: 2, delta: { type: "text_delta", text: "Answer" } },
+      { type: "content_block_stop", index: 2 },
+      { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { input_tokens: 4, output_tokens: 6, cache_read_input_tokens: 12 } },
+      { type: "message_stop" }
+    ])
+  })
+
+  it("counts tokens of messages, thinking and tools with the gateway tokenizer", async () => {
+    const count = (body: object) => Effect.runPromise(countTokensOf(Schema.decodeUnknownSync(CountTokensBody)(body)))
+    const small = await count({ model: "m", messages: [{ role: "user", content: "hello" }] })
+    const larger = await count({
+      model: "m",
+      system: "You are a careful assistant.",
+      tools: [{ name: "lookup", description: "Looks a word up", input_schema: { type: "object", properties: { word: { type: "string" } } } }],
+      messages: [{ role: "user", content: "hello" }]
+    })
+    expect(small.input_tokens).toBeGreaterThan(0)
+    expect(larger.input_tokens).toBeGreaterThan(small.input_tokens + 10)
+    expect(() => Schema.decodeUnknownSync(CountTokensBody)({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "x" }] })).toThrow(/max_tokens/)
   })
 })

@@ -6,6 +6,7 @@ import { Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../src/Catalog/Catalog.ts"
 import type { ChatRequest, Target } from "../../src/Providers/Chat.ts"
+import { reasoningRefusal } from "../../src/Providers/Chat.ts"
 import { servedBy } from "../../src/Providers/Registry.ts"
 import { DEFAULT_SCENARIO, type MockUpstream, startAnthropicMock, startGeminiMock, startOpenAiMock } from "../support/mockUpstreams.ts"
 import { collect, complete } from "../support/wires.ts"
@@ -122,7 +123,7 @@ for (const f of families) {
       expect(result.right.filter((e) => e._tag === "Text").length).toBeGreaterThan(1)
       expect(result.right.find((e) => e._tag === "Finish")).toEqual({ _tag: "Finish", reason: "stop" })
       const usage = Object.assign({}, ...result.right.filter((e) => e._tag === "Usage").map((e) => (e as any).usage))
-      expect(usage).toEqual({ promptTokens: 9, completionTokens: 6 })
+      expect(usage).toMatchObject({ promptTokens: 9, completionTokens: 6 })
       const body = mock.requests.at(-1)!.body as any
       if (target.provider.adapter === "openai") expect(body.stream_options).toEqual({ include_usage: true })
       if (target.provider.adapter === "gemini") expect(mock.requests.at(-1)!.path).toContain(":streamGenerateContent")
@@ -304,6 +305,61 @@ describe("translation across wire formats", () => {
       expect(JSON.parse(deltas.map((d) => d.arguments).join(""))).toEqual({ city: "Oslo" })
     })
 
+    it("sends thinking, top_k, cache_control breakpoints and anthropic-beta, and returns thinking blocks and cache usage", async () => {
+      anthropic.setScenario(DEFAULT_SCENARIO)
+      const request: Partial<ChatRequest> = {
+        maxTokens: 4096,
+        topK: 20,
+        reasoning: { mode: "enabled", budgetTokens: 1024 },
+        anthropicBeta: "interleaved-thinking-2025-05-14",
+        tools: [{ ...weather, cache: {} }],
+        messages: [
+          { role: "system", content: "Rules.", parts: [{ type: "text", text: "Rules.", cache: { ttl: "1h" } }] },
+          { role: "user", content: "Hi", parts: [{ type: "text", text: "Hi", cache: {} }] }
+        ]
+      }
+      const first = await complete(claude(), { model: "claude-haiku-4-5", messages: [], ...request })
+      if (first._tag !== "Right") throw first.left
+      const sentFirst = anthropic.requests.at(-1)!
+      expect(sentFirst.headers["anthropic-beta"]).toBe("interleaved-thinking-2025-05-14")
+      expect(sentFirst.body).toMatchObject({
+        top_k: 20,
+        thinking: { type: "enabled", budget_tokens: 1024 },
+        system: [{ type: "text", text: "Rules.", cache_control: { type: "ephemeral", ttl: "1h" } }],
+        tools: [{ name: "get_weather", cache_control: { type: "ephemeral" } }],
+        messages: [{ role: "user", content: [{ type: "text", text: "Hi", cache_control: { type: "ephemeral" } }] }]
+      })
+      const reasoning = first.right.reasoning!
+      expect(reasoning).toEqual([{ type: "thinking", text: expect.any(String), signature: expect.stringMatching(/^sig_/) }])
+      expect(first.right.usage).toMatchObject({ cacheCreationTokens: 9, cacheReadTokens: 0 })
+      // The next turn sends the thinking block back first, unchanged (the mock checks the signature it issued).
+      const second = await complete(claude(), {
+        model: "claude-haiku-4-5",
+        ...request,
+        messages: [...request.messages!, { role: "assistant", content: first.right.content, reasoning, cache: {} }, user("And then?")]
+      })
+      if (second._tag !== "Right") throw second.left
+      expect(second.right.usage).toMatchObject({ cacheReadTokens: 9 })
+      const turn = (anthropic.requests.at(-1)!.body as any).messages[1]
+      expect(turn.content[0]).toEqual({ type: "thinking", thinking: reasoning[0]!.type === "thinking" ? reasoning[0]!.text : "", signature: (reasoning[0] as any).signature })
+      expect(turn.content.at(-1).cache_control).toEqual({ type: "ephemeral" })
+      // A signature the upstream never issued is its 400, not the gateway's guess.
+      const forged = await complete(claude(), { model: "claude-haiku-4-5", messages: [user(), { role: "assistant", content: "x", reasoning: [{ type: "thinking", text: "t", signature: "forged" }] }, user()] })
+      expect(forged._tag === "Left" ? forged.left.message : "").toContain("signature")
+      expect((await sent(claude(), anthropic, { reasoning: { mode: "adaptive" } })).thinking).toEqual({ type: "adaptive" })
+      expect((await sent(claude(), anthropic, { reasoning: { mode: "disabled" } })).thinking).toEqual({ type: "disabled" })
+    })
+
+    it("streams thinking deltas and the signature as reasoning events", async () => {
+      anthropic.setScenario(DEFAULT_SCENARIO)
+      const result = await collect(claude(), { model: "claude-haiku-4-5", maxTokens: 2048, messages: [user()], reasoning: { mode: "enabled", budgetTokens: 1024 } })
+      if (result._tag !== "Right") throw result.left
+      const reasoning = result.right.filter((e) => e._tag === "Reasoning") as Array<any>
+      expect(reasoning.map((e) => e.text ?? "").join("")).toMatch(/^Considering 1 message/)
+      expect(reasoning.at(-1)).toMatchObject({ index: 0, signature: expect.stringMatching(/^sig_/) })
+      expect(result.right.filter((e) => e._tag === "Text").map((e: any) => e.text).join("")).toBe("Hello from mock")
+    })
+
     it("streams a json_schema answer as text", async () => {
       anthropic.setScenario({ kind: "text", text: "{\"city\": \"Rome\", \"country\": \"Italy\"}" })
       const result = await collect(claude(), { model: "claude-haiku-4-5", messages: [user()], responseFormat: { type: "json_schema", name: "place", schema } })
@@ -385,6 +441,14 @@ describe("translation across wire formats", () => {
       expect(refusalOf(flash(), { parallelToolCalls: false })).toBeUndefined()
     })
 
+    it("sends top_k and thinking as generationConfig.topK and thinkingConfig.thinkingBudget; ignores cache hints", async () => {
+      const body = await sent(flash(), gemini, { topK: 40, reasoning: { mode: "enabled", budgetTokens: 2048 }, tools: [{ ...weather, cache: {} }] })
+      expect(body.generationConfig).toEqual({ topK: 40, thinkingConfig: { thinkingBudget: 2048 } })
+      expect(JSON.stringify(body)).not.toContain("cache")
+      expect((await sent(flash(), gemini, { reasoning: { mode: "disabled" } })).generationConfig).toEqual({ thinkingConfig: { thinkingBudget: 0 } })
+      expect((await sent(flash(), gemini, { reasoning: { mode: "adaptive" } })).generationConfig).toEqual({ thinkingConfig: { thinkingBudget: -1 } })
+    })
+
     it("streams with toolConfig on the stream request", async () => {
       gemini.setScenario({ kind: "tool", name: "get_weather", arguments: { city: "Oslo" } })
       const result = await collect(flash(), { model: "gemini-2.5-flash", messages: [user("Oslo?")], tools: [weather], toolChoice: "required", topP: 0.5 })
@@ -395,5 +459,26 @@ describe("translation across wire formats", () => {
       expect((result._tag === "Right" ? result.right : []).find((e) => e._tag === "ToolCallDelta")).toMatchObject({ name: "get_weather" })
       gemini.setScenario(DEFAULT_SCENARIO)
     })
+  })
+})
+
+describe("neutral options only some wires carry", () => {
+  const base: ChatRequest = { model: "m", messages: [{ role: "user", content: "Hi" }] }
+  const history: ChatRequest = { ...base, messages: [{ role: "assistant", content: "x", reasoning: [{ type: "redacted_thinking", data: "d" }] }] }
+  const carriesOf = (provider: string) => servedBy(data.providers.find((p) => p.id === provider)!).chat!.carries ?? {}
+
+  it("Anthropic carries top_k, thinking and thinking history; Gemini top_k and thinking; OpenAI-compatible wires none", () => {
+    const cases: ReadonlyArray<[ChatRequest, string]> = [
+      [{ ...base, topK: 5 }, "top_k"],
+      [{ ...base, reasoning: { mode: "enabled", budgetTokens: 1024 } }, "thinking"],
+      [history, "thinking blocks in assistant messages"]
+    ]
+    for (const [request, field] of cases) {
+      expect(reasoningRefusal(request, carriesOf("anthropic"))).toBeUndefined()
+      for (const provider of ["openai", "groq", "mistral"]) expect(reasoningRefusal(request, carriesOf(provider)), provider).toBe(field)
+    }
+    expect(reasoningRefusal({ ...base, topK: 5, reasoning: { mode: "adaptive" } }, carriesOf("google"))).toBeUndefined()
+    expect(reasoningRefusal(history, carriesOf("google"))).toBe("thinking blocks in assistant messages")
+    expect(reasoningRefusal(base, {})).toBeUndefined()
   })
 })

@@ -744,16 +744,25 @@ const anthropicError = (status: number, message: string | undefined) => {
   return anthropicErrorBody(type, message ?? anthropicDefaultMessage[type] ?? "Error")
 }
 
-const anthropicWire = (): Wire => {
+/** A thinking block the mock answers with when thinking is on (its signature is one the mock issued). */
+interface MockThought {
+  readonly thinking: string
+  readonly signature: string
+}
+
+const anthropicWire = (thought?: MockThought, cache: { creation: number; read: number } = { creation: 0, read: 0 }): Wire => {
   const id = `msg_01${randomId(22)}`
   const toolId = (a: Answer & { kind: "tool" }) => a.id ?? `toolu_01${randomId(22)}`
   const stopReason = (a: Answer) => (a.stop === "tool" ? "tool_use" : a.stop === "length" ? "max_tokens" : "end_turn")
   const usageOf = (input: number, output: number) => ({
     input_tokens: input,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: cache.creation,
+    cache_read_input_tokens: cache.read,
     output_tokens: output
   })
+  const thinkingBlocks = thought ? [{ type: "thinking", thinking: thought.thinking, signature: thought.signature }] : []
+  /** The answer's block index after the thinking block (0 without one). */
+  const first = thinkingBlocks.length
   const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
   return {
     streamContentType: () => "text/event-stream; charset=utf-8",
@@ -763,10 +772,10 @@ const anthropicWire = (): Wire => {
       type: "message",
       role: "assistant",
       model: call.model,
-      content:
-        a.kind === "text"
-          ? [{ type: "text", text: a.text }]
-          : [{ type: "tool_use", id: toolId(a), name: a.name, input: a.args }],
+      content: [
+        ...thinkingBlocks,
+        a.kind === "text" ? { type: "text", text: a.text } : { type: "tool_use", id: toolId(a), name: a.name, input: a.args }
+      ],
       stop_reason: stopReason(a),
       stop_sequence: null,
       usage: usageOf(a.usage.prompt, a.usage.completion)
@@ -786,25 +795,35 @@ const anthropicWire = (): Wire => {
           }
         })
       ]
+      if (thought) {
+        frames.push(event("content_block_start", { index: 0, content_block: { type: "thinking", thinking: "", signature: "" } }))
+        for (const piece of splitText(thought.thinking)) {
+          frames.push(event("content_block_delta", { index: 0, delta: { type: "thinking_delta", thinking: piece } }))
+        }
+        frames.push(event("content_block_delta", { index: 0, delta: { type: "signature_delta", signature: thought.signature } }))
+        frames.push(event("content_block_stop", { index: 0 }))
+      }
+      const index = first
+      const before = frames.length
       if (a.kind === "text") {
-        frames.push(event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }))
+        frames.push(event("content_block_start", { index, content_block: { type: "text", text: "" } }))
         frames.push(event("ping", {}))
         for (const piece of splitText(a.text)) {
-          frames.push(event("content_block_delta", { index: 0, delta: { type: "text_delta", text: piece } }))
+          frames.push(event("content_block_delta", { index, delta: { type: "text_delta", text: piece } }))
         }
       } else {
         frames.push(
           event("content_block_start", {
-            index: 0,
+            index,
             content_block: { type: "tool_use", id: toolId(a), name: a.name, input: {} }
           })
         )
         frames.push(event("ping", {}))
         for (const piece of ["", ...splitText(JSON.stringify(a.args))]) {
-          frames.push(event("content_block_delta", { index: 0, delta: { type: "input_json_delta", partial_json: piece } }))
+          frames.push(event("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: piece } }))
         }
       }
-      frames.push(event("content_block_stop", { index: 0 }))
+      frames.push(event("content_block_stop", { index }))
       frames.push(
         event("message_delta", {
           delta: { stop_reason: stopReason(a), stop_sequence: null },
@@ -812,8 +831,8 @@ const anthropicWire = (): Wire => {
         })
       )
       frames.push(event("message_stop", {}))
-      // message_start, content_block_start, ping, first delta
-      return { frames, partial: 4 }
+      // message_start, (the thinking block,) content_block_start, ping, first delta
+      return { frames, partial: before + 3 }
     },
     error: anthropicError,
     streamError: (status, message) => {
@@ -821,6 +840,58 @@ const anthropicWire = (): Wire => {
       return event("error", { error: { type, message: message ?? anthropicDefaultMessage[type] ?? "Error" } })
     }
   }
+}
+
+/** a cache_control value's problem (ephemeral, ttl 5m or 1h), or undefined */
+const cacheControlProblem = (value: unknown, at: string): string | undefined => {
+  if (value === undefined) return undefined
+  if (!isRecord(value) || value.type !== "ephemeral") return `${at}.cache_control.type: Input should be 'ephemeral'`
+  const extra = Object.keys(value).find((k) => k !== "type" && k !== "ttl")
+  if (extra !== undefined) return `${at}.cache_control.${extra}: Extra inputs are not permitted`
+  if (value.ttl !== undefined && value.ttl !== "5m" && value.ttl !== "1h") return `${at}.cache_control.ttl: Input should be '5m' or '1h'`
+  return undefined
+}
+
+/** the thinking parameter's problem (enabled with budget_tokens >= 1024 and < max_tokens, disabled, adaptive), or undefined */
+const thinkingProblem = (b: Record<string, unknown>): string | undefined => {
+  const t = b.thinking
+  if (t === undefined) return undefined
+  if (!isRecord(t) || !["enabled", "disabled", "adaptive"].includes(String(t.type))) {
+    return `thinking: Input tag '${String(isRecord(t) ? t.type : t)}' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'`
+  }
+  if (t.type !== "enabled") return t.budget_tokens !== undefined ? `thinking.${t.type}.budget_tokens: Extra inputs are not permitted` : undefined
+  if (typeof t.budget_tokens !== "number" || !Number.isInteger(t.budget_tokens)) return "thinking.enabled.budget_tokens: Field required"
+  if (t.budget_tokens < 1024) return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+  if (typeof b.max_tokens === "number" && t.budget_tokens >= b.max_tokens) return "`max_tokens` must be greater than `thinking.budget_tokens`"
+  return undefined
+}
+
+/** the cache breakpoints of a request (system blocks, tools, message blocks), at most 4 as the API allows */
+const cacheBreakpointsProblem = (b: Record<string, unknown>): string | undefined => {
+  let count = 0
+  const check = (block: unknown, at: string) => {
+    if (!isRecord(block)) return undefined
+    if (block.cache_control !== undefined) count++
+    return cacheControlProblem(block.cache_control, at)
+  }
+  if (b.system !== undefined && typeof b.system !== "string") {
+    if (!Array.isArray(b.system)) return "system: Input should be a valid string or list"
+    for (const [i, block] of b.system.entries()) {
+      const problem = check(block, `system.${i}`)
+      if (problem) return problem
+    }
+  }
+  for (const [i, tool] of (Array.isArray(b.tools) ? b.tools : []).entries()) {
+    const problem = check(tool, `tools.${i}`)
+    if (problem) return problem
+  }
+  for (const [i, m] of (b.messages as unknown[]).entries()) {
+    for (const [j, block] of (isRecord(m) && Array.isArray(m.content) ? m.content : []).entries()) {
+      const problem = check(block, `messages.${i}.content.${j}`)
+      if (problem) return problem
+    }
+  }
+  return count > 4 ? `A maximum of 4 blocks with cache_control may be provided. Found ${count}.` : undefined
 }
 
 const anthropicFields = new Set([
@@ -846,9 +917,14 @@ const anthropicImageProblem = (block: Record<string, unknown>, at: string): stri
  * what the Messages API rejects in the fields aigw translates (extra fields, tool_choice, image
  * blocks, output_config), as its 400 message, or undefined
  */
-const anthropicProblem = (b: Record<string, unknown>): string | undefined => {
+const anthropicProblem = (b: Record<string, unknown>, issued: ReadonlySet<string>): string | undefined => {
   const extra = Object.keys(b).find((k) => !anthropicFields.has(k))
   if (extra !== undefined) return `${extra}: Extra inputs are not permitted`
+  const thinking = thinkingProblem(b) ?? cacheBreakpointsProblem(b)
+  if (thinking !== undefined) return thinking
+  if (b.top_k !== undefined && (typeof b.top_k !== "number" || !Number.isInteger(b.top_k) || b.top_k < 0)) {
+    return "top_k: Input should be a valid integer greater than or equal to 0"
+  }
   if (b.top_p !== undefined && (typeof b.top_p !== "number" || b.top_p < 0 || b.top_p > 1)) return "top_p: Input should be less than or equal to 1"
   if (b.stop_sequences !== undefined && (!Array.isArray(b.stop_sequences) || b.stop_sequences.some((x) => typeof x !== "string"))) {
     return "stop_sequences: Input should be a valid list of strings"
@@ -879,6 +955,10 @@ const anthropicProblem = (b: Record<string, unknown>): string | undefined => {
         if (problem) return problem
       }
       if (block.type === "text" && block.text === "") return `${at}: text content blocks must be non-empty`
+      if (block.type === "thinking") {
+        if (!isRecord(m) || m.role !== "assistant") return `${at}: thinking blocks may only appear in assistant messages`
+        if (typeof block.signature !== "string" || !issued.has(block.signature)) return `${at}: Invalid \`signature\` in \`thinking\` block`
+      }
       if (block.type === "tool_result" && Array.isArray(block.content)) {
         for (const [k, inner] of block.content.entries()) {
           const problem = isRecord(inner) && inner.type === "image" ? anthropicImageProblem(inner, `${at}.tool_result.content.${k}.image`) : undefined
@@ -890,8 +970,15 @@ const anthropicProblem = (b: Record<string, unknown>): string | undefined => {
   return undefined
 }
 
-export const startAnthropicMock = (opts: MockOptions = {}): Promise<MockUpstream> =>
-  startMock("/v1", opts, async (ex) => {
+/**
+ * With thinking on (enabled or adaptive) the answer opens with a thinking block whose signature the
+ * mock issued (a later turn must send it back unchanged). A request with cache breakpoints reports
+ * its prefix as written to the cache the first time and read from it afterwards.
+ */
+export const startAnthropicMock = (opts: MockOptions = {}): Promise<MockUpstream> => {
+  const issued = new Set<string>()
+  let cacheWritten = false
+  return startMock("/v1", opts, async (ex) => {
     const reject = (status: number, message: string) => ex.json(status, anthropicError(status, message))
     if (opts.apiKey !== undefined) {
       const key = header(ex, "x-api-key")
@@ -909,17 +996,24 @@ export const startAnthropicMock = (opts: MockOptions = {}): Promise<MockUpstream
       if (typeof b.max_tokens !== "number" || !Number.isInteger(b.max_tokens) || b.max_tokens < 1) {
         return reject(400, "max_tokens: Input should be a valid integer greater than or equal to 1")
       }
-      const problem = anthropicProblem(b)
+      const problem = anthropicProblem(b, issued)
       if (problem !== undefined) return reject(400, problem)
+      const thinking = isRecord(b.thinking) && b.thinking.type !== "disabled"
+      const thought = thinking ? { thinking: `Considering ${b.messages.length} message(s).`, signature: `sig_${randomId(32)}` } : undefined
+      if (thought) issued.add(thought.signature)
+      const breakpoints = JSON.stringify([b.system, b.tools, b.messages]).includes("\"cache_control\"")
+      const cache = breakpoints ? (cacheWritten ? { creation: 0, read: 9 } : { creation: 9, read: 0 }) : { creation: 0, read: 0 }
+      if (breakpoints) cacheWritten = true
       return serve(
         ex,
         { model: b.model, stream: b.stream === true, limit: b.max_tokens, includeUsage: false, sse: true },
-        anthropicWire()
+        anthropicWire(thought, cache)
       )
     }
 
     return ex.json(404, anthropicErrorBody("not_found_error", "Not Found"))
   })
+}
 
 // ---------------------------------------------------------------------------------------------
 // Gemini (generateContent, streamGenerateContent, embedContent, batchEmbedContents)
@@ -1048,6 +1142,17 @@ const geminiProblem = (b: Record<string, unknown>): string | undefined => {
   }
   if (config.mediaResolution !== undefined && !["MEDIA_RESOLUTION_LOW", "MEDIA_RESOLUTION_MEDIUM", "MEDIA_RESOLUTION_HIGH"].includes(String(config.mediaResolution))) {
     return `Invalid value at 'generation_config.media_resolution', "${String(config.mediaResolution)}"`
+  }
+  if (config.thinkingConfig !== undefined) {
+    const thinking = isRecord(config.thinkingConfig) ? config.thinkingConfig : {}
+    const extraThinking = Object.keys(thinking).find((k) => !["thinkingBudget", "includeThoughts", "thinkingLevel"].includes(k))
+    if (extraThinking !== undefined) return unknownName(extraThinking, " at 'generation_config.thinking_config'")
+    if (thinking.thinkingBudget !== undefined && (!Number.isInteger(thinking.thinkingBudget) || (thinking.thinkingBudget as number) < -1)) {
+      return `Invalid value at 'generation_config.thinking_config.thinking_budget', ${String(thinking.thinkingBudget)}`
+    }
+  }
+  if (config.topK !== undefined && (!Number.isInteger(config.topK) || (config.topK as number) < 1)) {
+    return `Invalid value at 'generation_config.top_k', ${String(config.topK)}`
   }
   if (b.toolConfig !== undefined) {
     const calling = isRecord(b.toolConfig) && isRecord(b.toolConfig.functionCallingConfig) ? b.toolConfig.functionCallingConfig : {}
