@@ -1,10 +1,11 @@
 /**
  * Images, moderation, speech and transcription through providers with an OpenAI-format media
  * API, or a vendor's own image client (Providers/Images/). A named provider is used or refused;
- * `auto` takes the first configured one allowed on the plan. Upstream retryable failures are
- * retried on the next configured provider.
+ * `auto` tries the providers Routing.providersFor ranks, the next after a retryable upstream
+ * failure (Routing.firstSuccessEffect).
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Either, Layer, Option, Schema } from "effect"
+import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
@@ -12,7 +13,7 @@ import { generateImages, moderate, synthesize, transcribe } from "../Providers/O
 import { servedBy } from "../Providers/Registry.ts"
 import type { ImageRequest, SpeechFormat, SpeechRequest, TranscriptionRequest } from "../Providers/Served.ts"
 import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.ts"
-import { Routing } from "../Routing.ts"
+import { type FallbackCandidate, Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
 import { Provider } from "../RequestFields.ts"
@@ -36,14 +37,36 @@ const makeService = Effect.gen(function*() {
   const usage = yield* Usage
   const config = yield* GatewayConfig
 
-  /** The provider (Routing) and model: the request's, else the provider's default (Providers/Registry.ts). */
-  const providerAndModel = (avatar: AvatarRecord, capability: MediaCapability, provider: string, model?: string) =>
+  /** The provider's model: the request's, else the provider's default (Providers/Registry.ts). */
+  const modelOf = (provider: ConfiguredProvider, capability: MediaCapability, model?: string) => {
+    const chosen = model ?? servedBy(provider)[capability]?.defaultModel
+    return chosen ? Effect.succeed(chosen) : Effect.fail(new Unprocessable({ message: `Name a model for ${capability} on ${provider.id}.` }))
+  }
+
+  /**
+   * The targets to try, in order (Routing.providersFor), each made by `targetOf` from a provider
+   * and its model. A named provider is used or refused. Under `auto`, a provider that cannot take
+   * the request (no model, a refusal) is skipped, and when none can, the first one's refusal
+   * answers; a named model is the first provider's, so it gets no fallback.
+   */
+  const targetsOf = <T>(
+    avatar: AvatarRecord,
+    capability: MediaCapability,
+    named: string,
+    requested: string | undefined,
+    targetOf: (provider: ConfiguredProvider, model: string) => Effect.Effect<T, BadRequest | Unprocessable>
+  ) =>
     Effect.gen(function*() {
-      const p = yield* routing.providerFor(capability, provider, avatar.plan as Plan)
-      const chosen = model ?? servedBy(p)[capability]?.defaultModel
-      if (!chosen) return yield* Effect.fail(new Unprocessable({ message: `Name a model for ${capability} on ${p.id}.` }))
-      return { provider: p, model: chosen }
+      const providers = yield* routing.providersFor(capability, named, avatar.plan as Plan)
+      const tried = yield* Effect.forEach(requested === undefined ? providers : providers.slice(0, 1), (provider) =>
+        Effect.either(Effect.flatMap(modelOf(provider, capability, requested), (model) => Effect.map(targetOf(provider, model), (target) => ({ ...target, provider, model })))))
+      const usable = tried.filter(Either.isRight).map((t) => t.right)
+      return usable.length > 0 ? usable : yield* Effect.fail(Either.getLeft(tried[0]!).pipe(Option.getOrThrow))
     })
+
+  /** Runs `call` on the targets in order, the next after a retryable upstream failure (Routing.firstSuccessEffect), timed from the first attempt. */
+  const firstAnswer = <T extends FallbackCandidate, A>(targets: ReadonlyArray<T>, call: (target: T) => Effect.Effect<A, UpstreamError>) =>
+    Effect.map(timed(routing.firstSuccessEffect(targets, call)), ({ latencyMs, value }) => ({ target: value.candidate, value: value.value, latencyMs }))
 
   const record = (avatar: AvatarRecord, provider: string, model: string, capability: string, latencyMs: number) =>
     usage.record({ avatarId: avatar.id, provider, model, capability, promptTokens: 0, completionTokens: 0, costUSD: 0, latencyMs, estimated: false, ok: true })
@@ -68,29 +91,29 @@ const makeService = Effect.gen(function*() {
 
   /** The provider, model and image request; what the provider cannot honour is refused by name (400). */
   const imagesTarget = (avatar: AvatarRecord, input: Omit<ImagesInput, "prompt"> & { readonly prompt?: string }) =>
+    targetsOf(avatar, "images", input.provider, input.model, (provider, model) =>
     Effect.gen(function*() {
       if ((input.width === undefined) !== (input.height === undefined)) {
         return yield* Effect.fail(new BadRequest({ message: "width and height go together: give both or neither" }))
       }
-      const { model, provider } = yield* providerAndModel(avatar, "images", input.provider, input.model)
       const endpoint = servedBy(provider).images!
       const request: ImageRequest = { model, prompt: input.prompt ?? "", n: input.n, width: input.width, height: input.height, extra: input.extra }
       const refusal = endpoint.unsupported?.(request)
       if (refusal !== undefined) return yield* Effect.fail(new BadRequest({ message: refusal }))
       return { provider, request, generate: endpoint.generate ?? generateImages }
-    })
+    }))
 
   /** The provider, model and client of a moderation; a vendor with its own client moderates with its own model only. */
   const moderationTarget = (avatar: AvatarRecord, named: string, requested?: string) =>
+    targetsOf(avatar, "moderation", named, requested, (provider, model) =>
     Effect.gen(function*() {
-      const { model, provider } = yield* providerAndModel(avatar, "moderation", named, requested)
       const own = servedBy(provider).moderation?.moderate
       if (own === undefined) return { provider, model, run: (text: string) => moderate(provider, model, text) }
       if (model !== servedBy(provider).moderation!.defaultModel) {
         return yield* Effect.fail(new Unprocessable({ message: `Provider ${provider.id} moderates with the model its account is set up with; model ${model} cannot be chosen there.` }))
       }
       return { provider, model, run: (text: string) => own(provider, text) }
-    })
+    }))
 
   type SpeechInput = {
     readonly text: string
@@ -102,27 +125,27 @@ const makeService = Effect.gen(function*() {
 
   /** The provider, speech request and client; what the provider cannot honour is refused by name (400). */
   const speechTarget = (avatar: AvatarRecord, input: SpeechInput) =>
+    targetsOf(avatar, "speech", input.provider, undefined, (provider, model) =>
     Effect.gen(function*() {
-      const { model, provider } = yield* providerAndModel(avatar, "speech", input.provider)
       const endpoint = servedBy(provider).speech!
       const request: SpeechRequest = { model, text: input.text, voice: input.voice, format: input.format }
       const refusal = endpoint.unsupported?.(request)
       if (refusal !== undefined) return yield* Effect.fail(new BadRequest({ message: refusal }))
       return { provider, request, synthesize: endpoint.synthesize ?? synthesize }
-    })
+    }))
 
   type TranscriptionInput = { readonly file: File; readonly language?: string | undefined; readonly provider: string }
 
   /** The provider, request and client of a transcription; what the vendor cannot honour is refused by name (400). */
   const transcriptionTarget = (avatar: AvatarRecord, input: TranscriptionInput) =>
+    targetsOf(avatar, "transcription", input.provider, undefined, (provider, model) =>
     Effect.gen(function*() {
-      const { model, provider } = yield* providerAndModel(avatar, "transcription", input.provider)
       const endpoint = servedBy(provider).transcription!
       const request: TranscriptionRequest = { model, file: input.file, language: input.language }
       const refusal = endpoint.unsupported?.(request)
       if (refusal !== undefined) return yield* Effect.fail(new BadRequest({ message: refusal }))
       return { provider, request, transcribe: endpoint.transcribe ?? transcribe }
-    })
+    }))
 
   /**
    * The refusals that depend only on the request and configuration (provider unknown, not
@@ -137,10 +160,12 @@ const makeService = Effect.gen(function*() {
   }
 
   const images = Effect.fn("Media.images")(function*(avatar: AvatarRecord, input: ImagesInput) {
-    const { generate, provider, request } = yield* imagesTarget(avatar, input)
+    const { latencyMs, target: { provider, request }, value } = yield* firstAnswer(
+      yield* imagesTarget(avatar, input),
+      (t) => t.generate(t.provider, t.request, { pollMs: config.jobPollMs })
+    )
     const { model } = request
     const size = input.width && input.height ? `${input.width}x${input.height}` : undefined
-    const { latencyMs, value } = yield* timed(generate(provider, request, { pollMs: config.jobPollMs }))
     yield* record(avatar, provider.id, model, "images", latencyMs)
     return { provider: provider.id, model, images: value, n: value.length, ...(size ? { size } : {}) }
   })
@@ -149,23 +174,23 @@ const makeService = Effect.gen(function*() {
     avatar: AvatarRecord,
     input: { readonly text: string; readonly provider: string; readonly model?: string | undefined }
   ) {
-    const { model, provider, run } = yield* moderationTarget(avatar, input.provider, input.model)
-    const { latencyMs, value } = yield* timed(run(input.text))
+    const { latencyMs, target: { model, provider }, value } = yield* firstAnswer(yield* moderationTarget(avatar, input.provider, input.model), (t) => t.run(input.text))
     yield* record(avatar, provider.id, model, "moderation", latencyMs)
     return { ...value, provider: provider.id, model }
   })
 
   const speech = Effect.fn("Media.speech")(function*(avatar: AvatarRecord, input: SpeechInput) {
-    const { provider, request, synthesize } = yield* speechTarget(avatar, input)
-    const { latencyMs, value } = yield* timed(synthesize(provider, request))
+    const { latencyMs, target: { provider, request }, value } = yield* firstAnswer(yield* speechTarget(avatar, input), (t) => t.synthesize(t.provider, t.request))
     yield* record(avatar, provider.id, request.model, "speech", latencyMs)
     return { ...value, provider: provider.id, model: request.model }
   })
 
   const transcription = Effect.fn("Media.transcription")(function*(avatar: AvatarRecord, input: TranscriptionInput) {
-    const { provider, request, transcribe } = yield* transcriptionTarget(avatar, input)
+    const { latencyMs, target: { provider, request }, value } = yield* firstAnswer(
+      yield* transcriptionTarget(avatar, input),
+      (t) => t.transcribe(t.provider, t.request, { pollMs: config.jobPollMs })
+    )
     const { model } = request
-    const { latencyMs, value } = yield* timed(transcribe(provider, request, { pollMs: config.jobPollMs }))
     yield* record(avatar, provider.id, model, "transcription", latencyMs)
     return { text: value.text, language: value.language ?? input.language ?? null, provider: provider.id, model }
   })

@@ -27,7 +27,7 @@ const services = (keys = true) =>
   )
 
 const ids = (found: Effect.Effect<ReadonlyArray<Catalog.ConfiguredProvider>, unknown>) => Effect.runSync(found).map((p) => p.id)
-const refusal = (found: Effect.Effect<unknown, { readonly message: string }>) => {
+const refusal = <E extends { readonly message: string }>(found: Effect.Effect<unknown, E>): E => {
   const result = Effect.runSync(Effect.either(found))
   if (Either.isRight(result)) throw new Error("expected a refusal")
   return result.left
