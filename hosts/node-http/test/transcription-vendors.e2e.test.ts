@@ -70,7 +70,7 @@ describe("transcription vendors", () => {
     assemblyai.setJob({ pendingPolls: 2 })
     const res = await transcribe(silver, { provider: "assemblyai", language: "fr" })
     expect(res.status).toBe(200)
-    expect(res.body.result).toEqual({ text: `heard ${AUDIO}`, language: "fr", provider: "assemblyai", model: "universal" })
+    expect(res.body.result).toEqual({ text: `heard ${AUDIO}`, language: "fr", provider: "assemblyai", model: "universal-3-pro" })
     expect(assemblyai.requests.map((r) => `${r.method} ${r.url.replace(/\/[0-9a-f-]{36}$/, "/{id}")}`)).toEqual([
       "POST /v2/upload",
       "POST /v2/transcript",

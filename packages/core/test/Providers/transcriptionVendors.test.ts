@@ -138,7 +138,7 @@ describe("AssemblyAI", () => {
     expect(upload!.headers["content-type"]).toBe("application/octet-stream")
     expect(upload!.body.toString("utf8")).toBe(AUDIO)
     expect(submit!.url).toBe("/v2/transcript")
-    expect(submit!.json).toEqual({ audio_url: expect.stringMatching(/\/uploads\//), speech_model: "universal", language_code: "fr" })
+    expect(submit!.json).toEqual({ audio_url: expect.stringMatching(/\/uploads\//), speech_models: ["universal-3-pro", "universal-2"], language_code: "fr" })
     expect(polls.map((p) => `${p.method} ${p.url.replace(/[^/]+$/, "{id}")}`)).toEqual(Array(3).fill("GET /v2/transcript/{id}"))
     for (const r of ctx.mock.requests) expect(r.headers.authorization).toBe(KEY)
   })

@@ -7,7 +7,7 @@
  *    {request_id, duration}, results: {channels: [{alternatives: [{transcript, confidence}],
  *    detected_language?}]}}; errors {err_code, err_msg, request_id}. `Authorization: Token <key>`.
  *  - assemblyai: POST /v2/upload raw body → {upload_url}; POST /v2/transcript {audio_url,
- *    speech_model, language_code | language_detection} → {id, status: queued}; GET
+ *    speech_models (a list), language_code | language_detection} → {id, status: queued}; GET
  *    /v2/transcript/{id} → {status queued | processing | completed | error, text, language_code,
  *    error}; errors {error}. `Authorization: <key>` (no scheme).
  *  - speechmatics: POST /v2/jobs multipart data_file + config → {id}; GET /v2/jobs/{id} → {job:
@@ -203,6 +203,7 @@ export const startTranscriptionVendorMock = async (vendor: TranscriptionVendor, 
         if (post && route === "/transcript") {
           const audio = typeof json?.audio_url === "string" ? uploads.get(json.audio_url.split("/").pop()) : undefined
           if (audio === undefined) return fail(400, "audio_url is not an upload of this account")
+          if (!Array.isArray(json.speech_models) || json.speech_models.length === 0) return fail(400, "speech_models must list at least one model")
           const id = newJob(audio, json.language_code ?? "en")
           return send(200, { id, status: "queued", audio_url: json.audio_url })
         }

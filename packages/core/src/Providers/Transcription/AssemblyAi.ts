@@ -4,8 +4,9 @@
  * Wire format (https://www.assemblyai.com/docs/api-reference; the catalogue's base URL ends in `/v2`):
  *  - upload: `POST {endpoint}/upload` with the raw audio bytes (`application/octet-stream`) →
  *    `{upload_url}`.
- *  - submit: `POST {endpoint}/transcript` with `{audio_url, speech_model, language_code}` (or
- *    `language_detection: true` when the request names no language) → `{id, status: queued}`.
+ *  - submit: `POST {endpoint}/transcript` with `{audio_url, speech_models, language_code}` (or
+ *    `language_detection: true` when the request names no language) → `{id, status: queued}`;
+ *    `speech_models` lists models in priority order (the singular `speech_model` is deprecated).
  *  - poll: `GET {endpoint}/transcript/{id}` → `{id, status: queued | processing | completed |
  *    error, text, language_code, error}`.
  *  - auth: the key itself in `Authorization`, without a scheme; errors are `{error}`.
@@ -17,10 +18,13 @@ import type { TranscriptionEndpoint, TranscriptionRequest, TranscriptionResult }
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
 import { jobIdOf, keyHeader, TRANSCRIPTION_JOB, transcriptOf } from "./TranscriptionVendor.ts"
 
+/** AssemblyAI's broadest model (99 languages): the fallback for languages the requested model lacks. */
+const FALLBACK_MODEL = "universal-2"
+
 /** The body of a transcript request for an uploaded file. */
 export const bodyOf = (audioUrl: string, request: TranscriptionRequest) => ({
   audio_url: audioUrl,
-  speech_model: request.model,
+  speech_models: request.model === FALLBACK_MODEL ? [FALLBACK_MODEL] : [request.model, FALLBACK_MODEL],
   ...(request.language ? { language_code: request.language } : { language_detection: true })
 })
 
@@ -40,7 +44,8 @@ export const toJobState = (provider: string, body: any): Effect.Effect<JobState<
 }
 
 export const transcription: TranscriptionEndpoint = {
-  defaultModel: "universal",
+  // AssemblyAI's documented default: Universal-3 Pro for its six languages, Universal-2 for the others.
+  defaultModel: "universal-3-pro",
   transcribe: (provider, request, options) =>
     Effect.gen(function*() {
       // AssemblyAI takes the bare key in Authorization; the catalogue's `bearer` would add a scheme it rejects.
