@@ -62,9 +62,11 @@ describe("tools", () => {
   it("refuses bash and bad requests clearly", async () => {
     expect((await post("/v1/code/execute", { code: "ls", language: "bash" })).status).toBe(422)
     expect((await post("/v1/code/execute", { code: "" })).status).toBe(400)
-    expect((await post("/v1/code/execute", { code: "1", language: "ruby" })).status).toBe(400)
+    expect((await post("/v1/code/execute", { code: "1", language: "cobol" })).status).toBe(400)
     expect((await post("/v1/code/execute", { code: "1", timeoutMs: 999_999 })).status).toBe(400)
-    expect((await post("/v1/code/execute", { code: "1", provider: "e2b" })).status).toBe(422)
+    // A sandbox vendor (docs/providers.md, "Remote sandboxes") needs plan Bronze; bash under auto needs one.
+    expect((await post("/v1/code/execute", { code: "1", provider: "e2b" })).status).toBe(403)
+    expect((await post("/v1/code/execute", { code: "1", language: "ruby" })).status).toBe(422)
   })
 
   it("parses text, markdown, CSV, JSON, HTML, PDF and DOCX", async () => {

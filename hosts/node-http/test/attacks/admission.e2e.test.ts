@@ -52,7 +52,9 @@ const refusals: ReadonlyArray<readonly [string, unknown, number]> = [
   ["/v1/batch/submit", { requests: [{ messages }], callbackUrl: privateUrl }, 422],
   ["/v1/video/generate", { prompt: "x", callbackUrl: privateUrl }, 422],
   ["/v1/code/execute", { code: "ls", language: "bash" }, 422],
-  ["/v1/code/execute", { code: "1", provider: "e2b" }, 422],
+  // e2b is a catalogued sandbox vendor (code not served): refused for this caller's plan (403), still before counting.
+  ["/v1/code/execute", { code: "1", provider: "e2b" }, 403],
+  ["/v1/code/execute", { code: "1", provider: "riza" }, 403],
   ["/v1/fine-tuning/jobs", { baseModel: "gpt-4o-mini", trainingData: [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }], callbackUrl: privateUrl }, 422]
 ]
 
