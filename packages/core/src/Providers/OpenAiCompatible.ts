@@ -233,8 +233,23 @@ export const providers: Readonly<Record<string, Served>> = {
   vllm: localServer,
   lmstudio: localServer,
   llamacpp: localServer,
-  // Together's image API takes `width` and `height`; it ignores OpenAI's `size`.
-  "together-ai": { images: { defaultModel: "black-forest-labs/FLUX.1-schnell", generate: openAiImages("width and height") } },
+  "together-ai": {
+    // Together's image API takes `width` and `height`; it ignores OpenAI's `size`.
+    images: { defaultModel: "black-forest-labs/FLUX.1-schnell", generate: openAiImages("width and height") },
+    // https://docs.together.ai/reference/audio-transcriptions (without a language it assumes `en`)
+    transcription: { defaultModel: "openai/whisper-large-v3" }
+  },
+  // https://deepinfra.com/black-forest-labs/FLUX-2-dev/api (OpenAI format under /v1/openai, `size`)
+  deepinfra: { images: { defaultModel: "black-forest-labs/FLUX-2-dev" } },
+  // https://www.scaleway.com/en/docs/generative-apis/how-to/query-audio-models/ and its supported-models page
+  scaleway: { transcription: { defaultModel: "whisper-large-v3" } },
+  // https://docs.siliconflow.com/en/api-reference/audio/create-audio-transcriptions (file and model only)
+  siliconflow: {
+    transcription: {
+      defaultModel: "FunAudioLLM/SenseVoiceSmall",
+      unsupported: (r) => (r.language ? "language: SiliconFlow transcription takes no language" : undefined)
+    }
+  },
   xai: { images: { defaultModel: "grok-2-image" } },
   mistral: {
     // Mistral refuses unknown fields (stream_options) and names the seed random_seed.
