@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { JobMock } from "../../../packages/core/test/support/mockJobs.ts"
 import { type KlingMock, startKlingMock, startRunwayMock } from "../../../packages/core/test/support/mockVideoVendors.ts"
 import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
+import { waitJobDone } from "./support/jobs.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
 
 describe("video vendors through the gateway", () => {
@@ -40,15 +41,7 @@ describe("video vendors through the gateway", () => {
     await Promise.all([runway, kling].map((m) => m?.close()))
   })
 
-  const waitDone = async (jobId: string, timeoutMs = 20_000) => {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const res = await call(server.url, "GET", `/v1/video/${jobId}`, { apiKey: user.apiKey })
-      if (["completed", "failed", "cancelled"].includes(res.body.result?.status)) return res.body.result
-      if (Date.now() > deadline) throw new Error(`video ${jobId} did not finish: ${JSON.stringify(res.body)}`)
-      await new Promise((r) => setTimeout(r, 100))
-    }
-  }
+  const waitDone = (jobId: string) => waitJobDone(server, `/v1/video/${jobId}`, user.apiKey)
   const generate = (body: Record<string, unknown>) => call(server.url, "POST", "/v1/video/generate", { apiKey: user.apiKey, body })
 
   it("Runway: job id at once, the worker polls the task to SUCCEEDED, the result is Runway's output URL", async () => {

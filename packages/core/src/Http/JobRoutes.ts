@@ -169,8 +169,15 @@ export const jobRoutes = [
         const imageUrl = body.imageUrl === undefined
           ? undefined
           : (yield* UrlGuard.check(body.imageUrl, { allowPrivate: config.allowPrivateUrls, field: "imageUrl" })).toString()
-        const provider = yield* videoProvider(avatar, body.provider)
-        const input: VideoInput = { prompt: body.prompt, imageUrl, durationSeconds: body.duration, aspectRatio: body.aspectRatio, model: body.model }
+        const providers = yield* Effect.flatMap(Routing, (r) => r.providersFor("video", body.provider, avatar.plan))
+        const provider = providers[0]!
+        const request = { prompt: body.prompt, imageUrl, durationSeconds: body.duration, aspectRatio: body.aspectRatio, model: body.model }
+        // `auto` falls back at submit (Jobs/Runners.ts) to the other providers that can honour the request; a named
+        // provider comes alone, and a named model belongs to the first provider only (like Capabilities/Media.ts).
+        const candidates = body.model !== undefined
+          ? [provider.id]
+          : providers.filter((p) => p === provider || servedBy(p).video?.unsupported?.(p, request) === undefined).map((p) => p.id)
+        const input: VideoInput = candidates.length > 1 ? { ...request, candidates } : request
         const job = yield* Effect.flatMap(Jobs, (j) => j.submit(avatar, { type: "video", provider: provider.id, input, callbackUrl: body.callbackUrl }))
         return new Reply({ jobId: job.id, jobType: "video", status: job.status, provider: provider.id, statusUrl: `/v1/video/${job.id}` }, "Video generation accepted.")
       })

@@ -66,6 +66,8 @@ export interface DeliveryAttempt {
 export interface JobProgress {
   readonly status?: "queued" | "running"
   readonly upstreamId?: string | null
+  /** The provider that accepted the job at submit, when it is not the one stored at creation. */
+  readonly provider?: string
   readonly state?: unknown
   readonly result?: unknown
   readonly attempts?: number
@@ -131,6 +133,7 @@ export const makeMemory = Effect.sync((): JobStoreService => {
           ...j,
           ...(p.status !== undefined ? { status: p.status } : {}),
           ...(p.upstreamId !== undefined ? { upstreamId: p.upstreamId } : {}),
+          ...(p.provider !== undefined ? { provider: p.provider } : {}),
           ...(p.state !== undefined ? { state: p.state } : {}),
           ...(p.result !== undefined ? { result: p.result } : {}),
           ...(p.attempts !== undefined ? { attempts: p.attempts } : {}),

@@ -10,7 +10,15 @@ import type { JobRecord } from "./JobStore.ts"
 
 export type Step =
   /** Not done: save progress and come back after `afterMs`. */
-  | { readonly _tag: "Wait"; readonly afterMs: number; readonly upstreamId?: string; readonly state?: unknown; readonly result?: unknown }
+  /** `provider`: the provider that accepted the job at submit (an `auto` job's fallback), kept for its polls. */
+  | {
+    readonly _tag: "Wait"
+    readonly afterMs: number
+    readonly upstreamId?: string
+    readonly provider?: string
+    readonly state?: unknown
+    readonly result?: unknown
+  }
   | { readonly _tag: "Done"; readonly result: unknown }
   | { readonly _tag: "Failed"; readonly error: string; readonly result?: unknown }
 

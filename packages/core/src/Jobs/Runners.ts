@@ -88,7 +88,14 @@ const gatewayBatch = Effect.gen(function*() {
     })
 })
 
-export interface VideoInput extends VideoRequest {}
+export interface VideoInput extends VideoRequest {
+  /**
+   * For `auto` with several usable providers: their ids in routing order (`Routing.providersFor`),
+   * the first being the job's provider. The submit step falls back along them on a retryable
+   * failure; once submitted, the job keeps the provider that accepted it.
+   */
+  readonly candidates?: ReadonlyArray<string> | undefined
+}
 
 export interface FineTuneInput {
   readonly baseModel: string
@@ -189,6 +196,7 @@ export type JobRunnersMap = Partial<Record<JobType, JobRunner>>
 const make = (options: RunnerOptions) =>
   Effect.gen(function*() {
     const catalog = yield* Catalog
+    const routing = yield* Routing
     const runGatewayBatch = yield* gatewayBatch
     const runOpenAiBatch = yield* openAiBatch(options)
     /** The job's provider with credentials, or a failed step when it is no longer configured. */
@@ -208,13 +216,27 @@ const make = (options: RunnerOptions) =>
       video: {
         advance: (job) =>
           Effect.gen(function*() {
+            const cannot = failed(`provider ${job.provider} cannot generate video here`)
+            if (job.upstreamId === null) {
+              const { candidates, ...request } = job.input as VideoInput
+              // The job's provider first, then the other `auto` candidates; those still configured with a video client.
+              const usable = [...new Set([job.provider, ...(candidates ?? [])])].flatMap((id) =>
+                Option.toArray(Option.filter(catalog.provider(id), (p) => p.configured && servedBy(p).video !== undefined))
+              )
+              if (usable.length === 0) return cannot
+              const accepted = yield* routing.firstSuccessEffect(
+                usable.map((p) => ({ provider: p, model: request.model ?? "" })),
+                (c) => servedBy(c.provider).video!.submit(c.provider, request)
+              )
+              return wait(options.pollMs, {
+                upstreamId: accepted.value.upstreamId,
+                provider: accepted.candidate.provider.id,
+                result: { upstreamStatus: "submitted", ...(accepted.fallbacks.length > 0 ? { fallbacks: accepted.fallbacks } : {}) }
+              })
+            }
             const provider = providerOf(job)
             const adapter = Option.isSome(provider) ? servedBy(provider.value).video : undefined
-            if (Option.isNone(provider) || !adapter) return failed(`provider ${job.provider} cannot generate video here`)
-            if (job.upstreamId === null) {
-              const { upstreamId } = yield* adapter.submit(provider.value, job.input as VideoInput)
-              return wait(options.pollMs, { upstreamId, result: { upstreamStatus: "submitted" } })
-            }
+            if (Option.isNone(provider) || !adapter) return cannot
             const poll = yield* adapter.poll(provider.value, job.upstreamId)
             switch (poll.status) {
               case "pending":

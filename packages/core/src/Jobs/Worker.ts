@@ -61,6 +61,7 @@ const makeService = Effect.gen(function*() {
         return store.progress(job.id, {
           status: "running",
           ...(step.upstreamId !== undefined ? { upstreamId: step.upstreamId } : {}),
+          ...(step.provider !== undefined ? { provider: step.provider } : {}),
           ...(step.state !== undefined ? { state: step.state } : {}),
           ...(step.result !== undefined ? { result: step.result } : {}),
           attempts: 0,

@@ -112,6 +112,7 @@ export const make = Effect.gen(function*() {
       const values: Record<string, unknown> = { next_run_at: p.nextRunAt, locked_until: null, updated_at: now }
       if (p.status !== undefined) values.status = p.status
       if (p.upstreamId !== undefined) values.upstream_id = p.upstreamId
+      if (p.provider !== undefined) values.provider = p.provider
       if (p.state !== undefined) values.state = toJson(p.state)
       if (p.result !== undefined) values.result = toJson(p.result)
       if (p.attempts !== undefined) values.attempts = p.attempts
