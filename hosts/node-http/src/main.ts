@@ -40,6 +40,11 @@ const HttpLive = Layer.unwrapEffect(
 
 const LoggingLive = Logging.layerFromEnv({ textLayer: Logger.pretty }).pipe(Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG)))
 
+// A process manager may signal the whole process group, and a wrapper (npm, tsx) relays the signal again:
+// once the graceful shutdown has begun, a repeated SIGTERM must not kill it before the layers are released
+// (the usage exporters' flush, the database pool). Managers send SIGKILL after their grace period anyway.
+process.once("SIGTERM", () => process.on("SIGTERM", () => {}))
+
 Layer.launch(HttpLive).pipe(
   Effect.provide(LoggingLive),
   StartupError.reportStartupFailure,
