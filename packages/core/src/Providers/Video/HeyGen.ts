@@ -20,7 +20,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
-import { checked, refusal, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
+import { checked, refusal, submittedId, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
 
 export const AVATAR_ID = "HEYGEN_AVATAR_ID"
 export const VOICE_ID = "HEYGEN_VOICE_ID"
@@ -101,11 +101,8 @@ export const heygen: VideoAdapter = {
   submit: (provider: ConfiguredProvider, request: VideoRequest) =>
     checked(provider, request, unsupported).pipe(
       Effect.flatMap(() => postJson(provider.id, `${rootOf(provider.endpoint)}/v2/video/generate`, authHeaders(provider), toBody(provider, request))),
-      Effect.flatMap((answer) =>
-        typeof answer?.data?.video_id === "string" && answer.data.video_id.length > 0
-          ? Effect.succeed({ upstreamId: answer.data.video_id as string })
-          : Effect.fail(protocolError(provider.id, "the answer has no data.video_id"))
-      )
+      Effect.flatMap((answer) => submittedId(provider.id, answer?.data?.video_id, "the answer has no data.video_id")),
+      Effect.map((upstreamId) => ({ upstreamId }))
     ),
   poll: (provider: ConfiguredProvider, upstreamId: string) =>
     getJson(provider.id, `${rootOf(provider.endpoint)}/v1/video_status.get?video_id=${encodeURIComponent(upstreamId)}`, authHeaders(provider)).pipe(

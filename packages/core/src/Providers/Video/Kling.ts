@@ -22,7 +22,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { getJson, postJson } from "../internal/http.ts"
 import { protocolError, UpstreamError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
-import { checked, refusal, snapSeconds, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
+import { checked, refusal, snapSeconds, type VideoAdapter, type VideoPoll, type VideoRequest, submittedId } from "./VideoAdapter.ts"
 
 export const SECRET_KEY = "KLING_SECRET_KEY"
 export const DEFAULT_MODEL = "kling-v2-1-master"
@@ -124,8 +124,7 @@ export const kling: VideoAdapter = {
       const call = createCall(request)
       const auth = yield* headers(provider)
       const task = yield* postJson(provider.id, `${provider.endpoint}/videos/${call.kind}`, auth, call.body).pipe(Effect.flatMap(dataOf(provider.id)))
-      if (typeof task.task_id !== "string" || task.task_id.length === 0) return yield* Effect.fail(protocolError(provider.id, "the created task has no task_id"))
-      return { upstreamId: `${call.kind}/${task.task_id}` }
+      return { upstreamId: `${call.kind}/${yield* submittedId(provider.id, task.task_id, "the created task has no task_id")}` }
     }),
   poll: (provider: ConfiguredProvider, upstreamId: string) =>
     Effect.gen(function*() {

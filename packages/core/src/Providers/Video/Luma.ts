@@ -18,7 +18,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
-import type { VideoAdapter, VideoPoll, VideoRequest } from "./VideoAdapter.ts"
+import { submittedId, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
 
 export const DEFAULT_MODEL = "ray-2"
 
@@ -80,11 +80,8 @@ export const toPoll = (provider: string, generation: any): Effect.Effect<VideoPo
 export const luma: VideoAdapter = {
   submit: (provider: ConfiguredProvider, request: VideoRequest) =>
     postJson(provider.id, `${provider.endpoint}/generations/video`, authHeaders(provider), toBody(request)).pipe(
-      Effect.flatMap((generation) =>
-        typeof generation?.id === "string" && generation.id.length > 0
-          ? Effect.succeed({ upstreamId: generation.id as string })
-          : Effect.fail(protocolError(provider.id, "the created generation has no id"))
-      )
+      Effect.flatMap((generation) => submittedId(provider.id, generation?.id, "the created generation has no id")),
+      Effect.map((upstreamId) => ({ upstreamId }))
     ),
   poll: (provider: ConfiguredProvider, upstreamId: string) =>
     getJson(provider.id, `${provider.endpoint}/generations/${encodeURIComponent(upstreamId)}`, authHeaders(provider)).pipe(

@@ -23,7 +23,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { protocolError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
-import type { VideoAdapter, VideoPoll, VideoRequest } from "./VideoAdapter.ts"
+import { submittedId, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
 
 /** google/veo-3: text-to-video and image-to-video, `duration` 4|6|8, `aspect_ratio` 16:9|9:16. */
 export const DEFAULT_MODEL = "google/veo-3"
@@ -168,10 +168,7 @@ export const replicate: VideoAdapter = {
       const call = createCall(provider.endpoint, model, toInput(model, request))
       if (!call) return yield* Effect.fail(protocolError(provider.id, `not a Replicate model id: ${model}`))
       const prediction = yield* postJson(provider.id, call.url, authHeaders(provider), call.body)
-      if (typeof prediction?.id !== "string" || prediction.id.length === 0) {
-        return yield* Effect.fail(protocolError(provider.id, "the created prediction has no id"))
-      }
-      return { upstreamId: prediction.id as string }
+      return { upstreamId: yield* submittedId(provider.id, prediction?.id, "the created prediction has no id") }
     }),
   poll: (provider: ConfiguredProvider, upstreamId: string) =>
     getJson(provider.id, `${provider.endpoint}/predictions/${encodeURIComponent(upstreamId)}`, authHeaders(provider)).pipe(

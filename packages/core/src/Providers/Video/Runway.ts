@@ -18,7 +18,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
-import { checked, type DurationSpec, refusal, snapSeconds, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
+import { checked, type DurationSpec, submittedId, refusal, snapSeconds, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
 
 export const API_VERSION = "2024-11-06"
 /** The default model for image-to-video (it needs an image) and for text-to-video. */
@@ -120,11 +120,8 @@ export const runway: VideoAdapter = {
     checked(provider, request, unsupported).pipe(
       Effect.map(() => createCall(provider.endpoint, request)),
       Effect.flatMap((call) => postJson(provider.id, call.url, headers(provider), call.body)),
-      Effect.flatMap((task) =>
-        typeof task?.id === "string" && task.id.length > 0
-          ? Effect.succeed({ upstreamId: task.id as string })
-          : Effect.fail(protocolError(provider.id, "the created task has no id"))
-      )
+      Effect.flatMap((task) => submittedId(provider.id, task?.id, "the created task has no id")),
+      Effect.map((upstreamId) => ({ upstreamId }))
     ),
   poll: (provider: ConfiguredProvider, upstreamId: string) =>
     getJson(provider.id, `${provider.endpoint}/tasks/${encodeURIComponent(upstreamId)}`, headers(provider)).pipe(
