@@ -26,6 +26,7 @@ import * as Memory from "./Capabilities/Memory.ts"
 import * as Orchestration from "./Capabilities/Orchestration.ts"
 import * as ReasoningNetwork from "./Capabilities/ReasoningNetwork.ts"
 import * as TaskClassifier from "./Ml/TaskClassifier.ts"
+import * as TextEmbedder from "./Ml/TextEmbedder.ts"
 import * as Catalog from "./Catalog/Catalog.ts"
 import * as Jobs from "./Jobs/Jobs.ts"
 import * as JobRunners from "./Jobs/Runners.ts"
@@ -51,7 +52,7 @@ export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, Webhook
   Layer.provideMerge(Layer.mergeAll(Routing.layer, Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
   Layer.provideMerge(ProviderCalls.layer),
   Layer.provideMerge(Exporters.layer),
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, Braid.layer, layerReplyLimit, Sandboxes.layer))
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, TextEmbedder.layerLexical, Braid.layer, layerReplyLimit, Sandboxes.layer))
 )
 
 /** What the HTTP application and the MCP toolkit need from their host (Metering comes with the stores). */
