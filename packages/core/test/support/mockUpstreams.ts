@@ -81,6 +81,8 @@ export interface MockUpstream {
   readonly requests: RecordedRequest[]
   setScenario(s: Scenario): void
   queue(...s: Scenario[]): void
+  /** Answers by request (e.g. by the system prompt of parallel calls) before the queue and the scenario; undefined falls through. */
+  setResponder(f: ((request: RecordedRequest) => Scenario | undefined) | undefined): void
   /** responses whose client went away before the response finished (server-side drops and close() excluded) */
   readonly closedSockets: number
   close(): Promise<void>
@@ -150,6 +152,7 @@ const startMock = async (
   const requests: RecordedRequest[] = []
   const pending: Scenario[] = []
   let current: Scenario = DEFAULT_SCENARIO
+  let responder: ((request: RecordedRequest) => Scenario | undefined) | undefined
   let closedSockets = 0
   let closing = false
   const delay = opts.chunkDelayMs ?? 5
@@ -162,13 +165,14 @@ const startMock = async (
     void (async () => {
       const url = new URL(req.url ?? "/", "http://127.0.0.1")
       const body = await readBody(req)
-      requests.push({
+      const recorded: RecordedRequest = {
         method: req.method ?? "GET",
         path: url.pathname,
         query: Object.fromEntries(url.searchParams),
         headers: { ...req.headers },
         body
-      })
+      }
+      requests.push(recorded)
       let decoded = url.pathname
       try {
         decoded = decodeURIComponent(url.pathname)
@@ -184,7 +188,7 @@ const startMock = async (
         query: url.searchParams,
         headers: req.headers,
         body,
-        scenario: () => pending.shift() ?? current,
+        scenario: () => responder?.(recorded) ?? pending.shift() ?? current,
         json: (status, payload, headers = {}) => {
           if (res.destroyed) return
           const text = JSON.stringify(payload)
@@ -247,6 +251,9 @@ const startMock = async (
     },
     queue: (...s) => {
       pending.push(...s)
+    },
+    setResponder: (f) => {
+      responder = f
     },
     get closedSockets() {
       return closedSockets
