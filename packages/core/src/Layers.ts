@@ -16,6 +16,7 @@ import * as Embeddings from "./Capabilities/Embeddings.ts"
 import * as LlmTasks from "./Capabilities/LlmTasks.ts"
 import * as Agents from "./Capabilities/Agents.ts"
 import * as Braid from "./Capabilities/Braid.ts"
+import * as Learning from "./Capabilities/Learning.ts"
 import * as Holons from "./Capabilities/Holons.ts"
 import * as Orchestrators from "./Capabilities/Orchestrators.ts"
 import * as CodeExecution from "./Capabilities/CodeExecution.ts"
@@ -47,7 +48,10 @@ import * as Tracing from "./Tracing.ts"
 /** Every core service, given stores, a Mailer and GatewayConfig. */
 export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, WebhookDelivery.layer()).pipe(
   Layer.provideMerge(JobRunners.layer()),
-  Layer.provideMerge(Layer.mergeAll(LlmTasks.layer, Memory.layer, Orchestration.layer, ReasoningNetwork.layer, Media.layer, GraphRag.layer, CodeExecution.layer, Agents.layer, Holons.layer, Orchestrators.layer)),
+  Layer.provideMerge(Layer.mergeAll(LlmTasks.layer, Memory.layer, Orchestration.layer, ReasoningNetwork.layer, Media.layer, GraphRag.layer, CodeExecution.layer, Holons.layer, Orchestrators.layer)),
+  // The agent registry and learning sit under the reasoning network that ranks and records with them.
+  Layer.provideMerge(Learning.layer),
+  Layer.provideMerge(Agents.layer),
   Layer.provideMerge(Layer.mergeAll(Completions.layer, Embeddings.layer)),
   Layer.provideMerge(Layer.mergeAll(Routing.layer, Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
   Layer.provideMerge(ProviderCalls.layer),

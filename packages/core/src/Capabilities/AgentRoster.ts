@@ -1,7 +1,7 @@
 /**
- * The reasoning network's roster of agent roles, their fit per task type, and the Mermaid
- * rendering of a sub-network. Pure data and functions, shared by the dispatch endpoint and the
- * `useFAHRN` planning of completions.
+ * The reasoning network's built-in agent roles: the seed data of every avatar's built-in agents
+ * (Agents.ts) and the planner whose instructions drive the `useFAHRN` planning call of
+ * completions. `scoreAgents` and `mermaidPlan` serve the dispatch until it ranks the registry.
  */
 import type { TaskType } from "../Ml/taskExamples.data.ts"
 
@@ -23,6 +23,9 @@ export const roster: ReadonlyArray<AgentRole> = [
   { id: "critic", role: "Critic", instructions: "Check the work so far for errors, gaps and unclear parts, and correct them.", skills: { code: 0.8, math: 0.8, research: 0.7, analysis: 0.7, creative: 0.5, general: 0.5, summarization: 0.5, translation: 0.6 } },
   { id: "linguist", role: "Linguist", instructions: "Translate and adapt text faithfully, keeping tone and register.", skills: { translation: 1, creative: 0.4, summarization: 0.3 } }
 ]
+
+/** The built-in planner: its instructions are the system prompt of the `useFAHRN` planning call. */
+export const planner: AgentRole = roster.find((a) => a.id === "planner")!
 
 export const scoreAgents = (taskType: TaskType) =>
   roster
@@ -49,17 +52,4 @@ export const mermaidPlan = (mode: Mode, agents: ReadonlyArray<{ readonly id: str
     lines.push("  synthesiser --> answer")
   }
   return lines.join("\n")
-}
-
-/** The plan block `useFAHRN` injects: task type, the chosen agents' steps and the Mermaid flow. */
-export const planBlock = (taskType: TaskType) => {
-  const chosen = scoreAgents(taskType).slice(0, 3).map((s) => roster.find((a) => a.id === s.id)!)
-  return [
-    `Reasoning plan for this request (task type: ${taskType}). Work through these steps before answering:`,
-    ...chosen.map((a, i) => `${i + 1}. ${a.role}: ${a.instructions}`),
-    "",
-    "```mermaid",
-    mermaidPlan("Serial", chosen),
-    "```"
-  ].join("\n")
 }

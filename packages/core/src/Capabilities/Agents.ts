@@ -1,32 +1,73 @@
 /**
- * The reasoning network's agent registry: avatars register agents (a name, a description, the
- * task types they are good at, optionally a pinned provider/model) or seed one agent per model
- * of the third-party catalogue. Agents are scored live: composite = 0.6 x skill fit for the task
- * type + 0.4 x smoothed success rate of their recorded runs. Each agent keeps a skill document per
- * task category, which one evolution epoch rewrites with a routed model from the current document
- * and the feedback given.
+ * The reasoning network's agent registry. Each avatar's agents are the ones it registered or
+ * seeded from the third-party catalogue plus the eight built-in roles (AgentRoster.ts), seeded
+ * per avatar on first use under deterministic ids. Every agent keeps a skill document per task
+ * category (one evolution epoch rewrites it with a routed model) and its measured outcomes.
+ *
+ * Ranking (`rank`, and `list` through it), every score 0-1:
+ *  - fit = 0.7 x similarity + 0.3 x prior: similarity is the cosine between the task text and the
+ *    agent's text (name, description, skill document of the task type, skills) under the
+ *    TextEmbedder (negative = 0); the prior is 1 when the agent declares the task type, 0.4 when
+ *    it declares "general", else 0;
+ *  - successRate = (successes + 1) / (runs + 2);
+ *  - latency and cost: mean ms and USD per run, min-max scaled among the candidates that have
+ *    runs (fastest/cheapest 1, slowest/dearest 0); 0.5 when unmeasured or all equal;
+ *  - composite = 0.5 fit + 0.3 successRate + 0.12 latency + 0.08 cost.
  */
+import { createHash } from "node:crypto"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { Catalog, openServView } from "../Catalog/Catalog.ts"
 import { NotFound, UpstreamFailed } from "../Errors.ts"
+import { cosine } from "./Memory.ts"
 import { TaskTypeSchema } from "../Ml/TaskClassifier.ts"
+import { TextEmbedder } from "../Ml/TextEmbedder.ts"
 import { type TaskType, TaskTypes } from "../Ml/taskExamples.data.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { DocumentStore, modify } from "../Storage/DocumentStore.ts"
+import { type AgentRole, roster } from "./AgentRoster.ts"
 import { Completions } from "./Completions.ts"
 
 export const AGENT = "agent"
 
-export interface Agent {
+/** Measured outcomes of an agent's runs (dispatch nodes and reported evolutions). */
+export interface AgentStats {
+  readonly runs: number
+  readonly successes: number
+  readonly totalMs: number
+  readonly totalCostUSD: number
+  readonly scoreSum: number
+  readonly scored: number
+}
+
+export interface Agent extends AgentStats {
   readonly id: string
   readonly name: string
   readonly description: string
   readonly skills: ReadonlyArray<TaskType>
   readonly provider: string
   readonly model: string
-  readonly source: "registered" | "openserv"
-  readonly runs: number
-  readonly successes: number
+  readonly source: "builtin" | "registered" | "openserv"
+}
+
+export interface RankedAgent {
+  readonly agent: Agent
+  /** What the agent is told (system prompt): its skill document for the task type. */
+  readonly instructions: string
+  readonly score: { readonly fit: number; readonly successRate: number; readonly latency: number; readonly cost: number; readonly composite: number }
+  /** One sentence: why it ranks where it does. */
+  readonly why: string
+}
+
+export const WEIGHTS = { fit: 0.5, successRate: 0.3, latency: 0.12, cost: 0.08 } as const
+const SIMILARITY_SHARE = 0.7
+
+const noStats: AgentStats = { runs: 0, successes: 0, totalMs: 0, totalCostUSD: 0, scoreSum: 0, scored: 0 }
+
+/** Stored agents from before the measured outcomes read their missing figures as 0. */
+const readAgent = (data: unknown): Agent => {
+  const a = data as Partial<Agent>
+  const num = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x : 0)
+  return { ...(a as Agent), runs: num(a.runs), successes: num(a.successes), totalMs: num(a.totalMs), totalCostUSD: num(a.totalCostUSD), scoreSum: num(a.scoreSum), scored: num(a.scored) }
 }
 
 export const SKILL = "agent_skill"
@@ -49,11 +90,20 @@ export const RegisterAgentParams = {
   model: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(200)), { default: () => "auto" })
 }
 
-export const compositeScore = (agent: Agent, taskType: TaskType | undefined) => {
-  const fit = taskType === undefined ? 0.5 : agent.skills.includes(taskType) ? 1 : agent.skills.includes("general") ? 0.4 : 0.1
-  const successRate = (agent.successes + 1) / (agent.runs + 2)
-  return { skillFit: fit, successRate: Math.round(successRate * 1e4) / 1e4, composite: Math.round((0.6 * fit + 0.4 * successRate) * 1e4) / 1e4 }
-}
+/** The built-in role's agent id for an avatar: deterministic, so seeding is idempotent across processes. */
+export const builtinId = (avatarId: string, roleId: string) => `builtin:${avatarId}:${roleId}`
+
+/** A built-in role declares the task types it fits well (roster fit 0.7 or more). */
+const builtinAgent = (avatarId: string, role: AgentRole): Agent => ({
+  id: builtinId(avatarId, role.id),
+  name: role.role,
+  description: role.instructions,
+  skills: TaskTypes.filter((t) => (role.skills[t] ?? 0) >= 0.7),
+  provider: "auto",
+  model: "auto",
+  source: "builtin",
+  ...noStats
+})
 
 const initialSkill = (agent: Agent, category: TaskType): string =>
   [
@@ -70,38 +120,140 @@ const initialSkill = (agent: Agent, category: TaskType): string =>
     "- (none yet)"
   ].join("\n")
 
+const round = (x: number) => Math.round(x * 1e4) / 1e4
+
+/** Min-max scaled among the measured values, lower is better; 0.5 when unmeasured or all equal. */
+const relative = (values: ReadonlyArray<number | undefined>) => {
+  const known = values.filter((v): v is number => v !== undefined)
+  const lo = Math.min(...known)
+  const hi = Math.max(...known)
+  return values.map((v) => (v === undefined || hi === lo ? 0.5 : 1 - (v - lo) / (hi - lo)))
+}
+
+/** Agent-text vectors by embedder name and text hash: bounded, oldest out first. */
+const VECTOR_CACHE_SIZE = 4096
+
 const makeService = Effect.gen(function*() {
   const docs = yield* DocumentStore
   const catalog = yield* Catalog
   const completions = yield* Completions
+  const embedder = yield* TextEmbedder
+  const vectors = new Map<string, ReadonlyArray<number>>()
 
   const owned = (avatar: AvatarRecord, agentId: string) =>
     Effect.flatMap(docs.get(AGENT, agentId), (d) =>
       Option.isSome(d) && (d.value.owner === avatar.id || avatar.avatarType === "Admin")
-        ? Effect.succeed(d.value.data as Agent)
+        ? Effect.succeed(readAgent(d.value.data))
         : Effect.fail(new NotFound({ message: `No agent ${agentId}.` })))
 
   const insertAgent = (avatar: AvatarRecord, agent: Agent, key: string) =>
     Effect.suspend(() => {
       const now = Date.now()
-      return docs.insert({ kind: AGENT, id: agent.id, owner: avatar.id, key, data: agent, version: 0, createdAt: now, updatedAt: now })
+      return docs.insertIfAbsent({ kind: AGENT, id: agent.id, owner: avatar.id, key, data: agent, version: 0, createdAt: now, updatedAt: now })
+    })
+
+  /** The avatar's agents, the built-in roles seeded on first use (insertIfAbsent: idempotent and race-free). */
+  const agentsOf = (avatar: AvatarRecord) =>
+    Effect.gen(function*() {
+      const stored = (yield* docs.list(AGENT, { owner: avatar.id, limit: 5000 })).map((d) => readAgent(d.data))
+      const have = new Set(stored.map((a) => a.id))
+      const missing = roster.map((r) => builtinAgent(avatar.id, r)).filter((a) => !have.has(a.id))
+      yield* Effect.forEach(missing, (a) => insertAgent(avatar, a, `builtin:${a.id}`), { discard: true })
+      return [...stored, ...missing]
     })
 
   const register = Effect.fn("Agents.register")(function*(avatar: AvatarRecord, input: { readonly name: string; readonly description: string; readonly skills: ReadonlyArray<TaskType>; readonly provider: string; readonly model: string }) {
-    const agent: Agent = { id: crypto.randomUUID(), ...input, skills: [...new Set(input.skills)], source: "registered", runs: 0, successes: 0 }
+    const agent: Agent = { id: crypto.randomUUID(), ...input, skills: [...new Set(input.skills)], source: "registered", ...noStats }
     yield* insertAgent(avatar, agent, `registered:${agent.id}`)
-    return { ...agent, score: compositeScore(agent, undefined) }
+    return agent
   })
 
-  const list = Effect.fn("Agents.list")(function*(avatar: AvatarRecord, taskType?: TaskType) {
-    const agents = (yield* docs.list(AGENT, { owner: avatar.id, limit: 5000 })).map((d) => d.data as Agent)
-    const scored = agents.map((a) => ({ ...a, score: compositeScore(a, taskType) })).sort((a, b) => b.score.composite - a.score.composite || a.name.localeCompare(b.name))
-    return { taskType: taskType ?? null, total: scored.length, agents: scored }
+  /** Vectors of agent texts come from the bounded cache; the task's is computed each time. */
+  const embedAgentTexts = (texts: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const keys = texts.map((t) => `${embedder.name}:${createHash("sha256").update(t).digest("hex")}`)
+      const todo = [...new Set(keys.filter((k) => !vectors.has(k)))]
+      if (todo.length > 0) {
+        const fresh = yield* embedder.embed(todo.map((k) => texts[keys.indexOf(k)]!))
+        todo.forEach((k, i) => {
+          vectors.set(k, fresh[i]!)
+          if (vectors.size > VECTOR_CACHE_SIZE) vectors.delete(vectors.keys().next().value!)
+        })
+      }
+      return keys.map((k) => vectors.get(k) ?? [])
+    })
+
+  /** The avatar's agents scored for a task, best first (the module header gives the formula). */
+  const rank = Effect.fn("Agents.rank")(function*(avatar: AvatarRecord, input: { readonly task: string; readonly taskType: TaskType }) {
+    const agents = yield* agentsOf(avatar)
+    const skillDocs = new Map(
+      (yield* docs.list(SKILL, { owner: avatar.id, limit: 20_000 }))
+        .map((d) => d.data as SkillDocument)
+        .filter((d) => d.taskCategory === input.taskType)
+        .map((d) => [d.agentId, d.document] as const)
+    )
+    const instructions = agents.map((a) => skillDocs.get(a.id) ?? initialSkill(a, input.taskType))
+    const [taskVector] = yield* embedder.embed([input.task])
+    const agentVectors = yield* embedAgentTexts(agents.map((a, i) => [a.name, a.description, instructions[i], `Skills: ${a.skills.join(", ")}`].join("\n")))
+    const latency = relative(agents.map((a) => (a.runs > 0 ? a.totalMs / a.runs : undefined)))
+    const cost = relative(agents.map((a) => (a.runs > 0 ? a.totalCostUSD / a.runs : undefined)))
+    const ranked = agents.map((agent, i): RankedAgent => {
+      const similarity = Math.max(0, Math.min(1, cosine(taskVector!, agentVectors[i]!)))
+      const prior = agent.skills.includes(input.taskType) ? 1 : agent.skills.includes("general") ? 0.4 : 0
+      const parts = {
+        fit: round(SIMILARITY_SHARE * similarity + (1 - SIMILARITY_SHARE) * prior),
+        successRate: round((agent.successes + 1) / (agent.runs + 2)),
+        latency: round(latency[i]!),
+        cost: round(cost[i]!)
+      }
+      const composite = round((Object.keys(WEIGHTS) as Array<keyof typeof WEIGHTS>).reduce((sum, k) => sum + WEIGHTS[k] * parts[k], 0))
+      const because = {
+        fit: `task fit ${parts.fit} (${embedder.semantic ? "semantic" : "lexical"} similarity ${round(similarity)}${prior === 1 ? `, declares ${input.taskType}` : prior > 0 ? ", declares general" : ""})`,
+        successRate: `success rate ${parts.successRate} (${agent.successes} of ${agent.runs} runs)`,
+        latency: agent.runs > 0 ? `latency score ${parts.latency} (mean ${Math.round(agent.totalMs / agent.runs)} ms)` : "latency unmeasured",
+        cost: agent.runs > 0 ? `cost score ${parts.cost} (mean $${(agent.totalCostUSD / agent.runs).toFixed(6)} a run)` : "cost unmeasured"
+      }
+      const strongest = (Object.keys(WEIGHTS) as Array<keyof typeof WEIGHTS>).sort((a, b) => WEIGHTS[b] * parts[b] - WEIGHTS[a] * parts[a]).slice(0, 2)
+      return {
+        agent,
+        instructions: instructions[i]!,
+        score: { ...parts, composite },
+        why: `Composite ${composite}, led by ${because[strongest[0]!]} and ${because[strongest[1]!]}.`
+      }
+    })
+    ranked.sort((a, b) => b.score.composite - a.score.composite || a.agent.name.localeCompare(b.agent.name))
+    return { embedder: embedder.name, semantic: embedder.semantic, agents: ranked }
   })
+
+  /** The avatar's agents with the same ranking as dispatch's (each agent's fields, then its scores); without a task text, the task type's name stands for the task. */
+  const list = Effect.fn("Agents.list")(function*(avatar: AvatarRecord, taskType?: TaskType, task?: string) {
+    const type = taskType ?? "general"
+    const text = task ?? `${type} task`
+    const ranking = yield* rank(avatar, { task: text, taskType: type })
+    return {
+      taskType: type,
+      task: text,
+      embedder: ranking.embedder,
+      semantic: ranking.semantic,
+      total: ranking.agents.length,
+      agents: ranking.agents.map(({ agent, ...scored }) => ({ ...agent, ...scored }))
+    }
+  })
+
+  /** Adds measured outcomes to one of the avatar's agents (deltas may be negative when a verdict is replaced). */
+  const addStats = (avatar: AvatarRecord, agentId: string, delta: Partial<AgentStats>) =>
+    Effect.flatMap(docs.get(AGENT, agentId), (d) =>
+      Option.isNone(d) || d.value.owner !== avatar.id
+        ? Effect.succeed(Option.none<Agent>())
+        : modify<Agent>(docs, AGENT, agentId, (stored) => {
+          const a = readAgent(stored)
+          const plus = (k: keyof AgentStats) => a[k] + (delta[k] ?? 0)
+          return { ...a, runs: plus("runs"), successes: plus("successes"), totalMs: plus("totalMs"), totalCostUSD: plus("totalCostUSD"), scoreSum: plus("scoreSum"), scored: plus("scored") }
+        }))
 
   /** One agent per chat model of the third-party catalogue; existing ones are kept. */
   const seedOpenServ = Effect.fn("Agents.seedOpenServ")(function*(avatar: AvatarRecord) {
-    const existing = new Set((yield* docs.list(AGENT, { owner: avatar.id, limit: 5000 })).map((d) => d.key))
+    const existing = new Set((yield* docs.list(AGENT, { owner: avatar.id, limit: 5000 })).map((d) => d.key).filter((k) => k?.startsWith("openserv:")))
     let created = 0
     for (const m of catalog.models.filter((x) => x.kind === "chat")) {
       const entry = openServView(m)
@@ -115,8 +267,7 @@ const makeService = Effect.gen(function*() {
         provider: entry.provider,
         model: m.id,
         source: "openserv",
-        runs: 0,
-        successes: 0
+        ...noStats
       }, `openserv:${entry.id}`)
       created++
     }
@@ -158,13 +309,11 @@ const makeService = Effect.gen(function*() {
     const existing = yield* docs.get(SKILL, id)
     if (Option.isNone(existing)) yield* docs.insert({ kind: SKILL, id, owner: avatar.id, key: input.agentId, data: next, version: 0, createdAt: now, updatedAt: now })
     else yield* modify<SkillDocument>(docs, SKILL, id, () => next)
-    if (input.success !== undefined) {
-      yield* modify<Agent>(docs, AGENT, input.agentId, (a) => ({ ...a, runs: a.runs + 1, successes: a.successes + (input.success ? 1 : 0) }))
-    }
+    if (input.success !== undefined) yield* addStats(avatar, input.agentId, { runs: 1, successes: input.success ? 1 : 0 })
     return { ...next, provider: result.provider, model: result.model, usage: result.usage }
   })
 
-  return { register, list, seedOpenServ, getSkill, evolveSkill }
+  return { register, list, rank, addStats, seedOpenServ, getSkill, evolveSkill }
 })
 
 export class Agents extends Context.Tag("aigw/Agents")<Agents, Effect.Effect.Success<typeof makeService>>() {}

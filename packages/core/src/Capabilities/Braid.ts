@@ -3,9 +3,14 @@
  * it; only an Admin may publish one to every avatar (docs/authorization.md), because whatever a
  * graph says lands in the system prompt of each `useHolonicBraid` completion that receives it.
  * The candidates for a caller are its own graphs and the published ones; the best is the one with
- * the highest smoothed success rate, (successes + 1) / (runs + 2), the caller's own and then the
- * newest first on ties. Outcomes may be reported by the graph's owner (Admins for published
- * graphs) or, once per completion that received the graph, by the avatar that used it.
+ * the highest smoothed success rate, (successes + 1) / (runs + 2), then the highest mean score,
+ * the caller's own and then the newest first on ties. Outcomes may be reported by the graph's
+ * owner (Admins for published graphs) or, once per completion that received the graph, by the
+ * avatar that used it.
+ *
+ * Learned graphs are written by the reasoning network (Learning.ts): private to the avatar whose
+ * dispatch ran the plan, one per task type and plan topology, their outcomes the dispatches'
+ * verdicts. They become candidates only once they have at least one success.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { Forbidden, NotFound } from "../Errors.ts"
@@ -25,6 +30,8 @@ export interface BraidGraph {
   readonly createdBy: string
   /** Published by an Admin to every avatar; otherwise private to `createdBy`. */
   readonly published: boolean
+  /** Saved by a caller, or learned from the avatar's dispatches (absent on graphs stored before: saved). */
+  readonly source?: "saved" | "learned" | undefined
   readonly runs: number
   readonly successes: number
   /** Sum of reported scores (0-1), for the mean. */
@@ -58,6 +65,14 @@ export interface OutcomeInput {
   readonly score?: number | undefined
 }
 
+/** Outcome counts added to a graph; negative when a dispatch's verdict is replaced. */
+export interface OutcomeDelta {
+  readonly runs: number
+  readonly successes: number
+  readonly scoreSum: number
+  readonly scored: number
+}
+
 export const quality = (g: BraidGraph) => ({
   runs: g.runs,
   successes: g.successes,
@@ -75,6 +90,19 @@ const publishedKey = (taskType: TaskType) => `published:${taskType}`
 
 const isAdmin = (avatar: AvatarRecord) => avatar.avatarType === "Admin"
 
+/** A learned graph earns a place among the candidates with its first success. */
+const eligible = (g: BraidGraph) => g.source !== "learned" || g.successes >= 1
+
+const meanScore = (g: BraidGraph) => quality(g).meanScore ?? -1
+
+const added = (g: BraidGraph, d: OutcomeDelta): BraidGraph => ({
+  ...g,
+  runs: g.runs + d.runs,
+  successes: g.successes + d.successes,
+  scoreSum: g.scoreSum + d.scoreSum,
+  scored: g.scored + d.scored
+})
+
 const makeService = Effect.gen(function*() {
   const docs = yield* DocumentStore
 
@@ -90,6 +118,7 @@ const makeService = Effect.gen(function*() {
       mermaid: input.mermaid.trim(),
       createdBy: avatar.id,
       published,
+      source: "saved",
       runs: 0,
       successes: 0,
       scoreSum: 0,
@@ -108,11 +137,12 @@ const makeService = Effect.gen(function*() {
     return view(graph)
   })
 
-  /** The caller's own and the published graphs of a task type, best first. */
+  /** The caller's own and the published graphs of a task type (learned ones once they succeeded), best first. */
   const ranked = (avatar: AvatarRecord, taskType: TaskType) =>
     Effect.map(
       Effect.all([docs.list(KIND, { owner: avatar.id, key: taskType }), docs.list(KIND, { owner: null, key: publishedKey(taskType) })]),
-      ([own, published]) => [...own, ...published].map((d) => d.data as BraidGraph).sort((a, b) => quality(b).successRate - quality(a).successRate)
+      ([own, published]) =>
+        [...own, ...published].map((d) => d.data as BraidGraph).filter(eligible).sort((a, b) => quality(b).successRate - quality(a).successRate || meanScore(b) - meanScore(a))
     )
 
   const find = (avatar: AvatarRecord, taskType: TaskType) =>
@@ -161,17 +191,36 @@ const makeService = Effect.gen(function*() {
     if (graph.published && !isAdmin(avatar) && !(yield* spendUse(avatar, graph.id))) {
       return yield* Effect.fail(new Forbidden({ message: "Outcomes of a published graph are reported by Admins, or once per useHolonicBraid completion of yours that received it." }))
     }
-    const updated = yield* modify<BraidGraph>(docs, KIND, graph.id, (g) => ({
-      ...g,
-      runs: g.runs + 1,
-      successes: g.successes + (input.success ? 1 : 0),
-      scoreSum: g.scoreSum + (input.score ?? 0),
-      scored: g.scored + (input.score === undefined ? 0 : 1)
-    }))
+    const updated = yield* modify<BraidGraph>(docs, KIND, graph.id, (g) => added(g, { runs: 1, successes: input.success ? 1 : 0, scoreSum: input.score ?? 0, scored: input.score === undefined ? 0 : 1 }))
     return view(Option.getOrThrow(updated))
   })
 
-  return { save, find, forPrompt, recordOutcome }
+  /**
+   * Adds a dispatch's outcome to the avatar's learned graph `id` of the plan, creating it first
+   * (insertIfAbsent: the same topology accumulates, concurrent dispatches race safely).
+   */
+  const learn = Effect.fn("Braid.learn")(function*(avatar: AvatarRecord, input: { readonly id: string; readonly taskType: TaskType; readonly mermaid: string; readonly delta: OutcomeDelta }) {
+    const now = Date.now()
+    const graph: BraidGraph = {
+      id: input.id,
+      taskType: input.taskType,
+      title: `Learned ${input.taskType} network`,
+      description: "The topology of this avatar's reasoning-network dispatches, with their verdicts.",
+      mermaid: input.mermaid.trim(),
+      createdBy: avatar.id,
+      published: false,
+      source: "learned",
+      runs: 0,
+      successes: 0,
+      scoreSum: 0,
+      scored: 0
+    }
+    yield* docs.insertIfAbsent({ kind: KIND, id: graph.id, owner: avatar.id, key: graph.taskType, data: graph, version: 0, createdAt: now, updatedAt: now })
+    const updated = yield* modify<BraidGraph>(docs, KIND, graph.id, (g) => added(g, input.delta))
+    return view(Option.getOrThrow(updated))
+  })
+
+  return { save, find, forPrompt, recordOutcome, learn }
 })
 
 export class Braid extends Context.Tag("aigw/Braid")<Braid, Effect.Effect.Success<typeof makeService>>() {}

@@ -5,14 +5,14 @@
  */
 import { Chunk, Context, Effect, Layer, Option, type Scope, Stream } from "effect"
 import type { GatewayError } from "../Errors.ts"
-import { lift, ProviderCalls, type StreamChunk } from "../Engine/ProviderCalls.ts"
+import { type CompletionResult, lift, ProviderCalls, type StreamChunk } from "../Engine/ProviderCalls.ts"
 import { karmaMultiplier, type Plan } from "../Plans.ts"
 import type { ChatMessage, ChatOptions, ChatRequest, Target, ToolDefinition } from "../Providers/Chat.ts"
 import { reasoningRefusal } from "../Providers/Chat.ts"
 import { servedBy } from "../Providers/Registry.ts"
 import { BadRequest } from "../Errors.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
-import { planBlock } from "./AgentRoster.ts"
+import { planner } from "./AgentRoster.ts"
 import { Braid } from "./Braid.ts"
 import { type Preference, routed, Routing, type RoutingError } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -70,6 +70,9 @@ const withSystemBlock = (messages: ReadonlyArray<ChatMessage>, block: string): R
     : [{ role: "system", content: block }, ...messages]
 }
 
+/** The planning call's answer is a short plan, not a solution. */
+const PLAN_MAX_TOKENS = 600
+
 const streamCancelled = new DOMException("The stream's reader went away", "AbortError")
 
 const makeService = Effect.gen(function*() {
@@ -81,20 +84,37 @@ const makeService = Effect.gen(function*() {
   const prepare = (avatar: AvatarRecord, input: CompletionInput) =>
     Effect.gen(function*() {
       let messages = input.injectAvatarContext ? withAvatarContext(input.messages, avatar) : input.messages
-      if (input.useFAHRN || input.useHolonicBraid) {
-        // Both plan from the last user message's task type.
-        const lastUser = [...messages].reverse().find((m) => m.role === "user")
+      // The braid and the planning step both work from the last user message.
+      const lastUser = [...messages].reverse().find((m) => m.role === "user")
+      if (input.useHolonicBraid) {
         const { taskType } = yield* classifier.classify(lastUser?.content ?? "")
-        if (input.useHolonicBraid) {
-          // The caller's own or an Admin-published reasoning graph of the task type (docs/authorization.md).
-          const graph = yield* braid.forPrompt(avatar, taskType)
-          if (Option.isSome(graph)) {
-            messages = withSystemBlock(messages, `Shared reasoning graph for ${taskType} tasks ("${graph.value.title}"); follow its steps:\n\`\`\`mermaid\n${graph.value.mermaid}\n\`\`\``)
-          }
+        // The caller's own or an Admin-published reasoning graph of the task type (docs/authorization.md).
+        const graph = yield* braid.forPrompt(avatar, taskType)
+        if (Option.isSome(graph)) {
+          messages = withSystemBlock(messages, `Shared reasoning graph for ${taskType} tasks ("${graph.value.title}"); follow its steps:\n\`\`\`mermaid\n${graph.value.mermaid}\n\`\`\``)
         }
-        if (input.useFAHRN) messages = withSystemBlock(messages, planBlock(taskType))
+      }
+      if (input.useFAHRN) {
+        if (!lastUser?.content.trim()) return yield* Effect.fail(new BadRequest({ message: "useFAHRN plans from the last user message: the request has no user message with text." }))
+        const plan = yield* planningCall(avatar, input.provider, lastUser.content)
+        messages = withSystemBlock(messages, `Plan for this request from a planning step (${plan.provider}/${plan.model}); work through it before answering:\n${plan.content}`)
       }
       return yield* planned(avatar, input, messages)
+    })
+
+  /**
+   * The `useFAHRN` planning step: one routed call (same provider, model auto) with the built-in
+   * planner's instructions, recorded like any call; none of the preparation steps, so no recursion.
+   */
+  const planningCall = (avatar: AvatarRecord, provider: string, task: string): Effect.Effect<CompletionResult, GatewayError> =>
+    complete(avatar, {
+      provider,
+      model: "auto",
+      maxTokens: PLAN_MAX_TOKENS,
+      messages: [
+        { role: "system", content: `You are the ${planner.role} of a reasoning team. ${planner.instructions} Answer with a short numbered plan only; do not solve the problem.` },
+        { role: "user", content: task }
+      ]
     })
 
   /** Routing targets and the per-target request for the final messages. */

@@ -3,9 +3,10 @@ import { type Context, Effect, type Schema } from "effect"
 import { ConversationBody, CrewBody, GraphNodeBody, Orchestration } from "../Capabilities/Orchestration.ts"
 import { DispatchBody, ReasoningNetwork } from "../Capabilities/ReasoningNetwork.ts"
 import { Completions } from "../Capabilities/Completions.ts"
+import { FeedbackBody, Learning } from "../Capabilities/Learning.ts"
 import type { GatewayError } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { ConversationReply, CrewResult, DispatchResult, GraphNodeResult } from "./ResponseSchemas.ts"
+import { ConversationReply, CrewResult, DispatchResult, FeedbackResult, GraphNodeResult } from "./ResponseSchemas.ts"
 import { authed } from "./Route.ts"
 
 const tag = "Orchestration"
@@ -59,5 +60,15 @@ export const orchestrationRoutes = [
     body: DispatchBody,
     check: ({ avatar, body }) => checkRouting(avatar, body.provider),
     handle: ({ avatar, body }) => Effect.flatMap(ReasoningNetwork, (r) => r.dispatch(avatar, body))
+  }),
+  authed({
+    method: "POST",
+    path: "/v1/reasoning-network/feedback",
+    success: FeedbackResult,
+    tag: "Reasoning network",
+    metered: false,
+    summary: "Your verdict on one of your dispatches: replaces the judge's (or earlier feedback) in its agents' scores and its learned braid graph (not metered)",
+    body: FeedbackBody,
+    handle: ({ avatar, body }) => Effect.flatMap(Learning, (l) => l.feedback(avatar, body))
   })
 ]

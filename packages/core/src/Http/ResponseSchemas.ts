@@ -15,6 +15,7 @@ import type { ExecutionResult as ExecutionResultType } from "../Capabilities/Cod
 import { CODE_LANGUAGES } from "../Providers/Sandboxes/CodeEndpoint.ts"
 import type { parse as parseDocument } from "../Capabilities/Documents.ts"
 import type { GraphRag } from "../Capabilities/GraphRag.ts"
+import type { Learning } from "../Capabilities/Learning.ts"
 import type { LlmTasks } from "../Capabilities/LlmTasks.ts"
 import type { Media } from "../Capabilities/Media.ts"
 import type { Memory } from "../Capabilities/Memory.ts"
@@ -471,6 +472,57 @@ export const DispatchResult = Schema.Struct({
   usage: TokenUsage
 }).annotations({ identifier: "DispatchResult" })
 matches<typeof DispatchResult, Effect.Effect.Success<ReturnType<Context.Tag.Service<ReasoningNetwork>["dispatch"]>>>(true)
+
+const JudgeVerdict = Schema.Struct({ success: Schema.Boolean, score: Schema.Number, source: Schema.Literal("judge"), reason: Schema.String })
+const FeedbackVerdict = Schema.Struct({ success: Schema.Boolean, score: Schema.NullOr(Schema.Number), source: Schema.Literal("feedback"), comment: Schema.NullOr(Schema.String) })
+
+export const FeedbackResult = Schema.Struct({
+  dispatchId: Schema.String,
+  problem: Schema.String,
+  taskType: TaskTypeSchema,
+  mode: Schema.Literal("Serial", "Parallel", "Hybrid", "Decomposed"),
+  partial: Schema.Boolean,
+  verdict: FeedbackVerdict.annotations({ description: "The verdict the dispatch now counts with" }),
+  replaced: Schema.NullOr(Schema.Union(JudgeVerdict, FeedbackVerdict)).annotations({ description: "The verdict this one replaced (the judge's or earlier feedback): its counts were taken back" }),
+  braidGraph: Schema.Struct({
+    id: Schema.String,
+    taskType: TaskTypeSchema,
+    title: Schema.String,
+    description: Schema.String,
+    mermaid: Schema.String,
+    createdBy: Schema.String,
+    published: Schema.Boolean,
+    source: Schema.optional(Schema.Literal("saved", "learned")),
+    runs: Schema.Number,
+    successes: Schema.Number,
+    scoreSum: Schema.Number,
+    scored: Schema.Number,
+    quality: Schema.Struct({ runs: Schema.Number, successes: Schema.Number, successRate: Schema.Number, meanScore: Schema.NullOr(Schema.Number) })
+  }).annotations({ description: "The avatar's learned braid graph for the dispatch's plan, updated" }),
+  embedder: Schema.String,
+  semantic: Schema.Boolean.annotations({ description: "False when fit is lexical (hashed words, no model)" }),
+  agents: Schema.Array(Schema.Struct({
+    agent: Schema.Struct({
+      id: Schema.String,
+      name: Schema.String,
+      description: Schema.String,
+      skills: Schema.Array(TaskTypeSchema),
+      provider: Schema.String,
+      model: Schema.String,
+      source: Schema.Literal("builtin", "registered", "openserv"),
+      runs: Schema.Number,
+      successes: Schema.Number,
+      totalMs: Schema.Number,
+      totalCostUSD: Schema.Number,
+      scoreSum: Schema.Number,
+      scored: Schema.Number
+    }),
+    instructions: Schema.String,
+    score: Schema.Struct({ fit: Schema.Number, successRate: Schema.Number, latency: Schema.Number, cost: Schema.Number, composite: Schema.Number }),
+    why: Schema.String
+  })).annotations({ description: "The dispatch's agents with their new scores, best first" })
+}).annotations({ identifier: "FeedbackResult" })
+matches<typeof FeedbackResult, Effect.Effect.Success<ReturnType<Context.Tag.Service<Learning>["feedback"]>>>(true)
 
 // ---- Documents and graph retrieval ----
 

@@ -10,6 +10,7 @@ import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { Quota } from "../Quota.ts"
 import { avatarContext, Completions } from "../Capabilities/Completions.ts"
 import { Agents } from "../Capabilities/Agents.ts"
+import { Learning } from "../Capabilities/Learning.ts"
 import { Braid } from "../Capabilities/Braid.ts"
 import { Embeddings } from "../Capabilities/Embeddings.ts"
 import * as Rerank from "../Capabilities/Rerank.ts"
@@ -69,6 +70,7 @@ export const layerHandlers = GatewayToolkit.toLayer(
     const reasoning = yield* ReasoningNetwork
     const orchestration = yield* Orchestration
     const agents = yield* Agents
+    const learning = yield* Learning
     const braid = yield* Braid
     const holons = yield* Holons
     const memory = yield* Memory
@@ -104,7 +106,8 @@ export const layerHandlers = GatewayToolkit.toLayer(
       gateway_orchestrate_conversation: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.conversation(avatar, params)),
       gateway_orchestrate_graph_node: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.graphNode(avatar, params)),
       gateway_fahrn_register_agent: (params) => Effect.flatMap(CurrentAvatar, (avatar) => agents.register(avatar, params)),
-      gateway_fahrn_get_agents: (params) => Effect.flatMap(CurrentAvatar, (avatar) => agents.list(avatar, params.taskType)),
+      gateway_fahrn_get_agents: (params) => Effect.flatMap(CurrentAvatar, (avatar) => agents.list(avatar, params.taskType, params.task)),
+      gateway_fahrn_record_outcome: (params) => Effect.flatMap(CurrentAvatar, (avatar) => learning.feedback(avatar, params)),
       gateway_fahrn_seed_openserv_agents: () => Effect.flatMap(CurrentAvatar, (avatar) => agents.seedOpenServ(avatar)),
       gateway_fahrn_get_agent_skill: (params) => Effect.flatMap(CurrentAvatar, (avatar) => agents.getSkill(avatar, params.agentId, params.taskCategory)),
       gateway_fahrn_evolve_agent_skill: (params) => Effect.flatMap(CurrentAvatar, (avatar) => agents.evolveSkill(avatar, params)),

@@ -9,6 +9,7 @@ import * as Tool from "@effect/ai/Tool"
 import * as Toolkit from "@effect/ai/Toolkit"
 import { Context, Schema } from "effect"
 import { RegisterAgentParams } from "../Capabilities/Agents.ts"
+import { FeedbackParams } from "../Capabilities/Learning.ts"
 import { SaveGraphParams } from "../Capabilities/Braid.ts"
 import { EmbeddingsBody } from "../Capabilities/Embeddings.ts"
 import { ExternalAddParams, ExternalSearchParams } from "../Capabilities/Memory.ts"
@@ -231,8 +232,20 @@ const dataTool = <const N extends string, F extends Schema.Struct.Fields>(name: 
 const OptionalTaskType = Schema.optional(TaskTypeSchema.annotations({ message: () => "taskType must be one of code, math, research, creative, analysis, summarization, translation, general" }))
 const RequiredTaskType = TaskTypeSchema.annotations({ message: () => "taskCategory must be one of code, math, research, creative, analysis, summarization, translation, general" })
 
-export const FahrnRegisterAgent = dataTool("gateway_fahrn_register_agent", "Register agent", "Register a reasoning agent: name, description, the task types it is good at (skills) and optionally a pinned provider/model. Returns the agent with its id and score.", RegisterAgentParams)
-export const FahrnGetAgents = dataTool("gateway_fahrn_get_agents", "List agents", "List your agents with live composite scoring for a task type: 0.6 x skill fit + 0.4 x smoothed success rate of recorded runs; best first.", { taskType: OptionalTaskType }, true)
+export const FahrnRegisterAgent = dataTool("gateway_fahrn_register_agent", "Register agent", "Register a reasoning agent: name, description, the task types it is good at (skills) and optionally a pinned provider/model. Returns the agent with its id; gateway_fahrn_get_agents scores it.", RegisterAgentParams)
+export const FahrnGetAgents = dataTool(
+  "gateway_fahrn_get_agents",
+  "List agents",
+  "List your agents (registered, catalogue and the eight built-in roles) ranked as dispatch ranks them for a task: composite = 0.5 fit (embedding similarity of task and skill, plus declared skills) + 0.3 smoothed success rate + 0.12 latency + 0.08 cost, each with why; best first.",
+  { taskType: OptionalTaskType, task: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(50_000)).annotations({ description: "The task text fit is measured against; default: the task type's name" })) },
+  true
+)
+export const FahrnRecordOutcome = dataTool(
+  "gateway_fahrn_record_outcome",
+  "Record dispatch outcome",
+  "Same as POST /v1/reasoning-network/feedback: your verdict (success, optional score 0-1 and comment) on one of your dispatches replaces the judge's in its agents' scores and its learned braid graph; each dispatch counts once. Not metered.",
+  FeedbackParams
+)
 export const FahrnSeedOpenServAgents = dataTool("gateway_fahrn_seed_openserv_agents", "Seed catalogue agents", "Create one agent per chat model of the third-party (OpenServ) catalogue; existing ones are kept. Returns how many were created.", {})
 export const FahrnGetAgentSkill = dataTool("gateway_fahrn_get_agent_skill", "Agent skill", "Get an agent's evolved skill document (Markdown) for a task category; version 0 is the starting document.", { agentId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)), taskCategory: RequiredTaskType }, true)
 export const FahrnEvolveAgentSkill = capability(
@@ -443,6 +456,7 @@ export const GatewayToolkit = Toolkit.make(
   OrchestrateGraphNode,
   FahrnRegisterAgent,
   FahrnGetAgents,
+  FahrnRecordOutcome,
   FahrnSeedOpenServAgents,
   FahrnGetAgentSkill,
   FahrnEvolveAgentSkill,

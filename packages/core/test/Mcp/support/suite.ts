@@ -32,6 +32,7 @@ export const TOOL_NAMES = [
   "gateway_fahrn_evolve_agent_skill",
   "gateway_fahrn_get_agent_skill",
   "gateway_fahrn_get_agents",
+  "gateway_fahrn_record_outcome",
   "gateway_fahrn_register_agent",
   "gateway_fahrn_seed_openserv_agents",
   "gateway_fahrn_solve",

@@ -1,0 +1,97 @@
+/**
+ * The agent registry's ranking: built-in roles seeded once per avatar, fit from the (lexical)
+ * embedder, success rate, latency and cost moving with recorded dispatches, and `list` showing
+ * the same scores.
+ */
+import { Effect, Layer } from "effect"
+import { afterAll, describe, expect, it } from "vitest"
+import { Agents, layer as agentsLayer } from "../../src/Capabilities/Agents.ts"
+import { Learning } from "../../src/Capabilities/Learning.ts"
+import * as TextEmbedder from "../../src/Ml/TextEmbedder.ts"
+import { DocumentStore } from "../../src/Storage/DocumentStore.ts"
+import { coreRuntime, testAvatar } from "../support/inProcess.ts"
+
+const runtime = coreRuntime()
+afterAll(() => runtime.dispose())
+
+/** The registry over the lexical embedder (whatever embedder the runtime's layers carry), with the runtime's stores. */
+const lexicalAgents = agentsLayer.pipe(Layer.provide(TextEmbedder.layerLexical))
+const run = <A, E>(f: (agents: typeof Agents.Service) => Effect.Effect<A, E, any>) =>
+  runtime.runPromise(Effect.provide(Effect.flatMap(Agents, f), lexicalAgents) as Effect.Effect<A, E, never>)
+
+const plan = "flowchart TD\n  problem --> a\n  a --> answer"
+
+describe("agent registry", () => {
+  it("seeds the eight built-in roles per avatar once, also under concurrent first use", async () => {
+    const ana = testAvatar("ana")
+    const results = await run((agents) => Effect.all([1, 2, 3].map(() => agents.rank(ana, { task: "Prove it", taskType: "math" })), { concurrency: "unbounded" }))
+    for (const r of results) expect(r.agents).toHaveLength(8)
+    const listed = await run((agents) => agents.list(ana, "math"))
+    expect(listed.total).toBe(8)
+    expect(listed.agents.map((a) => a.source)).toEqual(Array(8).fill("builtin"))
+    expect(listed.agents.map((a) => a.id).sort()).toEqual(["analyst", "coder", "critic", "linguist", "mathematician", "planner", "researcher", "writer"].map((r) => `builtin:ana:${r}`))
+    expect(listed.agents.find((a) => a.id === "builtin:ana:mathematician")).toMatchObject({ provider: "auto", model: "auto", skills: expect.arrayContaining(["math"]) })
+    // The built-ins' skill document carries their role instructions.
+    expect(listed.agents.find((a) => a.id === "builtin:ana:coder")!.instructions).toContain("Write correct, idiomatic code")
+    expect((await run((agents) => agents.list(testAvatar("ben")))).agents.every((a) => a.id.startsWith("builtin:ben:"))).toBe(true)
+  })
+
+  it("ranks by task fit with the lexical embedder and says it is not semantic", async () => {
+    const cy = testAvatar("cy")
+    const [py, fr] = await run((agents) =>
+      Effect.all([
+        agents.register(cy, { name: "Python developer", description: "Writes Python functions, parses data and fixes bugs in Python code", skills: ["code"], provider: "auto", model: "auto" }),
+        agents.register(cy, { name: "French translator", description: "Translates English letters and documents into French, keeping the tone", skills: ["translation"], provider: "auto", model: "auto" })
+      ]))
+    const coding = await run((agents) => agents.rank(cy, { task: "Write a Python function that parses dates and fix the bugs in this Python code", taskType: "code" }))
+    expect(coding).toMatchObject({ embedder: "local:hash-256", semantic: false })
+    const fitOf = (r: typeof coding, id: string) => r.agents.find((a) => a.agent.id === id)!.score.fit
+    expect(fitOf(coding, py.id)).toBeGreaterThan(fitOf(coding, fr.id))
+    // The prior alone is 0.3 for a declared skill: the similarity makes the rest.
+    expect(fitOf(coding, py.id)).toBeGreaterThan(0.3)
+    const letter = await run((agents) => agents.rank(cy, { task: "Translate this English letter into French, keeping the tone", taskType: "translation" }))
+    expect(fitOf(letter, fr.id)).toBeGreaterThan(fitOf(letter, py.id))
+    expect(letter.agents.findIndex((a) => a.agent.id === fr.id)).toBeLessThan(letter.agents.findIndex((a) => a.agent.id === py.id))
+    const top = letter.agents[0]!
+    expect(top.why).toMatch(/^Composite [\d.]+, led by /)
+    expect(top.why).toContain("lexical similarity")
+    for (const k of ["fit", "successRate", "latency", "cost", "composite"] as const) expect(top.score[k]).toBeGreaterThanOrEqual(0)
+    expect(top.score.composite).toBeCloseTo(0.5 * top.score.fit + 0.3 * top.score.successRate + 0.12 * top.score.latency + 0.08 * top.score.cost, 3)
+    // list is the same scoring.
+    const listed = await run((agents) => agents.list(cy, "translation", "Translate this English letter into French, keeping the tone"))
+    expect(listed.agents.map((a) => [a.id, a.score])).toEqual(letter.agents.map((a) => [a.agent.id, a.score]))
+  })
+
+  it("moves success rate, latency and cost with recorded dispatches", async () => {
+    const dee = testAvatar("dee")
+    const task = { task: "Compute the integral of x squared", taskType: "math" as const }
+    const before = await run((agents) => agents.rank(dee, task))
+    const score = (r: typeof before, role: string) => r.agents.find((a) => a.agent.id === `builtin:dee:${role}`)!.score
+    expect(score(before, "mathematician")).toMatchObject({ successRate: 0.5, latency: 0.5, cost: 0.5 })
+    await runtime.runPromise(Effect.flatMap(Learning, (l) =>
+      l.record(dee, {
+        id: "d-1", problem: task.task, taskType: "math", mode: "Serial", finalAnswer: "x^3/3", partial: false, plan,
+        nodes: [{ agentId: "builtin:dee:mathematician", ok: true, ms: 100, costUSD: 0.001, tokens: 10 }, { agentId: "builtin:dee:critic", ok: true, ms: 900, costUSD: 0.004, tokens: 40 }],
+        verdict: { success: true, score: 0.9, source: "judge", reason: "correct" }
+      })))
+    const after = await run((agents) => agents.rank(dee, task))
+    expect(score(after, "mathematician")).toMatchObject({ successRate: 0.6667, latency: 1, cost: 1 })
+    expect(score(after, "critic")).toMatchObject({ successRate: 0.6667, latency: 0, cost: 0 })
+    expect(score(after, "writer")).toMatchObject({ successRate: 0.5, latency: 0.5 })
+    expect(score(after, "mathematician").composite).toBeGreaterThan(score(before, "mathematician").composite)
+    expect(after.agents.find((a) => a.agent.id === "builtin:dee:mathematician")!.agent).toMatchObject({ runs: 1, successes: 1, totalMs: 100, scoreSum: 0.9, scored: 1 })
+  })
+
+  it("reads agents stored before the measured outcomes with zero figures", async () => {
+    const eve = testAvatar("eve")
+    await runtime.runPromise(Effect.flatMap(DocumentStore, (docs) =>
+      docs.insert({
+        kind: "agent", id: "old-1", owner: "eve", key: "registered:old-1", version: 0, createdAt: 0, updatedAt: 0,
+        data: { id: "old-1", name: "Old", description: "An agent from before", skills: ["general"], provider: "auto", model: "auto", source: "registered", runs: 2, successes: 1 }
+      })))
+    const old = (await run((agents) => agents.rank(eve, { task: "anything", taskType: "general" }))).agents.find((a) => a.agent.id === "old-1")!
+    expect(old.agent).toMatchObject({ runs: 2, successes: 1, totalMs: 0, totalCostUSD: 0, scoreSum: 0, scored: 0 })
+    expect(old.score.successRate).toBe(0.5)
+    expect(Number.isNaN(old.score.composite)).toBe(false)
+  })
+})
