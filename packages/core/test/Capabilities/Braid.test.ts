@@ -1,18 +1,19 @@
 /**
  * Authorization of braid graphs (docs/authorization.md): graphs are private to their author,
  * only an Admin publishes to every avatar, and outcomes come from the owner, Admins (published
- * graphs) or once per completion that received the graph.
+ * graphs) or once per completion that received the graph. Learned graphs (from dispatches) reach
+ * useHolonicBraid once they have a success, ranked with the others as outcomes come in.
  */
 import { Effect, Layer, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Braid from "../../src/Capabilities/Braid.ts"
-import type { AvatarRecord } from "../../src/Storage/AvatarStore.ts"
+import { Completions } from "../../src/Capabilities/Completions.ts"
+import { Learning } from "../../src/Capabilities/Learning.ts"
 import { DocumentStore, layerMemory } from "../../src/Storage/DocumentStore.ts"
+import { coreRuntime, testAvatar } from "../support/inProcess.ts"
+import { startOpenAiMock } from "../support/mockUpstreams.ts"
 
-const avatar = (id: string, avatarType: "User" | "Admin" = "User"): AvatarRecord => ({
-  id, username: id, email: `${id}@example.com`, passwordHash: "x", title: "", description: "", image: "", dob: null, karmaTotal: 0,
-  avatarType, providerType: "Default", plan: "Free", emailVerified: true, pendingEmail: null, isActive: true, createdAt: 0, updatedAt: 0, deletedAt: null, tokensValidAfter: 0
-})
+const avatar = testAvatar
 const a = avatar("a")
 const b = avatar("b")
 const admin = avatar("root", "Admin")
@@ -87,4 +88,44 @@ describe("braid authorization", () => {
       expect(Option.isNone(yield* braid.forPrompt(a, "math"))).toBe(true)
       expect(yield* tagOf(braid.recordOutcome(b, { graphId: legacy.id, success: true }))).toBe("NotFound")
     })))
+})
+
+describe("learned graphs in useHolonicBraid", () => {
+  it("injects the learned graph that earned its place, and another once outcomes favour it", async () => {
+    const openai = await startOpenAiMock({ apiKey: "sk-braid" })
+    const runtime = coreRuntime({ url: openai.url, apiKey: "sk-braid" })
+    try {
+      const jo = testAvatar("jo")
+      const viaA = "flowchart TD\n  problem --> coderA[Coder path A]\n  coderA --> answer"
+      const viaB = "flowchart TD\n  problem --> criticB[Critic path B]\n  criticB --> answer"
+      const record = (id: string, plan: string, success: boolean) =>
+        runtime.runPromise(Effect.flatMap(Learning, (l) =>
+          l.record(jo, { id, problem: "reverse a list", taskType: "code", mode: "Serial", finalAnswer: "done", partial: false, plan, nodes: [], verdict: { success, score: success ? 0.9 : 0.2, source: "judge", reason: "judged" } })))
+      const feedback = (dispatchId: string, success: boolean) => runtime.runPromise(Effect.flatMap(Learning, (l) => l.feedback(jo, { dispatchId, success })))
+      /** The system prompt the mock upstream received for a useHolonicBraid completion. */
+      const injected = async () => {
+        await runtime.runPromise(Effect.flatMap(Completions, (c) =>
+          c.complete(jo, { provider: "openai", model: "auto", useHolonicBraid: true, messages: [{ role: "user", content: "Write a Python function that reverses a linked list" }] })))
+        return ((openai.requests.at(-1)!.body as any).messages as Array<any>).find((m) => m.role === "system")?.content as string | undefined
+      }
+      await record("j-1", viaA, false)
+      await record("j-2", viaB, false)
+      // Learned graphs without a success are not offered.
+      expect(await injected()).toBeUndefined()
+      await record("j-3", viaA, true) // A: 1 of 2
+      expect(await injected()).toContain("Coder path A")
+      await record("j-4", viaB, true)
+      await record("j-5", viaB, true) // B: 2 of 3, ahead of A
+      const withB = await injected()
+      expect(withB).toContain("Critic path B")
+      expect(withB).not.toContain("Coder path A")
+      // The caller's feedback turns B's successes into failures: A is injected again.
+      await feedback("j-4", false)
+      await feedback("j-5", false)
+      expect(await injected()).toContain("Coder path A")
+    } finally {
+      await runtime.dispose()
+      await openai.close()
+    }
+  })
 })
