@@ -2,7 +2,7 @@
 /**
  * Builds @aigw/core and the Node and MCP hosts to JavaScript with declarations (tsc emit, incremental:
  * `tsc -b tsconfig.build.json`): packages/core/dist, hosts/node-http/dist, hosts/mcp/dist. Copies the
- * assets tsc does not emit (the sandbox runner, found next to the built Sandbox.js) into core's dist.
+ * assets tsc does not emit (the sandbox runner and the sentence-model worker, found next to the modules that start them) into core's dist.
  *
  *   node scripts/build.mjs            build everything (exit code 1 on type errors; JS is emitted anyway)
  *   node scripts/build.mjs --if-stale build only if an output is missing or older than a source
@@ -20,7 +20,7 @@ export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 const core = path.join(root, "packages/core")
 
 /** Files tsc does not emit that must sit at the same place relative to the built modules. */
-const assets = ["Capabilities/Sandbox/runner.cjs"]
+const assets = ["Capabilities/Sandbox/runner.cjs", "Ml/SentenceModel.worker.cjs"]
 
 /** What a complete build leaves behind. */
 export const outputs = [

@@ -46,6 +46,8 @@ describe("bundle", () => {
     const inputs = Object.keys(output.inputs)
     // The SQLite driver is only present as the build's throwing stub (namespace no-sqlite).
     expect(inputs.filter((i) => /better-sqlite3/.test(i) && !i.startsWith("no-sqlite:"))).toEqual([])
+    // The sentence model is not shipped: its worker and weights stay out, the local embedder falls back to hashed words.
+    expect(inputs.filter((i) => /@energetic-ai|SentenceModel\.worker/.test(i))).toEqual([])
   })
 
   it("ships argon2's prebuilt binaries where node-gyp-build looks on Lambda x86_64 and arm64", () => {

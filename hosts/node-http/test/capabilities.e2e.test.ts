@@ -99,7 +99,7 @@ describe("capabilities", () => {
   it("stores memories and finds the relevant one (local and provider embedders)", async () => {
     for (const content of ["My favourite colour is teal.", "I live in Lisbon near the river.", "I am allergic to peanuts."]) {
       const res = await post("/v1/memory/store", { content, userId: "end-user-1", provider: "local" })
-      expect(res.body.result).toMatchObject({ userId: "end-user-1", embedder: "local:hash-256", dimensions: 256 })
+      expect(res.body.result).toMatchObject({ userId: "end-user-1", embedder: "local:use-lite-512", dimensions: 512 })
     }
     const q = await post("/v1/memory/query", { query: "which city do I live in", userId: "end-user-1", topK: 2 })
     expect(q.body.result.results).toHaveLength(2)

@@ -38,6 +38,8 @@ export interface GatewayOptions {
   readonly limits: SecurityLimits
   /** How sandboxed code is isolated: `auto` (bubblewrap when it works, else a child process), `bwrap`, `process` or `off`. */
   readonly sandbox: "auto" | "bwrap" | "process" | "off"
+  /** `AIGW_LOCAL_EMBEDDER`: the in-process text embedder, `use-lite` (a sentence model, loaded on first use) or `hash` (lexical). */
+  readonly localEmbedder: "use-lite" | "hash"
   /** Reads `<ID>_API_KEY` / `<ID>_BASE_URL` for a provider id. */
   readonly providerEnv: (providerId: string) => { readonly apiKey: Option.Option<Redacted.Redacted>; readonly baseUrl: Option.Option<string> }
   /** Reads a provider's own setting by variable name (Providers/Served.ts `settings`, e.g. AWS_REGION). */
@@ -142,6 +144,7 @@ export const defaults = (overrides: Partial<GatewayOptions> = {}): GatewayOption
   workerIntervalMs: 1_000,
   limits: defaultLimits,
   sandbox: "auto",
+  localEmbedder: "use-lite",
   providerEnv: () => ({ apiKey: Option.none(), baseUrl: Option.none() }),
   setting: () => Option.none(),
   models: Option.none(),
@@ -183,6 +186,7 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   workerIntervalMs: Config.integer("AIGW_WORKER_INTERVAL_MS").pipe(Config.withDefault(1_000)),
   limits: limitsFromEnv,
   sandbox: Config.literal("auto", "bwrap", "process", "off")("AIGW_SANDBOX").pipe(Config.withDefault("auto" as const)),
+  localEmbedder: Config.literal("use-lite", "hash")("AIGW_LOCAL_EMBEDDER").pipe(Config.withDefault("use-lite" as const)),
   models: nonEmpty(Config.string("AIGW_MODELS")),
   modelAliases: nonEmpty(Config.string("AIGW_MODEL_ALIASES"))
 }).pipe(
@@ -211,6 +215,7 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
       workerIntervalMs: c.workerIntervalMs,
       limits: c.limits,
       sandbox: c.sandbox,
+      localEmbedder: c.localEmbedder,
       models: c.models,
       modelAliases: c.modelAliases
     }))

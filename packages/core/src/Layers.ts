@@ -56,7 +56,7 @@ export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, Webhook
   Layer.provideMerge(Layer.mergeAll(Routing.layer, Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
   Layer.provideMerge(ProviderCalls.layer),
   Layer.provideMerge(Exporters.layer),
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, TextEmbedder.layerLexical, Braid.layer, layerReplyLimit, Sandboxes.layer))
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, TextEmbedder.layer, Braid.layer, layerReplyLimit, Sandboxes.layer))
 )
 
 /** What the HTTP application and the MCP toolkit need from their host (Metering comes with the stores). */

@@ -3,12 +3,15 @@
  * (entities = capitalised names and multi-word proper nouns, linked when they occur in the same
  * memory); the question's best-matching memories seed a walk of up to two hops over shared
  * entities; a routed chat model answers from the collected memories and cites them by number.
+ * Matching uses the in-process embedder (Ml/TextEmbedder.ts): the stored vectors of memories
+ * embedded by it, the hashed words of the others' content (no provider call per question).
  */
 import { Context, Effect, Layer } from "effect"
 import { MemoryStore } from "../Storage/MemoryStore.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Completions } from "./Completions.ts"
-import { cosine, localEmbedding, QUERY_WINDOW } from "./Memory.ts"
+import { hashEmbedding, TextEmbedder } from "../Ml/TextEmbedder.ts"
+import { cosine, QUERY_WINDOW } from "./Memory.ts"
 
 const STOP = new Set(["The", "A", "An", "I", "It", "He", "She", "We", "They", "You", "My", "Our", "This", "That", "In", "On", "At", "And", "But", "If", "When", "What", "Which", "Who", "How", "Why"])
 
@@ -27,6 +30,7 @@ export const MAX_CONTEXT_MEMORIES = 12
 const makeService = Effect.gen(function*() {
   const store = yield* MemoryStore
   const completions = yield* Completions
+  const embedder = yield* TextEmbedder
 
   const query = Effect.fn("GraphRag.query")(function*(
     avatar: AvatarRecord,
@@ -37,11 +41,14 @@ const makeService = Effect.gen(function*() {
     const entities = memories.map((m) => entitiesOf(m.content))
     const byEntity = new Map<string, Array<number>>()
     entities.forEach((es, i) => es.forEach((e) => byEntity.set(e.toLowerCase(), [...(byEntity.get(e.toLowerCase()) ?? []), i])))
-    const q = localEmbedding(input.query)
+    const q = yield* embedder.embedNamed([input.query])
+    const lexicalQuery = hashEmbedding(input.query)
+    const similarity = (m: (typeof memories)[number]) =>
+      m.embedder === q.name ? cosine(q.vectors[0]!, m.vector) : cosine(lexicalQuery, hashEmbedding(m.content))
     const queryEntities = new Set(entitiesOf(input.query).map((e) => e.toLowerCase()))
     const scored = memories.map((m, i) => ({
       i,
-      score: cosine(q, localEmbedding(m.content)) + (entities[i]!.some((e) => queryEntities.has(e.toLowerCase())) ? 0.5 : 0)
+      score: similarity(m) + (entities[i]!.some((e) => queryEntities.has(e.toLowerCase())) ? 0.5 : 0)
     }))
     const seeds = scored.filter((s) => s.score > 0).sort((a, b) => b.score - a.score).slice(0, 3).map((s) => s.i)
     // Walk up to two hops over shared entities from the seeds.

@@ -8,18 +8,22 @@
  * propagate one level up: consented items whose tags the rule allows; an item recorded without
  * consent never propagates, whatever the rule says (docs/authorization.md). Propagation copies
  * items to the parent, once. Search ranks the items the caller may see by cosine similarity of
- * local embeddings.
+ * in-process embeddings (Ml/TextEmbedder.ts), computed at query time: with the sentence model, the
+ * newest `SEMANTIC_SEARCH_ITEMS` items; with hashed words (no model), all of them.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { Forbidden, NotFound } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { DocumentStore, modify } from "../Storage/DocumentStore.ts"
-import { cosine, localEmbedding } from "./Memory.ts"
+import { TextEmbedder } from "../Ml/TextEmbedder.ts"
+import { cosine } from "./Memory.ts"
 
 export const HOLON = "holon"
 export const ITEM = "holon_item"
 export const EARTH_ID = "earth"
+/** Items a model-backed search embeds (newest first): items carry no stored vectors, each costs ~20 ms of model time. */
+export const SEMANTIC_SEARCH_ITEMS = 200
 
 export interface MembraneRule {
   /** Tags allowed through; ["*"] lets every tag through. */
@@ -88,6 +92,7 @@ const earth: Holon = { id: EARTH_ID, name: "Earth", level: "planet", parentId: n
 
 const makeService = Effect.gen(function*() {
   const docs = yield* DocumentStore
+  const embedder = yield* TextEmbedder
 
   const put = (h: Holon) =>
     Effect.suspend(() => {
@@ -181,13 +186,16 @@ const makeService = Effect.gen(function*() {
 
   const search = Effect.fn("Holons.search")(function*(avatar: AvatarRecord, input: { readonly holonId: string; readonly query: string; readonly topK: number }) {
     const holon = yield* getHolon(input.holonId)
-    const q = localEmbedding(input.query)
     const visible = (yield* items(holon.id)).filter((i) => i.consent || i.authorAvatarId === avatar.id)
-    const results = visible
-      .map((i) => ({ ...i, score: Math.round(cosine(q, localEmbedding(i.content)) * 1e6) / 1e6 }))
+    const searched = embedder.semantic ? [...visible].sort((a, b) => b.createdAtUtc.localeCompare(a.createdAtUtc)).slice(0, SEMANTIC_SEARCH_ITEMS) : visible
+    // One call for the query and the items: their vectors come from the same embedder.
+    const embedded = yield* embedder.embedNamed([input.query, ...searched.map((i) => i.content)])
+    const [q, ...vectors] = embedded.vectors
+    const results = searched
+      .map((i, n) => ({ ...i, score: Math.round(cosine(q!, vectors[n]!) * 1e6) / 1e6 }))
       .sort((a, b) => b.score - a.score)
       .slice(0, input.topK)
-    return { holonId: holon.id, path: holon.path, results, searched: visible.length }
+    return { holonId: holon.id, path: holon.path, embedder: embedded.name, results, searched: searched.length }
   })
 
   return { getEarth, getOrCreate, setMembrane, record, propagate, propagateUp, search }

@@ -1,8 +1,10 @@
 /**
  * Memory store and semantic query. Vectors come from a configured embedding provider when one
- * is available (or named), else from the in-process `local` embedder: feature-hashed word
- * unigrams and bigrams into 256 signed dimensions, L2-normalised (lexical similarity, no
- * model). Queries compare only vectors of the same embedder.
+ * is available (or named), else from the in-process `local` embedder (Ml/TextEmbedder.ts: a
+ * sentence model, `local:use-lite-512`, or hashed words, `local:hash-256`). Each memory keeps the
+ * name of its embedder and queries compare only vectors of the same embedder; when the local
+ * model is unavailable, memories stored with it are compared lexically, by their content, and
+ * their results say `local:hash-256`.
  *
  * A named external memory vendor (mem0, zep, letta, supermemory: Providers/Memory) keeps and
  * searches the memories itself, under a vendor-side user id derived from the avatar
@@ -21,33 +23,11 @@ import { routed, Routing } from "../Routing.ts"
 import { Usage } from "../Usage.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { type MemoryRecord, MemoryStore } from "../Storage/MemoryStore.ts"
+import { hashEmbedding, LEXICAL_NAME, TextEmbedder } from "../Ml/TextEmbedder.ts"
 import { Embeddings } from "./Embeddings.ts"
 
-export const LOCAL_EMBEDDER = "local:hash-256"
-const DIMENSIONS = 256
 /** Memories compared per query (newest first). */
 export const QUERY_WINDOW = 10_000
-
-const fnv1a = (s: string) => {
-  let h = 0x811c9dc5
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i)
-    h = Math.imul(h, 0x01000193)
-  }
-  return h >>> 0
-}
-
-export const localEmbedding = (text: string): Array<number> => {
-  const words = text.toLowerCase().normalize("NFKD").match(/[\p{L}\p{N}]+/gu) ?? []
-  const features = [...words, ...words.slice(1).map((w, i) => `${words[i]} ${w}`)]
-  const v = new Array<number>(DIMENSIONS).fill(0)
-  for (const f of features) {
-    const h = fnv1a(f)
-    v[h % DIMENSIONS]! += (h & 0x80000000) === 0 ? 1 : -1
-  }
-  const norm = Math.sqrt(v.reduce((n, x) => n + x * x, 0))
-  return norm === 0 ? v : v.map((x) => Math.round((x / norm) * 1e6) / 1e6)
-}
 
 export const cosine = (a: ReadonlyArray<number>, b: ReadonlyArray<number>) => {
   let dot = 0
@@ -138,6 +118,7 @@ const makeService = Effect.gen(function*() {
   const routing = yield* Routing
   const catalog = yield* Catalog
   const usage = yield* Usage
+  const local = yield* TextEmbedder
 
   /** Whether a provider name is an external memory vendor (else: local, auto or an embedding provider). */
   const isVendor = (provider: string) =>
@@ -196,18 +177,24 @@ const makeService = Effect.gen(function*() {
   /** `local`, a named provider, or `auto`: the best configured embedding model, else local. */
   const chooseEmbedder = (avatar: AvatarRecord, provider: string) =>
     provider === "local"
-      ? Effect.succeed(LOCAL_EMBEDDER)
+      ? Effect.succeed("local")
       : routed(routing.targets({ kind: "embeddings", provider, model: "auto", plan: avatar.plan as Plan, needsTools: false, contextTokens: 0 })).pipe(
         Effect.map((ts) => `${ts[0]!.provider.id}/${ts[0]!.model.id}`),
-        Effect.catchAll((e) => (provider === "auto" ? Effect.succeed(LOCAL_EMBEDDER) : Effect.fail(e)))
+        Effect.catchAll((e) => (provider === "auto" ? Effect.succeed("local") : Effect.fail(e)))
       )
 
+  /**
+   * A text's vector in an embedder's space, with the name of the embedder that made it: `local`
+   * is the in-process embedder as it is now, `local:hash-256` always the hashed words, another
+   * `local:` name the in-process model (answered lexically when it is unavailable), `provider/model` a provider.
+   */
   const embedWith = (avatar: AvatarRecord, embedder: string, text: string) => {
-    if (embedder === LOCAL_EMBEDDER) return Effect.succeed(localEmbedding(text))
+    if (embedder === LEXICAL_NAME) return Effect.succeed({ embedder, vector: hashEmbedding(text) })
+    if (embedder === "local" || embedder.startsWith("local:")) return Effect.map(local.embedNamed([text]), (e) => ({ embedder: e.name, vector: e.vectors[0]! }))
     const slash = embedder.indexOf("/")
     return Effect.map(
       embeddings.embed(avatar, { texts: [text], provider: embedder.slice(0, slash), model: embedder.slice(slash + 1) }),
-      (r) => r.embeddings[0]!
+      (r) => ({ embedder, vector: r.embeddings[0]! })
     )
   }
 
@@ -224,8 +211,7 @@ const makeService = Effect.gen(function*() {
       const stored: Stored = { memoryId: added.memoryId, userId: added.userId, provider: added.provider, embedder: added.provider, dimensions: null, createdAtUtc: added.createdAtUtc }
       return stored
     }
-    const embedder = yield* chooseEmbedder(avatar, input.provider)
-    const vector = yield* embedWith(avatar, embedder, input.content)
+    const { embedder, vector } = yield* embedWith(avatar, yield* chooseEmbedder(avatar, input.provider), input.content)
     const record: MemoryRecord = {
       id: crypto.randomUUID(),
       avatarId: avatar.id,
@@ -253,10 +239,18 @@ const makeService = Effect.gen(function*() {
     const userId = input.userId ?? avatar.id
     const memories = yield* store.list(avatar.id, userId, QUERY_WINDOW)
     const spaces = [...new Set(memories.map((m) => m.embedder))]
-    const queryVectors = new Map<string, ReadonlyArray<number>>()
+    const queryVectors = new Map<string, { readonly embedder: string; readonly vector: ReadonlyArray<number> }>()
     for (const space of spaces) queryVectors.set(space, yield* embedWith(avatar, space, input.query))
+    /** The memory's stored vector, or its content's hashed words when its space could not embed the query. */
+    const compared = (m: MemoryRecord) => {
+      const q = queryVectors.get(m.embedder)!
+      return q.embedder === m.embedder ? { q, vector: m.vector } : { q, vector: hashEmbedding(m.content) }
+    }
     const results = memories
-      .map((m) => ({ memoryId: m.id, content: m.content, score: Math.round(cosine(queryVectors.get(m.embedder)!, m.vector) * 1e6) / 1e6, embedder: m.embedder, createdAtUtc: new Date(m.createdAt).toISOString() }))
+      .map((m) => {
+        const { q, vector } = compared(m)
+        return { memoryId: m.id, content: m.content, score: Math.round(cosine(q.vector, vector) * 1e6) / 1e6, embedder: q.embedder, createdAtUtc: new Date(m.createdAt).toISOString() }
+      })
       .sort((a, b) => b.score - a.score)
       .slice(0, input.topK)
     const queried: Queried = { userId, provider: "local", results, searched: memories.length }

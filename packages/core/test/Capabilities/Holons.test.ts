@@ -6,6 +6,7 @@
 import { Effect, Layer, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Holons from "../../src/Capabilities/Holons.ts"
+import * as TextEmbedder from "../../src/Ml/TextEmbedder.ts"
 import type { AvatarRecord } from "../../src/Storage/AvatarStore.ts"
 import { DocumentStore, layerMemory } from "../../src/Storage/DocumentStore.ts"
 
@@ -20,7 +21,7 @@ const admin = avatar("root", "Admin")
 const run = <A, E>(f: (holons: typeof Holons.Holons.Service, docs: typeof DocumentStore.Service) => Effect.Effect<A, E>) =>
   Effect.runPromise(Effect.gen(function*() {
     return yield* f(yield* Holons.Holons, yield* DocumentStore)
-  }).pipe(Effect.provide(Holons.layer.pipe(Layer.provideMerge(layerMemory)))))
+  }).pipe(Effect.provide(Holons.layer.pipe(Layer.provideMerge(Layer.merge(layerMemory, TextEmbedder.layerLexical))))))
 
 const tagOf = (e: Effect.Effect<unknown, { readonly _tag: string }>) => Effect.map(Effect.flip(e), (x) => x._tag)
 const contents = (r: { readonly results: ReadonlyArray<{ readonly content: string }> }) => r.results.map((x) => x.content)
