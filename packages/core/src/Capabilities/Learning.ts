@@ -53,7 +53,8 @@ export const FeedbackParams = {
   score: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "score must be between 0 and 1" })).annotations({ description: "Quality 0-1" })),
   comment: Schema.optional(Schema.String.pipe(Schema.maxLength(5000)).annotations({ description: "Kept with the verdict; no model is called" }))
 }
-export const FeedbackBody = Schema.Struct(FeedbackParams)
+/** A field the feedback does not handle is refused by name, not dropped. */
+export const FeedbackBody = Schema.Struct(FeedbackParams).annotations({ parseOptions: { onExcessProperty: "error" } })
 
 /** The avatar's learned graph of a task type for one plan topology. */
 export const learnedGraphId = (avatarId: string, taskType: TaskType, plan: string) =>
