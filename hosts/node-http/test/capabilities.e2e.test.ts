@@ -164,22 +164,6 @@ describe("capabilities", () => {
     expect((await post("/v1/orchestrate/graph-node", { state: {} })).status).toBe(400)
   })
 
-  it("dispatches the reasoning network in each mode with a Mermaid plan", async () => {
-    answer("network step")
-    for (const mode of ["Serial", "Parallel", "Hybrid"] as const) {
-      const res = await post("/v1/reasoning-network/dispatch", { problem: "Write a Python function that checks whether a number is prime", mode })
-      expect(res.body.result).toMatchObject({ taskType: "code", mode, finalAnswer: "network step" })
-      expect(res.body.result.subNetwork).toHaveLength(3)
-      expect(res.body.result.subNetwork).toContain("coder")
-      expect(res.body.result.mermaid).toMatch(/^flowchart TD/)
-      expect(res.body.result.steps.length).toBeGreaterThanOrEqual(3)
-    }
-    const hinted = await post("/v1/reasoning-network/dispatch", { problem: "anything", taskType: "creative" })
-    expect(hinted.body.result.subNetwork[0]).toBe("writer")
-    expect((await post("/v1/reasoning-network/dispatch", { problem: "x", mode: "Decomposed" })).status).toBe(400)
-    expect((await post("/v1/reasoning-network/dispatch", {})).status).toBe(400)
-  })
-
   it("useFAHRN injects the plan of a planning call into the completion's context", async () => {
     answer("planned answer")
     const res = await post("/v1/complete", { messages: [{ role: "user", content: "Prove that the square root of 2 is irrational" }], useFAHRN: true, provider: "openai", model: "gpt-4o-mini" })

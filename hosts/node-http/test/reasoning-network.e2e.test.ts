@@ -5,6 +5,8 @@
  * fails, the planner's JSON checked, the judge's verdict moving agent scores, and the run's Mermaid
  * chart parsed with the real Mermaid parser and compared with the graph.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { parseFlowchart } from "../../../packages/core/test/support/mermaid.ts"
 import { type MockUpstream, type RecordedRequest, type Scenario, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
@@ -268,6 +270,25 @@ describe("reasoning network", () => {
     const untouched = first.agents.find((a: any) => !first.subNetwork.includes(a.id))
     expect(after2[untouched.id]).toBe(0.5)
     expect(second.braidGraphId).toMatch(/^learned:/)
+  })
+
+  it("MCP gateway_fahrn_dispatch runs each mode as itself (Decomposed is not Hybrid)", async () => {
+    const plan = { subtasks: [{ id: "one", task: "First part", dependsOn: [] }, { id: "two", task: "Second part", dependsOn: ["one"] }] }
+    answer = (who) => (who.startsWith("planner:") ? text(JSON.stringify(plan)) : undefined)
+    const user = await signUp(server, "rn")
+    const client = new Client({ name: "rn-test", version: "1.0.0" })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { "x-api-key": user.apiKey } } }))
+    try {
+      seen = []
+      const r = (await client.callTool({ name: "gateway_fahrn_dispatch", arguments: { problem: "Plan a two-part essay", mode: "Decomposed", judge: false } })) as any
+      expect(r.isError).toBeFalsy()
+      expect(r.structuredContent).toMatchObject({ mode: "Decomposed", subtasks: [{ id: "one" }, { id: "two", dependsOn: ["one"] }], finalAnswer: "merged answer" })
+      expect(seen.map((s) => s.who)).toEqual(["planner:Planner", "subtask:one", "subtask:two", "synthesiser"])
+      const solved = (await client.callTool({ name: "gateway_fahrn_solve", arguments: { problem: "Plan a two-part essay", judge: false } })) as any
+      expect(solved.structuredContent.mode).toBe("Hybrid")
+    } finally {
+      await client.close()
+    }
   })
 
   it("refuses what it does not take", async () => {

@@ -56,7 +56,8 @@ export const orchestrationRoutes = [
     success: DispatchResult,
     tag: "Reasoning network",
     metered: true,
-    summary: "Classify the problem, score agents, run a sub-network (Serial, Parallel or Hybrid); final answer and a Mermaid plan",
+    summary: "Rank the avatar's agents for the problem and run a sub-network (Serial, Parallel, Hybrid or Decomposed) within a budget; final answer, the graph that ran (Mermaid), a judge's verdict",
+    description: "Every call (planner, steps, synthesiser, judge) is a routed completion recorded in usage and counted against budget (maxCalls, maxTokens, maxSeconds); a failed or skipped branch gives a partial answer from the others. The dispatch itself counts as one request against the daily quota.",
     body: DispatchBody,
     check: ({ avatar, body }) => checkRouting(avatar, body.provider),
     handle: ({ avatar, body }) => Effect.flatMap(ReasoningNetwork, (r) => r.dispatch(avatar, body))

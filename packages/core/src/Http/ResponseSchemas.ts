@@ -463,13 +463,64 @@ matches<typeof GraphNodeResult, OrchestrationResult<"graphNode">>(true)
 export const DispatchResult = Schema.Struct({
   taskType: TaskTypeSchema,
   classification: Schema.NullOr(TaskClassification.annotations({ identifier: "TaskClassification" })).annotations({ description: "The classifier's verdict; null when the request gave taskType" }),
-  mode: Schema.Literal("Serial", "Parallel", "Hybrid"),
-  agents: Schema.Array(Schema.Struct({ id: Schema.String, role: Schema.String, score: Schema.Number })).annotations({ description: "The whole roster scored for the task type, best first" }),
-  subNetwork: Schema.Array(Schema.String).annotations({ description: "The ids of the agents that ran" }),
-  steps: Schema.Array(Schema.Struct({ agent: Schema.String, role: Schema.String, output: Schema.String, provider: Schema.String, model: Schema.String })),
+  mode: Schema.Literal("Serial", "Parallel", "Hybrid", "Decomposed"),
+  fit: Schema.Struct({
+    embedder: Schema.String,
+    semantic: Schema.Boolean,
+    note: Schema.String.annotations({ description: "How fit was measured; says plainly when it is lexical (hashed words, no model)" })
+  }),
+  agents: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    source: Schema.Literal("builtin", "registered", "openserv"),
+    provider: Schema.String,
+    model: Schema.String,
+    score: Schema.Struct({ fit: Schema.Number, successRate: Schema.Number, latency: Schema.Number, cost: Schema.Number, composite: Schema.Number }),
+    why: Schema.String,
+    chosen: Schema.Boolean.annotations({ description: "One of the best-ranked agents that form the sub-network" })
+  })).annotations({ description: "Every agent ranked for the problem, best first" }),
+  subNetwork: Schema.Array(Schema.String).annotations({ description: "The ids of the agents that had a node in the run" }),
+  subtasks: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    task: Schema.String,
+    dependsOn: Schema.Array(Schema.String),
+    taskType: TaskTypeSchema,
+    agentId: Schema.String.annotations({ description: "The best-ranked agent for the subtask's text" }),
+    node: Schema.String
+  })).annotations({ description: "Decomposed: the planner's subtasks; empty for the other modes" }),
+  steps: Schema.Array(Schema.Struct({
+    node: Schema.String,
+    kind: Schema.Literal("planner", "agent", "synthesiser", "judge"),
+    agent: Schema.String.annotations({ description: "The agent id, or synthesiser" }),
+    role: Schema.String,
+    output: Schema.String,
+    provider: Schema.NullOr(Schema.String),
+    model: Schema.NullOr(Schema.String),
+    status: RunStatus,
+    error: Schema.NullOr(Schema.String)
+  })).annotations({ description: "Every node but the judge's, in graph order" }),
   finalAnswer: Schema.String,
-  mermaid: Schema.String.annotations({ description: "The sub-network as a Mermaid flowchart" }),
-  usage: TokenUsage
+  partial: Schema.Boolean.annotations({ description: "True when a node failed or was skipped: the answer merges what succeeded" }),
+  graph: Schema.Struct({
+    nodes: Schema.Array(RunNode),
+    edges: Schema.Array(Schema.Struct({ from: Schema.String, to: Schema.String })).annotations({ description: "Outputs flowing between nodes and the problem/answer terminals" })
+  }),
+  mermaid: Schema.String.annotations({ description: "The graph that ran as a Mermaid flowchart (name, provider/model, tokens, ms, a class per status)" }),
+  plan: Schema.String.annotations({ description: "The same topology without per-run figures (agents and edges only): the braid graph candidate" }),
+  budget: Schema.Struct({
+    limits: Schema.Struct({ maxCalls: Schema.Number, maxTokens: Schema.Number, maxSeconds: Schema.Number }),
+    used: Schema.Struct({ calls: Schema.Number, tokens: Schema.Number, ms: Schema.Number }),
+    exhausted: Schema.NullOr(Schema.Literal("calls", "tokens", "time")).annotations({ description: "The limit that stopped a call; null when none did" })
+  }),
+  usage: TokenUsage,
+  verdict: Schema.NullOr(Schema.Struct({
+    success: Schema.Boolean.annotations({ description: "score >= 0.6" }),
+    score: Schema.Number,
+    source: Schema.Literal("judge"),
+    reason: Schema.String
+  })),
+  verdictError: Schema.NullOr(Schema.String).annotations({ description: "Why there is no verdict (the judge failed, answered no score, or judge was false)" }),
+  braidGraphId: Schema.String.annotations({ description: "The avatar's learned braid graph of the task type for this plan" })
 }).annotations({ identifier: "DispatchResult" })
 matches<typeof DispatchResult, Effect.Effect.Success<ReturnType<Context.Tag.Service<ReasoningNetwork>["dispatch"]>>>(true)
 
@@ -478,7 +529,23 @@ const FeedbackVerdict = Schema.Struct({ success: Schema.Boolean, score: Schema.N
 
 export const FeedbackResult = Schema.Struct({
   dispatchId: Schema.String,
+const RunStatus = Schema.Literal("ok", "failed", "skipped")
+const RunNode = Schema.Struct({
+  id: Schema.String.annotations({ description: "n1, n2, ... in the order the calls were planned" }),
+  kind: Schema.Literal("planner", "agent", "synthesiser", "judge"),
+  agentId: Schema.NullOr(Schema.String).annotations({ description: "The registry agent that ran the call; null for the synthesiser and the judge" }),
+  name: Schema.String,
+  provider: Schema.NullOr(Schema.String).annotations({ description: "Null when the call was never made" }),
+  model: Schema.NullOr(Schema.String),
+  tokens: Schema.Number,
+  ms: Schema.Number,
+  costUSD: Schema.Number,
+  status: RunStatus,
+  error: Schema.NullOr(Schema.String).annotations({ description: "Why the call failed or was skipped (budget, upstream error, a dependency that did not succeed)" })
+}).annotations({ identifier: "RunNode" })
+
   problem: Schema.String,
+  dispatchId: Schema.String.annotations({ description: "The run's id for feedback" }),
   taskType: TaskTypeSchema,
   mode: Schema.Literal("Serial", "Parallel", "Hybrid", "Decomposed"),
   partial: Schema.Boolean,

@@ -100,8 +100,7 @@ export const layerHandlers = GatewayToolkit.toLayer(
       gateway_rerank: (params) => Effect.flatMap(CurrentAvatar, (avatar) => Effect.provide(Rerank.rerank(avatar, params), reranking)),
       gateway_generate_image: (params) => Effect.flatMap(CurrentAvatar, (avatar) => media.images(avatar, params)),
       gateway_fahrn_solve: (params) => Effect.flatMap(CurrentAvatar, (avatar) => reasoning.dispatch(avatar, { ...params, mode: "Hybrid" })),
-      gateway_fahrn_dispatch: (params) =>
-        Effect.flatMap(CurrentAvatar, (avatar) => reasoning.dispatch(avatar, { ...params, mode: params.mode === "Decomposed" ? "Hybrid" : params.mode })),
+      gateway_fahrn_dispatch: (params) => Effect.flatMap(CurrentAvatar, (avatar) => reasoning.dispatch(avatar, params)),
       gateway_orchestrate_crew: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.crew(avatar, params)),
       gateway_orchestrate_conversation: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.conversation(avatar, params)),
       gateway_orchestrate_graph_node: (params) => Effect.flatMap(CurrentAvatar, (avatar) => orchestration.graphNode(avatar, params)),

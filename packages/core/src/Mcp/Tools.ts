@@ -7,7 +7,7 @@
  */
 import * as Tool from "@effect/ai/Tool"
 import * as Toolkit from "@effect/ai/Toolkit"
-import { Context, Schema } from "effect"
+import { Context, Schema, Struct } from "effect"
 import { RegisterAgentParams } from "../Capabilities/Agents.ts"
 import { FeedbackParams } from "../Capabilities/Learning.ts"
 import { SaveGraphParams } from "../Capabilities/Braid.ts"
@@ -184,26 +184,20 @@ export const GenerateImage = capabilityTool(
   ImagesBody.fields
 )
 
-const SolveParams = { problem: DispatchBody.fields.problem, taskType: DispatchBody.fields.taskType, provider: DispatchBody.fields.provider }
+const SolveParams = Struct.omit(DispatchBody.fields, "mode")
 
 export const FahrnSolve = capabilityTool(
   "gateway_fahrn_solve",
   "Reasoning network: solve",
-  "Run the full reasoning pipeline in one call: classify the problem, assemble the best three agents, a planner first, then specialists in parallel, then a synthesiser. Returns the final answer, each step and a Mermaid plan.",
+  "Run the full reasoning pipeline in one call (Hybrid): rank the avatar's agents for the problem, the best one plans, the next ones work on the plan in parallel, a synthesiser merges, a judge scores the answer. Returns the final answer, every step, the graph that ran as Mermaid, the budget used and the verdict. Counts against the daily quota.",
   SolveParams
 )
 
 export const FahrnDispatch = capabilityTool(
   "gateway_fahrn_dispatch",
   "Reasoning network: dispatch",
-  "Reasoning dispatch with an explicit mode: Serial (each agent builds on the previous), Parallel (independent answers merged by a synthesiser) or Decomposed (a planner decomposes, specialists work in parallel, a synthesiser merges).",
-  {
-    ...SolveParams,
-    mode: Schema.optionalWith(Schema.Literal("Serial", "Parallel", "Decomposed").annotations({
-      description: "Serial, Parallel or Decomposed (default Serial)",
-      message: () => ({ message: "mode must be Serial, Parallel or Decomposed", override: true })
-    }), { default: () => "Serial" as const })
-  }
+  "Reasoning dispatch with an explicit mode: Serial (each agent builds on the previous), Parallel (independent answers merged by a synthesiser), Hybrid (the best agent plans, the others work on the plan, a synthesiser merges) or Decomposed (a planner splits the problem into subtasks with dependencies, each runs on its best agent, a synthesiser merges). Within budget (maxCalls, maxTokens, maxSeconds); partial results when a branch fails. Counts against the daily quota.",
+  DispatchBody.fields
 )
 
 export const OrchestrateCrew = capabilityTool("gateway_orchestrate_crew", "Crew", "Same as POST /v1/orchestrate/crew: run a crew of agents on tasks (sequential or hierarchical).", CrewBody.fields)

@@ -107,8 +107,8 @@ const validCalls = (username: () => string): ReadonlyArray<readonly [string, Rec
     expect(r).toMatchObject({ taskType: "creative", mode: "Hybrid", finalAnswer: "Hello from MCP" })
     expect(r.mermaid).toMatch(/^flowchart TD/)
   }],
-  ["gateway_fahrn_dispatch", { problem: "Add 2 and 2", mode: "Decomposed" }, (r) => {
-    expect(r).toMatchObject({ mode: "Hybrid" })
+  ["gateway_fahrn_dispatch", { problem: "Add 2 and 2", mode: "Parallel" }, (r) => {
+    expect(r).toMatchObject({ mode: "Parallel", finalAnswer: "Hello from MCP" })
     expect(r.subNetwork).toHaveLength(3)
   }],
   ["gateway_orchestrate_crew", { tasks: [{ id: "t1", agent: "Writer", description: "Greet", expected_output: "a greeting" }] }, (r) => {
@@ -176,7 +176,7 @@ export const invalidCalls: ReadonlyArray<readonly [string, Record<string, unknow
   ["gateway_generate_image", { prompt: "" }, /prompt: prompt must not be empty/],
   ["gateway_memory_external_search", { query: "", limit: 99 }, /query: query must not be empty; limit: limit must be an integer from 1 to 50/],
   ["gateway_memory_external_add", { text: "x", metadata: { tags: ["a"] } }, /metadata\.tags/],
-  ["gateway_fahrn_dispatch", { problem: "x", mode: "Hybrid" }, /mode: mode must be Serial, Parallel or Decomposed/],
+  ["gateway_fahrn_dispatch", { problem: "x", mode: "Star" }, /mode: mode must be Serial, Parallel, Hybrid or Decomposed/],
   ["gateway_orchestrate_crew", { tasks: [] }, /tasks: tasks must hold at least one task/],
   ["gateway_list_models", { plan: "Platinum" }, /plan: plan must be one of Free, Bronze, Silver, Gold, Enterprise/],
   ["gateway_get_model", {}, /modelId: is missing/],
