@@ -4,6 +4,7 @@
  * is lexical, says so in its name and in one log line; AIGW_LOCAL_EMBEDDER chooses.
  */
 import { ConfigProvider, Effect, Exit, Layer, Logger } from "effect"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import * as GatewayConfig from "../../src/Config.ts"
@@ -76,6 +77,15 @@ describe("the sentence model", () => {
     const { result, warnings } = await withEmbedder(TextEmbedder.layerModel({ workerFile: missing }), (e) => e.embedNamed(["x"]))
     expect(result.name).toBe("local:hash-256")
     expect(warnings).toEqual([expect.stringContaining(`the model worker ${missing} is not installed`)])
+  })
+
+  it("falls back when the worker dies while embedding", async () => {
+    const crashing = path.join(scratchDir("aigw-crash-"), "worker.cjs")
+    fs.writeFileSync(crashing, `const { parentPort } = require("node:worker_threads"); parentPort.postMessage({ type: "ready" }); parentPort.on("message", () => process.exit(3))`)
+    const { result, warnings } = await withEmbedder(TextEmbedder.layerModel({ workerFile: crashing }), (e) =>
+      Effect.map(e.embedNamed(["x"]), (embedded) => ({ embedded, name: e.name })))
+    expect(result).toMatchObject({ name: "local:hash-256", embedded: { name: "local:hash-256", vectors: [TextEmbedder.hashEmbedding("x")] } })
+    expect(warnings).toEqual([expect.stringContaining("the model worker exited (code 3)")])
   })
 })
 
