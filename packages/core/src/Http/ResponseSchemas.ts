@@ -460,7 +460,23 @@ export const GraphNodeResult = Schema.Struct({
 }).annotations({ identifier: "GraphNodeResult" })
 matches<typeof GraphNodeResult, OrchestrationResult<"graphNode">>(true)
 
+const RunStatus = Schema.Literal("ok", "failed", "skipped")
+const RunNode = Schema.Struct({
+  id: Schema.String.annotations({ description: "n1, n2, ... in the order the calls were planned" }),
+  kind: Schema.Literal("planner", "agent", "synthesiser", "judge"),
+  agentId: Schema.NullOr(Schema.String).annotations({ description: "The registry agent that ran the call; null for the synthesiser and the judge" }),
+  name: Schema.String,
+  provider: Schema.NullOr(Schema.String).annotations({ description: "Null when the call was never made" }),
+  model: Schema.NullOr(Schema.String),
+  tokens: Schema.Number,
+  ms: Schema.Number,
+  costUSD: Schema.Number,
+  status: RunStatus,
+  error: Schema.NullOr(Schema.String).annotations({ description: "Why the call failed or was skipped (budget, upstream error, a dependency that did not succeed)" })
+}).annotations({ identifier: "RunNode" })
+
 export const DispatchResult = Schema.Struct({
+  dispatchId: Schema.String.annotations({ description: "The run's id for feedback" }),
   taskType: TaskTypeSchema,
   classification: Schema.NullOr(TaskClassification.annotations({ identifier: "TaskClassification" })).annotations({ description: "The classifier's verdict; null when the request gave taskType" }),
   mode: Schema.Literal("Serial", "Parallel", "Hybrid", "Decomposed"),
@@ -529,23 +545,7 @@ const FeedbackVerdict = Schema.Struct({ success: Schema.Boolean, score: Schema.N
 
 export const FeedbackResult = Schema.Struct({
   dispatchId: Schema.String,
-const RunStatus = Schema.Literal("ok", "failed", "skipped")
-const RunNode = Schema.Struct({
-  id: Schema.String.annotations({ description: "n1, n2, ... in the order the calls were planned" }),
-  kind: Schema.Literal("planner", "agent", "synthesiser", "judge"),
-  agentId: Schema.NullOr(Schema.String).annotations({ description: "The registry agent that ran the call; null for the synthesiser and the judge" }),
-  name: Schema.String,
-  provider: Schema.NullOr(Schema.String).annotations({ description: "Null when the call was never made" }),
-  model: Schema.NullOr(Schema.String),
-  tokens: Schema.Number,
-  ms: Schema.Number,
-  costUSD: Schema.Number,
-  status: RunStatus,
-  error: Schema.NullOr(Schema.String).annotations({ description: "Why the call failed or was skipped (budget, upstream error, a dependency that did not succeed)" })
-}).annotations({ identifier: "RunNode" })
-
   problem: Schema.String,
-  dispatchId: Schema.String.annotations({ description: "The run's id for feedback" }),
   taskType: TaskTypeSchema,
   mode: Schema.Literal("Serial", "Parallel", "Hybrid", "Decomposed"),
   partial: Schema.Boolean,
