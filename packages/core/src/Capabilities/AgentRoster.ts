@@ -1,7 +1,7 @@
 /**
  * The reasoning network's built-in agent roles: the seed data of every avatar's built-in agents
  * (Agents.ts) and the planner whose instructions drive the `useFAHRN` planning call of
- * completions. `scoreAgents` and `mermaidPlan` serve the dispatch until it ranks the registry.
+ * completions. Pure data.
  */
 import type { TaskType } from "../Ml/taskExamples.data.ts"
 
@@ -26,30 +26,3 @@ export const roster: ReadonlyArray<AgentRole> = [
 
 /** The built-in planner: its instructions are the system prompt of the `useFAHRN` planning call. */
 export const planner: AgentRole = roster.find((a) => a.id === "planner")!
-
-export const scoreAgents = (taskType: TaskType) =>
-  roster
-    .map((a) => ({ id: a.id, role: a.role, score: a.skills[taskType] ?? 0.1 }))
-    .sort((a, b) => b.score - a.score || a.id.localeCompare(b.id))
-
-export type Mode = "Serial" | "Parallel" | "Hybrid"
-
-export const mermaidPlan = (mode: Mode, agents: ReadonlyArray<{ readonly id: string; readonly role: string }>) => {
-  const node = (a: { id: string; role: string }) => `${a.id}["${a.role}"]`
-  const lines = ["flowchart TD", '  problem(["Problem"])', '  answer(["Final answer"])']
-  if (mode === "Serial") {
-    let prev = "problem"
-    for (const a of agents) {
-      lines.push(`  ${prev} --> ${node(a)}`)
-      prev = a.id
-    }
-    lines.push(`  ${prev} --> answer`)
-  } else {
-    const [first, ...rest] = agents
-    const workers = mode === "Hybrid" ? rest : agents
-    if (mode === "Hybrid" && first) lines.push(`  problem --> ${node(first)}`)
-    for (const a of workers) lines.push(`  ${mode === "Hybrid" && first ? first.id : "problem"} --> ${node(a)}`, `  ${a.id} --> synthesiser["Synthesiser"]`)
-    lines.push("  synthesiser --> answer")
-  }
-  return lines.join("\n")
-}

@@ -1,6 +1,5 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { mermaidPlan, roster, type Mode } from "../../src/Capabilities/AgentRoster.ts"
 import { parseFlowchart } from "./mermaid.ts"
 
 describe("parseFlowchart (the real Mermaid parser)", () => {
@@ -39,16 +38,6 @@ describe("parseFlowchart (the real Mermaid parser)", () => {
 
   it("refuses a diagram that is not a flowchart", async () => {
     await expect(parseFlowchart("sequenceDiagram\n  A->>B: hi")).rejects.toThrow(/Expected a Mermaid flowchart, got a sequence diagram/)
-  })
-
-  it.each<Mode>(["Serial", "Parallel", "Hybrid"])("parses AgentRoster.mermaidPlan(%s)", async (mode) => {
-    const agents = roster.slice(0, 3)
-    const chart = await parseFlowchart(mermaidPlan(mode, agents))
-    expect(chart.direction).toBe("TB") // Mermaid reads TD as TB
-    const ids = chart.vertices.map((v) => v.id)
-    expect(ids).toEqual(expect.arrayContaining(["problem", "answer", ...agents.map((a) => a.id)]))
-    for (const a of agents) expect(chart.vertices.find((v) => v.id === a.id)?.text).toBe(a.role)
-    expect(chart.edges.some((e) => e.end === "answer")).toBe(true)
   })
 
   // What a quoted label must escape for Mermaid 11 (found by the property below): `"` ends the label;
