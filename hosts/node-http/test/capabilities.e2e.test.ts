@@ -1,6 +1,7 @@
 /**
- * The text, retrieval, memory, orchestration and reasoning-network endpoints end to end: routed
- * chat calls go to an OpenAI wire-format mock whose answers the test controls.
+ * The text, retrieval, memory and reasoning-network endpoints end to end (the orchestrators are in
+ * orchestration.e2e.test.ts): routed chat calls go to an OpenAI wire-format mock whose answers the
+ * test controls.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
@@ -115,53 +116,6 @@ describe("capabilities", () => {
     expect(theirs.body.result.results).toEqual([])
     expect((await post("/v1/memory/store", { content: "" })).status).toBe(400)
     expect((await post("/v1/memory/query", { query: "x", avatarId: stranger.id })).status).toBe(403)
-  })
-
-  it("runs a sequential crew, passing earlier outputs on", async () => {
-    answer("crew step output")
-    const res = await post("/v1/orchestrate/crew", {
-      tasks: [
-        { id: "t1", agent: "Researcher", description: "Find three facts about Mars", expected_output: "three facts" },
-        { id: "t2", agent: "Writer", description: "Write a tweet from the facts", expected_output: "one tweet" }
-      ]
-    })
-    expect(res.body.result).toMatchObject({ raw: "crew step output", process: "sequential" })
-    expect(res.body.result.tasks_output).toHaveLength(2)
-    expect(res.body.result.token_usage.total_tokens).toBe(60)
-    const secondPrompt = (openai.requests.at(-1)!.body as any).messages.at(-1).content
-    expect(secondPrompt).toContain("[t1 by Researcher]")
-    const hier = await post("/v1/orchestrate/crew", { process: "hierarchical", tasks: [{ id: "a", agent: "Coder", description: "Write fizzbuzz", expected_output: "code" }] })
-    expect(hier.body.result.manager.raw).toBe("crew step output")
-    expect((await post("/v1/orchestrate/crew", { tasks: [] })).status).toBe(400)
-    expect((await post("/v1/orchestrate/crew", { tasks: [{ id: "a", agent: "x", description: "y" }] })).status).toBe(400)
-    expect((await post("/v1/orchestrate/crew", { tasks: [{ id: "a", agent: "x", description: "y", expected_output: "z" }], process: "chaotic" })).status).toBe(400)
-  })
-
-  it("answers a conversation in assistant-message shape", async () => {
-    answer("Hello! How can I help?")
-    const res = await post("/v1/orchestrate/conversation", { initial_message: "Hi", system_message: "You are a pirate." })
-    expect(res.body.result).toMatchObject({ role: "assistant", content: "Hello! How can I help?", max_rounds: 10 })
-    expect(lastSystem()).toBe("You are a pirate.")
-    expect((await post("/v1/orchestrate/conversation", { initial_message: "Hi", max_rounds: 0 })).status).toBe(400)
-    expect((await post("/v1/orchestrate/conversation", {})).status).toBe(400)
-  })
-
-  it("runs a graph node and extends the state", async () => {
-    answer("node reply")
-    const res = await post("/v1/orchestrate/graph-node", {
-      node_name: "researcher",
-      state: { topic: "tides", step: 1 },
-      messages: [{ role: "user", content: "Explain tides" }],
-      next_node: "writer"
-    })
-    expect(res.status).toBe(200)
-    expect(res.body.result.nextNode).toBe("writer")
-    expect(res.body.result.state).toMatchObject({ topic: "tides", step: 1, __node__: "researcher" })
-    expect(new Date(res.body.result.state.__timestamp__).toISOString()).toBe(res.body.result.state.__timestamp__)
-    expect(res.body.result.state.messages.at(-1)).toMatchObject({ role: "assistant", content: "node reply" })
-    const end = await post("/v1/orchestrate/graph-node", { node_name: "final" })
-    expect(end.body.result.nextNode).toBe("__end__")
-    expect((await post("/v1/orchestrate/graph-node", { state: {} })).status).toBe(400)
   })
 
   it("useFAHRN injects the plan of a planning call into the completion's context", async () => {

@@ -32,6 +32,8 @@ export interface ChatNeeds {
   readonly contextTokens: number
   readonly maxTokens?: number | undefined
   readonly preference?: Preference | undefined
+  /** Lowest catalogue quality (1-5) a model may have: e.g. a crew role's floor (Capabilities/Orchestration.ts). */
+  readonly minQuality?: number | undefined
 }
 
 /** Why routing found no target. */
@@ -100,6 +102,9 @@ const makeService = Effect.gen(function*() {
     if (m.kind !== kind) return new Unprocessable({ message: `Model ${m.id} is a ${m.kind} model, not a ${kind} model.` })
     if (!planAllows(needs.plan, m.minPlan)) return new Forbidden({ message: `Model ${m.id} needs plan ${m.minPlan} or higher (yours: ${needs.plan}).` })
     if (needs.needsTools && !m.supportsFunctions) return new Unprocessable({ message: `Model ${m.id} does not support tools.` })
+    if (needs.minQuality !== undefined && m.quality < needs.minQuality) {
+      return new Unprocessable({ message: `Model ${m.id} has quality ${m.quality}, below the ${needs.minQuality} asked for.` })
+    }
     if (needs.maxTokens !== undefined && m.maxOutputTokens > 0 && needs.maxTokens > m.maxOutputTokens) {
       return new Unprocessable({ message: `maxTokens ${needs.maxTokens} exceeds ${m.id}'s limit of ${m.maxOutputTokens} completion tokens.` })
     }

@@ -1,6 +1,6 @@
 /** Orchestrator adapters (crew, conversation, graph-node) and the reasoning-network dispatch. */
 import { type Context, Effect, type Schema } from "effect"
-import { ConversationBody, CrewBody, GraphNodeBody, Orchestration } from "../Capabilities/Orchestration.ts"
+import { checkConversation, checkGraphNode, ConversationBody, CrewBody, GraphNodeBody, Orchestration } from "../Capabilities/Orchestration.ts"
 import { DispatchBody, ReasoningNetwork } from "../Capabilities/ReasoningNetwork.ts"
 import { Completions } from "../Capabilities/Completions.ts"
 import { FeedbackBody, Learning } from "../Capabilities/Learning.ts"
@@ -17,12 +17,13 @@ const checkRouting = (avatar: AvatarRecord, provider: string, model = "auto") =>
 
 type OrchestrationApi = Context.Tag.Service<typeof Orchestration>
 
-/** An orchestrator adapter: a metered POST whose provider (and model) is checked before admission, run by Orchestration. */
+/** An orchestrator adapter: a metered POST refused before admission by `check` (default: its provider and model), run by Orchestration. */
 const orchestrator = <B extends { readonly provider: string; readonly model?: string }, A>(
   path: string,
   body: Schema.Schema<B, any, never>,
   run: (o: OrchestrationApi) => (avatar: AvatarRecord, body: B) => Effect.Effect<A, GatewayError>,
-  docs: { readonly summary: string; readonly description?: string; readonly success: Schema.Schema.Any }
+  docs: { readonly summary: string; readonly description?: string; readonly success: Schema.Schema.Any },
+  check: (avatar: AvatarRecord, body: B) => Effect.Effect<void, GatewayError, Completions> = (avatar, body) => checkRouting(avatar, body.provider, body.model)
 ) =>
   authed({
     method: "POST",
@@ -31,7 +32,7 @@ const orchestrator = <B extends { readonly provider: string; readonly model?: st
     metered: true,
     ...docs,
     body,
-    check: ({ avatar, body }) => checkRouting(avatar, body.provider, body.model),
+    check: ({ avatar, body }) => check(avatar, body),
     handle: ({ avatar, body }) => Effect.flatMap(Orchestration, (o) => run(o)(avatar, body))
   })
 
@@ -39,17 +40,18 @@ export const orchestrationRoutes = [
   orchestrator("/v1/orchestrate/crew", CrewBody, (o) => o.crew, {
     success: CrewResult,
     summary: "Run a crew of agents (CrewAI-style tasks); answers { raw, tasks_output, token_usage }",
-    description: "Each agent's role and task are classified and routed (code, math, analysis, research by quality; others balanced) unless provider names one. hierarchical: tasks run in parallel and a manager writes the final answer."
+    description: "Each task's role and description are classified and assigned a model within the caller's plan: code, math, analysis and research the highest quality (tools-capable for code), other types the cheapest of quality >= 3; a registered agent named like the role keeps its pinned provider/model; provider forces one provider. tasks_output[].assignment says why. hierarchical: tasks run in parallel and a manager writes the final answer."
   }),
   orchestrator("/v1/orchestrate/conversation", ConversationBody, (o) => o.conversation, {
     success: ConversationReply,
-    summary: "Start a conversation (AutoGen-style): routes initial_message, answers an assistant message"
-  }),
+    summary: "Run a conversation (AutoGen-style) between agents; answers the first agent's last message with the transcript",
+    description: "Agents (default: assistant with system_message, and a user_proxy critic) speak round-robin, one routed completion per turn, until a message contains termination_keyword (removed from it) or max_rounds turns ran. One admitted request; usage and cost are summed over every turn."
+  }, checkConversation),
   orchestrator("/v1/orchestrate/graph-node", GraphNodeBody, (o) => o.graphNode, {
     success: GraphNodeResult,
     summary: "Run one graph node's model step (LangGraph-style); answers { state, nextNode }",
-    description: "state is passed through and extended with messages (the node's reply appended), __node__ and __timestamp__; nextNode is next_node or __end__."
-  }),
+    description: "state is passed through and extended with messages (the node's reply appended), __node__ and __timestamp__; nextNode is next_node or __end__. With thread_id (or state.thread_id, or config.configurable.thread_id) the node starts from the thread's stored state (given keys win, messages accumulate without repeats) and stores the result: checkpoint { thread_id, step }. Threads are per avatar."
+  }, checkGraphNode),
   authed({
     method: "POST",
     path: "/v1/reasoning-network/dispatch",

@@ -417,6 +417,12 @@ const TokenUsage = Schema.Struct({
   costUSD: Schema.Number
 }).annotations({ identifier: "TokenUsage", description: "Summed over every completion of the run" })
 
+/** Why a crew step runs on its model. */
+const CrewAssignment = Schema.Struct({
+  taskType: TaskTypeSchema,
+  reason: Schema.String.annotations({ description: "The registered agent's pin, or the rule applied (highest quality for code, math, analysis, research; else the cheapest model of quality >= 3) with the model's quality and price" })
+}).annotations({ identifier: "CrewAssignment" })
+
 export const CrewResult = Schema.Struct({
   raw: Schema.String.annotations({ description: "The crew's final answer: the manager's (hierarchical) or the last task's output" }),
   process: Schema.Literal("sequential", "hierarchical"),
@@ -426,22 +432,33 @@ export const CrewResult = Schema.Struct({
     description: Schema.String,
     expected_output: Schema.String,
     raw: Schema.String.annotations({ description: "The agent's output" }),
-    taskType: TaskTypeSchema.annotations({ description: "The class of the agent's role and task, which chose its routing preference" }),
+    taskType: TaskTypeSchema.annotations({ description: "The class of the agent's role and task, which chose its model" }),
     provider: Schema.String,
-    model: Schema.String
+    model: Schema.String,
+    assignment: CrewAssignment
   })),
-  manager: Schema.optional(Schema.Struct({ raw: Schema.String, provider: Schema.String, model: Schema.String }).annotations({ description: "hierarchical only: the manager's call" })),
+  manager: Schema.optional(
+    Schema.Struct({ raw: Schema.String, provider: Schema.String, model: Schema.String, assignment: CrewAssignment }).annotations({ description: "hierarchical only: the manager's call" })
+  ),
   token_usage: TokenUsage
 }).annotations({ identifier: "CrewResult" })
 matches<typeof CrewResult, OrchestrationResult<"crew">>(true)
 
 export const ConversationReply = Schema.Struct({
   role: Schema.Literal("assistant"),
-  name: Schema.String.annotations({ description: "The replying agent (assistant)" }),
-  content: Schema.String,
+  name: Schema.String.annotations({ description: "The replying agent: the first agent (assistant by default)" }),
+  content: Schema.String.annotations({ description: "The first agent's last non-empty message" }),
   finish_reason: FinishReason,
-  rounds: Schema.Number.annotations({ description: "Rounds run by the gateway: 1, the reply to initial_message" }),
+  rounds: Schema.Number.annotations({ description: "Turns taken: one agent message, one completion each" }),
   max_rounds: Schema.Number.annotations({ description: "The request's max_rounds" }),
+  stop_reason: Schema.Literal("termination_keyword", "max_rounds"),
+  messages: Schema.Array(Schema.Struct({
+    name: Schema.String,
+    role: Schema.Literal("assistant"),
+    content: Schema.String.annotations({ description: "Without the termination keyword" }),
+    provider: Schema.String,
+    model: Schema.String
+  })).annotations({ description: "The transcript after the opening message, one entry per turn" }),
   ...callInfoFields
 }).annotations({ identifier: "ConversationReply", description: "An assistant message (AutoGen-style)" })
 // role is built as a plain string: checked by the e2e test.
@@ -454,6 +471,7 @@ export const GraphNodeResult = Schema.Struct({
     __timestamp__: IsoDateTime
   }, Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({ description: "The request's state, passed through and extended" }),
   nextNode: Schema.String.annotations({ description: "next_node, or __end__" }),
+  checkpoint: Schema.optional(Schema.Struct({ thread_id: Schema.String, step: Schema.Number }).annotations({ description: "With a thread id only: the thread and the step this call stored" })),
   provider: Schema.String,
   model: Schema.String,
   usage: CompletionResult.fields.usage

@@ -200,17 +200,17 @@ export const FahrnDispatch = capabilityTool(
   DispatchBody.fields
 )
 
-export const OrchestrateCrew = capabilityTool("gateway_orchestrate_crew", "Crew", "Same as POST /v1/orchestrate/crew: run a crew of agents on tasks (sequential or hierarchical).", CrewBody.fields)
+export const OrchestrateCrew = capabilityTool("gateway_orchestrate_crew", "Crew", "Same as POST /v1/orchestrate/crew: run a crew of agents on tasks (sequential or hierarchical), each task on the model that fits its type within the plan.", CrewBody.fields)
 export const OrchestrateConversation = capabilityTool(
   "gateway_orchestrate_conversation",
   "Conversation",
-  "Same as POST /v1/orchestrate/conversation: route an opening message and answer an assistant message.",
+  "Same as POST /v1/orchestrate/conversation: agents take turns (one completion each) until the termination keyword or max_rounds; answers the first agent's last message and the transcript.",
   ConversationBody.fields
 )
 export const OrchestrateGraphNode = capabilityTool(
   "gateway_orchestrate_graph_node",
   "Graph node",
-  "Same as POST /v1/orchestrate/graph-node: run one node's model step and return the extended state and next node.",
+  "Same as POST /v1/orchestrate/graph-node: run one node's model step and return the extended state and next node; with thread_id the state is checkpointed and carried to the next call.",
   GraphNodeBody.fields
 )
 
