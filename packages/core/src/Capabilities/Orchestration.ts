@@ -86,6 +86,13 @@ export interface CrewTask {
   readonly expected_output: string
 }
 
+/** What a crew reads of the avatar's registered agents: a name and the provider/model it pins ("auto": none). */
+interface Pin {
+  readonly name: string
+  readonly provider: string
+  readonly model: string
+}
+
 /** Task types that take the best model the plan allows; the others take the cheapest good-enough one. */
 const DEMANDING: ReadonlySet<TaskType> = new Set(["code", "math", "analysis", "research"])
 /** The catalogue quality (1-5) a cheaper task type's model must reach when one within the plan does. */
@@ -244,11 +251,11 @@ const makeService = Effect.gen(function*() {
    * demanding types the highest quality (tools-capable for code), the others the cheapest model of
    * quality >= QUALITY_FLOOR, relaxed to any model of the plan when none reaches the floor.
    */
-  const assign = (avatar: AvatarRecord, agentName: string, taskType: TaskType, forced: string, messages: ReadonlyArray<ChatMessage>) =>
+  const assign = (avatar: AvatarRecord, registered: ReadonlyArray<Pin>, agentName: string, taskType: TaskType, forced: string, messages: ReadonlyArray<ChatMessage>) =>
     Effect.gen(function*() {
       const plan = avatar.plan as Plan
       const named = agentName.trim().toLowerCase()
-      const pinned = (yield* agents.list(avatar)).agents.find((a) =>
+      const pinned = registered.find((a) =>
         a.name.trim().toLowerCase() === named && (a.provider !== "auto" || a.model !== "auto") && (forced === "auto" || a.provider === "auto" || a.provider === forced)
       )
       const provider = forced !== "auto" ? forced : pinned?.provider ?? "auto"
@@ -279,13 +286,14 @@ const makeService = Effect.gen(function*() {
     avatar: AvatarRecord,
     input: { readonly tasks: ReadonlyArray<CrewTask>; readonly process: "sequential" | "hierarchical"; readonly provider: string }
   ) {
+    const registered: ReadonlyArray<Pin> = (yield* agents.list(avatar)).agents
     const agentSystem = (agent: string) => `You are ${agent}. Work on your task carefully and answer with the deliverable only.`
     const taskPrompt = (task: CrewTask, context: string) =>
       `Task: ${task.description}\nExpected output: ${task.expected_output}${context ? `\n\nContext from the crew's earlier work:\n${context}` : ""}`
     /** One crew step: assigned a model for its task type, then run on it. */
     const step = (agent: string, taskType: TaskType, messages: ReadonlyArray<ChatMessage>) =>
       Effect.gen(function*() {
-        const { reason, target } = yield* assign(avatar, agent, taskType, input.provider, messages)
+        const { reason, target } = yield* assign(avatar, registered, agent, taskType, input.provider, messages)
         const result = yield* run(avatar, target.provider.id, target.model.id, messages)
         return { result, assignment: { taskType, reason } }
       })

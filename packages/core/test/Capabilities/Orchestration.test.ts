@@ -22,6 +22,20 @@ const alice = avatar("alice", "Silver")
 const bob = avatar("bob")
 
 
+/** The core services on memory stores, with each mock as the named provider's upstream. */
+const gateway = (mocks: Record<string, [string, MockUpstream]>, options: Partial<GatewayConfig.GatewayOptions> = {}) =>
+  ManagedRuntime.make(Layers.layerMemory.pipe(
+    Layer.provideMerge(Mailer.layerMemory),
+    Layer.provideMerge(GatewayConfig.layer({
+      allowPrivateUrls: true,
+      providerEnv: (id) => {
+        const mock = mocks[id]
+        return mock ? { apiKey: Option.some(Redacted.make(mock[0])), baseUrl: Option.some(mock[1].url) } : { apiKey: Option.none(), baseUrl: Option.none() }
+      },
+      ...options
+    }))
+  ))
+
 describe("orchestrators", () => {
   let openai: MockUpstream
   let groq: MockUpstream
@@ -34,17 +48,7 @@ describe("orchestrators", () => {
   beforeAll(async () => {
     openai = await startOpenAiMock({ apiKey: "sk-o" })
     groq = await startOpenAiMock({ apiKey: "sk-g" })
-    const mocks: Record<string, [string, MockUpstream]> = { openai: ["sk-o", openai], groq: ["sk-g", groq] }
-    runtime = ManagedRuntime.make(Layers.layerMemory.pipe(
-      Layer.provideMerge(Mailer.layerMemory),
-      Layer.provideMerge(GatewayConfig.layer({
-        allowPrivateUrls: true,
-        providerEnv: (id) => {
-          const mock = mocks[id]
-          return mock ? { apiKey: Option.some(Redacted.make(mock[0])), baseUrl: Option.some(mock[1].url) } : { apiKey: Option.none(), baseUrl: Option.none() }
-        }
-      }))
-    ))
+    runtime = gateway({ openai: ["sk-o", openai], groq: ["sk-g", groq] })
   })
   afterAll(async () => {
     await runtime?.dispose()
@@ -160,6 +164,19 @@ describe("orchestrators", () => {
       expect(result.manager).toMatchObject({ provider: "openai", assignment: { taskType: "analysis", reason: expect.stringMatching(/^analysis is demanding/) } })
       expect(result.token_usage.total_tokens).toBe(45)
     })
+  })
+
+  it("runs a cheaper task type on the plan's cheapest model when none reaches the quality floor, and says so", async () => {
+    // The operator rates openai's Free models of quality 3 lower (AIGW_MODELS).
+    const lowered = gateway({ openai: ["sk-o", openai] }, { models: Option.some(JSON.stringify([{ id: "gpt-5.4-nano", quality: 2 }, { id: "gpt-4.1-mini", quality: 2 }])) })
+    try {
+      respond(() => text("done"))
+      const task = { id: "s", agent: "Editor", description: "Summarize the following article into three key points", expected_output: "three bullets" }
+      const result = await lowered.runPromise(Effect.flatMap(Orchestration, (o) => o.crew(bob, { tasks: [task], process: "sequential", provider: "openai" })))
+      expect(result.tasks_output[0]).toMatchObject({ model: "gpt-4o-mini", assignment: { reason: expect.stringMatching(/^summarization: no model of quality >= 3 of openai on plan Free, so the cheapest \(quality 2/) } })
+    } finally {
+      await lowered.dispose()
+    }
   })
 
   describe("graph-node", () => {
