@@ -296,6 +296,9 @@ describe("reasoning network", () => {
       const res = await fresh(body)
       expect(res.status).toBe(400)
     }
+    const misspelt = await fresh({ problem: "x", maxCalls: 3 })
+    expect(misspelt.status).toBe(400)
+    expect(misspelt.body.message).toMatch(/maxCalls: is unexpected/)
     expect(seen).toEqual([])
   })
 })

@@ -54,7 +54,7 @@ export const DispatchBody = Schema.Struct({
     default: () => defaultLimits
   }),
   judge: Schema.optionalWith(Schema.Boolean.annotations({ description: "Score the final answer with one judge call (default true)" }), { default: () => true })
-})
+}).annotations({ parseOptions: { onExcessProperty: "error" } }) // a misspelt option is refused by name, not dropped
 
 export interface DispatchInput {
   readonly problem: string
