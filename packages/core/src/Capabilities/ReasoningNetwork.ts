@@ -190,7 +190,7 @@ const makeService = Effect.gen(function*() {
     const outputs = new Map<string, string>()
     const helper = (name: string, instructions: string): Caller => ({ name, agentId: null, instructions, provider: input.provider, model: "auto" })
 
-    /** Plans a node for the caller and makes its call within the budget; the output when it succeeded. */
+    /** Makes node `id`'s call as `caller` within the budget and records its outcome in the graph (ok, failed or skipped). */
     const call = (id: string, caller: Caller, user: string, options?: ChatOptions) =>
       Effect.suspend(() => {
         const admission = budget.admit()
