@@ -141,6 +141,18 @@ describe("learning from dispatches", () => {
     expect(after.dailyTokensUsed - before.dailyTokensUsed).toBe(2 * (usage.prompt + usage.completion))
   })
 
+  it("refuses a useFAHRN completion without user text before admission: nothing counted, no call made", async () => {
+    const user = await signUp(server, "fahrnempty")
+    const before = await usageOf(user)
+    const from = openai.requests.length
+    const res = await post(user, "/v1/complete", { messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "   " }], useFAHRN: true, provider: "openai" })
+    expect(res.status).toBe(400)
+    expect(res.body.message).toMatch(/useFAHRN plans from the last user message/)
+    expect(openai.requests.length).toBe(from)
+    const after = await usageOf(user)
+    expect(after.dailyCallsUsed).toBe(before.dailyCallsUsed)
+  })
+
   it("fails a useFAHRN completion with the planning call's error", async () => {
     const user = await signUp(server, "fahrnfail")
     openai.setResponder((r) => (systemOf(r).startsWith("You are the Planner") ? { kind: "error", status: 400, message: "planner refused" } : { kind: "text", text: "should not be reached", usage }))

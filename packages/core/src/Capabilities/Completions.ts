@@ -70,6 +70,14 @@ const withSystemBlock = (messages: ReadonlyArray<ChatMessage>, block: string): R
     : [{ role: "system", content: block }, ...messages]
 }
 
+const lastUserMessage = (messages: ReadonlyArray<ChatMessage>) => [...messages].reverse().find((m) => m.role === "user")
+
+/** `useFAHRN` needs a user message to plan from; refused before admission (`check`) and in `prepare`. */
+const fahrnRefusal = (input: CompletionInput) =>
+  input.useFAHRN && !lastUserMessage(input.messages)?.content.trim()
+    ? new BadRequest({ message: "useFAHRN plans from the last user message: the request has no user message with text." })
+    : undefined
+
 /** The planning call's answer is a short plan, not a solution. */
 const PLAN_MAX_TOKENS = 600
 
@@ -85,7 +93,7 @@ const makeService = Effect.gen(function*() {
     Effect.gen(function*() {
       let messages = input.injectAvatarContext ? withAvatarContext(input.messages, avatar) : input.messages
       // The braid and the planning step both work from the last user message.
-      const lastUser = [...messages].reverse().find((m) => m.role === "user")
+      const lastUser = lastUserMessage(messages)
       if (input.useHolonicBraid) {
         const { taskType } = yield* classifier.classify(lastUser?.content ?? "")
         // The caller's own or an Admin-published reasoning graph of the task type (docs/authorization.md).
@@ -95,8 +103,9 @@ const makeService = Effect.gen(function*() {
         }
       }
       if (input.useFAHRN) {
-        if (!lastUser?.content.trim()) return yield* Effect.fail(new BadRequest({ message: "useFAHRN plans from the last user message: the request has no user message with text." }))
-        const plan = yield* planningCall(avatar, input.provider, lastUser.content)
+        const refused = fahrnRefusal(input)
+        if (refused) return yield* Effect.fail(refused)
+        const plan = yield* planningCall(avatar, input.provider, lastUser!.content)
         messages = withSystemBlock(messages, `Plan for this request from a planning step (${plan.provider}/${plan.model}); work through it before answering:\n${plan.content}`)
       }
       return yield* planned(avatar, input, messages)
@@ -173,8 +182,10 @@ const makeService = Effect.gen(function*() {
    * answer before the call is counted (docs/quota.md). The same routing as the call itself, on the
    * caller's messages (the Effect-only steps add little to the context).
    */
-  const check = (avatar: AvatarRecord, input: CompletionInput): Effect.Effect<void, GatewayError> =>
-    Effect.asVoid(planned(avatar, input, input.messages))
+  const check = (avatar: AvatarRecord, input: CompletionInput): Effect.Effect<void, GatewayError> => {
+    const refused = fahrnRefusal(input)
+    return refused ? Effect.fail(refused) : Effect.asVoid(planned(avatar, input, input.messages))
+  }
 
   /** A plain completion: routed here, called through the engine (interruption aborts the upstream call). */
   const complete = (avatar: AvatarRecord, input: CompletionInput) =>
