@@ -296,6 +296,8 @@ describe("reasoning network", () => {
       const res = await fresh(body)
       expect(res.status).toBe(400)
     }
+    const badMode = await fresh({ problem: "x", mode: "Star" })
+    expect(badMode.body.message).toMatch(/^Invalid request body: mode: mode must be Serial, Parallel, Hybrid or Decomposed/)
     const misspelt = await fresh({ problem: "x", maxCalls: 3 })
     expect(misspelt.status).toBe(400)
     expect(misspelt.body.message).toMatch(/maxCalls: is unexpected/)

@@ -42,7 +42,7 @@ export const DispatchBody = Schema.Struct({
   problem: Str(50_000, "problem"),
   taskType: Schema.optional(TaskTypeSchema.annotations({ message: () => "taskType must be one of code, math, research, creative, analysis, summarization, translation, general" })),
   mode: Schema.optionalWith(
-    Schema.Literal(...Modes).annotations({ description: "Serial, Parallel, Hybrid or Decomposed (default Serial)", message: () => "mode must be Serial, Parallel, Hybrid or Decomposed" }),
+    Schema.Literal(...Modes).annotations({ description: "Serial, Parallel, Hybrid or Decomposed (default Serial)", message: () => ({ message: "mode must be Serial, Parallel, Hybrid or Decomposed", override: true }) }),
     { default: () => "Serial" as const }
   ),
   provider: Provider,
