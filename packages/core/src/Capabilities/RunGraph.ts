@@ -70,12 +70,13 @@ export class RunGraph {
 /**
  * Text for a quoted Mermaid label: characters the flowchart grammar or its entity decoding would
  * read differently become entity codes (`#` first, since the codes start with it), line breaks
- * become spaces.
+ * become spaces. `"` ends the label, `#word;` is an entity, `%%{` opens a directive, `:` next to a
+ * `#` drops a `;` on lines Mermaid takes for style lines, the label is HTML and a backticked one
+ * Markdown (the property test in test/support/mermaid.selftest.test.ts found each).
  */
-export const mermaidLabel = (text: string) =>
-  text
-    .replace(/[\r\n]+/g, " ")
-    .replace(/[#"<>&`]/g, (c) => ({ "#": "#35;", "\"": "#quot;", "<": "#lt;", ">": "#gt;", "&": "#amp;", "`": "#96;" })[c]!)
+const entities: Record<string, string> = { "#": "#35;", "\"": "#quot;", "<": "#lt;", ">": "#gt;", "&": "#amp;", "`": "#96;", ":": "#58;", "%": "#37;" }
+
+export const mermaidLabel = (text: string) => text.replace(/[\r\n]+/g, " ").replace(/[#"<>&`:%]/g, (c) => entities[c]!)
 
 const figures = (n: RunNode) => {
   const where = n.provider ? `${n.provider}/${n.model}` : "no call"

@@ -63,7 +63,7 @@ layer(TestLayer)("MCP tool calls", (it) => {
       const server = yield* McpServer.McpServer
       const names = server.tools.map((t) => t.name).sort()
       assert.deepStrictEqual(names, [...Mcp.toolNames].sort())
-      assert.strictEqual(names.length, 40)
+      assert.strictEqual(names.length, 41)
       assert.includeMembers(names, ["gateway_memory_external_search", "gateway_memory_external_add", "gateway_memory_external_list_providers"])
     }))
 
