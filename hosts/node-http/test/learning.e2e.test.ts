@@ -141,6 +141,21 @@ describe("learning from dispatches", () => {
     expect(after.dailyTokensUsed - before.dailyTokensUsed).toBe(2 * (usage.prompt + usage.completion))
   })
 
+  it("gateway_complete over MCP takes useFAHRN: the planning call first, its plan in the answer call", async () => {
+    const user = await signUp(server, "fahrnmcp")
+    const from = openai.requests.length
+    const res = await tool(user, "gateway_complete", { messages: [{ role: "user", content: "Prove that the square root of 2 is irrational" }], useFAHRN: true, provider: "openai", model: "gpt-4o-mini" })
+    expect(res.isError).toBe(false)
+    const [planning, answer, ...more] = openai.requests.slice(from)
+    expect(more).toHaveLength(0)
+    expect(systemOf(planning!)).toMatch(/^You are the Planner of a reasoning team/)
+    expect(systemOf(answer!)).toContain(PLAN)
+    const empty = await tool(user, "gateway_complete", { messages: [{ role: "user", content: " " }], useFAHRN: true })
+    expect(empty.isError).toBe(true)
+    expect(empty.text).toMatch(/useFAHRN plans from the last user message/)
+    expect(openai.requests.length).toBe(from + 2)
+  })
+
   it("refuses a useFAHRN completion without user text before admission: nothing counted, no call made", async () => {
     const user = await signUp(server, "fahrnempty")
     const before = await usageOf(user)

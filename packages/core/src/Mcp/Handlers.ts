@@ -47,7 +47,7 @@ export const makeAdmissionChecks = Effect.gen(function*() {
   const reranking = yield* Effect.context<Routing>()
   const routing = (avatar: AvatarRecord, provider: string, model = "auto") => completions.check(avatar, { provider, model, messages: [] })
   const checks: Record<string, AdmissionCheck> = {
-    gateway_complete: (avatar, params) => completions.check(avatar, { messages: params.messages, provider: params.provider, model: params.model }),
+    gateway_complete: (avatar, params) => completions.check(avatar, { messages: params.messages, provider: params.provider, model: params.model, useFAHRN: params.useFAHRN }),
     gateway_embed: (avatar, params) => embeddings.check(avatar, params),
     gateway_rerank: (avatar, params) => Effect.provide(Rerank.check(avatar, params), reranking),
     gateway_generate_image: (avatar, params) => media.check.images(avatar, params),
@@ -94,6 +94,8 @@ export const layerHandlers = GatewayToolkit.toLayer(
             temperature: params.temperature,
             maxTokens: params.maxTokens,
             injectAvatarContext: params.injectAvatarContext,
+            useFAHRN: params.useFAHRN,
+            useHolonicBraid: params.useHolonicBraid,
             routing: params.routing
           })),
       gateway_embed: (params) => Effect.flatMap(CurrentAvatar, (avatar) => embeddings.embed(avatar, params)),

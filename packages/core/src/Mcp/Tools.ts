@@ -125,6 +125,12 @@ export const CompleteParams = {
   injectAvatarContext: optional(
     Schema.Boolean.annotations({ description: "Prepend the caller's identity, karma and plan to the system prompt" })
   ),
+  useFAHRN: optional(
+    Schema.Boolean.annotations({ description: "First make one planning call (the reasoning network's planner) on the last user message and give its plan to the answer call" })
+  ),
+  useHolonicBraid: optional(
+    Schema.Boolean.annotations({ description: "Give the answer call the best reasoning graph (braid) of the request's task type: yours, learned from your dispatches once they succeeded, or Admin-published" })
+  ),
   routing: optional(
     Schema.Struct({
       preference: optional(
