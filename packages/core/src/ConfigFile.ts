@@ -40,6 +40,7 @@ export const generalVariables: ReadonlyArray<string> = [
   "AIGW_JOB_POLL_MS",
   "AIGW_WORKER_INTERVAL_MS",
   "AIGW_SANDBOX",
+  "AIGW_LOCAL_EMBEDDER",
   "AIGW_TRACING",
   "AIGW_LOG_REQUESTS",
   "AIGW_FAST_LANE",

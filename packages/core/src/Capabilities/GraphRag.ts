@@ -26,6 +26,9 @@ export const entitiesOf = (text: string): Array<string> => {
 }
 
 export const MAX_CONTEXT_MEMORIES = 12
+/** At most this many seeds, each scoring at least `SEED_RATIO` of the best memory's score. */
+export const MAX_SEEDS = 3
+export const SEED_RATIO = 0.5
 
 const makeService = Effect.gen(function*() {
   const store = yield* MemoryStore
@@ -50,7 +53,9 @@ const makeService = Effect.gen(function*() {
       i,
       score: similarity(m) + (entities[i]!.some((e) => queryEntities.has(e.toLowerCase())) ? 0.5 : 0)
     }))
-    const seeds = scored.filter((s) => s.score > 0).sort((a, b) => b.score - a.score).slice(0, 3).map((s) => s.i)
+    // A sentence model scores unrelated texts above 0 too: seeds must come close to the best match.
+    const best = Math.max(0, ...scored.map((s) => s.score))
+    const seeds = scored.filter((s) => s.score > 0 && s.score >= best * SEED_RATIO).sort((a, b) => b.score - a.score).slice(0, MAX_SEEDS).map((s) => s.i)
     // Walk up to two hops over shared entities from the seeds.
     const hops = new Map<number, number>(seeds.map((i) => [i, 0]))
     let frontier = seeds
