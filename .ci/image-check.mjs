@@ -1,0 +1,75 @@
+/**
+ * The HTTP side of .ci/image.sh: what a user of the container image relies on, checked against
+ * running containers (a mock OpenAI upstream behind them).
+ *
+ *   node .ci/image-check.mjs single   BASE DATA_DIR CONTAINER
+ *   node .ci/image-check.mjs replicas PROXY DATA_DIR_1 REPLICA_1 REPLICA_2
+ */
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { createApiKey } from "../bench/lib/aigw-account.mjs"
+
+const [mode, base, dataDir, ...rest] = process.argv.slice(2)
+const podman = (...args) => execFileSync("podman", ["--runtime", "runc", "--cgroup-manager", "cgroupfs", ...args], { encoding: "utf8" }).trim()
+const fail = (message) => {
+  console.error(`image-check: ${message}`)
+  process.exit(1)
+}
+const check = (ok, message) => ok || fail(message)
+
+const waitHealthy = async (url) => {
+  const started = Date.now()
+  while (Date.now() - started < 90_000) {
+    try {
+      const res = await fetch(`${url}/v1/health`)
+      if (res.status === 200) return Date.now() - started
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  fail(`${url}/v1/health did not answer 200 within 90 s`)
+}
+
+const chat = (url, apiKey) =>
+  fetch(`${url}/openai/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Hello" }] })
+  })
+
+const rssMb = (container) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(podman("exec", container, "cat", "/proc/1/status"))[1]) / 1024)
+
+if (mode === "single") {
+  const [container] = rest
+  const ready = await waitHealthy(base)
+  console.log(`image-check: healthy ${ready} ms after the container was started`)
+  check(podman("exec", container, "id", "-u") === "1000", "the gateway must run as the unprivileged node user (uid 1000)")
+  check(podman("exec", container, "printenv", "HOST") === "0.0.0.0", "HOST must be 0.0.0.0 inside the image")
+  podman("healthcheck", "run", container) // throws (exit 1) when the image's HEALTHCHECK fails
+  const idle = rssMb(container)
+  const { apiKey } = await createApiKey(base, dataDir)
+  const res = await chat(base, apiKey)
+  const body = await res.json()
+  check(res.status === 200 && typeof body.choices?.[0]?.message?.content === "string", `chat through the image: ${res.status} ${JSON.stringify(body).slice(0, 200)}`)
+  for (let i = 0; i < 200; i++) await (await chat(base, apiKey)).arrayBuffer()
+  check(fs.existsSync(path.join(dataDir, "aigw.sqlite")), "the SQLite database must live in the /data volume")
+  console.log(`image-check: runs as uid 1000 with HOST=0.0.0.0; HEALTHCHECK passes; a chat call answers; data in /data; RSS ${idle} MB idle, ${rssMb(container)} MB after 201 calls`)
+} else if (mode === "replicas") {
+  const [one, two] = rest
+  for (const url of [one, two, base]) await waitHealthy(url)
+  const { apiKey, jwt } = await createApiKey(one, dataDir)
+  // The plan allows 5 calls a day: 8 concurrent calls through the proxy, spread over both replicas.
+  const statuses = await Promise.all(Array.from({ length: 8 }, () => chat(base, apiKey).then(async (r) => (await r.arrayBuffer(), r.status))))
+  const ok = statuses.filter((s) => s === 200).length
+  const refused = statuses.filter((s) => s === 429).length
+  check(ok === 5 && refused === 3, `exactly 5 of 8 calls may pass the shared quota of 5, got ${JSON.stringify(statuses)}`)
+  // A token issued by one replica is accepted by the other, which sees the same usage.
+  const usage = await fetch(`${two}/v1/usage`, { headers: { authorization: `Bearer ${jwt}` } })
+  const summary = (await usage.json()).result
+  check(usage.status === 200 && summary.dailyCallsUsed === 5, `replica 2 must accept replica 1's token and see 5 calls used: ${usage.status} ${JSON.stringify(summary)}`)
+  console.log(`image-check: two replicas behind nginx on one PostgreSQL: 5 of 8 concurrent calls admitted (quota 5), 3 refused with 429; replica 2 accepts replica 1's token and counts 5`)
+} else {
+  fail(`unknown mode ${mode}`)
+}
