@@ -3,14 +3,23 @@
  * loopback port, with the environment a test gives it.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { createRequire } from "node:module"
 import * as net from "node:net"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { scratchDir } from "../../../../packages/core/test/support/scratch.ts"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..")
 const main = path.join(root, "hosts/node-http/src/main.ts")
-const tsx = path.join(root, "node_modules/.bin/tsx")
+/**
+ * The host runs in node itself with tsx as its loader, not under the tsx CLI: the CLI's wrapper relays a
+ * SIGTERM and SIGKILLs the server (exit 143) when the server does not confirm it within 30 ms, which a
+ * busy machine's graceful shutdown can miss.
+ */
+const hostCommand = (entry: string): [string, Array<string>] => [
+  process.execPath,
+  ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href, entry]
+]
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -22,7 +31,7 @@ export const freePort = () =>
     srv.on("error", reject)
   })
 
-/** Signals the server's whole process group: the tsx wrapper and the node process it starts. */
+/** Signals the server's whole process group: the host and the processes it started. */
 const signalGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
   try {
     process.kill(-child.pid!, signal)
@@ -58,11 +67,11 @@ export const startServer = async (env: Record<string, string> = {}, options: { d
   const port = options.port ?? (await freePort())
   const dataDir = options.dataDir ?? scratchDir("aigw-e2e-")
   let output = ""
-  const child = spawn(tsx, [main], {
+  const child = spawn(...hostCommand(main), {
     cwd: dataDir,
     env: hostEnv(port, dataDir, env),
     stdio: ["ignore", "pipe", "pipe"],
-    // A group of its own: signals must reach the server, not only the tsx wrapper.
+    // A group of its own: signals reach the server and the sandbox processes it started.
     detached: true
   })
   child.stdout!.on("data", (d) => (output += d))
@@ -73,7 +82,7 @@ export const startServer = async (env: Record<string, string> = {}, options: { d
   process.once("exit", orphanGuard)
   void exited.then(() => {
     process.removeListener("exit", orphanGuard)
-    // The wrapper is gone; make sure nothing of its group outlives it.
+    // The host is gone; make sure nothing of its group outlives it.
     signalGroup(child, "SIGKILL")
   })
   const url = `http://127.0.0.1:${port}`
@@ -131,7 +140,7 @@ export const startExpectingFailure = async (
   const port = options.port ?? (await freePort())
   const dataDir = options.dataDir ?? scratchDir("aigw-e2e-")
   const entry = options.host === "mcp" ? path.join(root, "hosts/mcp/src/main.ts") : main
-  const child = spawn(tsx, [entry], { cwd: dataDir, env: hostEnv(port, dataDir, env), stdio: ["pipe", "pipe", "pipe"], detached: true })
+  const child = spawn(...hostCommand(entry), { cwd: dataDir, env: hostEnv(port, dataDir, env), stdio: ["pipe", "pipe", "pipe"], detached: true })
   let stdout = ""
   let stderr = ""
   child.stdout!.on("data", (d) => (stdout += d))
