@@ -168,19 +168,25 @@ const makeService = Effect.gen(function*() {
     return agent
   })
 
-  /** Vectors of agent texts come from the bounded cache; the task's is computed each time. */
-  const embedAgentTexts = (texts: ReadonlyArray<string>) =>
+  /**
+   * The task's vector and the agent texts' (from the bounded cache), all from one embedder, named
+   * by the vectors themselves: if the model fails between the two embeddings, the embedder is
+   * lexical for good and the task is embedded again in that space.
+   */
+  const embedForRanking = (task: string, texts: ReadonlyArray<string>): Effect.Effect<{ readonly name: string; readonly semantic: boolean; readonly task: ReadonlyArray<number>; readonly agents: ReadonlyArray<ReadonlyArray<number>> }> =>
     Effect.gen(function*() {
-      const keys = texts.map((t) => `${embedder.name}:${createHash("sha256").update(t).digest("hex")}`)
+      const embedded = yield* embedder.embedNamed([task])
+      const keys = texts.map((t) => `${embedded.name}:${createHash("sha256").update(t).digest("hex")}`)
       const todo = [...new Set(keys.filter((k) => !vectors.has(k)))]
       if (todo.length > 0) {
-        const fresh = yield* embedder.embed(todo.map((k) => texts[keys.indexOf(k)]!))
+        const fresh = yield* embedder.embedNamed(todo.map((k) => texts[keys.indexOf(k)]!))
+        if (fresh.name !== embedded.name) return yield* embedForRanking(task, texts)
         todo.forEach((k, i) => {
-          vectors.set(k, fresh[i]!)
+          vectors.set(k, fresh.vectors[i]!)
           if (vectors.size > VECTOR_CACHE_SIZE) vectors.delete(vectors.keys().next().value!)
         })
       }
-      return keys.map((k) => vectors.get(k) ?? [])
+      return { name: embedded.name, semantic: embedded.semantic, task: embedded.vectors[0]!, agents: keys.map((k) => vectors.get(k)!) }
     })
 
   /** The avatar's agents scored for a task, best first (the module header gives the formula). */
@@ -193,12 +199,11 @@ const makeService = Effect.gen(function*() {
         .map((d) => [d.agentId, d.document] as const)
     )
     const instructions = agents.map((a) => skillDocs.get(a.id) ?? initialSkill(a, input.taskType))
-    const [taskVector] = yield* embedder.embed([input.task])
-    const agentVectors = yield* embedAgentTexts(agents.map((a, i) => [a.name, a.description, instructions[i], `Skills: ${a.skills.join(", ")}`].join("\n")))
+    const embedded = yield* embedForRanking(input.task, agents.map((a, i) => [a.name, a.description, instructions[i], `Skills: ${a.skills.join(", ")}`].join("\n")))
     const latency = relative(agents.map((a) => (a.runs > 0 ? a.totalMs / a.runs : undefined)))
     const cost = relative(agents.map((a) => (a.runs > 0 ? a.totalCostUSD / a.runs : undefined)))
     const ranked = agents.map((agent, i): RankedAgent => {
-      const similarity = Math.max(0, Math.min(1, cosine(taskVector!, agentVectors[i]!)))
+      const similarity = Math.max(0, Math.min(1, cosine(embedded.task, embedded.agents[i]!)))
       const prior = agent.skills.includes(input.taskType) ? 1 : agent.skills.includes("general") ? 0.4 : 0
       const parts = {
         fit: round(SIMILARITY_SHARE * similarity + (1 - SIMILARITY_SHARE) * prior),
@@ -208,7 +213,7 @@ const makeService = Effect.gen(function*() {
       }
       const composite = round((Object.keys(WEIGHTS) as Array<keyof typeof WEIGHTS>).reduce((sum, k) => sum + WEIGHTS[k] * parts[k], 0))
       const because = {
-        fit: `task fit ${parts.fit} (${embedder.semantic ? "semantic" : "lexical"} similarity ${round(similarity)}${prior === 1 ? `, declares ${input.taskType}` : prior > 0 ? ", declares general" : ""})`,
+        fit: `task fit ${parts.fit} (${embedded.semantic ? "semantic" : "lexical"} similarity ${round(similarity)}${prior === 1 ? `, declares ${input.taskType}` : prior > 0 ? ", declares general" : ""})`,
         successRate: `success rate ${parts.successRate} (${agent.successes} of ${agent.runs} runs)`,
         latency: agent.runs > 0 ? `latency score ${parts.latency} (mean ${Math.round(agent.totalMs / agent.runs)} ms)` : "latency unmeasured",
         cost: agent.runs > 0 ? `cost score ${parts.cost} (mean $${(agent.totalCostUSD / agent.runs).toFixed(6)} a run)` : "cost unmeasured"
@@ -222,7 +227,7 @@ const makeService = Effect.gen(function*() {
       }
     })
     ranked.sort((a, b) => b.score.composite - a.score.composite || a.agent.name.localeCompare(b.agent.name))
-    return { embedder: embedder.name, semantic: embedder.semantic, agents: ranked }
+    return { embedder: embedded.name, semantic: embedded.semantic, agents: ranked }
   })
 
   /** The avatar's agents with the same ranking as dispatch's (each agent's fields, then its scores); without a task text, the task type's name stands for the task. */

@@ -31,12 +31,20 @@ export interface DispatchRun {
   /** Mermaid flowchart of the topology that ran, without per-run figures: the braid graph candidate. */
   readonly plan: string
   readonly nodes: ReadonlyArray<{ readonly agentId: string; readonly ok: boolean; readonly ms: number; readonly costUSD: number; readonly tokens: number }>
-  readonly verdict: { readonly success: boolean; readonly score: number; readonly source: "judge"; readonly reason: string } | null
+  readonly verdict: JudgeVerdict | null
+}
+
+/** The judge call's verdict on a dispatch's answer (ReasoningNetwork.ts). */
+export interface JudgeVerdict {
+  readonly success: boolean
+  readonly score: number
+  readonly source: "judge"
+  readonly reason: string
 }
 
 /** The verdict a dispatch currently counts with: the judge's, or the caller's feedback. */
 export type Verdict =
-  | { readonly success: boolean; readonly score: number; readonly source: "judge"; readonly reason: string }
+  | JudgeVerdict
   | { readonly success: boolean; readonly score: number | null; readonly source: "feedback"; readonly comment: string | null }
 
 interface StoredDispatch {

@@ -212,7 +212,8 @@ const asList = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [
 
 // ---- Refusals before admission (HTTP routes and MCP tools) ----
 
-const checkRouting = (avatar: AvatarRecord, provider: string, model: string) =>
+/** The routing refusals of a provider and model (no messages yet) before admission. */
+export const checkRouting = (avatar: AvatarRecord, provider: string, model = "auto") =>
   Effect.flatMap(Completions, (c) => c.check(avatar, { provider, model, messages: [] }))
 
 /** A conversation's refusals: its agents, then each one's provider and model. */
@@ -229,7 +230,7 @@ export const checkConversation = (avatar: AvatarRecord, input: ConversationInput
 /** A graph node's refusals: its thread id, then its provider. */
 export const checkGraphNode = (avatar: AvatarRecord, input: Pick<GraphNodeInput, "thread_id" | "state" | "config" | "provider">) => {
   const threadId = threadIdOf(input)
-  return threadId instanceof BadRequest ? Effect.fail(threadId) : checkRouting(avatar, input.provider, "auto")
+  return threadId instanceof BadRequest ? Effect.fail(threadId) : checkRouting(avatar, input.provider)
 }
 
 const makeService = Effect.gen(function*() {

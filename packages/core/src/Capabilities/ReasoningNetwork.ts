@@ -24,7 +24,7 @@ import { Provider } from "../RequestFields.ts"
 import { Agents, builtinId, type RankedAgent } from "./Agents.ts"
 import { Budget, type BudgetLimits, BudgetLimitsSchema, defaultLimits } from "./Budget.ts"
 import { type CompletionResult, Completions } from "./Completions.ts"
-import { type DispatchRun, Learning } from "./Learning.ts"
+import { type DispatchRun, type JudgeVerdict, Learning } from "./Learning.ts"
 import { parseJsonAnswer } from "./LlmTasks.ts"
 import { tokenUsage } from "./Orchestration.ts"
 import { ANSWER, PROBLEM, RunGraph, toMermaid, toPlan } from "./RunGraph.ts"
@@ -133,15 +133,8 @@ export const parseSubtasks = (content: string): Either.Either<ReadonlyArray<Subt
   return cyclic.length > 0 ? Either.left(`answered cyclic dependencies among ${cyclic.join(", ")}`) : Either.right(subtasks)
 }
 
-export interface Verdict {
-  readonly success: boolean
-  readonly score: number
-  readonly source: "judge"
-  readonly reason: string
-}
-
 /** The judge's verdict, or why its answer is not one. */
-export const parseVerdict = (content: string): Either.Either<Verdict, string> => {
+export const parseVerdict = (content: string): Either.Either<JudgeVerdict, string> => {
   let json: unknown
   try {
     json = parseJsonAnswer(content)
@@ -325,7 +318,7 @@ const makeService = Effect.gen(function*() {
     if (answerId !== undefined) graph.connect(answerId, ANSWER)
     const partial = graph.view().nodes.some((n) => n.status !== "ok")
 
-    let verdict: Verdict | null = null
+    let verdict: JudgeVerdict | null = null
     let verdictError: string | null = input.judge ? null : "no judge call: the request set judge false"
     if (answerId !== undefined && input.judge) {
       const judge = helper("Judge", JUDGE)

@@ -1,8 +1,8 @@
 /** Orchestrator adapters (crew, conversation, graph-node) and the reasoning-network dispatch. */
 import { type Context, Effect, type Schema } from "effect"
-import { checkConversation, checkGraphNode, ConversationBody, CrewBody, GraphNodeBody, Orchestration } from "../Capabilities/Orchestration.ts"
+import { checkConversation, checkGraphNode, checkRouting, ConversationBody, CrewBody, GraphNodeBody, Orchestration } from "../Capabilities/Orchestration.ts"
 import { DispatchBody, ReasoningNetwork } from "../Capabilities/ReasoningNetwork.ts"
-import { Completions } from "../Capabilities/Completions.ts"
+import type { Completions } from "../Capabilities/Completions.ts"
 import { FeedbackBody, Learning } from "../Capabilities/Learning.ts"
 import type { GatewayError } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -10,10 +10,6 @@ import { ConversationReply, CrewResult, DispatchResult, FeedbackResult, GraphNod
 import { authed } from "./Route.ts"
 
 const tag = "Orchestration"
-
-/** The routing refusals of the steps' provider (and model: "auto" where the body has none) before admission. */
-const checkRouting = (avatar: AvatarRecord, provider: string, model = "auto") =>
-  Effect.flatMap(Completions, (c) => c.check(avatar, { provider, model, messages: [] }))
 
 type OrchestrationApi = Context.Tag.Service<typeof Orchestration>
 

@@ -94,4 +94,32 @@ describe("agent registry", () => {
     expect(old.score.successRate).toBe(0.5)
     expect(Number.isNaN(old.score.composite)).toBe(false)
   })
+  it("ranks in one vector space when the model fails between the task's and the agents' embeddings", async () => {
+    // A model that answers the task, then fails for good: the agents' texts come back lexical.
+    let calls = 0
+    const failing: TextEmbedder.TextEmbedderService = {
+      get name() {
+        return calls === 0 ? "local:test-model" : TextEmbedder.LEXICAL_NAME
+      },
+      get semantic() {
+        return calls === 0
+      },
+      embed: (texts) => Effect.map(failing.embedNamed(texts), (e) => e.vectors),
+      embedNamed: (texts) =>
+        Effect.sync(() =>
+          calls++ === 0
+            ? { name: "local:test-model", semantic: true, vectors: texts.map(() => Array.from({ length: 512 }, () => 1 / Math.sqrt(512))) }
+            : { name: TextEmbedder.LEXICAL_NAME, semantic: false, vectors: texts.map(TextEmbedder.hashEmbedding) }
+        )
+    }
+    const dee = testAvatar("dee")
+    const ranked = await runtime.runPromise(
+      Effect.provide(Effect.flatMap(Agents, (agents) => agents.rank(dee, { task: "Translate this letter into French", taskType: "translation" })), agentsLayer.pipe(Layer.provide(Layer.succeed(TextEmbedder.TextEmbedder, failing)))) as Effect.Effect<any, never, never>
+    )
+    expect(ranked).toMatchObject({ embedder: TextEmbedder.LEXICAL_NAME, semantic: false })
+    // Task and agents compared as hashed words: the linguist's words meet the task's.
+    const linguist = ranked.agents.find((a: any) => a.agent.id === "builtin:dee:linguist")
+    expect(linguist.why).toContain("lexical similarity")
+    expect(linguist.score.fit).toBeGreaterThan(0.3)
+  })
 })
