@@ -18,6 +18,7 @@
  * TARGETS ["direct proxy portkey aigw-sqlite aigw-pg"], SCENARIOS ["chat jwt embeddings"], CLIENT_CPUS [0], SERVER_CPUS [1], PIN [auto],
  * AIGW_RUNNER [bundle | tsx], AIGW_BUNDLE [a prebuilt bundle instead of building one], STAGES [1],
  * AIGW_BEFORE_BUNDLE [with targets aigw-sqlite-before / aigw-pg-before: A/B against another build],
+ * AIGW_NODE_FLAGS [the V8 flags of `npm start`], AIGW_BEFORE_NODE_FLAGS [AIGW_NODE_FLAGS; for the -before targets],
  * PROFILE [0], RESULTS_DIR [bench/results/<timestamp>].
  * Quick run: ROUNDS=1 DURATION=3 WARMUP=1 npm run bench
  */
@@ -27,6 +28,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { startNodeOptions } from "../scripts/node-options.mjs"
 
 const bench = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(bench, "..")
@@ -51,6 +53,8 @@ const cfg = {
   serverCpus: env.SERVER_CPUS ?? "1",
   pin: env.PIN ?? "auto",
   runner: env.AIGW_RUNNER ?? "bundle",
+  // aigw runs with the node options of `npm start` unless told otherwise ("" for none)
+  nodeFlags: env.AIGW_NODE_FLAGS !== undefined ? list("AIGW_NODE_FLAGS", "") : startNodeOptions(),
   stages: (env.STAGES ?? "1") !== "0",
   profile: (env.PROFILE ?? "0") !== "0",
   readyTimeout: num("READY_TIMEOUT", 60)
@@ -287,6 +291,7 @@ const main = async () => {
       aigwArgv = ["node", path.join(bench, ".build/aigw.mjs")]
     }
     if (cfg.profile) aigwArgv.splice(1, 0, "-r", path.join(lib, "profile-preload.cjs"))
+    aigwArgv.splice(1, 0, ...cfg.nodeFlags)
   }
 
   // PostgreSQL: a throw-away cluster, pinned with the servers, and a database of its own
@@ -342,6 +347,7 @@ const main = async () => {
       if (before && !env.AIGW_BEFORE_BUNDLE) die(`${name} needs AIGW_BEFORE_BUNDLE (node bench/lib/build.mjs --out FILE --overlay DIR)`)
       // The before bundle runs with the same node options (the profile preload with PROFILE=1).
       const argv = before ? [...aigwArgv.slice(0, -1), path.resolve(env.AIGW_BEFORE_BUNDLE)] : aigwArgv
+      if (before && env.AIGW_BEFORE_NODE_FLAGS !== undefined) argv.splice(1, cfg.nodeFlags.length, ...list("AIGW_BEFORE_NODE_FLAGS", ""))
       dataDir = path.join(tmp, name)
       fs.mkdirSync(dataDir, { recursive: true })
       pid = await startServer(name, argv, {
@@ -423,7 +429,7 @@ const main = async () => {
   }
   const meta = {
     date: new Date().toISOString(),
-    command: `${Object.entries({ ROUNDS: env.ROUNDS, DURATION: env.DURATION, WARMUP: env.WARMUP, CONNS: env.CONNS, SSE_CONNS: env.SSE_CONNS, STREAM_N: env.STREAM_N, TARGETS: env.TARGETS, SCENARIOS: env.SCENARIOS, STAGES: env.STAGES, AIGW_BEFORE_BUNDLE: env.AIGW_BEFORE_BUNDLE, AIGW_RUNNER: env.AIGW_RUNNER, AIGW_BUNDLE: env.AIGW_BUNDLE, PROFILE: env.PROFILE }).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${JSON.stringify(v)} `).join("")}npm run bench`,
+    command: `${Object.entries({ ROUNDS: env.ROUNDS, DURATION: env.DURATION, WARMUP: env.WARMUP, CONNS: env.CONNS, SSE_CONNS: env.SSE_CONNS, STREAM_N: env.STREAM_N, TARGETS: env.TARGETS, SCENARIOS: env.SCENARIOS, STAGES: env.STAGES, AIGW_BEFORE_BUNDLE: env.AIGW_BEFORE_BUNDLE, AIGW_RUNNER: env.AIGW_RUNNER, AIGW_BUNDLE: env.AIGW_BUNDLE, AIGW_NODE_FLAGS: env.AIGW_NODE_FLAGS, AIGW_BEFORE_NODE_FLAGS: env.AIGW_BEFORE_NODE_FLAGS, PROFILE: env.PROFILE }).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${JSON.stringify(v)} `).join("")}npm run bench`,
     machine: { ncpu, cpu: (/model name\s*:\s*(.*)/.exec(fs.readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "?").trim(), kernel: os.release(), memory_gb: Math.round(os.totalmem() / 2 ** 30) },
     node: process.version,
     versions: versions(),

@@ -62,6 +62,7 @@ export const report = (dir) => {
   out.push(`- Versions: Node ${meta.node}; aigw ${v.aigw} (${v.aigw_commit}, ${v.aigw_worktree}; ${v.aigw_runner === "bundle" ? "esbuild bundle of hosts/node-http" : v.aigw_runner === "tsx" ? "run through tsx" : v.aigw_runner}) on Effect ${v.effect}, @effect/platform-node ${v["@effect/platform-node"]}; @portkey-ai/gateway ${v["@portkey-ai/gateway"]} (hono ${v.hono}, @hono/node-server ${v["@hono/node-server"]}); PostgreSQL ${v.postgresql ?? "n/a"}; wrk ${v.wrk}.`)
   out.push(`- Load: wrk, 1 thread, closed loop, keep-alive; ${meta.config.rounds} interleaved rounds of ${meta.config.duration} s per run after ${meta.config.warmup} s of warm-up. Pinning: ${meta.pinning ? `client on CPU ${meta.pinning.client}; mock upstream, gateways and PostgreSQL on CPU ${meta.pinning.servers}` : "off"}.`)
   out.push(`- Command: \`${meta.command}\``)
+  if (meta.config.nodeFlags) out.push(`- aigw's node options: ${meta.config.nodeFlags.length ? `\`${meta.config.nodeFlags.join(" ")}\`` : "none"}${/AIGW_BEFORE_NODE_FLAGS=/.test(meta.command) ? " (the -before targets: see the command)" : ""}.`)
   out.push("")
   out.push("Medians over rounds; peak RSS is the maximum over all runs (VmHWM, reset before each run). CPU/req is the target process's CPU per request " +
     "(for `direct` the mock's own; for aigw-pg plus the PostgreSQL backends' CPU, shown as `+ db`). TTFB: sequential streamed requests, time to the first `data:` line; " +

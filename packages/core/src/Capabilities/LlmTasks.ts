@@ -5,9 +5,7 @@
  * JSON are parsed and checked, and a model that does not comply is reported as an upstream
  * failure, never patched up.
  */
-import AjvModule from "ajv"
 import { Context, Effect, Layer, Schema } from "effect"
-import { RE2JS } from "re2js"
 import { BadRequest, Unprocessable, UpstreamFailed } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { type CompletionInput, type CompletionResult, Completions } from "./Completions.ts"
@@ -46,23 +44,30 @@ export const IsoLanguage = Schema.String.pipe(
 class UnsupportedPattern extends Error {}
 
 /**
- * ajv's engine for the caller's `pattern` and `patternProperties`: RE2 (re2js, pure JS), whose
- * matching time is linear in the input. A backtracking RegExp would let `^(a+)+$` against a model's
- * answer block the event loop for seconds (ReDoS).
+ * ajv with RE2 (re2js, pure JS) as the engine for the caller's `pattern` and `patternProperties`:
+ * its matching time is linear in the input, where a backtracking RegExp would let `^(a+)+$`
+ * against a model's answer block the event loop for seconds (ReDoS). Both are imported on the
+ * first extraction: memory the other routes do not need.
  */
-const linearRegExp = Object.assign(
-  (pattern: string, _flags: string) => {
-    let re: RE2JS
-    try {
-      re = RE2JS.compile(RE2JS.translateRegExp(pattern))
-    } catch (e) {
-      throw new UnsupportedPattern(`schema pattern ${JSON.stringify(pattern)} is not supported (${(e as Error).message}); patterns run on a linear-time engine (RE2 syntax: no back-references or look-arounds).`)
-    }
-    // ajv keys compiled patterns by toString().
-    return { test: (s: string) => re.test(s), toString: () => `re2:${pattern}` }
-  },
-  { code: "re2js" }
-)
+const loadAjv = async () => {
+  const [AjvModule, { RE2JS }] = await Promise.all([import("ajv"), import("re2js")])
+  const linearRegExp = Object.assign(
+    (pattern: string, _flags: string) => {
+      let re: ReturnType<typeof RE2JS.compile>
+      try {
+        re = RE2JS.compile(RE2JS.translateRegExp(pattern))
+      } catch (e) {
+        throw new UnsupportedPattern(`schema pattern ${JSON.stringify(pattern)} is not supported (${(e as Error).message}); patterns run on a linear-time engine (RE2 syntax: no back-references or look-arounds).`)
+      }
+      // ajv keys compiled patterns by toString().
+      return { test: (s: string) => re.test(s), toString: () => `re2:${pattern}` }
+    },
+    { code: "re2js" }
+  )
+  // ajv is CommonJS: under NodeNext its class is the module's `default` export.
+  const Ajv = AjvModule.default.default
+  return new Ajv({ allErrors: true, strict: false, code: { regExp: linearRegExp } })
+}
 
 type Task = TaskTarget & { readonly system: string; readonly user: string; readonly maxTokens?: number | undefined }
 
@@ -109,13 +114,11 @@ const tasks = {
 
 const makeService = Effect.gen(function*() {
   const completions = yield* Completions
-  // ajv is CommonJS: under NodeNext its class is the module's `default` export.
-  const Ajv = AjvModule.default
-  const ajv = new Ajv({ allErrors: true, strict: false, code: { regExp: linearRegExp } })
+  const loadedAjv = yield* Effect.cached(Effect.promise(loadAjv))
 
   /** The caller's JSON Schema compiled (400 when invalid, 422 for a pattern the engine refuses). */
   const compileSchema = (schema: Record<string, unknown>) =>
-    Effect.try({
+    Effect.flatMap(loadedAjv, (ajv) => Effect.try({
       try: () => {
         try {
           return ajv.compile(schema)
@@ -128,7 +131,7 @@ const makeService = Effect.gen(function*() {
         e instanceof UnsupportedPattern
           ? new Unprocessable({ message: e.message })
           : new BadRequest({ message: `schema is not a valid JSON Schema: ${(e as Error).message}` })
-    })
+    }))
 
   const askJson = (avatar: AvatarRecord, task: Task) =>
     Effect.flatMap(completions.complete(avatar, taskInput(task)), (r) =>

@@ -1,6 +1,5 @@
 /** The SMTP mailer (nodemailer). A failed send is logged and retried a few times, never lost silently. */
 import { Effect, Layer, Redacted, Schedule } from "effect"
-import nodemailer from "nodemailer"
 import { Mailer } from "./Mailer.ts"
 
 export const layer = (options: { readonly url: Redacted.Redacted; readonly from: string }) =>
@@ -8,7 +7,10 @@ export const layer = (options: { readonly url: Redacted.Redacted; readonly from:
     Mailer,
     Effect.gen(function*() {
       const transport = yield* Effect.acquireRelease(
-        Effect.sync(() => nodemailer.createTransport(Redacted.value(options.url))),
+        // nodemailer is imported only where SMTP is configured: memory the other mailers do not carry.
+        Effect.promise(() => import("nodemailer")).pipe(
+          Effect.map((nodemailer) => nodemailer.default.createTransport(Redacted.value(options.url)))
+        ),
         (t) => Effect.sync(() => t.close())
       )
       return Mailer.of({

@@ -1,15 +1,28 @@
 /**
  * The in-process English NLP pipeline (wink-nlp with its small English model, shipped inside
- * the npm package: nothing is downloaded at run time). Loaded once, on first use (~70 ms).
+ * the npm package: nothing is downloaded at run time). Imported and built once, on first use
+ * (~70 ms): the model is several megabytes of heap that a deployment which never classifies or
+ * analyses sentiment should not carry (docs/performance.md).
  */
-import winkNLP from "wink-nlp"
-import model from "wink-eng-lite-web-model"
+import { Effect } from "effect"
+import type winkNLP from "wink-nlp"
 
-type Wink = ReturnType<typeof winkNLP>
+export type Wink = ReturnType<typeof winkNLP>
 
-let instance: Wink | undefined
+let instance: Promise<Wink> | undefined
 
-export const nlp = (): Wink => (instance ??= winkNLP(model))
+const load = async (): Promise<Wink> => {
+  const [wink, model] = await Promise.all([import("wink-nlp"), import("wink-eng-lite-web-model")])
+  return wink.default(model.default)
+}
+
+/** The pipeline, loaded on the first call; a failed load is retried by the next call. */
+export const nlp: Effect.Effect<Wink> = Effect.promise(() =>
+  (instance ??= load().catch((e) => {
+    instance = undefined
+    throw e
+  }))
+)
 
 /** Longest text the in-process analysers accept (characters). */
 export const MAX_TEXT = 100_000

@@ -4,7 +4,7 @@
  * and for the whole text on a scale from -1 (negative) to +1 (positive).
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { nlp } from "./Nlp.ts"
+import { nlp, type Wink } from "./Nlp.ts"
 
 export const SentimentLabel = Schema.Literal("positive", "neutral", "negative")
 export type SentimentLabel = typeof SentimentLabel.Type
@@ -29,9 +29,8 @@ const round = (n: number) => Math.round(n * 1000) / 1000
 export const ENGINE = "wink-nlp 2.4 (wink-eng-lite-web-model 1.8)"
 
 const makeService = Effect.sync(() => {
-  // The English model is loaded on the first analysis, not at start (about 30 MB of memory).
-  const analyze = (text: string): SentimentResult => {
-    const wink = nlp()
+  // The English model is loaded on the first analysis, not at start (Nlp.ts).
+  const analyze = (wink: Wink, text: string): SentimentResult => {
     const its = wink.its
     const doc = wink.readDoc(text)
     const score = round(doc.out(its.sentiment) as unknown as number)
@@ -43,7 +42,7 @@ const makeService = Effect.sync(() => {
     })
     return { score, label: labelOf(score), sentences, engine: ENGINE }
   }
-  return { analyze: (text: string) => Effect.sync(() => analyze(text)) }
+  return { analyze: (text: string) => Effect.map(nlp, (wink) => analyze(wink, text)) }
 })
 
 export class Sentiment extends Context.Tag("aigw/Ml/Sentiment")<Sentiment, Effect.Effect.Success<typeof makeService>>() {}

@@ -7,7 +7,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import classifier from "wink-naive-bayes-text-classifier"
 import type { ItemToken } from "wink-nlp"
-import { nlp } from "./Nlp.ts"
+import { nlp, type Wink } from "./Nlp.ts"
 import { taskDescriptions, taskExamples, type TaskType, TaskTypes } from "./taskExamples.data.ts"
 
 export const TaskTypeSchema = Schema.Literal(...TaskTypes)
@@ -30,8 +30,7 @@ export const ENGINE = "naive Bayes (wink-naive-bayes-text-classifier 2.2) on win
 const round = (n: number) => Math.round(n * 10000) / 10000
 
 /** Features: stems of words that are not stop words, plus markers for numbers and symbols. */
-const features = (text: string): Array<string> => {
-  const wink = nlp()
+const features = (wink: Wink) => (text: string): Array<string> => {
   const its = wink.its
   const out: Array<string> = []
   wink.readDoc(text).tokens().each((t: ItemToken) => {
@@ -48,10 +47,13 @@ const features = (text: string): Array<string> => {
 }
 
 /** Trains a classifier on the given examples (the default set unless told otherwise). */
-export const train = (examples: Record<TaskType, ReadonlyArray<string>> = taskExamples) => {
+export const train = (examples: Record<TaskType, ReadonlyArray<string>> = taskExamples) =>
+  Effect.map(nlp, (wink) => trainWith(wink, examples))
+
+const trainWith = (wink: Wink, examples: Record<TaskType, ReadonlyArray<string>>) => {
   const nbc = classifier()
   nbc.defineConfig({ considerOnlyPresence: true, smoothingFactor: 0.5 })
-  nbc.definePrepTasks([features])
+  nbc.definePrepTasks([features(wink)])
   for (const label of TaskTypes) for (const text of examples[label]) nbc.learn(text, label)
   nbc.consolidate()
   return (text: string): TaskClassification => {
@@ -83,11 +85,11 @@ export const train = (examples: Record<TaskType, ReadonlyArray<string>> = taskEx
   }
 }
 
-const makeService = Effect.sync(() => {
-  // Trained on first use, not at start: the English model takes about 30 MB of memory that a
-  // deployment which never classifies should not carry (docs/performance.md).
-  let classify: ((text: string) => TaskClassification) | undefined
-  return { classify: (text: string) => Effect.sync(() => (classify ??= train())(text)) }
+const makeService = Effect.gen(function*() {
+  // Trained on first use, not at start: the English model is memory that a deployment which
+  // never classifies should not carry (docs/performance.md).
+  const classifier = yield* Effect.cached(train())
+  return { classify: (text: string) => Effect.map(classifier, (classify) => classify(text)) }
 })
 
 export class TaskClassifier extends Context.Tag("aigw/Ml/TaskClassifier")<TaskClassifier, Effect.Effect.Success<typeof makeService>>() {}

@@ -1,22 +1,22 @@
 /** The in-process analysers: real models from npm packages, checked on text they never saw. */
 import { Effect } from "effect"
-import { describe, expect, it } from "vitest"
+import { beforeAll, describe, expect, it } from "vitest"
 import * as Sentiment from "../../src/Ml/Sentiment.ts"
 import * as TaskClassifier from "../../src/Ml/TaskClassifier.ts"
 import { taskExamples, TaskTypes } from "../../src/Ml/taskExamples.data.ts"
 
-const analyze = (text: string) => Effect.runSync(Effect.flatMap(Sentiment.Sentiment, (s) => s.analyze(text)).pipe(Effect.provide(Sentiment.layer)))
+const analyze = (text: string) => Effect.runPromise(Effect.flatMap(Sentiment.Sentiment, (s) => s.analyze(text)).pipe(Effect.provide(Sentiment.layer)))
 
 describe("sentiment (wink-nlp)", () => {
-  it("scores positive, negative and neutral text, with negation and emoji", () => {
-    expect(analyze("I absolutely love this, the support team was wonderful!")).toMatchObject({ label: "positive" })
-    expect(analyze("This was a terrible, frustrating experience.")).toMatchObject({ label: "negative" })
-    expect(analyze("The invoice is attached to this message.")).toMatchObject({ label: "neutral", score: 0 })
-    expect(analyze("The food was not good.").label).toBe("negative")
-    expect(analyze("Shipping was fast 😀").score).toBeGreaterThan(0)
+  it("scores positive, negative and neutral text, with negation and emoji", async () => {
+    expect(await analyze("I absolutely love this, the support team was wonderful!")).toMatchObject({ label: "positive" })
+    expect(await analyze("This was a terrible, frustrating experience.")).toMatchObject({ label: "negative" })
+    expect(await analyze("The invoice is attached to this message.")).toMatchObject({ label: "neutral", score: 0 })
+    expect((await analyze("The food was not good.")).label).toBe("negative")
+    expect((await analyze("Shipping was fast 😀")).score).toBeGreaterThan(0)
   })
-  it("scores each sentence within -1..1", () => {
-    const r = analyze("The screen is gorgeous. The battery is awful. It ships in a box.")
+  it("scores each sentence within -1..1", async () => {
+    const r = await analyze("The screen is gorgeous. The battery is awful. It ships in a box.")
     expect(r.sentences.map((s) => s.label)).toEqual(["positive", "negative", "neutral"])
     for (const s of [r, ...r.sentences]) {
       expect(s.score).toBeGreaterThanOrEqual(-1)
@@ -26,7 +26,10 @@ describe("sentiment (wink-nlp)", () => {
 })
 
 describe("task classifier (naive Bayes)", () => {
-  const classify = TaskClassifier.train()
+  let classify: (text: string) => TaskClassifier.TaskClassification
+  beforeAll(async () => {
+    classify = await Effect.runPromise(TaskClassifier.train())
+  })
   // Held out: none of these is in taskExamples.data.ts.
   const heldOut: ReadonlyArray<readonly [string, (typeof TaskTypes)[number]]> = [
     ["Write a Kotlin function that parses a CSV file", "code"],
@@ -64,8 +67,8 @@ describe("task classifier (naive Bayes)", () => {
   it("says when it knows none of the words (default general, confidence 0)", () => {
     expect(classify("zxqv blorf")).toMatchObject({ taskType: "general", confidence: 0, recognised: false })
   })
-  it("learns from its examples: a classifier trained without translation never answers it", () => {
-    const without = TaskClassifier.train({ ...taskExamples, translation: ["placeholder words only"] })
+  it("learns from its examples: a classifier trained without translation never answers it", async () => {
+    const without = await Effect.runPromise(TaskClassifier.train({ ...taskExamples, translation: ["placeholder words only"] }))
     expect(without("Translate this sentence into French").taskType).not.toBe("translation")
   })
 })
