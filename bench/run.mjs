@@ -11,11 +11,12 @@
  * aigw runs its full path: API-key auth, atomic quota admission, routing to provider `openai`
  * (OPENAI_BASE_URL = the mock), usage recording, on POST /openai/v1/chat/completions.
  * Scenarios (SCENARIOS): chat (every target), jwt (the same chat call with the avatar's JWT instead of the
- * API key; aigw targets) and embeddings (POST /v1/embeddings with the API key; aigw targets).
+ * API key; aigw targets), embeddings (POST /v1/embeddings with the API key; aigw targets) and translate
+ * (POST /v1/translate with the API key: a task endpoint on the Effect pipeline; aigw targets).
  *
  * Knobs (environment): ROUNDS [3], DURATION [7] and WARMUP [3] seconds per load run, CONNS ["1 16 64"],
  * SSE_CONNS ["1 16 64"], STREAM_N [200], STREAM_WARMUP [20], PACED_N [10], PACED_MS [5],
- * TARGETS ["direct proxy portkey aigw-sqlite aigw-pg"], SCENARIOS ["chat jwt embeddings"], CLIENT_CPUS [0], SERVER_CPUS [1], PIN [auto],
+ * TARGETS ["direct proxy portkey aigw-sqlite aigw-pg"], SCENARIOS ["chat jwt embeddings translate"], CLIENT_CPUS [0], SERVER_CPUS [1], PG_CPUS [CLIENT_CPUS], PIN [auto],
  * AIGW_RUNNER [bundle | tsx], AIGW_BUNDLE [a prebuilt bundle instead of building one], STAGES [1],
  * AIGW_BEFORE_BUNDLE [with targets aigw-sqlite-before / aigw-pg-before: A/B against another build],
  * AIGW_NODE_FLAGS [the V8 flags of `npm start`], AIGW_BEFORE_NODE_FLAGS [AIGW_NODE_FLAGS; for the -before targets],
@@ -48,9 +49,11 @@ const cfg = {
   pacedN: num("PACED_N", 10),
   pacedMs: num("PACED_MS", 5),
   targets: list("TARGETS", "direct proxy portkey aigw-sqlite aigw-pg"),
-  scenarios: list("SCENARIOS", "chat jwt embeddings"),
+  scenarios: list("SCENARIOS", "chat jwt embeddings translate"),
   clientCpus: env.CLIENT_CPUS ?? "0",
   serverCpus: env.SERVER_CPUS ?? "1",
+  // PostgreSQL on another core than the gateway, as deployments run it (on 2 vCPUs: the client's)
+  pgCpus: env.PG_CPUS ?? env.CLIENT_CPUS ?? "0",
   pin: env.PIN ?? "auto",
   runner: env.AIGW_RUNNER ?? "bundle",
   // aigw runs with the node options of `npm start` unless told otherwise ("" for none)
@@ -270,8 +273,13 @@ const main = async () => {
   const body = JSON.parse(fs.readFileSync(chatBody, "utf8"))
   const sseBody = path.join(results, "targets/_body-stream.json")
   fs.writeFileSync(sseBody, JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } }))
-  const embeddingsBody = path.join(bench, "bodies/embeddings.json")
-  for (const s of cfg.scenarios) if (!["chat", "jwt", "embeddings"].includes(s)) die(`unknown scenario ${s} (chat, jwt, embeddings)`)
+  // scenarios other than chat: their own route and body on the aigw targets; none of them streams
+  const unstreamed = {
+    embeddings: { route: "/v1/embeddings", body: path.join(bench, "bodies/embeddings.json"), valid: (out) => /"embeddings":\[\[-?\d/.test(out) },
+    translate: { route: "/v1/translate", body: path.join(bench, "bodies/translate.json"), valid: (out) => /"translation":"Ein Gateway/.test(out) }
+  }
+  const scenarioNames = ["chat", "jwt", ...Object.keys(unstreamed)]
+  for (const s of cfg.scenarios) if (!scenarioNames.includes(s)) die(`unknown scenario ${s} (${scenarioNames.join(", ")})`)
 
   // our gateway: bundled from the repository as it is (or run through tsx)
   let aigwArgv
@@ -297,7 +305,7 @@ const main = async () => {
   // PostgreSQL: a throw-away cluster, pinned with the servers, and a database of its own
   const isPg = (name) => name.startsWith("aigw-pg")
   if (cfg.targets.some(isPg)) {
-    const out = execFileSync("bash", ["-c", `${pin(cfg.serverCpus).join(" ")} bash ${path.join(root, ".ci/pg.sh")} start`], { encoding: "utf8" })
+    const out = execFileSync("bash", ["-c", `${pin(cfg.pgCpus).join(" ")} bash ${path.join(root, ".ci/pg.sh")} start`], { encoding: "utf8" })
     const url = /AIGW_TEST_PG_URL=(\S+)/.exec(out)?.[1]
     const dir = /AIGW_TEST_PG_DIR=(\S+)/.exec(out)?.[1]
     if (!url || !dir) die(`could not start PostgreSQL: ${out}`)
@@ -374,23 +382,24 @@ const main = async () => {
     } else {
       die(`unknown target ${name}`)
     }
-    // the scenarios this target takes: chat everywhere; jwt and embeddings on aigw targets only
+    // the scenarios this target takes: chat everywhere; the others on aigw targets only
     const scenarios = cfg.scenarios.filter((s) => s === "chat" || account)
     for (const scenario of scenarios) {
       const label = scenario === "chat" ? name : `${name}/${scenario}`
-      const eUrl = scenario === "embeddings" ? `${base}/v1/embeddings` : url
+      const own = unstreamed[scenario]
+      const eUrl = own ? `${base}${own.route}` : url
       const eHeaders = scenario === "jwt" ? [`Authorization: Bearer ${account.jwt}`] : headers
       const headersFile = path.join(results, "targets", `${label.replace("/", ".")}.headers`)
       fs.writeFileSync(headersFile, eHeaders.join("\n") + "\n")
       const hArgs = eHeaders.flatMap((h) => ["-H", h])
-      // validation: a JSON answer with choices (embeddings: with the vectors), a stream with >= 21 events and [DONE]
-      const jsonOut = curlJson(["-H", "content-type: application/json", ...hArgs, "--data-binary", `@${scenario === "embeddings" ? embeddingsBody : chatBody}`, eUrl])
-      const sseOut = scenario === "embeddings" ? "" : curlJson(["-N", "-H", "content-type: application/json", ...hArgs, "--data-binary", `@${sseBody}`, eUrl])
+      // validation: a JSON answer with choices (the other scenarios: their own result), a stream with >= 21 events and [DONE]
+      const jsonOut = curlJson(["-H", "content-type: application/json", ...hArgs, "--data-binary", `@${own ? own.body : chatBody}`, eUrl])
+      const sseOut = own ? "" : curlJson(["-N", "-H", "content-type: application/json", ...hArgs, "--data-binary", `@${sseBody}`, eUrl])
       fs.writeFileSync(path.join(results, "targets", `${label.replace("/", ".")}.json.out`), jsonOut)
       if (sseOut) fs.writeFileSync(path.join(results, "targets", `${label.replace("/", ".")}.sse.out`), sseOut)
       const events = (sseOut.match(/^data: /gm) ?? []).length
-      const ok = scenario === "embeddings"
-        ? /"embeddings":\[\[-?\d/.test(jsonOut)
+      const ok = own
+        ? own.valid(jsonOut)
         : jsonOut.includes('"choices"') && sseOut.includes("data: [DONE]") && events >= 21
       const rssKb = memKb(groupPids(pid)).rss
       record({ kind: "validation", target: name, scenario, ok, events, rss_after_start_kb: rssKb, json: jsonOut.slice(0, 300) })
@@ -398,7 +407,7 @@ const main = async () => {
         log(`WARNING: ${label} failed validation (json: ${jsonOut.slice(0, 200)} | stream events: ${events}) - skipped`)
         continue
       }
-      log(`${label} ready: ${eUrl} (pid ${pid}, RSS ${(rssKb / 1024).toFixed(0)} MB${scenario === "embeddings" ? "" : `, ${events} SSE events`})`)
+      log(`${label} ready: ${eUrl} (pid ${pid}, RSS ${(rssKb / 1024).toFixed(0)} MB${own ? "" : `, ${events} SSE events`})`)
       targets.push({ name, scenario, label, pid, url: eUrl, headersFile, kind, base, dataDir, apiKey: account?.apiKey ?? headers[0].split("Bearer ")[1] })
     }
   }
@@ -434,7 +443,7 @@ const main = async () => {
     node: process.version,
     versions: versions(),
     config: { ...cfg, results: undefined },
-    pinning: cfg.pin === "1" ? { client: cfg.clientCpus, servers: cfg.serverCpus } : null,
+    pinning: cfg.pin === "1" ? { client: cfg.clientCpus, servers: cfg.serverCpus, pg: cfg.pgCpus } : null,
     loadavg_start: fs.readFileSync("/proc/loadavg", "utf8").trim(),
     targets: [...new Set(targets.map((t) => t.name))],
     scenarios: cfg.scenarios
@@ -448,7 +457,7 @@ const main = async () => {
       BENCH_HEADERS: t.headersFile
     })
   const loadRun = async (round, t, mode, c) => {
-    const bodyFile = mode === "sse" ? sseBody : t.scenario === "embeddings" ? embeddingsBody : chatBody
+    const bodyFile = mode === "sse" ? sseBody : unstreamed[t.scenario]?.body ?? chatBody
     await wrk(t, c, cfg.warmup, bodyFile)
     const pids = groupPids(t.pid)
     const dbPids = isPg(t.name) ? pgPids() : []
@@ -497,11 +506,11 @@ const main = async () => {
     const ofScenario = (s) => targets.filter((t) => t.scenario === s)
     for (const [mode, c] of loads) {
       for (const s of cfg.scenarios) {
-        if (mode === "sse" && s === "embeddings") continue
+        if (mode === "sse" && unstreamed[s]) continue
         for (const t of ofScenario(s)) await loadRun(round, t, mode, c)
       }
     }
-    const streamed = targets.filter((t) => t.scenario !== "embeddings")
+    const streamed = targets.filter((t) => !unstreamed[t.scenario])
     for (const t of streamed) await streamRun(round, t, "burst")
     for (const t of streamed) await streamRun(round, t, "paced")
   }

@@ -4,6 +4,8 @@
  *   POST /v1/chat/completions   chat.completion JSON (with usage), or with "stream": true an SSE stream:
  *                               role chunk, 20 content chunks, finish chunk, usage chunk when
  *                               stream_options.include_usage, then [DONE]  (23-24 data events)
+ *                               A request whose system prompt is aigw's translation task (POST /v1/translate)
+ *                               gets the JSON answer that task asks for: {"sourceLanguage", "translation"}
  *   POST /v1/embeddings         OpenAI's embeddings list: one vector of MOCK_EMBED_DIMS [1536] numbers per input
  *                               (text-embedding-3-small's default size), usage from the input count
  *   GET  /health                {"status":"ok"}
@@ -31,6 +33,13 @@ const completion = Buffer.from(JSON.stringify({
   id: ID, object: "chat.completion", created: CREATED, model: MODEL, system_fingerprint: "fp_bench",
   choices: [{ index: 0, message: { role: "assistant", content: TEXT, refusal: null }, logprobs: null, finish_reason: "stop" }],
   usage
+}))
+
+// the JSON answer of aigw's translation task (its system prompt starts "You are a translation engine")
+const translation = Buffer.from(JSON.stringify({
+  id: ID, object: "chat.completion", created: CREATED, model: MODEL, system_fingerprint: "fp_bench",
+  choices: [{ index: 0, message: { role: "assistant", content: JSON.stringify({ sourceLanguage: "en", translation: "Ein Gateway sitzt zwischen Anwendungen und Modellanbietern." }), refusal: null }, logprobs: null, finish_reason: "stop" }],
+  usage: { prompt_tokens: 120, completion_tokens: 24, total_tokens: 144 }
 }))
 
 const frame = (obj) => Buffer.from(`data: ${JSON.stringify(obj)}\n\n`)
@@ -115,8 +124,9 @@ const server = http.createServer((req, res) => {
     }
     const text = chunks.length === 1 ? chunks[0].toString("latin1") : Buffer.concat(chunks).toString("latin1")
     if (/"stream"\s*:\s*true/.test(text)) return stream(res, text)
-    res.writeHead(200, jsonHeaders(completion.length))
-    res.end(completion)
+    const answer = text.includes("You are a translation engine") ? translation : completion
+    res.writeHead(200, jsonHeaders(answer.length))
+    res.end(answer)
   })
 })
 server.keepAliveTimeout = 120_000

@@ -1,7 +1,7 @@
 /**
  * Markdown report of a results directory written by bench/run.mjs: medians over rounds (peak RSS:
  * the maximum), ratios against the bare proxy and Portkey, the issue's targets (all of the chat scenario),
- * the scenarios side by side (chat, jwt, embeddings) with before -> after when "-before" targets ran, per-stage costs.
+ * the scenarios side by side (chat, jwt, embeddings, translate) with before -> after when "-before" targets ran, per-stage costs.
  * Also writes summary.json.   node bench/lib/summarize.mjs bench/results/<run>
  */
 import * as fs from "node:fs"
@@ -60,7 +60,7 @@ export const report = (dir) => {
   out.push("")
   out.push(`- Machine: ${meta.machine.ncpu} vCPU (${meta.machine.cpu}), ${meta.machine.memory_gb} GB, Linux ${meta.machine.kernel}; load average at start ${meta.loadavg_start.split(" ").slice(0, 3).join(" ")}, at end ${(meta.loadavg_end ?? "?").split(" ").slice(0, 3).join(" ")}.`)
   out.push(`- Versions: Node ${meta.node}; aigw ${v.aigw} (${v.aigw_commit}, ${v.aigw_worktree}; ${v.aigw_runner === "bundle" ? "esbuild bundle of hosts/node-http" : v.aigw_runner === "tsx" ? "run through tsx" : v.aigw_runner}) on Effect ${v.effect}, @effect/platform-node ${v["@effect/platform-node"]}; @portkey-ai/gateway ${v["@portkey-ai/gateway"]} (hono ${v.hono}, @hono/node-server ${v["@hono/node-server"]}); PostgreSQL ${v.postgresql ?? "n/a"}; wrk ${v.wrk}.`)
-  out.push(`- Load: wrk, 1 thread, closed loop, keep-alive; ${meta.config.rounds} interleaved rounds of ${meta.config.duration} s per run after ${meta.config.warmup} s of warm-up. Pinning: ${meta.pinning ? `client on CPU ${meta.pinning.client}; mock upstream, gateways and PostgreSQL on CPU ${meta.pinning.servers}` : "off"}.`)
+  out.push(`- Load: wrk, 1 thread, closed loop, keep-alive; ${meta.config.rounds} interleaved rounds of ${meta.config.duration} s per run after ${meta.config.warmup} s of warm-up. Pinning: ${meta.pinning ? `client on CPU ${meta.pinning.client}; mock upstream and gateways on CPU ${meta.pinning.servers}; PostgreSQL on CPU ${meta.pinning.pg ?? meta.pinning.servers}` : "off"}.`)
   out.push(`- Command: \`${meta.command}\``)
   if (meta.config.nodeFlags) out.push(`- aigw's node options: ${meta.config.nodeFlags.length ? `\`${meta.config.nodeFlags.join(" ")}\`` : "none"}${/AIGW_BEFORE_NODE_FLAGS=/.test(meta.command) ? " (the -before targets: see the command)" : ""}.`)
   out.push("")
@@ -164,11 +164,11 @@ export const report = (dir) => {
   // the scenarios side by side, and before -> after for every "-before" target
   const others = scenarios.filter((s) => s !== "chat")
   if (ours.length && others.length) {
-    const scenarioName = { chat: "chat (API key)", jwt: "chat (JWT)", embeddings: "embeddings (API key)" }
+    const scenarioName = { chat: "chat (API key)", jwt: "chat (JWT)", embeddings: "embeddings (API key)", translate: "translate (API key)" }
     const jsonCfgs = configs.filter((c) => c.startsWith("json:"))
     const sseCfgs = configs.filter((c) => c.startsWith("sse:"))
     out.push("Scenarios: chat = `POST /openai/v1/chat/completions` with the API key (as above); jwt = the same call with the avatar's JWT; " +
-      "embeddings = `POST /v1/embeddings` (`bench/bodies/embeddings.json`: one text, `text-embedding-3-small`; the mock answers one 1,536-number vector) with the API key. RPS / p50 / p99 ms, medians over rounds:")
+      "embeddings = `POST /v1/embeddings` (`bench/bodies/embeddings.json`: one text, `text-embedding-3-small`; the mock answers one 1,536-number vector) with the API key; translate = `POST /v1/translate` (`bench/bodies/translate.json`: one sentence into German; the mock answers the task's JSON) with the API key. RPS / p50 / p99 ms, medians over rounds:")
     out.push("")
     const sh = ["target", "scenario", ...jsonCfgs.map((c) => `json c=${c.split(":")[1]}`), ...sseCfgs.map((c) => `stream c=${c.split(":")[1]}`), "CPU µs/req (json c=16)", "stream TTFB p50 ms"]
     out.push(`| ${sh.join(" | ")} |`)
