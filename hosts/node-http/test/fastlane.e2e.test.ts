@@ -351,4 +351,51 @@ describe("fast lane", () => {
     expect(viaLane.status).toBe(200)
     expect(JSON.stringify(openai.requests.at(-1)!.body)).toContain("system")
   })
+
+  it("serves the task endpoints like their routes: answers, models that do not comply, schema refusals, counted once", async () => {
+    const cases: ReadonlyArray<readonly [string, unknown, string]> = [
+      ["/v1/translate", { text: "Guten Morgen", targetLanguage: "en" }, JSON.stringify({ sourceLanguage: "de", translation: "Good morning" })],
+      ["/v1/classify", { text: "The invoice is overdue", labels: ["billing", "support"] }, JSON.stringify({ label: "Billing", scores: { billing: 0.9, support: 0.1 } })],
+      ["/v1/prompts/optimise", { prompt: "write sql" }, "```json\n" + JSON.stringify({ optimisedPrompt: "Write one SQL query that…", changes: ["states the goal"] }) + "\n```"],
+      // the first extraction imports ajv (the route serves it), the second takes the lane
+      ["/v1/extract", { text: "Ada, 36", schema: { type: "object", properties: { name: { type: "string" }, age: { type: "integer" } } } }, JSON.stringify({ name: "Ada", age: 36 })],
+      ["/v1/extract", { text: "Ada, 36", schema: { type: "object", properties: { age: { type: "string" } } } }, JSON.stringify({ name: "Ada", age: 36 })]
+    ]
+    for (const [path, body, answer] of cases) {
+      openai.setScenario({ kind: "text", text: answer, usage: { prompt: 20, completion: 8 } })
+      const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+      const { viaLane, viaRoute } = await both(user, { body: { ...(body as object), provider: "openai", model: "gpt-4o-mini" } }, path)
+      expect([path, viaLane.status]).toEqual([path, 200])
+      expectSame(viaRoute, viaLane)
+      const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+      expect(after.dailyCallsUsed - before.dailyCallsUsed).toBe(2)
+    }
+    // a model that does not answer the JSON the task asked for: 502 naming it, on both
+    openai.setScenario({ kind: "text", text: "Sure! Here is your translation: Good morning" })
+    const noJson = await both(user, { body: { text: "Guten Morgen", targetLanguage: "en", provider: "openai", model: "gpt-4o-mini" } }, "/v1/translate")
+    expect(noJson.viaLane.status).toBe(502)
+    expect(JSON.stringify(noJson.viaLane.body)).toContain("gpt-4o-mini did not answer with the JSON")
+    expectSame(noJson.viaRoute, noJson.viaLane)
+    openai.setScenario({ kind: "text", text: JSON.stringify({ label: "sales", scores: {} }) })
+    const wrongLabel = await both(user, { body: { text: "x", labels: ["billing", "support"], provider: "openai" } }, "/v1/classify")
+    expect(wrongLabel.viaLane.status).toBe(502)
+    expectSame(wrongLabel.viaRoute, wrongLabel.viaLane)
+    // refusals before admission: never counted
+    const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+    for (const [body, status] of [
+      [{ text: "x", schema: { type: "nonsense" } }, 400],
+      [{ text: "x", schema: { type: "string", pattern: "(a)\\1" } }, 422],
+      [{ text: "x", schema: { type: "object" }, provider: "mistral" }, "routing"]
+    ] as const) {
+      const refused = await both(user, { body: { provider: "openai", ...body } }, "/v1/extract")
+      if (status === "routing") expect(refused.viaLane.status).toBeGreaterThanOrEqual(400)
+      else expect([JSON.stringify(body), refused.viaLane.status]).toEqual([JSON.stringify(body), status])
+      expectSame(refused.viaRoute, refused.viaLane)
+    }
+    const unknownLanguage = await both(user, { body: { text: "x", targetLanguage: "xx" } }, "/v1/translate")
+    expect(unknownLanguage.viaLane.status).toBe(400)
+    expectSame(unknownLanguage.viaRoute, unknownLanguage.viaLane)
+    const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+    expect(after.dailyCallsUsed).toBe(before.dailyCallsUsed)
+  })
 })

@@ -49,7 +49,7 @@ class UnsupportedPattern extends Error {}
  * against a model's answer block the event loop for seconds (ReDoS). Both are imported on the
  * first extraction: memory the other routes do not need.
  */
-const loadAjv = async () => {
+const importAjv = async () => {
   const [AjvModule, { RE2JS }] = await Promise.all([import("ajv"), import("re2js")])
   const linearRegExp = Object.assign(
     (pattern: string, _flags: string) => {
@@ -69,9 +69,39 @@ const loadAjv = async () => {
   return new Ajv({ allErrors: true, strict: false, code: { regExp: linearRegExp } })
 }
 
-type Task = TaskTarget & { readonly system: string; readonly user: string; readonly maxTokens?: number | undefined }
+type Ajv = Awaited<ReturnType<typeof importAjv>>
+let ajvLoading: Promise<Ajv> | undefined
+let ajvLoaded: Ajv | undefined
+/** ajv, imported once (a failed import is retried by the next caller). */
+const loadAjv = (): Promise<Ajv> =>
+  (ajvLoading ??= importAjv().then(
+    (ajv) => (ajvLoaded = ajv),
+    (e) => {
+      ajvLoading = undefined
+      throw e
+    }
+  ))
+/** ajv if it was imported already: the fast lane plans synchronously and leaves the first extraction to the route. */
+export const ajvIfLoaded = (): Ajv | undefined => ajvLoaded
 
-const taskInput = (task: Task): CompletionInput => ({
+/** The caller's JSON Schema compiled: a validator, a 400 when it is invalid, a 422 for a pattern the engine refuses. */
+export const compileSchema = (ajv: Ajv, schema: Record<string, unknown>) => {
+  try {
+    return ajv.compile(schema)
+  } catch (e) {
+    return e instanceof UnsupportedPattern
+      ? new Unprocessable({ message: e.message })
+      : new BadRequest({ message: `schema is not a valid JSON Schema: ${(e as Error).message}` })
+  } finally {
+    // Callers' schemas must not pile up in ajv's cache, nor share `$id`s across callers.
+    ajv.removeSchema(schema)
+  }
+}
+export type SchemaValidator = Exclude<ReturnType<typeof compileSchema>, BadRequest | Unprocessable>
+
+export type Task = TaskTarget & { readonly system: string; readonly user: string; readonly maxTokens?: number | undefined }
+
+export const taskInput = (task: Task): CompletionInput => ({
   messages: [{ role: "system", content: task.system }, { role: "user", content: task.user }],
   provider: task.provider,
   model: task.model ?? "auto",
@@ -79,13 +109,13 @@ const taskInput = (task: Task): CompletionInput => ({
   maxTokens: task.maxTokens
 })
 
-type TranslateInput = TaskTarget & { readonly text: string; readonly targetLanguage: string; readonly sourceLanguage?: string | undefined }
-type ClassifyInput = TaskTarget & { readonly text: string; readonly labels: ReadonlyArray<string> }
-type ExtractInput = TaskTarget & { readonly text: string; readonly schema: Record<string, unknown> }
-type OptimiseInput = TaskTarget & { readonly prompt: string }
+export type TranslateInput = TaskTarget & { readonly text: string; readonly targetLanguage: string; readonly sourceLanguage?: string | undefined }
+export type ClassifyInput = TaskTarget & { readonly text: string; readonly labels: ReadonlyArray<string> }
+export type ExtractInput = TaskTarget & { readonly text: string; readonly schema: Record<string, unknown> }
+export type OptimiseInput = TaskTarget & { readonly prompt: string }
 
 // Each task's prompt, built once for the check before admission and for the call.
-const tasks = {
+export const tasks = {
   translate: (input: TranslateInput): Task => {
     const target = languageName(input.targetLanguage)!
     const source = input.sourceLanguage ? languageName(input.sourceLanguage) : undefined
@@ -112,62 +142,35 @@ const tasks = {
   })
 }
 
-const makeService = Effect.gen(function*() {
-  const completions = yield* Completions
-  const loadedAjv = yield* Effect.cached(Effect.promise(loadAjv))
-
-  /** The caller's JSON Schema compiled (400 when invalid, 422 for a pattern the engine refuses). */
-  const compileSchema = (schema: Record<string, unknown>) =>
-    Effect.flatMap(loadedAjv, (ajv) => Effect.try({
-      try: () => {
-        try {
-          return ajv.compile(schema)
-        } finally {
-          // Callers' schemas must not pile up in ajv's cache, nor share `$id`s across callers.
-          ajv.removeSchema(schema)
-        }
-      },
-      catch: (e) =>
-        e instanceof UnsupportedPattern
-          ? new Unprocessable({ message: e.message })
-          : new BadRequest({ message: `schema is not a valid JSON Schema: ${(e as Error).message}` })
-    }))
-
-  const askJson = (avatar: AvatarRecord, task: Task) =>
-    Effect.flatMap(completions.complete(avatar, taskInput(task)), (r) =>
-      Effect.try({
-        try: () => ({ json: parseJsonAnswer(r.content) as Record<string, unknown>, call: r }),
-        catch: () => new UpstreamFailed({ provider: r.provider, message: `${r.provider}/${r.model} did not answer with the JSON the task asked for.` })
-      }))
-
-  /**
-   * The refusals of each task that depend only on the request and configuration (routing; the
-   * extraction schema): answered before admission.
-   */
-  const check = {
-    translate: (avatar: AvatarRecord, input: TranslateInput) => completions.check(avatar, taskInput(tasks.translate(input))),
-    classify: (avatar: AvatarRecord, input: ClassifyInput) => completions.check(avatar, taskInput(tasks.classify(input))),
-    extract: (avatar: AvatarRecord, input: ExtractInput) =>
-      Effect.zipRight(compileSchema(input.schema), completions.check(avatar, taskInput(tasks.extract(input)))),
-    optimisePrompt: (avatar: AvatarRecord, input: OptimiseInput) => completions.check(avatar, taskInput(tasks.optimisePrompt(input)))
+/** The JSON object a task asked the model for, or the failure naming the model that did not comply. */
+const answerJson = (call: CompletionResult): Record<string, unknown> | UpstreamFailed => {
+  try {
+    return parseJsonAnswer(call.content) as Record<string, unknown>
+  } catch {
+    return new UpstreamFailed({ provider: call.provider, message: `${call.provider}/${call.model} did not answer with the JSON the task asked for.` })
   }
+}
 
-  const translate = Effect.fn("LlmTasks.translate")(function*(avatar: AvatarRecord, input: TranslateInput) {
-    const { call, json } = yield* askJson(avatar, tasks.translate(input))
-    if (typeof json.translation !== "string") {
-      return yield* Effect.fail(new UpstreamFailed({ provider: call.provider, message: `${call.provider}/${call.model} answered without a translation.` }))
-    }
+const failed = (call: CompletionResult, what: string) => new UpstreamFailed({ provider: call.provider, message: `${call.provider}/${call.model} ${what}` })
+
+/**
+ * Each task's result from the model's answer, or the model's failure to comply: the one reading
+ * of an answer, for the service here and the node host's fast lane (Http/TaskRoutes.ts).
+ */
+export const answers = {
+  translate: (input: TranslateInput, call: CompletionResult) => {
+    const json = answerJson(call)
+    if (json instanceof UpstreamFailed) return json
+    if (typeof json.translation !== "string") return failed(call, "answered without a translation.")
     const detected = typeof json.sourceLanguage === "string" && languageName(json.sourceLanguage.toLowerCase()) ? json.sourceLanguage.toLowerCase() : null
     return { translation: json.translation, sourceLanguage: input.sourceLanguage ?? detected, targetLanguage: input.targetLanguage, ...callInfo(call) }
-  })
-
-  const classify = Effect.fn("LlmTasks.classify")(function*(avatar: AvatarRecord, input: ClassifyInput) {
-    const { call, json } = yield* askJson(avatar, tasks.classify(input))
+  },
+  classify: (input: ClassifyInput, call: CompletionResult) => {
+    const json = answerJson(call)
+    if (json instanceof UpstreamFailed) return json
     const byLower = new Map(input.labels.map((l) => [l.toLowerCase(), l]))
     const label = typeof json.label === "string" ? byLower.get(json.label.trim().toLowerCase()) : undefined
-    if (label === undefined) {
-      return yield* Effect.fail(new UpstreamFailed({ provider: call.provider, message: `${call.provider}/${call.model} answered a label that is not one of the given labels.` }))
-    }
+    if (label === undefined) return failed(call, "answered a label that is not one of the given labels.")
     const raw = (typeof json.scores === "object" && json.scores !== null ? json.scores : {}) as Record<string, unknown>
     const scores = input.labels.map((l) => {
       const v = Object.entries(raw).find(([k]) => k.toLowerCase() === l.toLowerCase())?.[1]
@@ -178,11 +181,10 @@ const makeService = Effect.gen(function*() {
       ? scores.map((s) => ({ label: s.label, score: Math.round((s.score / total) * 1e4) / 1e4 }))
       : scores.map((s) => ({ label: s.label, score: s.label === label ? 1 : 0 }))
     return { label, scores: normalised.sort((a, b) => b.score - a.score), ...callInfo(call) }
-  })
-
-  const extract = Effect.fn("LlmTasks.extract")(function*(avatar: AvatarRecord, input: ExtractInput) {
-    const validate = yield* compileSchema(input.schema)
-    const { call, json } = yield* askJson(avatar, tasks.extract(input))
+  },
+  extract: (validate: SchemaValidator) => (_input: ExtractInput, call: CompletionResult) => {
+    const json = answerJson(call)
+    if (json instanceof UpstreamFailed) return json
     const valid = validate(json) as boolean
     return {
       data: json,
@@ -190,18 +192,54 @@ const makeService = Effect.gen(function*() {
       errors: valid ? [] : (validate.errors ?? []).map((e: { instancePath: string; message?: string }) => `${e.instancePath || "/"} ${e.message ?? "is invalid"}`),
       ...callInfo(call)
     }
-  })
-
-  const optimisePrompt = Effect.fn("LlmTasks.optimisePrompt")(function*(avatar: AvatarRecord, input: OptimiseInput) {
-    const { call, json } = yield* askJson(avatar, tasks.optimisePrompt(input))
-    if (typeof json.optimisedPrompt !== "string" || json.optimisedPrompt.trim() === "") {
-      return yield* Effect.fail(new UpstreamFailed({ provider: call.provider, message: `${call.provider}/${call.model} answered without an optimised prompt.` }))
-    }
+  },
+  optimisePrompt: (input: OptimiseInput, call: CompletionResult) => {
+    const json = answerJson(call)
+    if (json instanceof UpstreamFailed) return json
+    if (typeof json.optimisedPrompt !== "string" || json.optimisedPrompt.trim() === "") return failed(call, "answered without an optimised prompt.")
     const changes = Array.isArray(json.changes) ? json.changes.filter((c): c is string => typeof c === "string") : []
     return { originalPrompt: input.prompt, optimisedPrompt: json.optimisedPrompt, changes, ...callInfo(call) }
-  })
+  }
+}
 
-  return { check, translate, classify, extract, optimisePrompt }
+const makeService = Effect.gen(function*() {
+  const completions = yield* Completions
+
+  /** The caller's schema compiled (after importing ajv on the first extraction). */
+  const validatorOf = (schema: Record<string, unknown>) =>
+    Effect.flatMap(Effect.promise(loadAjv), (ajv) => {
+      const compiled = compileSchema(ajv, schema)
+      return compiled instanceof BadRequest || compiled instanceof Unprocessable ? Effect.fail(compiled) : Effect.succeed(compiled)
+    })
+
+  /** A task's call and the reading of its answer. */
+  const run = <I, A>(name: string, task: (input: I) => Task, answer: (input: I, call: CompletionResult) => A | UpstreamFailed) =>
+    (avatar: AvatarRecord, input: I) =>
+      Effect.flatMap(completions.complete(avatar, taskInput(task(input))), (call) => {
+        const result = answer(input, call)
+        return result instanceof UpstreamFailed ? Effect.fail(result) : Effect.succeed(result)
+      }).pipe(Effect.withSpan(name))
+
+  /**
+   * The refusals of each task that depend only on the request and configuration (routing; the
+   * extraction schema): answered before admission.
+   */
+  const check = {
+    translate: (avatar: AvatarRecord, input: TranslateInput) => completions.check(avatar, taskInput(tasks.translate(input))),
+    classify: (avatar: AvatarRecord, input: ClassifyInput) => completions.check(avatar, taskInput(tasks.classify(input))),
+    extract: (avatar: AvatarRecord, input: ExtractInput) =>
+      Effect.zipRight(validatorOf(input.schema), completions.check(avatar, taskInput(tasks.extract(input)))),
+    optimisePrompt: (avatar: AvatarRecord, input: OptimiseInput) => completions.check(avatar, taskInput(tasks.optimisePrompt(input)))
+  }
+
+  return {
+    check,
+    translate: run("LlmTasks.translate", tasks.translate, answers.translate),
+    classify: run("LlmTasks.classify", tasks.classify, answers.classify),
+    extract: (avatar: AvatarRecord, input: ExtractInput) =>
+      Effect.flatMap(validatorOf(input.schema), (validate) => run("LlmTasks.extract", tasks.extract, answers.extract(validate))(avatar, input)),
+    optimisePrompt: run("LlmTasks.optimisePrompt", tasks.optimisePrompt, answers.optimisePrompt)
+  }
 })
 
 export class LlmTasks extends Context.Tag("aigw/LlmTasks")<LlmTasks, Effect.Effect.Success<typeof makeService>>() {}

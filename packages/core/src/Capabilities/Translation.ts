@@ -21,11 +21,16 @@ export interface TranslateInput {
   readonly model?: string | undefined
 }
 
+/** Whether `provider` is a translation vendor (the route calls it), not a chat provider or `auto` (LlmTasks). */
+export const namesVendor = (catalog: Catalog["Type"], provider: string) => {
+  const named = catalog.provider(provider)
+  return Option.isSome(named) && servedBy(named.value).translate !== undefined
+}
+
 /** The translation vendor a request names, or none (a chat provider, or `auto`: LlmTasks). */
 const vendorOf = (avatar: AvatarRecord, input: TranslateInput) =>
   Effect.flatMap(Catalog, (catalog) => {
-    const named = catalog.provider(input.provider)
-    if (Option.isNone(named) || servedBy(named.value).translate === undefined) return Effect.succeed(Option.none())
+    if (!namesVendor(catalog, input.provider)) return Effect.succeed(Option.none())
     if (input.model !== undefined) {
       return Effect.fail(new Unprocessable({ message: `Provider ${input.provider} translates with its own model; model ${input.model} cannot be chosen there.` }))
     }

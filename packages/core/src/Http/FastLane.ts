@@ -46,6 +46,7 @@ import {
   TOO_LARGE,
   tooLargeError
 } from "./Edge.ts"
+import { Catalog } from "../Catalog/Catalog.ts"
 import { type LaneCall, type LaneServices, STREAMED } from "./Lane.ts"
 import { accessLogLine, options as observabilityOptions } from "./Observability.ts"
 import type { Route } from "./Route.ts"
@@ -84,7 +85,7 @@ export const make = Effect.gen(function*() {
   const { limits, maxBodyBytes } = yield* GatewayConfig
   const quota = yield* Quota
   const auth = yield* Auth
-  const services: LaneServices = { calls: yield* ProviderCalls, completions: yield* Completions, embeddings: yield* Embeddings }
+  const services: LaneServices = { calls: yield* ProviderCalls, catalog: yield* Catalog, completions: yield* Completions, embeddings: yield* Embeddings }
   const { logRequests, metrics } = yield* observabilityOptions
   const runtime = yield* Effect.runtime<AppServices>()
   const run = Runtime.runPromise(runtime)

@@ -5,6 +5,7 @@
  * the call synchronously and serves it with promises.
  */
 import type { Completions } from "../Capabilities/Completions.ts"
+import type { Catalog } from "../Catalog/Catalog.ts"
 import type { Embeddings } from "../Capabilities/Embeddings.ts"
 import type { Call, ChatStream, ProviderCalls, StreamChunk } from "../Engine/ProviderCalls.ts"
 import type { GatewayError } from "../Errors.ts"
@@ -14,6 +15,7 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 /** The services lane plans use (built once by the fast lane). */
 export interface LaneServices {
   readonly calls: ProviderCalls["Type"]
+  readonly catalog: Catalog["Type"]
   readonly completions: Completions["Type"]
   readonly embeddings: Embeddings["Type"]
 }

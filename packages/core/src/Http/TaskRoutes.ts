@@ -6,10 +6,13 @@
  */
 import { type Context, Effect, Schema } from "effect"
 import * as Guardrails from "../Capabilities/Guardrails.ts"
-import { IsoLanguage, LlmTasks } from "../Capabilities/LlmTasks.ts"
+import type { CompletionResult } from "../Capabilities/Completions.ts"
+import { ajvIfLoaded, answers, compileSchema, IsoLanguage, LlmTasks, type Task, taskInput, tasks } from "../Capabilities/LlmTasks.ts"
 import * as Rerank from "../Capabilities/Rerank.ts"
 import * as Translation from "../Capabilities/Translation.ts"
-import type { GatewayError } from "../Errors.ts"
+import { type GatewayError, UpstreamFailed } from "../Errors.ts"
+import type { RoutingError } from "../Routing.ts"
+import type { Lane, LaneServices } from "./Lane.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -50,16 +53,41 @@ const GuardrailsBody = Schema.Struct({ text: Text(), provider: Provider })
 type LlmTasksApi = Context.Tag.Service<typeof LlmTasks>
 type TaskCall<B, A> = (avatar: AvatarRecord, body: B) => Effect.Effect<A, GatewayError>
 
+/** How the lane reads a task's answer (LlmTasks.answers): the result, or the model's failure to comply. */
+type Answer<B> = (body: B, call: CompletionResult) => unknown
+
+/**
+ * The fast-lane plan of a routed chat-model task (Lane.ts): `answerOf` gives the reading of the
+ * answer, a refusal before admission, or undefined to leave the request to the route; then the
+ * task's call is planned like the route's check plans it and made through the engine.
+ */
+const taskLane = <B>(task: (body: B) => Task, answerOf: (services: LaneServices, body: B) => Answer<B> | GatewayError | undefined): Lane<B> => ({
+  plan: (services, avatar, body) => {
+    const answer = answerOf(services, body)
+    if (typeof answer !== "function") return answer
+    const input = taskInput(task(body))
+    const { messages, request, targets } = services.completions.plan(avatar, input, input.messages)
+    if (!Array.isArray(targets)) return targets as RoutingError
+    return async (lane) => {
+      const result = answer(body, await services.calls.complete({ ...lane.call(targets), messages, request }))
+      if (result instanceof UpstreamFailed) throw result
+      return result
+    }
+  }
+})
+
 /**
  * A routed chat-model task: a metered POST tagged Text whose body goes to the LlmTasks method that
- * `task` picks, after that method's check (refused before the call is counted).
+ * `task` picks, after that method's check (refused before the call is counted); served on the fast
+ * lane too.
  */
 const llmTask = <B, A>(
   path: string,
   body: Schema.Schema<B, any, never>,
   success: Schema.Schema.Any,
   task: (t: LlmTasksApi) => readonly [check: TaskCall<B, void>, run: TaskCall<B, A>],
-  summary: string
+  summary: string,
+  lane: Lane<B>
 ) =>
   authed({
     method: "POST",
@@ -70,8 +98,17 @@ const llmTask = <B, A>(
     summary,
     body,
     check: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => task(t)[0](avatar, body)),
-    handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => task(t)[1](avatar, body))
+    handle: ({ avatar, body }) => Effect.flatMap(LlmTasks, (t) => task(t)[1](avatar, body)),
+    lane
   })
+
+/** Extraction on the lane once ajv was imported (the route imports it on the first extraction); the schema's refusals first, as in the route's check. */
+const extractAnswer = (_services: LaneServices, body: typeof ExtractBody.Type) => {
+  const ajv = ajvIfLoaded()
+  if (ajv === undefined) return undefined
+  const validate = compileSchema(ajv, body.schema)
+  return typeof validate === "function" ? answers.extract(validate) : validate
+}
 
 export const taskRoutes = [
   authed({
@@ -83,11 +120,13 @@ export const taskRoutes = [
     summary: "Translate text (sourceLanguage auto-detected when omitted) with a routed chat model, or through a translation vendor (DeepL)",
     body: TranslateBody,
     check: ({ avatar, body }) => Translation.check(avatar, body),
-    handle: ({ avatar, body }) => Translation.translate(avatar, body)
+    handle: ({ avatar, body }) => Translation.translate(avatar, body),
+    // a translation vendor (DeepL) is called by the route
+    lane: taskLane(tasks.translate, ({ catalog }, body) => (Translation.namesVendor(catalog, body.provider) ? undefined : answers.translate))
   }),
-  llmTask("/v1/classify", ClassifyBody, ClassifyResult, (t) => [t.check.classify, t.classify], "Zero-shot classification into one of the given labels, with a score per label"),
-  llmTask("/v1/extract", ExtractBody, ExtractResult, (t) => [t.check.extract, t.extract], "Structured extraction: a JSON object following the given JSON Schema (validated; `valid` and `errors` report the check)"),
-  llmTask("/v1/prompts/optimise", OptimiseBody, OptimisePromptResult, (t) => [t.check.optimisePrompt, t.optimisePrompt], "Rewrite a prompt so a model answers it better; returns the new prompt and the changes"),
+  llmTask("/v1/classify", ClassifyBody, ClassifyResult, (t) => [t.check.classify, t.classify], "Zero-shot classification into one of the given labels, with a score per label", taskLane(tasks.classify, () => answers.classify)),
+  llmTask("/v1/extract", ExtractBody, ExtractResult, (t) => [t.check.extract, t.extract], "Structured extraction: a JSON object following the given JSON Schema (validated; `valid` and `errors` report the check)", taskLane(tasks.extract, extractAnswer)),
+  llmTask("/v1/prompts/optimise", OptimiseBody, OptimisePromptResult, (t) => [t.check.optimisePrompt, t.optimisePrompt], "Rewrite a prompt so a model answers it better; returns the new prompt and the changes", taskLane(tasks.optimisePrompt, () => answers.optimisePrompt)),
   authed({
     method: "POST",
     path: "/v1/guardrails/check",
