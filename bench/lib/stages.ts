@@ -59,7 +59,7 @@ const main = async () => {
   const wire = { model: "gpt-4o-mini", messages: input.messages, temperature: 0.7, max_completion_tokens: 256 }
   const stages = []
   stages.push(await measure("auth: API key -> avatar", () => Effect.flatMap(Auth.Auth, (a) => a.require({ apiKey: key }))))
-  stages.push(await measure("quota: atomic admit", () => Effect.flatMap(Quota.Quota, (q) => q.admit(avatar))))
+  stages.push(await measure("quota: atomic admit", () => Effect.flatMap(Quota.Quota, (q) => Effect.promise(() => q.admit(avatar)))))
   stages.push(await measure("usage: record (event + daily totals)", () =>
     Effect.flatMap(UsageService.Usage, (u) =>
       u.record({ avatarId: avatar.id, provider: "openai", model: "gpt-4o-mini", capability: "chat", promptTokens: 205, completionTokens: 64, costUSD: 0.0001, latencyMs: 1, estimated: false, ok: true }))))
