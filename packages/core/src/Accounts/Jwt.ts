@@ -13,6 +13,8 @@ import { GatewayConfig } from "../Config.ts"
 export const ISSUER = "aigw"
 export const AUDIENCE = "aigw-api"
 export const LIFETIME_SECONDS = 7 * 24 * 60 * 60
+/** Verified tokens kept per process (a few hundred bytes each). */
+const VERIFIED_MAX = 1024
 
 export interface JwtClaims {
   readonly sub: string
@@ -72,6 +74,11 @@ export const make = Effect.gen(function*() {
     try: () => keyMaterial(config.jwtSecret, config.jwtPrivateKey, config.dataDir),
     catch: (e) => new Error(`JWT key setup failed: ${(e as Error).message}`)
   }).pipe(Effect.orDie)
+  // Tokens already verified, by their full text (signature included): a token's claims never change,
+  // so its next presentation skips the signature check, the larger part of a JWT call's CPU
+  // (docs/performance.md). Expiry is checked on every use; revocation (the avatar's
+  // tokensValidAfter) is Auth's check on every call. Bounded; the oldest entry goes first.
+  const verified = new Map<string, JwtClaims>()
   return Jwt.of({
     sign: (avatarId) =>
       Effect.promise(async () => {
@@ -88,22 +95,27 @@ export const make = Effect.gen(function*() {
         return { token, expiresAt: now + LIFETIME_SECONDS }
       }),
     verify: (token) =>
-      Effect.promise(() =>
-        jose
-          .jwtVerify(token, keys.verifyKey, { algorithms: [keys.alg], issuer: ISSUER, audience: AUDIENCE })
-          .then(({ payload }) =>
-            typeof payload.sub === "string" && typeof payload.aat === "number" && typeof payload.exp === "number"
-              ? Option.some({
-                sub: payload.sub,
-                aat: payload.aat,
-                iat: payload.iat ?? 0,
-                exp: payload.exp,
-                jti: String(payload.jti ?? "")
-              })
-              : Option.none()
-          )
-          .catch(() => Option.none<JwtClaims>())
-      )
+      Effect.suspend(() => {
+        const known = verified.get(token)
+        if (known !== undefined) {
+          // jose's rule: expired once `exp` is not after the current second.
+          if (known.exp > Math.floor(Date.now() / 1000)) return Effect.succeed(Option.some(known))
+          verified.delete(token)
+          return Effect.succeed(Option.none())
+        }
+        return Effect.promise(() =>
+          jose
+            .jwtVerify(token, keys.verifyKey, { algorithms: [keys.alg], issuer: ISSUER, audience: AUDIENCE })
+            .then(({ payload }) => {
+              if (typeof payload.sub !== "string" || typeof payload.aat !== "number" || typeof payload.exp !== "number") return Option.none<JwtClaims>()
+              const claims: JwtClaims = { sub: payload.sub, aat: payload.aat, iat: payload.iat ?? 0, exp: payload.exp, jti: String(payload.jti ?? "") }
+              if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!)
+              verified.set(token, claims)
+              return Option.some(claims)
+            })
+            .catch(() => Option.none<JwtClaims>())
+        )
+      })
   })
 })
 
