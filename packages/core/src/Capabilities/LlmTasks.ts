@@ -7,6 +7,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { BadRequest, Unprocessable, UpstreamFailed } from "../Errors.ts"
+import { once } from "../Once.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { type CompletionInput, type CompletionResult, Completions } from "./Completions.ts"
 
@@ -70,19 +71,10 @@ const importAjv = async () => {
 }
 
 type Ajv = Awaited<ReturnType<typeof importAjv>>
-let ajvLoading: Promise<Ajv> | undefined
-let ajvLoaded: Ajv | undefined
 /** ajv, imported once (a failed import is retried by the next caller). */
-const loadAjv = (): Promise<Ajv> =>
-  (ajvLoading ??= importAjv().then(
-    (ajv) => (ajvLoaded = ajv),
-    (e) => {
-      ajvLoading = undefined
-      throw e
-    }
-  ))
+const ajv = once(importAjv)
 /** ajv if it was imported already: the fast lane plans synchronously and leaves the first extraction to the route. */
-export const ajvIfLoaded = (): Ajv | undefined => ajvLoaded
+export const ajvIfLoaded = ajv.current
 
 /** The caller's JSON Schema compiled: a validator, a 400 when it is invalid, a 422 for a pattern the engine refuses. */
 export const compileSchema = (ajv: Ajv, schema: Record<string, unknown>) => {
@@ -207,8 +199,8 @@ const makeService = Effect.gen(function*() {
 
   /** The caller's schema compiled (after importing ajv on the first extraction). */
   const validatorOf = (schema: Record<string, unknown>) =>
-    Effect.flatMap(Effect.promise(loadAjv), (ajv) => {
-      const compiled = compileSchema(ajv, schema)
+    Effect.flatMap(Effect.promise(ajv.get), (loaded) => {
+      const compiled = compileSchema(loaded, schema)
       return compiled instanceof BadRequest || compiled instanceof Unprocessable ? Effect.fail(compiled) : Effect.succeed(compiled)
     })
 

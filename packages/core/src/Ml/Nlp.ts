@@ -6,23 +6,17 @@
  */
 import { Effect } from "effect"
 import type winkNLP from "wink-nlp"
+import { once } from "../Once.ts"
 
 export type Wink = ReturnType<typeof winkNLP>
 
-let instance: Promise<Wink> | undefined
-
-const load = async (): Promise<Wink> => {
+const pipeline = once(async (): Promise<Wink> => {
   const [wink, model] = await Promise.all([import("wink-nlp"), import("wink-eng-lite-web-model")])
   return wink.default(model.default)
-}
+})
 
 /** The pipeline, loaded on the first call; a failed load is retried by the next call. */
-export const nlp: Effect.Effect<Wink> = Effect.promise(() =>
-  (instance ??= load().catch((e) => {
-    instance = undefined
-    throw e
-  }))
-)
+export const nlp: Effect.Effect<Wink> = Effect.promise(pipeline.get)
 
 /** Longest text the in-process analysers accept (characters). */
 export const MAX_TEXT = 100_000
