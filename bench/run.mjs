@@ -12,7 +12,7 @@
  * (OPENAI_BASE_URL = the mock), usage recording, on POST /openai/v1/chat/completions.
  * Scenarios (SCENARIOS): chat (every target), jwt (the same chat call with the avatar's JWT instead of the
  * API key; aigw targets), embeddings (POST /v1/embeddings with the API key; aigw targets) and translate
- * (POST /v1/translate with the API key: a task endpoint on the Effect pipeline; aigw targets).
+ * (POST /v1/translate with the API key: a chat-model task endpoint; aigw targets).
  *
  * Knobs (environment): ROUNDS [3], DURATION [7] and WARMUP [3] seconds per load run, CONNS ["1 16 64"],
  * SSE_CONNS ["1 16 64"], STREAM_N [200], STREAM_WARMUP [20], PACED_N [10], PACED_MS [5],
@@ -302,7 +302,7 @@ const main = async () => {
     aigwArgv.splice(1, 0, ...cfg.nodeFlags)
   }
 
-  // PostgreSQL: a throw-away cluster, pinned with the servers, and a database of its own
+  // PostgreSQL: a throw-away cluster, pinned to PG_CPUS (not the gateway's core), and a database per target
   const isPg = (name) => name.startsWith("aigw-pg")
   if (cfg.targets.some(isPg)) {
     const out = execFileSync("bash", ["-c", `${pin(cfg.pgCpus).join(" ")} bash ${path.join(root, ".ci/pg.sh")} start`], { encoding: "utf8" })
