@@ -6,7 +6,7 @@
  *   direct       the mock OpenAI upstream itself (bench/lib/mock-upstream.mjs), no hop
  *   proxy        a bare node:http reverse proxy with a keep-alive agent (bench/lib/proxy.mjs): the limit
  *   portkey      @portkey-ai/gateway 1.15.2 as published on npm (installed under bench/ only)
- *   aigw-sqlite  our node host, bundled from the repository as it is, on SQLite
+ *   aigw-sqlite  our node host as `npm start` runs it (hosts/node-http/dist/aigw.mjs, its flags and environment), on SQLite
  *   aigw-pg      the same on PostgreSQL (a throw-away cluster from .ci/pg.sh)
  * aigw runs its full path: API-key auth, atomic quota admission, routing to provider `openai`
  * (OPENAI_BASE_URL = the mock), usage recording, on POST /openai/v1/chat/completions.
@@ -20,6 +20,7 @@
  * AIGW_RUNNER [bundle | tsx], AIGW_BUNDLE [a prebuilt bundle instead of building one], STAGES [1],
  * AIGW_BEFORE_BUNDLE [with targets aigw-sqlite-before / aigw-pg-before: A/B against another build],
  * AIGW_NODE_FLAGS [the V8 flags of `npm start`], AIGW_BEFORE_NODE_FLAGS [AIGW_NODE_FLAGS; for the -before targets],
+ * AIGW_NODE_ENV [the variables `npm start` sets, as "NAME=value …"], AIGW_BEFORE_NODE_ENV [AIGW_NODE_ENV; for the -before targets],
  * PROFILE [0], RESULTS_DIR [bench/results/<timestamp>].
  * Quick run: ROUNDS=1 DURATION=3 WARMUP=1 npm run bench
  */
@@ -29,7 +30,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { startNodeOptions } from "../scripts/node-options.mjs"
+import { parseAssignments, startEnvironment, startNodeOptions } from "../scripts/node-options.mjs"
 
 const bench = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(bench, "..")
@@ -58,6 +59,8 @@ const cfg = {
   runner: env.AIGW_RUNNER ?? "bundle",
   // aigw runs with the node options of `npm start` unless told otherwise ("" for none)
   nodeFlags: env.AIGW_NODE_FLAGS !== undefined ? list("AIGW_NODE_FLAGS", "") : startNodeOptions(),
+  // and the environment it sets (the C library's malloc settings)
+  nodeEnv: env.AIGW_NODE_ENV !== undefined ? parseAssignments(env.AIGW_NODE_ENV) : startEnvironment(),
   stages: (env.STAGES ?? "1") !== "0",
   profile: (env.PROFILE ?? "0") !== "0",
   readyTimeout: num("READY_TIMEOUT", 60)
@@ -281,7 +284,7 @@ const main = async () => {
   const scenarioNames = ["chat", "jwt", ...Object.keys(unstreamed)]
   for (const s of cfg.scenarios) if (!scenarioNames.includes(s)) die(`unknown scenario ${s} (${scenarioNames.join(", ")})`)
 
-  // our gateway: bundled from the repository as it is (or run through tsx)
+  // our gateway: `npm start`'s program, the bundle of the repository as it is (or run through tsx)
   let aigwArgv
   let stagesBundle = path.join(bench, ".build/stages.mjs")
   if (cfg.targets.some((t) => t.startsWith("aigw"))) {
@@ -293,10 +296,13 @@ const main = async () => {
       stagesBundle = path.resolve(env.AIGW_BUNDLE).replace(/\.mjs$/, "-stages.mjs")
       log(`using the prebuilt bundle ${env.AIGW_BUNDLE}`)
     } else {
-      const { buildAll } = await import("./lib/build.mjs")
-      const built = await buildAll()
-      log(`bundled ${built.map((b) => `${path.relative(root, b.path)} (${(b.bytes / 1024).toFixed(0)} KiB)`).join(", ")}`)
-      aigwArgv = ["node", path.join(bench, ".build/aigw.mjs")]
+      const { ensureBuilt } = await import("../scripts/build.mjs")
+      const { hostBundle } = await import("../scripts/bundle.mjs")
+      const { buildStages } = await import("./lib/build.mjs")
+      ensureBuilt()
+      const stages = cfg.stages ? await buildStages() : undefined
+      log(`running ${path.relative(root, hostBundle)} (npm start's program)${stages ? `; bundled ${path.relative(root, stages.path)}` : ""}`)
+      aigwArgv = ["node", hostBundle]
     }
     if (cfg.profile) aigwArgv.splice(1, 0, "-r", path.join(lib, "profile-preload.cjs"))
     aigwArgv.splice(1, 0, ...cfg.nodeFlags)
@@ -361,6 +367,7 @@ const main = async () => {
       pid = await startServer(name, argv, {
         cwd: root,
         envExtra: {
+          ...(before && env.AIGW_BEFORE_NODE_ENV !== undefined ? parseAssignments(env.AIGW_BEFORE_NODE_ENV) : cfg.nodeEnv),
           NODE_ENV: "production",
           HOST: "127.0.0.1",
           PORT: String(port),
@@ -438,7 +445,7 @@ const main = async () => {
   }
   const meta = {
     date: new Date().toISOString(),
-    command: `${Object.entries({ ROUNDS: env.ROUNDS, DURATION: env.DURATION, WARMUP: env.WARMUP, CONNS: env.CONNS, SSE_CONNS: env.SSE_CONNS, STREAM_N: env.STREAM_N, TARGETS: env.TARGETS, SCENARIOS: env.SCENARIOS, STAGES: env.STAGES, AIGW_BEFORE_BUNDLE: env.AIGW_BEFORE_BUNDLE, AIGW_RUNNER: env.AIGW_RUNNER, AIGW_BUNDLE: env.AIGW_BUNDLE, AIGW_NODE_FLAGS: env.AIGW_NODE_FLAGS, AIGW_BEFORE_NODE_FLAGS: env.AIGW_BEFORE_NODE_FLAGS, PROFILE: env.PROFILE }).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${JSON.stringify(v)} `).join("")}npm run bench`,
+    command: `${Object.entries({ ROUNDS: env.ROUNDS, DURATION: env.DURATION, WARMUP: env.WARMUP, CONNS: env.CONNS, SSE_CONNS: env.SSE_CONNS, STREAM_N: env.STREAM_N, TARGETS: env.TARGETS, SCENARIOS: env.SCENARIOS, STAGES: env.STAGES, AIGW_BEFORE_BUNDLE: env.AIGW_BEFORE_BUNDLE, AIGW_RUNNER: env.AIGW_RUNNER, AIGW_BUNDLE: env.AIGW_BUNDLE, AIGW_NODE_FLAGS: env.AIGW_NODE_FLAGS, AIGW_BEFORE_NODE_FLAGS: env.AIGW_BEFORE_NODE_FLAGS, AIGW_NODE_ENV: env.AIGW_NODE_ENV, AIGW_BEFORE_NODE_ENV: env.AIGW_BEFORE_NODE_ENV, PROFILE: env.PROFILE }).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${JSON.stringify(v)} `).join("")}npm run bench`,
     machine: { ncpu, cpu: (/model name\s*:\s*(.*)/.exec(fs.readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "?").trim(), kernel: os.release(), memory_gb: Math.round(os.totalmem() / 2 ** 30) },
     node: process.version,
     versions: versions(),

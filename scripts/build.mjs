@@ -3,6 +3,8 @@
  * Builds @aigw/core and the Node and MCP hosts to JavaScript with declarations (tsc emit, incremental:
  * `tsc -b tsconfig.build.json`): packages/core/dist, hosts/node-http/dist, hosts/mcp/dist. Copies the
  * assets tsc does not emit (the sandbox runner and the sentence-model worker, found next to the modules that start them) into core's dist.
+ * Then bundles the node host into hosts/node-http/dist/aigw.mjs (scripts/bundle.mjs), the program
+ * `npm start` and the container run.
  *
  *   node scripts/build.mjs            build everything (exit code 1 on type errors; JS is emitted anyway)
  *   node scripts/build.mjs --if-stale build only if an output is missing or older than a source
@@ -15,6 +17,7 @@ import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import { hostBundle } from "./bundle.mjs"
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const core = path.join(root, "packages/core")
@@ -28,7 +31,8 @@ export const outputs = [
   path.join(core, "dist/index.d.ts"),
   ...assets.map((a) => path.join(core, "dist", a)),
   path.join(root, "hosts/node-http/dist/main.js"),
-  path.join(root, "hosts/mcp/dist/main.js")
+  path.join(root, "hosts/mcp/dist/main.js"),
+  hostBundle
 ]
 
 /** Inputs of the build: sources, the build configurations, the manifests. */
@@ -43,7 +47,8 @@ const inputFiles = [
   "hosts/node-http/package.json",
   "hosts/mcp/tsconfig.build.json",
   "hosts/mcp/package.json",
-  "scripts/build.mjs"
+  "scripts/build.mjs",
+  "scripts/bundle.mjs"
 ].map((f) => path.join(root, f))
 
 const stampFile = path.join(root, "dist/build/stamp")
@@ -130,6 +135,10 @@ const runBuild = () => {
     fs.mkdirSync(path.dirname(to), { recursive: true })
     fs.copyFileSync(path.join(core, "src", asset), to)
   }
+  // In its own process: esbuild's plugins need its asynchronous API, and this build is synchronous.
+  const bundled = spawnSync(process.execPath, [path.join(root, "scripts/bundle.mjs")], { cwd: root, stdio: ["ignore", 2, 2] })
+  if (bundled.error) throw bundled.error
+  if (bundled.status !== 0) throw new Error("aigw build: bundling the node host failed (see above)")
   const missing = outputs.find((f) => !fs.existsSync(f))
   if (missing) throw new Error(`aigw build: ${path.relative(root, missing)} was not produced`)
   fs.mkdirSync(path.dirname(stampFile), { recursive: true })

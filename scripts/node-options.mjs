@@ -1,7 +1,7 @@
 /**
- * The node options the gateway runs with: the V8 flags of `npm start` in the root package.json,
- * which is their one source. The benchmark starts aigw with them and a test checks that the
- * Dockerfile's command carries the same (docs/performance.md, "Memory").
+ * How the gateway's process is started: the environment and the V8 flags of `npm start` in the root
+ * package.json, which is their one source. The benchmark starts aigw with them and a test checks that
+ * the Dockerfile carries the same (docs/performance.md, "Memory").
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -9,10 +9,22 @@ import { fileURLToPath } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 
-/** The `--flags` between `node` and `scripts/start.mjs` in package.json's start script. */
-export const startNodeOptions = () => {
+/** package.json's start script: `[NAME=value …] node [--flags] scripts/start.mjs …`. */
+const startScript = () => {
   const start = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).scripts.start
-  const m = /^node((?:\s+--\S+)*)\s+scripts\/start\.mjs\b/.exec(start)
-  if (!m) throw new Error(`package.json's start script is not "node [--flags] scripts/start.mjs …": ${start}`)
-  return m[1].trim().split(/\s+/).filter(Boolean)
+  const m = /^((?:[A-Z_][A-Z0-9_]*=\S*\s+)*)node((?:\s+--\S+)*)\s+scripts\/start\.mjs\b/.exec(start)
+  if (!m) throw new Error(`package.json's start script is not "[NAME=value …] node [--flags] scripts/start.mjs …": ${start}`)
+  return { assignments: m[1].trim().split(/\s+/).filter(Boolean), flags: m[2].trim().split(/\s+/).filter(Boolean) }
 }
+
+/** The `--flags` between `node` and `scripts/start.mjs`. */
+export const startNodeOptions = () => startScript().flags
+
+/** `["NAME=value", …]` or `"NAME=value …"` → `{ NAME: "value", … }` */
+export const parseAssignments = (assignments) =>
+  Object.fromEntries(
+    (typeof assignments === "string" ? assignments.split(/\s+/).filter(Boolean) : assignments).map((a) => [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)])
+  )
+
+/** The variables the start script sets before `node` (the C library's, which must be set before the process starts). */
+export const startEnvironment = () => parseAssignments(startScript().assignments)

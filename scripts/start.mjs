@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * `npm start`: runs the compiled Node host (hosts/node-http/dist/main.js) with plain node, in this
- * process. Builds first (incremental tsc, scripts/build.mjs) when dist is missing or older than the
- * sources, so a fresh clone needs only `npm install && npm start`.
+ * `npm start`: runs the compiled Node host (the bundle hosts/node-http/dist/aigw.mjs) with plain node,
+ * in this process. Builds first (incremental tsc and the bundle, scripts/build.mjs) when dist is missing
+ * or older than the sources, so a fresh clone needs only `npm install && npm start`.
  *
  *   node scripts/start.mjs [node-http|mcp]
  *
@@ -14,6 +14,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { ensureBuilt, root } from "./build.mjs"
+import { hostBundle } from "./bundle.mjs"
 import { nodeProblem } from "./node-version.mjs"
 
 const outdated = nodeProblem()
@@ -24,7 +25,8 @@ if (outdated) {
 
 const host = process.argv[2] ?? "node-http"
 const hostDir = path.join(root, "hosts", host)
-const main = path.join(hostDir, "dist/main.js")
+// The node host runs as one bundle (scripts/bundle.mjs); the MCP host as tsc's modules.
+const main = host === "node-http" ? hostBundle : path.join(hostDir, "dist/main.js")
 if (!fs.existsSync(path.join(hostDir, "package.json"))) {
   process.stderr.write(`aigw: unknown host "${host}" (node-http or mcp)\n`)
   process.exit(1)

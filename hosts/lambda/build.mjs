@@ -17,6 +17,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
+import { esmRequireBanner } from "../../scripts/bundle.mjs"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const dist = path.join(here, "dist")
@@ -58,16 +59,7 @@ const result = await esbuild.build({
   external: ["argon2", "pg-native"],
   plugins: [sqliteStub],
   // CommonJS dependencies inside an ES module need require / __filename / __dirname.
-  banner: {
-    js: [
-      "import { createRequire as __aigwCreateRequire } from 'node:module';",
-      "import { fileURLToPath as __aigwFileURLToPath } from 'node:url';",
-      "import { dirname as __aigwDirname } from 'node:path';",
-      "const require = __aigwCreateRequire(import.meta.url);",
-      "const __filename = __aigwFileURLToPath(import.meta.url);",
-      "const __dirname = __aigwDirname(__filename);"
-    ].join("\n")
-  }
+  banner: { js: esmRequireBanner }
 })
 
 /** Copies `files` (relative to the package directory) of an installed package into dist/node_modules. */

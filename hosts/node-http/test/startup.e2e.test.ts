@@ -125,16 +125,21 @@ describe("npm start on an older Node.js", () => {
 })
 
 describe("the node options of npm start", () => {
-  it("are valid V8 flags of this Node.js, and the Dockerfile runs the host with the same", async () => {
+  it("are valid V8 flags of this Node.js, and the Dockerfile runs the same bundle with the same flags and environment", async () => {
     // @ts-expect-error: a plain .mjs script without declarations
-    const { startNodeOptions } = await import("../../../scripts/node-options.mjs")
+    const { startEnvironment, startNodeOptions } = await import("../../../scripts/node-options.mjs")
     const flags: Array<string> = startNodeOptions()
+    const environment: Record<string, string> = startEnvironment()
+    expect(environment).toEqual({ MALLOC_ARENA_MAX: "2" })
     expect(flags).toEqual(expect.arrayContaining([expect.stringMatching(/^--max-semi-space-size=\d+$/), expect.stringMatching(/^--heap-growing-percent=\d+$/)]))
     const { spawnSync } = await import("node:child_process")
     const run = spawnSync(process.execPath, [...flags, "-e", "process.stdout.write('ok')"], { encoding: "utf8" })
     expect({ status: run.status, stdout: run.stdout, stderr: run.stderr }).toEqual({ status: 0, stdout: "ok", stderr: "" })
     const dockerfile = fs.readFileSync(path.join(__dirname, "../../../Dockerfile"), "utf8")
     const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1]
-    expect(cmd && JSON.parse(cmd)).toEqual(["node", ...flags, "hosts/node-http/dist/main.js"])
+    expect(cmd && JSON.parse(cmd)).toEqual(["node", ...flags, "hosts/node-http/dist/aigw.mjs"])
+    // ENV NAME=value, possibly continued over several lines
+    const envBlock = /^ENV ((?:.*\\\n)*.*)$/m.exec(dockerfile)?.[1] ?? ""
+    for (const [name, value] of Object.entries(environment)) expect(envBlock).toMatch(new RegExp(`(^|\\s)${name}=${value}(\\s|$)`))
   })
 })

@@ -9,7 +9,8 @@
 import { Data, Effect } from "effect"
 import * as dns from "node:dns"
 import * as net from "node:net"
-import { Agent, fetch as undiciFetch } from "undici"
+import type { Agent, RequestInit, Response } from "undici"
+import { once } from "./Once.ts"
 import { readWebBody } from "./Providers/internal/nodeFetch.ts"
 import { Unprocessable } from "./Errors.ts"
 
@@ -111,9 +112,12 @@ export const inspect = (raw: string, options: { readonly allowPrivate: boolean; 
 export const check = (raw: string, options: { readonly allowPrivate: boolean; readonly field: string; readonly resolve?: Resolver }) =>
   Effect.catchTag(inspect(raw, options), "Unresolved", (e) => Effect.fail(new Unprocessable({ message: `${options.field} refused: ${e.message}` })))
 
+// undici (for its connect-time DNS hook) is imported on the first guarded call: most processes make none.
+const undici = once(() => import("undici"))
+
 /** An HTTP agent whose DNS lookups refuse blocked addresses, so the checked answer is the one used. */
-export const guardedAgent = (allowPrivate: boolean) =>
-  new Agent({
+const guardedAgent = (AgentClass: typeof Agent, allowPrivate: boolean) =>
+  new AgentClass({
     connect: {
       lookup: (hostname, options, callback) =>
         dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
@@ -127,7 +131,27 @@ export const guardedAgent = (allowPrivate: boolean) =>
     }
   })
 
-const agents = new Map<boolean, Agent>()
+/** fetch through the guarded agent (made on the first call), and closing that agent. */
+export interface GuardedClient {
+  readonly fetch: (url: string | URL, init: Omit<RequestInit, "dispatcher">) => Promise<Response>
+  readonly close: () => Promise<void>
+}
+
+export const guardedClient = (allowPrivate: boolean): GuardedClient => {
+  let agent: Agent | undefined
+  return {
+    fetch: async (url, init) => {
+      const { Agent, fetch } = await undici.get()
+      agent ??= guardedAgent(Agent, allowPrivate)
+      return fetch(url, { ...init, dispatcher: agent })
+    },
+    close: async () => {
+      await agent?.close()
+    }
+  }
+}
+
+const clients = new Map<boolean, GuardedClient>()
 
 /**
  * GETs a URL an outsider supplied (a vendor's result link) as JSON: checked first (`check`), then
@@ -139,9 +163,9 @@ export const guardedGetJson = (raw: string, options: { readonly allowPrivate: bo
   Effect.flatMap(check(raw, options), (url) =>
     Effect.tryPromise({
       try: async (signal) => {
-        let agent = agents.get(options.allowPrivate)
-        if (agent === undefined) agents.set(options.allowPrivate, (agent = guardedAgent(options.allowPrivate)))
-        const res = await undiciFetch(url, { headers: { accept: "application/json" }, dispatcher: agent, signal, redirect: "manual" })
+        let client = clients.get(options.allowPrivate)
+        if (client === undefined) clients.set(options.allowPrivate, (client = guardedClient(options.allowPrivate)))
+        const res = await client.fetch(url, { headers: { accept: "application/json" }, signal, redirect: "manual" })
         if (res.status >= 300 && res.status < 400) throw new Error(`${options.field} redirects (HTTP ${res.status}); redirects are not followed`)
         const text = new TextDecoder().decode(await readWebBody(res.body as ReadableStream<Uint8Array> | null, options.limit))
         if (!res.ok) throw new Error(`${options.field} answered HTTP ${res.status}: ${text.slice(0, 200)}`)

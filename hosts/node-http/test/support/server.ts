@@ -1,6 +1,7 @@
 /**
- * Starts the real node host (hosts/node-http/src/main.ts) in a child process on a free
- * loopback port, with the environment a test gives it.
+ * Starts the real node host in a child process on a free loopback port, with the environment a
+ * test gives it: the bundle `npm start` runs (hosts/node-http/dist/aigw.mjs, built by the global
+ * setup), or with `AIGW_TEST_HOST=tsx` its sources through tsx.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createRequire } from "node:module"
@@ -11,15 +12,16 @@ import { scratchDir } from "../../../../packages/core/test/support/scratch.ts"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..")
 const main = path.join(root, "hosts/node-http/src/main.ts")
+const bundle = path.join(root, "hosts/node-http/dist/aigw.mjs")
 /**
- * The host runs in node itself with tsx as its loader, not under the tsx CLI: the CLI's wrapper relays a
- * SIGTERM and SIGKILLs the server (exit 143) when the server does not confirm it within 30 ms, which a
- * busy machine's graceful shutdown can miss.
+ * The bundle runs in plain node. Sources (the MCP host, or AIGW_TEST_HOST=tsx) run in node itself with
+ * tsx as its loader, not under the tsx CLI: the CLI's wrapper relays a SIGTERM and SIGKILLs the server
+ * (exit 143) when the server does not confirm it within 30 ms, which a busy machine's graceful shutdown can miss.
  */
-const hostCommand = (entry: string): [string, Array<string>] => [
-  process.execPath,
-  ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href, entry]
-]
+const hostCommand = (entry: string): [string, Array<string>] =>
+  entry === main && process.env.AIGW_TEST_HOST !== "tsx"
+    ? [process.execPath, [bundle]]
+    : [process.execPath, ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href, entry]]
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {

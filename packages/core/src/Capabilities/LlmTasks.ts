@@ -29,11 +29,12 @@ export const parseJsonAnswer = (content: string): unknown => {
   return JSON.parse(text.slice(start, end + 1))
 }
 
-const languageNames = new Intl.DisplayNames(["en"], { type: "language" })
+// Made on first use: it maps ICU's locale data, resident memory a process that never translates need not carry.
+let languageNames: Intl.DisplayNames | undefined
 /** English name of an ISO 639-1 code, or undefined when the code is not a language. */
 export const languageName = (code: string): string | undefined => {
   if (!/^[a-z]{2}$/.test(code)) return undefined
-  const name = languageNames.of(code)
+  const name = (languageNames ??= new Intl.DisplayNames(["en"], { type: "language" })).of(code)
   return name && name !== code ? name : undefined
 }
 

@@ -8,7 +8,6 @@
  * `config.limits.maxUpstreamResponseBytes` after decompression (502 above) within INVOKE_TIMEOUT.
  */
 import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
-import { fetch as undiciFetch } from "undici"
 import { GatewayConfig } from "../Config.ts"
 import { NotFound, UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
 import { readWebBody } from "../Providers/internal/nodeFetch.ts"
@@ -55,8 +54,8 @@ const utf8 = new TextDecoder()
 const makeService = Effect.gen(function*() {
   const docs = yield* DocumentStore
   const config = yield* GatewayConfig
-  const agent = UrlGuard.guardedAgent(config.allowPrivateUrls)
-  yield* Effect.addFinalizer(() => Effect.promise(() => agent.close()))
+  const client = UrlGuard.guardedClient(config.allowPrivateUrls)
+  yield* Effect.addFinalizer(() => Effect.promise(() => client.close()))
 
   const checkUrl = (url: string) => UrlGuard.check(url, { allowPrivate: config.allowPrivateUrls, field: "url" })
 
@@ -74,11 +73,10 @@ const makeService = Effect.gen(function*() {
   const post = (endpoint: OrchestratorEndpoint, url: string, body: unknown) =>
     Effect.tryPromise({
       try: async (signal) => {
-        const res = await undiciFetch(url, {
+        const res = await client.fetch(url, {
           method: "POST",
           headers: { "content-type": "application/json", accept: "application/json" },
           body: JSON.stringify(body),
-          dispatcher: agent,
           signal,
           redirect: "manual"
         })

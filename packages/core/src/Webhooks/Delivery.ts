@@ -9,7 +9,6 @@
  * `X-GATEWAY-Request-Id` names the request that submitted the job (when it had one).
  */
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
-import { fetch as undiciFetch } from "undici"
 import { GatewayConfig } from "../Config.ts"
 import { type DeliveryRecord, JobStore } from "../Jobs/JobStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
@@ -39,8 +38,8 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
     const config = yield* GatewayConfig
     const options: DeliveryOptions = { ...defaultDeliveryOptions, retryBaseMs: config.webhookRetryBaseMs, ...overrides }
     const store = yield* JobStore
-    const agent = UrlGuard.guardedAgent(config.allowPrivateUrls)
-    yield* Effect.addFinalizer(() => Effect.promise(() => agent.close()))
+    const client = UrlGuard.guardedClient(config.allowPrivateUrls)
+    yield* Effect.addFinalizer(() => Effect.promise(() => client.close()))
     const secret = Option.map(config.webhookSecret, Redacted.value)
 
     const headersFor = (d: DeliveryRecord): Record<string, string> => ({
@@ -62,7 +61,7 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
           ? { statusCode: null, error: checked.left.message }
           : yield* Effect.tryPromise({
             try: (signal) =>
-              undiciFetch(d.url, { method: "POST", headers: headersFor(d), body: d.body, dispatcher: agent, signal, redirect: "manual" }).then(
+              client.fetch(d.url, { method: "POST", headers: headersFor(d), body: d.body, signal, redirect: "manual" }).then(
                 async (res) => {
                   await res.body?.cancel().catch(() => undefined)
                   return { statusCode: res.status, error: res.ok ? null : `HTTP ${res.status}` }
