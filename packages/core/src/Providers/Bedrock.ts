@@ -4,9 +4,7 @@
  * stream framing (decoded with Smithy's event stream codec, which checks each frame's CRCs), and
  * requests carry either a Bedrock API key (bearer) or an AWS SigV4 signature (Smithy's signer).
  */
-import { Sha256 } from "@aws-crypto/sha256-js"
-import { EventStreamCodec } from "@smithy/core/event-streams"
-import { SignatureV4 } from "@smithy/signature-v4"
+import { once } from "../Once.ts"
 import type { ChatMessage, ChatRequest, ChatWire, EventParser, FinishReason, StreamEvent, Target } from "./Chat.ts"
 import { refusal } from "./Chat.ts"
 import { eventJson } from "./internal/http.ts"
@@ -232,7 +230,20 @@ const MIN_MESSAGE_BYTES = 16
 
 const utf8Decoder = new TextDecoder()
 const utf8Encoder = new TextEncoder()
-const codec = new EventStreamCodec((bytes) => utf8Decoder.decode(bytes), (text) => utf8Encoder.encode(text))
+
+/**
+ * Smithy's event stream codec and SigV4 signer, imported by the first Bedrock call (`authorize`, which
+ * every call passes before its stream is framed): a process without Bedrock does not load them.
+ */
+const smithy = once(async () => {
+  const [{ Sha256 }, { EventStreamCodec }, { SignatureV4 }] = await Promise.all([
+    import("@aws-crypto/sha256-js"),
+    import("@smithy/core/event-streams"),
+    import("@smithy/signature-v4")
+  ])
+  return { Sha256, SignatureV4, codec: new EventStreamCodec((bytes) => utf8Decoder.decode(bytes), (text) => utf8Encoder.encode(text)) }
+})
+type Codec = Awaited<ReturnType<typeof smithy.get>>["codec"]
 
 const headerText = (headers: Record<string, { value: unknown }>, name: string) => {
   const v = headers[name]?.value
@@ -240,7 +251,7 @@ const headerText = (headers: Record<string, { value: unknown }>, name: string) =
 }
 
 /** One decoded message as an event: `:event-type` (or the exception's type) and the payload text. */
-const toEvent = (frame: Uint8Array): SseEvent => {
+const toEvent = (codec: Codec, frame: Uint8Array): SseEvent => {
   const { body, headers } = codec.decode(frame)
   const data = utf8Decoder.decode(body)
   switch (headerText(headers, ":message-type")) {
@@ -257,6 +268,7 @@ const toEvent = (frame: Uint8Array): SseEvent => {
 
 /** The event stream decoder for one stream; malformed or truncated frames become one framing-error event. */
 export const framing = (): EventParser => {
+  const codec = smithy.current()?.codec
   let buffered = new Uint8Array(0)
   let failed = false
   const fail = (why: string): Array<SseEvent> => {
@@ -267,6 +279,7 @@ export const framing = (): EventParser => {
   return {
     push: (bytes) => {
       if (failed) return []
+      if (codec === undefined) return fail("the event stream codec is not loaded: the call did not pass authorize")
       let joined = bytes
       if (buffered.length > 0) {
         joined = new Uint8Array(buffered.length + bytes.length)
@@ -280,7 +293,7 @@ export const framing = (): EventParser => {
         if (length < MIN_MESSAGE_BYTES || length > MAX_MESSAGE_BYTES) return [...out, ...fail(`a frame declares ${length} bytes`)]
         if (joined.length - offset < length) break
         try {
-          out.push(toEvent(joined.subarray(offset, offset + length)))
+          out.push(toEvent(codec, joined.subarray(offset, offset + length)))
         } catch (e) {
           return [...out, ...fail((e as Error).message)]
         }
@@ -299,6 +312,7 @@ export const framing = (): EventParser => {
 
 /** Signs the exact bytes the transport sends (it POSTs `JSON.stringify(body)`). */
 const sign = async (settings: Readonly<Record<string, string>>, request: { url: string; headers: Record<string, string>; body: unknown }) => {
+  const { Sha256, SignatureV4 } = await smithy.get()
   const url = new URL(request.url)
   const signer = new SignatureV4({
     service: "bedrock",
@@ -367,8 +381,10 @@ export const served: Served = {
     view.hasApiKey || (view.settings.AWS_ACCESS_KEY_ID !== undefined && view.settings.AWS_SECRET_ACCESS_KEY !== undefined)
       ? undefined
       : `set ${prefix}_API_KEY (a Bedrock API key), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (plus AWS_SESSION_TOKEN for temporary credentials)`,
-  authorize: async (provider, request) =>
-    provider.apiKey !== undefined
+  authorize: async (provider, request) => {
+    await smithy.get()
+    return provider.apiKey !== undefined
       ? { ...request, headers: { ...request.headers, authorization: `Bearer ${provider.apiKey}` } }
       : { ...request, headers: await sign(provider.settings, request) }
+  }
 }
