@@ -182,8 +182,11 @@ export const internalErrorBody = (kind: Envelope) => errorBody(kind, { _tag: "In
 /** The response headers of an SSE answer. */
 export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" } as const
 
+/** One SSE event carrying `json` (JSON text already). */
+export const sseData = (json: string) => `data: ${json}\n\n`
+
 /** One SSE event carrying `value` as JSON. */
-export const sseFrame = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`
+export const sseFrame = (value: unknown) => sseData(JSON.stringify(value))
 
 /** The last event of an OpenAI stream. */
 export const SSE_DONE = "data: [DONE]\n\n"

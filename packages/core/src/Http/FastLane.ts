@@ -132,10 +132,18 @@ export const make = Effect.gen(function*() {
       stream: async (stream, frames, opening = "", trailer = "") => {
         res.writeHead(200, { ...headers, ...SSE_HEADERS })
         if (opening !== "") res.write(opening)
+        // Each batch is held until the microtasks of its tick have run, so the last one (totals) and the
+        // end of the answer leave in one write.
+        const uncork = () => {
+          if (!res.writableEnded) res.uncork()
+        }
         await stream.run((chunks) => {
           let out = ""
           for (const chunk of chunks) out += frames(chunk)
-          if (out !== "") res.write(out)
+          if (out === "") return
+          res.cork()
+          res.write(out)
+          process.nextTick(uncork)
         })
         res.end(trailer)
         return STREAMED

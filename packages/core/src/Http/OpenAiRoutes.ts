@@ -15,7 +15,7 @@ import { BadRequest, NotFound } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Content, inputOf, MAX_CONTENT, MaxTokens, Temperature, ToolDefinitionSchema, ToolName, type ToolResultBody, WireToolCall } from "./CompletionRoutes.ts"
 import type { RoutingError } from "../Routing.ts"
-import { SSE_DONE, sseFrame } from "./Edge.ts"
+import { SSE_DONE, sseData } from "./Edge.ts"
 import { chatSurface } from "./ChatSurface.ts"
 import { authed, decoderNow } from "./Route.ts"
 import { ChatCompletion, OpenAiEmbeddingList, OpenAiImages, OpenAiModel, OpenAiModelList, OpenAiModeration } from "./ResponseSchemas.ts"
@@ -281,14 +281,16 @@ export const toChatCompletion = (id: string, r: CompletionResult) => ({
  */
 export const toChunks = (id: string, model: string, includeUsage: boolean) => {
   const created = Math.floor(Date.now() / 1000)
-  const base = { id, object: "chat.completion.chunk", created, model }
-  const opening = { ...base, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] }
-  const convert = (c: StreamChunk): Array<unknown> => {
-    const out: Array<unknown> = []
-    if (c.error !== undefined) return [{ error: { message: c.error, type: "api_error", code: "UpstreamFailed" } }]
+  // The fields every chunk repeats, serialised once per stream: a chunk's JSON is this head, then its own
+  // fields (the same text as serialising { ...base, ...fields }).
+  const headOf = (m: string) => JSON.stringify({ id, object: "chat.completion.chunk", created, model: m }).slice(0, -1)
+  const head = headOf(model)
+  const chunk = (fields: { readonly choices: ReadonlyArray<unknown>; readonly usage?: unknown }, h = head) => `${h},${JSON.stringify(fields).slice(1)}`
+  const opening = chunk({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] })
+  const convert = (c: StreamChunk): Array<string> => {
+    if (c.error !== undefined) return [JSON.stringify({ error: { message: c.error, type: "api_error", code: "UpstreamFailed" } })]
     if (!c.done) {
-      out.push({
-        ...base,
+      return [chunk({
         choices: [{
           logprobs: null,
           ...c.extra?.choice,
@@ -302,17 +304,13 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
           },
           finish_reason: null
         }]
-      })
-      return out
+      })]
     }
-    out.push({ ...base, model: c.model ?? model, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: c.finishReason ?? "stop" }] })
+    const final = c.model === undefined || c.model === model ? head : headOf(c.model)
+    const out = [chunk({ choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: c.finishReason ?? "stop" }] }, final)]
     if (includeUsage) {
-      out.push({
-        ...base,
-        model: c.model ?? model,
-        choices: [],
-        usage: { prompt_tokens: c.promptTokens ?? 0, completion_tokens: c.completionTokens ?? 0, total_tokens: (c.promptTokens ?? 0) + (c.completionTokens ?? 0) }
-      })
+      const usage = { prompt_tokens: c.promptTokens ?? 0, completion_tokens: c.completionTokens ?? 0, total_tokens: (c.promptTokens ?? 0) + (c.completionTokens ?? 0) }
+      out.push(chunk({ choices: [], usage }, final))
     }
     return out
   }
@@ -473,7 +471,7 @@ const chat = chatSurface({
   streamed: (body: ChatCompletionBody) => body.stream === true,
   newId: completionId,
   answer: toChatCompletion,
-  stream: (id: string, body: ChatCompletionBody) => ({ ...toChunks(id, body.model, body.stream_options?.include_usage === true), frame: sseFrame, trailer: SSE_DONE })
+  stream: (id: string, body: ChatCompletionBody) => ({ ...toChunks(id, body.model, body.stream_options?.include_usage === true), frame: sseData, trailer: SSE_DONE })
 })
 
 const autoModel = { id: "auto", object: "model", created: 0, owned_by: "aigw" }
