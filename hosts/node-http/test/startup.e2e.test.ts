@@ -61,7 +61,10 @@ describe("start-up failures of the node host", () => {
     expect(oneLineFailure(await startExpectingFailure({ AIGW_MAX_JSON_DEPTH: "-1" }), "AIGW_MAX_JSON_DEPTH")).toBe(
       "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer (check AIGW_MAX_JSON_DEPTH)"
     )
-  }, 3 * T)
+    expect(oneLineFailure(await startExpectingFailure({ AIGW_KEY_CACHE_SECONDS: "-5" }), "AIGW_KEY_CACHE_SECONDS")).toBe(
+      "aigw: invalid configuration: AIGW_KEY_CACHE_SECONDS: must be 0 (off) or a number of seconds (check AIGW_KEY_CACHE_SECONDS)"
+    )
+  }, 4 * T)
 
   it("an unknown plan in AIGW_PLAN_LIMITS is an error naming the key and the plans", async () => {
     const line = oneLineFailure(await startExpectingFailure({ AIGW_PLAN_LIMITS: '{"Fre":100}' }), "AIGW_PLAN_LIMITS")

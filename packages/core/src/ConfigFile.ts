@@ -13,7 +13,7 @@ import { type StartupError, startupError } from "./StartupError.ts"
 
 /**
  * Every variable the gateway reads through its ConfigProvider: Config.ts `fromEnv` and
- * `limitVariables`, and the few read elsewhere (DATABASE_URL in Layers.ts, AIGW_TRACING in
+ * `limitVariables`, and the few read elsewhere (DATABASE_URL and AIGW_KEY_CACHE_SECONDS in Layers.ts, AIGW_TRACING in
  * Tracing.ts, AIGW_LOG_REQUESTS and AIGW_METRICS in Http/Observability.ts, AIGW_LOG_FORMAT in
  * Logging.ts, AIGW_API_KEY in the MCP stdio host, AIGW_FAST_LANE in the node host). A test
  * (test/ConfigFile.test.ts) checks the sources for names missing here.
@@ -23,6 +23,7 @@ export const generalVariables: ReadonlyArray<string> = [
   "PORT",
   "PUBLIC_URL",
   "DATABASE_URL",
+  "AIGW_KEY_CACHE_SECONDS",
   "SMTP_URL",
   "MAIL_FROM",
   "JWT_SECRET",

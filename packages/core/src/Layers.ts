@@ -66,7 +66,7 @@ export type CoreServices = Layer.Layer.Success<typeof layerServices> | Metering.
 export const layerMemory = layerServices.pipe(Layer.provideMerge(Stores.layerMemory))
 
 /** Services on SQL stores for a DATABASE_URL (migrations applied). Provide a Mailer and GatewayConfig. */
-export const layerDatabase = (url: string, options: { readonly migrate?: boolean } = {}) =>
+export const layerDatabase = (url: string, options: Database.DatabaseOptions & { readonly migrate?: boolean } = {}) =>
   layerServices.pipe(Layer.provideMerge(Stores.layerSql), Layer.provideMerge(Database.layer(url, options)))
 
 /** The Mailer the configuration asks for: SMTP when SMTP_URL is set, else log + files under the data dir. */
@@ -86,14 +86,23 @@ export const layerBootstrap = Layer.effectDiscard(Effect.flatMap(Avatars.Avatars
 
 export const DEFAULT_DATABASE_URL = "sqlite:./data/aigw.sqlite"
 
-/** Everything from the environment (DESIGN.md §3): what the node and lambda hosts run. */
-export const layerFromEnv = (options: { readonly migrate?: boolean } = {}) =>
+/**
+ * Everything from the environment (DESIGN.md §3): what the node and lambda hosts run.
+ * `keyCacheSeconds`: the host's default for AIGW_KEY_CACHE_SECONDS.
+ */
+export const layerFromEnv = (options: { readonly migrate?: boolean; readonly keyCacheSeconds?: number } = {}) =>
   Layer.unwrapEffect(
     Effect.map(
-      Config.string("DATABASE_URL").pipe(Config.withDefault(DEFAULT_DATABASE_URL)),
-      (url) =>
+      Config.all([
+        Config.string("DATABASE_URL").pipe(Config.withDefault(DEFAULT_DATABASE_URL)),
+        Config.integer("AIGW_KEY_CACHE_SECONDS").pipe(
+          Config.validate({ message: "must be 0 (off) or a number of seconds", validation: (n) => n >= 0 }),
+          Config.withDefault(options.keyCacheSeconds ?? Database.DEFAULT_KEY_CACHE_SECONDS)
+        )
+      ]),
+      ([url, keyCacheSeconds]) =>
         layerBootstrap.pipe(
-          Layer.provideMerge(layerDatabase(url, options)),
+          Layer.provideMerge(layerDatabase(url, { migrate: options.migrate, keyCacheSeconds })),
           Layer.provideMerge(layerMailer),
           Layer.provideMerge(GatewayConfig.layerConfig)
         )

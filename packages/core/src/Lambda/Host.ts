@@ -34,9 +34,11 @@ export interface LambdaContext {
 
 /**
  * What the runtime provides to the application and to drainers: the core services plus the MCP
- * endpoint (/mcp), as on the node host.
+ * endpoint (/mcp), as on the node host. The API key cache is off unless AIGW_KEY_CACHE_SECONDS
+ * asks for it: a frozen instance may read a revocation's notification only after the next call.
  */
-const gatewayLayer = (options: { readonly migrate: boolean }) => Mcp.layerHttp.pipe(Layer.provideMerge(Layers.layerFromEnv(options)))
+const gatewayLayer = (options: { readonly migrate: boolean }) =>
+  Mcp.layerHttp.pipe(Layer.provideMerge(Layers.layerFromEnv({ ...options, keyCacheSeconds: 0 })))
 type GatewayLayer = ReturnType<typeof gatewayLayer>
 export type GatewayServices = Layer.Layer.Success<GatewayLayer>
 

@@ -22,12 +22,21 @@ export const kindOf = (url: string): DatabaseKind => {
   )
 }
 
+/** How long the PostgreSQL API key cache keeps an entry (Sql/KeyCache.ts); 0 turns it off. */
+export const DEFAULT_KEY_CACHE_SECONDS = 60
+
+export interface DatabaseOptions {
+  readonly maxConnections?: number
+  /** PostgreSQL only: the API key cache's entry lifetime, DEFAULT_KEY_CACHE_SECONDS if unset, 0 for none. */
+  readonly keyCacheSeconds?: number
+}
+
 /**
  * The SqlClient for a URL, without migrations. On SQLite the context also holds the connection
- * as `Sqlite.SqliteDatabase`, on PostgreSQL the pool as `Postgres.PgPool` (both used by the metered
- * hot path, Storage/Sql/Metering.ts).
+ * as `Sqlite.SqliteDatabase`, on PostgreSQL the pool as `Postgres.PgPool` and the API key cache
+ * as `KeyCache.KeyCache` (used by the metered hot path, Storage/Sql/Metering.ts).
  */
-export const layerClient = (url: string, options: { maxConnections?: number } = {}): Layer.Layer<SqlClient.SqlClient> => {
+export const layerClient = (url: string, options: DatabaseOptions = {}): Layer.Layer<SqlClient.SqlClient> => {
   // A failed connection names the URL (without its password) and the variable to fix.
   const unavailable = (what: string) => <A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, unknown, R> =>
     Layer.catchAllCause(layer, (cause) =>
@@ -35,7 +44,8 @@ export const layerClient = (url: string, options: { maxConnections?: number } = 
         ? Layer.failCause(cause as Cause.Cause<unknown>)
         : Layer.fail<unknown>(startupError(`${what} ${redactUrls(url)}: ${reasonOf(Cause.squash(cause))}`, "check DATABASE_URL")))
   if (kindOf(url) === "pg") {
-    return Postgres.layer(url, options.maxConnections ?? 10).pipe(unavailable("cannot reach the database at"), Layer.orDie)
+    const keyCacheMs = (options.keyCacheSeconds ?? DEFAULT_KEY_CACHE_SECONDS) * 1000
+    return Postgres.layer(url, options.maxConnections ?? 10, keyCacheMs).pipe(unavailable("cannot reach the database at"), Layer.orDie)
   }
   const filename = url.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "")
   return Layer.unwrapEffect(
@@ -50,7 +60,7 @@ export const layerClient = (url: string, options: { maxConnections?: number } = 
 export const layerMigrate = Layer.effectDiscard(migrate.pipe(Effect.orDie))
 
 /** SqlClient for the URL with every pending migration applied. */
-export const layer = (url: string, options: { maxConnections?: number; migrate?: boolean } = {}) => {
+export const layer = (url: string, options: DatabaseOptions & { readonly migrate?: boolean } = {}) => {
   const client = layerClient(url, options)
   return options.migrate === false ? client : Layer.provideMerge(layerMigrate, client)
 }

@@ -1,6 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
 import { type ApiKeyRecord, ApiKeyStore } from "../ApiKeyStore.ts"
+import { invalidating, KeyCache } from "./KeyCache.ts"
 import { viaClient } from "./Metering.ts"
 import { num, numOrNull } from "./util.ts"
 
@@ -30,6 +31,8 @@ const toRow = (key: ApiKeyRecord) => ({
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const metering = viaClient(sql)
+  // Revocations drop the owner's cached keys (PostgreSQL's key cache).
+  const invalidate = invalidating(yield* Effect.serviceOption(KeyCache))
   return ApiKeyStore.of({
     insert: (key) => sql`INSERT INTO api_keys ${sql.insert(toRow(key))}`.pipe(Effect.asVoid, Effect.orDie),
     // The lookup by hash is Metering's (one statement for every key check).
@@ -43,12 +46,14 @@ export const make = Effect.gen(function*() {
       sql`UPDATE api_keys SET revoked_at = ${now}
           WHERE id = ${id} AND avatar_id = ${avatarId} AND revoked_at IS NULL RETURNING id`.pipe(
         Effect.map((rows) => rows.length > 0),
-        Effect.orDie
+        Effect.orDie,
+        invalidate(avatarId)
       ),
     revokeAll: (avatarId, now) =>
       sql`UPDATE api_keys SET revoked_at = ${now} WHERE avatar_id = ${avatarId} AND revoked_at IS NULL RETURNING id`.pipe(
         Effect.map((rows) => rows.length),
-        Effect.orDie
+        Effect.orDie,
+        invalidate(avatarId)
       )
   })
 })

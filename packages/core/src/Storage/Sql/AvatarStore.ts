@@ -10,6 +10,7 @@ import {
   emailTaken,
   usernameTaken
 } from "../AvatarStore.ts"
+import { invalidating, KeyCache } from "./KeyCache.ts"
 import { bool, isUniqueViolation, num, numOrNull } from "./util.ts"
 
 const columns: Record<keyof AvatarPatch, string> = {
@@ -71,6 +72,8 @@ export const fromRow = (r: any): AvatarRecord => ({
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const one = (rows: ReadonlyArray<any>) => Option.map(Option.fromNullable(rows[0]), fromRow)
+  // An updated avatar (plan, deactivation, deletion…) is dropped from PostgreSQL's key cache.
+  const invalidate = invalidating(yield* Effect.serviceOption(KeyCache))
 
   const conflictFor = (avatar: Pick<AvatarRecord, "id" | "username" | "email">) =>
     sql`SELECT id FROM avatars WHERE username_lower = ${avatar.username.toLowerCase()} AND id <> ${avatar.id}`.pipe(
@@ -102,7 +105,8 @@ export const make = Effect.gen(function*() {
             ? Effect.fail(usernameTaken)
             : isUniqueViolation(error, "email")
             ? Effect.fail(emailTaken)
-            : Effect.die(error))
+            : Effect.die(error)),
+        invalidate(id)
       )
     },
     countAdmins: () =>

@@ -7,6 +7,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
+import { CHANNEL as KEY_OWNER_CHANNEL, TRIGGERS as KEY_OWNER_TRIGGERS } from "./KeyCache.ts"
 
 /** Runs each `;`-separated statement on its own (SQLite prepares one statement at a time). */
 const statements = (ddl: string) =>
@@ -182,7 +183,25 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0006_request_ids": statements(`
     ALTER TABLE jobs ADD COLUMN request_id TEXT;
     ALTER TABLE webhook_deliveries ADD COLUMN request_id TEXT
-  `)
+  `),
+  // PostgreSQL only: every committed change of an API key or an avatar notifies the API key caches
+  // of all processes (Sql/KeyCache.ts) with the avatar's id. SQLite has no cache and no triggers.
+  "0007_key_owner_notify": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        Effect.gen(function*() {
+          yield* sql.unsafe(`CREATE FUNCTION aigw_notify_key_owner() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              PERFORM pg_notify('${KEY_OWNER_CHANNEL}', to_jsonb(OLD) ->> TG_ARGV[0]);
+              RETURN NULL;
+            END $$`)
+          yield* sql.unsafe(`CREATE TRIGGER ${KEY_OWNER_TRIGGERS[0]} AFTER UPDATE OR DELETE ON api_keys
+            FOR EACH ROW EXECUTE FUNCTION aigw_notify_key_owner('avatar_id')`)
+          yield* sql.unsafe(`CREATE TRIGGER ${KEY_OWNER_TRIGGERS[1]} AFTER UPDATE OR DELETE ON avatars
+            FOR EACH ROW EXECUTE FUNCTION aigw_notify_key_owner('id')`)
+        }),
+      orElse: () => Effect.void
+    }))
 }
 
 const TABLE = "aigw_migrations"

@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL SqlClient: @effect/sql-pg over a `pg` pool that this module owns, plus the pool
  * itself as `PgPool`, so the metered hot path can send its few statements directly
- * (Storage/Sql/Metering.ts) instead of through @effect/sql's per-statement fiber work.
+ * (Storage/Sql/Metering.ts) instead of through @effect/sql's per-statement fiber work, and, when
+ * its lifetime is positive, the API key cache of that path (KeyCache.ts).
  */
 import { PgClient } from "@effect/sql-pg"
 import * as Client from "@effect/sql/SqlClient"
@@ -9,6 +10,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { Context, Duration, Effect, Layer } from "effect"
 import Pg from "pg"
+import * as KeyCache from "./KeyCache.ts"
 
 export class PgPool extends Context.Tag("aigw/PgPool")<PgPool, Pg.Pool>() {}
 
@@ -38,6 +40,13 @@ const make = (url: string, maxConnections: number) =>
     return Context.make(PgPool, pool).pipe(Context.add(PgClient.PgClient, client), Context.add(Client.SqlClient, client))
   })
 
-/** SqlClient, PgClient and PgPool for a postgres:// URL. */
-export const layer = (url: string, maxConnections: number): Layer.Layer<Client.SqlClient | PgClient.PgClient | PgPool, SqlError> =>
-  Layer.scopedContext(make(url, maxConnections)).pipe(Layer.provide(Reactivity.layer))
+/** SqlClient, PgClient and PgPool for a postgres:// URL, and the KeyCache when `keyCacheMs` > 0. */
+export const layer = (
+  url: string,
+  maxConnections: number,
+  keyCacheMs = 0
+): Layer.Layer<Client.SqlClient | PgClient.PgClient | PgPool, SqlError> => {
+  const client = Layer.scopedContext(make(url, maxConnections)).pipe(Layer.provide(Reactivity.layer))
+  // Built after the pool answered, so a database that cannot be reached fails the start first.
+  return keyCacheMs > 0 ? KeyCache.layer(url, keyCacheMs).pipe(Layer.provideMerge(client)) : client
+}

@@ -1,0 +1,192 @@
+/**
+ * The API key -> owner cache of the PostgreSQL metering path (Sql/Metering.ts): a call with a key
+ * seen recently skips the key lookup's round trip. SQLite needs none: its lookup is a local read.
+ *
+ * Consistency, in this order of strength:
+ * - A write through this process (revoking keys, any avatar update: plan, deactivation, deletion)
+ *   drops the avatar's entries and keeps the avatar out of the cache for `HOLD_MS`, so the
+ *   process that answered "revoked" refuses the key on its very next call.
+ * - Every other writer (other replicas, an operator's SQL) is seen through PostgreSQL: triggers on
+ *   `api_keys` and `avatars` (migration 0007) send `NOTIFY aigw_key_owner, <avatar id>` on commit,
+ *   and this process LISTENs on a connection of its own. The stale window is the notification's
+ *   delivery, milliseconds.
+ * - A lookup that was in flight while any invalidation arrived is not cached (the epoch check), so
+ *   an answer read before a commit never outlives that commit's notification.
+ * - The cache is used only while the LISTEN connection is up and the triggers exist; a lost
+ *   connection empties it and lookups go to the database until it is back (notifications sent in
+ *   between are lost, so it starts empty again). Entries also expire after the configured seconds.
+ * Only active owners are cached: unknown and revoked keys always ask the database, so guessing keys
+ * cannot fill memory, and the cache holds at most `MAX_ENTRIES` keys (oldest dropped first).
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import Pg from "pg"
+import type { AvatarRecord } from "../AvatarStore.ts"
+
+export const CHANNEL = "aigw_key_owner"
+/** The triggers of migration 0007 that notify CHANNEL. */
+export const TRIGGERS = ["aigw_api_keys_owner_changed", "aigw_avatars_owner_changed"] as const
+
+const MAX_ENTRIES = 10_000
+/** How long a local write keeps its avatar out of the cache: far longer than its notification takes. */
+const HOLD_MS = 5_000
+const RECONNECT_MIN_MS = 500
+const RECONNECT_MAX_MS = 30_000
+/** How often a connection that found no triggers (migrations not applied yet) looks again. */
+const TRIGGER_RECHECK_MS = 1_000
+
+export interface KeyCacheService {
+  /** The owner of the key with this hash: from the cache, else `load` (the database), cached when allowed. */
+  readonly lookup: (hash: string, load: () => Promise<AvatarRecord | undefined>) => Promise<AvatarRecord | undefined>
+  /** A write through this process changed the avatar or its keys. */
+  readonly invalidate: (avatarId: string) => void
+  /** Whether lookups are cached now (the LISTEN connection is up and the triggers exist). */
+  readonly active: () => boolean
+}
+
+export class KeyCache extends Context.Tag("aigw/KeyCache")<KeyCache, KeyCacheService>() {}
+
+/**
+ * For the stores' writes, given the cache found when the store was built (if any): the write, then
+ * the avatar dropped from the cache, before the write is answered.
+ */
+export const invalidating = (cache: Option.Option<KeyCacheService>) => (avatarId: string) => <A, E, R>(write: Effect.Effect<A, E, R>) =>
+  Option.isSome(cache) ? Effect.tap(write, () => cache.value.invalidate(avatarId)) : write
+
+/** The cache's state and rules, without the connection (the part the unit tests drive). */
+export const makeState = (ttlMs: number, now: () => number = Date.now) => {
+  const entries = new Map<string, { readonly avatar: AvatarRecord; readonly expires: number }>()
+  const held = new Map<string, number>()
+  let epoch = 0
+  let listening = false
+
+  const isHeld = (avatarId: string) => {
+    const until = held.get(avatarId)
+    if (until === undefined) return false
+    if (until > now()) return true
+    held.delete(avatarId)
+    return false
+  }
+  const drop = (avatarId: string) => {
+    epoch++
+    for (const [hash, entry] of entries) if (entry.avatar.id === avatarId) entries.delete(hash)
+  }
+  const clear = () => {
+    epoch++
+    entries.clear()
+  }
+  const service: KeyCacheService = {
+    lookup: (hash, load) => {
+      if (!listening) return load()
+      const hit = entries.get(hash)
+      if (hit !== undefined) {
+        if (hit.expires > now() && !isHeld(hit.avatar.id)) return Promise.resolve(hit.avatar)
+        entries.delete(hash)
+      }
+      const started = epoch
+      return load().then((avatar) => {
+        if (avatar !== undefined && listening && epoch === started && !isHeld(avatar.id)) {
+          if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!)
+          entries.set(hash, { avatar, expires: now() + ttlMs })
+        }
+        return avatar
+      })
+    },
+    invalidate: (avatarId) => {
+      // Holds are otherwise removed when their avatar is looked up: sweep the expired ones now and then.
+      if (held.size >= MAX_ENTRIES) for (const [id, until] of held) if (until <= now()) held.delete(id)
+      held.set(avatarId, now() + HOLD_MS)
+      drop(avatarId)
+    },
+    active: () => listening
+  }
+  return {
+    service,
+    /** A notification: another writer committed a change of this avatar or its keys. */
+    notified: drop,
+    /** Caching on (the connection listens and the triggers exist) or off (lost); either way empty. */
+    setListening: (on: boolean) => {
+      listening = on
+      clear()
+    },
+    size: () => entries.size
+  }
+}
+
+/**
+ * The cache for a database URL, with its LISTEN connection kept up for the scope's lifetime (it
+ * reconnects with backoff). Starting does not wait for the connection: until it listens, every
+ * lookup goes to the database.
+ */
+export const make = (url: string, ttlMs: number) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const state = makeState(ttlMs)
+      let closed = false
+      let client: Pg.Client | undefined
+      let timer: NodeJS.Timeout | undefined
+      let backoff = RECONNECT_MIN_MS
+
+      const later = (ms: number, f: () => void) => {
+        timer = setTimeout(f, ms)
+        timer.unref()
+      }
+      const endQuietly = (c: Pg.Client): Promise<void> => {
+        try {
+          return c.end().catch(() => {})
+        } catch {
+          // A client that never connected may throw rather than reject: it is gone either way.
+          return Promise.resolve()
+        }
+      }
+      const lost = (c: Pg.Client) => {
+        if (client !== c) return
+        client = undefined
+        state.setListening(false)
+        endQuietly(c)
+        if (closed) return
+        later(backoff, connect)
+        backoff = Math.min(backoff * 2, RECONNECT_MAX_MS)
+      }
+      const checkTriggers = (c: Pg.Client) => {
+        c.query("SELECT count(*)::int AS n FROM pg_trigger WHERE tgname = ANY($1)", [TRIGGERS]).then(
+          (r) => {
+            if (client !== c) return
+            if (r.rows[0].n === TRIGGERS.length) {
+              backoff = RECONNECT_MIN_MS
+              state.setListening(true)
+            } else later(TRIGGER_RECHECK_MS, () => checkTriggers(c))
+          },
+          () => lost(c)
+        )
+      }
+      const connect = () => {
+        if (closed) return
+        const c = new Pg.Client({ connectionString: url, application_name: "aigw-key-cache" })
+        client = c
+        c.on("error", () => lost(c))
+        c.on("end", () => lost(c))
+        c.on("notification", (message) => {
+          if (message.channel === CHANNEL && message.payload) state.notified(message.payload)
+        })
+        c.connect()
+          .then(() => c.query(`LISTEN ${CHANNEL}`))
+          .then(() => checkTriggers(c), () => lost(c))
+          .catch(() => {})
+      }
+      connect()
+      return {
+        service: state.service,
+        close: () => {
+          closed = true
+          if (timer !== undefined) clearTimeout(timer)
+          state.setListening(false)
+          const c = client
+          client = undefined
+          return c === undefined ? Promise.resolve() : endQuietly(c)
+        }
+      }
+    }),
+    (cache) => Effect.promise(cache.close).pipe(Effect.timeoutOption(1000))
+  ).pipe(Effect.map((cache) => cache.service))
+
+export const layer = (url: string, ttlMs: number): Layer.Layer<KeyCache> => Layer.scoped(KeyCache, make(url, ttlMs))

@@ -1,0 +1,243 @@
+/**
+ * PostgreSQL's API key cache (Storage/Sql/KeyCache.ts): its rules with a fake clock, then two
+ * gateway processes' worth of layers ("replicas") on one real database: a hit skips the database,
+ * and revocations, avatar changes and an operator's SQL reach every replica; a lost LISTEN
+ * connection turns the cache off until it is back.
+ */
+import { Effect, Layer, ManagedRuntime, Option } from "effect"
+import * as net from "node:net"
+import pg from "pg"
+import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
+import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
+import * as Database from "../../src/Storage/Database.ts"
+import { Metering } from "../../src/Storage/Metering.ts"
+import { KeyCache, make as makeCache, makeState, TRIGGERS } from "../../src/Storage/Sql/KeyCache.ts"
+import * as Stores from "../../src/Storage/Stores.ts"
+import { freshPgDatabase, hasPg } from "../support/databases.ts"
+import { avatar } from "./stores.suite.ts"
+
+const owner = (id = crypto.randomUUID()) => ({ id }) as AvatarRecord
+
+describe("key cache rules", () => {
+  const setup = () => {
+    let clock = 1_000
+    const state = makeState(60_000, () => clock)
+    let loads = 0
+    const answers = new Map<string, AvatarRecord | undefined>()
+    const load = (hash: string) => () => {
+      loads++
+      return Promise.resolve(answers.get(hash))
+    }
+    return { state, cache: state.service, answers, load, loads: () => loads, tick: (ms: number) => (clock += ms) }
+  }
+
+  it("goes to the database until it listens, then serves active owners from memory", async () => {
+    const t = setup()
+    const a = owner()
+    t.answers.set("h1", a)
+    await t.cache.lookup("h1", t.load("h1"))
+    await t.cache.lookup("h1", t.load("h1"))
+    assert.strictEqual(t.loads(), 2, "not listening: no cache")
+    t.state.setListening(true)
+    assert.strictEqual(await t.cache.lookup("h1", t.load("h1")), a)
+    assert.strictEqual(await t.cache.lookup("h1", t.load("h1")), a)
+    assert.strictEqual(t.loads(), 3, "the second lookup was a hit")
+  })
+
+  it("never caches unknown or refused keys", async () => {
+    const t = setup()
+    t.state.setListening(true)
+    for (let i = 0; i < 3; i++) assert.isUndefined(await t.cache.lookup("nope", t.load("nope")))
+    assert.strictEqual(t.loads(), 3)
+    assert.strictEqual(t.state.size(), 0)
+  })
+
+  it("expires entries after the lifetime", async () => {
+    const t = setup()
+    t.state.setListening(true)
+    t.answers.set("h", owner())
+    await t.cache.lookup("h", t.load("h"))
+    t.tick(59_999)
+    await t.cache.lookup("h", t.load("h"))
+    assert.strictEqual(t.loads(), 1)
+    t.tick(2)
+    await t.cache.lookup("h", t.load("h"))
+    assert.strictEqual(t.loads(), 2)
+  })
+
+  it("a notification drops that avatar's keys only", async () => {
+    const t = setup()
+    t.state.setListening(true)
+    const a = owner()
+    const b = owner()
+    t.answers.set("a1", a).set("a2", a).set("b1", b)
+    for (const h of ["a1", "a2", "b1"]) await t.cache.lookup(h, t.load(h))
+    t.state.notified(a.id)
+    for (const h of ["a1", "a2", "b1"]) await t.cache.lookup(h, t.load(h))
+    assert.strictEqual(t.loads(), 5, "a1 and a2 loaded again, b1 still a hit")
+  })
+
+  it("a local write keeps the avatar out of the cache until its notification has surely come", async () => {
+    const t = setup()
+    t.state.setListening(true)
+    const a = owner()
+    t.answers.set("a1", a)
+    await t.cache.lookup("a1", t.load("a1"))
+    t.cache.invalidate(a.id)
+    await t.cache.lookup("a1", t.load("a1"))
+    await t.cache.lookup("a1", t.load("a1"))
+    assert.strictEqual(t.loads(), 3, "held: every lookup asks the database")
+    t.tick(5_001)
+    await t.cache.lookup("a1", t.load("a1"))
+    await t.cache.lookup("a1", t.load("a1"))
+    assert.strictEqual(t.loads(), 4, "cached again after the hold")
+  })
+
+  it("does not cache an answer that was in flight when any change was announced", async () => {
+    const t = setup()
+    t.state.setListening(true)
+    const a = owner()
+    let release!: (v: AvatarRecord) => void
+    const pending = t.cache.lookup("a1", () => new Promise((resolve) => (release = resolve)))
+    t.state.notified(crypto.randomUUID())
+    release(a)
+    assert.strictEqual(await pending, a)
+    assert.strictEqual(t.state.size(), 0, "read before the change: not kept")
+  })
+
+  it("losing the connection empties it and turns it off", async () => {
+    const t = setup()
+    t.state.setListening(true)
+    t.answers.set("h", owner())
+    await t.cache.lookup("h", t.load("h"))
+    t.state.setListening(false)
+    assert.strictEqual(t.state.size(), 0)
+    await t.cache.lookup("h", t.load("h"))
+    await t.cache.lookup("h", t.load("h"))
+    assert.strictEqual(t.loads(), 3)
+  })
+})
+
+describe("key cache without a database to listen to", () => {
+  it("keeps trying in the background, never crashes, and sends every lookup to the database", async () => {
+    const server = net.createServer((socket) => socket.destroy())
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const port = (server.address() as net.AddressInfo).port
+    try {
+      await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const cache = yield* makeCache(`postgres://nobody@127.0.0.1:${port}/none`, 60_000)
+        let loads = 0
+        const a = owner()
+        for (let i = 0; i < 5; i++) {
+          assert.strictEqual(yield* Effect.promise(() => cache.lookup("h", () => (loads++, Promise.resolve(a)))), a)
+          yield* Effect.sleep("300 millis")
+        }
+        assert.isFalse(cache.active())
+        assert.strictEqual(loads, 5)
+      })))
+    } finally {
+      server.close()
+    }
+  }, 10_000)
+})
+
+describe.skipIf(!hasPg)("key cache on PostgreSQL, two replicas", () => {
+  type Replica = ManagedRuntime.ManagedRuntime<Stores.Stores, unknown>
+  let url: string
+  let a: Replica
+  let b: Replica
+  let admin: pg.Client
+
+  const replica = () => ManagedRuntime.make(Stores.layerSql.pipe(Layer.provideMerge(Database.layer(url))) as Layer.Layer<Stores.Stores>)
+  const cacheOf = (r: Replica) => r.runPromise(Effect.map(Effect.serviceOption(KeyCache), Option.getOrThrow))
+  const ownerOf = (r: Replica, hash: string) => r.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.avatarOfKey(hash))))
+  const until = async (what: string, check: () => Promise<boolean>, ms = 5_000) => {
+    const start = Date.now()
+    while (!(await check())) {
+      if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`)
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    return Date.now() - start
+  }
+  const newKey = async (r: Replica, avatarId?: string) => {
+    const record = avatar()
+    const key = { id: crypto.randomUUID(), avatarId: avatarId ?? record.id, name: "k", prefix: "aigw_kc", hash: `hash_${crypto.randomUUID()}`, createdAt: 1, lastUsedAt: null, revokedAt: null }
+    await r.runPromise(Effect.gen(function*() {
+      if (avatarId === undefined) yield* (yield* AvatarStore).insert(record)
+      yield* (yield* ApiKeyStore).insert(key)
+    }))
+    return { key, avatarId: key.avatarId }
+  }
+  /** Revoked in the database with the notification triggers off: only a cache can still say yes. */
+  const revokeSilently = async (keyId: string) => {
+    await admin.query("BEGIN")
+    await admin.query(`ALTER TABLE api_keys DISABLE TRIGGER ${TRIGGERS[0]}`)
+    await admin.query("UPDATE api_keys SET revoked_at = 1 WHERE id = $1", [keyId])
+    await admin.query(`ALTER TABLE api_keys ENABLE TRIGGER ${TRIGGERS[0]}`)
+    await admin.query("COMMIT")
+  }
+
+  beforeAll(async () => {
+    url = await freshPgDatabase()
+    a = replica()
+    b = replica()
+    admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    await until("both caches listening", async () => (await cacheOf(a)).active() && (await cacheOf(b)).active())
+  }, 30_000)
+  afterAll(async () => {
+    await admin?.end()
+    await a?.dispose()
+    await b?.dispose()
+  })
+
+  it("a hit does not ask the database", async () => {
+    const { key, avatarId } = await newKey(a)
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    await revokeSilently(key.id)
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId, "served from A's cache")
+    assert.isUndefined(await ownerOf(b, key.hash), "B never cached it: the database says revoked")
+  })
+
+  it("a revocation through this process is refused on the very next call", async () => {
+    const { key, avatarId } = await newKey(a)
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    assert.isTrue(await a.runPromise(Effect.flatMap(ApiKeyStore, (s) => s.revoke(avatarId, key.id, Date.now()))))
+    assert.isUndefined(await ownerOf(a, key.hash))
+  })
+
+  it("a revocation through another replica reaches this one within milliseconds", async () => {
+    const { key, avatarId } = await newKey(a)
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    await b.runPromise(Effect.flatMap(ApiKeyStore, (s) => s.revokeAll(avatarId, Date.now())))
+    const ms = await until("A refuses the key", async () => (await ownerOf(a, key.hash)) === undefined, 2_000)
+    assert.isBelow(ms, 2_000)
+  })
+
+  it("an avatar changed by another replica or by an operator's SQL is read again", async () => {
+    const { key, avatarId } = await newKey(a)
+    assert.strictEqual((await ownerOf(a, key.hash))?.plan, "Free")
+    await b.runPromise(Effect.flatMap(AvatarStore, (s) => s.update(avatarId, { plan: "Gold" })))
+    await until("A sees the new plan", async () => (await ownerOf(a, key.hash))?.plan === "Gold", 2_000)
+    await admin.query("UPDATE avatars SET is_active = 0 WHERE id = $1", [avatarId])
+    await until("A refuses the deactivated avatar's key", async () => (await ownerOf(a, key.hash)) === undefined, 2_000)
+  })
+
+  it("a lost LISTEN connection turns the cache off until it is back, then it starts empty", async () => {
+    const { key, avatarId } = await newKey(a)
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    const cache = await cacheOf(a)
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'aigw-key-cache'")
+    await until("A's cache off", async () => !cache.active())
+    await revokeSilently(key.id)
+    assert.isUndefined(await ownerOf(a, key.hash), "off: the database answers")
+    await until("A's cache back", async () => cache.active())
+    assert.isUndefined(await ownerOf(a, key.hash), "back, and empty")
+    const fresh = await newKey(a)
+    assert.strictEqual((await ownerOf(a, fresh.key.hash))?.id, fresh.avatarId)
+    await revokeSilently(fresh.key.id)
+    assert.strictEqual((await ownerOf(a, fresh.key.hash))?.id, fresh.avatarId, "caching again")
+  }, 20_000)
+})
