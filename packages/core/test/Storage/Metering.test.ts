@@ -1,6 +1,8 @@
 /**
  * Metering on SQLite while an Effect transaction holds the connection: the direct statements wait
- * for it instead of joining it. (The Metering cases every backend shares are in stores.suite.ts.)
+ * for it instead of joining it; on PostgreSQL, the group commit of usage records (the statements
+ * the pool receives, and a bad record in a batch). (The Metering cases every backend shares are in
+ * stores.suite.ts.)
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert } from "@effect/vitest"
@@ -10,7 +12,10 @@ import * as Database from "../../src/Storage/Database.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
 import { UsageStore } from "../../src/Storage/UsageStore.ts"
-import { freshSqliteUrl } from "../support/databases.ts"
+import { PgPool } from "../../src/Storage/Sql/Postgres.ts"
+import * as SqlMetering from "../../src/Storage/Sql/Metering.ts"
+import * as SqlUsageStore from "../../src/Storage/Sql/UsageStore.ts"
+import { freshPgDatabase, freshSqliteUrl, hasPg } from "../support/databases.ts"
 
 describe("metering on sqlite, inside transactions", () => {
   let runtime: ManagedRuntime.ManagedRuntime<Stores.Stores | SqlClient.SqlClient, unknown>
@@ -47,4 +52,56 @@ describe("metering on sqlite, inside transactions", () => {
       assert.strictEqual(yield* Fiber.join(pending), 1, "counted once the transaction rolled back")
       assert.strictEqual(yield* usage.callsOn(avatarId, day), 1)
     })))
+})
+
+describe.skipIf(!hasPg)("metering on postgresql, usage records", () => {
+  // The names of the statements the pool was asked for.
+  const sent: Array<string> = []
+  let runtime: ManagedRuntime.ManagedRuntime<Metering | UsageStore, unknown>
+  beforeAll(async () => {
+    // The layer's type names only the SqlClient; on PostgreSQL it provides the pool too.
+    const database = Database.layer(await freshPgDatabase()) as Layer.Layer<SqlClient.SqlClient | PgPool>
+    const spyPool = Layer.effect(
+      PgPool,
+      Effect.map(PgPool, (pool) => {
+        const spy = Object.create(pool)
+        spy.query = (config: any, values?: any) => {
+          sent.push(config?.name ?? "unnamed")
+          return pool.query(config, values)
+        }
+        return spy
+      })
+    )
+    const stores = Layer.merge(SqlMetering.layer.pipe(Layer.provide(spyPool)), SqlUsageStore.layer)
+    runtime = ManagedRuntime.make(stores.pipe(Layer.provide(database)))
+    await runtime.runPromise(Effect.void)
+  }, 30_000)
+  afterAll(() => runtime?.dispose())
+
+  const event = (avatarId: string, promptTokens: number) => ({
+    avatarId, day: "2026-11-24", provider: "openai", model: "gpt-4o-mini", capability: "chat", promptTokens, completionTokens: 2,
+    costUSD: 0.25, latencyMs: 1, estimated: false, ok: true, at: Date.now()
+  })
+  const record = (events: Array<ReturnType<typeof event>>) =>
+    runtime.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => Promise.allSettled(events.map((e) => m.record(e))))))
+  const totals = (avatarId: string) => runtime.runPromise(Effect.flatMap(UsageStore, (u) => u.totals(avatarId, "2026-11-24")))
+
+  it("the records of one turn reach the database as one statement", async () => {
+    const avatarId = crypto.randomUUID()
+    sent.length = 0
+    const outcomes = await record(Array.from({ length: 20 }, (_, i) => event(avatarId, i)))
+    assert.deepStrictEqual(outcomes.map((o) => o.status), Array(20).fill("fulfilled"))
+    assert.deepStrictEqual(sent, ["aigw_record_many"])
+    assert.deepStrictEqual(await totals(avatarId), { callsToday: 0, tokensToday: 190 + 40, spendMonthUSD: 5 })
+  })
+
+  it("a record the database refuses fails alone: the rest of its batch is retried one by one and counted once", async () => {
+    const avatarId = crypto.randomUUID()
+    sent.length = 0
+    // 1.5 tokens: not an integer, refused by the prompt_tokens column.
+    const outcomes = await record([event(avatarId, 1), event(avatarId, 1.5), event(avatarId, 3)])
+    assert.deepStrictEqual(outcomes.map((o) => o.status), ["fulfilled", "rejected", "fulfilled"])
+    assert.deepStrictEqual(sent, ["aigw_record_many", "aigw_record", "aigw_record", "aigw_record"])
+    assert.deepStrictEqual(await totals(avatarId), { callsToday: 0, tokensToday: 3 + 5, spendMonthUSD: 0.5 })
+  })
 })

@@ -304,6 +304,28 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.deepStrictEqual(totals, { callsToday: 52, tokensToday: 24, spendMonthUSD: 0.25 })
         }))
 
+      it.effect("metering: records made together (one group commit) all count, summed per avatar and day", () =>
+        Effect.gen(function*() {
+          const metering = yield* Metering
+          const usage = yield* UsageStore
+          const [a, b] = [crypto.randomUUID(), crypto.randomUUID()]
+          const event = (avatarId: string, day: string, i: number) => ({
+            avatarId, day, provider: "openai", model: "gpt-4o-mini", capability: "chat", promptTokens: i, completionTokens: 1,
+            costUSD: 0.5, latencyMs: i, estimated: false, ok: true, at: Date.now()
+          })
+          // Started in one turn: the SQL backends commit them as one batch.
+          const events = Array.from({ length: 30 }, (_, i) => event(i % 3 === 0 ? b : a, i % 5 === 0 ? "2026-11-21" : "2026-11-22", i))
+          yield* Effect.promise(() => Promise.all(events.map((e) => metering.record(e))))
+          for (const avatarId of [a, b]) {
+            for (const day of ["2026-11-21", "2026-11-22"]) {
+              const mine = events.filter((e) => e.avatarId === avatarId && e.day === day)
+              const totals = yield* usage.totals(avatarId, day)
+              assert.strictEqual(totals.tokensToday, mine.reduce((n, e) => n + e.promptTokens + e.completionTokens, 0), `${avatarId} ${day}`)
+            }
+            assert.strictEqual((yield* usage.totals(avatarId, "2026-11-22")).spendMonthUSD, events.filter((e) => e.avatarId === avatarId).length * 0.5)
+          }
+        }))
+
       it.effect("jobs: claim with a lease, progress, finish with its webhook in one step", () =>
         Effect.gen(function*() {
           const jobs = yield* JobStore

@@ -9,7 +9,8 @@
  *   without @effect/sql's per-statement scope, span and fiber work. While an Effect transaction
  *   holds that connection (`inTransaction`) a call goes through the SqlClient instead, which waits
  *   for the transaction to end rather than joining it;
- * - on PostgreSQL, as named prepared statements on the pool (parsed and planned once per connection).
+ * - on PostgreSQL, as named prepared statements on the pool (parsed and planned once per connection),
+ *   the key lookup behind the API key cache (KeyCache.ts) when the Database layer made one.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type BetterSqlite from "better-sqlite3"
@@ -19,6 +20,7 @@ import { Metering, type MeteringService } from "../Metering.ts"
 import type { UsageEvent } from "../UsageStore.ts"
 import { fromRow as avatarFromRow } from "./AvatarStore.ts"
 import { uuidv7 } from "./ids.ts"
+import { KeyCache, type KeyCacheService } from "./KeyCache.ts"
 import { PgPool } from "./Postgres.ts"
 import { SqliteDatabase, type SqliteHandle } from "./Sqlite.ts"
 import { num } from "./util.ts"
@@ -36,12 +38,13 @@ const statement = (name: string, text: string): Statement => {
   return { name: `aigw_${name}`, sqlite: text, pg: text.replace(/\?/g, () => `$${++n}`) }
 }
 
-const INSERT_EVENT =
-  `INSERT INTO usage_events (id, avatar_id, day, provider, model, capability, prompt_tokens, completion_tokens, cost_usd, latency_ms, estimated, ok, at)
-   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-const ADD_TOTALS = `INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES (?, ?, 0, ?, ?)
-   ON CONFLICT (avatar_id, day) DO UPDATE
+const INSERT_EVENTS =
+  `INSERT INTO usage_events (id, avatar_id, day, provider, model, capability, prompt_tokens, completion_tokens, cost_usd, latency_ms, estimated, ok, at)`
+const INSERT_EVENT = `${INSERT_EVENTS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const INSERT_TOTALS = `INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd)`
+const ADD_TO_TOTALS = `ON CONFLICT (avatar_id, day) DO UPDATE
    SET tokens = daily_usage.tokens + excluded.tokens, spend_usd = daily_usage.spend_usd + excluded.spend_usd`
+const ADD_TOTALS = `${INSERT_TOTALS} VALUES (?, ?, 0, ?, ?) ${ADD_TO_TOTALS}`
 
 export const statements = {
   /** The key (its columns as k_*) and its owner's row (all null without an owner). */
@@ -69,6 +72,23 @@ export const statements = {
   record: statement("record", `WITH event AS (${INSERT_EVENT}) ${ADD_TOTALS}`)
 } as const
 
+/**
+ * Recording a batch on PostgreSQL (group commit), one atomic statement: the events from one array
+ * per column ($1…$13, in `eventRow`'s order), the totals summed per avatar and day (tokens in $14)
+ * so that no row is updated twice.
+ */
+const recordMany = {
+  name: "aigw_record_many",
+  text: `WITH event AS (${INSERT_EVENTS}
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::integer[],
+                          $9::float8[], $10::integer[], $11::integer[], $12::integer[], $13::bigint[]))
+   ${INSERT_TOTALS}
+   SELECT avatar_id, day, 0, sum(tokens), sum(spend_usd)
+   FROM unnest($2::text[], $3::text[], $14::bigint[], $9::float8[]) AS t(avatar_id, day, tokens, spend_usd)
+   GROUP BY avatar_id, day
+   ${ADD_TO_TOTALS}`
+}
+
 /** The parameters of `insertEvent`. */
 const eventRow = (e: UsageEvent): Array<unknown> => [
   uuidv7(e.at),
@@ -95,6 +115,29 @@ const activeOwner = (row: any): AvatarRecord | undefined => {
   return avatar.isActive ? avatar : undefined
 }
 const admitted = (row: any): number | undefined => (row === undefined ? undefined : num(row.calls))
+
+/**
+ * Group commit's queue: the calls made in one turn of the event loop, handed to `flush` together
+ * at its end (setImmediate). Each call's promise is settled by `flush` through its item.
+ */
+interface Pending<W> {
+  readonly work: W
+  readonly resolve: (a: any) => void
+  readonly reject: (e: unknown) => void
+}
+const perTurn = <W>(flush: (batch: Array<Pending<W>>) => void) => {
+  let queue: Array<Pending<W>> = []
+  const run = () => {
+    const batch = queue
+    queue = []
+    flush(batch)
+  }
+  return <A>(work: W): Promise<A> =>
+    new Promise<A>((resolve, reject) => {
+      if (queue.length === 0) setImmediate(run)
+      queue.push({ work, resolve, reject })
+    })
+}
 
 /** The statements through the SqlClient, as Effects (defects on driver errors, like the other SQL stores). */
 export const viaClient = (sql: SqlClient.SqlClient) => {
@@ -150,25 +193,20 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
   interface Write {
     readonly run: () => unknown
     readonly fallback: () => Promise<unknown>
-    readonly resolve: (a: any) => void
-    readonly reject: (e: unknown) => void
   }
-  let queue: Array<Write> = []
   const begin = prepared("BEGIN")
   const commit = prepared("COMMIT")
-  const flush = () => {
-    const writes = queue
-    queue = []
+  const enqueue = perTurn<Write>((writes) => {
     if (db.inTransaction) {
       // An Effect transaction holds the connection across a yield: queue behind it.
-      for (const w of writes) w.fallback().then(w.resolve, w.reject)
+      for (const w of writes) w.work.fallback().then(w.resolve, w.reject)
       return
     }
     if (writes.length === 1) {
       // Alone in its turn (light load): its own statement(s) are already atomic, no BEGIN/COMMIT around.
       const w = writes[0]!
       try {
-        return w.resolve(w.run())
+        return w.resolve(w.work.run())
       } catch (error) {
         return w.reject(error)
       }
@@ -178,7 +216,7 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
       begin().run()
       for (const w of writes) {
         try {
-          outcomes.push({ ok: true, value: w.run() })
+          outcomes.push({ ok: true, value: w.work.run() })
         } catch (error) {
           outcomes.push({ ok: false, error })
         }
@@ -194,12 +232,8 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
       if (o.ok) w.resolve(o.value)
       else w.reject(o.error)
     })
-  }
-  const write = <A>(run: () => A, fallback: () => Promise<A>): Promise<A> =>
-    new Promise<A>((resolve, reject) => {
-      if (queue.length === 0) setImmediate(flush)
-      queue.push({ run, fallback, resolve, reject })
-    })
+  })
+  const write = <A>(run: () => A, fallback: () => Promise<A>): Promise<A> => enqueue<A>({ run, fallback })
 
   return {
     avatarOfKey: (hash) => db.inTransaction ? fallback.avatarOfKey(hash) : now(() => activeOwner(keyWithAvatar().get(hash))),
@@ -213,18 +247,42 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
   }
 }
 
-/** The statements on the PostgreSQL pool as named prepared statements. */
-const onPg = (pool: Context.Tag.Service<typeof PgPool>): MeteringService => {
+/**
+ * The statements on the PostgreSQL pool as named prepared statements; key lookups through the
+ * cache if there is one. Usage records are group-committed like SQLite's writes: those of one turn
+ * of the event loop go as one statement (`recordMany`), each answered once it committed; if the
+ * batch fails, each is retried alone with the same event ids, so one bad record fails only itself
+ * and a batch that did commit after all is not counted twice (the ids collide).
+ */
+const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<KeyCacheService>): MeteringService => {
   const query = (s: Statement, values: Array<unknown>): Promise<Array<any>> =>
     pool.query({ name: s.name, text: s.pg, values }).then((r) => r.rows)
+  const lookup = (hash: string) => query(statements.keyWithAvatar, [hash]).then((rows) => activeOwner(rows[0]))
+  interface Recording {
+    readonly event: Array<unknown>
+    readonly totals: Array<unknown>
+  }
+  const recordOne = (r: Recording) => query(statements.record, [...r.event, ...r.totals]).then(() => undefined)
+  const enqueueRecord = perTurn<Recording>((batch) => {
+    if (batch.length === 1) return void recordOne(batch[0]!.work).then(batch[0]!.resolve, batch[0]!.reject)
+    const columns: Array<Array<unknown>> = Array.from({ length: 14 }, () => [])
+    for (const { work } of batch) {
+      work.event.forEach((value, i) => columns[i]!.push(value))
+      columns[13]!.push(work.totals[2])
+    }
+    pool.query({ name: recordMany.name, text: recordMany.text, values: columns }).then(
+      () => batch.forEach((p) => p.resolve(undefined)),
+      () => batch.forEach((p) => recordOne(p.work).then(p.resolve, p.reject))
+    )
+  })
   return {
-    avatarOfKey: (hash) => query(statements.keyWithAvatar, [hash]).then((rows) => activeOwner(rows[0])),
+    avatarOfKey: Option.isSome(cache) ? (hash) => cache.value.lookup(hash, () => lookup(hash)) : lookup,
     admit: (avatarId, day, limit, count) =>
       count > limit
         ? Promise.resolve(undefined)
         : query(statements.admit, [avatarId, day, count, limit]).then((rows) => admitted(rows[0])),
     callsOn: (avatarId, day) => query(statements.callsOn, [avatarId, day]).then((rows) => num(rows[0]?.calls)),
-    record: (e) => query(statements.record, [...eventRow(e), ...totalsRow(e)]).then(() => undefined)
+    record: (e) => enqueueRecord<void>({ event: eventRow(e), totals: totalsRow(e) })
   }
 }
 
@@ -244,7 +302,7 @@ export const make = Effect.gen(function*() {
   const db = yield* Effect.serviceOption(SqliteDatabase)
   if (Option.isSome(db)) return onSqlite(db.value, throughClient)
   const pool = yield* Effect.serviceOption(PgPool)
-  return Option.isSome(pool) ? onPg(pool.value) : throughClient
+  return Option.isSome(pool) ? onPg(pool.value, yield* Effect.serviceOption(KeyCache)) : throughClient
 })
 
 export const layer = Layer.effect(Metering, make)
