@@ -30,6 +30,7 @@ RUN apt-get update \
   && mkdir -p /data && chown node:node /data
 ENV NODE_ENV=production \
   MALLOC_ARENA_MAX=2 \
+  MALLOC_MMAP_THRESHOLD_=131072 \
   HOST=0.0.0.0 \
   PORT=8787 \
   AIGW_DATA_DIR=/data \

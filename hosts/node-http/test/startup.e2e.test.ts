@@ -133,7 +133,7 @@ describe("the node options of npm start", () => {
     const { startEnvironment, startNodeOptions } = await import("../../../scripts/node-options.mjs")
     const flags: Array<string> = startNodeOptions()
     const environment: Record<string, string> = startEnvironment()
-    expect(environment).toEqual({ MALLOC_ARENA_MAX: "2" })
+    expect(environment).toEqual({ MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" })
     expect(flags).toEqual(expect.arrayContaining([expect.stringMatching(/^--max-semi-space-size=\d+$/), expect.stringMatching(/^--heap-growing-percent=\d+$/)]))
     const { spawnSync } = await import("node:child_process")
     const run = spawnSync(process.execPath, [...flags, "-e", "process.stdout.write('ok')"], { encoding: "utf8" })
