@@ -1,8 +1,8 @@
 /**
  * Metering on SQLite while an Effect transaction holds the connection: the direct statements wait
- * for it instead of joining it; on PostgreSQL, the group commit of usage records (the statements
- * the pool receives, and a bad record in a batch). (The Metering cases every backend shares are in
- * stores.suite.ts.)
+ * for it instead of joining it; on PostgreSQL, the group commit of admissions and usage records (the
+ * statements the pool receives, answers in the callers' order, a failed batch, two processes'
+ * batches over the same rows). (The Metering cases every backend shares are in stores.suite.ts.)
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert } from "@effect/vitest"
@@ -54,13 +54,15 @@ describe("metering on sqlite, inside transactions", () => {
     })))
 })
 
-describe.skipIf(!hasPg)("metering on postgresql, usage records", () => {
+describe.skipIf(!hasPg)("metering on postgresql, group commit", () => {
   // The names of the statements the pool was asked for.
   const sent: Array<string> = []
+  let url: string
   let runtime: ManagedRuntime.ManagedRuntime<Metering | UsageStore, unknown>
   beforeAll(async () => {
+    url = await freshPgDatabase()
     // The layer's type names only the SqlClient; on PostgreSQL it provides the pool too.
-    const database = Database.layer(await freshPgDatabase()) as Layer.Layer<SqlClient.SqlClient | PgPool>
+    const database = Database.layer(url) as Layer.Layer<SqlClient.SqlClient | PgPool>
     const spyPool = Layer.effect(
       PgPool,
       Effect.map(PgPool, (pool) => {
@@ -82,8 +84,8 @@ describe.skipIf(!hasPg)("metering on postgresql, usage records", () => {
     avatarId, day: "2026-11-24", provider: "openai", model: "gpt-4o-mini", capability: "chat", promptTokens, completionTokens: 2,
     costUSD: 0.25, latencyMs: 1, estimated: false, ok: true, at: Date.now()
   })
-  const record = (events: Array<ReturnType<typeof event>>) =>
-    runtime.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => Promise.allSettled(events.map((e) => m.record(e))))))
+  const record = (events: Array<ReturnType<typeof event>>, on = runtime) =>
+    on.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => Promise.allSettled(events.map((e) => m.record(e))))))
   const totals = (avatarId: string) => runtime.runPromise(Effect.flatMap(UsageStore, (u) => u.totals(avatarId, "2026-11-24")))
 
   it("the records of one turn reach the database as one statement", async () => {
@@ -104,4 +106,56 @@ describe.skipIf(!hasPg)("metering on postgresql, usage records", () => {
     assert.deepStrictEqual(sent, ["aigw_record_many", "aigw_record", "aigw_record", "aigw_record"])
     assert.deepStrictEqual(await totals(avatarId), { callsToday: 0, tokensToday: 3 + 5, spendMonthUSD: 0.5 })
   })
+
+  const admit = (admissions: Array<readonly [avatarId: string, limit: number, count: number]>, on = runtime) =>
+    on.runPromise(Effect.flatMap(Metering, (m) =>
+      Effect.promise(() => Promise.allSettled(admissions.map(([avatarId, limit, count]) => m.admit(avatarId, "2026-11-24", limit, count))))))
+  const values = (outcomes: Array<PromiseSettledResult<unknown>>) => outcomes.map((o) => (o.status === "fulfilled" ? o.value : "rejected"))
+
+  it("the admissions of one turn reach the database as one statement, each answered as if made one after another", async () => {
+    const [a, b, c] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
+    sent.length = 0
+    const outcomes = await admit([[a, 3, 1], [b, 5, 3], [a, 3, 2], [b, 5, 3], [a, 3, 1], [c, 1, 2], [b, 5, 2], [a, 4, 1]])
+    // a: 1, 3, refused (4 > 3), then 4 under a raised limit; b: 3, refused (6 > 5), 5; c: more than its limit, never sent.
+    assert.deepStrictEqual(values(outcomes), [1, 3, 3, undefined, undefined, undefined, 5, 4])
+    assert.deepStrictEqual(sent, ["aigw_admit_many"])
+    assert.deepStrictEqual((await totals(a)).callsToday, 4)
+    assert.deepStrictEqual((await totals(b)).callsToday, 5)
+    assert.deepStrictEqual((await totals(c)).callsToday, 0)
+  })
+
+  it("a batch the database refuses fails for each of its callers, is not retried and counts nothing", async () => {
+    const avatarId = crypto.randomUUID()
+    sent.length = 0
+    // A limit beyond PostgreSQL's integer: the statement fails as a whole.
+    const outcomes = await admit([[avatarId, 10, 1], [avatarId, 2 ** 31, 1], [avatarId, 10, 1]])
+    assert.deepStrictEqual(values(outcomes), ["rejected", "rejected", "rejected"])
+    assert.deepStrictEqual(sent, ["aigw_admit_many"])
+    assert.strictEqual((await totals(avatarId)).callsToday, 0)
+  })
+
+  it("two processes' batches (admissions and records) over the same rows, made in opposite orders, never deadlock and count exactly", async () => {
+    const other = ManagedRuntime.make(SqlMetering.layer.pipe(Layer.provide(Database.layer(url))))
+    try {
+      await other.runPromise(Effect.void)
+      const avatars = Array.from({ length: 6 }, () => crypto.randomUUID())
+      const reversed = avatars.slice().reverse()
+      // Each round: one batch per process at the same time, each going over every row 20 times.
+      const many = (ids: Array<string>) => Array.from({ length: 20 }, () => ids.map((id) => [id, 10_000, 1] as const)).flat()
+      const outcomes: Array<PromiseSettledResult<unknown>> = []
+      for (let round = 0; round < 10; round++) {
+        const [mine, theirs, recorded] = await Promise.all([
+          admit(many(avatars)),
+          admit(many(reversed), other),
+          // and records, which update the same rows' totals
+          record(many(reversed).map(([id]) => event(id, 1)), other)
+        ])
+        outcomes.push(...mine, ...theirs, ...recorded)
+      }
+      assert.deepStrictEqual(outcomes.filter((o) => o.status === "rejected"), [])
+      for (const id of avatars) assert.deepStrictEqual(await totals(id), { callsToday: 400, tokensToday: 10 * 20 * 3, spendMonthUSD: 10 * 20 * 0.25 })
+    } finally {
+      await other.dispose()
+    }
+  }, 30_000)
 })

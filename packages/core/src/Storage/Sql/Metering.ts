@@ -55,8 +55,8 @@ export const statements = {
      FROM api_keys k LEFT JOIN avatars a ON a.id = k.avatar_id WHERE k.hash = ?`
   ),
   /**
-   * The quota gate: one conditional upsert. When the calls do not fit, the WHERE fails and no row
-   * is returned; PostgreSQL re-evaluates the WHERE under the row lock.
+   * The quota gate on SQLite: one conditional upsert. When the calls do not fit, the WHERE fails and
+   * no row is returned. PostgreSQL runs the same upsert per element in `aigw_admit_many` (`admitMany`).
    */
   admit: statement(
     "admit",
@@ -86,8 +86,38 @@ const recordMany = {
    SELECT avatar_id, day, 0, sum(tokens), sum(spend_usd)
    FROM unnest($2::text[], $3::text[], $14::bigint[], $9::float8[]) AS t(avatar_id, day, tokens, spend_usd)
    GROUP BY avatar_id, day
+   ORDER BY avatar_id COLLATE "C", day COLLATE "C"
    ${ADD_TO_TOTALS}`
 }
+
+/**
+ * The quota gate on PostgreSQL: admissions in one round trip through the function of migration
+ * 0008, in the order given; it re-evaluates each condition under the row lock. Its result has the
+ * day's calls after each admitted request, null for a refused one.
+ */
+const admitMany = {
+  name: "aigw_admit_many",
+  text: `SELECT aigw_admit_many($1::text[], $2::text[], $3::integer[], $4::integer[]) AS calls`
+}
+interface Admission {
+  readonly avatarId: string
+  readonly day: string
+  readonly count: number
+  readonly limit: number
+}
+/** `admitMany`'s parameters: one array per column. */
+const admissionColumns = (batch: ReadonlyArray<Admission>): Array<Array<unknown>> => [
+  batch.map((a) => a.avatarId),
+  batch.map((a) => a.day),
+  batch.map((a) => a.count),
+  batch.map((a) => a.limit)
+]
+/**
+ * The order rows are locked in by batches (admissions, and records through their ORDER BY): by
+ * avatar and day, so two batches of different processes never wait for each other's rows in a cycle.
+ */
+const byRow = (a: { readonly avatarId: string; readonly day: string }, b: { readonly avatarId: string; readonly day: string }) =>
+  a.avatarId < b.avatarId ? -1 : a.avatarId > b.avatarId ? 1 : a.day < b.day ? -1 : a.day > b.day ? 1 : 0
 
 /** The parameters of `insertEvent`. */
 const eventRow = (e: UsageEvent): Array<unknown> => [
@@ -114,7 +144,8 @@ const activeOwner = (row: any): AvatarRecord | undefined => {
   const avatar = avatarFromRow(row)
   return avatar.isActive ? avatar : undefined
 }
-const admitted = (row: any): number | undefined => (row === undefined ? undefined : num(row.calls))
+/** The day's calls after an admission (a returned row's or an element of `admitMany`'s result), undefined for a refusal. */
+const admitted = (calls: unknown): number | undefined => (calls === undefined || calls === null ? undefined : num(calls))
 
 /**
  * Group commit's queue: the calls made in one turn of the event loop, handed to `flush` together
@@ -151,7 +182,14 @@ export const viaClient = (sql: SqlClient.SqlClient) => {
     admit: (avatarId: string, day: string, limit: number, count: number): Effect.Effect<number | undefined> =>
       count > limit
         ? Effect.succeed(undefined)
-        : Effect.map(rows(statements.admit, [avatarId, day, count, limit]), (r) => admitted(r[0])),
+        : sql.onDialectOrElse({
+          pg: () =>
+            Effect.map(
+              Effect.orDie(sql.unsafe<any>(admitMany.text, admissionColumns([{ avatarId, day, count, limit }]))),
+              (r) => admitted(r[0].calls[0])
+            ),
+          orElse: () => Effect.map(rows(statements.admit, [avatarId, day, count, limit]), (r) => admitted(r[0]?.calls))
+        }),
     callsOn: (avatarId: string, day: string) => Effect.map(rows(statements.callsOn, [avatarId, day]), (r) => num(r[0]?.calls)),
     record: (e: UsageEvent): Effect.Effect<void> =>
       sql.onDialectOrElse({
@@ -240,7 +278,7 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
     admit: (avatarId, day, limit, count) =>
       count > limit
         ? Promise.resolve(undefined)
-        : write(() => admitted(admit().get(avatarId, day, count, limit)), () => fallback.admit(avatarId, day, limit, count)),
+        : write(() => admitted((admit().get(avatarId, day, count, limit) as any)?.calls), () => fallback.admit(avatarId, day, limit, count)),
     callsOn: (avatarId, day) =>
       db.inTransaction ? fallback.callsOn(avatarId, day) : now(() => num((callsOn().get(avatarId, day) as any)?.calls)),
     record: (event) => write(() => void record(event), () => fallback.record(event))
@@ -249,10 +287,11 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
 
 /**
  * The statements on the PostgreSQL pool as named prepared statements; key lookups through the
- * cache if there is one. Usage records are group-committed like SQLite's writes: those of one turn
- * of the event loop go as one statement (`recordMany`), each answered once it committed; if the
- * batch fails, each is retried alone with the same event ids, so one bad record fails only itself
- * and a batch that did commit after all is not counted twice (the ids collide).
+ * cache if there is one. Admissions and usage records are group-committed like SQLite's writes:
+ * those of one turn of the event loop go as one statement (`admitMany`, `recordMany`), each
+ * answered once it committed. If a record batch fails, each record is retried alone with the same
+ * event ids, so one bad record fails only itself and a batch that did commit after all is not
+ * counted twice (the ids collide).
  */
 const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<KeyCacheService>): MeteringService => {
   const query = (s: Statement, values: Array<unknown>): Promise<Array<any>> =>
@@ -275,12 +314,20 @@ const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<Key
       () => batch.forEach((p) => recordOne(p.work).then(p.resolve, p.reject))
     )
   })
+  // A failed batch is not retried: unlike a record's id, nothing would tell a retry that the batch
+  // had committed after all, and its calls would be counted twice. Each caller gets the error, as a
+  // lone admission's would.
+  const enqueueAdmission = perTurn<Admission>((batch) => {
+    const ordered = batch.slice().sort((a, b) => byRow(a.work, b.work))
+    pool.query({ name: admitMany.name, text: admitMany.text, values: admissionColumns(ordered.map((p) => p.work)) }).then(
+      (r) => ordered.forEach((p, i) => p.resolve(admitted(r.rows[0].calls[i]))),
+      (error) => batch.forEach((p) => p.reject(error))
+    )
+  })
   return {
     avatarOfKey: Option.isSome(cache) ? (hash) => cache.value.lookup(hash, () => lookup(hash)) : lookup,
     admit: (avatarId, day, limit, count) =>
-      count > limit
-        ? Promise.resolve(undefined)
-        : query(statements.admit, [avatarId, day, count, limit]).then((rows) => admitted(rows[0])),
+      count > limit ? Promise.resolve(undefined) : enqueueAdmission<number | undefined>({ avatarId, day, count, limit }),
     callsOn: (avatarId, day) => query(statements.callsOn, [avatarId, day]).then((rows) => num(rows[0]?.calls)),
     record: (e) => enqueueRecord<void>({ event: eventRow(e), totals: totalsRow(e) })
   }

@@ -201,6 +201,33 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
             FOR EACH ROW EXECUTE FUNCTION aigw_notify_key_owner('id')`)
         }),
       orElse: () => Effect.void
+    })),
+  /**
+   * PostgreSQL's quota gate (Metering.ts): the admissions of one event-loop turn in one round trip,
+   * each the conditional upsert SQLite runs as `admit`, in the order given (callers sort by avatar
+   * and day, so two batches lock rows in one order), each seeing the ones before it. An element of
+   * the result is the day's calls after an admitted request, null for a refused one.
+   */
+  "0008_admit_many": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        sql.unsafe(`CREATE FUNCTION aigw_admit_many(avatar_ids TEXT[], days TEXT[], counts INTEGER[], limits INTEGER[])
+          RETURNS INTEGER[] LANGUAGE plpgsql AS $$
+          DECLARE
+            result INTEGER[] := '{}';
+            calls_now INTEGER;
+          BEGIN
+            FOR i IN 1 .. coalesce(array_length(avatar_ids, 1), 0) LOOP
+              calls_now := NULL;
+              INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES (avatar_ids[i], days[i], counts[i], 0, 0)
+                ON CONFLICT (avatar_id, day) DO UPDATE SET calls = daily_usage.calls + excluded.calls
+                WHERE daily_usage.calls + excluded.calls <= limits[i]
+                RETURNING daily_usage.calls INTO calls_now;
+              result := array_append(result, calls_now);
+            END LOOP;
+            RETURN result;
+          END $$`),
+      orElse: () => Effect.void
     }))
 }
 
