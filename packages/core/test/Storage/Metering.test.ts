@@ -84,7 +84,7 @@ describe.skipIf(!hasPg)("metering on postgresql, group commit", () => {
     avatarId, day: "2026-11-24", provider: "openai", model: "gpt-4o-mini", capability: "chat", promptTokens, completionTokens: 2,
     costUSD: 0.25, latencyMs: 1, estimated: false, ok: true, at: Date.now()
   })
-  const record = (events: Array<ReturnType<typeof event>>, on = runtime) =>
+  const record = (events: Array<ReturnType<typeof event>>, on: ManagedRuntime.ManagedRuntime<Metering, unknown> = runtime) =>
     on.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => Promise.allSettled(events.map((e) => m.record(e))))))
   const totals = (avatarId: string) => runtime.runPromise(Effect.flatMap(UsageStore, (u) => u.totals(avatarId, "2026-11-24")))
 
@@ -107,7 +107,7 @@ describe.skipIf(!hasPg)("metering on postgresql, group commit", () => {
     assert.deepStrictEqual(await totals(avatarId), { callsToday: 0, tokensToday: 3 + 5, spendMonthUSD: 0.5 })
   })
 
-  const admit = (admissions: Array<readonly [avatarId: string, limit: number, count: number]>, on = runtime) =>
+  const admit = (admissions: Array<readonly [avatarId: string, limit: number, count: number]>, on: ManagedRuntime.ManagedRuntime<Metering, unknown> = runtime) =>
     on.runPromise(Effect.flatMap(Metering, (m) =>
       Effect.promise(() => Promise.allSettled(admissions.map(([avatarId, limit, count]) => m.admit(avatarId, "2026-11-24", limit, count))))))
   const values = (outcomes: Array<PromiseSettledResult<unknown>>) => outcomes.map((o) => (o.status === "fulfilled" ? o.value : "rejected"))
