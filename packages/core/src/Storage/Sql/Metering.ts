@@ -105,13 +105,14 @@ interface Admission {
   readonly count: number
   readonly limit: number
 }
-/** `admitMany`'s parameters: one array per column. */
-const admissionColumns = (batch: ReadonlyArray<Admission>): Array<Array<unknown>> => [
-  batch.map((a) => a.avatarId),
-  batch.map((a) => a.day),
-  batch.map((a) => a.count),
-  batch.map((a) => a.limit)
-]
+/** A batch statement's parameters: its rows (all of one width, at least one) as one array per column. */
+const columnsOf = (rows: ReadonlyArray<ReadonlyArray<unknown>>): Array<Array<unknown>> => {
+  const columns: Array<Array<unknown>> = rows[0]!.map(() => [])
+  for (const row of rows) row.forEach((value, i) => columns[i]!.push(value))
+  return columns
+}
+/** `admitMany`'s parameters. */
+const admissionColumns = (batch: ReadonlyArray<Admission>) => columnsOf(batch.map((a) => [a.avatarId, a.day, a.count, a.limit]))
 /**
  * The order rows are locked in by batches (admissions, and records through their ORDER BY): by
  * avatar and day, so two batches of different processes never wait for each other's rows in a cycle.
@@ -304,11 +305,8 @@ const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<Key
   const recordOne = (r: Recording) => query(statements.record, [...r.event, ...r.totals]).then(() => undefined)
   const enqueueRecord = perTurn<Recording>((batch) => {
     if (batch.length === 1) return void recordOne(batch[0]!.work).then(batch[0]!.resolve, batch[0]!.reject)
-    const columns: Array<Array<unknown>> = Array.from({ length: 14 }, () => [])
-    for (const { work } of batch) {
-      work.event.forEach((value, i) => columns[i]!.push(value))
-      columns[13]!.push(work.totals[2])
-    }
+    // `recordMany`'s parameters: the event's columns, then its tokens.
+    const columns = columnsOf(batch.map(({ work }) => [...work.event, work.totals[2]]))
     pool.query({ name: recordMany.name, text: recordMany.text, values: columns }).then(
       () => batch.forEach((p) => p.resolve(undefined)),
       () => batch.forEach((p) => recordOne(p.work).then(p.resolve, p.reject))
