@@ -25,13 +25,12 @@ const makeService = Effect.gen(function*() {
   const metering = yield* Metering
   const invalid = new Unauthorized({ message: INVALID })
 
-  const active = (id: string) =>
-    avatars.findById(id).pipe(
-      Effect.flatMap((a) => Option.isSome(a) && a.value.isActive ? Effect.succeed(a.value) : Effect.fail(invalid))
-    )
+  // Metering holds the one definition of a valid key (exists, not revoked, owner active) and of a
+  // token's avatar (exists, active), and runs them on the database directly (or its cache) where it can.
+  const active = (id: string): Effect.Effect<AvatarRecord, Unauthorized> =>
+    Effect.flatMap(Effect.promise(() => metering.activeAvatar(id)), (avatar) =>
+      avatar === undefined ? Effect.fail(invalid) : Effect.succeed(avatar))
 
-  // Metering holds the one definition of a valid key (exists, not revoked, owner active) and runs it
-  // on the database directly where it can.
   /** The owner of an API key, or undefined when the key does not hold (a promise: the fast lane's too). */
   const ownerOfKey = (secret: string): Promise<AvatarRecord | undefined> => metering.avatarOfKey(sha256(secret))
 

@@ -1,7 +1,8 @@
 /**
  * The Metering port: the storage side of a metered call as plain promises, for the HTTP fast lane
- * and the provider calls (no Effect runtime per step): who an API key belongs to, quota admission,
- * today's count and usage recording. Auth's API-key check and Quota go through it too.
+ * and the provider calls (no Effect runtime per step): who an API key belongs to, which active avatar
+ * a token names, quota admission, today's count and usage recording. Auth's credential checks and
+ * Quota go through it too.
  *
  * Layers: `layerMemory` here, on the memory stores; Sql/Metering.ts for SQLite and PostgreSQL,
  * where each of these statements is written once (Sql/UsageStore.ts and Sql/ApiKeyStore.ts run
@@ -15,6 +16,8 @@ import { type UsageEvent, UsageStore } from "./UsageStore.ts"
 export interface MeteringService {
   /** The active avatar owning the unrevoked API key with this SHA-256, if any. */
   readonly avatarOfKey: (hash: string) => Promise<AvatarRecord | undefined>
+  /** The avatar with this id if it is active (a token's subject). */
+  readonly activeAvatar: (id: string) => Promise<AvatarRecord | undefined>
   /**
    * Adds `count` calls to the avatar's count of `day` if the result stays within `limit`, in one
    * atomic step: the new count, or undefined when they do not fit (nothing is added then).
@@ -37,13 +40,13 @@ export const makeMemory = Effect.gen(function*() {
   const avatars = yield* AvatarStore
   const usage = yield* UsageStore
   const run = Runtime.runPromise(yield* Effect.runtime<never>())
+  const activeAvatar = (id: string) => Effect.map(avatars.findById(id), (a) => (Option.isSome(a) && a.value.isActive ? a.value : undefined))
   const avatarOfKey = (hash: string) =>
     Effect.flatMap(keys.findByHash(hash), (key) =>
-      Option.isNone(key) || key.value.revokedAt !== null
-        ? Effect.succeed(undefined)
-        : Effect.map(avatars.findById(key.value.avatarId), (a) => (Option.isSome(a) && a.value.isActive ? a.value : undefined)))
+      Option.isNone(key) || key.value.revokedAt !== null ? Effect.succeed(undefined) : activeAvatar(key.value.avatarId))
   return Metering.of({
     avatarOfKey: (hash) => run(avatarOfKey(hash)),
+    activeAvatar: (id) => run(activeAvatar(id)),
     admit: (avatarId, day, limit, count) => run(Effect.map(usage.admit(avatarId, day, limit, count), Option.getOrUndefined)),
     callsOn: (avatarId, day) => run(usage.callsOn(avatarId, day)),
     record: (event) => run(usage.record(event))

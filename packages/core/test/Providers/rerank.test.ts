@@ -43,6 +43,7 @@ describe("rerank wires through the engine", () => {
     for (const c of cases) mocks.set(c.vendor, await startVendorMock(c.vendor, `${c.vendor}-key`))
     const metering = Layer.succeed(Metering, {
       avatarOfKey: async () => undefined,
+      activeAvatar: async () => undefined,
       admit: async () => 1,
       callsOn: async () => 0,
       record: async (e) => void recorded.push(e)

@@ -12,7 +12,7 @@ import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import * as Database from "../../src/Storage/Database.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
-import { KeyCache, make as makeCache, makeState, TRIGGERS } from "../../src/Storage/Sql/KeyCache.ts"
+import { avatarEntry, KeyCache, keyEntry, make as makeCache, makeState, TRIGGERS } from "../../src/Storage/Sql/KeyCache.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
 import { freshPgDatabase, hasPg } from "../support/databases.ts"
 import { avatar } from "./stores.suite.ts"
@@ -76,6 +76,22 @@ describe("key cache rules", () => {
     t.state.notified(a.id)
     for (const h of ["a1", "a2", "b1"]) await t.cache.lookup(h, t.load(h))
     assert.strictEqual(t.loads(), 5, "a1 and a2 loaded again, b1 still a hit")
+  })
+
+  it("an avatar's own entry (a token's) and its keys' entries are distinct, and go together", async () => {
+    const t = setup()
+    t.state.setListening(true)
+    const a = owner()
+    const b = owner()
+    const entries = [keyEntry("a1"), avatarEntry(a.id), avatarEntry(b.id)]
+    t.answers.set(entries[0]!, a).set(entries[1]!, a).set(entries[2]!, b)
+    for (const e of entries) await t.cache.lookup(e, t.load(e))
+    assert.strictEqual(t.state.size(), 3)
+    assert.notStrictEqual(keyEntry(a.id), avatarEntry(a.id))
+    t.state.notified(a.id)
+    assert.strictEqual(t.state.size(), 1, "a's key and a's own entry dropped, b's kept")
+    t.cache.invalidate(b.id)
+    assert.strictEqual(t.state.size(), 0)
   })
 
   it("a local write keeps the avatar out of the cache until its notification has surely come", async () => {
@@ -152,6 +168,8 @@ describe.skipIf(!hasPg)("key cache on PostgreSQL, two replicas", () => {
   const replica = () => ManagedRuntime.make(Stores.layerSql.pipe(Layer.provideMerge(Database.layer(url))) as Layer.Layer<Stores.Stores>)
   const cacheOf = (r: Replica) => r.runPromise(Effect.map(Effect.serviceOption(KeyCache), Option.getOrThrow))
   const ownerOf = (r: Replica, hash: string) => r.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.avatarOfKey(hash))))
+  /** What a token naming this avatar resolves to (Auth's check before the token's issue instant). */
+  const tokenAvatar = (r: Replica, id: string) => r.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.activeAvatar(id))))
   const until = async (what: string, check: () => Promise<boolean>, ms = 5_000) => {
     const start = Date.now()
     while (!(await check())) {
@@ -223,6 +241,28 @@ describe.skipIf(!hasPg)("key cache on PostgreSQL, two replicas", () => {
     await until("A sees the new plan", async () => (await ownerOf(a, key.hash))?.plan === "Gold", 2_000)
     await admin.query("UPDATE avatars SET is_active = 0 WHERE id = $1", [avatarId])
     await until("A refuses the deactivated avatar's key", async () => (await ownerOf(a, key.hash)) === undefined, 2_000)
+  })
+
+  it("a token's avatar is served from the cache, and every change to it reaches every replica", async () => {
+    const { avatarId } = await newKey(a)
+    assert.strictEqual((await tokenAvatar(a, avatarId))?.tokensValidAfter, 0)
+    // Changed with the triggers off: only a cache can still give the old row.
+    await admin.query("BEGIN")
+    await admin.query(`ALTER TABLE avatars DISABLE TRIGGER ${TRIGGERS[1]}`)
+    await admin.query("UPDATE avatars SET plan = 'Gold' WHERE id = $1", [avatarId])
+    await admin.query(`ALTER TABLE avatars ENABLE TRIGGER ${TRIGGERS[1]}`)
+    await admin.query("COMMIT")
+    assert.strictEqual((await tokenAvatar(a, avatarId))?.plan, "Free", "served from A's cache")
+    assert.strictEqual((await tokenAvatar(b, avatarId))?.plan, "Gold", "B reads the database")
+    // Logged out everywhere through A: A's very next check sees the new instant.
+    await a.runPromise(Effect.flatMap(AvatarStore, (s) => s.update(avatarId, { tokensValidAfter: 5 })))
+    assert.strictEqual((await tokenAvatar(a, avatarId))?.tokensValidAfter, 5)
+    // Through B, then by an operator's SQL: A hears of each.
+    assert.strictEqual((await tokenAvatar(a, avatarId))?.tokensValidAfter, 5)
+    await b.runPromise(Effect.flatMap(AvatarStore, (s) => s.update(avatarId, { tokensValidAfter: 9 })))
+    await until("A sees B's logout", async () => (await tokenAvatar(a, avatarId))?.tokensValidAfter === 9, 2_000)
+    await admin.query("UPDATE avatars SET is_active = 0 WHERE id = $1", [avatarId])
+    await until("A refuses the deactivated avatar's tokens", async () => (await tokenAvatar(a, avatarId)) === undefined, 2_000)
   })
 
   it("a lost LISTEN connection turns the cache off until it is back, then it starts empty", async () => {

@@ -274,6 +274,18 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.isUndefined(yield* Effect.promise(() => metering.avatarOfKey(goneKey.hash)), "inactive avatar")
         }))
 
+      it.effect("metering: a token's avatar only while it exists and is active", () =>
+        Effect.gen(function*() {
+          const metering = yield* Metering
+          const avatars = yield* AvatarStore
+          const active = avatar({ plan: "Gold", karmaTotal: 250, tokensValidAfter: 42 })
+          yield* avatars.insert(active)
+          assert.deepStrictEqual(yield* Effect.promise(() => metering.activeAvatar(active.id)), active)
+          assert.isUndefined(yield* Effect.promise(() => metering.activeAvatar(crypto.randomUUID())), "no such avatar")
+          yield* avatars.update(active.id, { isActive: false, deletedAt: 7 })
+          assert.isUndefined(yield* Effect.promise(() => metering.activeAvatar(active.id)), "deactivated")
+        }))
+
       it.effect("metering: admission and recording count with the usage store, exactly at the limit", () =>
         Effect.gen(function*() {
           const metering = yield* Metering

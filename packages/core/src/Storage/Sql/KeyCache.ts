@@ -1,11 +1,14 @@
 /**
- * The API key -> owner cache of the PostgreSQL metering path (Sql/Metering.ts): a call with a key
- * seen recently skips the key lookup's round trip. SQLite needs none: its lookup is a local read.
+ * The credential -> avatar cache of the PostgreSQL metering path (Sql/Metering.ts): a call with an
+ * API key seen recently, or a token (JWT) whose avatar was read recently, skips that lookup's round
+ * trip. SQLite needs none: its lookups are local reads. Both kinds of entry hold an avatar and
+ * follow the same rules, so "the avatar's entries" below means its keys and its own entry.
  *
  * Consistency, in this order of strength:
  * - A write through this process (revoking keys, any avatar update: plan, deactivation, deletion)
  *   drops the avatar's entries and keeps the avatar out of the cache for `HOLD_MS`, so the
- *   process that answered "revoked" refuses the key on its very next call.
+ *   process that answered "revoked" refuses the key on its very next call (and one that logged an
+ *   avatar out everywhere refuses its older tokens on the next call).
  * - Every other writer (other replicas, an operator's SQL) is seen through PostgreSQL: triggers on
  *   `api_keys` and `avatars` (migration 0007) send `NOTIFY aigw_key_owner, <avatar id>` on commit,
  *   and this process LISTENs on a connection of its own. The stale window is the notification's
@@ -16,7 +19,8 @@
  *   connection empties it and lookups go to the database until it is back (notifications sent in
  *   between are lost, so it starts empty again). Entries also expire after the configured seconds.
  * Only active owners are cached: unknown and revoked keys always ask the database, so guessing keys
- * cannot fill memory, and the cache holds at most `MAX_ENTRIES` keys (oldest dropped first).
+ * cannot fill memory (avatar entries come only from tokens whose signature held), and the cache
+ * holds at most `MAX_ENTRIES` entries (oldest dropped first).
  */
 import { Context, Effect, Layer, Option } from "effect"
 import Pg from "pg"
@@ -34,8 +38,12 @@ const RECONNECT_MAX_MS = 30_000
 /** How often a connection that found no triggers (migrations not applied yet) looks again. */
 const TRIGGER_RECHECK_MS = 1_000
 
+/** The cache entry of an API key (by its hash) and of an avatar by id: one map, two name spaces. */
+export const keyEntry = (hash: string) => `key ${hash}`
+export const avatarEntry = (id: string) => `avatar ${id}`
+
 export interface KeyCacheService {
-  /** The owner of the key with this hash: from the cache, else `load` (the database), cached when allowed. */
+  /** The active avatar of an entry: from the cache, else `load` (the database), cached when allowed. */
   readonly lookup: (hash: string, load: () => Promise<AvatarRecord | undefined>) => Promise<AvatarRecord | undefined>
   /** A write through this process changed the avatar or its keys. */
   readonly invalidate: (avatarId: string) => void

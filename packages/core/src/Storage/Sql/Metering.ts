@@ -1,5 +1,6 @@
 /**
- * The metering statements (API key -> avatar, quota admission, today's count, usage recording),
+ * The metering statements (API key -> avatar, a token's active avatar, quota admission, today's
+ * count, usage recording),
  * each written once here, and the SQL layer of the Metering port that runs them.
  *
  * The same text runs three ways:
@@ -10,7 +11,7 @@
  *   holds that connection (`inTransaction`) a call goes through the SqlClient instead, which waits
  *   for the transaction to end rather than joining it;
  * - on PostgreSQL, as named prepared statements on the pool (parsed and planned once per connection),
- *   the key lookup behind the API key cache (KeyCache.ts) when the Database layer made one.
+ *   the key and avatar lookups behind the credential cache (KeyCache.ts) when the Database layer made one.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type BetterSqlite from "better-sqlite3"
@@ -20,7 +21,7 @@ import { Metering, type MeteringService } from "../Metering.ts"
 import type { UsageEvent } from "../UsageStore.ts"
 import { fromRow as avatarFromRow } from "./AvatarStore.ts"
 import { uuidv7 } from "./ids.ts"
-import { KeyCache, type KeyCacheService } from "./KeyCache.ts"
+import { avatarEntry, KeyCache, keyEntry, type KeyCacheService } from "./KeyCache.ts"
 import { PgPool } from "./Postgres.ts"
 import { SqliteDatabase, type SqliteHandle } from "./Sqlite.ts"
 import { num } from "./util.ts"
@@ -54,6 +55,8 @@ export const statements = {
             k.created_at AS k_created_at, k.last_used_at AS k_last_used_at, k.revoked_at AS k_revoked_at, a.*
      FROM api_keys k LEFT JOIN avatars a ON a.id = k.avatar_id WHERE k.hash = ?`
   ),
+  /** An avatar's row (a token's subject). */
+  avatarById: statement("avatar_by_id", `SELECT * FROM avatars WHERE id = ?`),
   /**
    * The quota gate on SQLite: one conditional upsert. When the calls do not fit, the WHERE fails and
    * no row is returned. PostgreSQL runs the same upsert per element in `aigw_admit_many` (`admitMany`).
@@ -139,12 +142,14 @@ const eventRow = (e: UsageEvent): Array<unknown> => [
 /** The parameters of `addTotals`. */
 const totalsRow = (e: UsageEvent): Array<unknown> => [e.avatarId, e.day, e.promptTokens + e.completionTokens, e.costUSD]
 
-/** A valid key is one that exists and is not revoked, owned by an active avatar: that avatar, else undefined. */
-const activeOwner = (row: any): AvatarRecord | undefined => {
-  if (row === undefined || row.k_revoked_at !== null || row.id === null || row.id === undefined) return undefined
+/** The avatar of a row holding an `avatars` row's columns, if there is one and it is active. */
+const activeIn = (row: any): AvatarRecord | undefined => {
+  if (row === undefined || row.id === null || row.id === undefined) return undefined
   const avatar = avatarFromRow(row)
   return avatar.isActive ? avatar : undefined
 }
+/** A valid key is one that exists and is not revoked, owned by an active avatar: that avatar, else undefined. */
+const activeOwner = (row: any): AvatarRecord | undefined => (row === undefined || row.k_revoked_at !== null ? undefined : activeIn(row))
 /** The day's calls after an admission (a returned row's or an element of `admitMany`'s result), undefined for a refusal. */
 const admitted = (calls: unknown): number | undefined => (calls === undefined || calls === null ? undefined : num(calls))
 
@@ -180,6 +185,7 @@ export const viaClient = (sql: SqlClient.SqlClient) => {
     /** The row of `keyWithAvatar`, or undefined for an unknown key. */
     keyRow,
     avatarOfKey: (hash: string) => Effect.map(keyRow(hash), activeOwner),
+    activeAvatar: (id: string) => Effect.map(rows(statements.avatarById, [id]), (r) => activeIn(r[0])),
     admit: (avatarId: string, day: string, limit: number, count: number): Effect.Effect<number | undefined> =>
       count > limit
         ? Effect.succeed(undefined)
@@ -208,6 +214,7 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
     return () => (cached ??= db.prepare<Array<unknown>>(sql))
   }
   const keyWithAvatar = prepared(statements.keyWithAvatar.sqlite)
+  const avatarById = prepared(statements.avatarById.sqlite)
   const admit = prepared(statements.admit.sqlite)
   const callsOn = prepared(statements.callsOn.sqlite)
   const insertEvent = prepared(statements.insertEvent.sqlite)
@@ -276,6 +283,7 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
 
   return {
     avatarOfKey: (hash) => db.inTransaction ? fallback.avatarOfKey(hash) : now(() => activeOwner(keyWithAvatar().get(hash))),
+    activeAvatar: (id) => db.inTransaction ? fallback.activeAvatar(id) : now(() => activeIn(avatarById().get(id))),
     admit: (avatarId, day, limit, count) =>
       count > limit
         ? Promise.resolve(undefined)
@@ -287,8 +295,8 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
 }
 
 /**
- * The statements on the PostgreSQL pool as named prepared statements; key lookups through the
- * cache if there is one. Admissions and usage records are group-committed like SQLite's writes:
+ * The statements on the PostgreSQL pool as named prepared statements; key and avatar lookups
+ * through the cache if there is one. Admissions and usage records are group-committed like SQLite's writes:
  * those of one turn of the event loop go as one statement (`admitMany`, `recordMany`), each
  * answered once it committed. If a record batch fails, each record is retried alone with the same
  * event ids, so one bad record fails only itself and a batch that did commit after all is not
@@ -297,7 +305,8 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
 const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<KeyCacheService>): MeteringService => {
   const query = (s: Statement, values: Array<unknown>): Promise<Array<any>> =>
     pool.query({ name: s.name, text: s.pg, values }).then((r) => r.rows)
-  const lookup = (hash: string) => query(statements.keyWithAvatar, [hash]).then((rows) => activeOwner(rows[0]))
+  const cached = (entry: (id: string) => string, load: (id: string) => Promise<AvatarRecord | undefined>) =>
+    Option.isSome(cache) ? (id: string) => cache.value.lookup(entry(id), () => load(id)) : load
   interface Recording {
     readonly event: Array<unknown>
     readonly totals: Array<unknown>
@@ -323,7 +332,8 @@ const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<Key
     )
   })
   return {
-    avatarOfKey: Option.isSome(cache) ? (hash) => cache.value.lookup(hash, () => lookup(hash)) : lookup,
+    avatarOfKey: cached(keyEntry, (hash) => query(statements.keyWithAvatar, [hash]).then((rows) => activeOwner(rows[0]))),
+    activeAvatar: cached(avatarEntry, (id) => query(statements.avatarById, [id]).then((rows) => activeIn(rows[0]))),
     admit: (avatarId, day, limit, count) =>
       count > limit ? Promise.resolve(undefined) : enqueueAdmission<number | undefined>({ avatarId, day, count, limit }),
     callsOn: (avatarId, day) => query(statements.callsOn, [avatarId, day]).then((rows) => num(rows[0]?.calls)),
@@ -340,6 +350,7 @@ export const make = Effect.gen(function*() {
   const run = Runtime.runPromise(yield* Effect.runtime<never>())
   const throughClient: MeteringService = {
     avatarOfKey: (hash) => run(client.avatarOfKey(hash)),
+    activeAvatar: (id) => run(client.activeAvatar(id)),
     admit: (avatarId, day, limit, count) => run(client.admit(avatarId, day, limit, count)),
     callsOn: (avatarId, day) => run(client.callsOn(avatarId, day)),
     record: (event) => run(client.record(event))

@@ -89,6 +89,7 @@ describe("bounded reply bodies", () => {
     // The engine over a metering that records nothing: only the stream loop is under test.
     const metering = Layer.succeed(Metering, {
       avatarOfKey: async () => undefined,
+      activeAvatar: async () => undefined,
       admit: async () => 1,
       callsOn: async () => 0,
       record: async () => undefined
