@@ -3,6 +3,7 @@
  * exactly as the Effect route does (the same request with the avatar's JWT): status, envelope,
  * rate-limit headers, answer and chunk shapes, for successes and for every kind of failure.
  */
+import * as http from "node:http"
 import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
@@ -398,4 +399,67 @@ describe("fast lane", () => {
     const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
     expect(after.dailyCallsUsed).toBe(before.dailyCallsUsed)
   })
+})
+
+/**
+ * The lane holds its stream writes only to send them together (Http/FastLane.ts `laneCall`): what
+ * the upstream has sent must still reach the client while the upstream is silent. An upstream that
+ * answers 200 and then waits for the test: the role chunk, then each content event, must arrive
+ * before the upstream sends anything more (else these reads never end and the test times out).
+ */
+describe("fast lane streams as the upstream sends", () => {
+  let server: RunningServer
+  let upstream: http.Server
+  let user: TestAvatar
+  let current: http.ServerResponse | undefined
+  const event = (delta: object, extra: object = {}) =>
+    `data: ${JSON.stringify({ id: "chatcmpl-up", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`
+
+  beforeAll(async () => {
+    upstream = http.createServer((req, res) => {
+      req.resume()
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.flushHeaders()
+        current = res
+      })
+    })
+    await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))
+    const port = (upstream.address() as net.AddressInfo).port
+    server = await startServer({ ...adminEnv, OPENAI_API_KEY: "sk-openai", OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` })
+    user = await signUp(server, "lanepaced")
+  })
+  afterAll(async () => {
+    current?.destroy()
+    await server?.stop()
+    await new Promise((resolve) => upstream?.close(resolve))
+  })
+
+  it("sends the role chunk while the upstream is silent, and each event before the next is sent", async () => {
+    const res = await fetch(`${server.url}${PATH}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": user.apiKey },
+      body: JSON.stringify({ model: "gpt-4o-mini", messages: hi, stream: true })
+    })
+    expect(res.status).toBe(200)
+    const reader = res.body!.getReader()
+    const decoder = new TextDecoder()
+    let text = ""
+    const readUntil = async (what: string) => {
+      while (!text.includes(what)) {
+        const { done, value } = await reader.read()
+        if (done) throw new Error(`stream ended before ${what}: ${text}`)
+        text += decoder.decode(value, { stream: true })
+      }
+    }
+    await readUntil(`"role":"assistant"`)
+    expect(current, "the upstream was called").toBeDefined()
+    current!.write(event({ role: "assistant", content: "" }) + event({ content: "first" }))
+    await readUntil("first")
+    current!.write(event({ content: "second" }))
+    await readUntil("second")
+    expect(text).not.toContain("[DONE]")
+    current!.end(event({}, { usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } }) + "data: [DONE]\n\n")
+    await readUntil("[DONE]")
+  }, 15_000)
 })

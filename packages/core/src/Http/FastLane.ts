@@ -131,19 +131,29 @@ export const make = Effect.gen(function*() {
       call: (targets) => ({ avatar, targets, controller, requestId }),
       stream: async (stream, frames, opening = "", trailer = "") => {
         res.writeHead(200, { ...headers, ...SSE_HEADERS })
-        if (opening !== "") res.write(opening)
-        // Each batch is held until the microtasks of its tick have run, so the last one (totals) and the
-        // end of the answer leave in one write.
-        const uncork = () => {
+        // Writes are held (corked) and leave together, one socket write each time: the head and the
+        // opening with the first batch when the upstream's first read comes in the same turn of the
+        // event loop, else at that turn's end; each batch once the microtasks of its tick have run,
+        // so the last one (totals) leaves with the end of the answer.
+        let corked = false
+        const flush = () => {
+          if (!corked) return
+          corked = false
           if (!res.writableEnded) res.uncork()
         }
+        const send = (text: string, flushWhen: (flush: () => void) => void) => {
+          if (!corked) {
+            res.cork()
+            corked = true
+          }
+          res.write(text)
+          flushWhen(flush)
+        }
+        if (opening !== "") send(opening, setImmediate)
         await stream.run((chunks) => {
           let out = ""
           for (const chunk of chunks) out += frames(chunk)
-          if (out === "") return
-          res.cork()
-          res.write(out)
-          process.nextTick(uncork)
+          if (out !== "") send(out, process.nextTick)
         })
         res.end(trailer)
         return STREAMED
