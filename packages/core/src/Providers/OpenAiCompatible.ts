@@ -141,7 +141,9 @@ const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
 const othersOf = (o: unknown, known: ReadonlySet<string>): Record<string, unknown> | undefined => {
   if (typeof o !== "object" || o === null) return undefined
   let out: Record<string, unknown> | undefined
-  for (const [k, v] of Object.entries(o)) {
+  // Keys, not entries: this runs on every stream event, and entries would allocate a pair per field.
+  for (const k of Object.keys(o)) {
+    const v = (o as Record<string, unknown>)[k]
     if (known.has(k) || v === null || v === undefined) continue
     ;(out ??= {})[k] = v
   }
