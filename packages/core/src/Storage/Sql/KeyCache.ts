@@ -44,7 +44,7 @@ export const avatarEntry = (id: string) => `avatar ${id}`
 
 export interface KeyCacheService {
   /** The active avatar of an entry: from the cache, else `load` (the database), cached when allowed. */
-  readonly lookup: (hash: string, load: () => Promise<AvatarRecord | undefined>) => Promise<AvatarRecord | undefined>
+  readonly lookup: (entry: string, load: () => Promise<AvatarRecord | undefined>) => Promise<AvatarRecord | undefined>
   /** A write through this process changed the avatar or its keys. */
   readonly invalidate: (avatarId: string) => void
   /** Whether lookups are cached now (the LISTEN connection is up and the triggers exist). */
@@ -76,25 +76,25 @@ export const makeState = (ttlMs: number, now: () => number = Date.now) => {
   }
   const drop = (avatarId: string) => {
     epoch++
-    for (const [hash, entry] of entries) if (entry.avatar.id === avatarId) entries.delete(hash)
+    for (const [name, cached] of entries) if (cached.avatar.id === avatarId) entries.delete(name)
   }
   const clear = () => {
     epoch++
     entries.clear()
   }
   const service: KeyCacheService = {
-    lookup: (hash, load) => {
+    lookup: (entry, load) => {
       if (!listening) return load()
-      const hit = entries.get(hash)
+      const hit = entries.get(entry)
       if (hit !== undefined) {
         if (hit.expires > now() && !isHeld(hit.avatar.id)) return Promise.resolve(hit.avatar)
-        entries.delete(hash)
+        entries.delete(entry)
       }
       const started = epoch
       return load().then((avatar) => {
         if (avatar !== undefined && listening && epoch === started && !isHeld(avatar.id)) {
           if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!)
-          entries.set(hash, { avatar, expires: now() + ttlMs })
+          entries.set(entry, { avatar, expires: now() + ttlMs })
         }
         return avatar
       })

@@ -1,7 +1,7 @@
 /**
  * The metering statements (API key -> avatar, a token's active avatar, quota admission, today's
- * count, usage recording),
- * each written once here, and the SQL layer of the Metering port that runs them.
+ * count, usage recording), each written once here, and the SQL layer of the Metering port that
+ * runs them.
  *
  * The same text runs three ways:
  * - through the SqlClient (`viaClient`): what Sql/UsageStore.ts and Sql/ApiKeyStore.ts use, so
