@@ -2,12 +2,16 @@
  * Metering on SQLite while an Effect transaction holds the connection: the direct statements wait
  * for it instead of joining it; on PostgreSQL, the group commit of admissions and usage records (the
  * statements the pool receives, answers in the callers' order, a failed batch, two processes'
- * batches over the same rows). (The Metering cases every backend shares are in stores.suite.ts.)
+ * batches over the same rows), and its prepared statements surviving a newer release's migration.
+ * (The Metering cases every backend shares are in stores.suite.ts.)
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert } from "@effect/vitest"
 import { Effect, Fiber, Layer, ManagedRuntime } from "effect"
+import pg from "pg"
 import { afterAll, beforeAll, describe, it } from "vitest"
+import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
+import { AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import * as Database from "../../src/Storage/Database.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
@@ -16,6 +20,7 @@ import { PgPool } from "../../src/Storage/Sql/Postgres.ts"
 import * as SqlMetering from "../../src/Storage/Sql/Metering.ts"
 import * as SqlUsageStore from "../../src/Storage/Sql/UsageStore.ts"
 import { freshPgDatabase, freshSqliteUrl, hasPg } from "../support/databases.ts"
+import { avatar } from "./stores.suite.ts"
 
 describe("metering on sqlite, inside transactions", () => {
   let runtime: ManagedRuntime.ManagedRuntime<Stores.Stores | SqlClient.SqlClient, unknown>
@@ -158,4 +163,32 @@ describe.skipIf(!hasPg)("metering on postgresql, group commit", () => {
       await other.dispose()
     }
   }, 30_000)
+})
+
+describe.skipIf(!hasPg)("metering on postgresql, while a newer process migrates", () => {
+  it("the key and token lookups keep working on a connection that prepared them before a column was added", async () => {
+    const url = await freshPgDatabase()
+    // One connection, no cache: every lookup runs the prepared statements on the same connection.
+    const runtime = ManagedRuntime.make(
+      Stores.layerSql.pipe(Layer.provideMerge(Database.layer(url, { keyCacheSeconds: 0, maxConnections: 1 }))) as Layer.Layer<Stores.Stores>
+    )
+    const admin = new pg.Client({ connectionString: url })
+    try {
+      await admin.connect()
+      const owner = avatar()
+      const key = { id: crypto.randomUUID(), avatarId: owner.id, name: "k", prefix: "aigw_mg", hash: `hash_${crypto.randomUUID()}`, createdAt: 1, lastUsedAt: null, revokedAt: null }
+      await runtime.runPromise(Effect.gen(function*() {
+        yield* (yield* AvatarStore).insert(owner)
+        yield* (yield* ApiKeyStore).insert(key)
+      }))
+      const lookups = () =>
+        runtime.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => Promise.all([m.avatarOfKey(key.hash), m.activeAvatar(owner.id)]))))
+      assert.deepStrictEqual((await lookups()).map((a) => a?.id), [owner.id, owner.id])
+      await admin.query("ALTER TABLE avatars ADD COLUMN added_by_a_newer_release TEXT")
+      assert.deepStrictEqual((await lookups()).map((a) => a?.id), [owner.id, owner.id])
+    } finally {
+      await admin.end()
+      await runtime.dispose()
+    }
+  })
 })

@@ -46,6 +46,13 @@ const toColumns = (patch: AvatarPatch): Record<string, unknown> => {
   return out
 }
 
+/**
+ * The columns `fromRow` reads, for statements that name them instead of `*`: PostgreSQL refuses a
+ * prepared statement whose result changed shape ("cached plan must not change result type"), so a
+ * process still running while a newer one's migration adds a column would fail every lookup.
+ */
+export const recordColumns: ReadonlyArray<string> = ["id", "created_at", ...Object.values(columns)]
+
 /** An `avatars` row -> AvatarRecord (also used for rows joined by the API key lookup). */
 export const fromRow = (r: any): AvatarRecord => ({
   id: r.id,

@@ -19,7 +19,7 @@ import { Context, Effect, Layer, Option, Runtime } from "effect"
 import type { AvatarRecord } from "../AvatarStore.ts"
 import { Metering, type MeteringService } from "../Metering.ts"
 import type { UsageEvent } from "../UsageStore.ts"
-import { fromRow as avatarFromRow } from "./AvatarStore.ts"
+import { fromRow as avatarFromRow, recordColumns as avatarColumns } from "./AvatarStore.ts"
 import { uuidv7 } from "./ids.ts"
 import { avatarEntry, KeyCache, keyEntry, type KeyCacheService } from "./KeyCache.ts"
 import { PgPool } from "./Postgres.ts"
@@ -52,11 +52,12 @@ export const statements = {
   keyWithAvatar: statement(
     "key_avatar",
     `SELECT k.id AS k_id, k.avatar_id AS k_avatar_id, k.name AS k_name, k.prefix AS k_prefix, k.hash AS k_hash,
-            k.created_at AS k_created_at, k.last_used_at AS k_last_used_at, k.revoked_at AS k_revoked_at, a.*
+            k.created_at AS k_created_at, k.last_used_at AS k_last_used_at, k.revoked_at AS k_revoked_at,
+            ${avatarColumns.map((c) => `a.${c}`).join(", ")}
      FROM api_keys k LEFT JOIN avatars a ON a.id = k.avatar_id WHERE k.hash = ?`
   ),
   /** An avatar's row (a token's subject). */
-  avatarById: statement("avatar_by_id", `SELECT * FROM avatars WHERE id = ?`),
+  avatarById: statement("avatar_by_id", `SELECT ${avatarColumns.join(", ")} FROM avatars WHERE id = ?`),
   /**
    * The quota gate on SQLite: one conditional upsert. When the calls do not fit, the WHERE fails and
    * no row is returned. PostgreSQL runs the same upsert per element in `aigw_admit_many` (`admitMany`).
