@@ -186,14 +186,16 @@ describe.skipIf(!hasPg)("key cache on PostgreSQL, two replicas", () => {
     }))
     return { key, avatarId: key.avatarId }
   }
-  /** Revoked in the database with the notification triggers off: only a cache can still say yes. */
-  const revokeSilently = async (keyId: string) => {
+  /** A row changed with its table's notification trigger off: only a cache can still give the old answer. */
+  const changeSilently = async (table: "api_keys" | "avatars", id: string, assignment: string) => {
+    const trigger = TRIGGERS[table === "api_keys" ? 0 : 1]
     await admin.query("BEGIN")
-    await admin.query(`ALTER TABLE api_keys DISABLE TRIGGER ${TRIGGERS[0]}`)
-    await admin.query("UPDATE api_keys SET revoked_at = 1 WHERE id = $1", [keyId])
-    await admin.query(`ALTER TABLE api_keys ENABLE TRIGGER ${TRIGGERS[0]}`)
+    await admin.query(`ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`)
+    await admin.query(`UPDATE ${table} SET ${assignment} WHERE id = $1`, [id])
+    await admin.query(`ALTER TABLE ${table} ENABLE TRIGGER ${trigger}`)
     await admin.query("COMMIT")
   }
+  const revokeSilently = (keyId: string) => changeSilently("api_keys", keyId, "revoked_at = 1")
 
   beforeAll(async () => {
     url = await freshPgDatabase()
@@ -242,27 +244,18 @@ describe.skipIf(!hasPg)("key cache on PostgreSQL, two replicas", () => {
     await until("A refuses the deactivated avatar's key", async () => (await ownerOf(a, key.hash)) === undefined, 2_000)
   })
 
-  /** Changed with the triggers off: only a cache can still give the old row. */
-  const changeSilently = async (avatarId: string, assignment: string) => {
-    await admin.query("BEGIN")
-    await admin.query(`ALTER TABLE avatars DISABLE TRIGGER ${TRIGGERS[1]}`)
-    await admin.query(`UPDATE avatars SET ${assignment} WHERE id = $1`, [avatarId])
-    await admin.query(`ALTER TABLE avatars ENABLE TRIGGER ${TRIGGERS[1]}`)
-    await admin.query("COMMIT")
-  }
-
   it("a token's avatar is served from the cache, and changes by other replicas or by SQL reach it", async () => {
     const { avatarId } = await newKey(a)
     const plan = async (r: Replica) => (await tokenAvatar(r, avatarId))?.plan
     assert.strictEqual(await plan(a), "Free")
-    await changeSilently(avatarId, "plan = 'Gold'")
+    await changeSilently("avatars", avatarId, "plan = 'Gold'")
     assert.strictEqual(await plan(a), "Free", "served from A's cache")
     assert.strictEqual(await plan(b), "Gold", "B reads the database")
     // Logged out everywhere through B: A drops its entry when the notification comes.
     await b.runPromise(Effect.flatMap(AvatarStore, (s) => s.update(avatarId, { tokensValidAfter: 9 })))
     await until("A sees B's logout", async () => (await tokenAvatar(a, avatarId))?.tokensValidAfter === 9, 2_000)
     // Cached again, then deactivated by an operator's SQL: the same.
-    await changeSilently(avatarId, "plan = 'Silver'")
+    await changeSilently("avatars", avatarId, "plan = 'Silver'")
     assert.strictEqual(await plan(a), "Gold", "cached again")
     await admin.query("UPDATE avatars SET is_active = 0 WHERE id = $1", [avatarId])
     await until("A refuses the deactivated avatar's tokens", async () => (await tokenAvatar(a, avatarId)) === undefined, 2_000)
@@ -271,7 +264,7 @@ describe.skipIf(!hasPg)("key cache on PostgreSQL, two replicas", () => {
   it("a token's avatar changed through this process is read again on the very next check", async () => {
     const { avatarId } = await newKey(a)
     assert.strictEqual((await tokenAvatar(a, avatarId))?.tokensValidAfter, 0)
-    await changeSilently(avatarId, "plan = 'Gold'")
+    await changeSilently("avatars", avatarId, "plan = 'Gold'")
     assert.strictEqual((await tokenAvatar(a, avatarId))?.plan, "Free", "served from A's cache")
     await a.runPromise(Effect.flatMap(AvatarStore, (s) => s.update(avatarId, { tokensValidAfter: 5 })))
     const after = await tokenAvatar(a, avatarId)
