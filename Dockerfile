@@ -1,5 +1,5 @@
 # aigw node host. The build stage installs everything and compiles TypeScript (and the native modules:
-# argon2, better-sqlite3); the runtime stage keeps the compiled JavaScript and production dependencies
+# argon2, better-sqlite3, @aigw/malloc-trim); the runtime stage keeps the compiled JavaScript and production dependencies
 # only, and runs as the unprivileged `node` user. docs/deployment-node.md ("Containers").
 FROM node:22-bookworm-slim AS build
 RUN apt-get update \
@@ -12,6 +12,8 @@ COPY packages/core/package.json packages/core/
 COPY hosts/node-http/package.json hosts/node-http/
 COPY hosts/mcp/package.json hosts/mcp/
 COPY hosts/lambda/package.json hosts/lambda/
+# The malloc_trim addon (its sources too: npm ci compiles it).
+COPY packages/malloc-trim packages/malloc-trim
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.base.json tsconfig.build.json ./
 COPY scripts scripts

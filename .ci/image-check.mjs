@@ -48,6 +48,9 @@ if (mode === "single") {
   check(podman("exec", container, "id", "-u") === "1000", "the gateway must run as the unprivileged node user (uid 1000)")
   check(podman("exec", container, "printenv", "HOST") === "0.0.0.0", "HOST must be 0.0.0.0 inside the image")
   podman("healthcheck", "run", container) // throws (exit 1) when the image's HEALTHCHECK fails
+  // The build stage compiled the malloc_trim addon (MallocTrim.ts): the gateway gives freed C heap back.
+  const trimmer = podman("exec", "-w", "/app", container, "node", "-e", "const m = require('@aigw/malloc-trim'); process.stdout.write(m.trim ? 'built' : String(m.problem))")
+  check(trimmer === "built", `the image must carry the built @aigw/malloc-trim addon: ${trimmer}`)
   const idle = rssMb(container)
   const { apiKey } = await createApiKey(base, dataDir)
   const res = await chat(base, apiKey)
@@ -55,7 +58,7 @@ if (mode === "single") {
   check(res.status === 200 && typeof body.choices?.[0]?.message?.content === "string", `chat through the image: ${res.status} ${JSON.stringify(body).slice(0, 200)}`)
   for (let i = 0; i < 200; i++) await (await chat(base, apiKey)).arrayBuffer()
   check(fs.existsSync(path.join(dataDir, "aigw.sqlite")), "the SQLite database must live in the /data volume")
-  console.log(`image-check: runs as uid 1000 with HOST=0.0.0.0; HEALTHCHECK passes; a chat call answers; data in /data; RSS ${idle} MB idle, ${rssMb(container)} MB after 201 calls`)
+  console.log(`image-check: runs as uid 1000 with HOST=0.0.0.0; HEALTHCHECK passes; malloc_trim addon built; a chat call answers; data in /data; RSS ${idle} MB idle, ${rssMb(container)} MB after 201 calls`)
 } else if (mode === "replicas") {
   const [one, two] = rest
   for (const url of [one, two, base]) await waitHealthy(url)

@@ -8,7 +8,7 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeSink from "@effect/platform-node/NodeSink"
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { ConfigFile, Layers, Logging, Mcp, StartupError } from "@aigw/core"
+import { ConfigFile, Layers, Logging, MallocTrim, Mcp, StartupError } from "@aigw/core"
 import { Config, Effect, Layer, Logger } from "effect"
 
 // A stray console.log from any library would corrupt the protocol stream.
@@ -21,6 +21,7 @@ const McpLive = Layer.unwrapEffect(
     Mcp.layerStdio({ stdin: NodeStream.stdin, stdout: NodeSink.stdout, apiKey }))
 ).pipe(
   Layer.provide(Layers.layerFromEnv()),
+  Layer.merge(MallocTrim.layer),
   Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG))
 )
 

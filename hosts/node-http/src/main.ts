@@ -8,7 +8,7 @@
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ConfigFile, FastLane, HttpApp, Layers, Logging, Mcp, StartupError } from "@aigw/core"
+import { ConfigFile, FastLane, HttpApp, Layers, Logging, MallocTrim, Mcp, StartupError } from "@aigw/core"
 import { Config, Effect, Layer, Logger } from "effect"
 import { createServer } from "node:http"
 
@@ -35,6 +35,8 @@ const HttpLive = Layer.unwrapEffect(
   // Background rounds: advance durable jobs, deliver webhooks.
   Layer.merge(Layers.layerBackground),
   Layer.provide(Layers.layerFromEnv()),
+  // Freed C heap memory back to the system (the bundle's parse, then every AIGW_MALLOC_TRIM_MS).
+  Layer.merge(MallocTrim.layer),
   Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG))
 )
 

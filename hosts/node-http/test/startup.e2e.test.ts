@@ -64,7 +64,10 @@ describe("start-up failures of the node host", () => {
     expect(oneLineFailure(await startExpectingFailure({ AIGW_KEY_CACHE_SECONDS: "-5" }), "AIGW_KEY_CACHE_SECONDS")).toBe(
       "aigw: invalid configuration: AIGW_KEY_CACHE_SECONDS: must be 0 (off) or a number of seconds (check AIGW_KEY_CACHE_SECONDS)"
     )
-  }, 4 * T)
+    expect(oneLineFailure(await startExpectingFailure({ AIGW_MALLOC_TRIM_MS: "-5" }), "AIGW_MALLOC_TRIM_MS")).toBe(
+      "aigw: invalid configuration: AIGW_MALLOC_TRIM_MS: must be 0 (off) or a number of milliseconds (check AIGW_MALLOC_TRIM_MS)"
+    )
+  }, 5 * T)
 
   it("an unknown plan in AIGW_PLAN_LIMITS is an error naming the key and the plans", async () => {
     const line = oneLineFailure(await startExpectingFailure({ AIGW_PLAN_LIMITS: '{"Fre":100}' }), "AIGW_PLAN_LIMITS")
@@ -113,6 +116,12 @@ describe("start-up failures of the MCP stdio host", () => {
     expect(oneLineFailure(result, "DATABASE_URL")).toBe(
       `aigw: cannot reach the database at postgres://u:***@127.0.0.1:${closed}/db: connection refused (check DATABASE_URL)`
     )
+    expect(result.stdout).toBe("")
+  }, T)
+
+  it("an invalid AIGW_MALLOC_TRIM_MS names the variable", async () => {
+    const result = await startExpectingFailure({ AIGW_MALLOC_TRIM_MS: "often" }, { host: "mcp" })
+    expect(oneLineFailure(result, "AIGW_MALLOC_TRIM_MS")).toContain('AIGW_MALLOC_TRIM_MS: expected an integer value but received "often"')
     expect(result.stdout).toBe("")
   }, T)
 })

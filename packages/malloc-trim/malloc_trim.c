@@ -1,0 +1,26 @@
+/*
+ * malloc_trim(0) for Node: gives the free pages inside glibc's heaps back to the system.
+ * glibc's free() returns memory only from the top of the main heap; what is freed below a live
+ * allocation stays resident until malloc_trim. On a C library other than glibc the module exports
+ * nothing (index.cjs reports that there is nothing to trim).
+ */
+#include <node_api.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+
+static napi_value Trim(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value released;
+  napi_get_boolean(env, malloc_trim(0) == 1, &released);
+  return released;
+}
+#endif
+
+NAPI_MODULE_INIT() {
+#if defined(__GLIBC__)
+  napi_value fn;
+  if (napi_create_function(env, "trim", NAPI_AUTO_LENGTH, Trim, NULL, &fn) != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "trim", fn) != napi_ok) return NULL;
+#endif
+  return exports;
+}
