@@ -9,6 +9,8 @@
  *    Storage/Sql/Sqlite.ts) is replaced by a stub that throws if used; the handler refuses
  *    non-PostgreSQL DATABASE_URLs before any layer is built, so the stub is never reached.
  *  - `pg-native` (an optional peer of pg, used only with `pg.native`) is left external and absent.
+ *  - `@aigw/malloc-trim` (core's optional addon, which only the node and MCP hosts load: MallocTrim.ts) is
+ *    left external and absent; a Lambda function's memory is what it is configured with.
  *
  * Usage: node build.mjs [--sourcemap] [--no-minify] [--meta FILE]; prints the sizes.
  */
@@ -56,7 +58,7 @@ const result = await esbuild.build({
   legalComments: "none",
   metafile: true,
   logLevel: "warning",
-  external: ["argon2", "pg-native"],
+  external: ["argon2", "pg-native", "@aigw/malloc-trim"],
   plugins: [sqliteStub],
   // CommonJS dependencies inside an ES module need require / __filename / __dirname.
   banner: { js: esmRequireBanner }

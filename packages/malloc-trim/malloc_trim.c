@@ -5,6 +5,7 @@
  * nothing (index.cjs reports that there is nothing to trim).
  */
 #include <node_api.h>
+#include <stdlib.h> /* defines __GLIBC__ on glibc */
 #if defined(__GLIBC__)
 #include <malloc.h>
 
@@ -19,8 +20,11 @@ static napi_value Trim(napi_env env, napi_callback_info info) {
 NAPI_MODULE_INIT() {
 #if defined(__GLIBC__)
   napi_value fn;
-  if (napi_create_function(env, "trim", NAPI_AUTO_LENGTH, Trim, NULL, &fn) != napi_ok) return NULL;
-  if (napi_set_named_property(env, exports, "trim", fn) != napi_ok) return NULL;
+  if (napi_create_function(env, "trim", NAPI_AUTO_LENGTH, Trim, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "trim", fn) != napi_ok) {
+    napi_throw_error(env, NULL, "@aigw/malloc-trim: could not export trim");
+    return NULL;
+  }
 #endif
   return exports;
 }

@@ -118,8 +118,30 @@ describe("the packed @aigw/core in a consumer project", () => {
 
   it("exports what embedders need from the index, resolvable from plain node", () => {
     const names = run(process.execPath, ["--input-type=module", "-e", "import * as core from '@aigw/core'; console.log(Object.keys(core).join(' '))"], app, 60_000)
-    for (const name of ["Embed", "Layers", "Mailer", "GatewayConfig", "Completions", "Catalog", "Routing", "Embeddings", "CodeExecution"]) {
+    for (const name of ["Embed", "Layers", "Mailer", "GatewayConfig", "Completions", "Catalog", "Routing", "Embeddings", "CodeExecution", "MallocTrim"]) {
       expect(names.split(/\s+/)).toContain(name)
     }
+  }, 90_000)
+
+  it("needs @aigw/malloc-trim only optionally: without it, MallocTrim says why it cannot trim", () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(app, "node_modules/@aigw/core/package.json"), "utf8"))
+    expect(manifest.optionalDependencies).toEqual({ "@aigw/malloc-trim": expect.any(String) })
+    expect(manifest.dependencies["@aigw/malloc-trim"]).toBeUndefined()
+    // the scratch project links every installed package but the @aigw ones: the addon is absent here
+    const out = run(process.execPath, [
+      "--input-type=module",
+      "-e",
+      "import { MallocTrim } from '@aigw/core'; import { Effect } from 'effect'; const t = await Effect.runPromise(MallocTrim.loadTrimmer); console.log(JSON.stringify({ trim: typeof t.trim, problem: t.problem }))"
+    ], app, 60_000)
+    const trimmer = JSON.parse(out)
+    expect(trimmer.trim).toBe("undefined")
+    expect(trimmer.problem).toContain("@aigw/malloc-trim could not be loaded")
+  }, 90_000)
+
+  it("packs @aigw/malloc-trim with its sources, for npm to compile at install", () => {
+    const packed = JSON.parse(
+      run("npm", ["pack", "--dry-run", "--json", "--workspace", "packages/malloc-trim", "--loglevel", "error"], root, 60_000)
+    ) as Array<{ files: Array<{ path: string }> }>
+    expect(packed[0]!.files.map((f) => f.path).sort()).toEqual(["binding.gyp", "index.cjs", "index.d.cts", "malloc_trim.c", "package.json"])
   }, 90_000)
 })

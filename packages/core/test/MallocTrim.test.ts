@@ -30,7 +30,10 @@ describe("the @aigw/malloc-trim addon", () => {
         const released = trim()
         console.log(JSON.stringify({ base, freed, released, trimmed: rss(), above: above.length }))
       }, 200)`
-    const out = JSON.parse(execFileSync(process.execPath, ["--expose-gc", "-e", script], { encoding: "utf8", timeout: 30_000 }))
+    // glibc's own mmap threshold (128 KiB), whatever the caller's environment sets: a lower one would
+    // give each buffer its own mapping, which free() returns without a trim.
+    const env = { ...process.env, MALLOC_MMAP_THRESHOLD_: "131072" }
+    const out = JSON.parse(execFileSync(process.execPath, ["--expose-gc", "-e", script], { encoding: "utf8", timeout: 30_000, env }))
     // freed but resident: what glibc's free() alone does
     expect(out.freed - out.base, JSON.stringify(out)).toBeGreaterThan(48)
     expect(out.released).toBe(true)
@@ -38,11 +41,15 @@ describe("the @aigw/malloc-trim addon", () => {
   })
 })
 
-/** Runs `layer` for `advance` of test time, with `env` as the configuration; the log lines it wrote. */
+/**
+ * Runs `layer` for `advance` of test time, with `env` as the configuration, then closes its scope and
+ * lets as much time pass again; the log lines it wrote.
+ */
 const runLayer = (layer: Layer.Layer<never, unknown>, env: Record<string, string>, advance: Duration.DurationInput = 0) => {
   const lines: Array<string> = []
   const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => void lines.push([message].flat().join(" "))))
   return Effect.scoped(Layer.build(layer).pipe(Effect.zipRight(TestClock.adjust(advance)))).pipe(
+    Effect.zipLeft(TestClock.adjust(advance)),
     Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))),
     Effect.provide(capture),
     Effect.as(lines)
@@ -56,7 +63,7 @@ const counting = () => {
 }
 
 describe("MallocTrim.layer", () => {
-  it.effect("trims when it starts and then every AIGW_MALLOC_TRIM_MS", () =>
+  it.effect("trims when it starts and then every AIGW_MALLOC_TRIM_MS, until its scope closes", () =>
     Effect.gen(function*() {
       const a = counting()
       yield* runLayer(a.layer, {}, Duration.millis(MallocTrim.DEFAULT_INTERVAL_MS * 3))
