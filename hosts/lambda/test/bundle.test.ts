@@ -33,7 +33,7 @@ beforeAll(() => {
 }, 180_000)
 
 describe("bundle", () => {
-  it("is one ES module importing only node builtins, argon2 and the optional pg-native", () => {
+  it("is one ES module importing only node builtins, argon2 and the optional pg-native and @aigw/malloc-trim", () => {
     expect(fs.existsSync(bundle)).toBe(true)
     expect(fs.readdirSync(dist).sort()).toEqual(["handler.mjs", "node_modules"])
     const meta = JSON.parse(fs.readFileSync(metaFile, "utf8"))
@@ -41,7 +41,9 @@ describe("bundle", () => {
     // node: builtins (incl. ones newer than Node 20, such as node:sqlite, required lazily by undici)
     const builtin = (p: string) => p.startsWith("node:") || builtinModules.includes(p)
     const externals = new Set(output.imports.filter((i) => i.external).map((i) => i.path).filter((p) => !builtin(p)))
-    expect([...externals].sort()).toEqual(["argon2", "pg-native"].filter((p) => externals.has(p)))
+    // @aigw/malloc-trim: core's optional addon, which only the node and MCP hosts load (MallocTrim.ts); not shipped
+    expect([...externals].sort()).toEqual(["@aigw/malloc-trim", "argon2", "pg-native"].filter((p) => externals.has(p)))
+    expect(fs.existsSync(path.join(dist, "node_modules", "@aigw"))).toBe(false)
     expect(externals.has("argon2")).toBe(true)
     const inputs = Object.keys(output.inputs)
     // The SQLite driver is only present as the build's throwing stub (namespace no-sqlite).
