@@ -22,19 +22,19 @@ export const kindOf = (url: string): DatabaseKind => {
   )
 }
 
-/** How long the PostgreSQL API key cache keeps an entry (Sql/KeyCache.ts); 0 turns it off. */
+/** How long the credential cache keeps an API key's owner or a token's avatar (Sql/KeyCache.ts); 0 turns it off. */
 export const DEFAULT_KEY_CACHE_SECONDS = 60
 
 export interface DatabaseOptions {
   readonly maxConnections?: number
-  /** PostgreSQL only: the API key cache's entry lifetime, DEFAULT_KEY_CACHE_SECONDS if unset, 0 for none. */
+  /** The credential cache's entry lifetime, DEFAULT_KEY_CACHE_SECONDS if unset, 0 for none. */
   readonly keyCacheSeconds?: number
 }
 
 /**
  * The SqlClient for a URL, without migrations. On SQLite the context also holds the connection
- * as `Sqlite.SqliteDatabase`, on PostgreSQL the pool as `Postgres.PgPool` and the API key cache
- * as `KeyCache.KeyCache` (used by the metered hot path, Storage/Sql/Metering.ts).
+ * as `Sqlite.SqliteDatabase`, on PostgreSQL the pool as `Postgres.PgPool`, and on both the
+ * credential cache as `KeyCache.KeyCache` (used by the metered hot path, Storage/Sql/Metering.ts).
  */
 export const layerClient = (url: string, options: DatabaseOptions = {}): Layer.Layer<SqlClient.SqlClient> => {
   // A failed connection names the URL (without its password) and the variable to fix.
@@ -43,15 +43,15 @@ export const layerClient = (url: string, options: DatabaseOptions = {}): Layer.L
       Cause.isInterruptedOnly(cause)
         ? Layer.failCause(cause as Cause.Cause<unknown>)
         : Layer.fail<unknown>(startupError(`${what} ${redactUrls(url)}: ${reasonOf(Cause.squash(cause))}`, "check DATABASE_URL")))
+  const keyCacheMs = (options.keyCacheSeconds ?? DEFAULT_KEY_CACHE_SECONDS) * 1000
   if (kindOf(url) === "pg") {
-    const keyCacheMs = (options.keyCacheSeconds ?? DEFAULT_KEY_CACHE_SECONDS) * 1000
     return Postgres.layer(url, options.maxConnections ?? 10, keyCacheMs).pipe(unavailable("cannot reach the database at"), Layer.orDie)
   }
   const filename = url.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "")
   return Layer.unwrapEffect(
     Effect.sync(() => {
       if (filename !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true })
-      return Sqlite.layer(filename) as Layer.Layer<SqlClient.SqlClient>
+      return Sqlite.layer(filename, keyCacheMs) as Layer.Layer<SqlClient.SqlClient>
     })
   ).pipe(unavailable("cannot open the database at"), Layer.orDie)
 }

@@ -1,9 +1,13 @@
 /**
- * PostgreSQL's API key cache (Storage/Sql/KeyCache.ts): its rules with a fake clock, then two
- * gateway processes' worth of layers ("replicas") on one real database: a hit skips the database,
- * and revocations, avatar changes and an operator's SQL reach every replica; a lost LISTEN
- * connection turns the cache off until it is back.
+ * The credential cache (Storage/Sql/KeyCache.ts): its rules with a fake clock; on SQLite, a
+ * gateway's layers on a real file with other connections to it (another gateway process, an
+ * operator's shell): a hit skips the database, and every change, through the gateway or not, is
+ * seen on the very next call; on PostgreSQL, two gateway processes' worth of layers ("replicas")
+ * on one real database: a hit skips the database, and revocations, avatar changes and an
+ * operator's SQL reach every replica; a lost LISTEN connection turns the cache off until it is back.
  */
+import BetterSqlite from "better-sqlite3"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, ManagedRuntime, Option } from "effect"
 import * as net from "node:net"
 import pg from "pg"
@@ -12,9 +16,11 @@ import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import * as Database from "../../src/Storage/Database.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
-import { avatarEntry, KeyCache, keyEntry, make as makeCache, makeState, TRIGGERS } from "../../src/Storage/Sql/KeyCache.ts"
+import { avatarEntry, KeyCache, keyEntry, make as makeCache, makeState, SQLITE_TRIGGERS, TRIGGERS } from "../../src/Storage/Sql/KeyCache.ts"
+import { migrate } from "../../src/Storage/Sql/Migrations.ts"
+import { SqliteDatabase } from "../../src/Storage/Sql/Sqlite.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
-import { freshPgDatabase, hasPg } from "../support/databases.ts"
+import { freshPgDatabase, freshSqliteUrl, hasPg } from "../support/databases.ts"
 import { avatar } from "./stores.suite.ts"
 
 const owner = (id = crypto.randomUUID()) => ({ id }) as AvatarRecord
@@ -155,6 +161,131 @@ describe("key cache without a database to listen to", () => {
       server.close()
     }
   }, 10_000)
+})
+
+describe("key cache on SQLite", () => {
+  type Gateway = ManagedRuntime.ManagedRuntime<Stores.Stores, unknown>
+  let url: string
+  let a: Gateway
+  let b: Gateway
+  /** Another connection to the file, as an operator's sqlite3 shell or another program has. */
+  let shell: BetterSqlite.Database
+  const gateways: Array<Gateway> = []
+
+  const gateway = (options: Database.DatabaseOptions & { readonly migrate?: boolean } = {}) => {
+    const g = ManagedRuntime.make(Stores.layerSql.pipe(Layer.provideMerge(Database.layer(url, options))) as Layer.Layer<Stores.Stores>)
+    gateways.push(g)
+    return g
+  }
+  const cacheOf = (g: Gateway) => g.runPromise(Effect.map(Effect.serviceOption(KeyCache), Option.getOrThrow))
+  const ownerOf = (g: Gateway, hash: string) => g.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.avatarOfKey(hash))))
+  const tokenAvatar = (g: Gateway, id: string) => g.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.activeAvatar(id))))
+  /** A statement on the gateway's own connection, as an embedder's SQL through its SqlClient runs. */
+  const ownSql = (g: Gateway, text: string, params: ReadonlyArray<unknown>) =>
+    g.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text, params)))
+  const newKey = async (g: Gateway) => {
+    const record = avatar()
+    const key = { id: crypto.randomUUID(), avatarId: record.id, name: "k", prefix: "aigw_kc", hash: `hash_${crypto.randomUUID()}`, createdAt: 1, lastUsedAt: null, revokedAt: null }
+    await g.runPromise(Effect.gen(function*() {
+      yield* (yield* AvatarStore).insert(record)
+      yield* (yield* ApiKeyStore).insert(key)
+    }))
+    return { key, avatarId: key.avatarId }
+  }
+
+  beforeAll(async () => {
+    url = freshSqliteUrl()
+    a = gateway()
+    b = gateway()
+    await a.runPromise(Effect.void)
+    await b.runPromise(Effect.void)
+    shell = new BetterSqlite(url.slice("sqlite:".length))
+  })
+  afterAll(async () => {
+    shell?.close()
+    for (const g of gateways) await g.dispose()
+  })
+
+  it("a hit does not read the database", async () => {
+    // A gateway of its own: its triggers are dropped, so a change on its connection goes unseen.
+    const g = gateway()
+    const { key, avatarId } = await newKey(g)
+    assert.isTrue((await cacheOf(g)).active())
+    assert.strictEqual((await ownerOf(g, key.hash))?.id, avatarId)
+    const db = await g.runPromise(SqliteDatabase)
+    for (const [name] of SQLITE_TRIGGERS) db.exec(`DROP TRIGGER temp.${name}`)
+    db.prepare("UPDATE api_keys SET revoked_at = 1 WHERE id = ?").run(key.id)
+    assert.strictEqual((await ownerOf(g, key.hash))?.id, avatarId, "served from the cache")
+    assert.isUndefined(await ownerOf(a, key.hash), "another gateway reads the database: revoked")
+  })
+
+  it("a revocation through this process is refused on the very next call", async () => {
+    const { key, avatarId } = await newKey(a)
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    assert.isTrue(await a.runPromise(Effect.flatMap(ApiKeyStore, (s) => s.revoke(avatarId, key.id, Date.now()))))
+    assert.isUndefined(await ownerOf(a, key.hash))
+  })
+
+  it("a change by SQL on the gateway's own connection is seen on the very next call, one rolled back changes nothing", async () => {
+    const { key, avatarId } = await newKey(a)
+    assert.strictEqual((await ownerOf(a, key.hash))?.plan, "Free")
+    await ownSql(a, "UPDATE avatars SET plan = 'Gold' WHERE id = ?", [avatarId])
+    assert.strictEqual((await ownerOf(a, key.hash))?.plan, "Gold")
+    // Rolled back: the key still works, and is cached again.
+    const failed = await a.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.withTransaction(Effect.zipRight(sql.unsafe("UPDATE api_keys SET revoked_at = 1 WHERE id = ?", [key.id]), Effect.fail("abort" as const)))
+      ).pipe(Effect.flip)
+    )
+    assert.strictEqual(failed, "abort")
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    // Committed inside a transaction.
+    await a.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(sql.unsafe("DELETE FROM api_keys WHERE id = ?", [key.id]))))
+    assert.isUndefined(await ownerOf(a, key.hash))
+  })
+
+  it("a change by another process or an operator's shell is seen on the very next call", async () => {
+    const first = await newKey(a)
+    const second = await newKey(a)
+    assert.strictEqual((await ownerOf(a, first.key.hash))?.id, first.avatarId)
+    assert.strictEqual((await ownerOf(a, second.key.hash))?.id, second.avatarId)
+    // Another gateway process revokes through its store.
+    await b.runPromise(Effect.flatMap(ApiKeyStore, (s) => s.revokeAll(first.avatarId, Date.now())))
+    assert.isUndefined(await ownerOf(a, first.key.hash))
+    // An operator deactivates an avatar from a shell.
+    shell.prepare("UPDATE avatars SET is_active = 0 WHERE id = ?").run(second.avatarId)
+    assert.isUndefined(await ownerOf(a, second.key.hash))
+  })
+
+  it("a token's avatar is cached the same way, and every change reaches it on the very next check", async () => {
+    const { avatarId } = await newKey(a)
+    assert.strictEqual((await tokenAvatar(a, avatarId))?.tokensValidAfter, 0)
+    await a.runPromise(Effect.flatMap(AvatarStore, (s) => s.update(avatarId, { tokensValidAfter: 5 })))
+    assert.strictEqual((await tokenAvatar(a, avatarId))?.tokensValidAfter, 5)
+    await b.runPromise(Effect.flatMap(AvatarStore, (s) => s.update(avatarId, { tokensValidAfter: 9 })))
+    assert.strictEqual((await tokenAvatar(a, avatarId))?.tokensValidAfter, 9)
+    shell.prepare("DELETE FROM avatars WHERE id = ?").run(avatarId)
+    assert.isUndefined(await tokenAvatar(a, avatarId))
+  })
+
+  it("built before the migrations ran, it stays off until the tables exist", async () => {
+    url = freshSqliteUrl()
+    const g = gateway({ migrate: false })
+    const cache = await cacheOf(g)
+    assert.isFalse(cache.active())
+    await g.runPromise(migrate)
+    assert.isTrue(cache.active())
+    const { key, avatarId } = await newKey(g)
+    assert.strictEqual((await ownerOf(g, key.hash))?.id, avatarId)
+    await ownSql(g, "UPDATE api_keys SET revoked_at = 1 WHERE id = ?", [key.id])
+    assert.isUndefined(await ownerOf(g, key.hash))
+  })
+
+  it("AIGW_KEY_CACHE_SECONDS=0 turns it off", async () => {
+    const g = gateway({ keyCacheSeconds: 0 })
+    assert.isTrue(Option.isNone(await g.runPromise(Effect.serviceOption(KeyCache))))
+  })
 })
 
 describe.skipIf(!hasPg)("key cache on PostgreSQL, two replicas", () => {

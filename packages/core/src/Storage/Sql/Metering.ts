@@ -7,7 +7,8 @@
  * - through the SqlClient (`viaClient`): what Sql/UsageStore.ts and Sql/ApiKeyStore.ts use, so
  *   inside an Effect transaction a statement joins it;
  * - on SQLite, synchronously on the store's own better-sqlite3 connection, writes group-committed,
- *   without @effect/sql's per-statement scope, span and fiber work. While an Effect transaction
+ *   the key and avatar lookups behind the credential cache (KeyCache.ts) when the Database layer
+ *   made one, without @effect/sql's per-statement scope, span and fiber work. While an Effect transaction
  *   holds that connection (`inTransaction`) a call goes through the SqlClient instead, which waits
  *   for the transaction to end rather than joining it;
  * - on PostgreSQL, as named prepared statements on the pool (parsed and planned once per connection),
@@ -177,6 +178,13 @@ const perTurn = <W>(flush: (batch: Array<Pending<W>>) => void) => {
     })
 }
 
+/** A lookup by id through the cache, if there is one. */
+const cached = (
+  cache: Option.Option<KeyCacheService>,
+  entry: (id: string) => string,
+  load: (id: string) => Promise<AvatarRecord | undefined>
+) => Option.isSome(cache) ? (id: string) => cache.value.lookup(entry(id), () => load(id)) : load
+
 /** The statements through the SqlClient, as Effects (defects on driver errors, like the other SQL stores). */
 export const viaClient = (sql: SqlClient.SqlClient) => {
   const textOf = sql.onDialectOrElse({ pg: () => (s: Statement) => s.pg, orElse: () => (s: Statement) => s.sqlite })
@@ -207,8 +215,11 @@ export const viaClient = (sql: SqlClient.SqlClient) => {
   }
 }
 
-/** The statements run directly on the SQLite connection; `fallback` while an Effect transaction holds it. */
-const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService => {
+/**
+ * The statements run directly on the SQLite connection, the key and avatar lookups behind the
+ * cache if there is one; `fallback` while an Effect transaction holds the connection.
+ */
+const onSqlite = (db: SqliteHandle, fallback: MeteringService, cache: Option.Option<KeyCacheService>): MeteringService => {
   // Prepared on first use: the layer may be built before migrations ran.
   const prepared = (sql: string) => {
     let cached: BetterSqlite.Statement<Array<unknown>> | undefined
@@ -282,9 +293,11 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
   })
   const write = <A>(run: () => A, fallback: () => Promise<A>): Promise<A> => enqueue<A>({ run, fallback })
 
+  const avatarOfKey = cached(cache, keyEntry, (hash) => now(() => activeOwner(keyWithAvatar().get(hash))))
+  const activeAvatar = cached(cache, avatarEntry, (id) => now(() => activeIn(avatarById().get(id))))
   return {
-    avatarOfKey: (hash) => db.inTransaction ? fallback.avatarOfKey(hash) : now(() => activeOwner(keyWithAvatar().get(hash))),
-    activeAvatar: (id) => db.inTransaction ? fallback.activeAvatar(id) : now(() => activeIn(avatarById().get(id))),
+    avatarOfKey: (hash) => db.inTransaction ? fallback.avatarOfKey(hash) : avatarOfKey(hash),
+    activeAvatar: (id) => db.inTransaction ? fallback.activeAvatar(id) : activeAvatar(id),
     admit: (avatarId, day, limit, count) =>
       count > limit
         ? Promise.resolve(undefined)
@@ -306,8 +319,6 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService): MeteringService 
 const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<KeyCacheService>): MeteringService => {
   const query = (s: Statement, values: Array<unknown>): Promise<Array<any>> =>
     pool.query({ name: s.name, text: s.pg, values }).then((r) => r.rows)
-  const cached = (entry: (id: string) => string, load: (id: string) => Promise<AvatarRecord | undefined>) =>
-    Option.isSome(cache) ? (id: string) => cache.value.lookup(entry(id), () => load(id)) : load
   interface Recording {
     readonly event: Array<unknown>
     readonly totals: Array<unknown>
@@ -333,8 +344,8 @@ const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<Key
     )
   })
   return {
-    avatarOfKey: cached(keyEntry, (hash) => query(statements.keyWithAvatar, [hash]).then((rows) => activeOwner(rows[0]))),
-    activeAvatar: cached(avatarEntry, (id) => query(statements.avatarById, [id]).then((rows) => activeIn(rows[0]))),
+    avatarOfKey: cached(cache, keyEntry, (hash) => query(statements.keyWithAvatar, [hash]).then((rows) => activeOwner(rows[0]))),
+    activeAvatar: cached(cache, avatarEntry, (id) => query(statements.avatarById, [id]).then((rows) => activeIn(rows[0]))),
     admit: (avatarId, day, limit, count) =>
       count > limit ? Promise.resolve(undefined) : enqueueAdmission<number | undefined>({ avatarId, day, count, limit }),
     callsOn: (avatarId, day) => query(statements.callsOn, [avatarId, day]).then((rows) => num(rows[0]?.calls)),
@@ -356,10 +367,11 @@ export const make = Effect.gen(function*() {
     callsOn: (avatarId, day) => run(client.callsOn(avatarId, day)),
     record: (event) => run(client.record(event))
   }
+  const cache = yield* Effect.serviceOption(KeyCache)
   const db = yield* Effect.serviceOption(SqliteDatabase)
-  if (Option.isSome(db)) return onSqlite(db.value, throughClient)
+  if (Option.isSome(db)) return onSqlite(db.value, throughClient, cache)
   const pool = yield* Effect.serviceOption(PgPool)
-  return Option.isSome(pool) ? onPg(pool.value, yield* Effect.serviceOption(KeyCache)) : throughClient
+  return Option.isSome(pool) ? onPg(pool.value, cache) : throughClient
 })
 
 export const layer = Layer.effect(Metering, make)

@@ -185,7 +185,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
     ALTER TABLE webhook_deliveries ADD COLUMN request_id TEXT
   `),
   // PostgreSQL only: every committed change of an API key or an avatar notifies the API key caches
-  // of all processes (Sql/KeyCache.ts) with the avatar's id. SQLite has no cache and no triggers.
+  // of all processes (Sql/KeyCache.ts) with the avatar's id. SQLite's cache needs no migration: its
+  // triggers are TEMP triggers, private to the connection that created them.
   "0007_key_owner_notify": Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.onDialectOrElse({
       pg: () =>

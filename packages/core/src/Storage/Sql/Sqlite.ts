@@ -2,7 +2,8 @@
  * The SQLite SqlClient: @effect/sql over one better-sqlite3 connection (WAL,
  * `synchronous = NORMAL`), like @effect/sql-sqlite-node's, plus the connection itself as
  * `SqliteDatabase`, so the metered hot path can run its few statements synchronously on the same
- * connection (Storage/Sql/Metering.ts) instead of paying @effect/sql's per-statement scope and span.
+ * connection (Storage/Sql/Metering.ts) instead of paying @effect/sql's per-statement scope and span,
+ * and, when its lifetime is positive, the credential cache of that path (KeyCache.ts).
  *
  * One connection serves everything; a semaphore gives transactions exclusive use of it. Because
  * better-sqlite3 is synchronous, a caller outside Effect that finds `db.inTransaction` false owns
@@ -15,6 +16,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import Database from "better-sqlite3"
 import { Context, Effect, Layer, Scope } from "effect"
+import * as KeyCache from "./KeyCache.ts"
 
 /** A better-sqlite3 connection. */
 export interface SqliteHandle extends Database.Database {}
@@ -119,6 +121,13 @@ const make = (filename: string) =>
     return Context.make(SqliteDatabase, db).pipe(Context.add(Client.SqlClient, client))
   })
 
-/** SqlClient and SqliteDatabase for a database file (":memory:" for a private in-memory one). */
-export const layer = (filename: string): Layer.Layer<Client.SqlClient | SqliteDatabase, SqlError> =>
-  Layer.scopedContext(make(filename)).pipe(Layer.provide(Reactivity.layer))
+/**
+ * SqlClient and SqliteDatabase for a database file (":memory:" for a private in-memory one), and
+ * the KeyCache on that connection when `keyCacheMs` > 0.
+ */
+export const layer = (filename: string, keyCacheMs = 0): Layer.Layer<Client.SqlClient | SqliteDatabase, SqlError> => {
+  const client = Layer.scopedContext(make(filename)).pipe(Layer.provide(Reactivity.layer))
+  if (keyCacheMs <= 0) return client
+  const cache = Layer.effect(KeyCache.KeyCache, Effect.map(SqliteDatabase, (db) => KeyCache.forSqlite(db, keyCacheMs)))
+  return cache.pipe(Layer.provideMerge(client))
+}
