@@ -9,14 +9,16 @@
 import BetterSqlite from "better-sqlite3"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, ManagedRuntime, Option } from "effect"
+import { execFileSync } from "node:child_process"
+import { createRequire } from "node:module"
 import * as net from "node:net"
 import pg from "pg"
-import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "vitest"
 import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import * as Database from "../../src/Storage/Database.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
-import { avatarEntry, KeyCache, keyEntry, make as makeCache, makeState, SQLITE_TRIGGERS, TRIGGERS } from "../../src/Storage/Sql/KeyCache.ts"
+import { avatarEntry, KeyCache, keyEntry, make as makeCache, makeState, SQLITE_COUNTER, SQLITE_TRIGGERS, TRIGGERS } from "../../src/Storage/Sql/KeyCache.ts"
 import { migrate } from "../../src/Storage/Sql/Migrations.ts"
 import { SqliteDatabase } from "../../src/Storage/Sql/Sqlite.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
@@ -164,24 +166,52 @@ describe("key cache without a database to listen to", () => {
 })
 
 describe("key cache on SQLite", () => {
-  type Gateway = ManagedRuntime.ManagedRuntime<Stores.Stores, unknown>
-  let url: string
+  type Services = Stores.Stores | SqlClient.SqlClient | SqliteDatabase
+  type Gateway = ManagedRuntime.ManagedRuntime<Services, unknown>
+  const url = freshSqliteUrl()
   let a: Gateway
   let b: Gateway
+  /** The key and token reads of gateway A's connection. */
+  let readsA: Reads
   /** Another connection to the file, as an operator's sqlite3 shell or another program has. */
   let shell: BetterSqlite.Database
   const gateways: Array<Gateway> = []
 
-  const gateway = (options: Database.DatabaseOptions & { readonly migrate?: boolean } = {}) => {
-    const g = ManagedRuntime.make(Stores.layerSql.pipe(Layer.provideMerge(Database.layer(url, options))) as Layer.Layer<Stores.Stores>)
+  const gateway = (options: Database.DatabaseOptions & { readonly migrate?: boolean } = {}, at = url) => {
+    const g = ManagedRuntime.make(Stores.layerSql.pipe(Layer.provideMerge(Database.layer(at, options))) as Layer.Layer<Services>)
     gateways.push(g)
     return g
+  }
+  interface Reads {
+    key: number
+    avatar: number
+  }
+  /**
+   * Counts the reads of the key and token lookups on a gateway's connection, from now on (its
+   * statements are prepared on first use): a hit is a lookup that does not read.
+   */
+  const countReads = async (g: Gateway): Promise<Reads> => {
+    const db = await g.runPromise(SqliteDatabase)
+    const reads: Reads = { key: 0, avatar: 0 }
+    const prepare = db.prepare.bind(db)
+    db.prepare = ((text: string) => {
+      const statement = prepare(text)
+      const kind = text.includes("FROM api_keys k LEFT JOIN avatars") ? "key" : /^SELECT .* FROM avatars WHERE id = \?$/s.test(text) ? "avatar" : undefined
+      if (kind === undefined) return statement
+      const get = statement.get.bind(statement)
+      statement.get = ((...params: Array<unknown>) => {
+        reads[kind]++
+        return get(...params)
+      }) as typeof statement.get
+      return statement
+    }) as typeof db.prepare
+    return reads
   }
   const cacheOf = (g: Gateway) => g.runPromise(Effect.map(Effect.serviceOption(KeyCache), Option.getOrThrow))
   const ownerOf = (g: Gateway, hash: string) => g.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.avatarOfKey(hash))))
   const tokenAvatar = (g: Gateway, id: string) => g.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.activeAvatar(id))))
   /** A statement on the gateway's own connection, as an embedder's SQL through its SqlClient runs. */
-  const ownSql = (g: Gateway, text: string, params: ReadonlyArray<unknown>) =>
+  const ownSql = (g: Gateway, text: string, params: ReadonlyArray<unknown> = []) =>
     g.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text, params)))
   const newKey = async (g: Gateway) => {
     const record = avatar()
@@ -190,14 +220,22 @@ describe("key cache on SQLite", () => {
       yield* (yield* AvatarStore).insert(record)
       yield* (yield* ApiKeyStore).insert(key)
     }))
-    return { key, avatarId: key.avatarId }
+    return { key, avatarId: key.avatarId, record }
+  }
+  /** A key looked up twice: read once, then served from the cache. */
+  const cachedKey = async (g: Gateway, reads: Reads) => {
+    const made = await newKey(g)
+    const before = reads.key
+    assert.strictEqual((await ownerOf(g, made.key.hash))?.id, made.avatarId)
+    assert.strictEqual((await ownerOf(g, made.key.hash))?.id, made.avatarId)
+    assert.strictEqual(reads.key - before, 1, "the second lookup is a hit")
+    return made
   }
 
   beforeAll(async () => {
-    url = freshSqliteUrl()
     a = gateway()
     b = gateway()
-    await a.runPromise(Effect.void)
+    readsA = await countReads(a)
     await b.runPromise(Effect.void)
     shell = new BetterSqlite(url.slice("sqlite:".length))
   })
@@ -206,61 +244,76 @@ describe("key cache on SQLite", () => {
     for (const g of gateways) await g.dispose()
   })
 
-  it("a hit does not read the database", async () => {
-    // A gateway of its own: its triggers are dropped, so a change on its connection goes unseen.
-    const g = gateway()
-    const { key, avatarId } = await newKey(g)
-    assert.isTrue((await cacheOf(g)).active())
-    assert.strictEqual((await ownerOf(g, key.hash))?.id, avatarId)
-    const db = await g.runPromise(SqliteDatabase)
-    for (const [name] of SQLITE_TRIGGERS) db.exec(`DROP TRIGGER temp.${name}`)
-    db.prepare("UPDATE api_keys SET revoked_at = 1 WHERE id = ?").run(key.id)
-    assert.strictEqual((await ownerOf(g, key.hash))?.id, avatarId, "served from the cache")
-    assert.isUndefined(await ownerOf(a, key.hash), "another gateway reads the database: revoked")
+  it("serves keys and tokens seen before from memory", async () => {
+    assert.isTrue((await cacheOf(a)).active())
+    const { key, avatarId } = await cachedKey(a, readsA)
+    for (let i = 0; i < 3; i++) assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    const before = { ...readsA }
+    for (let i = 0; i < 3; i++) assert.strictEqual((await tokenAvatar(a, avatarId))?.id, avatarId)
+    assert.deepStrictEqual([readsA.key - before.key, readsA.avatar - before.avatar], [0, 1])
+    // Unknown keys are always read.
+    await ownerOf(a, "hash_unknown")
+    await ownerOf(a, "hash_unknown")
+    assert.strictEqual(readsA.key - before.key, 2)
   })
 
   it("a revocation through this process is refused on the very next call", async () => {
-    const { key, avatarId } = await newKey(a)
-    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
-    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    const { key, avatarId } = await cachedKey(a, readsA)
     assert.isTrue(await a.runPromise(Effect.flatMap(ApiKeyStore, (s) => s.revoke(avatarId, key.id, Date.now()))))
     assert.isUndefined(await ownerOf(a, key.hash))
   })
 
   it("a change by SQL on the gateway's own connection is seen on the very next call, one rolled back changes nothing", async () => {
-    const { key, avatarId } = await newKey(a)
-    assert.strictEqual((await ownerOf(a, key.hash))?.plan, "Free")
+    const { key, avatarId } = await cachedKey(a, readsA)
     await ownSql(a, "UPDATE avatars SET plan = 'Gold' WHERE id = ?", [avatarId])
     assert.strictEqual((await ownerOf(a, key.hash))?.plan, "Gold")
-    // Rolled back: the key still works, and is cached again.
+    // Rolled back: the key still works, still from the cache (the count went back with the write).
     const failed = await a.runPromise(
       Effect.flatMap(SqlClient.SqlClient, (sql) =>
         sql.withTransaction(Effect.zipRight(sql.unsafe("UPDATE api_keys SET revoked_at = 1 WHERE id = ?", [key.id]), Effect.fail("abort" as const)))
       ).pipe(Effect.flip)
     )
     assert.strictEqual(failed, "abort")
+    const before = readsA.key
     assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    assert.strictEqual(readsA.key - before, 0, "still cached")
     // Committed inside a transaction.
     await a.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(sql.unsafe("DELETE FROM api_keys WHERE id = ?", [key.id]))))
     assert.isUndefined(await ownerOf(a, key.hash))
   })
 
-  it("a change by another process or an operator's shell is seen on the very next call", async () => {
-    const first = await newKey(a)
-    const second = await newKey(a)
-    assert.strictEqual((await ownerOf(a, first.key.hash))?.id, first.avatarId)
-    assert.strictEqual((await ownerOf(a, second.key.hash))?.id, second.avatarId)
-    // Another gateway process revokes through its store.
-    await b.runPromise(Effect.flatMap(ApiKeyStore, (s) => s.revokeAll(first.avatarId, Date.now())))
+  it("REPLACE on the gateway's own connection, which deletes rows without delete triggers, is seen too", async () => {
+    const first = await cachedKey(a, readsA)
+    // The key's row replaced by a revoked one.
+    await ownSql(a, "INSERT OR REPLACE INTO api_keys SELECT id, avatar_id, name, prefix, hash, created_at, last_used_at, 1 FROM api_keys WHERE id = ?", [first.key.id])
     assert.isUndefined(await ownerOf(a, first.key.hash))
-    // An operator deactivates an avatar from a shell.
-    shell.prepare("UPDATE avatars SET is_active = 0 WHERE id = ?").run(second.avatarId)
+    // An update taking another avatar's unique e-mail deletes that avatar: its key stops working.
+    const second = await cachedKey(a, readsA)
+    const third = await newKey(a)
+    await ownSql(a, "UPDATE OR REPLACE avatars SET email_lower = ? WHERE id = ?", [second.record.email.toLowerCase(), third.avatarId])
     assert.isUndefined(await ownerOf(a, second.key.hash))
   })
 
-  it("a token's avatar is cached the same way, and every change reaches it on the very next check", async () => {
+  it("a change by another gateway on the file or another program is seen on the very next call", async () => {
+    const first = await cachedKey(a, readsA)
+    const second = await cachedKey(a, readsA)
+    // Another gateway on the same file (its own connection, as another process has) revokes through its store.
+    await b.runPromise(Effect.flatMap(ApiKeyStore, (s) => s.revokeAll(first.avatarId, Date.now())))
+    assert.isUndefined(await ownerOf(a, first.key.hash))
+    // An operator deactivates an avatar from a program of their own: another OS process.
+    const driver = createRequire(import.meta.url).resolve("better-sqlite3")
+    const program = `new (require(${JSON.stringify(driver)}))(process.argv[1]).prepare("UPDATE avatars SET is_active = 0 WHERE id = ?").run(process.argv[2])`
+    execFileSync(process.execPath, ["-e", program, url.slice("sqlite:".length), second.avatarId])
+    assert.isUndefined(await ownerOf(a, second.key.hash))
+  })
+
+  it("a token's avatar: every change reaches it on the very next check", async () => {
     const { avatarId } = await newKey(a)
+    const before = readsA.avatar
     assert.strictEqual((await tokenAvatar(a, avatarId))?.tokensValidAfter, 0)
+    assert.strictEqual((await tokenAvatar(a, avatarId))?.tokensValidAfter, 0)
+    assert.strictEqual(readsA.avatar - before, 1, "cached")
     await a.runPromise(Effect.flatMap(AvatarStore, (s) => s.update(avatarId, { tokensValidAfter: 5 })))
     assert.strictEqual((await tokenAvatar(a, avatarId))?.tokensValidAfter, 5)
     await b.runPromise(Effect.flatMap(AvatarStore, (s) => s.update(avatarId, { tokensValidAfter: 9 })))
@@ -269,15 +322,78 @@ describe("key cache on SQLite", () => {
     assert.isUndefined(await tokenAvatar(a, avatarId))
   })
 
+  it("another process's calls (usage writes) leave it alone", async () => {
+    const other = await newKey(b)
+    const { key, avatarId } = await cachedKey(a, readsA)
+    await b.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.admit(other.avatarId, "2026-11-25", 100, 1))))
+    shell.prepare("UPDATE daily_usage SET tokens = tokens + 1").run()
+    const before = readsA.key
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    assert.strictEqual(readsA.key - before, 0, "still cached")
+  })
+
+  it("is off while a counting trigger is missing or on another table, and every change is still seen", async () => {
+    const file = freshSqliteUrl()
+    const g = gateway({}, file)
+    const reads = await countReads(g)
+    const db = await g.runPromise(SqliteDatabase)
+    const cache = await cacheOf(g)
+    const operator = new BetterSqlite(file.slice("sqlite:".length))
+    onTestFinished(() => {
+      operator.close()
+    })
+    const uncached = async () => {
+      const made = await newKey(g)
+      const before = reads.key
+      await ownerOf(g, made.key.hash)
+      await ownerOf(g, made.key.hash)
+      assert.strictEqual(reads.key - before, 2, "read every time")
+      return made
+    }
+    // A trigger dropped by an operator.
+    const first = await cachedKey(g, reads)
+    const dropped = SQLITE_TRIGGERS.find((t) => t.table === "api_keys" && t.event === "update")!
+    operator.exec(`DROP TRIGGER ${dropped.name}`)
+    const second = await uncached()
+    assert.isFalse(cache.active())
+    db.prepare("UPDATE api_keys SET revoked_at = 1 WHERE id IN (?, ?)").run(first.key.id, second.key.id)
+    assert.isUndefined(await ownerOf(g, first.key.hash))
+    assert.isUndefined(await ownerOf(g, second.key.hash))
+    db.exec(`CREATE TRIGGER ${dropped.name} AFTER UPDATE ON api_keys BEGIN UPDATE ${SQLITE_COUNTER} SET n = n + 1; END`)
+    // A rebuilt table: renaming the old one takes its triggers along.
+    const third = await cachedKey(g, reads)
+    assert.isTrue(cache.active())
+    db.exec("ALTER TABLE api_keys RENAME TO api_keys_old; CREATE TABLE api_keys AS SELECT * FROM api_keys_old")
+    const fourth = await uncached()
+    assert.isFalse(cache.active())
+    db.prepare("UPDATE api_keys SET revoked_at = 1 WHERE id IN (?, ?)").run(third.key.id, fourth.key.id)
+    assert.isUndefined(await ownerOf(g, third.key.hash))
+    assert.isUndefined(await ownerOf(g, fourth.key.hash))
+  })
+
+  it("caches nothing read inside a transaction", async () => {
+    const cache = await cacheOf(a)
+    const entry = keyEntry(`hash_${crypto.randomUUID()}`)
+    const owner = avatar()
+    let loads = 0
+    const load = () => {
+      loads++
+      return Promise.resolve(owner)
+    }
+    await a.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(Effect.promise(() => cache.lookup(entry, load)))))
+    await cache.lookup(entry, load)
+    await cache.lookup(entry, load)
+    assert.strictEqual(loads, 2, "read inside the transaction, then once more outside it")
+  })
+
   it("built before the migrations ran, it stays off until the tables exist", async () => {
-    url = freshSqliteUrl()
-    const g = gateway({ migrate: false })
+    const g = gateway({ migrate: false }, freshSqliteUrl())
     const cache = await cacheOf(g)
     assert.isFalse(cache.active())
     await g.runPromise(migrate)
     assert.isTrue(cache.active())
-    const { key, avatarId } = await newKey(g)
-    assert.strictEqual((await ownerOf(g, key.hash))?.id, avatarId)
+    const reads = await countReads(g)
+    const { key } = await cachedKey(g, reads)
     await ownSql(g, "UPDATE api_keys SET revoked_at = 1 WHERE id = ?", [key.id])
     assert.isUndefined(await ownerOf(g, key.hash))
   })
@@ -285,6 +401,11 @@ describe("key cache on SQLite", () => {
   it("AIGW_KEY_CACHE_SECONDS=0 turns it off", async () => {
     const g = gateway({ keyCacheSeconds: 0 })
     assert.isTrue(Option.isNone(await g.runPromise(Effect.serviceOption(KeyCache))))
+    const reads = await countReads(g)
+    const { key } = await newKey(g)
+    await ownerOf(g, key.hash)
+    await ownerOf(g, key.hash)
+    assert.strictEqual(reads.key, 2)
   })
 })
 

@@ -31,7 +31,7 @@ const toRow = (key: ApiKeyRecord) => ({
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const metering = viaClient(sql)
-  // Revocations drop the owner's cached keys (PostgreSQL's key cache).
+  // Revocations drop the owner's cached keys (the credential cache; on SQLite its triggers did already).
   const invalidate = invalidating(yield* Effect.serviceOption(KeyCache))
   return ApiKeyStore.of({
     insert: (key) => sql`INSERT INTO api_keys ${sql.insert(toRow(key))}`.pipe(Effect.asVoid, Effect.orDie),

@@ -79,7 +79,7 @@ export const fromRow = (r: any): AvatarRecord => ({
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const one = (rows: ReadonlyArray<any>) => Option.map(Option.fromNullable(rows[0]), fromRow)
-  // An updated avatar (plan, deactivation, deletion…) is dropped from PostgreSQL's key cache.
+  // An updated avatar (plan, deactivation, deletion…) is dropped from the credential cache (on SQLite its triggers did already).
   const invalidate = invalidating(yield* Effect.serviceOption(KeyCache))
 
   const conflictFor = (avatar: Pick<AvatarRecord, "id" | "username" | "email">) =>

@@ -19,14 +19,16 @@
  *   connection empties it and lookups go to the database until it is back (notifications sent in
  *   between are lost, so it starts empty again). Entries also expire after the configured seconds.
  *
- * On SQLite there is no stale window at all (`forSqlite`): every lookup first asks the connection
- * whether anything changed. `PRAGMA data_version` moves when another connection (another process,
- * an operator's sqlite3 shell) committed anything, and the whole cache is dropped; this
- * connection's own writes to `api_keys` and `avatars` (the stores, an embedder's SQL, inside or
- * outside transactions) run TEMP triggers, private to the connection, that drop the avatar's
- * entries synchronously, within the writing statement. A schema change (migrations) empties the
- * cache and sets the triggers up again. Lookups inside a transaction are not cached (Metering.ts
- * sends them through the SqlClient).
+ * On SQLite (`forSqlite`) the database counts: triggers on `api_keys` and `avatars` (migration
+ * 0009) add one to a single-row counter on every insert, update and delete, in the writer's own
+ * transaction, whoever the writer is (this process, another process on the same file, an operator's
+ * sqlite3 shell; `REPLACE` too, whose deletions run no delete triggers but whose insert counts).
+ * Every lookup first reads the counter (and the schema's version): if it moved, the whole cache is
+ * dropped, so what the cache answers is what a read of the file would answer. A rolled-back write
+ * takes its count back with it. Lookups inside a transaction are not cached. A schema change
+ * empties the cache and checks the triggers: caching is on only while all of them exist on their
+ * tables (after migrations; not while an operator has dropped one). Not seen: a database file
+ * replaced underneath the running process, which an uncached read would not notice either.
  *
  * Only active owners are cached: unknown and revoked keys always ask the database, so guessing keys
  * cannot fill memory (avatar entries come only from tokens whose signature held), and the cache
@@ -35,6 +37,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import Pg from "pg"
 import type { AvatarRecord } from "../AvatarStore.ts"
+import type BetterSqlite from "better-sqlite3"
 import type { SqliteHandle } from "./Sqlite.ts"
 
 export const CHANNEL = "aigw_key_owner"
@@ -122,6 +125,8 @@ export const makeState = (ttlMs: number, now: () => number = Date.now) => {
     service,
     /** A notification: another writer committed a change of this avatar or its keys. */
     notified: drop,
+    /** Every entry dropped (SQLite: a change whose avatar is not known). */
+    clear,
     /** Caching on (the connection listens and the triggers exist) or off (lost); either way empty. */
     setListening: (on: boolean) => {
       listening = on
@@ -210,63 +215,72 @@ export const make = (url: string, ttlMs: number) =>
 
 export const layer = (url: string, ttlMs: number): Layer.Layer<KeyCache> => Layer.scoped(KeyCache, make(url, ttlMs))
 
-/** The SQL function the SQLite TEMP triggers call with the changed avatar's id, and the triggers. */
-export const SQLITE_FUNCTION = "aigw_key_owner_changed"
-export const SQLITE_TRIGGERS = [
-  ["aigw_api_keys_updated", "UPDATE ON main.api_keys", "OLD.avatar_id"],
-  ["aigw_api_keys_deleted", "DELETE ON main.api_keys", "OLD.avatar_id"],
-  ["aigw_avatars_updated", "UPDATE ON main.avatars", "OLD.id"],
-  ["aigw_avatars_deleted", "DELETE ON main.avatars", "OLD.id"]
-] as const
+/** SQLite's change counter (migration 0009): one row, one more on every change of `api_keys` or `avatars`. */
+export const SQLITE_COUNTER = "aigw_key_changes"
+/** The triggers of migration 0009 that count: insert, update and delete on both tables, by name and table. */
+export const SQLITE_TRIGGERS: ReadonlyArray<{ readonly name: string; readonly table: string; readonly event: string }> = [
+  "api_keys",
+  "avatars"
+].flatMap((table) => ["insert", "update", "delete"].map((event) => ({ name: `aigw_${table}_${event}_counted`, table, event })))
 
-/**
- * The cache on a SQLite connection (see the module comment). The checks cost two pragma reads
- * per lookup, a small fraction of the joined read a hit saves.
- */
+/** The cache on a SQLite connection (see the module comment). */
 export const forSqlite = (db: SqliteHandle, ttlMs: number): KeyCacheService => {
   const state = makeState(ttlMs)
-  const dataVersion = db.prepare("PRAGMA data_version").pluck()
   const schemaVersion = db.prepare("PRAGMA main.schema_version").pluck()
-  const tables = db.prepare("SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name IN ('api_keys', 'avatars')").pluck()
-  db.function(SQLITE_FUNCTION, { varargs: false, deterministic: false }, (avatarId: unknown) => {
-    if (avatarId !== null) state.notified(String(avatarId))
-    return null
-  })
-  /** The triggers, once the tables exist (the layer may be built before migrations ran): whether caching can be on. */
-  const watch = () => {
-    if (tables.get() !== 2) return false
-    for (const [name, event, id] of SQLITE_TRIGGERS) {
-      db.exec(`CREATE TEMP TRIGGER IF NOT EXISTS ${name} AFTER ${event} BEGIN SELECT ${SQLITE_FUNCTION}(${id}); END`)
-    }
-    return true
-  }
-  let seenData: unknown
+  const triggers = db.prepare(
+    `SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND (${SQLITE_TRIGGERS.map(() => "(name = ? AND tbl_name = ?)").join(" OR ")})`
+  ).pluck()
+  const triggerParams = SQLITE_TRIGGERS.flatMap((t) => [t.name, t.table])
+  let changes: BetterSqlite.Statement | undefined
   let seenSchema: unknown
-  let watching = false
-  /** Before each lookup: another connection's commit or a schema change empties the cache. */
+  let seenChanges: unknown
+  /**
+   * Before each lookup, outside transactions. A schema change (migrations, a dropped trigger, a
+   * rebuilt table) empties the cache and checks the triggers again: caching is on only while all
+   * of them count. Otherwise a moved counter empties it.
+   */
   const current = () => {
-    const data = dataVersion.get()
     const schema = schemaVersion.get()
-    if (data === seenData && schema === seenSchema) return
-    const migrated = schema !== seenSchema
-    seenData = data
-    seenSchema = schema
-    if (migrated || !watching) {
-      watching = watch()
-      seenSchema = schemaVersion.get()
+    if (schema !== seenSchema) {
+      // Off and empty first: if anything below throws, nothing stale stays and the next lookup checks again.
+      state.setListening(false)
+      changes = undefined
+      seenSchema = undefined
+      if (triggers.get(...triggerParams) === SQLITE_TRIGGERS.length) {
+        changes = db.prepare(`SELECT n FROM main.${SQLITE_COUNTER}`).pluck()
+        seenChanges = changes.get()
+      }
+      seenSchema = schema
+      state.setListening(changes !== undefined)
+      return
     }
-    state.setListening(watching)
+    if (changes === undefined) return
+    const n = changes.get()
+    if (n !== seenChanges) {
+      seenChanges = n
+      state.clear()
+    }
+  }
+  const check = () => {
+    try {
+      current()
+    } catch {
+      // Off and empty until a check succeeds; the lookup's own read answers (or fails) as without a cache.
+      state.setListening(false)
+      seenSchema = undefined
+    }
   }
   return {
     lookup: (entry, load) => {
-      current()
+      // Inside a transaction a read may see its own uncommitted writes: not cached.
+      if (db.inTransaction) return load()
+      check()
       return state.service.lookup(entry, load)
     },
-    // The triggers dropped the entries within the write already; no hold needed.
     invalidate: state.notified,
     active: () => {
-      current()
-      return watching
+      if (!db.inTransaction) check()
+      return state.service.active()
     }
   }
 }

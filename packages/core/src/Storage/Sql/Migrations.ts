@@ -7,7 +7,12 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { CHANNEL as KEY_OWNER_CHANNEL, TRIGGERS as KEY_OWNER_TRIGGERS } from "./KeyCache.ts"
+import {
+  CHANNEL as KEY_OWNER_CHANNEL,
+  SQLITE_COUNTER as KEY_CHANGES,
+  SQLITE_TRIGGERS as KEY_CHANGES_TRIGGERS,
+  TRIGGERS as KEY_OWNER_TRIGGERS
+} from "./KeyCache.ts"
 
 /** Runs each `;`-separated statement on its own (SQLite prepares one statement at a time). */
 const statements = (ddl: string) =>
@@ -185,8 +190,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
     ALTER TABLE webhook_deliveries ADD COLUMN request_id TEXT
   `),
   // PostgreSQL only: every committed change of an API key or an avatar notifies the API key caches
-  // of all processes (Sql/KeyCache.ts) with the avatar's id. SQLite's cache needs no migration: its
-  // triggers are TEMP triggers, private to the connection that created them.
+  // of all processes (Sql/KeyCache.ts) with the avatar's id. SQLite's counterpart is 0009.
   "0007_key_owner_notify": Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.onDialectOrElse({
       pg: () =>
@@ -228,6 +232,22 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
             END LOOP;
             RETURN result;
           END $$`),
+      orElse: () => Effect.void
+    })),
+  /**
+   * SQLite only: every change of an API key or an avatar, by any connection, adds one to a counter
+   * that the credential caches of all processes read before each lookup (Sql/KeyCache.ts).
+   */
+  "0009_key_changes": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      sqlite: () =>
+        Effect.gen(function*() {
+          yield* sql.unsafe(`CREATE TABLE ${KEY_CHANGES} (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)`)
+          yield* sql.unsafe(`INSERT INTO ${KEY_CHANGES} (id, n) VALUES (1, 0)`)
+          for (const { name, table, event } of KEY_CHANGES_TRIGGERS) {
+            yield* sql.unsafe(`CREATE TRIGGER ${name} AFTER ${event.toUpperCase()} ON ${table} BEGIN UPDATE ${KEY_CHANGES} SET n = n + 1; END`)
+          }
+        }),
       orElse: () => Effect.void
     }))
 }
