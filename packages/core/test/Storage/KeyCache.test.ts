@@ -13,7 +13,7 @@ import { execFileSync } from "node:child_process"
 import { createRequire } from "node:module"
 import * as net from "node:net"
 import pg from "pg"
-import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "vitest"
+import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import * as Database from "../../src/Storage/Database.ts"
@@ -332,43 +332,98 @@ describe("key cache on SQLite", () => {
     assert.strictEqual(readsA.key - before, 0, "still cached")
   })
 
-  it("is off while a counting trigger is missing or on another table, and every change is still seen", async () => {
+  describe("an operator's changes to the counting", () => {
     const file = freshSqliteUrl()
-    const g = gateway({}, file)
-    const reads = await countReads(g)
-    const db = await g.runPromise(SqliteDatabase)
-    const cache = await cacheOf(g)
-    const operator = new BetterSqlite(file.slice("sqlite:".length))
-    onTestFinished(() => {
-      operator.close()
+    let g: Gateway
+    let reads: Reads
+    let db: BetterSqlite.Database
+    let operator: BetterSqlite.Database
+    const updateTrigger = SQLITE_TRIGGERS.find((t) => t.sql.includes("AFTER UPDATE ON api_keys"))!
+    beforeAll(async () => {
+      g = gateway({}, file)
+      reads = await countReads(g)
+      db = await g.runPromise(SqliteDatabase)
+      operator = new BetterSqlite(file.slice("sqlite:".length))
     })
-    const uncached = async () => {
-      const made = await newKey(g)
+    afterAll(() => {
+      operator?.close()
+    })
+    /** The key is read on every lookup: the cache is off. */
+    const readEveryTime = async <K extends { readonly key: { readonly hash: string }; readonly avatarId: string }>(made: K) => {
       const before = reads.key
-      await ownerOf(g, made.key.hash)
-      await ownerOf(g, made.key.hash)
+      assert.strictEqual((await ownerOf(g, made.key.hash))?.id, made.avatarId)
+      assert.strictEqual((await ownerOf(g, made.key.hash))?.id, made.avatarId)
       assert.strictEqual(reads.key - before, 2, "read every time")
+      assert.isFalse((await cacheOf(g)).active())
       return made
     }
-    // A trigger dropped by an operator.
-    const first = await cachedKey(g, reads)
-    const dropped = SQLITE_TRIGGERS.find((t) => t.table === "api_keys" && t.event === "update")!
-    operator.exec(`DROP TRIGGER ${dropped.name}`)
-    const second = await uncached()
-    assert.isFalse(cache.active())
-    db.prepare("UPDATE api_keys SET revoked_at = 1 WHERE id IN (?, ?)").run(first.key.id, second.key.id)
-    assert.isUndefined(await ownerOf(g, first.key.hash))
-    assert.isUndefined(await ownerOf(g, second.key.hash))
-    db.exec(`CREATE TRIGGER ${dropped.name} AFTER UPDATE ON api_keys BEGIN UPDATE ${SQLITE_COUNTER} SET n = n + 1; END`)
-    // A rebuilt table: renaming the old one takes its triggers along.
-    const third = await cachedKey(g, reads)
-    assert.isTrue(cache.active())
-    db.exec("ALTER TABLE api_keys RENAME TO api_keys_old; CREATE TABLE api_keys AS SELECT * FROM api_keys_old")
-    const fourth = await uncached()
-    assert.isFalse(cache.active())
-    db.prepare("UPDATE api_keys SET revoked_at = 1 WHERE id IN (?, ?)").run(third.key.id, fourth.key.id)
-    assert.isUndefined(await ownerOf(g, third.key.hash))
-    assert.isUndefined(await ownerOf(g, fourth.key.hash))
+    /** A new key, read on every lookup. */
+    const uncached = async () => readEveryTime(await newKey(g))
+    const revoke = (...keys: Array<{ readonly key: { readonly id: string } }>) =>
+      operator.prepare(`UPDATE api_keys SET revoked_at = 1 WHERE id IN (${keys.map(() => "?").join(", ")})`).run(...keys.map((k) => k.key.id))
+    const refused = async (...keys: Array<{ readonly key: { readonly hash: string } }>) => {
+      for (const k of keys) assert.isUndefined(await ownerOf(g, k.key.hash))
+    }
+
+    it("a dropped trigger turns the cache off until the migration's trigger is back", async () => {
+      const first = await cachedKey(g, reads)
+      operator.exec(`DROP TRIGGER ${updateTrigger.name}`)
+      const second = await uncached()
+      revoke(first, second)
+      await refused(first, second)
+      operator.exec(updateTrigger.sql)
+      await cachedKey(g, reads)
+      assert.isTrue((await cacheOf(g)).active())
+    })
+
+    it("a trigger of the same name that does not count turns it off", async () => {
+      const first = await cachedKey(g, reads)
+      operator.exec(`DROP TRIGGER ${updateTrigger.name}; CREATE TRIGGER ${updateTrigger.name} AFTER UPDATE ON api_keys BEGIN SELECT 1; END`)
+      const second = await uncached()
+      revoke(first, second)
+      await refused(first, second)
+      operator.exec(`DROP TRIGGER ${updateTrigger.name}; ${updateTrigger.sql}`)
+      await cachedKey(g, reads)
+    })
+
+    it("a change made while the trigger was away, in one transaction, is seen", async () => {
+      const first = await cachedKey(g, reads)
+      operator.exec("BEGIN")
+      operator.exec(`DROP TRIGGER ${updateTrigger.name}`)
+      revoke(first)
+      operator.exec(updateTrigger.sql)
+      operator.exec("COMMIT")
+      await refused(first)
+    })
+
+    it("a deleted counter row turns it off until the next counted write brings the row back", async () => {
+      const first = await cachedKey(g, reads)
+      const second = await cachedKey(g, reads)
+      operator.exec("DELETE FROM aigw_key_changes")
+      await readEveryTime(second)
+      revoke(first)
+      assert.deepStrictEqual(operator.prepare("SELECT id, n FROM aigw_key_changes").all(), [{ id: 1, n: 1 }])
+      await refused(first)
+      await cachedKey(g, reads)
+      revoke(second)
+      await refused(second)
+    })
+
+    it("without the counter table every lookup still answers, from the file", async () => {
+      const first = await cachedKey(g, reads)
+      operator.exec("DROP TABLE aigw_key_changes")
+      await readEveryTime(first)
+      operator.exec(`${SQLITE_COUNTER.table}; ${SQLITE_COUNTER.row}`)
+      await cachedKey(g, reads)
+    })
+
+    it("a rebuilt table (the old one renamed, its triggers with it) turns it off", async () => {
+      const first = await cachedKey(g, reads)
+      db.exec("ALTER TABLE api_keys RENAME TO api_keys_old; CREATE TABLE api_keys AS SELECT * FROM api_keys_old")
+      const second = await uncached()
+      revoke(first, second)
+      await refused(first, second)
+    })
   })
 
   it("caches nothing read inside a transaction", async () => {

@@ -23,12 +23,14 @@
  * 0009) add one to a single-row counter on every insert, update and delete, in the writer's own
  * transaction, whoever the writer is (this process, another process on the same file, an operator's
  * sqlite3 shell; `REPLACE` too, whose deletions run no delete triggers but whose insert counts).
- * Every lookup first reads the counter (and the schema's version): if it moved, the whole cache is
- * dropped, so what the cache answers is what a read of the file would answer. A rolled-back write
- * takes its count back with it. Lookups inside a transaction are not cached. A schema change
- * empties the cache and checks the triggers: caching is on only while all of them exist on their
- * tables (after migrations; not while an operator has dropped one). Not seen: a database file
- * replaced underneath the running process, which an uncached read would not notice either.
+ * Every lookup first reads the schema's version and the counter: if the counter moved, the whole
+ * cache is dropped, so for every write made with SQL the cache answers what a read of the file
+ * would. A rolled-back write takes its count back with it. Lookups inside a transaction are not
+ * cached. A schema change empties the cache and checks the triggers: caching is on only while all
+ * of them exist as migrated (not before migrations, not while an operator has dropped or renamed
+ * one) and the counter row holds an integer. Not seen, within the entries' lifetime: writes that
+ * skip triggers (a connection with triggers switched off, blob I/O, a file replaced underneath the
+ * process, which an uncached read would not notice either) and a counter set back by hand.
  *
  * Only active owners are cached: unknown and revoked keys always ask the database, so guessing keys
  * cannot fill memory (avatar entries come only from tokens whose signature held), and the cache
@@ -215,22 +217,53 @@ export const make = (url: string, ttlMs: number) =>
 
 export const layer = (url: string, ttlMs: number): Layer.Layer<KeyCache> => Layer.scoped(KeyCache, make(url, ttlMs))
 
-/** SQLite's change counter (migration 0009): one row, one more on every change of `api_keys` or `avatars`. */
-export const SQLITE_COUNTER = "aigw_key_changes"
-/** The triggers of migration 0009 that count: insert, update and delete on both tables, by name and table. */
-export const SQLITE_TRIGGERS: ReadonlyArray<{ readonly name: string; readonly table: string; readonly event: string }> = [
-  "api_keys",
-  "avatars"
-].flatMap((table) => ["insert", "update", "delete"].map((event) => ({ name: `aigw_${table}_${event}_counted`, table, event })))
+/**
+ * SQLite's change counter, migration 0009 as applied: one row, one more on every insert, update and
+ * delete of `api_keys` and `avatars` (an upsert, so a deleted row comes back). Written out, never to
+ * be edited: databases hold these texts as they were, and the cache checks for them by text (a
+ * trigger of the same name doing something else does not count). A change needs a new migration.
+ */
+export const SQLITE_COUNTER = {
+  table: "CREATE TABLE aigw_key_changes (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)",
+  row: "INSERT INTO aigw_key_changes (id, n) VALUES (1, 0)",
+  read: "SELECT n FROM main.aigw_key_changes WHERE id = 1"
+} as const
+export const SQLITE_TRIGGERS: ReadonlyArray<{ readonly name: string; readonly sql: string }> = [
+  {
+    name: "aigw_api_keys_insert_counted",
+    sql: "CREATE TRIGGER aigw_api_keys_insert_counted AFTER INSERT ON api_keys BEGIN INSERT INTO aigw_key_changes (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1; END"
+  },
+  {
+    name: "aigw_api_keys_update_counted",
+    sql: "CREATE TRIGGER aigw_api_keys_update_counted AFTER UPDATE ON api_keys BEGIN INSERT INTO aigw_key_changes (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1; END"
+  },
+  {
+    name: "aigw_api_keys_delete_counted",
+    sql: "CREATE TRIGGER aigw_api_keys_delete_counted AFTER DELETE ON api_keys BEGIN INSERT INTO aigw_key_changes (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1; END"
+  },
+  {
+    name: "aigw_avatars_insert_counted",
+    sql: "CREATE TRIGGER aigw_avatars_insert_counted AFTER INSERT ON avatars BEGIN INSERT INTO aigw_key_changes (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1; END"
+  },
+  {
+    name: "aigw_avatars_update_counted",
+    sql: "CREATE TRIGGER aigw_avatars_update_counted AFTER UPDATE ON avatars BEGIN INSERT INTO aigw_key_changes (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1; END"
+  },
+  {
+    name: "aigw_avatars_delete_counted",
+    sql: "CREATE TRIGGER aigw_avatars_delete_counted AFTER DELETE ON avatars BEGIN INSERT INTO aigw_key_changes (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1; END"
+  }
+]
 
 /** The cache on a SQLite connection (see the module comment). */
 export const forSqlite = (db: SqliteHandle, ttlMs: number): KeyCacheService => {
   const state = makeState(ttlMs)
   const schemaVersion = db.prepare("PRAGMA main.schema_version").pluck()
+  // By text: SQLite keeps a trigger's CREATE statement as written, and rewrites it when its table is renamed.
   const triggers = db.prepare(
-    `SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND (${SQLITE_TRIGGERS.map(() => "(name = ? AND tbl_name = ?)").join(" OR ")})`
+    `SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND sql IN (${SQLITE_TRIGGERS.map(() => "?").join(", ")})`
   ).pluck()
-  const triggerParams = SQLITE_TRIGGERS.flatMap((t) => [t.name, t.table])
+  const triggerTexts = SQLITE_TRIGGERS.map((t) => t.sql)
   let changes: BetterSqlite.Statement | undefined
   let seenSchema: unknown
   let seenChanges: unknown
@@ -241,14 +274,16 @@ export const forSqlite = (db: SqliteHandle, ttlMs: number): KeyCacheService => {
    */
   const current = () => {
     const schema = schemaVersion.get()
-    if (schema !== seenSchema) {
+    if (schema !== seenSchema || changes === undefined) {
       // Off and empty first: if anything below throws, nothing stale stays and the next lookup checks again.
       state.setListening(false)
       changes = undefined
       seenSchema = undefined
-      if (triggers.get(...triggerParams) === SQLITE_TRIGGERS.length) {
-        changes = db.prepare(`SELECT n FROM main.${SQLITE_COUNTER}`).pluck()
-        seenChanges = changes.get()
+      if (triggers.get(...triggerTexts) === SQLITE_TRIGGERS.length) {
+        const read = db.prepare(SQLITE_COUNTER.read).pluck()
+        seenChanges = read.get()
+        // A missing row (deleted by hand: the next counted write brings it back) cannot tell changes apart.
+        if (Number.isSafeInteger(seenChanges)) changes = read
       }
       seenSchema = schema
       state.setListening(changes !== undefined)
@@ -256,9 +291,14 @@ export const forSqlite = (db: SqliteHandle, ttlMs: number): KeyCacheService => {
     }
     if (changes === undefined) return
     const n = changes.get()
-    if (n !== seenChanges) {
-      seenChanges = n
-      state.clear()
+    if (n === seenChanges) return
+    state.clear()
+    seenChanges = n
+    if (!Number.isSafeInteger(n)) {
+      // As at a schema change: off, and checked again from the start on the next lookup.
+      changes = undefined
+      seenSchema = undefined
+      state.setListening(false)
     }
   }
   const check = () => {

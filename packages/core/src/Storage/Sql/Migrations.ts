@@ -241,13 +241,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0009_key_changes": Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.onDialectOrElse({
       sqlite: () =>
-        Effect.gen(function*() {
-          yield* sql.unsafe(`CREATE TABLE ${KEY_CHANGES} (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)`)
-          yield* sql.unsafe(`INSERT INTO ${KEY_CHANGES} (id, n) VALUES (1, 0)`)
-          for (const { name, table, event } of KEY_CHANGES_TRIGGERS) {
-            yield* sql.unsafe(`CREATE TRIGGER ${name} AFTER ${event.toUpperCase()} ON ${table} BEGIN UPDATE ${KEY_CHANGES} SET n = n + 1; END`)
-          }
-        }),
+        Effect.forEach([KEY_CHANGES.table, KEY_CHANGES.row, ...KEY_CHANGES_TRIGGERS.map((t) => t.sql)], (ddl) => sql.unsafe(ddl), { discard: true }),
       orElse: () => Effect.void
     }))
 }
