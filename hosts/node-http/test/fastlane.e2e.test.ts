@@ -399,6 +399,38 @@ describe("fast lane", () => {
     const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
     expect(after.dailyCallsUsed).toBe(before.dailyCallsUsed)
   })
+  it("a client that leaves before the upstream answered cancels the call quietly, on the lane as on the route: no error logged, the server serves on", async () => {
+    openai.setScenario({ kind: "hang" })
+    const calls: Array<[string, unknown]> = [
+      [PATH, { model: "gpt-4o-mini", messages: hi }],
+      [PATH, { model: "gpt-4o-mini", messages: hi, stream: true }],
+      ["/v1/complete", { messages: hi, model: "gpt-4o-mini" }],
+      ["/v1/translate", { text: "Hello", targetLanguage: "de", model: "gpt-4o-mini" }]
+    ]
+    for (const [target, [path, body]] of [server, routeServer].flatMap((t) => calls.map((c) => [t, c] as const))) {
+      const closed = openai.closedSockets
+      const received = openai.requests.length
+      const controller = new AbortController()
+      const sent = fetch(`${target.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${user.apiKey}` },
+        body: JSON.stringify(body),
+        signal: controller.signal
+      }).then((res) => res.text())
+      const until = Date.now() + 5000
+      // Once the upstream holds the call.
+      while (openai.requests.length === received && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+      controller.abort()
+      await sent.catch(() => {})
+      while (openai.closedSockets === closed && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+      expect([target.url, path, openai.closedSockets - closed]).toEqual([target.url, path, 1])
+    }
+    openai.setScenario({ kind: "text", text: "still here" })
+    const after = await call(server.url, "POST", PATH, { body: { model: "gpt-4o-mini", messages: hi }, apiKey: user.apiKey })
+    expect(after.body.choices[0].message.content).toBe("still here")
+    expect(server.output()).not.toMatch(/unexpected failure|closed the connection/)
+    expect(routeServer.output()).not.toMatch(/unexpected failure|closed the connection/)
+  })
 })
 
 /**

@@ -191,6 +191,8 @@ export const make = Effect.gen(function*() {
       const answer = await plan(laneCall(caller, requestId, res, headers))
       if (answer !== STREAMED) sendJson(res, 200, successBody(envelope, answer), headers)
     } catch (e) {
+      // The client left, which aborted its call (laneCall): nobody to answer, nothing went wrong.
+      if (res.destroyed && !res.writableFinished) return
       if (isGatewayError(e) && !res.headersSent) return sendError(res, envelope, e, headers)
       throw e
     }
