@@ -60,6 +60,8 @@ export interface FastLane {
 type LaneCredentials = Extract<Presented, { readonly _tag: "ApiKey" | "Jwt" }>
 
 const clientGone = new DOMException("The client closed the connection", "AbortError")
+/** The response was closed before it was all written: the client went away. */
+const clientLeft = (res: ServerResponse) => res.destroyed && !res.writableFinished
 
 /**
  * A syntactically valid Host header (RFC 3986 host and optional port), or none (HTTP/1.0). RFC 9112
@@ -125,7 +127,7 @@ export const make = Effect.gen(function*() {
   const laneCall = (avatar: AvatarRecord, requestId: string, res: ServerResponse, headers: Record<string, string>): LaneCall => {
     const controller = new AbortController()
     res.once("close", () => {
-      if (!res.writableFinished) controller.abort(clientGone)
+      if (clientLeft(res)) controller.abort(clientGone)
     })
     return {
       call: (targets) => ({ avatar, targets, controller, requestId }),
@@ -192,7 +194,7 @@ export const make = Effect.gen(function*() {
       if (answer !== STREAMED) sendJson(res, 200, successBody(envelope, answer), headers)
     } catch (e) {
       // The client left, which aborted its call (laneCall): nobody to answer, nothing went wrong.
-      if (res.destroyed && !res.writableFinished) return
+      if (clientLeft(res)) return
       if (isGatewayError(e) && !res.headersSent) return sendError(res, envelope, e, headers)
       throw e
     }

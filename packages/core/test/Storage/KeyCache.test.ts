@@ -27,6 +27,23 @@ import { avatar } from "./stores.suite.ts"
 
 const owner = (id = crypto.randomUUID()) => ({ id }) as AvatarRecord
 
+/** A gateway process's layers on a real database (SQLite and PostgreSQL describes below). */
+type Gateway = ManagedRuntime.ManagedRuntime<Stores.Stores, unknown>
+const cacheOf = (g: Gateway) => g.runPromise(Effect.map(Effect.serviceOption(KeyCache), Option.getOrThrow))
+const ownerOf = (g: Gateway, hash: string) => g.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.avatarOfKey(hash))))
+/** What a token naming this avatar resolves to (Auth's check before the token's issue instant). */
+const tokenAvatar = (g: Gateway, id: string) => g.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.activeAvatar(id))))
+/** A new API key, of a new avatar unless `avatarId` names one. */
+const newKey = async (g: Gateway, avatarId?: string) => {
+  const record = avatar()
+  const key = { id: crypto.randomUUID(), avatarId: avatarId ?? record.id, name: "k", prefix: "aigw_kc", hash: `hash_${crypto.randomUUID()}`, createdAt: 1, lastUsedAt: null, revokedAt: null }
+  await g.runPromise(Effect.gen(function*() {
+    if (avatarId === undefined) yield* (yield* AvatarStore).insert(record)
+    yield* (yield* ApiKeyStore).insert(key)
+  }))
+  return { key, avatarId: key.avatarId, record }
+}
+
 describe("key cache rules", () => {
   const setup = () => {
     let clock = 1_000
@@ -167,15 +184,15 @@ describe("key cache without a database to listen to", () => {
 
 describe("key cache on SQLite", () => {
   type Services = Stores.Stores | SqlClient.SqlClient | SqliteDatabase
-  type Gateway = ManagedRuntime.ManagedRuntime<Services, unknown>
+  type SqliteGateway = ManagedRuntime.ManagedRuntime<Services, unknown>
   const url = freshSqliteUrl()
-  let a: Gateway
-  let b: Gateway
+  let a: SqliteGateway
+  let b: SqliteGateway
   /** The key and token reads of gateway A's connection. */
   let readsA: Reads
   /** Another connection to the file, as an operator's sqlite3 shell or another program has. */
   let shell: BetterSqlite.Database
-  const gateways: Array<Gateway> = []
+  const gateways: Array<SqliteGateway> = []
 
   const gateway = (options: Database.DatabaseOptions & { readonly migrate?: boolean } = {}, at = url) => {
     const g = ManagedRuntime.make(Stores.layerSql.pipe(Layer.provideMerge(Database.layer(at, options))) as Layer.Layer<Services>)
@@ -190,7 +207,7 @@ describe("key cache on SQLite", () => {
    * Counts the reads of the key and token lookups on a gateway's connection, from now on (its
    * statements are prepared on first use): a hit is a lookup that does not read.
    */
-  const countReads = async (g: Gateway): Promise<Reads> => {
+  const countReads = async (g: SqliteGateway): Promise<Reads> => {
     const db = await g.runPromise(SqliteDatabase)
     const reads: Reads = { key: 0, avatar: 0 }
     const prepare = db.prepare.bind(db)
@@ -207,23 +224,11 @@ describe("key cache on SQLite", () => {
     }) as typeof db.prepare
     return reads
   }
-  const cacheOf = (g: Gateway) => g.runPromise(Effect.map(Effect.serviceOption(KeyCache), Option.getOrThrow))
-  const ownerOf = (g: Gateway, hash: string) => g.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.avatarOfKey(hash))))
-  const tokenAvatar = (g: Gateway, id: string) => g.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.activeAvatar(id))))
   /** A statement on the gateway's own connection, as an embedder's SQL through its SqlClient runs. */
-  const ownSql = (g: Gateway, text: string, params: ReadonlyArray<unknown> = []) =>
+  const ownSql = (g: SqliteGateway, text: string, params: ReadonlyArray<unknown> = []) =>
     g.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text, params)))
-  const newKey = async (g: Gateway) => {
-    const record = avatar()
-    const key = { id: crypto.randomUUID(), avatarId: record.id, name: "k", prefix: "aigw_kc", hash: `hash_${crypto.randomUUID()}`, createdAt: 1, lastUsedAt: null, revokedAt: null }
-    await g.runPromise(Effect.gen(function*() {
-      yield* (yield* AvatarStore).insert(record)
-      yield* (yield* ApiKeyStore).insert(key)
-    }))
-    return { key, avatarId: key.avatarId, record }
-  }
   /** A key looked up twice: read once, then served from the cache. */
-  const cachedKey = async (g: Gateway, reads: Reads) => {
+  const cachedKey = async (g: SqliteGateway, reads: Reads) => {
     const made = await newKey(g)
     const before = reads.key
     assert.strictEqual((await ownerOf(g, made.key.hash))?.id, made.avatarId)
@@ -334,7 +339,7 @@ describe("key cache on SQLite", () => {
 
   describe("an operator's changes to the counting", () => {
     const file = freshSqliteUrl()
-    let g: Gateway
+    let g: SqliteGateway
     let reads: Reads
     let db: BetterSqlite.Database
     let operator: BetterSqlite.Database
@@ -465,17 +470,13 @@ describe("key cache on SQLite", () => {
 })
 
 describe.skipIf(!hasPg)("key cache on PostgreSQL, two replicas", () => {
-  type Replica = ManagedRuntime.ManagedRuntime<Stores.Stores, unknown>
+  type Replica = Gateway
   let url: string
   let a: Replica
   let b: Replica
   let admin: pg.Client
 
   const replica = () => ManagedRuntime.make(Stores.layerSql.pipe(Layer.provideMerge(Database.layer(url))) as Layer.Layer<Stores.Stores>)
-  const cacheOf = (r: Replica) => r.runPromise(Effect.map(Effect.serviceOption(KeyCache), Option.getOrThrow))
-  const ownerOf = (r: Replica, hash: string) => r.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.avatarOfKey(hash))))
-  /** What a token naming this avatar resolves to (Auth's check before the token's issue instant). */
-  const tokenAvatar = (r: Replica, id: string) => r.runPromise(Effect.flatMap(Metering, (m) => Effect.promise(() => m.activeAvatar(id))))
   const until = async (what: string, check: () => Promise<boolean>, ms = 5_000) => {
     const start = Date.now()
     while (!(await check())) {
@@ -483,15 +484,6 @@ describe.skipIf(!hasPg)("key cache on PostgreSQL, two replicas", () => {
       await new Promise((r) => setTimeout(r, 10))
     }
     return Date.now() - start
-  }
-  const newKey = async (r: Replica, avatarId?: string) => {
-    const record = avatar()
-    const key = { id: crypto.randomUUID(), avatarId: avatarId ?? record.id, name: "k", prefix: "aigw_kc", hash: `hash_${crypto.randomUUID()}`, createdAt: 1, lastUsedAt: null, revokedAt: null }
-    await r.runPromise(Effect.gen(function*() {
-      if (avatarId === undefined) yield* (yield* AvatarStore).insert(record)
-      yield* (yield* ApiKeyStore).insert(key)
-    }))
-    return { key, avatarId: key.avatarId }
   }
   /** A row changed with its table's notification trigger off: only a cache can still give the old answer. */
   const changeSilently = async (table: "api_keys" | "avatars", id: string, assignment: string) => {

@@ -264,9 +264,14 @@ export const forSqlite = (db: SqliteHandle, ttlMs: number): KeyCacheService => {
     `SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND sql IN (${SQLITE_TRIGGERS.map(() => "?").join(", ")})`
   ).pluck()
   const triggerTexts = SQLITE_TRIGGERS.map((t) => t.sql)
+  /** The counter's statement while caching is on; undefined sends the next lookup through the full check. */
   let changes: BetterSqlite.Statement | undefined
   let seenSchema: unknown
   let seenChanges: unknown
+  const off = () => {
+    changes = undefined
+    state.setListening(false)
+  }
   /**
    * Before each lookup, outside transactions. A schema change (migrations, a dropped trigger, a
    * rebuilt table) empties the cache and checks the triggers again: caching is on only while all
@@ -276,9 +281,7 @@ export const forSqlite = (db: SqliteHandle, ttlMs: number): KeyCacheService => {
     const schema = schemaVersion.get()
     if (schema !== seenSchema || changes === undefined) {
       // Off and empty first: if anything below throws, nothing stale stays and the next lookup checks again.
-      state.setListening(false)
-      changes = undefined
-      seenSchema = undefined
+      off()
       if (triggers.get(...triggerTexts) === SQLITE_TRIGGERS.length) {
         const read = db.prepare(SQLITE_COUNTER.read).pluck()
         seenChanges = read.get()
@@ -289,25 +292,19 @@ export const forSqlite = (db: SqliteHandle, ttlMs: number): KeyCacheService => {
       state.setListening(changes !== undefined)
       return
     }
-    if (changes === undefined) return
     const n = changes.get()
     if (n === seenChanges) return
-    state.clear()
     seenChanges = n
-    if (!Number.isSafeInteger(n)) {
-      // As at a schema change: off, and checked again from the start on the next lookup.
-      changes = undefined
-      seenSchema = undefined
-      state.setListening(false)
-    }
+    // A counter that holds no integer turns caching off, as at a schema change.
+    if (Number.isSafeInteger(n)) state.clear()
+    else off()
   }
   const check = () => {
     try {
       current()
     } catch {
       // Off and empty until a check succeeds; the lookup's own read answers (or fails) as without a cache.
-      state.setListening(false)
-      seenSchema = undefined
+      off()
     }
   }
   return {
