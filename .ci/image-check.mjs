@@ -49,6 +49,11 @@ if (mode === "single") {
   check(podman("exec", container, "printenv", "HOST") === "0.0.0.0", "HOST must be 0.0.0.0 inside the image")
   podman("healthcheck", "run", container) // throws (exit 1) when the image's HEALTHCHECK fails
   // The build stage compiled the malloc_trim addon (MallocTrim.ts): the gateway gives freed C heap back.
+  // The launcher (scripts/node.sh) ran node in its place as PID 1, which gets the container's signals; on the one
+  // CPU this container is given (image.sh: --cpuset-cpus), with V8's single-threaded garbage collector.
+  check(podman("exec", container, "cat", "/proc/1/comm") === "node", "PID 1 must be node itself (scripts/node.sh execs it)")
+  const argv = podman("exec", container, "cat", "/proc/1/cmdline").split("\0")
+  check(podman("exec", container, "nproc") === "1" && argv.includes("--single-threaded-gc"), `on one CPU the gateway runs with --single-threaded-gc: ${argv.join(" ")}`)
   const trimmer = podman("exec", "-w", "/app", container, "node", "-e", "const m = require('@aigw/malloc-trim'); process.stdout.write(m.trim ? 'built' : String(m.problem))")
   check(trimmer === "built", `the image must carry the built @aigw/malloc-trim addon: ${trimmer}`)
   const idle = rssMb(container)
@@ -58,7 +63,7 @@ if (mode === "single") {
   check(res.status === 200 && typeof body.choices?.[0]?.message?.content === "string", `chat through the image: ${res.status} ${JSON.stringify(body).slice(0, 200)}`)
   for (let i = 0; i < 200; i++) await (await chat(base, apiKey)).arrayBuffer()
   check(fs.existsSync(path.join(dataDir, "aigw.sqlite")), "the SQLite database must live in the /data volume")
-  console.log(`image-check: runs as uid 1000 with HOST=0.0.0.0; HEALTHCHECK passes; malloc_trim addon built; a chat call answers; data in /data; RSS ${idle} MB idle, ${rssMb(container)} MB after 201 calls`)
+  console.log(`image-check: runs as uid 1000 with HOST=0.0.0.0; PID 1 is node, with --single-threaded-gc on its one CPU; HEALTHCHECK passes; malloc_trim addon built; a chat call answers; data in /data; RSS ${idle} MB idle, ${rssMb(container)} MB after 201 calls`)
 } else if (mode === "replicas") {
   const [one, two] = rest
   for (const url of [one, two, base]) await waitHealthy(url)

@@ -88,7 +88,8 @@ run() {
 
 log "one container on SQLite in /data"
 single=$(port)
-run aigw-ci-single "$single" "$work/single"
+# On one CPU (the launcher then adds --single-threaded-gc; image-check.mjs checks it).
+run aigw-ci-single "$single" "$work/single" --cpuset-cpus 0
 node .ci/image-check.mjs single "http://127.0.0.1:$single" "$work/single" aigw-ci-single
 
 log "two replicas on one PostgreSQL behind nginx (deploy/nginx.conf)"

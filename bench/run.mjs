@@ -30,7 +30,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { parseAssignments, startEnvironment, startNodeOptions } from "../scripts/node-options.mjs"
+import { nodeLauncher, parseAssignments, startEnvironment, startNodeOptions } from "../scripts/node-options.mjs"
 
 const bench = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(bench, "..")
@@ -364,7 +364,8 @@ const main = async () => {
       if (before && env.AIGW_BEFORE_NODE_FLAGS !== undefined) argv.splice(1, cfg.nodeFlags.length, ...list("AIGW_BEFORE_NODE_FLAGS", ""))
       dataDir = path.join(tmp, name)
       fs.mkdirSync(dataDir, { recursive: true })
-      pid = await startServer(name, argv, {
+      // Started as `npm start` starts node: through its launcher, which adds --single-threaded-gc on one CPU.
+      pid = await startServer(name, [...nodeLauncher(), ...argv.slice(1)], {
         cwd: root,
         envExtra: {
           ...(before && env.AIGW_BEFORE_NODE_ENV !== undefined ? parseAssignments(env.AIGW_BEFORE_NODE_ENV) : cfg.nodeEnv),
@@ -381,6 +382,8 @@ const main = async () => {
         },
         readyUrl: `${base}/v1/health`
       })
+      const gcFlag = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("--single-threaded-gc")
+      log(`${name}: node ${gcFlag ? "with --single-threaded-gc (one CPU)" : "with V8's default garbage collector threads"}`)
       const { createApiKey } = await import("./lib/aigw-account.mjs")
       account = await createApiKey(base, dataDir)
       url = `${base}/openai/v1/chat/completions`

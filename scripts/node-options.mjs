@@ -1,6 +1,6 @@
 /**
- * How the gateway's process is started: the environment and the V8 flags of `npm start` in the root
- * package.json, which is their one source. The benchmark starts aigw with them and a test checks that
+ * How the gateway's process is started: the environment, the launcher and the V8 flags of `npm start`
+ * in the root package.json, which is their one source. The benchmark starts aigw with them and a test checks that
  * the Dockerfile carries the same (docs/performance.md, "Memory").
  */
 import * as fs from "node:fs"
@@ -9,16 +9,22 @@ import { fileURLToPath } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 
-/** package.json's start script: `[NAME=value …] node [--flags] scripts/start.mjs …`. */
+/** package.json's start script: `[NAME=value …] sh scripts/node.sh [--flags] scripts/start.mjs …`. */
 const startScript = () => {
   const start = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).scripts.start
-  const m = /^((?:[A-Z_][A-Z0-9_]*=\S*\s+)*)node((?:\s+--\S+)*)\s+scripts\/start\.mjs\b/.exec(start)
-  if (!m) throw new Error(`package.json's start script is not "[NAME=value …] node [--flags] scripts/start.mjs …": ${start}`)
+  const m = /^((?:[A-Z_][A-Z0-9_]*=\S*\s+)*)sh scripts\/node\.sh((?:\s+--\S+)*)\s+scripts\/start\.mjs\b/.exec(start)
+  if (!m) throw new Error(`package.json's start script is not "[NAME=value …] sh scripts/node.sh [--flags] scripts/start.mjs …": ${start}`)
   return { assignments: m[1].trim().split(/\s+/).filter(Boolean), flags: m[2].trim().split(/\s+/).filter(Boolean) }
 }
 
-/** The `--flags` between `node` and `scripts/start.mjs`. */
+/** The `--flags` between the launcher and `scripts/start.mjs`. */
 export const startNodeOptions = () => startScript().flags
+
+/**
+ * The command that starts node as `npm start` does: the launcher that adds V8's single-threaded
+ * garbage collector when the process has one CPU (scripts/node.sh), then node's arguments.
+ */
+export const nodeLauncher = () => ["sh", path.join(root, "scripts/node.sh")]
 
 /** `["NAME=value", …]` or `"NAME=value …"` → `{ NAME: "value", … }` */
 export const parseAssignments = (assignments) =>

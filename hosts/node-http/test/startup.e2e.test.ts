@@ -4,6 +4,8 @@
  */
 import * as fs from "node:fs"
 import * as net from "node:net"
+import * as os from "node:os"
+import { spawnSync } from "node:child_process"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
@@ -144,14 +146,76 @@ describe("the node options of npm start", () => {
     const environment: Record<string, string> = startEnvironment()
     expect(environment).toEqual({ MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" })
     expect(flags).toEqual(expect.arrayContaining([expect.stringMatching(/^--max-semi-space-size=\d+$/), expect.stringMatching(/^--heap-growing-percent=\d+$/)]))
-    const { spawnSync } = await import("node:child_process")
     const run = spawnSync(process.execPath, [...flags, "-e", "process.stdout.write('ok')"], { encoding: "utf8" })
     expect({ status: run.status, stdout: run.stdout, stderr: run.stderr }).toEqual({ status: 0, stdout: "ok", stderr: "" })
     const dockerfile = fs.readFileSync(path.join(__dirname, "../../../Dockerfile"), "utf8")
     const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1]
-    expect(cmd && JSON.parse(cmd)).toEqual(["node", ...flags, "hosts/node-http/dist/aigw.mjs"])
+    expect(cmd && JSON.parse(cmd)).toEqual(["sh", "scripts/node.sh", ...flags, "hosts/node-http/dist/aigw.mjs"])
     // ENV NAME=value, possibly continued over several lines
     const envBlock = /^ENV ((?:.*\\\n)*.*)$/m.exec(dockerfile)?.[1] ?? ""
     for (const [name, value] of Object.entries(environment)) expect(envBlock).toMatch(new RegExp(`(^|\\s)${name}=${value}(\\s|$)`))
+  })
+})
+
+describe("the launcher of npm start and the image (scripts/node.sh)", () => {
+  const launcher = path.join(__dirname, "../../../scripts/node.sh")
+  const has = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0
+  /** The launcher's node arguments (process.execArgv) and its pid as node saw it, with `prefix` before it (taskset, a cgroup). */
+  const launch = (env: Record<string, string> = {}, prefix: Array<string> = []) => {
+    const run = spawnSync(prefix[0] ?? "sh", [...prefix.slice(1), ...(prefix.length > 0 ? ["sh"] : []), launcher, "--max-semi-space-size=8", "-e", "console.log(JSON.stringify(process.execArgv))"], {
+      encoding: "utf8",
+      env: { ...process.env, AIGW_SINGLE_THREADED_GC: "", ...env }
+    })
+    return { status: run.status, stderr: run.stderr, execArgv: run.status === 0 ? (JSON.parse(run.stdout) as Array<string>) : [] }
+  }
+  const cpus = os.availableParallelism()
+
+  it("adds --single-threaded-gc on one CPU (affinity), before the caller's flags", () => {
+    if (!has("taskset")) return void console.warn("skipped: no taskset on this machine")
+    expect(launch({}, ["taskset", "-c", "0"])).toEqual({ status: 0, stderr: "", execArgv: ["--single-threaded-gc", "--max-semi-space-size=8", "-e", expect.any(String)] })
+  })
+
+  it("leaves V8's default on more than one CPU, whatever OMP_NUM_THREADS says", () => {
+    if (cpus < 2) return void console.warn("skipped: this machine has one CPU")
+    expect(launch().execArgv).not.toContain("--single-threaded-gc")
+    expect(launch({ OMP_NUM_THREADS: "1", OMP_THREAD_LIMIT: "1" }).execArgv).not.toContain("--single-threaded-gc")
+  })
+
+  it("follows AIGW_SINGLE_THREADED_GC=true or false instead of the count, and refuses another value in one line", () => {
+    expect(launch({ AIGW_SINGLE_THREADED_GC: "true" }).execArgv[0]).toBe("--single-threaded-gc")
+    if (has("taskset")) expect(launch({ AIGW_SINGLE_THREADED_GC: "false" }, ["taskset", "-c", "0"]).execArgv).not.toContain("--single-threaded-gc")
+    expect(launch({ AIGW_SINGLE_THREADED_GC: "auto" }).status).toBe(0)
+    const refused = launch({ AIGW_SINGLE_THREADED_GC: "yes" })
+    expect(refused.status).toBe(1)
+    expect(refused.stderr).toBe('aigw: AIGW_SINGLE_THREADED_GC must be auto, true or false, not "yes"\n')
+  })
+
+  it("runs node in its own place: node has the launcher's pid, so it gets the signals and the exit code", () => {
+    const run = spawnSync("sh", [launcher, "-e", "console.log(process.pid); process.exitCode = 7"], { encoding: "utf8" })
+    expect(run.status).toBe(7)
+    expect(Number(run.stdout.trim())).toBe(run.pid)
+  })
+
+  it("adds it under a cgroup CPU quota of one CPU or less, not under a larger one (cgroup v1, where it can make one)", () => {
+    const cpuGroups = "/sys/fs/cgroup/cpu"
+    const group = path.join(cpuGroups, `aigw-test-${process.pid}`)
+    try {
+      fs.mkdirSync(group)
+    } catch (e) {
+      return void console.warn(`skipped: cannot make a cgroup v1 CPU group here (${(e as Error).message})`)
+    }
+    try {
+      // The launcher is started inside the group: a shell moves itself in, then runs it.
+      const inGroup = ["sh", "-c", `echo $$ > ${group}/cgroup.procs && exec "$@"`, "in-group"]
+      fs.writeFileSync(path.join(group, "cpu.cfs_period_us"), "100000")
+      fs.writeFileSync(path.join(group, "cpu.cfs_quota_us"), "50000")
+      expect(launch({}, inGroup).execArgv[0]).toBe("--single-threaded-gc")
+      fs.writeFileSync(path.join(group, "cpu.cfs_quota_us"), "100000")
+      expect(launch({}, inGroup).execArgv[0]).toBe("--single-threaded-gc")
+      fs.writeFileSync(path.join(group, "cpu.cfs_quota_us"), "150000")
+      if (cpus >= 2) expect(launch({}, inGroup).execArgv).not.toContain("--single-threaded-gc")
+    } finally {
+      fs.rmdirSync(group)
+    }
   })
 })
