@@ -55,8 +55,8 @@ export const generalVariables: ReadonlyArray<string> = [
   "AIGW_API_KEY"
 ]
 
-/** Read from the process environment only, never from the file. */
-export const environmentOnly: ReadonlyArray<string> = ["AIGW_CONFIG", "AIGW_DEBUG"]
+/** Read from the process environment only, never from the file (AIGW_SINGLE_THREADED_GC: by the launcher, before node starts). */
+export const environmentOnly: ReadonlyArray<string> = ["AIGW_CONFIG", "AIGW_DEBUG", "AIGW_SINGLE_THREADED_GC"]
 
 let known: ReadonlySet<string> | undefined
 

@@ -48,6 +48,8 @@ describe("AIGW_CONFIG file keys", () => {
     expect(message).toContain('"AIGW_DEBUG"')
     expect(message).toContain("environment only")
     expect(failureOf(() => ConfigFile.providerFor(fileWith({ AIGW_CONFIG: "/x.json" }))).message).toContain('"AIGW_CONFIG"')
+    // Read by the launcher of npm start and the image (scripts/node.sh) before node starts: a file cannot set it.
+    expect(failureOf(() => ConfigFile.providerFor(fileWith({ AIGW_SINGLE_THREADED_GC: "true" }))).message).toContain('"AIGW_SINGLE_THREADED_GC" in')
   })
 
   it("accepts every variable of Config.ts, the limits, the hosts' variables and catalogued providers' keys", () => {
