@@ -226,7 +226,8 @@ export const layer = (url: string, ttlMs: number): Layer.Layer<KeyCache> => Laye
 export const SQLITE_COUNTER = {
   table: "CREATE TABLE aigw_key_changes (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)",
   row: "INSERT INTO aigw_key_changes (id, n) VALUES (1, 0)",
-  read: "SELECT n FROM main.aigw_key_changes WHERE id = 1"
+  /** The schema's version and the counter, in one read (one snapshot, one statement per lookup). */
+  read: "SELECT v.schema_version, (SELECT n FROM main.aigw_key_changes WHERE id = 1) FROM pragma_schema_version() AS v"
 } as const
 export const SQLITE_TRIGGERS: ReadonlyArray<{ readonly name: string; readonly sql: string }> = [
   {
@@ -275,29 +276,32 @@ export const forSqlite = (db: SqliteHandle, ttlMs: number): KeyCacheService => {
   /**
    * Before each lookup, outside transactions. A schema change (migrations, a dropped trigger, a
    * rebuilt table) empties the cache and checks the triggers again: caching is on only while all
-   * of them count. Otherwise a moved counter empties it.
+   * of them count. Otherwise a moved counter empties it. While caching is on, one statement reads
+   * both the schema's version and the counter.
    */
   const current = () => {
-    const schema = schemaVersion.get()
-    if (schema !== seenSchema || changes === undefined) {
-      // Off and empty first: if anything below throws, nothing stale stays and the next lookup checks again.
-      off()
-      if (triggers.get(...triggerTexts) === SQLITE_TRIGGERS.length) {
-        const read = db.prepare(SQLITE_COUNTER.read).pluck()
-        seenChanges = read.get()
-        // A missing row (deleted by hand: the next counted write brings it back) cannot tell changes apart.
-        if (Number.isSafeInteger(seenChanges)) changes = read
+    if (changes !== undefined) {
+      const [schema, n] = changes.get() as [unknown, unknown]
+      if (schema === seenSchema) {
+        if (n === seenChanges) return
+        seenChanges = n
+        // A counter that holds no integer turns caching off, as at a schema change.
+        if (Number.isSafeInteger(n)) state.clear()
+        else off()
+        return
       }
-      seenSchema = schema
-      state.setListening(changes !== undefined)
-      return
     }
-    const n = changes.get()
-    if (n === seenChanges) return
-    seenChanges = n
-    // A counter that holds no integer turns caching off, as at a schema change.
-    if (Number.isSafeInteger(n)) state.clear()
-    else off()
+    // Off and empty first: if anything below throws, nothing stale stays and the next lookup checks again.
+    off()
+    const schema = schemaVersion.get()
+    if (triggers.get(...triggerTexts) === SQLITE_TRIGGERS.length) {
+      const read = db.prepare(SQLITE_COUNTER.read).raw(true)
+      seenChanges = (read.get() as [unknown, unknown])[1]
+      // A missing row (deleted by hand: the next counted write brings it back) cannot tell changes apart.
+      if (Number.isSafeInteger(seenChanges)) changes = read
+    }
+    seenSchema = schema
+    state.setListening(changes !== undefined)
   }
   const check = () => {
     try {
