@@ -148,14 +148,16 @@ const makeService = Effect.gen(function*() {
       maxTokens: input.maxTokens,
       preference: input.routing?.preference
     })
-    const request = (t: Target): ChatRequest => ({
-      ...input.options,
-      model: t.model.id,
-      messages,
-      tools: input.tools,
-      temperature: input.temperature,
-      maxTokens: input.maxTokens
-    })
+    // Asked for once per target by the wire check below and again by the call: built once for the last target asked.
+    let builtFor: Target | undefined
+    let built: ChatRequest | undefined
+    const request = (t: Target): ChatRequest => {
+      if (builtFor !== t || built === undefined) {
+        builtFor = t
+        built = { ...input.options, model: t.model.id, messages, tools: input.tools, temperature: input.temperature, maxTokens: input.maxTokens }
+      }
+      return built
+    }
     return { messages, targets: honouring(Array.isArray(targets) && input.routing?.fallback === false ? targets.slice(0, 1) : targets, request), request }
   }
 

@@ -16,6 +16,7 @@ import * as RequestId from "../../RequestId.ts"
 import { Readable } from "node:stream"
 
 export const REQUEST_TIMEOUT = Duration.seconds(120)
+const REQUEST_TIMEOUT_MS = Duration.toMillis(REQUEST_TIMEOUT)
 export const STREAM_IDLE_TIMEOUT = Duration.seconds(120)
 
 /** Sets the transport's reply limit from `config.limits.maxUpstreamResponseBytes` (see nodeFetch.ts). */
@@ -115,7 +116,7 @@ export const deadline = <A>(
     const timer = setTimeout(() => {
       own.abort()
       reject(timeoutError(provider, what))
-    }, Duration.toMillis(REQUEST_TIMEOUT))
+    }, REQUEST_TIMEOUT_MS)
     run(own.signal).then(
       (a) => {
         clearTimeout(timer)
