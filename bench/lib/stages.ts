@@ -14,6 +14,7 @@ import { utcDay } from "@aigw/core/Quota"
 import * as Completions from "@aigw/core/Capabilities/Completions"
 import * as UsageService from "@aigw/core/Usage"
 import * as Http from "@aigw/core/Providers/internal/http"
+import { Cancel } from "@aigw/core/Providers/internal/cancel"
 import { Effect, FiberRef, Layer, ManagedRuntime } from "effect"
 
 const N = Number(process.env.STAGE_N ?? 3000)
@@ -70,7 +71,7 @@ const main = async () => {
   stages.push(await measure("fast lane: API key -> avatar", () => Effect.flatMap(Metering.Metering, (m) => Effect.promise(() => m.avatarOfKey(sha256(key))))))
   stages.push(await measure("fast lane: atomic admit", () => Effect.flatMap(Metering.Metering, (m) => Effect.promise(() => m.admit(avatar.id, utcDay(Date.now()), 100_000_000, 1)))))
   stages.push(await measure("fast lane: usage record", () => Effect.flatMap(Metering.Metering, (m) => Effect.promise(() => m.record({ ...event, day: utcDay(Date.now()), at: Date.now() })))))
-  stages.push(await measure("fast lane: upstream POST JSON", () => Effect.promise(() => Http.postJsonNow("openai", upstream, { authorization: "Bearer sk-bench" }, wire, new AbortController()))))
+  stages.push(await measure("fast lane: upstream POST JSON", () => Effect.promise(() => Http.postJsonNow("openai", upstream, { authorization: "Bearer sk-bench" }, wire, new Cancel()))))
   const tracing = await runtime.runPromise(FiberRef.get(FiberRef.currentTracerEnabled))
   console.log("STAGESJSON " + JSON.stringify({ n: N, c: C, database: (process.env.DATABASE_URL ?? "").split(":")[0], tracing, stages }))
   await runtime.dispose()

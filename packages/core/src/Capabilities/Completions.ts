@@ -6,6 +6,7 @@
 import { Chunk, Context, Effect, Layer, Option, type Scope, Stream } from "effect"
 import type { GatewayError } from "../Errors.ts"
 import { type CompletionResult, lift, ProviderCalls, type StreamChunk } from "../Engine/ProviderCalls.ts"
+import { Cancel } from "../Providers/internal/cancel.ts"
 import { karmaMultiplier, type Plan } from "../Plans.ts"
 import type { ChatMessage, ChatOptions, ChatRequest, Target, ToolDefinition } from "../Providers/Chat.ts"
 import { reasoningRefusal } from "../Providers/Chat.ts"
@@ -192,7 +193,7 @@ const makeService = Effect.gen(function*() {
   /** A plain completion: routed here, called through the engine (interruption aborts the upstream call). */
   const complete = (avatar: AvatarRecord, input: CompletionInput) =>
     Effect.flatMap(Effect.zip(prepare(avatar, input), RequestId.current), ([{ messages, request, targets }, requestId]) =>
-      lift((controller) => calls.complete({ avatar, messages, targets, request, controller, requestId })))
+      lift((cancel) => calls.complete({ avatar, messages, targets, request, cancel, requestId })))
 
   /**
    * Opens the upstream stream through the engine (fallback until one accepts) and returns its
@@ -203,13 +204,14 @@ const makeService = Effect.gen(function*() {
     Effect.gen(function*() {
       const { messages, request, targets } = yield* prepare(avatar, input)
       const requestId = yield* RequestId.current
-      const controller = new AbortController()
+      const cancel = new Cancel()
       let finished = false
-      const cancel = Effect.sync(() => {
-        if (!finished) controller.abort(streamCancelled)
+      // Closing the scope, or the stream's consumer, before the end aborts the upstream call.
+      const abort = Effect.sync(() => {
+        if (!finished) cancel.abort(streamCancelled)
       })
-      yield* Effect.addFinalizer(() => cancel)
-      const opened = yield* lift(() => calls.openStream({ avatar, messages, targets, request, controller, requestId }), controller)
+      yield* Effect.addFinalizer(() => abort)
+      const opened = yield* lift(() => calls.openStream({ avatar, messages, targets, request, cancel, requestId }), cancel)
       return Stream.async<StreamChunk>((emit) => {
         opened.run((chunks) => void emit.chunk(Chunk.unsafeFromArray(chunks))).then(
           () => {
@@ -218,7 +220,7 @@ const makeService = Effect.gen(function*() {
           },
           (e) => void emit.die(e)
         )
-        return cancel
+        return abort
       }, "unbounded")
     })
 

@@ -38,7 +38,7 @@ const makeService = Effect.gen(function*() {
   /** Embeds through the engine (fallback, usage); interruption aborts the upstream call. */
   const embed = (avatar: AvatarRecord, input: EmbeddingsInput) =>
     Effect.flatMap(Effect.zip(routed(targetsOf(avatar, input)), RequestId.current), ([targets, requestId]) =>
-      lift((controller) => calls.embed({ avatar, targets, controller, requestId, texts: input.texts })))
+      lift((cancel) => calls.embed({ avatar, targets, cancel, requestId, texts: input.texts })))
 
   return { check, embed, targetsOf }
 })

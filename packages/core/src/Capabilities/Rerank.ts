@@ -93,5 +93,5 @@ export const rerank = (avatar: AvatarRecord, input: RerankInput) =>
     where === LOCAL
       ? Effect.sync((): RerankResult => local(input))
       : Effect.flatMap(Effect.zip(ProviderCalls, RequestId.current), ([calls, requestId]) =>
-        lift((controller): Promise<RerankResult> =>
-          calls.rerank({ avatar, targets: where, controller, requestId, query: input.query, documents: input.documents, topN: input.topN }))))
+        lift((cancel): Promise<RerankResult> =>
+          calls.rerank({ avatar, targets: where, cancel, requestId, query: input.query, documents: input.documents, topN: input.topN }))))

@@ -5,7 +5,7 @@
  * upstream reports none, and the one place usage is recorded. Chat (plain and streamed),
  * embeddings and rerank run here; the Effect services (Completions, Embeddings) and the HTTP fast lane wrap
  * it, and an interruption or a client that goes away aborts the upstream call through the call's
- * AbortController. Nothing here creates fibers per call: a metered call pays for its work only.
+ * Cancel (Providers/internal/cancel.ts). Nothing here creates fibers per call: a metered call pays for its work only.
  * The request id of the call (RequestId.ts) goes upstream as `x-request-id` and on its log lines;
  * the upstream metrics (attempts, errors, tokens, cost; Metrics.ts) are counted here.
  */
@@ -14,6 +14,7 @@ import { costKnown, costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
 import type { ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
 import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
+import { Cancel } from "../Providers/internal/cancel.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { authorize, servedBy } from "../Providers/Registry.ts"
@@ -188,7 +189,7 @@ export interface Call {
   /** Candidates in order (Routing), at least one. */
   readonly targets: ReadonlyArray<Target>
   /** Aborting it cancels the upstream call (a client that went away, an interrupted fiber). */
-  readonly controller: AbortController
+  readonly cancel: Cancel
   /** The id of the request that makes the call (RequestId.ts): sent upstream as `x-request-id`. */
   readonly requestId?: string | undefined
 }
@@ -256,15 +257,15 @@ const clientGone = new DOMException("The call was cancelled", "AbortError")
  * effect, others are defects, and interrupting the effect aborts the call.
  */
 export const lift = <A>(
-  run: (controller: AbortController) => Promise<A>,
-  controller: AbortController = new AbortController()
+  run: (cancel: Cancel) => Promise<A>,
+  cancel: Cancel = new Cancel()
 ): Effect.Effect<A, GatewayError> =>
   Effect.async<A, GatewayError>((resume) => {
-    run(controller).then(
+    run(cancel).then(
       (a) => resume(Effect.succeed(a)),
       (e) => resume(isGatewayError(e) ? Effect.fail(e) : Effect.die(e))
     )
-    return Effect.sync(() => controller.abort(clientGone))
+    return Effect.sync(() => cancel.abort(clientGone))
   })
 
 const makeService = Effect.gen(function*() {
@@ -316,7 +317,7 @@ const makeService = Effect.gen(function*() {
         recordAttempt(health, target.provider.id)
         return { target, value, fallbacks }
       } catch (e) {
-        if (!(e instanceof UpstreamError) || call.controller.signal.aborted) throw e
+        if (!(e instanceof UpstreamError) || call.cancel.aborted) throw e
         recordAttempt(health, target.provider.id, e)
         void warn(target, e, call.requestId)
         if (!e.retryable || i === call.targets.length - 1) throw toGatewayError(e) satisfies GatewayError
@@ -330,7 +331,7 @@ const makeService = Effect.gen(function*() {
     firstSuccess(call, async (t) => {
       const { request, result } = exchangeOf(t)
       const { body, headers, url } = await authorized(t, request, call)
-      const answer = result(t.provider.id, await postJsonNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.controller))
+      const answer = result(t.provider.id, await postJsonNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.cancel))
       if (answer instanceof UpstreamError) throw answer
       return answer
     })
@@ -348,7 +349,7 @@ const makeService = Effect.gen(function*() {
   // Routing only picks targets whose provider serves the call (Providers/Registry.ts).
   const wireOf = (target: Target) => servedBy(target.provider).chat!
 
-  const authorized = (target: Target, request: WireRequest, call: Call) => authorize(target.provider, request, call.controller.signal)
+  const authorized = (target: Target, request: WireRequest, call: Call) => authorize(target.provider, request, call.cancel)
 
   const complete = async (call: ChatCall): Promise<CompletionResult> => {
     const started = performance.now()
@@ -445,7 +446,7 @@ const makeService = Effect.gen(function*() {
     const started = performance.now()
     const { target, value: body } = await firstSuccess(call, async (t) => {
       const { body, headers, url } = await authorized(t, wireOf(t).request(t, call.request(t), true), call)
-      return postSseNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.controller)
+      return postSseNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.cancel)
     })
     const provider = target.provider.id
     return {
@@ -458,14 +459,15 @@ const makeService = Effect.gen(function*() {
           const account = makeStreamAccount()
           let ended = false
           let timer: ReturnType<typeof setTimeout> | undefined
+          let stopListening: (() => void) | undefined
           // Ends the stream once: records usage, then emits the final chunk unless the caller aborted.
           const end = (error?: string) => {
             if (ended) return
             ended = true
             clearTimeout(timer)
             body.off("data", onData)
-            call.controller.signal.removeEventListener("abort", onAbort)
-            const aborted = call.controller.signal.aborted
+            stopListening?.()
+            const aborted = call.cancel.aborted
             if (error === undefined && !aborted) release(body)
             else body.destroy()
             if (error !== undefined) health.record(provider, false)
@@ -508,7 +510,6 @@ const makeService = Effect.gen(function*() {
             arm()
             take(events)
           }
-          const onAbort = () => end()
           body.on("data", onData)
           body.once("end", () => {
             if (ended) return
@@ -518,9 +519,9 @@ const makeService = Effect.gen(function*() {
           body.once("error", (e) => end(streamBroke(provider)(e).message))
           // A body that failed before anyone listened keeps its error (nodeFetch's `bounded`).
           if (body.errored) end(streamBroke(provider)(body.errored).message)
-          else if (call.controller.signal.aborted) end()
+          else if (call.cancel.aborted) end()
           else {
-            call.controller.signal.addEventListener("abort", onAbort, { once: true })
+            stopListening = call.cancel.onAbort(() => end())
             arm()
           }
         })

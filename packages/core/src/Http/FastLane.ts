@@ -25,6 +25,7 @@ import { Completions } from "../Capabilities/Completions.ts"
 import { Embeddings } from "../Capabilities/Embeddings.ts"
 import { GatewayConfig } from "../Config.ts"
 import { ProviderCalls } from "../Engine/ProviderCalls.ts"
+import { Cancel } from "../Providers/internal/cancel.ts"
 import { BadRequest, type GatewayError, isGatewayError, QuotaExceeded, Unauthorized } from "../Errors.ts"
 import * as Metrics from "../Metrics.ts"
 import { headersOf, Quota } from "../Quota.ts"
@@ -125,12 +126,12 @@ export const make = Effect.gen(function*() {
 
   /** The lane call of an admitted request: its abort follows the client, its SSE writer answers on `res`. */
   const laneCall = (avatar: AvatarRecord, requestId: string, res: ServerResponse, headers: Record<string, string>): LaneCall => {
-    const controller = new AbortController()
+    const cancel = new Cancel()
     res.once("close", () => {
-      if (clientLeft(res)) controller.abort(clientGone)
+      if (clientLeft(res)) cancel.abort(clientGone)
     })
     return {
-      call: (targets) => ({ avatar, targets, controller, requestId }),
+      call: (targets) => ({ avatar, targets, cancel, requestId }),
       stream: async (stream, frames, opening = "", trailer = "") => {
         res.writeHead(200, { ...headers, ...SSE_HEADERS })
         // Writes are held (corked) and leave together, one socket write each time: the head and the

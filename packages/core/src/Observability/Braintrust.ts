@@ -51,8 +51,8 @@ export const exporter = (p: ConfiguredProvider): Exporter => {
   const url = `${p.endpoint}/project_logs/${encodeURIComponent(p.settings[PROJECT_SETTING] ?? "")}/insert`
   return {
     id: p.id,
-    send: async (events, controller) => {
-      await postJsonNow(p.id, url, authHeaders(p), { events: events.map(eventOf) }, controller)
+    send: async (events, cancel) => {
+      await postJsonNow(p.id, url, authHeaders(p), { events: events.map(eventOf) }, cancel)
       return 0
     }
   }

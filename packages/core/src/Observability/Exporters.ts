@@ -19,6 +19,7 @@ import { Catalog, type ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { GatewayConfig } from "../Config.ts"
 import { startupError } from "../StartupError.ts"
 import * as Metrics from "../Metrics.ts"
+import { Cancel } from "../Providers/internal/cancel.ts"
 import { UpstreamError } from "../Providers/UpstreamError.ts"
 import type { UsageEvent } from "../Storage/UsageStore.ts"
 import * as Braintrust from "./Braintrust.ts"
@@ -42,7 +43,7 @@ export interface ExportEvent extends Omit<ObservedUsage, "avatarId"> {
 /** A vendor's transport: sends one batch, resolves with how many events the vendor rejected, rejects with an UpstreamError. */
 export interface Exporter {
   readonly id: string
-  readonly send: (events: ReadonlyArray<ExportEvent>, controller: AbortController) => Promise<number>
+  readonly send: (events: ReadonlyArray<ExportEvent>, cancel: Cancel) => Promise<number>
 }
 
 export interface ExportOptions {
@@ -86,10 +87,10 @@ export const makeQueue = (exporter: Exporter, options: ExportOptions, warn: (mes
 
   /** One request, aborted after `timeoutMs` or at the deadline. */
   const once = (batch: ReadonlyArray<ExportEvent>, deadlineMs: number) => {
-    const controller = new AbortController()
+    const cancel = new Cancel()
     const ms = Math.max(0, Math.min(options.timeoutMs, deadlineMs - Date.now()))
-    const timer = setTimeout(() => controller.abort(new Error(`no answer in ${ms} ms`)), ms)
-    return exporter.send(batch, controller).finally(() => clearTimeout(timer))
+    const timer = setTimeout(() => cancel.abort(new Error(`no answer in ${ms} ms`)), ms)
+    return exporter.send(batch, cancel).finally(() => clearTimeout(timer))
   }
 
   /** Sends a batch, retrying retryable failures until `maxAttempts` or the deadline. */

@@ -53,8 +53,8 @@ export const exporter = (p: ConfiguredProvider): Exporter | string => {
   const url = `${p.endpoint}/ingestion`
   return {
     id: p.id,
-    send: async (events, controller) => {
-      const answer = await postJsonNow(p.id, url, authHeaders(p), { batch: events.flatMap(eventsOf) }, controller)
+    send: async (events, cancel) => {
+      const answer = await postJsonNow(p.id, url, authHeaders(p), { batch: events.flatMap(eventsOf) }, cancel)
       // Two ingestion events per call: a call counts as rejected when either of its events was.
       const failed = new Set<string>()
       for (const error of Array.isArray(answer?.errors) ? answer.errors : []) {

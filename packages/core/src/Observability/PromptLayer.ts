@@ -38,9 +38,9 @@ export const bodyOf = (e: ExportEvent) => ({
 
 export const exporter = (p: ConfiguredProvider): Exporter => ({
   id: p.id,
-  send: async (events, controller) => {
+  send: async (events, cancel) => {
     // One request per call, in order; a failure fails the rest of the batch (retried as a whole).
-    for (const e of events) await postJsonNow(p.id, `${p.endpoint}/log-request`, authHeaders(p), bodyOf(e), controller)
+    for (const e of events) await postJsonNow(p.id, `${p.endpoint}/log-request`, authHeaders(p), bodyOf(e), cancel)
     return 0
   }
 })

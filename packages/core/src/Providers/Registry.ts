@@ -9,6 +9,7 @@
 import { Option, Redacted } from "effect"
 import type { ConfiguredProvider, EndpointType, ProviderData } from "../Catalog/Catalog.ts"
 import type { WireRequest } from "./Chat.ts"
+import type { Cancel } from "./internal/cancel.ts"
 import * as Anthropic from "./Anthropic.ts"
 import * as Cohere from "./Cohere.ts"
 import * as EmbeddingVendors from "./EmbeddingVendors.ts"
@@ -138,12 +139,15 @@ export const servedBy = (p: Pick<ProviderData, "id" | "adapter">): Served => {
 export const endpointTypes = (p: Pick<ProviderData, "id" | "adapter" | "offers">): ReadonlyArray<EndpointType> =>
   endpointTypesOf(servedBy(p)).filter((t) => p.offers.includes(t))
 
-/** A request with the credentials its provider adds beyond a key header (signatures, access tokens: `Served.authorize`). */
-export const authorize = (provider: ConfiguredProvider, request: WireRequest, signal: AbortSignal): Promise<WireRequest> | WireRequest => {
+/**
+ * A request with the credentials its provider adds beyond a key header (signatures, access tokens:
+ * `Served.authorize`); the authorizer's AbortSignal follows `cancel` (made only for providers that have one).
+ */
+export const authorize = (provider: ConfiguredProvider, request: WireRequest, cancel: Cancel): Promise<WireRequest> | WireRequest => {
   const authorizer = servedBy(provider).authorize
   if (authorizer === undefined) return request
   const apiKey = Option.isSome(provider.apiKey) ? Redacted.value(provider.apiKey.value) : undefined
-  return authorizer({ id: provider.id, apiKey, settings: provider.settings }, request, signal)
+  return authorizer({ id: provider.id, apiKey, settings: provider.settings }, request, cancel.signal())
 }
 
 const familyNames: Readonly<Record<ProviderData["adapter"], string>> = {

@@ -41,6 +41,7 @@ import {
 } from "../support/mockObservability.ts"
 import { type MockUpstream, startOpenAiMock } from "../support/mockUpstreams.ts"
 import { scratchDir } from "../support/scratch.ts"
+import { Cancel } from "../../src/Providers/internal/cancel.ts"
 
 const AVATAR = "7f3e9a1c-avatar-raw-id"
 const SALT = createHash("sha256").update("test salt").digest()
@@ -348,7 +349,7 @@ describe("the layer, in the engine", () => {
       calls.complete({
         avatar: { id: AVATAR } as AvatarRecord,
         targets: [target],
-        controller: new AbortController(),
+        cancel: new Cancel(),
         requestId: "req-engine-1",
         messages,
         request: (t) => ({ model: t.model.id, messages })

@@ -13,6 +13,7 @@ import { endpointTypes, notServed, servedBy } from "../../src/Providers/Registry
 import { UpstreamError } from "../../src/Providers/UpstreamError.ts"
 import { type MoreVendor, type MoreVendorMock, startMoreVendorMock, vectorOf } from "../support/mockMoreVendors.ts"
 import { collect, complete, embed } from "../support/wires.ts"
+import { Cancel } from "../../src/Providers/internal/cancel.ts"
 
 const KEY = "more-key"
 const mocks = new Map<MoreVendor, MoreVendorMock>()
@@ -29,7 +30,7 @@ const rerank = async (target: Target, query: string, documents: ReadonlyArray<st
   const wire = servedBy(target.provider).rerank!
   const { body, headers, url } = wire.request(target, query, documents, topN)
   try {
-    return wire.result(target.provider.id, await postJsonNow(target.provider.id, url, headers, body, new AbortController()), documents.length)
+    return wire.result(target.provider.id, await postJsonNow(target.provider.id, url, headers, body, new Cancel()), documents.length)
   } catch (e) {
     if (e instanceof UpstreamError) return e
     throw e

@@ -13,6 +13,7 @@ import type { AvatarRecord } from "../../src/Storage/AvatarStore.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
 import type { UsageEvent } from "../../src/Storage/UsageStore.ts"
 import { startVendorMock, type Vendor, type VendorMock } from "../support/mockVendors.ts"
+import { Cancel } from "../../src/Providers/internal/cancel.ts"
 
 const documents = ["Paris is the capital of France.", "Berlin has techno clubs.", "The capital of Germany is Berlin.", "Cats purr."]
 const query = "capital of Germany"
@@ -37,7 +38,7 @@ describe("rerank wires through the engine", () => {
       model: data.models.find((m) => m.id === model && m.provider === vendor) ?? uncataloguedModel(vendor, model, "rerank")
     }
   }
-  const rerank = (targets: ReadonlyArray<Target>, topN = 2) => engine.rerank({ avatar, targets, controller: new AbortController(), query, documents, topN })
+  const rerank = (targets: ReadonlyArray<Target>, topN = 2) => engine.rerank({ avatar, targets, cancel: new Cancel(), query, documents, topN })
 
   beforeAll(async () => {
     for (const c of cases) mocks.set(c.vendor, await startVendorMock(c.vendor, `${c.vendor}-key`))

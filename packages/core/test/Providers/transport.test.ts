@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { postJsonNow, REQUEST_TIMEOUT } from "../../src/Providers/internal/http.ts"
 import { UpstreamError } from "../../src/Providers/UpstreamError.ts"
 import { Duration } from "effect"
+import { Cancel } from "../../src/Providers/internal/cancel.ts"
 
 describe("postJsonNow", () => {
   let server: http.Server
@@ -38,12 +39,12 @@ describe("postJsonNow", () => {
   })
 
   it("posts JSON and parses the answer", async () => {
-    const answer = await postJsonNow("p", `${url}/ok`, { authorization: "Bearer k" }, { a: 1 }, new AbortController())
+    const answer = await postJsonNow("p", `${url}/ok`, { authorization: "Bearer k" }, { a: 1 }, new Cancel())
     expect(answer).toEqual({ echo: { a: 1 }, auth: "Bearer k" })
   })
 
   it("maps failures: HTTP errors, bodies that are not JSON, refused connections", async () => {
-    const failure = (path: string, base = url) => postJsonNow("p", `${base}${path}`, {}, {}, new AbortController()).catch((e) => e)
+    const failure = (path: string, base = url) => postJsonNow("p", `${base}${path}`, {}, {}, new Cancel()).catch((e) => e)
     expect(await failure("/500")).toMatchObject({ _tag: "UpstreamError", kind: "http", status: 500, retryable: true, message: "p answered HTTP 500: exploded" })
     expect(await failure("/text")).toMatchObject({ kind: "protocol", retryable: false })
     expect(await failure("", "http://127.0.0.1:9")).toMatchObject({ kind: "connect", retryable: true })
@@ -52,27 +53,27 @@ describe("postJsonNow", () => {
   it.each(["/hang", "/stall"])("gives up on %s after REQUEST_TIMEOUT with a retryable timeout error and cuts the request", async (path) => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] })
     try {
-      const controller = new AbortController()
-      const pending = postJsonNow("p", `${url}${path}`, {}, {}, controller).catch((e) => e)
+      const cancel = new Cancel()
+      const pending = postJsonNow("p", `${url}${path}`, {}, {}, cancel).catch((e) => e)
       await vi.advanceTimersByTimeAsync(Duration.toMillis(REQUEST_TIMEOUT) + 1)
       const error = await pending
       expect(error).toBeInstanceOf(UpstreamError)
       expect(error).toMatchObject({ kind: "timeout", retryable: true, message: "p did not answer in time" })
-      // The caller's controller stays as it was: callers read an aborted one as "the client went
+      // The caller's Cancel stays as it was: callers read an aborted one as "the client went
       // away" (the fast lane then answered 500 instead of 504).
-      expect(controller.signal.aborted).toBe(false)
+      expect(cancel.aborted).toBe(false)
     } finally {
       vi.useRealTimers()
     }
     await stallClosed
   })
 
-  it("rejects at once when its controller aborts (a client that went away)", async () => {
-    const controller = new AbortController()
-    const pending = postJsonNow("p", `${url}/hang`, {}, {}, controller).catch((e) => e)
-    setTimeout(() => controller.abort(), 20)
+  it("rejects at once when its Cancel aborts (a client that went away)", async () => {
+    const cancel = new Cancel()
+    const pending = postJsonNow("p", `${url}/hang`, {}, {}, cancel).catch((e) => e)
+    setTimeout(() => cancel.abort(), 20)
     const error = await pending
     expect(error).toBeInstanceOf(UpstreamError)
-    expect(controller.signal.aborted).toBe(true)
+    expect(cancel.aborted).toBe(true)
   })
 })

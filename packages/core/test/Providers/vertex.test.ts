@@ -17,6 +17,7 @@ import { postJsonNow } from "../../src/Providers/internal/http.ts"
 import { servedBy } from "../../src/Providers/Registry.ts"
 import { EMAIL, PROJECT, serviceAccountKey, startVertexMock, textAnswer, vertexKeyPair } from "../support/mockVertex.ts"
 import { collect, complete, embed } from "../support/wires.ts"
+import { Cancel } from "../../src/Providers/internal/cancel.ts"
 
 const HOUR = 3_600_000
 
@@ -75,7 +76,7 @@ describe("Vertex AI (service account)", () => {
   })
 
   it("the mock refuses a call without a valid bearer token (Google's error shape)", async () => {
-    const refused = await postJsonNow("vertex", `${mock.url}/v1/projects/${PROJECT}/locations/us-central1/publishers/google/models/m:generateContent`, { authorization: "Bearer forged" }, {}, new AbortController()).catch((e) => e)
+    const refused = await postJsonNow("vertex", `${mock.url}/v1/projects/${PROJECT}/locations/us-central1/publishers/google/models/m:generateContent`, { authorization: "Bearer forged" }, {}, new Cancel()).catch((e) => e)
     expect(refused).toMatchObject({ provider: "vertex", status: 401 })
     expect(refused.message).toContain("invalid authentication credentials")
   })

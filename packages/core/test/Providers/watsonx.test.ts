@@ -13,6 +13,7 @@ import { postJsonNow } from "../../src/Providers/internal/http.ts"
 import { servedBy } from "../../src/Providers/Registry.ts"
 import { API_KEY, chatAnswer, chunk, PROJECT, startWatsonxMock } from "../support/mockWatsonx.ts"
 import { collect, complete, embed } from "../support/wires.ts"
+import { Cancel } from "../../src/Providers/internal/cancel.ts"
 
 const HOUR = 3_600_000
 
@@ -76,7 +77,7 @@ describe("IBM watsonx.ai", () => {
   })
 
   it("the mock refuses a call without a valid bearer token (watsonx's error shape)", async () => {
-    const refused = await postJsonNow("watsonx", `${mock.url}/ml/v1/text/chat?version=2024-10-08`, { authorization: "Bearer forged" }, { model_id: "m", project_id: PROJECT }, new AbortController()).catch((e) => e)
+    const refused = await postJsonNow("watsonx", `${mock.url}/ml/v1/text/chat?version=2024-10-08`, { authorization: "Bearer forged" }, { model_id: "m", project_id: PROJECT }, new Cancel()).catch((e) => e)
     expect(refused).toMatchObject({ provider: "watsonx", status: 401 })
     expect(refused.message).toContain("invalid token")
   })

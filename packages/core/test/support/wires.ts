@@ -11,6 +11,7 @@ import { postJsonNow, postSseNow, streamBroke } from "../../src/Providers/intern
 import { makeSseParser } from "../../src/Providers/internal/sse.ts"
 import { authorize, servedBy } from "../../src/Providers/Registry.ts"
 import { UpstreamError } from "../../src/Providers/UpstreamError.ts"
+import { Cancel } from "../../src/Providers/internal/cancel.ts"
 
 const settle = <A>(run: () => Promise<A | UpstreamError>): Promise<Either.Either<A, UpstreamError>> =>
   run().then(
@@ -25,8 +26,8 @@ const settle = <A>(run: () => Promise<A | UpstreamError>): Promise<Either.Either
 export const complete = (target: Target, request: ChatRequest): Promise<Either.Either<ChatResult, UpstreamError>> =>
   settle(async () => {
     const wire = servedBy(target.provider).chat!
-    const { body, headers, url } = await authorize(target.provider, wire.request(target, request, false), new AbortController().signal)
-    return wire.result(target.provider.id, await postJsonNow(target.provider.id, url, headers, body, new AbortController()))
+    const { body, headers, url } = await authorize(target.provider, wire.request(target, request, false), new Cancel())
+    return wire.result(target.provider.id, await postJsonNow(target.provider.id, url, headers, body, new Cancel()))
   })
 
 /** A streamed chat exchange: every decoded event until the stream completes, or its failure. */
@@ -34,8 +35,8 @@ export const collect = (target: Target, request: ChatRequest): Promise<Either.Ei
   settle(async () => {
     const provider = target.provider.id
     const wire = servedBy(target.provider).chat!
-    const { body, headers, url } = await authorize(target.provider, wire.request(target, request, true), new AbortController().signal)
-    const stream = await postSseNow(provider, url, headers, body, new AbortController())
+    const { body, headers, url } = await authorize(target.provider, wire.request(target, request, true), new Cancel())
+    const stream = await postSseNow(provider, url, headers, body, new Cancel())
     const parser = wire.framing?.() ?? makeSseParser()
     const decode = wire.events(provider)
     const events: Array<StreamEvent> = []
@@ -67,6 +68,6 @@ export const collect = (target: Target, request: ChatRequest): Promise<Either.Ei
 export const embed = (target: Target, texts: ReadonlyArray<string>): Promise<Either.Either<EmbeddingResult, UpstreamError>> =>
   settle(async () => {
     const wire = servedBy(target.provider).embeddings!
-    const { body, headers, url } = await authorize(target.provider, wire.request(target, texts), new AbortController().signal)
-    return wire.result(target.provider.id, await postJsonNow(target.provider.id, url, headers, body, new AbortController()), texts.length)
+    const { body, headers, url } = await authorize(target.provider, wire.request(target, texts), new Cancel())
+    return wire.result(target.provider.id, await postJsonNow(target.provider.id, url, headers, body, new Cancel()), texts.length)
   })

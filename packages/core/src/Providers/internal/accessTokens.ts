@@ -123,13 +123,12 @@ const tokenRefused = (provider: string, status: number, body: string) => {
  * rejects with an UpstreamError naming the provider. `now` is the clock the expiry is counted from.
  */
 export const requestToken = (provider: string, request: TokenRequest, now: () => number = Date.now): Promise<AccessToken> =>
-  deadline(provider, "issue an access token", async (signal) => {
+  deadline(provider, "issue an access token", async (cancel) => {
     const res = await nodeFetch(request.url, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
-      body: new URLSearchParams(request.form).toString(),
-      signal
-    })
+      body: new URLSearchParams(request.form).toString()
+    }, cancel)
     const text = await res.text()
     if (!res.ok) throw tokenRefused(provider, res.status, text)
     let body: any

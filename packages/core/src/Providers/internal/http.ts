@@ -10,6 +10,7 @@ import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { GatewayConfig } from "../../Config.ts"
 import { connectFailed, fromHttp, protocolError, UpstreamError } from "../UpstreamError.ts"
+import { Cancel } from "./cancel.ts"
 import { nodeFetch, ReplyTooLarge, setReplyLimit, UpstreamResponse } from "./nodeFetch.ts"
 import type { SseEvent } from "./sse.ts"
 import * as RequestId from "../../RequestId.ts"
@@ -47,13 +48,12 @@ export const authHeaders = (provider: ConfiguredProvider): Record<string, string
 const timeoutError = (provider: string, what: string) =>
   new UpstreamError({ provider, kind: "timeout", message: `${provider} did not ${what} in time`, retryable: true })
 
-const send = (provider: string, url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal) =>
+const send = (provider: string, url: string, headers: Record<string, string>, body: unknown, cancel: Cancel) =>
   nodeFetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
-    body: JSON.stringify(body),
-    signal
-  }).catch((cause) => Promise.reject(connectFailed(provider, cause)))
+    body: JSON.stringify(body)
+  }, cancel).catch((cause) => Promise.reject(connectFailed(provider, cause)))
 
 /**
  * One request/answer exchange: sends, reads the whole body, maps non-2xx answers with `fromHttp`
@@ -76,7 +76,7 @@ const exchangeWith = <A>(
 ): Effect.Effect<A, UpstreamError> =>
   Effect.flatMap(RequestId.current, (id) => {
     const sent = id === undefined ? init : { ...init, headers: RequestId.withHeader(init.headers as Record<string, string>, id) }
-    return withDeadline(provider, "answer", (signal) => fetchAnswer(provider, url, sent, read, signal))
+    return withDeadline(provider, "answer", (cancel) => fetchAnswer(provider, url, sent, read, cancel))
   })
 
 const fetchAnswer = async <A>(
@@ -84,9 +84,9 @@ const fetchAnswer = async <A>(
   url: string,
   init: Omit<RequestInit, "signal">,
   read: (res: Response) => Promise<A>,
-  signal: AbortSignal
+  cancel: Cancel
 ): Promise<A> => {
-  const res = await nodeFetch(url, { ...init, signal }).catch((cause) => Promise.reject(connectFailed(provider, cause)))
+  const res = await nodeFetch(url, init, cancel).catch((cause) => Promise.reject(connectFailed(provider, cause)))
   if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""))
   return read(res)
 }
@@ -96,34 +96,34 @@ const upstreamError = (provider: string, e: unknown): UpstreamError =>
   e instanceof UpstreamError ? e : e instanceof ReplyTooLarge ? protocolError(provider, e.message) : connectFailed(provider, e)
 
 /**
- * Runs `run` with an AbortSignal that `controller` (or the deadline) aborts: after REQUEST_TIMEOUT
- * (headers and body alike) it is aborted and the promise fails with a timeout error (`what` did
- * not happen in time). Rejections become UpstreamErrors (see `upstreamError`).
+ * Runs `run` with a Cancel that `caller` (or the deadline) aborts: after REQUEST_TIMEOUT (headers
+ * and body alike) it is aborted and the promise fails with a timeout error (`what` did not happen
+ * in time). Rejections become UpstreamErrors (see `upstreamError`).
  */
 export const deadline = <A>(
   provider: string,
   what: string,
-  run: (signal: AbortSignal) => Promise<A>,
-  controller: AbortController = new AbortController()
+  run: (cancel: Cancel) => Promise<A>,
+  caller: Cancel = new Cancel()
 ): Promise<A> =>
   new Promise<A>((resolve, reject) => {
-    // The deadline aborts a signal of its own, not `controller`: callers read an aborted
-    // controller as "the client went away", and a timeout must stay a timeout (504).
-    const own = new AbortController()
-    const forward = () => own.abort(controller.signal.reason)
-    if (controller.signal.aborted) forward()
-    else controller.signal.addEventListener("abort", forward, { once: true })
+    // The deadline aborts a Cancel of its own, not `caller`: callers read an aborted Cancel as
+    // "the client went away", and a timeout must stay a timeout (504).
+    const own = new Cancel()
+    const stopForwarding = caller.onAbort((reason) => own.abort(reason))
     const timer = setTimeout(() => {
       own.abort()
       reject(timeoutError(provider, what))
     }, REQUEST_TIMEOUT_MS)
-    run(own.signal).then(
+    run(own).then(
       (a) => {
         clearTimeout(timer)
+        stopForwarding()
         resolve(a)
       },
       (e) => {
         clearTimeout(timer)
+        stopForwarding()
         reject(upstreamError(provider, e))
       }
     )
@@ -136,18 +136,18 @@ export const deadline = <A>(
 const withDeadline = <A>(
   provider: string,
   what: string,
-  run: (signal: AbortSignal) => Promise<A>,
-  controller: AbortController = new AbortController()
+  run: (cancel: Cancel) => Promise<A>,
+  caller: Cancel = new Cancel()
 ): Effect.Effect<A, UpstreamError> =>
   Effect.async<A, UpstreamError>((resume) => {
     let done = false
-    deadline(provider, what, run, controller).then(
+    deadline(provider, what, run, caller).then(
       (a) => done || resume(Effect.succeed(a)),
       (e: UpstreamError) => done || resume(Effect.fail(e))
     )
     return Effect.sync(() => {
       done = true
-      controller.abort()
+      caller.abort()
     })
   })
 
@@ -169,9 +169,9 @@ const jsonPost = (headers: Record<string, string>, body: unknown) => ({
 export const postJson = (provider: string, url: string, headers: Record<string, string>, body: unknown) =>
   exchange(provider, url, jsonPost(headers, body), parseJson(provider))
 
-/** `postJson` as a promise (rejecting with an UpstreamError) that `controller` aborts. */
-export const postJsonNow = (provider: string, url: string, headers: Record<string, string>, body: unknown, controller: AbortController) =>
-  deadline(provider, "answer", (signal) => fetchAnswer(provider, url, jsonPost(headers, body), async (res) => parseJson(provider)(await res.text()), signal), controller)
+/** `postJson` as a promise (rejecting with an UpstreamError) that `cancel` aborts. */
+export const postJsonNow = (provider: string, url: string, headers: Record<string, string>, body: unknown, cancel: Cancel) =>
+  deadline(provider, "answer", (own) => fetchAnswer(provider, url, jsonPost(headers, body), async (res) => parseJson(provider)(await res.text()), own), cancel)
 
 /** POSTs JSON and returns the raw answer bytes with their content type (audio). */
 export const postForBytes = (provider: string, url: string, headers: Record<string, string>, body: unknown) =>
@@ -206,8 +206,8 @@ export const postBytes = (provider: string, url: string, headers: Record<string,
   exchange(provider, url, { method: "POST", headers: { "content-type": contentType, accept: "application/json", ...headers }, body }, parseJson(provider))
 
 /** Sends a streaming request; a non-2xx answer rejects with its UpstreamError. */
-const startSse = async (provider: string, url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal) => {
-  const res = await send(provider, url, headers, body, signal)
+const startSse = async (provider: string, url: string, headers: Record<string, string>, body: unknown, cancel: Cancel) => {
+  const res = await send(provider, url, headers, body, cancel)
   if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""))
   return res
 }
@@ -226,16 +226,16 @@ export const idleError = (provider: string) => () => timeoutError(provider, "sen
 
 /**
  * POSTs a streaming request and, once the upstream answered 2xx, resolves to its body as a node
- * stream (the engine parses it with `makeSseParser`); `controller` aborts the request and the body.
+ * stream (the engine parses it with `makeSseParser`); `cancel` aborts the request (the engine, the body).
  */
 export const postSseNow = async (
   provider: string,
   url: string,
   headers: Record<string, string>,
   body: unknown,
-  controller: AbortController
+  cancel: Cancel
 ): Promise<Readable> => {
-  const res = await deadline(provider, "start streaming", (signal) => startSse(provider, url, headers, body, signal), controller)
+  const res = await deadline(provider, "start streaming", (own) => startSse(provider, url, headers, body, own), cancel)
   if (res instanceof UpstreamResponse) return res.nodeBody()
   if (!res.body) throw protocolError(provider, "empty stream body")
   return Readable.fromWeb(res.body as any)

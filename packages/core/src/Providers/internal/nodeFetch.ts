@@ -9,8 +9,8 @@
  * only when asked for). Like fetch it sends fetch's default headers (`accept`, `accept-encoding`,
  * `user-agent`, a text content type for string bodies) and decodes gzip / deflate / br,
  * follows up to 20 redirects (303, and 301/302 after a POST, continue as GET without body; an
- * `authorization` header is not sent on to another origin), and aborts on the signal, before and
- * after the answer arrived. Anything else (FormData, Blob and stream bodies, other schemes) goes to
+ * `authorization` header is not sent on to another origin), and aborts on the signal (or the
+ * Cancel given instead, cancel.ts), before and after the answer arrived. Anything else (FormData, Blob and stream bodies, other schemes) goes to
  * the global fetch, whose answer gets the same bounded body.
  *
  * Every body read from outside (here, and the orchestrators' answers; webhook receivers' answers
@@ -22,6 +22,7 @@ import * as https from "node:https"
 import { pipeline, Readable, type Transform } from "node:stream"
 import * as zlib from "node:zlib"
 import { defaultLimits } from "../../Config.ts"
+import { Cancel } from "./cancel.ts"
 
 const agentOptions = {
   keepAlive: true,
@@ -38,8 +39,7 @@ const httpsAgent = new https.Agent(agentOptions)
 
 const utf8 = new TextDecoder()
 
-const abortError = (signal: AbortSignal): unknown =>
-  signal.reason ?? new DOMException("This operation was aborted", "AbortError")
+const abortError = (cancel: Cancel): unknown => cancel.reason ?? new DOMException("This operation was aborted", "AbortError")
 
 /** A reply body that passed its byte limit. */
 export class ReplyTooLarge extends Error {
@@ -220,7 +220,7 @@ interface Attempt {
 }
 
 /** One request on the pooled agents; a stale pooled socket that resets before any answer is retried once. */
-const exchange = (attempt: Attempt, signal: AbortSignal | undefined, retried = false): Promise<http.IncomingMessage> =>
+const exchange = (attempt: Attempt, cancel: Cancel | undefined, retried = false): Promise<http.IncomingMessage> =>
   new Promise((resolve, reject) => {
     const secure = attempt.url.protocol === "https:"
     const headers = { ...attempt.headers }
@@ -237,17 +237,16 @@ const exchange = (attempt: Attempt, signal: AbortSignal | undefined, retried = f
       agent: secure ? httpsAgent : httpAgent,
       ...(attempt.url.username ? { auth: `${decodeURIComponent(attempt.url.username)}:${decodeURIComponent(attempt.url.password)}` } : {})
     })
-    const onAbort = () => req.destroy(abortError(signal!) as Error)
-    signal?.addEventListener("abort", onAbort, { once: true })
+    const stopListening = cancel?.onAbort(() => req.destroy(abortError(cancel) as Error))
     req.once("response", (message) => {
-      signal?.removeEventListener("abort", onAbort)
+      stopListening?.()
       resolve(message)
     })
     req.once("error", (error: NodeJS.ErrnoException) => {
-      signal?.removeEventListener("abort", onAbort)
-      if (signal?.aborted) return reject(abortError(signal))
+      stopListening?.()
+      if (cancel?.aborted) return reject(abortError(cancel))
       if (!retried && req.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE")) {
-        return resolve(exchange(attempt, signal, true))
+        return resolve(exchange(attempt, cancel, true))
       }
       reject(error)
     })
@@ -259,19 +258,20 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308])
 /**
  * `fetch` for upstream calls; see the module comment for what is handled here. The answer is an
  * `UpstreamResponse` (typed as the `Response` subset it implements) or, for the rest, fetch's own.
+ * `cancel`, when given, aborts the call instead of `init.signal`.
  */
-export const nodeFetch = (input: string | URL, init: RequestInit = {}): Promise<Response> =>
-  send(input, init) as Promise<Response>
+export const nodeFetch = (input: string | URL, init: RequestInit = {}, cancel?: Cancel): Promise<Response> =>
+  send(input, init, cancel ?? (init.signal ? Cancel.following(init.signal) : undefined)) as Promise<Response>
 
-const send = async (input: string | URL, init: RequestInit): Promise<UpstreamResponse | Response> => {
+const send = async (input: string | URL, init: RequestInit, cancel: Cancel | undefined): Promise<UpstreamResponse | Response> => {
   const url = new URL(input)
-  const { body, signal } = init
+  const { body } = init
   if ((url.protocol !== "http:" && url.protocol !== "https:") || !isPlainBody(body) || init.redirect === "manual" || init.redirect === "error") {
-    const res = await fetch(input, init)
+    const res = await fetch(input, cancel === undefined ? init : { ...init, signal: cancel.signal() })
     if (res.body === null) return res
     return new Response(Readable.toWeb(bounded(Readable.fromWeb(res.body as any), replyLimit)) as any, res)
   }
-  if (signal?.aborted) throw abortError(signal)
+  if (cancel?.aborted) throw abortError(cancel)
   const headers = headerRecord(init.headers)
   // The defaults fetch (undici, Node 20) sends.
   headers["accept"] ??= "*/*"
@@ -280,15 +280,14 @@ const send = async (input: string | URL, init: RequestInit): Promise<UpstreamRes
   if (typeof body === "string") headers["content-type"] ??= "text/plain;charset=UTF-8"
   let attempt: Attempt = { url, method: (init.method ?? "GET").toUpperCase(), headers, body: body ?? undefined }
   for (let redirects = 0; ; redirects++) {
-    const message = await exchange(attempt, signal ?? undefined)
+    const message = await exchange(attempt, cancel)
     const location = message.headers.location
     if (!REDIRECTS.has(message.statusCode ?? 0) || location === undefined) {
       const stream = bounded(message, replyLimit, decoderOf(message))
-      if (signal) {
+      if (cancel) {
         // An abort after the answer arrived breaks the body, as with fetch.
-        const onAbort = () => stream.destroy(abortError(signal) as Error)
-        signal.addEventListener("abort", onAbort, { once: true })
-        stream.once("close", () => signal.removeEventListener("abort", onAbort))
+        const stopListening = cancel.onAbort(() => stream.destroy(abortError(cancel) as Error))
+        stream.once("close", stopListening)
       }
       return new UpstreamResponse(message, stream, attempt.url.href, redirects > 0)
     }

@@ -17,6 +17,7 @@ import type { AvatarRecord } from "../../../src/Storage/AvatarStore.ts"
 import { Metering } from "../../../src/Storage/Metering.ts"
 import { nodeFetch, readWebBody, ReplyTooLarge, setReplyLimit } from "../../../src/Providers/internal/nodeFetch.ts"
 import { GiB, sendGzipBomb } from "../../support/bombs.ts"
+import { Cancel } from "../../../src/Providers/internal/cancel.ts"
 
 const LIMIT = defaultLimits.maxUpstreamResponseBytes
 
@@ -58,7 +59,7 @@ describe("bounded reply bodies", () => {
   }
 
   it("stops a gzip bomb JSON reply at the limit with a protocol error naming it, and cuts the connection", async () => {
-    const error = await withinMemory(() => postJsonNow("p", `${url}/bomb`, {}, {}, new AbortController()).catch((e) => e))
+    const error = await withinMemory(() => postJsonNow("p", `${url}/bomb`, {}, {}, new Cancel()).catch((e) => e))
     expect(error).toMatchObject({ _tag: "UpstreamError", kind: "protocol", retryable: false })
     expect(error.message).toBe(`p sent an unexpected answer: the reply exceeded ${LIMIT} bytes (AIGW_MAX_UPSTREAM_RESPONSE_BYTES)`)
     expect(await cut()).toBe(true)
@@ -66,14 +67,14 @@ describe("bounded reply bodies", () => {
 
   it("applies the configured limit to plain bodies too", async () => {
     setReplyLimit(1000)
-    expect(await postJsonNow("p", `${url}/plain`, {}, {}, new AbortController()).catch((e) => e)).toMatchObject({ kind: "protocol", message: expect.stringMatching(/exceeded 1000 bytes/) })
-    expect(await postJsonNow("p", `${url}/ok`, {}, {}, new AbortController())).toEqual({ ok: true })
+    expect(await postJsonNow("p", `${url}/plain`, {}, {}, new Cancel()).catch((e) => e)).toMatchObject({ kind: "protocol", message: expect.stringMatching(/exceeded 1000 bytes/) })
+    expect(await postJsonNow("p", `${url}/ok`, {}, {}, new Cancel())).toEqual({ ok: true })
     setReplyLimit(1_000_000)
-    expect((await postJsonNow("p", `${url}/plain`, {}, {}, new AbortController())).pad).toHaveLength(2000)
+    expect((await postJsonNow("p", `${url}/plain`, {}, {}, new Cancel())).pad).toHaveLength(2000)
   })
 
   it("breaks a gzip bomb SSE stream (fast lane) with ReplyTooLarge", async () => {
-    const body = await postSseNow("p", `${url}/sse-bomb`, {}, {}, new AbortController())
+    const body = await postSseNow("p", `${url}/sse-bomb`, {}, {}, new Cancel())
     const error = await withinMemory(() =>
       new Promise((resolve) => {
         body.on("data", () => undefined)
@@ -108,7 +109,7 @@ describe("bounded reply bodies", () => {
       const stream = await engine.openStream({
         avatar: { id: "a" } as AvatarRecord,
         targets: [target],
-        controller: new AbortController(),
+        cancel: new Cancel(),
         messages,
         request: (t) => ({ model: t.model.id, messages })
       })

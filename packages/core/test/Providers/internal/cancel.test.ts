@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest"
+import { Cancel } from "../../../src/Providers/internal/cancel.ts"
+
+describe("Cancel (what an AbortController does for upstream calls)", () => {
+  it("aborts once, running its hooks in order with the reason; a removed hook does not run", () => {
+    const cancel = new Cancel()
+    const seen: Array<string> = []
+    cancel.onAbort((r) => seen.push(`a:${r}`))
+    const remove = cancel.onAbort((r) => seen.push(`b:${r}`))
+    cancel.onAbort((r) => seen.push(`c:${r}`))
+    remove()
+    remove()
+    expect(cancel.aborted).toBe(false)
+    expect(cancel.reason).toBeUndefined()
+    cancel.abort("gone")
+    cancel.abort("again")
+    expect(seen).toEqual(["a:gone", "c:gone"])
+    expect(cancel.aborted).toBe(true)
+    expect(cancel.reason).toBe("gone")
+  })
+
+  it("runs a hook added after the abort at once, and its remover does nothing", () => {
+    const cancel = new Cancel()
+    cancel.abort(42)
+    const seen: Array<unknown> = []
+    const remove = cancel.onAbort((r) => seen.push(r))
+    expect(seen).toEqual([42])
+    remove()
+  })
+
+  it("aborts with an AbortError when given no reason, as AbortController does", () => {
+    const cancel = new Cancel()
+    cancel.abort()
+    expect(cancel.reason).toBeInstanceOf(DOMException)
+    expect((cancel.reason as DOMException).name).toBe("AbortError")
+  })
+
+  it("gives a real AbortSignal that follows it, made before or after the abort", () => {
+    const before = new Cancel()
+    const signal = before.signal()
+    expect(before.signal()).toBe(signal)
+    let fired: unknown
+    signal.addEventListener("abort", () => (fired = signal.reason))
+    before.abort("late")
+    expect(signal.aborted).toBe(true)
+    expect(fired).toBe("late")
+
+    const after = new Cancel()
+    after.abort("early")
+    expect(after.signal().aborted).toBe(true)
+    expect(after.signal().reason).toBe("early")
+  })
+
+  it("follows an AbortSignal, whether it aborts later or already did", () => {
+    const controller = new AbortController()
+    const cancel = Cancel.following(controller.signal)
+    expect(cancel.aborted).toBe(false)
+    controller.abort("bye")
+    expect(cancel.aborted).toBe(true)
+    expect(cancel.reason).toBe("bye")
+    expect(Cancel.following(AbortSignal.abort("done")).reason).toBe("done")
+  })
+})
