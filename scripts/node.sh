@@ -10,8 +10,8 @@
 # or less. AIGW_SINGLE_THREADED_GC=true or false decides instead of the count.
 set -eu
 
-# The cgroup directory of this process for a controller ("cpu" in cgroup v1; "" for v2's "0::/path"),
-# from /proc/self/cgroup, or nothing.
+# The cgroup directory of this process for a cgroup v1 controller ("cpu"), or for cgroup v2 (""), as
+# /proc/self/cgroup names it, or nothing.
 cgroup_dir() {
   [ -r /proc/self/cgroup ] || return 0
   while IFS=: read -r _ controllers path; do
@@ -22,33 +22,26 @@ cgroup_dir() {
   done </proc/self/cgroup
 }
 
-# A CPU quota of at most one CPU on this process's cgroup (v2 cpu.max, else v1's CFS quota).
+# A CPU quota of at most one CPU on this process's cgroup: v2 cpu.max, else v1's CFS quota. Each is
+# looked for in the group /proc/self/cgroup names, then at the hierarchy's root: a container without
+# its own cgroup namespace sees the host's path there, but has its own group mounted at the root.
 quota_at_most_one_cpu() {
   quota=
   period=
-  v2=$(cgroup_dir "")
-  v1=$(cgroup_dir cpu)
-  if [ -n "$v2" ] && [ -r "$v2/cpu.max" ]; then
-    read -r quota period <"$v2/cpu.max"
-  elif [ -n "$v1" ] && [ -r "$v1/cpu.cfs_quota_us" ] && [ -r "$v1/cpu.cfs_period_us" ]; then
-    quota=$(cat "$v1/cpu.cfs_quota_us")
-    period=$(cat "$v1/cpu.cfs_period_us")
-  fi
-  case "$quota" in '' | max | -*) return 1 ;; esac
-  [ "$quota" -le "$period" ]
-}
-
-one_cpu() {
-  quota=
-  period=
-  dir=$(cgroup_dir)
-  if [ -n "$dir" ] && [ -r "$dir/cpu.max" ]; then
-    read -r quota period <"$dir/cpu.max"
-  elif [ -r /sys/fs/cgroup/cpu.max ]; then
-    read -r quota period </sys/fs/cgroup/cpu.max
-  elif [ -r /sys/fs/cgroup/cpu/cpu.cfs_quota_us ] && [ -r /sys/fs/cgroup/cpu/cpu.cfs_period_us ]; then
-    quota=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)
-    period=$(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)
+  for dir in "$(cgroup_dir "")" /sys/fs/cgroup; do
+    if [ -n "$dir" ] && [ -r "$dir/cpu.max" ]; then
+      read -r quota period <"$dir/cpu.max"
+      break
+    fi
+  done
+  if [ -z "$quota" ]; then
+    for dir in "$(cgroup_dir cpu)" /sys/fs/cgroup/cpu /sys/fs/cgroup/cpu,cpuacct; do
+      if [ -n "$dir" ] && [ -r "$dir/cpu.cfs_quota_us" ] && [ -r "$dir/cpu.cfs_period_us" ]; then
+        quota=$(cat "$dir/cpu.cfs_quota_us")
+        period=$(cat "$dir/cpu.cfs_period_us")
+        break
+      fi
+    done
   fi
   case "$quota" in '' | max | -*) return 1 ;; esac
   [ "$quota" -le "$period" ]

@@ -2,7 +2,7 @@
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
-import { postJsonNow, REQUEST_TIMEOUT } from "../../src/Providers/internal/http.ts"
+import { postJsonNow, postSseNow, REQUEST_TIMEOUT } from "../../src/Providers/internal/http.ts"
 import { UpstreamError } from "../../src/Providers/UpstreamError.ts"
 import { Duration } from "effect"
 import { Cancel } from "../../src/Providers/internal/cancel.ts"
@@ -24,6 +24,12 @@ describe("postJsonNow", () => {
       if (req.url === "/500") {
         res.writeHead(500, { "content-type": "application/json" })
         return res.end(JSON.stringify({ error: { message: "exploded" } }))
+      }
+      if (req.url === "/events") {
+        // A stream that has begun: headers and one event, then nothing (the model is still thinking).
+        stallClosed = new Promise((resolve) => req.socket.once("close", () => resolve()))
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        return void res.write("data: {\"choices\":[]}\n\n")
       }
       if (req.url === "/text") return res.end("not json")
       let body = ""
@@ -75,5 +81,14 @@ describe("postJsonNow", () => {
     const error = await pending
     expect(error).toBeInstanceOf(UpstreamError)
     expect(cancel.aborted).toBe(true)
+  })
+
+  it("a stream that began is closed upstream when its Cancel aborts, also before anyone read it", async () => {
+    const cancel = new Cancel()
+    const body = await postSseNow("p", `${url}/events`, {}, {}, cancel)
+    cancel.abort()
+    expect(body.destroyed).toBe(true)
+    // The upstream sees its socket close: no connection is left open for a stream nobody reads.
+    await stallClosed
   })
 })

@@ -23,7 +23,11 @@ export class Cancel {
     return this.#reason
   }
 
-  /** Aborts, once: the hooks registered so far run in their order, and `signal()`'s signal aborts. */
+  /**
+   * Aborts, once: the hooks registered so far run in their order (every one, also when one throws:
+   * its error is rethrown on its own tick, as EventTarget reports a listener's), and `signal()`'s
+   * signal aborts.
+   */
   abort(reason: unknown = new DOMException("This operation was aborted", "AbortError")): void {
     if (this.#aborted) return
     this.#aborted = true
@@ -31,7 +35,16 @@ export class Cancel {
     const hooks = this.#hooks
     this.#hooks = undefined
     this.#controller?.abort(reason)
-    if (hooks !== undefined) for (const hook of hooks) hook(reason)
+    if (hooks === undefined) return
+    for (const hook of hooks) {
+      try {
+        hook(reason)
+      } catch (error) {
+        process.nextTick(() => {
+          throw error
+        })
+      }
+    }
   }
 
   /** Calls `hook` with the reason when aborted (at once when it already is); returns what removes it. */
@@ -43,6 +56,8 @@ export class Cancel {
     const hooks = (this.#hooks ??= [])
     hooks.push(hook)
     return () => {
+      // Once aborted the list is being run (or was): a hook that removes itself must not shift it.
+      if (this.#aborted) return
       const i = hooks.indexOf(hook)
       if (i !== -1) hooks.splice(i, 1)
     }
@@ -57,11 +72,18 @@ export class Cancel {
     return this.#controller.signal
   }
 
-  /** A Cancel that aborts when `signal` does (for callers that hold an AbortSignal). */
-  static following(signal: AbortSignal): Cancel {
+  /**
+   * A Cancel that aborts when `signal` does (for callers that hold an AbortSignal), and what stops
+   * it following (the listener would otherwise stay on a long-lived signal).
+   */
+  static following(signal: AbortSignal): { readonly cancel: Cancel; readonly release: () => void } {
     const cancel = new Cancel()
-    if (signal.aborted) cancel.abort(signal.reason)
-    else signal.addEventListener("abort", () => cancel.abort(signal.reason), { once: true })
-    return cancel
+    if (signal.aborted) {
+      cancel.abort(signal.reason)
+      return { cancel, release: noop }
+    }
+    const forward = () => cancel.abort(signal.reason)
+    signal.addEventListener("abort", forward, { once: true })
+    return { cancel, release: () => signal.removeEventListener("abort", forward) }
   }
 }

@@ -236,9 +236,13 @@ export const postSseNow = async (
   cancel: Cancel
 ): Promise<Readable> => {
   const res = await deadline(provider, "start streaming", (own) => startSse(provider, url, headers, body, own), cancel)
-  if (res instanceof UpstreamResponse) return res.nodeBody()
-  if (!res.body) throw protocolError(provider, "empty stream body")
-  return Readable.fromWeb(res.body as any)
+  if (!(res instanceof UpstreamResponse) && !res.body) throw protocolError(provider, "empty stream body")
+  const stream = res instanceof UpstreamResponse ? res.nodeBody() : Readable.fromWeb(res.body as any)
+  // From here the caller's abort ends the body (the deadline stopped forwarding it once the stream began):
+  // also before anyone reads it, which would otherwise leave the upstream socket open.
+  const stopListening = cancel.onAbort(() => stream.destroy())
+  stream.once("close", stopListening)
+  return stream
 }
 
 /** One SSE event's data as JSON, or the protocol error of a payload that is not JSON. */

@@ -260,16 +260,31 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308])
  * `UpstreamResponse` (typed as the `Response` subset it implements) or, for the rest, fetch's own.
  * `cancel`, when given, aborts the call instead of `init.signal`.
  */
-export const nodeFetch = (input: string | URL, init: RequestInit = {}, cancel?: Cancel): Promise<Response> =>
-  send(input, init, cancel ?? (init.signal ? Cancel.following(init.signal) : undefined)) as Promise<Response>
+export const nodeFetch = (input: string | URL, init: RequestInit = {}, cancel?: Cancel): Promise<Response> => {
+  if (cancel !== undefined || !init.signal) return send(input, init, cancel) as Promise<Response>
+  // The caller's AbortSignal is followed while the exchange lasts: its listener goes with the body.
+  const followed = Cancel.following(init.signal)
+  return send(input, init, followed.cancel, followed.release).catch((e) => {
+    followed.release()
+    throw e
+  }) as Promise<Response>
+}
 
-const send = async (input: string | URL, init: RequestInit, cancel: Cancel | undefined): Promise<UpstreamResponse | Response> => {
+const noRelease = () => {}
+
+/** The exchange; `release` runs once its body closed (or, with the rejection, by the caller). */
+const send = async (input: string | URL, init: RequestInit, cancel: Cancel | undefined, release = noRelease): Promise<UpstreamResponse | Response> => {
   const url = new URL(input)
   const { body } = init
   if ((url.protocol !== "http:" && url.protocol !== "https:") || !isPlainBody(body) || init.redirect === "manual" || init.redirect === "error") {
     const res = await fetch(input, cancel === undefined ? init : { ...init, signal: cancel.signal() })
-    if (res.body === null) return res
-    return new Response(Readable.toWeb(bounded(Readable.fromWeb(res.body as any), replyLimit)) as any, res)
+    if (res.body === null) {
+      release()
+      return res
+    }
+    const answer = bounded(Readable.fromWeb(res.body as any), replyLimit)
+    answer.once("close", release)
+    return new Response(Readable.toWeb(answer) as any, res)
   }
   if (cancel?.aborted) throw abortError(cancel)
   const headers = headerRecord(init.headers)
@@ -289,6 +304,7 @@ const send = async (input: string | URL, init: RequestInit, cancel: Cancel | und
         const stopListening = cancel.onAbort(() => stream.destroy(abortError(cancel) as Error))
         stream.once("close", stopListening)
       }
+      stream.once("close", release)
       return new UpstreamResponse(message, stream, attempt.url.href, redirects > 0)
     }
     // A redirect's body is not used: drained for keep-alive, up to the limit.

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events"
 import { describe, expect, it } from "vitest"
 import { Cancel } from "../../../src/Providers/internal/cancel.ts"
 
@@ -51,13 +52,39 @@ describe("Cancel (what an AbortController does for upstream calls)", () => {
     expect(after.signal().reason).toBe("early")
   })
 
-  it("follows an AbortSignal, whether it aborts later or already did", () => {
+  it("follows an AbortSignal, whether it aborts later or already did, until released", () => {
     const controller = new AbortController()
-    const cancel = Cancel.following(controller.signal)
+    const { cancel } = Cancel.following(controller.signal)
     expect(cancel.aborted).toBe(false)
     controller.abort("bye")
     expect(cancel.aborted).toBe(true)
     expect(cancel.reason).toBe("bye")
-    expect(Cancel.following(AbortSignal.abort("done")).reason).toBe("done")
+    expect(Cancel.following(AbortSignal.abort("done")).cancel.reason).toBe("done")
+
+    const later = new AbortController()
+    const released = Cancel.following(later.signal)
+    expect(getEventListeners(later.signal, "abort")).toHaveLength(1)
+    released.release()
+    expect(getEventListeners(later.signal, "abort")).toHaveLength(0)
+    later.abort()
+    expect(released.cancel.aborted).toBe(false)
+  })
+
+  it("runs every hook when one removes itself or throws; the error is rethrown on its own tick", async () => {
+    const cancel = new Cancel()
+    const seen: Array<string> = []
+    const removeFirst: () => void = cancel.onAbort(() => {
+      seen.push("first")
+      removeFirst()
+    })
+    cancel.onAbort(() => {
+      seen.push("second")
+      throw new Error("hook failed")
+    })
+    cancel.onAbort(() => seen.push("third"))
+    const uncaught = new Promise<unknown>((resolve) => process.once("uncaughtException", resolve))
+    cancel.abort()
+    expect(seen).toEqual(["first", "second", "third"])
+    expect(await uncaught).toMatchObject({ message: "hook failed" })
   })
 })

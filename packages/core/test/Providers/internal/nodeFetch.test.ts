@@ -18,6 +18,7 @@ import { Metering } from "../../../src/Storage/Metering.ts"
 import { nodeFetch, readWebBody, ReplyTooLarge, setReplyLimit } from "../../../src/Providers/internal/nodeFetch.ts"
 import { GiB, sendGzipBomb } from "../../support/bombs.ts"
 import { Cancel } from "../../../src/Providers/internal/cancel.ts"
+import { getEventListeners } from "node:events"
 
 const LIMIT = defaultLimits.maxUpstreamResponseBytes
 
@@ -131,6 +132,21 @@ describe("bounded reply bodies", () => {
     expect(error).toBeInstanceOf(ReplyTooLarge)
     expect(error.message).toBe("the reply exceeded 1048576 bytes (AIGW_MAX_UPSTREAM_RESPONSE_BYTES)")
     expect(await cut()).toBe(true)
+  })
+
+  it("follows a caller's AbortSignal only while the exchange lasts: its listener goes with the body, or with a failure", async () => {
+    const controller = new AbortController()
+    const res = await nodeFetch(`${url}/plain`, { signal: controller.signal })
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(1)
+    expect((await res.json()).pad).toHaveLength(2000)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0)
+    await nodeFetch("http://127.0.0.1:9/", { signal: controller.signal }).catch(() => undefined)
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0)
+    // And an abort still reaches an exchange in flight.
+    const pending = nodeFetch(`${url}/plain`, { signal: controller.signal })
+    controller.abort()
+    await expect(pending).rejects.toMatchObject({ name: "AbortError" })
   })
 
   it("keeps working for ordinary answers, on one kept-alive connection", async () => {
