@@ -151,9 +151,9 @@ const makeService = Effect.gen(function*() {
     })
     // Asked for once per target by the wire check below and again by the call: built once for the last target asked.
     let builtFor: Target | undefined
-    let built: ChatRequest | undefined
+    let built!: ChatRequest
     const request = (t: Target): ChatRequest => {
-      if (builtFor !== t || built === undefined) {
+      if (builtFor !== t) {
         builtFor = t
         built = { ...input.options, model: t.model.id, messages, tools: input.tools, temperature: input.temperature, maxTokens: input.maxTokens }
       }

@@ -108,9 +108,11 @@ export const deadline = <A>(
 ): Promise<A> =>
   new Promise<A>((resolve, reject) => {
     // The deadline aborts a Cancel of its own, not `caller`: callers read an aborted Cancel as
-    // "the client went away", and a timeout must stay a timeout (504).
+    // "the client went away", and a timeout must stay a timeout (504). The caller's abort is
+    // forwarded for as long as the caller lives: a stream's body, read after this settled, is
+    // broken by it too (nodeFetch's hook on `own`).
     const own = new Cancel()
-    const stopForwarding = caller.onAbort((reason) => own.abort(reason))
+    caller.onAbort((reason) => own.abort(reason))
     const timer = setTimeout(() => {
       own.abort()
       reject(timeoutError(provider, what))
@@ -118,12 +120,10 @@ export const deadline = <A>(
     run(own).then(
       (a) => {
         clearTimeout(timer)
-        stopForwarding()
         resolve(a)
       },
       (e) => {
         clearTimeout(timer)
-        stopForwarding()
         reject(upstreamError(provider, e))
       }
     )
@@ -236,13 +236,9 @@ export const postSseNow = async (
   cancel: Cancel
 ): Promise<Readable> => {
   const res = await deadline(provider, "start streaming", (own) => startSse(provider, url, headers, body, own), cancel)
-  if (!(res instanceof UpstreamResponse) && !res.body) throw protocolError(provider, "empty stream body")
-  const stream = res instanceof UpstreamResponse ? res.nodeBody() : Readable.fromWeb(res.body as any)
-  // From here the caller's abort ends the body (the deadline stopped forwarding it once the stream began):
-  // also before anyone reads it, which would otherwise leave the upstream socket open.
-  const stopListening = cancel.onAbort(() => stream.destroy())
-  stream.once("close", stopListening)
-  return stream
+  if (res instanceof UpstreamResponse) return res.nodeBody()
+  if (!res.body) throw protocolError(provider, "empty stream body")
+  return Readable.fromWeb(res.body as any)
 }
 
 /** One SSE event's data as JSON, or the protocol error of a payload that is not JSON. */
