@@ -56,7 +56,7 @@ export const generalVariables: ReadonlyArray<string> = [
 ]
 
 /** Read from the process environment only, never from the file (AIGW_SINGLE_THREADED_GC: by the launcher, before node starts). */
-export const environmentOnly: ReadonlyArray<string> = ["AIGW_CONFIG", "AIGW_DEBUG", "AIGW_SINGLE_THREADED_GC"]
+export const environmentOnly: ReadonlyArray<string> = ["AIGW_CONFIG", "AIGW_DEBUG", "AIGW_SINGLE_THREADED_GC", "AIGW_WORKERS"]
 
 let known: ReadonlySet<string> | undefined
 

@@ -1,0 +1,55 @@
+/**
+ * The Node HTTP host: configuration -> layers -> NodeHttpServer. Wiring only.
+ * SIGINT/SIGTERM interrupt the main fiber: the server stops accepting, in-flight requests
+ * finish, layers (database pool, mail transport) are released. A failed start is one line on stderr
+ * naming the cause and the variable to fix, and exit code 1 (StartupError.ts; AIGW_DEBUG=1 adds the cause).
+ * Logs: text (Effect's pretty logger) or, with AIGW_LOG_FORMAT=json, one JSON object per line (Logging.ts).
+ * Started by main.ts in each serving process.
+ */
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { ConfigFile, FastLane, HttpApp, Layers, Logging, MallocTrim, Mcp, StartupError } from "@aigw/core"
+import { Config, Effect, Layer, Logger } from "effect"
+import { createServer } from "node:http"
+
+const ServerLive = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const port = yield* Config.integer("PORT").pipe(Config.withDefault(8787))
+    const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
+    // The routes that declare a lane (metered chat and embeddings) take the fast lane (FastLane.ts); the
+    // rest the Effect app. AIGW_FAST_LANE=false serves everything through the Effect app.
+    const fastLane = yield* Config.boolean("AIGW_FAST_LANE").pipe(Config.withDefault(true))
+    if (!fastLane) return NodeHttpServer.layer(createServer, { port, host })
+    const lane = yield* FastLane.make
+    return NodeHttpServer.layer(() => FastLane.attach(createServer(), lane), { port, host })
+  })
+)
+
+const HttpLive = Layer.unwrapEffect(
+  Effect.map(HttpApp.makeApp, (app) => HttpServer.serve(app))
+).pipe(
+  HttpServer.withLogAddress,
+  Layer.provide(ServerLive),
+  // MCP over streamable HTTP at /mcp (+ /.well-known/mcp.json, /.well-known/agent.json)
+  Layer.provide(Mcp.layerHttp),
+  // Background rounds: advance durable jobs, deliver webhooks.
+  Layer.merge(Layers.layerBackground),
+  Layer.provide(Layers.layerFromEnv()),
+  // Freed C heap memory back to the system (the bundle's parse, then every AIGW_MALLOC_TRIM_MS).
+  Layer.merge(MallocTrim.layer),
+  Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG))
+)
+
+const LoggingLive = Logging.layerFromEnv({ textLayer: Logger.pretty }).pipe(Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG)))
+
+// A process manager may signal the whole process group, and a wrapper (npm, tsx) or the workers' primary
+// relays the signal again (as SIGTERM): once the graceful shutdown has begun, a repeated SIGTERM must not
+// kill it before the layers are released (the usage exporters' flush, the database pool). Managers send
+// SIGKILL after their grace period anyway.
+process.once("SIGTERM", () => process.on("SIGTERM", () => {}))
+Layer.launch(HttpLive).pipe(
+  Effect.provide(LoggingLive),
+  StartupError.reportStartupFailure,
+  NodeRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true })
+)
