@@ -22,6 +22,10 @@
  * AIGW_NODE_FLAGS [the V8 flags of `npm start`], AIGW_BEFORE_NODE_FLAGS [AIGW_NODE_FLAGS; for the -before targets],
  * AIGW_NODE_ENV [the variables `npm start` sets, as "NAME=value …"], AIGW_BEFORE_NODE_ENV [AIGW_NODE_ENV; for the -before targets],
  * PROFILE [0], RESULTS_DIR [bench/results/<timestamp>].
+ * Scaling (docs/performance.md, "Scaling out"): a target aigw-pg-xN (or aigw-sqlite-xN) runs AIGW_WORKERS=N;
+ * SLICE [unset] gives each gateway process that fraction of one CPU (a cgroup quota of N x SLICE for the
+ * target), PG_SLICE [unset] gives PostgreSQL a fraction of one CPU, so that a machine with a core per
+ * process is modelled on this one. Needs root (cgroups). UPSTREAM_CPUS [SERVER_CPUS]: the mock upstream's CPUs.
  * Quick run: ROUNDS=1 DURATION=3 WARMUP=1 npm run bench
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process"
@@ -31,6 +35,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { nodeLauncher, parseAssignments, startEnvironment, startNodeOptions } from "../scripts/node-options.mjs"
+import { cpuSlice } from "./lib/cpu-slice.mjs"
 
 const bench = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(bench, "..")
@@ -63,6 +68,8 @@ const cfg = {
   nodeEnv: env.AIGW_NODE_ENV !== undefined ? parseAssignments(env.AIGW_NODE_ENV) : startEnvironment(),
   stages: (env.STAGES ?? "1") !== "0",
   profile: (env.PROFILE ?? "0") !== "0",
+  slice: env.SLICE ? Number(env.SLICE) : undefined,
+  pgSlice: env.PG_SLICE ? Number(env.PG_SLICE) : undefined,
   readyTimeout: num("READY_TIMEOUT", 60)
 }
 const stamp = new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19)
@@ -115,6 +122,7 @@ const preflight = () => {
 const groups = new Set()
 let pg = null // { url, dir, postmaster }
 let current = null // the running client child
+const slices = [] // CPU slices (cgroups) made for this run
 
 const groupPids = (pgid) => {
   const out = []
@@ -205,6 +213,7 @@ const cleanup = () => {
     spawnSync("bash", [path.join(root, ".ci/pg.sh"), "stop", pg.dir], { stdio: "ignore" })
     pg = null
   }
+  for (const slice of slices.splice(0)) slice.remove()
 }
 process.on("exit", cleanup)
 for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
@@ -217,9 +226,9 @@ for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 const pin = (cpus) => (cfg.pin === "1" && cpus ? ["taskset", "-c", cpus] : [])
 
 /** Starts a server in its own process group; resolves once `readyUrl` answers. */
-const startServer = async (name, argv, { envExtra = {}, cwd = bench, readyUrl, cpus = cfg.serverCpus } = {}) => {
+const startServer = async (name, argv, { envExtra = {}, cwd = bench, readyUrl, cpus = cfg.serverCpus, slice } = {}) => {
   const out = fs.openSync(path.join(results, "logs", `${name}.log`), "a")
-  const cmd = [...pin(cpus), ...argv]
+  const cmd = [...pin(cpus), ...(slice ? slice.wrap(argv) : argv)]
   const child = spawn(cmd[0], cmd.slice(1), { cwd, env: { ...env, ...envExtra }, stdio: ["ignore", out, out], detached: true })
   groups.add(child.pid)
   let exited = false
@@ -320,6 +329,13 @@ const main = async () => {
     // a database per PostgreSQL target (aigw_pg, aigw_pg_before)
     for (const t of cfg.targets.filter(isPg)) execFileSync("psql", [url, "-q", "-c", `CREATE DATABASE ${t.replace(/-/g, "_")}`], { stdio: "ignore" })
     pg.base = url.replace(/\/[^/]*$/, "")
+    if (cfg.pgSlice) {
+      // the postmaster's later children (backends) join its group
+      const slice = cpuSlice("postgres", cfg.pgSlice)
+      slices.push(slice)
+      for (const pid of pgPids()) slice.join(pid)
+      log(`PostgreSQL in a CPU slice of ${cfg.pgSlice} CPU`)
+    }
     log(`PostgreSQL ${pg.base} (postmaster ${postmaster}; fsync=off, synchronous_commit=off as .ci/pg.sh starts it)`)
   }
 
@@ -327,6 +343,7 @@ const main = async () => {
   const upPort = await freePort()
   const upPid = await startServer("upstream", ["node", path.join(lib, "mock-upstream.mjs")], {
     envExtra: { PORT: String(upPort) },
+    cpus: env.UPSTREAM_CPUS ?? cfg.serverCpus,
     readyUrl: `http://127.0.0.1:${upPort}/health`
   })
   const upHost = `http://127.0.0.1:${upPort}`
@@ -355,7 +372,7 @@ const main = async () => {
       ], { envExtra: { NODE_ENV: "production" }, readyUrl: `${base}/` })
       url = `${base}/v1/chat/completions`
       headers = ["x-portkey-provider: openai", `x-portkey-custom-host: ${upHost}/v1`, "Authorization: Bearer sk-bench"]
-    } else if (/^aigw-(sqlite|pg)(-before)?$/.test(name)) {
+    } else if (/^aigw-(sqlite|pg)(-before|-x\d+)?$/.test(name)) {
       // "-before": the same gateway from AIGW_BEFORE_BUNDLE, interleaved with the current one (A/B of a change)
       const before = name.endsWith("-before")
       if (before && !env.AIGW_BEFORE_BUNDLE) die(`${name} needs AIGW_BEFORE_BUNDLE (node bench/lib/build.mjs --out FILE --overlay DIR)`)
@@ -364,6 +381,10 @@ const main = async () => {
       if (before && env.AIGW_BEFORE_NODE_FLAGS !== undefined) argv.splice(1, cfg.nodeFlags.length, ...list("AIGW_BEFORE_NODE_FLAGS", ""))
       dataDir = path.join(tmp, name)
       fs.mkdirSync(dataDir, { recursive: true })
+      // "-xN": N server processes (AIGW_WORKERS), each with SLICE of a CPU when SLICE is set
+      const workers = Number(/-x(\d+)$/.exec(name)?.[1] ?? 1)
+      const slice = cfg.slice ? cpuSlice(name, cfg.slice * workers) : undefined
+      if (slice) slices.push(slice)
       // Started as `npm start` starts node: through its launcher, which adds --single-threaded-gc on one CPU.
       pid = await startServer(name, [...nodeLauncher(), ...argv.slice(1)], {
         cwd: root,
@@ -378,10 +399,15 @@ const main = async () => {
           OPENAI_API_KEY: "sk-bench",
           OPENAI_BASE_URL: `${upHost}/v1`,
           BENCH_PROFILE_DIR: path.join(results, "profiles"),
-          BENCH_PROFILE_NAME: name
+          BENCH_PROFILE_NAME: name,
+          ...(workers > 1 ? { AIGW_WORKERS: String(workers) } : {})
         },
-        readyUrl: `${base}/v1/health`
+        readyUrl: `${base}/v1/health`,
+        slice
       })
+      // every worker listening, not only the first
+      for (let i = 0; i < 100 && (fs.readFileSync(path.join(results, "logs", `${name}.log`), "utf8").match(/Listening on /g) ?? []).length < workers; i++) await sleep(100)
+      if (slice) log(`${name}: ${workers} process${workers > 1 ? "es" : ""} in a CPU slice of ${(cfg.slice * workers).toFixed(2)} CPU (${cfg.slice} each)`)
       const gcFlag = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("--single-threaded-gc")
       log(`${name}: node ${gcFlag ? "with --single-threaded-gc (one CPU)" : "with V8's default garbage collector threads"}`)
       const { createApiKey } = await import("./lib/aigw-account.mjs")
