@@ -91,7 +91,10 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
       return async (lane) =>
         lane.stream(
           await calls.openStream({ ...lane.call(targets), messages, request }),
-          (chunk) => convert(chunk).map(frame).join(""),
+          (chunk) => {
+            const parts = convert(chunk)
+            return parts.length === 1 ? frame(parts[0]!) : parts.map(frame).join("")
+          },
           frame(opening),
           trailer
         )

@@ -290,6 +290,10 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
   const convert = (c: StreamChunk): Array<string> => {
     if (c.error !== undefined) return [JSON.stringify({ error: { message: c.error, type: "api_error", code: "UpstreamFailed" } })]
     if (!c.done) {
+      // A text chunk (the most frequent) written out directly: the same text as the general form below.
+      if (c.extra === undefined && c.toolCalls === undefined) {
+        return [`${head},"choices":[{"logprobs":null,"index":0,"delta":{"content":${JSON.stringify(c.content)}},"finish_reason":null}]}`]
+      }
       return [chunk({
         choices: [{
           logprobs: null,

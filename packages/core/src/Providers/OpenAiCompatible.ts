@@ -141,8 +141,9 @@ const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
 const othersOf = (o: unknown, known: ReadonlySet<string>): Record<string, unknown> | undefined => {
   if (typeof o !== "object" || o === null) return undefined
   let out: Record<string, unknown> | undefined
-  // Keys, not entries: this runs on every stream event, and entries would allocate a pair per field.
-  for (const k of Object.keys(o)) {
+  // for-in, not Object.keys or entries: this runs on every stream event, and those allocate an array
+  // (and a pair per field). JSON.parse's objects have no enumerable inherited keys.
+  for (const k in o) {
     const v = (o as Record<string, unknown>)[k]
     if (known.has(k) || v === null || v === undefined) continue
     ;(out ??= {})[k] = v

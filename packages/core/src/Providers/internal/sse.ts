@@ -28,8 +28,8 @@ export const makeSseParser = () => {
     else if (field === "event") event = value
   }
   // Only new text is scanned: the line still being received waits in `partial`, so a long line
-  // (up to the reply limit) costs linear time rather than a rescan of it per chunk.
-  const lineEnd = /\r\n|\r|\n/g
+  // (up to the reply limit) costs linear time rather than a rescan of it per chunk. Line ends are
+  // found with indexOf (no match object per line).
   let partial = ""
   // The last text ended in CR: an LF first in the next one is the rest of that line end.
   let skipLf = false
@@ -37,12 +37,21 @@ export const makeSseParser = () => {
     if (text === "") return
     let start = skipLf && text.charCodeAt(0) === 10 ? 1 : 0
     skipLf = false
-    lineEnd.lastIndex = start
-    for (let match = lineEnd.exec(text); match !== null; match = lineEnd.exec(text)) {
-      take(partial + text.slice(start, match.index), out)
+    // The next CR and LF at or after `start`, each searched again only once passed: linear in the text.
+    let cr = text.indexOf("\r", start)
+    let lf = text.indexOf("\n", start)
+    for (;;) {
+      if (cr !== -1 && cr < start) cr = text.indexOf("\r", start)
+      if (lf !== -1 && lf < start) lf = text.indexOf("\n", start)
+      const end = cr === -1 ? lf : lf === -1 ? cr : Math.min(cr, lf)
+      if (end === -1) break
+      take(partial === "" ? text.slice(start, end) : partial + text.slice(start, end), out)
       partial = ""
-      start = match.index + match[0].length
-      if (match[0] === "\r" && start === text.length) skipLf = true
+      start = end + 1
+      if (end === cr) {
+        if (start === text.length) skipLf = true
+        else if (text.charCodeAt(start) === 10) start++
+      }
     }
     partial += text.slice(start)
   }

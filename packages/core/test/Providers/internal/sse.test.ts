@@ -23,6 +23,18 @@ describe("makeSseParser", () => {
     expect(parseChunks(["data: z\r"])).toEqual([{ event: "message", data: "z" }])
   })
 
+  it("reads a burst of lines of one kind of line end in linear time (CR only, LF only)", () => {
+    for (const end of ["\r", "\n"]) {
+      const parser = makeSseParser()
+      const started = performance.now()
+      // 400,000 events of one line each in one read: a search for the other line end from every line would be quadratic.
+      const events = parser.push(bytes(`data: x${end}${end}`.repeat(400_000)))
+      expect(events).toHaveLength(400_000)
+      expect(events[0]).toEqual({ event: "message", data: "x" })
+      expect(performance.now() - started).toBeLessThan(3_000)
+    }
+  })
+
   it("reads a 32 MiB line in 16 KiB chunks in linear time", () => {
     const parser = makeSseParser()
     const chunk = bytes("x".repeat(16 * 1024))
