@@ -4,6 +4,7 @@
  *
  *   node .ci/image-check.mjs single   BASE DATA_DIR CONTAINER
  *   node .ci/image-check.mjs replicas PROXY DATA_DIR_1 REPLICA_1 REPLICA_2
+ *   node .ci/image-check.mjs workers  BASE DATA_DIR CONTAINER   (started with AIGW_WORKERS=2)
  */
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -78,6 +79,27 @@ if (mode === "single") {
   const summary = (await usage.json()).result
   check(usage.status === 200 && summary.dailyCallsUsed === 5, `replica 2 must accept replica 1's token and see 5 calls used: ${usage.status} ${JSON.stringify(summary)}`)
   console.log(`image-check: two replicas behind nginx on one PostgreSQL: 5 of 8 concurrent calls admitted (quota 5), 3 refused with 429; replica 2 accepts replica 1's token and counts 5`)
+} else if (mode === "workers") {
+  const [container] = rest
+  await waitHealthy(base)
+  // PID 1 (node, the supervisor) and its two serving workers, both node.
+  const children = () =>
+    podman("exec", container, "sh", "-c", "grep -l '^PPid:[[:space:]]*1$' /proc/[0-9]*/status || true").split("\n").filter(Boolean)
+      .map((f) => podman("exec", container, "cat", f.replace("/status", "/comm")))
+  check(podman("exec", container, "cat", "/proc/1/comm") === "node", "PID 1 must be node (the workers' supervisor)")
+  const started = Date.now()
+  while (children().length < 2 && Date.now() - started < 30_000) await new Promise((r) => setTimeout(r, 200))
+  check(JSON.stringify(children()) === JSON.stringify(["node", "node"]), `AIGW_WORKERS=2 must run two node workers under PID 1: ${JSON.stringify(children())}`)
+  const { apiKey } = await createApiKey(base, dataDir)
+  const statuses = await Promise.all(Array.from({ length: 20 }, () => chat(base, apiKey).then(async (r) => (await r.arrayBuffer(), r.status))))
+  check(statuses.every((s) => s === 200), `chat through two workers: ${JSON.stringify(statuses)}`)
+  // `podman stop` sends SIGTERM to PID 1: the supervisor stops both workers gracefully and exits 0 (not SIGKILLed at the timeout).
+  const stopping = Date.now()
+  podman("stop", "-t", "20", container)
+  const stopMs = Date.now() - stopping
+  const code = podman("inspect", "--format", "{{.State.ExitCode}}", container)
+  check(code === "0" && stopMs < 15_000, `podman stop must end the supervisor and its workers with exit code 0 well within the timeout: exit ${code} after ${stopMs} ms`)
+  console.log(`image-check: AIGW_WORKERS=2: PID 1 supervises two node workers; 20 chat calls answered; podman stop ends them with exit 0 in ${stopMs} ms`)
 } else {
   fail(`unknown mode ${mode}`)
 }

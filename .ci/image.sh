@@ -2,7 +2,8 @@
 # The container image, built and run for real: the repository's Dockerfile built unchanged with podman
 # (no Docker engine runs on CI machines), then the image started and checked as docs/deployment-node.md
 # promises (non-root, HOST=0.0.0.0, health check, data in /data), and two replicas of it on one
-# PostgreSQL behind nginx with deploy/nginx.conf (exact quota across replicas).
+# PostgreSQL behind nginx with deploy/nginx.conf (exact quota across replicas); one container with
+# AIGW_WORKERS=2 (two workers under PID 1, stopped cleanly by `podman stop`).
 #
 #   bash .ci/image.sh            (as root; needs AIGW_TEST_PG_URL, e.g. from `bash .ci/pg.sh start`)
 #
@@ -91,6 +92,11 @@ single=$(port)
 # On one CPU (the launcher then adds --single-threaded-gc; image-check.mjs checks it).
 run aigw-ci-single "$single" "$work/single" --cpuset-cpus 0
 node .ci/image-check.mjs single "http://127.0.0.1:$single" "$work/single" aigw-ci-single
+
+log "two workers in one container (AIGW_WORKERS=2)"
+workers_port=$(port)
+run aigw-ci-workers "$workers_port" "$work/workers" -e AIGW_WORKERS=2
+node .ci/image-check.mjs workers "http://127.0.0.1:$workers_port" "$work/workers" aigw-ci-workers
 
 log "two replicas on one PostgreSQL behind nginx (deploy/nginx.conf)"
 db="aigw_image_$$"
