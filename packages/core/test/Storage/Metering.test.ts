@@ -62,6 +62,8 @@ describe("metering on sqlite, inside transactions", () => {
 describe.skipIf(!hasPg)("metering on postgresql, group commit", () => {
   // The names of the statements the pool was asked for.
   const sent: Array<string> = []
+  // Milliseconds the next statement takes longer (a busy database), then 0 again.
+  let slowNext = 0
   let url: string
   let runtime: ManagedRuntime.ManagedRuntime<Metering | UsageStore, unknown>
   beforeAll(async () => {
@@ -74,7 +76,9 @@ describe.skipIf(!hasPg)("metering on postgresql, group commit", () => {
         const spy = Object.create(pool)
         spy.query = (config: any, values?: any) => {
           sent.push(config?.name ?? "unnamed")
-          return pool.query(config, values)
+          const delay = slowNext
+          slowNext = 0
+          return delay > 0 ? new Promise((r) => setTimeout(r, delay)).then(() => pool.query(config, values)) : pool.query(config, values)
         }
         return spy
       })
@@ -127,6 +131,25 @@ describe.skipIf(!hasPg)("metering on postgresql, group commit", () => {
     assert.deepStrictEqual((await totals(a)).callsToday, 4)
     assert.deepStrictEqual((await totals(b)).callsToday, 5)
     assert.deepStrictEqual((await totals(c)).callsToday, 0)
+  })
+
+  it("while a batch is on the server, the calls of the following turns wait and go as one statement", async () => {
+    const avatarId = crypto.randomUUID()
+    sent.length = 0
+    slowNext = 150
+    const outcomes = await runtime.runPromise(Effect.flatMap(Metering, (m) =>
+      Effect.promise(async () => {
+        const calls: Array<Promise<unknown>> = [m.admit(avatarId, "2026-11-24", 10, 1)]
+        // Five more, each in a later turn of the event loop, while the first statement is out.
+        for (let i = 0; i < 5; i++) {
+          await new Promise((r) => setImmediate(r))
+          calls.push(m.admit(avatarId, "2026-11-24", 10, 1))
+        }
+        return Promise.all(calls)
+      })))
+    assert.deepStrictEqual(outcomes, [1, 2, 3, 4, 5, 6])
+    assert.deepStrictEqual(sent, ["aigw_admit_many", "aigw_admit_many"])
+    assert.deepStrictEqual((await totals(avatarId)).callsToday, 6)
   })
 
   it("a batch the database refuses fails for each of its callers, is not retried and counts nothing", async () => {

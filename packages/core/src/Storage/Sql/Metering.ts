@@ -158,23 +158,46 @@ const admitted = (calls: unknown): number | undefined => (calls === undefined ||
 /**
  * Group commit's queue: the calls made in one turn of the event loop, handed to `flush` together
  * at its end (setImmediate). Each call's promise is settled by `flush` through its item.
+ *
+ * A `flush` that returns a promise (a statement on a server) has at most `inFlight` batches out at
+ * once: while they are, the calls of the following turns wait and go together as the next batch
+ * when one settles. So a database that answers slower than the event loop turns gets fewer, larger
+ * statements rather than a growing line of small ones (which cost it more per call just when it has
+ * the least to spare).
  */
-interface Pending<W> {
+export interface Pending<W> {
   readonly work: W
   readonly resolve: (a: any) => void
   readonly reject: (e: unknown) => void
 }
-const perTurn = <W>(flush: (batch: Array<Pending<W>>) => void) => {
+export const perTurn = <W>(flush: (batch: Array<Pending<W>>) => Promise<unknown> | void, inFlight = Infinity) => {
   let queue: Array<Pending<W>> = []
+  let out = 0
+  let scheduled = false
+  const schedule = () => {
+    if (scheduled || queue.length === 0 || out >= inFlight) return
+    scheduled = true
+    setImmediate(run)
+  }
+  const settled = () => {
+    out--
+    schedule()
+  }
   const run = () => {
+    scheduled = false
+    if (out >= inFlight) return
     const batch = queue
     queue = []
-    flush(batch)
+    const done = flush(batch)
+    if (done !== undefined) {
+      out++
+      done.then(settled, settled)
+    }
   }
   return <A>(work: W): Promise<A> =>
     new Promise<A>((resolve, reject) => {
-      if (queue.length === 0) setImmediate(run)
       queue.push({ work, resolve, reject })
+      schedule()
     })
 }
 
@@ -324,25 +347,26 @@ const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<Key
     readonly totals: Array<unknown>
   }
   const recordOne = (r: Recording) => query(statements.record, [...r.event, ...r.totals]).then(() => undefined)
+  // One batch of each kind on the server at a time (perTurn's `inFlight`): the next collects meanwhile.
   const enqueueRecord = perTurn<Recording>((batch) => {
-    if (batch.length === 1) return void recordOne(batch[0]!.work).then(batch[0]!.resolve, batch[0]!.reject)
+    if (batch.length === 1) return recordOne(batch[0]!.work).then(batch[0]!.resolve, batch[0]!.reject)
     // `recordMany`'s parameters: the event's columns, then its tokens.
     const columns = columnsOf(batch.map(({ work }) => [...work.event, work.totals[2]]))
-    pool.query({ name: recordMany.name, text: recordMany.text, values: columns }).then(
+    return pool.query({ name: recordMany.name, text: recordMany.text, values: columns }).then(
       () => batch.forEach((p) => p.resolve(undefined)),
       () => batch.forEach((p) => recordOne(p.work).then(p.resolve, p.reject))
     )
-  })
+  }, 1)
   // A failed batch is not retried: unlike a record's id, nothing would tell a retry that the batch
   // had committed after all, and its calls would be counted twice. Each caller gets the error, as a
   // lone admission's would.
   const enqueueAdmission = perTurn<Admission>((batch) => {
     const ordered = batch.slice().sort((a, b) => byRow(a.work, b.work))
-    pool.query({ name: admitMany.name, text: admitMany.text, values: admissionColumns(ordered.map((p) => p.work)) }).then(
+    return pool.query({ name: admitMany.name, text: admitMany.text, values: admissionColumns(ordered.map((p) => p.work)) }).then(
       (r) => ordered.forEach((p, i) => p.resolve(admitted(r.rows[0].calls[i]))),
       (error) => batch.forEach((p) => p.reject(error))
     )
-  })
+  }, 1)
   return {
     avatarOfKey: cached(cache, keyEntry, (hash) => query(statements.keyWithAvatar, [hash]).then((rows) => activeOwner(rows[0]))),
     activeAvatar: cached(cache, avatarEntry, (id) => query(statements.avatarById, [id]).then((rows) => activeIn(rows[0]))),
