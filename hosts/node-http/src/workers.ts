@@ -13,7 +13,7 @@
 import cluster, { type Worker } from "node:cluster"
 import * as os from "node:os"
 
-export const VARIABLE = "AIGW_WORKERS"
+const VARIABLE = "AIGW_WORKERS"
 const MAX_WORKERS = 64
 const CRASH_LIMIT = 5
 const CRASH_WINDOW_MS = 60_000
@@ -57,6 +57,8 @@ export const superviseWorkers = (): boolean => {
   }
 
   const start = (then?: () => void): void => {
+    // A stop that came during the start (before the first worker listened) forks no more.
+    if (stopping) return
     const worker = cluster.fork()
     workers.add(worker)
     let listening = false

@@ -4,14 +4,32 @@
  * across them, a token issued by one accepted by all (the generated JWT key of the data directory),
  * a crashed worker replaced, SIGTERM stopping them all.
  */
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { workerCount } from "../src/workers.ts"
 import { signUp, type TestAvatar } from "./support/accounts.ts"
 import { processTree } from "./support/attack.ts"
-import { call, type RunningServer, startExpectingFailure, startServer } from "./support/server.ts"
+import { call, freePort, type RunningServer, startExpectingFailure, startServer } from "./support/server.ts"
+
+const bundle = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist/aigw.mjs")
+
+/** The live (not zombie) processes of a process group. */
+const groupMembers = (pgid: number) =>
+  fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((d) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8")
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      return Number(fields[2]) === pgid && fields[0] !== "Z"
+    } catch {
+      return false
+    }
+  })
 
 const T = 120_000
 
@@ -83,6 +101,45 @@ describe("AIGW_WORKERS", () => {
       expect(result.stderr.trimEnd().split("\n")).toEqual([`aigw: cannot listen on 127.0.0.1:${port}: address already in use (set PORT or HOST)`])
     } finally {
       await new Promise((r) => occupied.close(r))
+    }
+  }, T)
+})
+
+describe("a stop during the start", () => {
+  it("forks no more workers, and the supervisor exits 0 with nothing of its group left", async () => {
+    const dir = scratchDir("aigw-workers-")
+    const child = spawn(process.execPath, [bundle], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "",
+        PORT: String(await freePort()),
+        HOST: "127.0.0.1",
+        AIGW_DATA_DIR: path.join(dir, "data"),
+        DATABASE_URL: `sqlite:${path.join(dir, "data", "aigw.sqlite")}`,
+        AIGW_WORKERS: "3"
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true
+    })
+    let output = ""
+    child.stdout!.on("data", (d) => (output += d))
+    child.stderr!.on("data", (d) => (output += d))
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+    try {
+      // The first worker exists and is still starting (it has not listened): stop now.
+      await waitFor("the first worker", () => processTree(child.pid!).length > 1)
+      expect(output).not.toContain("Listening on")
+      process.kill(child.pid!, "SIGTERM")
+      expect(await exited, output).toBe(0)
+      await waitFor("the group to end", () => groupMembers(child.pid!).length === 0, 10_000)
+      expect(output.split("Listening on ").length - 1, output).toBeLessThanOrEqual(1)
+    } finally {
+      try {
+        process.kill(-child.pid!, "SIGKILL")
+      } catch {
+        // gone already
+      }
     }
   }, T)
 })
