@@ -91,10 +91,7 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
       return async (lane) =>
         lane.stream(
           await calls.openStream({ ...lane.call(targets), messages, request }),
-          (chunk) => {
-            const parts = convert(chunk)
-            return parts.length === 1 ? frame(parts[0]!) : parts.map(frame).join("")
-          },
+          (chunk) => convert(chunk).map(frame).join(""),
           frame(opening),
           trailer
         )

@@ -183,9 +183,9 @@ export const perTurn = <W>(flush: (batch: Array<Pending<W>>) => Promise<unknown>
     out--
     schedule()
   }
+  // Scheduled only with a place free, and only `run` takes one: the place is still free here.
   const run = () => {
     scheduled = false
-    if (out >= inFlight) return
     const batch = queue
     queue = []
     const done = flush(batch)
