@@ -5,30 +5,20 @@
  * a crashed worker replaced, SIGTERM stopping them all.
  */
 import { spawn } from "node:child_process"
-import * as fs from "node:fs"
 import * as http from "node:http"
-import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { workerCount } from "../src/workers.ts"
 import { signUp, type TestAvatar } from "./support/accounts.ts"
-import { processTree } from "./support/attack.ts"
-import { call, freePort, type RunningServer, startExpectingFailure, startServer } from "./support/server.ts"
-
-const bundle = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist/aigw.mjs")
+import { allPids, processTree, procStat } from "./support/attack.ts"
+import { call, freePort, hostEnv, nodeHostCommand, type RunningServer, startExpectingFailure, startServer } from "./support/server.ts"
 
 /** The live (not zombie) processes of a process group. */
 const groupMembers = (pgid: number) =>
-  fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((d) => {
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8")
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-      return Number(fields[2]) === pgid && fields[0] !== "Z"
-    } catch {
-      return false
-    }
+  allPids().filter((pid) => {
+    const stat = procStat(pid)
+    return stat !== undefined && Number(stat[2]) === pgid && stat[0] !== "Z"
   })
 
 const T = 120_000
@@ -38,18 +28,24 @@ const workersOf = (server: RunningServer) => processTree(server.child.pid!).filt
 
 /** user + system CPU ticks of a process. */
 const cpuTicks = (pid: number) => {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return Number(fields[11]) + Number(fields[12])
+  const stat = procStat(pid)!
+  return Number(stat[11]) + Number(stat[12])
 }
 
-/** One POST on a connection of its own (the cluster hands each connection to the next worker). */
-const postOnNewConnection = (url: string, path: string, apiKey: string, body: unknown) =>
+/**
+ * One request on a connection of its own (the cluster hands each connection to the next worker), with
+ * `token` as its bearer credential and `body` as JSON when given; resolves to the status.
+ */
+const onNewConnection = (url: string, path: string, token: string, body?: unknown) =>
   new Promise<number>((resolve, reject) => {
-    const text = JSON.stringify(body)
+    const text = body === undefined ? undefined : JSON.stringify(body)
     const req = http.request(`${url}${path}`, {
-      method: "POST",
+      method: text === undefined ? "GET" : "POST",
       agent: false,
-      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-length": Buffer.byteLength(text) }
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(text === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+      }
     }, (res) => {
       res.resume()
       res.on("end", () => resolve(res.statusCode!))
@@ -108,17 +104,10 @@ describe("AIGW_WORKERS", () => {
 describe("a stop during the start", () => {
   it("forks no more workers, and the supervisor exits 0 with nothing of its group left", async () => {
     const dir = scratchDir("aigw-workers-")
-    const child = spawn(process.execPath, [bundle], {
+    const [command, args] = nodeHostCommand()
+    const child = spawn(command, args, {
       cwd: dir,
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "",
-        PORT: String(await freePort()),
-        HOST: "127.0.0.1",
-        AIGW_DATA_DIR: path.join(dir, "data"),
-        DATABASE_URL: `sqlite:${path.join(dir, "data", "aigw.sqlite")}`,
-        AIGW_WORKERS: "3"
-      },
+      env: hostEnv(await freePort(), dir, { AIGW_WORKERS: "3" }),
       stdio: ["ignore", "pipe", "pipe"],
       detached: true
     })
@@ -162,7 +151,7 @@ describe("two workers on one SQLite database", () => {
 
   it("admit exactly the daily limit between them", async () => {
     const body = { messages: [{ role: "user", content: "hi" }], provider: "openai", model: "gpt-4o-mini" }
-    const statuses = await Promise.all(Array.from({ length: 60 }, () => postOnNewConnection(server.url, "/v1/complete", user.apiKey, body)))
+    const statuses = await Promise.all(Array.from({ length: 60 }, () => onNewConnection(server.url, "/v1/complete", user.apiKey, body)))
     expect(statuses.filter((s) => s === 200)).toHaveLength(40)
     expect(statuses.filter((s) => s === 429)).toHaveLength(20)
     const usage = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
@@ -174,13 +163,7 @@ describe("two workers on one SQLite database", () => {
     const before = workers.map(cpuTicks)
     const statuses: Array<number> = []
     for (let round = 0; round < 10; round++) {
-      statuses.push(...await Promise.all(Array.from({ length: 30 }, () =>
-        new Promise<number>((resolve, reject) => {
-          http.get(`${server.url}/v1/usage`, { agent: false, headers: { authorization: `Bearer ${user.token}` } }, (res) => {
-            res.resume()
-            res.on("end", () => resolve(res.statusCode!))
-          }).on("error", reject)
-        }))))
+      statuses.push(...await Promise.all(Array.from({ length: 30 }, () => onNewConnection(server.url, "/v1/usage", user.token))))
     }
     expect(statuses).toEqual(Array(300).fill(200))
     // Each worker spent CPU on its share of the connections (an idle one spends next to none).

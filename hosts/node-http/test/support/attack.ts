@@ -6,21 +6,34 @@
 import * as fs from "node:fs"
 import type { RunningServer } from "./server.ts"
 
+/**
+ * The fields of /proc/<pid>/stat after the command name (0 state, 1 ppid, 2 pgrp, 11 utime, 12 stime),
+ * or undefined when the process is gone. The command name may hold spaces and parentheses: the
+ * fields follow the last ")".
+ */
+export const procStat = (pid: number | string): Array<string> | undefined => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  } catch {
+    return undefined
+  }
+}
+
+/** The pids of the processes running now, read from /proc. */
+export const allPids = (): Array<number> => fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number)
+
 /** The pids of `root` and all its descendants, read from /proc. */
 export const processTree = (root: number): Array<number> => {
   const children = new Map<number, Array<number>>()
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8")
-      // The command name may hold spaces and parentheses: the ppid follows the last ")".
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-      const list = children.get(ppid) ?? []
-      list.push(Number(entry))
-      children.set(ppid, list)
-    } catch {
-      // the process ended while we read
-    }
+  for (const pid of allPids()) {
+    const stat = procStat(pid)
+    // gone while we read
+    if (stat === undefined) continue
+    const ppid = Number(stat[1])
+    const list = children.get(ppid) ?? []
+    list.push(pid)
+    children.set(ppid, list)
   }
   const out: Array<number> = []
   const visit = (pid: number) => {

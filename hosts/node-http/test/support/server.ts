@@ -23,6 +23,9 @@ const hostCommand = (entry: string): [string, Array<string>] =>
     ? [process.execPath, [bundle]]
     : [process.execPath, ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href, entry]]
 
+/** The command that runs the node host under test (the bundle, or its sources with AIGW_TEST_HOST=tsx). */
+export const nodeHostCommand = () => hostCommand(main)
+
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const srv = net.createServer()
@@ -55,7 +58,7 @@ export interface RunningServer {
 }
 
 /** The environment of a host under test: loopback, the port, everything under `dataDir`, then `env`. */
-const hostEnv = (port: number, dataDir: string, env: Record<string, string>) => ({
+export const hostEnv = (port: number, dataDir: string, env: Record<string, string>) => ({
   PATH: process.env.PATH ?? "",
   HOME: process.env.HOME ?? "",
   PORT: String(port),
