@@ -17,7 +17,7 @@ import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import { hostBundle } from "./bundle.mjs"
+import { hostBundle, v8Major } from "./bundle.mjs"
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const core = path.join(root, "packages/core")
@@ -63,11 +63,17 @@ const newestIn = (dir) => {
   return newest
 }
 
+/** The stamp a completed build writes: when, tsc's status, and the V8 that built the bundle. */
+export const stampText = (tscStatus, at = new Date()) => `${at.toISOString()} tsc exit ${tscStatus} v8 ${v8Major}\n`
+/** Whether a stamp's build was made by this node's V8: the bundle's form depends on it (scripts/bundle.mjs, lowersObjectSpread). */
+export const builtByThisV8 = (stamp) => stamp.endsWith(` v8 ${v8Major}\n`)
+
 /** Why a build is needed ("" when the outputs are complete and newer than every input). */
 export const staleness = () => {
   const missing = outputs.find((f) => !fs.existsSync(f))
   if (missing) return `${path.relative(root, missing)} is missing`
   if (!fs.existsSync(stampFile)) return "no completed build recorded"
+  if (!builtByThisV8(fs.readFileSync(stampFile, "utf8"))) return "built by another version of node"
   const built = fs.statSync(stampFile).mtimeMs
   const newest = Math.max(...inputDirs.map(newestIn), ...inputFiles.filter((f) => fs.existsSync(f)).map((f) => fs.statSync(f).mtimeMs))
   return newest > built ? "sources changed since the last build" : ""
@@ -142,7 +148,7 @@ const runBuild = () => {
   const missing = outputs.find((f) => !fs.existsSync(f))
   if (missing) throw new Error(`aigw build: ${path.relative(root, missing)} was not produced`)
   fs.mkdirSync(path.dirname(stampFile), { recursive: true })
-  fs.writeFileSync(stampFile, `${new Date().toISOString()} tsc exit ${result.status}\n`)
+  fs.writeFileSync(stampFile, stampText(result.status))
   process.stderr.write(`aigw build: done in ${((Date.now() - started) / 1000).toFixed(1)} s${result.status === 0 ? "" : " (with type errors, see above)"}\n`)
   return result.status ?? 1
 }
