@@ -48,4 +48,4 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
 # What `npm start` runs (package.json): the host's bundle, with a young generation of 2 x 8 MB and an
 # old generation that grows by 50 % over what a full collection leaves instead of V8's defaults, and
 # (ENV above) two malloc arenas instead of one per thread (docs/performance.md, "Memory").
-CMD ["sh", "scripts/node.sh", "--max-semi-space-size=8", "--heap-growing-percent=50", "hosts/node-http/dist/aigw.mjs"]
+CMD ["sh", "scripts/node.sh", "--max-semi-space-size=8", "--heap-growing-percent=40", "hosts/node-http/dist/aigw.mjs"]

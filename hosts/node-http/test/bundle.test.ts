@@ -8,7 +8,9 @@
 import * as fs from "node:fs"
 import ts from "typescript"
 import { describe, expect, it } from "vitest"
+// @ts-expect-error: a plain .mjs script without declarations
 import { builtByThisV8, stampText } from "../../../scripts/build.mjs"
+// @ts-expect-error: a plain .mjs script without declarations
 import { hostBundle, lowersObjectSpread, v8Major } from "../../../scripts/bundle.mjs"
 
 /** The object spreads (`{ ...x }`) in a program's text, found by TypeScript's parser (not in strings or comments). */
