@@ -37,14 +37,14 @@ export const esmRequireBanner = [
 ].join("\n")
 
 /**
- * Object spread followed by more properties (`{ ...a, b }`) is lowered to esbuild's helper calls
- * when the bundle is built by a V8 older than 12 (Node 20). That V8 builds such literals on a slow
+ * Object spread is lowered to esbuild's helper calls when the bundle is built by a V8 older than 12
+ * (Node 20). That V8 builds a literal that spreads and then adds properties (`{ ...a, b }`) on a slow
  * runtime path that puts the new object in the old generation, so every young object it refers to
- * survives scavenges until the next full collection: a fifth of a chat call's objects were promoted
- * that way, and the collector's marking cycles they caused set the tail latency. V8 12 (Node 22)
- * builds them natively, many times faster than the helpers. The bundle runs on the node that built
- * it (`npm start` builds on the machine, the image in its own node), and scripts/build.mjs rebuilds
- * it when that node's V8 changes. docs/performance.md, "Issue 18, ninth session".
+ * survives scavenges until the next full collection; the promoted objects drove the collector's
+ * marking cycles, which set the tail latency. V8 12 (Node 22) builds them natively, far faster than
+ * the helpers. The bundle runs on the node that built it (`npm start` builds on the machine, the
+ * image in its own node), and scripts/build.mjs rebuilds it when that node's V8 changes.
+ * docs/performance.md, "Issue 18, ninth session".
  */
 export const v8Major = Number(process.versions.v8.split(".")[0])
 export const lowersObjectSpread = v8Major < 12
