@@ -37,17 +37,105 @@ export const esmRequireBanner = [
 ].join("\n")
 
 /**
- * Object spread is lowered to esbuild's helper calls when the bundle is built by a V8 older than 12
- * (Node 20). That V8 builds a literal that spreads and then adds properties (`{ ...a, b }`) on a slow
- * runtime path that puts the new object in the old generation, so every young object it refers to
- * survives scavenges until the next full collection; the promoted objects drove the collector's
- * marking cycles, which set the tail latency. V8 12 (Node 22) builds them natively, far faster than
- * the helpers. The bundle runs on the node that built it (`npm start` builds on the machine, the
- * image in its own node), and scripts/build.mjs rebuilds it when that node's V8 changes.
- * docs/performance.md, "Issue 18, ninth session".
+ * Object spread is lowered to helper calls when the bundle is built by a V8 older than 12 (Node 20).
+ * That V8 builds a literal that spreads and then adds properties (`{ ...a, b }`) on a slow runtime
+ * path that puts the new object in the old generation, so every young object it refers to survives
+ * scavenges until the next full collection; the promoted objects drove the collector's marking
+ * cycles, which set the tail latency. V8 12 (Node 22) builds them natively, far faster than any
+ * helper. The bundle runs on the node that built it (`npm start` builds on the machine, the image in
+ * its own node), and scripts/build.mjs rebuilds it when that node's V8 changes.
+ * docs/performance.md, "Issue 18, ninth session" and "tenth session".
  */
 export const v8Major = Number(process.versions.v8.split(".")[0])
 export const lowersObjectSpread = v8Major < 12
+
+/**
+ * The helpers the lowered calls use, in place of esbuild's. esbuild's copy property by property
+ * with a check and a define each, and add the properties after a spread through
+ * getOwnPropertyDescriptors, which on V8 11 costs more CPU than the slow path they replace.
+ * Object.assign copies the same properties (own enumerable strings, then symbols, in the same
+ * order, getters read once) on V8's fast path, into a young object. It assigns where spread
+ * defines; the two differ only where the target has a setter or accessor for the key:
+ *  - an own "__proto__" key (JSON.parse makes them from untrusted bodies) would set the copy's
+ *    prototype: an object with one takes the defining copy;
+ *  - accessors or a prototype other than null in a literal of the call: those calls keep esbuild's
+ *    defining helpers (keepDefiningCalls).
+ * Rest (`{ a, ...rest }`) defines every key, as the language does.
+ * hosts/node-http/test/bundle.test.ts compares them with native spread and rest, including hostile
+ * "__proto__" keys, and checks every call in the bundle.
+ */
+export const objectSpreadHelpers = [
+  "var __aigwOwn=Object.prototype.hasOwnProperty,__aigwIsEnum=Object.prototype.propertyIsEnumerable,__aigwSymbols=Object.getOwnPropertySymbols,__aigwAssign=Object.assign;",
+  "var __aigwDefine=(a,k,v)=>{k in a?Object.defineProperty(a,k,{enumerable:!0,configurable:!0,writable:!0,value:v}):a[k]=v};",
+  "var __aigwCopy=(a,b,skip)=>{for(var k in b)__aigwOwn.call(b,k)&&!(skip&&skip.includes(k))&&__aigwDefine(a,k,b[k]);if(b!=null)for(var s of __aigwSymbols(b))!(skip&&skip.includes(s))&&__aigwIsEnum.call(b,s)&&__aigwDefine(a,s,b[s]);return a};",
+  "var __spreadValues=(a,b)=>b!=null&&__aigwOwn.call(b,'__proto__')?__aigwCopy(a,b):__aigwAssign(a,b);",
+  "var __spreadProps=(a,b)=>__aigwOwn.call(b,'__proto__')?__aigwCopy(a,b):__aigwAssign(a,b);",
+  "var __objRest=(b,skip)=>__aigwCopy({},b,skip);"
+].join("")
+
+/**
+ * esbuild's own definitions of those helpers, renamed out of the way: same length, so the source
+ * map's columns on their line stay right. Each must be found exactly once.
+ */
+const esbuildHelperRenames = [
+  ["__spreadValues", "__esbuildValue"],
+  ["__spreadProps", "__esbuildProp"],
+  ["__objRest", "__esbRest"]
+]
+
+/** Whether a literal in a lowered spread needs spread's define semantics: accessors, or a prototype other than null. */
+const needsDefine = (ts, literal) =>
+  literal.properties.some((p) =>
+    ts.isGetAccessorDeclaration(p) || ts.isSetAccessorDeclaration(p) ||
+    (ts.isPropertyAssignment(p) && !ts.isComputedPropertyName(p.name) && p.name.text === "__proto__" && p.initializer.kind !== ts.SyntaxKind.NullKeyword) ||
+    (ts.isShorthandPropertyAssignment(p) && p.name.text === "__proto__"))
+
+const isHelperCall = (ts, node) => ts.isCallExpression(node) && ts.isIdentifier(node.expression) && (node.expression.text === "__spreadValues" || node.expression.text === "__spreadProps")
+
+/**
+ * The lowered spreads of `text` (one literal's nested helper calls at a time) that need define
+ * semantics, as the positions of their callees; these are renamed to esbuild's helpers (same length).
+ */
+export const definingCallSites = (ts, text) => {
+  const file = ts.createSourceFile("bundle.mjs", text, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS)
+  const sites = []
+  const visit = (node, inChain) => {
+    if (isHelperCall(ts, node) && !inChain) {
+      const chain = []
+      for (let call = node; isHelperCall(ts, call); call = call.arguments[0]) chain.push(call)
+      const target = chain[chain.length - 1].arguments[0]
+      const literals = chain.flatMap((call) => (call.expression.text === "__spreadProps" ? [call.arguments[1]] : [])).concat([target])
+      const defining = !ts.isObjectLiteralExpression(target) || chain.some((c) => c.arguments.length !== 2) ||
+        literals.some((l) => !ts.isObjectLiteralExpression(l) || needsDefine(ts, l))
+      if (defining) for (const call of chain) sites.push(call.expression.getStart(file))
+      for (const call of chain) for (const arg of call.arguments.slice(call === chain[chain.length - 1] ? 0 : 1)) visit(arg, false)
+      return
+    }
+    ts.forEachChild(node, (child) => visit(child, false))
+  }
+  visit(file, false)
+  return sites
+}
+
+const useOurSpreadHelpers = async (text) => {
+  const require = createRequire(path.join(root, "package.json"))
+  const ts = (await import(pathToFileURL(require.resolve("typescript")).href)).default
+  // after the banner, which defines ours
+  const from = esmRequireBanner.length + objectSpreadHelpers.length
+  const chars = [...esbuildHelperRenames.map(([name]) => {
+    const definition = text.indexOf(`${name}=(`, from)
+    if (definition === -1 || text.indexOf(`${name}=(`, definition + 1) !== -1) {
+      throw new Error(`esbuild's helper ${name} not found once in the bundle: the esbuild version changed how object spread is lowered (scripts/bundle.mjs, objectSpreadHelpers)`)
+    }
+    return definition
+  }), ...definingCallSites(ts, text)]
+  let out = text
+  for (const at of chars) {
+    const [name, renamed] = esbuildHelperRenames.find(([n]) => out.startsWith(n, at))
+    out = out.slice(0, at) + renamed + out.slice(at + name.length)
+  }
+  return out
+}
 
 const coreSrc = path.join(root, "packages/core/src")
 const coreDist = path.join(root, "packages/core/dist")
@@ -95,12 +183,17 @@ export const bundle = async ({ entry = path.join(root, "hosts/node-http/src/main
         })
       }
     }],
-    banner: { js: esmRequireBanner }
+    // On one line with the banner's last: the source map's lines stay those of the code.
+    banner: { js: lowersObjectSpread ? esmRequireBanner + objectSpreadHelpers : esmRequireBanner }
   })
   // esbuild keeps a few non-ASCII characters (escaped ones inside wink-nlp's regular expressions);
   // one of them makes V8 hold the whole bundle text as a two-byte string (twice the memory). As
   // \uXXXX escapes they mean the same in regular expressions and string literals.
-  const text = fs.readFileSync(outfile, "utf8")
+  let text = fs.readFileSync(outfile, "utf8")
+  if (lowersObjectSpread) {
+    text = await useOurSpreadHelpers(text)
+    fs.writeFileSync(outfile, text)
+  }
   if (/[^\x00-\x7f]/.test(text)) {
     const escape = (c) => [...c].map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")
     // `\–` (an identity escape) becomes `\u2013`, not `\\u2013`
