@@ -26,3 +26,42 @@ export const jsonTextProblem = (text: string, maxDepth: number): string | undefi
   }
   return undefined
 }
+
+const PROTO = "__proto__"
+
+/**
+ * Why a parsed JSON value must not be used, or undefined: an own "__proto__" key anywhere in it.
+ * JSON.parse makes it an ordinary property, but a copy by assignment turns it into the copy's
+ * prototype (Effect's schema decode copies records and kept fields that way), so its fields would
+ * reach the gateway as inherited, unvalidated values. Refused rather than dropped: no API of the
+ * gateway has a field of that name. `text` is the value's source: only a text that spells the name,
+ * or has \u escapes that may, is walked.
+ */
+export const protoKeyProblem = (text: string, value: unknown): string | undefined => {
+  if (!text.includes(PROTO) && !text.includes("\\u")) return undefined
+  // The path to the value being looked at (one array, pushed and popped); depth is bounded by
+  // jsonTextProblem's check, which runs first.
+  const path: Array<string | number> = []
+  const found = (): string => `the field name ${PROTO} is not accepted${path.length === 0 ? "" : ` (at ${path.join(".")})`}.`
+  const walk = (v: unknown): string | undefined => {
+    if (typeof v !== "object" || v === null) return undefined
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        path.push(i)
+        const problem = walk(v[i])
+        path.pop()
+        if (problem !== undefined) return problem
+      }
+      return undefined
+    }
+    if (Object.prototype.hasOwnProperty.call(v, PROTO)) return found()
+    for (const k in v) {
+      path.push(k)
+      const problem = walk((v as Record<string, unknown>)[k])
+      path.pop()
+      if (problem !== undefined) return problem
+    }
+    return undefined
+  }
+  return walk(value)
+}

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../../packages/core/test/support/databases.ts"
 import { signUp, type TestAvatar } from "../support/accounts.ts"
 import { LOOP_BLOCKED_MS, MEMORY_EXPLODED_MB, underAttack } from "../support/attack.ts"
-import { call, type RunningServer, startServer } from "../support/server.ts"
+import { call, jsonRoutes, type RunningServer, startServer } from "../support/server.ts"
 
 const deep = (levels: number) => "[".repeat(levels) + "]".repeat(levels)
 const DEEP = deep(50_000)
@@ -49,19 +49,6 @@ const rawPost = (server: RunningServer, path: string, host: string, body: unknow
     req.on("error", reject)
     req.end(text)
   })
-
-/** The JSON-bodied POST/PUT routes of /openapi.json, with path parameters filled in. */
-const jsonRoutes = async (server: RunningServer) => {
-  const doc = (await call(server.url, "GET", "/openapi.json")).body
-  return Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
-    Object.entries(ops)
-      .filter(([method, op]) => (method === "post" || method === "put") && op.requestBody?.content?.["application/json"] !== undefined)
-      .map(([method]) => ({
-        method: method.toUpperCase(),
-        path: path.replace(/\{(\w+)\}/g, (_, p: string) => (p === "id" || p.endsWith("Id") ? crypto.randomUUID() : "x"))
-      }))
-  )
-}
 
 describe("edge attacks", () => {
   let server: RunningServer

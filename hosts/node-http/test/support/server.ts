@@ -186,3 +186,16 @@ export const call = async (
   }
   return { status: res.status, headers: res.headers, body }
 }
+
+/** The JSON-bodied POST/PUT routes of /openapi.json, with path parameters filled in. */
+export const jsonRoutes = async (server: RunningServer) => {
+  const doc = (await call(server.url, "GET", "/openapi.json")).body
+  return Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+    Object.entries(ops)
+      .filter(([method, op]) => (method === "post" || method === "put") && op.requestBody?.content?.["application/json"] !== undefined)
+      .map(([method]) => ({
+        method: method.toUpperCase(),
+        path: path.replace(/\{(\w+)\}/g, (_, p: string) => (p === "id" || p.endsWith("Id") ? crypto.randomUUID() : "x"))
+      }))
+  )
+}

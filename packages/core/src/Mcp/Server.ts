@@ -31,6 +31,7 @@ import { GatewayConfig } from "../Config.ts"
 import { type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
 import { credentialsOf } from "../Http/Edge.ts"
 import { describeParseError, jsonTextProblem, readText } from "../Http/Route.ts"
+import { protoKeyProblem } from "../JsonText.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
 import { admitted, Quota } from "../Quota.ts"
@@ -291,6 +292,8 @@ export const layerHttp = Layer.unwrapScoped(
       } catch {
         return jsonRpcError(400, JsonRpc.PARSE_ERROR, "Parse error")
       }
+      const proto = protoKeyProblem(text.right, body)
+      if (proto !== undefined) return jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${proto}`)
       const plan = JsonRpc.plan(body, {
         maxBatch: limits.mcpMaxBatch,
         refuseTool: Option.isNone(caller.right) ? refuseAnonymous : refuseNothing

@@ -1,0 +1,21 @@
+/** The checks on JSON bodies before and after parsing (JsonText.ts): prototype keys. */
+import { describe, expect, it } from "vitest"
+import { protoKeyProblem } from "../src/JsonText.ts"
+
+const problemOf = (text: string) => protoKeyProblem(text, JSON.parse(text))
+
+describe("protoKeyProblem", () => {
+  it("finds an own __proto__ key anywhere, spelled plainly or with escapes, and says where", () => {
+    expect(problemOf(`{"__proto__":{"a":1}}`)).toBe("the field name __proto__ is not accepted.")
+    expect(problemOf(`{"a":[1,{"b":{"__proto__":null}}]}`)).toBe("the field name __proto__ is not accepted (at a.1.b).")
+    expect(problemOf(`[{"\\u005f\\u005fproto\\u005f\\u005f":1}]`)).toBe("the field name __proto__ is not accepted (at 0).")
+    expect(problemOf(`{"x":{"__pr\\u006fto__":[]}}`)).toBe("the field name __proto__ is not accepted (at x).")
+  })
+
+  it("lets the name through as a value, as part of a longer key, and in bodies without it", () => {
+    expect(problemOf(`{"content":"\\"__proto__\\": is an accessor","__proto__x":1,"y__proto__":2}`)).toBeUndefined()
+    expect(problemOf(`{"content":"caf\\u00e9","n":[1,2,{"k":"v"}]}`)).toBeUndefined()
+    expect(problemOf(`"__proto__"`)).toBeUndefined()
+    expect(problemOf(`{"model":"m","messages":[]}`)).toBeUndefined()
+  })
+})
