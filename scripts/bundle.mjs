@@ -99,21 +99,22 @@ const isHelperCall = (ts, node) => ts.isCallExpression(node) && ts.isIdentifier(
 export const definingCallSites = (ts, text) => {
   const file = ts.createSourceFile("bundle.mjs", text, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS)
   const sites = []
-  const visit = (node, inChain) => {
-    if (isHelperCall(ts, node) && !inChain) {
+  // A chain's inner calls are reached through its first arguments only, never visited on their own.
+  const visit = (node) => {
+    if (isHelperCall(ts, node)) {
       const chain = []
       for (let call = node; isHelperCall(ts, call); call = call.arguments[0]) chain.push(call)
       const target = chain[chain.length - 1].arguments[0]
       const literals = chain.flatMap((call) => (call.expression.text === "__spreadProps" ? [call.arguments[1]] : [])).concat([target])
-      const defining = !ts.isObjectLiteralExpression(target) || chain.some((c) => c.arguments.length !== 2) ||
+      const defining = chain.some((c) => c.arguments.length !== 2) || !ts.isObjectLiteralExpression(target) ||
         literals.some((l) => !ts.isObjectLiteralExpression(l) || needsDefine(ts, l))
       if (defining) for (const call of chain) sites.push(call.expression.getStart(file))
-      for (const call of chain) for (const arg of call.arguments.slice(call === chain[chain.length - 1] ? 0 : 1)) visit(arg, false)
+      for (const call of chain) for (const arg of call.arguments.slice(call === chain[chain.length - 1] ? 0 : 1)) visit(arg)
       return
     }
-    ts.forEachChild(node, (child) => visit(child, false))
+    ts.forEachChild(node, visit)
   }
-  visit(file, false)
+  visit(file)
   return sites
 }
 
