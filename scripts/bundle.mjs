@@ -59,7 +59,7 @@ export const lowersObjectSpread = v8Major < 12
  *  - an own "__proto__" key (JSON.parse makes them from untrusted bodies) would set the copy's
  *    prototype: an object with one takes the defining copy;
  *  - accessors or a prototype other than null in a literal of the call: those calls keep esbuild's
- *    defining helpers (keepDefiningCalls).
+ *    defining helpers (definingCallSites).
  * Rest (`{ a, ...rest }`) defines every key, as the language does.
  * hosts/node-http/test/bundle.test.ts compares them with native spread and rest, including hostile
  * "__proto__" keys, and checks every call in the bundle.
@@ -123,15 +123,16 @@ const useOurSpreadHelpers = async (text) => {
   const ts = (await import(pathToFileURL(require.resolve("typescript")).href)).default
   // after the banner, which defines ours
   const from = esmRequireBanner.length + objectSpreadHelpers.length
-  const chars = [...esbuildHelperRenames.map(([name]) => {
+  const positions = [...esbuildHelperRenames.map(([name]) => {
     const definition = text.indexOf(`${name}=(`, from)
     if (definition === -1 || text.indexOf(`${name}=(`, definition + 1) !== -1) {
       throw new Error(`esbuild's helper ${name} not found once in the bundle: the esbuild version changed how object spread is lowered (scripts/bundle.mjs, objectSpreadHelpers)`)
     }
     return definition
   }), ...definingCallSites(ts, text)]
+  // Each rename keeps the text's length, so the positions found above stay right.
   let out = text
-  for (const at of chars) {
+  for (const at of positions) {
     const [name, renamed] = esbuildHelperRenames.find(([n]) => out.startsWith(n, at))
     out = out.slice(0, at) + renamed + out.slice(at + name.length)
   }
@@ -187,19 +188,17 @@ export const bundle = async ({ entry = path.join(root, "hosts/node-http/src/main
     // On one line with the banner's last: the source map's lines stay those of the code.
     banner: { js: lowersObjectSpread ? esmRequireBanner + objectSpreadHelpers : esmRequireBanner }
   })
+  const built = fs.readFileSync(outfile, "utf8")
+  let text = lowersObjectSpread ? await useOurSpreadHelpers(built) : built
   // esbuild keeps a few non-ASCII characters (escaped ones inside wink-nlp's regular expressions);
   // one of them makes V8 hold the whole bundle text as a two-byte string (twice the memory). As
   // \uXXXX escapes they mean the same in regular expressions and string literals.
-  let text = fs.readFileSync(outfile, "utf8")
-  if (lowersObjectSpread) {
-    text = await useOurSpreadHelpers(text)
-    fs.writeFileSync(outfile, text)
-  }
   if (/[^\x00-\x7f]/.test(text)) {
     const escape = (c) => [...c].map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")
     // `\–` (an identity escape) becomes `\u2013`, not `\\u2013`
-    fs.writeFileSync(outfile, text.replace(/(\\*)([^\x00-\x7f])/g, (_, slashes, c) => slashes.slice(slashes.length % 2) + escape(c)))
+    text = text.replace(/(\\*)([^\x00-\x7f])/g, (_, slashes, c) => slashes.slice(slashes.length % 2) + escape(c))
   }
+  if (text !== built) fs.writeFileSync(outfile, text)
   return { path: outfile, ms: Date.now() - started, bytes: fs.statSync(outfile).size }
 }
 
