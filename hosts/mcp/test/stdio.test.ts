@@ -117,6 +117,18 @@ describe("MCP over stdio (hosts/mcp)", () => {
     expect(await answer(2)).toMatchObject({ result: { isError: true } })
     send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "gateway_health", arguments: {} } })
     expect(await answer(3)).toMatchObject({ result: { isError: false } })
+    // "__proto__" as a field name (plain, and spelled with escapes) is refused by id, as /mcp refuses it; the server goes on.
+    child.stdin!.write(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"gateway_complete","arguments":{"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"t","parameters":{"__proto__":{"type":"object"}}}]}}}\n`)
+    expect(await answer(4)).toEqual({
+      jsonrpc: "2.0",
+      id: 4,
+      error: { code: -32600, message: "Invalid Request: the field name __proto__ is not accepted (at params.arguments.tools.0.parameters)." }
+    })
+    child.stdin!.write(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"gateway_health","arguments":{"\\u005f_proto__":{}}}}\n`)
+    expect(await answer(5)).toMatchObject({ id: 5, error: { code: -32600 } })
+    // The name as a value is fine.
+    send({ jsonrpc: "2.0", id: 6, method: "tools/call", params: { name: "gateway_health", arguments: {}, _meta: { note: "__proto__" } } })
+    expect(await answer(6)).toMatchObject({ result: { isError: false } })
     for (const line of lines()) expect(JSON.parse(line)).toMatchObject({ jsonrpc: "2.0" })
     expect(stderr).toContain(`acting as avatar ${gold.username}`)
     expect(stderr).toContain("overloaded for the log test")

@@ -24,7 +24,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import * as RpcServer from "@effect/rpc/RpcServer"
-import { Cause, Context, Effect, Either, JSONSchema, Layer, Option, Redacted, Schema, type Sink, type Stream } from "effect"
+import { Cause, Context, Effect, Either, Fiber, JSONSchema, Layer, Mailbox, Option, Redacted, Schema, Sink, Stream } from "effect"
 import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
@@ -340,15 +340,39 @@ const layerForgetClients = (protocol: RpcServer.Protocol["Type"]) =>
   )
 
 /**
+ * The refusal of one stdio line (a JSON-RPC message or batch) that has "__proto__" as a field name,
+ * or undefined (also for a line that is not JSON: the transport answers that one). The same check
+ * as every HTTP body's (JsonText.ts): the transport's decode would make that key a prototype.
+ */
+export const stdioLineRefusal = (line: string): string | undefined => {
+  if (!line.includes("__proto__") && !line.includes("\\u")) return undefined
+  let message: unknown
+  try {
+    message = JSON.parse(line)
+  } catch {
+    return undefined
+  }
+  const problem = protoKeyProblem(line, message)
+  if (problem === undefined) return undefined
+  const id = typeof message === "object" && message !== null && !Array.isArray(message) ? (message as { id?: unknown }).id : undefined
+  const answerId = typeof id === "string" || typeof id === "number" ? id : null
+  return JSON.stringify(JsonRpc.errorResponse(answerId, JsonRpc.INVALID_REQUEST, `Invalid Request: ${problem}`))
+}
+
+const encoder = new TextEncoder()
+
+/**
  * MCP over stdio for desktop hosts: one caller (the avatar of `apiKey`) for the whole process.
  * Fails at start when the key is invalid; without a key only gateway_health works.
+ * Lines with "__proto__" as a field name are answered here (-32600) and never reach the transport;
+ * its answers and those refusals leave through one writer, drained before the process ends.
  */
 export const layerStdio = <EIn, RIn, EOut, ROut>(options: {
   readonly stdin: Stream.Stream<Uint8Array, EIn, RIn>
   readonly stdout: Sink.Sink<unknown, Uint8Array | string, unknown, EOut, ROut>
   readonly apiKey: Option.Option<Redacted.Redacted>
 }) =>
-  Layer.unwrapEffect(
+  Layer.unwrapScoped(
     Effect.gen(function*() {
       const auth = yield* Auth
       const credentials: Credentials = Option.match(options.apiKey, {
@@ -365,9 +389,22 @@ export const layerStdio = <EIn, RIn, EOut, ROut>(options: {
         onNone: () => Effect.logWarning("AIGW_API_KEY is not set: only gateway_health will work"),
         onSome: (a) => Effect.logInfo(`MCP stdio server acting as avatar ${a.username} (${a.id})`)
       })
+      const out = yield* Mailbox.make<Uint8Array | string>()
+      const writer = yield* Mailbox.toStream(out).pipe(Stream.run(options.stdout), Effect.forkScoped)
+      // Runs before the scope interrupts the writer: what was answered is written out first.
+      yield* Effect.addFinalizer(() => Effect.ignore(Effect.timeout(Effect.zipRight(out.end, Fiber.join(writer)), "5 seconds")))
+      const stdin = options.stdin.pipe(
+        Stream.decodeText(),
+        Stream.splitLines,
+        Stream.filterEffect((line) => {
+          const refusal = stdioLineRefusal(line)
+          return refusal === undefined ? Effect.succeed(true) : Effect.as(out.offer(`${refusal}\n`), false)
+        }),
+        Stream.map((line) => encoder.encode(`${line}\n`))
+      )
       return layerTools.pipe(
         Layer.provide(Layer.succeed(McpCaller, caller)),
-        Layer.provideMerge(McpServer.layerStdio({ ...(yield* serverInfo), stdin: options.stdin, stdout: options.stdout }))
+        Layer.provideMerge(McpServer.layerStdio({ ...(yield* serverInfo), stdin, stdout: Sink.forEach((chunk: Uint8Array | string) => out.offer(chunk)) }))
       )
     })
   )
