@@ -29,16 +29,19 @@ export const jsonTextProblem = (text: string, maxDepth: number): string | undefi
 
 const PROTO = "__proto__"
 
+/** Whether a JSON text may have "__proto__" as a key: it spells the name, or has \u escapes, which may. */
+export const mayHoldProtoKey = (text: string): boolean => text.includes(PROTO) || text.includes("\\u")
+
 /**
  * Why a parsed JSON value must not be used, or undefined: an own "__proto__" key anywhere in it.
  * JSON.parse makes it an ordinary property, but a copy by assignment turns it into the copy's
  * prototype (Effect's schema decode copies records and kept fields that way), so its fields would
  * reach the gateway as inherited, unvalidated values. Refused rather than dropped: no API of the
- * gateway has a field of that name. `text` is the value's source: only a text that spells the name,
- * or has \u escapes that may, is walked.
+ * gateway has a field of that name. `text` is the value's source: only a text that may hold the
+ * name is walked.
  */
 export const protoKeyProblem = (text: string, value: unknown): string | undefined => {
-  if (!text.includes(PROTO) && !text.includes("\\u")) return undefined
+  if (!mayHoldProtoKey(text)) return undefined
   // The path to the value being looked at (one array, pushed and popped); depth is bounded by
   // jsonTextProblem's check, which runs first.
   const path: Array<string | number> = []
@@ -64,4 +67,24 @@ export const protoKeyProblem = (text: string, value: unknown): string | undefine
     return undefined
   }
   return walk(value)
+}
+
+/** A request's JSON text parsed, or why it is refused: `malformed` for text JSON.parse rejects. */
+export type ParsedJson = { readonly value: unknown } | { readonly problem: string; readonly malformed: boolean }
+
+/**
+ * The checks every JSON request body passes (the HTTP edge, /mcp): depth and NUL characters before
+ * parsing, then JSON.parse, then prototype keys.
+ */
+export const parseJsonText = (text: string, maxDepth: number): ParsedJson => {
+  const problem = jsonTextProblem(text, maxDepth)
+  if (problem !== undefined) return { problem, malformed: false }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (e) {
+    return { problem: (e as Error).message, malformed: true }
+  }
+  const proto = protoKeyProblem(text, value)
+  return proto === undefined ? { value } : { problem: proto, malformed: false }
 }

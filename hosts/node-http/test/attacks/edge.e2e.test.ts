@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../../packages/core/test/support/databases.ts"
 import { signUp, type TestAvatar } from "../support/accounts.ts"
 import { LOOP_BLOCKED_MS, MEMORY_EXPLODED_MB, underAttack } from "../support/attack.ts"
-import { call, jsonRoutes, type RunningServer, startServer } from "../support/server.ts"
+import { call, errorMessageOf, jsonRoutes, type RunningServer, startServer } from "../support/server.ts"
 
 const deep = (levels: number) => "[".repeat(levels) + "]".repeat(levels)
 const DEEP = deep(50_000)
@@ -138,8 +138,7 @@ describe("edge attacks", () => {
       })
       for (const { body, route, status } of value) {
         expect(status, route).toBe(400)
-        const message = route.includes("/openai/") || route.includes("/anthropic/") ? body.error.message : body.message
-        expect(message, route).toBe("Invalid request body: JSON nested deeper than 64 levels.")
+        expect(errorMessageOf(route, body), route).toBe("Invalid request body: JSON nested deeper than 64 levels.")
       }
       for (const headers of [{}, { "x-api-key": user.apiKey }] as Array<Record<string, string>>) {
         const mcp = await rpc(server, DEEP, headers)

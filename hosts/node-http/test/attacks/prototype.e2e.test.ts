@@ -9,11 +9,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../../packages/core/test/support/mockUpstreams.ts"
 import { signUp, type TestAvatar } from "../support/accounts.ts"
-import { call, jsonRoutes, type RunningServer, startServer } from "../support/server.ts"
+import { call, errorMessageOf, jsonRoutes, type RunningServer, startServer } from "../support/server.ts"
 
 const CHAT = "/openai/v1/chat/completions"
 const refusal = (at?: string) => `Invalid request body: the field name __proto__ is not accepted${at ? ` (at ${at})` : ""}.`
-const messageOf = (path: string, body: any) => (path.startsWith("/openai/") || path.startsWith("/anthropic/") ? body.error?.message : body.message)
 
 describe("prototype keys in request bodies", () => {
   let lane: RunningServer
@@ -77,7 +76,7 @@ describe("prototype keys in request bodies", () => {
       for (const r of bodied) {
         const res = await call(server.url, r.method, r.path, { raw: `{"__proto__":{"isAdmin":true}}`, apiKey: user.apiKey })
         expect(res.status, `${r.method} ${r.path}`).toBe(400)
-        expect(messageOf(r.path, res.body), `${r.method} ${r.path}`).toBe(refusal())
+        expect(errorMessageOf(r.path, res.body), `${r.method} ${r.path}`).toBe(refusal())
       }
       const mcp = await call(server.url, "POST", "/mcp", {
         raw: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"gateway_health","arguments":{"__proto__":{}}}}`,

@@ -199,3 +199,7 @@ export const jsonRoutes = async (server: RunningServer) => {
       }))
   )
 }
+
+/** The message of an error answer on `path`: OpenAI's and Anthropic's surfaces carry it in `error.message`, the envelopes in `message`. */
+export const errorMessageOf = (path: string, body: any): unknown =>
+  path.includes("/openai/") || path.includes("/anthropic/") ? body?.error?.message : body?.message

@@ -10,7 +10,7 @@ import type { Credentials } from "../Accounts/Auth.ts"
 import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
 import { failureOf, successOf } from "../Envelope.ts"
 import { BadRequest, type GatewayError, PayloadTooLarge, statusOf } from "../Errors.ts"
-import { jsonTextProblem, protoKeyProblem } from "../JsonText.ts"
+import { parseJsonText } from "../JsonText.ts"
 import { quotaRefusals } from "../Metrics.ts"
 
 export type EnvelopeKind = "gateway" | "avatar"
@@ -105,16 +105,9 @@ export const readLimitedText = async (source: Readable | ReadableStream<Uint8Arr
 /** A JSON body's text -> value, or the 400 error of an empty, too deep, NUL-carrying, malformed or prototype-keyed body. */
 export const parseJsonBody = (text: string, maxDepth: number): unknown | BadRequest => {
   if (text.trim() === "") return new BadRequest({ message: "Request body is required (JSON)." })
-  const problem = jsonTextProblem(text, maxDepth)
-  if (problem !== undefined) return new BadRequest({ message: `Invalid request body: ${problem}` })
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch (e) {
-    return new BadRequest({ message: `Malformed JSON body: ${(e as Error).message}` })
-  }
-  const proto = protoKeyProblem(text, value)
-  return proto === undefined ? value : new BadRequest({ message: `Invalid request body: ${proto}` })
+  const parsed = parseJsonText(text, maxDepth)
+  if ("value" in parsed) return parsed.value
+  return new BadRequest({ message: parsed.malformed ? `Malformed JSON body: ${parsed.problem}` : `Invalid request body: ${parsed.problem}` })
 }
 
 /** The body of a successful answer: the result as it is (raw APIs) or in the API's envelope. */

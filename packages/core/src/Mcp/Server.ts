@@ -30,8 +30,8 @@ import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
 import { type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
 import { credentialsOf } from "../Http/Edge.ts"
-import { describeParseError, jsonTextProblem, readText } from "../Http/Route.ts"
-import { protoKeyProblem } from "../JsonText.ts"
+import { describeParseError, readText } from "../Http/Route.ts"
+import { mayHoldProtoKey, parseJsonText, protoKeyProblem } from "../JsonText.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
 import { admitted, Quota } from "../Quota.ts"
@@ -284,17 +284,13 @@ export const layerHttp = Layer.unwrapScoped(
       }
       const text = yield* Effect.either(Effect.provideService(readText, GatewayConfig, config))
       if (text._tag === "Left") return jsonRpcError(413, -32000, text.left.message)
-      const problem = jsonTextProblem(text.right, limits.maxJsonDepth)
-      if (problem !== undefined) return jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${problem}`)
-      let body: unknown
-      try {
-        body = JSON.parse(text.right)
-      } catch {
-        return jsonRpcError(400, JsonRpc.PARSE_ERROR, "Parse error")
+      const parsed = parseJsonText(text.right, limits.maxJsonDepth)
+      if (!("value" in parsed)) {
+        return parsed.malformed
+          ? jsonRpcError(400, JsonRpc.PARSE_ERROR, "Parse error")
+          : jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${parsed.problem}`)
       }
-      const proto = protoKeyProblem(text.right, body)
-      if (proto !== undefined) return jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${proto}`)
-      const plan = JsonRpc.plan(body, {
+      const plan = JsonRpc.plan(parsed.value, {
         maxBatch: limits.mcpMaxBatch,
         refuseTool: Option.isNone(caller.right) ? refuseAnonymous : refuseNothing
       })
@@ -345,7 +341,7 @@ const layerForgetClients = (protocol: RpcServer.Protocol["Type"]) =>
  * as every HTTP body's (JsonText.ts): the transport's decode would make that key a prototype.
  */
 export const stdioLineRefusal = (line: string): string | undefined => {
-  if (!line.includes("__proto__") && !line.includes("\\u")) return undefined
+  if (!mayHoldProtoKey(line)) return undefined
   let message: unknown
   try {
     message = JSON.parse(line)
