@@ -47,6 +47,9 @@ interface Extras {
   message?: Record<string, unknown>
   /** reasoning_content deltas streamed before the content. */
   reasoning?: ReadonlyArray<string>
+  /** Fields added to the delta and the choice of the first streamed content chunk. */
+  delta?: Record<string, unknown>
+  streamChoice?: Record<string, unknown>
 }
 
 interface Scripted {
@@ -117,11 +120,13 @@ const startScripted = async (rest: MockUpstream): Promise<Scripted> => {
         }))
       }
       res.writeHead(200, { "content-type": "text/event-stream" })
-      const frame = (delta: Record<string, unknown>, finishReason: string | null = null) =>
-        res.write(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] })}\n\n`)
+      const frame = (delta: Record<string, unknown>, finishReason: string | null = null, choice?: Record<string, unknown>) =>
+        res.write(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, ...choice, delta, logprobs: null, finish_reason: finishReason }] })}\n\n`)
       frame({ role: "assistant", content: "" })
       for (const r of extras.reasoning ?? []) frame({ reasoning_content: r })
-      if (answer.text !== undefined) for (const piece of answer.text.match(/.{1,6}/gs) ?? []) frame({ content: piece })
+      if (answer.text !== undefined) {
+        for (const [i, piece] of (answer.text.match(/.{1,6}/gs) ?? []).entries()) frame({ ...(i === 0 ? extras.delta : {}), content: piece }, null, i === 0 ? extras.streamChoice : undefined)
+      }
       if (wireCall) frame({ tool_calls: [{ index: 0, ...wireCall }] })
       frame({}, finish)
       if (body.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices: [], usage })}\n\n`)
@@ -260,6 +265,31 @@ describe("OpenAI surface with the official clients", () => {
     }
     expect(reasoning).toBe("Let me think. Done.")
     expect(text).toBe("Hello from the scripted upstream")
+    upstream.extras = {}
+  })
+
+  it("forwards an upstream field named __proto__ as a field, in answers and streams", async () => {
+    // JSON.parse keeps it an own field; a copy by assignment would have made it the copy's prototype and lost it.
+    upstream.extras = JSON.parse(`{"body":{"__proto__":{"b":1}},"choice":{"__proto__":{"c":2}},"message":{"__proto__":{"m":3}},"delta":{"__proto__":{"d":4}},"streamChoice":{"__proto__":{"s":5}}}`)
+    const own = (o: unknown) => Object.prototype.hasOwnProperty.call(o, "__proto__") ? Object.getOwnPropertyDescriptor(o, "__proto__")!.value : "missing"
+    const chat = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }
+    for (const gateway of [server, routeServer]) {
+      const plain = await call(gateway.url, "POST", "/openai/v1/chat/completions", { body: chat, apiKey: user.apiKey })
+      expect(plain.status).toBe(200)
+      expect([own(plain.body), own(plain.body.choices[0]), own(plain.body.choices[0].message)]).toEqual([{ b: 1 }, { c: 2 }, { m: 3 }])
+      expect(plain.body.choices[0].message.content).toBe("Hello from the scripted upstream")
+
+      const res = await fetch(`${gateway.url}/openai/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": user.apiKey },
+        body: JSON.stringify({ ...chat, stream: true })
+      })
+      const chunks = (await res.text()).split("\n\n").filter((f) => f.startsWith("data: {")).map((f) => JSON.parse(f.slice(6)))
+      // The gateway sends an event's text and its other fields as two chunks.
+      const extra = chunks.find((c) => c.choices[0]?.delta && own(c.choices[0].delta) !== "missing")
+      expect([own(extra?.choices[0].delta), own(extra?.choices[0])]).toEqual([{ d: 4 }, { s: 5 }])
+      expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe("Hello from the scripted upstream")
+    }
     upstream.extras = {}
   })
 

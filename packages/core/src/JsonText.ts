@@ -88,3 +88,23 @@ export const parseJsonText = (text: string, maxDepth: number): ParsedJson => {
   const proto = protoKeyProblem(text, value)
   return proto === undefined ? { value } : { problem: proto, malformed: false }
 }
+
+/**
+ * The fields of a parsed JSON object outside `known` (null counts as absent), or undefined when there
+ * are none: what a request carries beyond the modelled fields, or an upstream answer beyond the
+ * neutral result, to forward or refuse. A "__proto__" field is defined, not assigned: an assignment
+ * would make it the copy's prototype, and the field would be lost from the copy.
+ */
+export const fieldsOutside = (o: unknown, known: ReadonlySet<string>): Record<string, unknown> | undefined => {
+  if (typeof o !== "object" || o === null) return undefined
+  let out: Record<string, unknown> | undefined
+  // for-in, not Object.keys or entries: this runs on every stream event, and those allocate an array
+  // (and a pair per field). JSON.parse's objects have no enumerable inherited keys.
+  for (const k in o) {
+    const v = (o as Record<string, unknown>)[k]
+    if (known.has(k) || v === null || v === undefined) continue
+    if (k === PROTO) Object.defineProperty((out ??= {}), k, { value: v, enumerable: true, writable: true, configurable: true })
+    else (out ??= {})[k] = v
+  }
+  return out
+}

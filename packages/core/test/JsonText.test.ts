@@ -1,6 +1,6 @@
-/** The checks on JSON bodies before and after parsing (JsonText.ts): prototype keys. */
+/** The checks on JSON bodies before and after parsing (JsonText.ts): prototype keys; the fields outside a known set. */
 import { describe, expect, it } from "vitest"
-import { protoKeyProblem } from "../src/JsonText.ts"
+import { fieldsOutside, protoKeyProblem } from "../src/JsonText.ts"
 
 const problemOf = (text: string) => protoKeyProblem(text, JSON.parse(text))
 
@@ -17,5 +17,25 @@ describe("protoKeyProblem", () => {
     expect(problemOf(`{"content":"caf\\u00e9","n":[1,2,{"k":"v"}]}`)).toBeUndefined()
     expect(problemOf(`"__proto__"`)).toBeUndefined()
     expect(problemOf(`{"model":"m","messages":[]}`)).toBeUndefined()
+  })
+})
+
+describe("fieldsOutside", () => {
+  const known = new Set(["id", "choices"])
+
+  it("keeps the fields outside the known set, with null and undefined as absent", () => {
+    expect(fieldsOutside({ id: "x", choices: [], system_fingerprint: "fp", logprobs: null, n: 0, flag: false }, known)).toEqual({ system_fingerprint: "fp", n: 0, flag: false })
+    expect(fieldsOutside({ id: "x", other: undefined }, known)).toBeUndefined()
+    expect(fieldsOutside("text", known)).toBeUndefined()
+    expect(fieldsOutside(null, known)).toBeUndefined()
+  })
+
+  it("keeps a __proto__ field as a field, not as the copy's prototype", () => {
+    const out = fieldsOutside(JSON.parse(`{"id":"x","__proto__":{"polluted":true},"z":1}`), known)!
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype)
+    expect((out as any).polluted).toBeUndefined()
+    expect(Object.getOwnPropertyDescriptor(out, "__proto__")?.value).toEqual({ polluted: true })
+    expect(JSON.stringify(out)).toBe(`{"__proto__":{"polluted":true},"z":1}`)
+    expect(({} as any).polluted).toBeUndefined()
   })
 })

@@ -12,6 +12,7 @@ import { ImagesBody, Media } from "../Capabilities/Media.ts"
 import type { ChatMessage, ChatOptions, ContentPart } from "../Providers/Chat.ts"
 import { Catalog, type ModelEntry } from "../Catalog/Catalog.ts"
 import { BadRequest, NotFound } from "../Errors.ts"
+import { fieldsOutside } from "../JsonText.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Content, inputOf, MAX_CONTENT, MaxTokens, Temperature, ToolDefinitionSchema, ToolName, type ToolResultBody, WireToolCall } from "./CompletionRoutes.ts"
 import type { RoutingError } from "../Routing.ts"
@@ -123,12 +124,6 @@ type OpenAiMessage = typeof OpenAiMessage.Type
 const knownRequestKeys: ReadonlySet<string> = new Set(Object.keys(knownFields))
 const knownMessageKeys: ReadonlySet<string> = new Set(Object.keys(messageFields))
 
-/** The fields of `o` outside `known` (null values are the same as absent), or undefined. */
-const unmapped = (o: Readonly<Record<string, unknown>>, known: ReadonlySet<string>) => {
-  let out: Record<string, unknown> | undefined
-  for (const k in o) if (!known.has(k) && o[k] !== null && o[k] !== undefined) (out ??= {})[k] = o[k]
-  return out
-}
 
 /** A message's content: its text, and its parts when it has more than text. */
 const contentOf = (content: OpenAiMessage["content"]): { text: string; parts?: Array<ContentPart> } => {
@@ -169,7 +164,7 @@ export const gatewayBodyOf = (body: ChatCompletionBody) => {
       ...(m.name ? { name: m.name } : {})
     })
     // A name on a non-tool message is not a neutral field: it goes on as it came.
-    const others = unmapped(m, knownMessageKeys)
+    const others = fieldsOutside(m, knownMessageKeys)
     const extra = m.name && m.role !== "tool" ? { ...others, name: m.name } : others
     richness.push({ ...(parts ? { parts } : {}), ...(extra ? { extra } : {}) })
   }
@@ -188,7 +183,7 @@ export const gatewayBodyOf = (body: ChatCompletionBody) => {
 /** The neutral options of an OpenAI request: mapped fields, and the rest to forward. */
 export const optionsOf = (body: ChatCompletionBody): ChatOptions => {
   const f = body.response_format
-  const extra = unmapped(body, knownRequestKeys)
+  const extra = fieldsOutside(body, knownRequestKeys)
   return {
     ...(body.top_p != null ? { topP: body.top_p } : {}),
     ...(body.stop != null ? { stop: typeof body.stop === "string" ? [body.stop] : body.stop } : {}),
@@ -217,7 +212,7 @@ export const optionsOf = (body: ChatCompletionBody): ChatOptions => {
 /** The first field of a tool beyond type and function: no wire carries one, so it is refused by name. */
 const toolFieldOf = (body: ChatCompletionBody): string | undefined => {
   for (const [i, t] of (body.tools ?? []).entries()) {
-    const top = Object.keys(unmapped(t, toolKeys) ?? {})[0]
+    const top = Object.keys(fieldsOutside(t, toolKeys) ?? {})[0]
     if (top !== undefined) return `tools[${i}].${top}`
   }
   return undefined
@@ -226,7 +221,7 @@ const toolFieldOf = (body: ChatCompletionBody): string | undefined => {
 /** The call's tools, each with its function's unmapped fields (e.g. `strict`) to forward. */
 const toolsOf = (body: ChatCompletionBody, tools: NonNullable<CompletionInput["tools"]>) =>
   tools.map((t, i) => {
-    const extra = unmapped(body.tools?.[i]?.function ?? {}, toolFunctionKeys)
+    const extra = fieldsOutside(body.tools?.[i]?.function ?? {}, toolFunctionKeys)
     return extra ? { ...t, extra } : t
   })
 
@@ -323,7 +318,7 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
 
 /** The first field of `body` outside `known` (null is absent), refused by name: the route cannot carry it. */
 const refuseUnmapped = (body: Readonly<Record<string, unknown>>, known: ReadonlySet<string>, path: string, why: string) => {
-  const field = Object.keys(unmapped(body, known) ?? {})[0]
+  const field = Object.keys(fieldsOutside(body, known) ?? {})[0]
   return field === undefined ? undefined : new BadRequest({ message: `${field} is not supported on ${path}: ${why}; remove it` })
 }
 
@@ -446,7 +441,7 @@ const imageKeys: ReadonlySet<string> = new Set(Object.keys(imageFields))
  */
 const imagesInputOf = (body: ImagesRequest) => {
   const pixels = /^(\d{1,5})x(\d{1,5})$/.exec(body.size ?? "")
-  const rest = unmapped(body, imageKeys)
+  const rest = fieldsOutside(body, imageKeys)
   const extra = pixels || body.size == null ? rest : { ...rest, size: body.size }
   return {
     prompt: body.prompt,

@@ -7,6 +7,7 @@
 import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolCall, ToolChoice, ToolDefinition, WireRequest } from "./Chat.ts"
 import { openAiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
+import { fieldsOutside } from "../JsonText.ts"
 import { openAiImages } from "./OpenAiMedia.ts"
 import type { Quirks, Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
@@ -137,20 +138,6 @@ const usageOf = (u: any) =>
 
 const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
 
-/** The fields of an object other than `known`, or undefined when there are none. */
-const othersOf = (o: unknown, known: ReadonlySet<string>): Record<string, unknown> | undefined => {
-  if (typeof o !== "object" || o === null) return undefined
-  let out: Record<string, unknown> | undefined
-  // for-in, not Object.keys or entries: this runs on every stream event, and those allocate an array
-  // (and a pair per field). JSON.parse's objects have no enumerable inherited keys.
-  for (const k in o) {
-    const v = (o as Record<string, unknown>)[k]
-    if (known.has(k) || v === null || v === undefined) continue
-    ;(out ??= {})[k] = v
-  }
-  return out
-}
-
 const modelledBody = new Set(["id", "object", "created", "model", "choices", "usage"])
 const modelledChoice = new Set(["index", "message", "finish_reason", "delta"])
 const modelledMessage = new Set(["role", "content", "tool_calls", "function_call"])
@@ -158,7 +145,7 @@ const modelledDelta = new Set(["role", "content", "tool_calls", "function_call"]
 
 /** What an OpenAI-format answer carries beyond the neutral result (so the OpenAI surface returns it). */
 const extraOf = (body: any, choice: any) => {
-  const extra = { body: othersOf(body, modelledBody), choice: othersOf(choice, modelledChoice), message: othersOf(choice.message, modelledMessage) }
+  const extra = { body: fieldsOutside(body, modelledBody), choice: fieldsOutside(choice, modelledChoice), message: fieldsOutside(choice.message, modelledMessage) }
   return extra.body || extra.choice || extra.message ? extra : undefined
 }
 
@@ -199,8 +186,8 @@ export const wire: ChatWire = {
         arguments: String(call.function?.arguments ?? "")
       })
     }
-    const deltaExtra = othersOf(delta, modelledDelta)
-    const choiceExtra = othersOf(choice, modelledChoice)
+    const deltaExtra = fieldsOutside(delta, modelledDelta)
+    const choiceExtra = fieldsOutside(choice, modelledChoice)
     if (deltaExtra || choiceExtra) out.push({ _tag: "Extra", ...(deltaExtra ? { delta: deltaExtra } : {}), ...(choiceExtra ? { choice: choiceExtra } : {}) })
     if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
     const usage = usageOf(chunk?.usage)
