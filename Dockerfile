@@ -45,7 +45,8 @@ EXPOSE 8787
 # Liveness: /v1/health answers 503 when the database does not (docs/observability.md).
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8787) + '/v1/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# What `npm start` runs (package.json): the host's bundle, with a young generation of 2 x 8 MB and an
-# old generation that grows by 40 % over what a full collection leaves instead of V8's defaults, and
-# (ENV above) two malloc arenas instead of one per thread (docs/performance.md, "Memory").
-CMD ["sh", "scripts/node.sh", "--max-semi-space-size=8", "--heap-growing-percent=40", "hosts/node-http/dist/aigw.mjs"]
+# What `npm start` runs (package.json): the host's bundle, with a young generation of 2 x 8 MB, an old
+# generation that grows by 40 % over what a full collection leaves instead of V8's defaults, no
+# allocation-site pretenuring (a request's objects stay young under load), and (ENV above) two malloc
+# arenas instead of one per thread (docs/performance.md, "Memory"; docs/deployment-node.md).
+CMD ["sh", "scripts/node.sh", "--max-semi-space-size=8", "--heap-growing-percent=40", "--no-allocation-site-pretenuring", "hosts/node-http/dist/aigw.mjs"]

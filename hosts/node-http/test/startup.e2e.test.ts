@@ -145,7 +145,7 @@ describe("the node options of npm start", () => {
     const flags: Array<string> = startNodeOptions()
     const environment: Record<string, string> = startEnvironment()
     expect(environment).toEqual({ MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" })
-    expect(flags).toEqual(expect.arrayContaining([expect.stringMatching(/^--max-semi-space-size=\d+$/), expect.stringMatching(/^--heap-growing-percent=\d+$/)]))
+    expect(flags).toEqual(expect.arrayContaining([expect.stringMatching(/^--max-semi-space-size=\d+$/), expect.stringMatching(/^--heap-growing-percent=\d+$/), "--no-allocation-site-pretenuring"]))
     const run = spawnSync(process.execPath, [...flags, "-e", "process.stdout.write('ok')"], { encoding: "utf8" })
     expect({ status: run.status, stdout: run.stdout, stderr: run.stderr }).toEqual({ status: 0, stdout: "ok", stderr: "" })
     const dockerfile = fs.readFileSync(path.join(__dirname, "../../../Dockerfile"), "utf8")
