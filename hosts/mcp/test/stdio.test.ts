@@ -129,6 +129,15 @@ describe("MCP over stdio (hosts/mcp)", () => {
     // The name as a value is fine.
     send({ jsonrpc: "2.0", id: 6, method: "tools/call", params: { name: "gateway_health", arguments: {}, _meta: { note: "__proto__" } } })
     expect(await answer(6)).toMatchObject({ result: { isError: false } })
+    // The other checks of every HTTP body hold per line too: nesting (here 100,000 levels, with an escape
+    // that makes the prototype check look inside) and NUL characters; the server goes on.
+    const deep = 100_000
+    child.stdin!.write(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"gateway_health","arguments":{"a":"\\u0041","b":${"[".repeat(deep)}${"]".repeat(deep)}}}}\n`)
+    expect(await answer(7)).toEqual({ jsonrpc: "2.0", id: 7, error: { code: -32600, message: "Invalid Request: JSON nested deeper than 64 levels." } })
+    child.stdin!.write(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"gateway_health","arguments":{"note":"a\\u0000b"}}}\n`)
+    expect(await answer(8)).toEqual({ jsonrpc: "2.0", id: 8, error: { code: -32600, message: "Invalid Request: NUL characters (\\u0000) are not accepted." } })
+    send({ jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "gateway_health", arguments: {} } })
+    expect(await answer(9)).toMatchObject({ result: { isError: false } })
     for (const line of lines()) expect(JSON.parse(line)).toMatchObject({ jsonrpc: "2.0" })
     expect(stderr).toContain(`acting as avatar ${gold.username}`)
     expect(stderr).toContain("overloaded for the log test")

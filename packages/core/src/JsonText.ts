@@ -30,7 +30,7 @@ export const jsonTextProblem = (text: string, maxDepth: number): string | undefi
 const PROTO = "__proto__"
 
 /** Whether a JSON text may have "__proto__" as a key: it spells the name, or has \u escapes, which may. */
-export const mayHoldProtoKey = (text: string): boolean => text.includes(PROTO) || text.includes("\\u")
+const mayHoldProtoKey = (text: string): boolean => text.includes(PROTO) || text.includes("\\u")
 
 /**
  * Why a parsed JSON value must not be used, or undefined: an own "__proto__" key anywhere in it.

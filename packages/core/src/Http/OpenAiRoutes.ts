@@ -124,7 +124,6 @@ type OpenAiMessage = typeof OpenAiMessage.Type
 const knownRequestKeys: ReadonlySet<string> = new Set(Object.keys(knownFields))
 const knownMessageKeys: ReadonlySet<string> = new Set(Object.keys(messageFields))
 
-
 /** A message's content: its text, and its parts when it has more than text. */
 const contentOf = (content: OpenAiMessage["content"]): { text: string; parts?: Array<ContentPart> } => {
   if (content === undefined || content === null) return { text: "" }

@@ -31,7 +31,7 @@ import { GatewayConfig } from "../Config.ts"
 import { type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
 import { credentialsOf } from "../Http/Edge.ts"
 import { describeParseError, readText } from "../Http/Route.ts"
-import { mayHoldProtoKey, parseJsonText, protoKeyProblem } from "../JsonText.ts"
+import { parseJsonText } from "../JsonText.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
 import { admitted, Quota } from "../Quota.ts"
@@ -335,24 +335,27 @@ const layerForgetClients = (protocol: RpcServer.Protocol["Type"]) =>
     })
   )
 
-/**
- * The refusal of one stdio line (a JSON-RPC message or batch) that has "__proto__" as a field name,
- * or undefined (also for a line that is not JSON: the transport answers that one). The same check
- * as every HTTP body's (JsonText.ts): the transport's decode would make that key a prototype.
- */
-export const stdioLineRefusal = (line: string): string | undefined => {
-  if (!mayHoldProtoKey(line)) return undefined
-  let message: unknown
+/** A refused line's id, when it is a message with a string or number id; null otherwise, as JSON-RPC answers. */
+const idOfLine = (line: string): string | number | null => {
   try {
-    message = JSON.parse(line)
+    const message: unknown = JSON.parse(line)
+    const id = typeof message === "object" && message !== null && !Array.isArray(message) ? (message as { id?: unknown }).id : undefined
+    return typeof id === "string" || typeof id === "number" ? id : null
   } catch {
-    return undefined
+    return null
   }
-  const problem = protoKeyProblem(line, message)
-  if (problem === undefined) return undefined
-  const id = typeof message === "object" && message !== null && !Array.isArray(message) ? (message as { id?: unknown }).id : undefined
-  const answerId = typeof id === "string" || typeof id === "number" ? id : null
-  return JSON.stringify(JsonRpc.errorResponse(answerId, JsonRpc.INVALID_REQUEST, `Invalid Request: ${problem}`))
+}
+
+/**
+ * The refusal of one stdio line (a JSON-RPC message or batch) that fails the checks every HTTP body
+ * passes (JsonText.parseJsonText: nesting, NUL characters, "__proto__" as a field name), or undefined
+ * (also for a line that is not JSON: the transport answers that one). The transport parses each line
+ * again: stdio carries one client's messages, so the second parse costs nothing that matters.
+ */
+export const stdioLineRefusal = (line: string, maxDepth: number): string | undefined => {
+  const parsed = parseJsonText(line, maxDepth)
+  if ("value" in parsed || parsed.malformed) return undefined
+  return JSON.stringify(JsonRpc.errorResponse(idOfLine(line), JsonRpc.INVALID_REQUEST, `Invalid Request: ${parsed.problem}`))
 }
 
 const encoder = new TextEncoder()
@@ -360,8 +363,8 @@ const encoder = new TextEncoder()
 /**
  * MCP over stdio for desktop hosts: one caller (the avatar of `apiKey`) for the whole process.
  * Fails at start when the key is invalid; without a key only gateway_health works.
- * Lines with "__proto__" as a field name are answered here (-32600) and never reach the transport;
- * its answers and those refusals leave through one writer, drained before the process ends.
+ * Lines that fail the checks of every HTTP body are answered here (-32600) and never reach the
+ * transport; its answers and those refusals leave through one writer, drained before the process ends.
  */
 export const layerStdio = <EIn, RIn, EOut, ROut>(options: {
   readonly stdin: Stream.Stream<Uint8Array, EIn, RIn>
@@ -371,6 +374,7 @@ export const layerStdio = <EIn, RIn, EOut, ROut>(options: {
   Layer.unwrapScoped(
     Effect.gen(function*() {
       const auth = yield* Auth
+      const { maxJsonDepth } = (yield* GatewayConfig).limits
       const credentials: Credentials = Option.match(options.apiKey, {
         onNone: () => ({}),
         onSome: (key) => ({ apiKey: Redacted.value(key) })
@@ -393,7 +397,7 @@ export const layerStdio = <EIn, RIn, EOut, ROut>(options: {
         Stream.decodeText(),
         Stream.splitLines,
         Stream.filterEffect((line) => {
-          const refusal = stdioLineRefusal(line)
+          const refusal = stdioLineRefusal(line, maxJsonDepth)
           return refusal === undefined ? Effect.succeed(true) : Effect.as(out.offer(`${refusal}\n`), false)
         }),
         Stream.map((line) => encoder.encode(`${line}\n`))
