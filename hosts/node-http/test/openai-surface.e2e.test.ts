@@ -50,6 +50,8 @@ interface Extras {
   /** Fields added to the delta and the choice of the first streamed content chunk. */
   delta?: Record<string, unknown>
   streamChoice?: Record<string, unknown>
+  /** Fields added to every streamed chunk (beside id, created, model and system_fingerprint). */
+  chunk?: Record<string, unknown>
 }
 
 interface Scripted {
@@ -121,7 +123,7 @@ const startScripted = async (rest: MockUpstream): Promise<Scripted> => {
       }
       res.writeHead(200, { "content-type": "text/event-stream" })
       const frame = (delta: Record<string, unknown>, finishReason: string | null = null, choice?: Record<string, unknown>) =>
-        res.write(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, ...choice, delta, logprobs: null, finish_reason: finishReason }] })}\n\n`)
+        res.write(`data: ${JSON.stringify({ ...base, ...extras.chunk, object: "chat.completion.chunk", choices: [{ index: 0, ...choice, delta, logprobs: null, finish_reason: finishReason }] })}\n\n`)
       frame({ role: "assistant", content: "" })
       for (const r of extras.reasoning ?? []) frame({ reasoning_content: r })
       if (answer.text !== undefined) {
@@ -129,7 +131,7 @@ const startScripted = async (rest: MockUpstream): Promise<Scripted> => {
       }
       if (wireCall) frame({ tool_calls: [{ index: 0, ...wireCall }] })
       frame({}, finish)
-      if (body.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices: [], usage })}\n\n`)
+      if (body.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ ...base, ...extras.chunk, object: "chat.completion.chunk", choices: [], usage })}\n\n`)
       res.end("data: [DONE]\n\n")
     })().catch((e) => {
       res.writeHead(500)
@@ -268,6 +270,30 @@ describe("OpenAI surface with the official clients", () => {
     upstream.extras = {}
   })
 
+  it("streams each upstream chunk's own fields (system_fingerprint, service_tier, obfuscation) and an event's text with its other fields in one chunk", async () => {
+    upstream.extras = { chunk: { service_tier: "default", obfuscation: "pad" }, delta: { annotations: [] }, streamChoice: { x_choice: 1 } }
+    const chat = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], stream: true, stream_options: { include_usage: true } }
+    for (const gateway of [server, routeServer]) {
+      const res = await fetch(`${gateway.url}/openai/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": user.apiKey },
+        body: JSON.stringify(chat)
+      })
+      const chunks = (await res.text()).split("\n\n").filter((f) => f.startsWith("data: {")).map((f) => JSON.parse(f.slice(6)))
+      // The gateway's own role chunk goes out before the upstream sent anything; every later chunk carries the upstream's fields.
+      const [opening, ...rest] = chunks
+      expect(opening.choices[0].delta).toEqual({ role: "assistant", content: "" })
+      expect(rest.length).toBeGreaterThan(3)
+      for (const c of rest) expect([c.system_fingerprint, c.service_tier, c.obfuscation]).toEqual(["fp_scripted", "default", "pad"])
+      // The first content event's delta and choice fields in the chunk of its text, as the upstream sent them.
+      expect(rest[0].choices[0]).toMatchObject({ x_choice: 1, delta: { annotations: [], content: "Hello " } })
+      expect(rest.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe("Hello from the scripted upstream")
+      expect(rest.at(-2).choices[0].finish_reason).toBe("stop")
+      expect(rest.at(-1).usage).toEqual({ prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 })
+    }
+    upstream.extras = {}
+  })
+
   it("forwards an upstream field named __proto__ as a field, in answers and streams", async () => {
     // JSON.parse keeps it an own field; a copy by assignment would have made it the copy's prototype and lost it.
     upstream.extras = JSON.parse(`{"body":{"__proto__":{"b":1}},"choice":{"__proto__":{"c":2}},"message":{"__proto__":{"m":3}},"delta":{"__proto__":{"d":4}},"streamChoice":{"__proto__":{"s":5}}}`)
@@ -285,7 +311,7 @@ describe("OpenAI surface with the official clients", () => {
         body: JSON.stringify({ ...chat, stream: true })
       })
       const chunks = (await res.text()).split("\n\n").filter((f) => f.startsWith("data: {")).map((f) => JSON.parse(f.slice(6)))
-      // The gateway sends an event's text and its other fields as two chunks.
+      // An event's text and its other fields leave in one chunk.
       const extra = chunks.find((c) => c.choices[0]?.delta && own(c.choices[0].delta) !== "missing")
       expect([own(extra?.choices[0].delta), own(extra?.choices[0])]).toEqual([{ d: 4 }, { s: 5 }])
       expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe("Hello from the scripted upstream")

@@ -12,7 +12,7 @@
 import { Context, Duration, Effect, Layer, Option, Runtime } from "effect"
 import { costKnown, costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
-import type { ChatMessage, ChatRequest, ChatResult, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
+import type { ChatMessage, ChatRequest, ChatResult, ChunkExtra, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
 import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
 import { Cancel } from "../Providers/internal/cancel.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
@@ -76,8 +76,11 @@ export interface StreamChunk {
   /** False when the model has no known price (costUSD is then 0). */
   readonly costKnown?: boolean
   readonly error?: string
-  /** OpenAI-format delta and choice fields the chunk does not model (`reasoning_content`, `logprobs`): the OpenAI surface passes them on. */
-  readonly extra?: { readonly delta?: Readonly<Record<string, unknown>>; readonly choice?: Readonly<Record<string, unknown>> }
+  /**
+   * OpenAI-format fields the chunk does not model, of its delta and choice (`reasoning_content`,
+   * `logprobs`) and of the chunk itself (`system_fingerprint`): the OpenAI surface passes them on.
+   */
+  readonly extra?: ChunkExtra
   /** A piece of reasoning (Providers/Chat.ts StreamEvent "Reasoning"): text, its signature, or a redacted block's data. */
   readonly reasoning?: { readonly index: number; readonly text?: string; readonly signature?: string; readonly redacted?: string }
   readonly cacheCreationTokens?: number
@@ -103,37 +106,59 @@ export const makeStreamAccount = () => {
   let prompt: number | undefined
   let completion: number | undefined
   let cache: { cacheCreationTokens?: number; cacheReadTokens?: number } = {}
-  return {
-    /** The chunk for an event, if it makes one (finish reasons and usage only update the account). */
-    onEvent: (e: StreamEvent): StreamChunk | undefined => {
-      switch (e._tag) {
-        case "Text":
-          text += e.text
-          return { content: e.text, done: false }
-        case "ToolCallDelta":
-          text += e.arguments
-          return {
-            content: "",
-            done: false,
-            toolCalls: [{ index: e.index, ...(e.id ? { id: e.id } : {}), ...(e.name ? { name: e.name } : {}), arguments: e.arguments }]
-          }
-        case "Finish":
-          finish = e.reason
-          return undefined
-        case "Usage":
-          if (e.usage.promptTokens !== undefined) prompt = e.usage.promptTokens
-          if (e.usage.completionTokens !== undefined) completion = e.usage.completionTokens
-          if (e.usage.cacheCreationTokens !== undefined) cache = { ...cache, cacheCreationTokens: e.usage.cacheCreationTokens }
-          if (e.usage.cacheReadTokens !== undefined) cache = { ...cache, cacheReadTokens: e.usage.cacheReadTokens }
-          return undefined
-        case "Reasoning": {
-          const { _tag, ...reasoning } = e
-          return { content: "", done: false, reasoning }
+  // The chunk-level fields of the last upstream event that made no chunk (its finish or usage event): the final chunk's.
+  let trailing: ChunkExtra["body"]
+  /** The chunk for an event, if it makes one (finish reasons and usage only update the account). */
+  const onEvent = (e: Exclude<StreamEvent, { readonly _tag: "Extra" }>): StreamChunk | undefined => {
+    switch (e._tag) {
+      case "Text":
+        text += e.text
+        return { content: e.text, done: false }
+      case "ToolCallDelta":
+        text += e.arguments
+        return {
+          content: "",
+          done: false,
+          toolCalls: [{ index: e.index, ...(e.id ? { id: e.id } : {}), ...(e.name ? { name: e.name } : {}), arguments: e.arguments }]
         }
-        case "Extra":
-          return { content: "", done: false, extra: { ...(e.delta ? { delta: e.delta } : {}), ...(e.choice ? { choice: e.choice } : {}) } }
+      case "Finish":
+        finish = e.reason
+        return undefined
+      case "Usage":
+        if (e.usage.promptTokens !== undefined) prompt = e.usage.promptTokens
+        if (e.usage.completionTokens !== undefined) completion = e.usage.completionTokens
+        if (e.usage.cacheCreationTokens !== undefined) cache = { ...cache, cacheCreationTokens: e.usage.cacheCreationTokens }
+        if (e.usage.cacheReadTokens !== undefined) cache = { ...cache, cacheReadTokens: e.usage.cacheReadTokens }
+        return undefined
+      case "Reasoning": {
+        const { _tag, ...reasoning } = e
+        return { content: "", done: false, reasoning }
       }
+    }
+  }
+  return {
+    /**
+     * The chunks of one upstream event's events. Its unmodelled fields (Extra) ride on its first
+     * chunk, as the upstream sent them together; without one, delta or choice fields make a chunk
+     * of their own and the chunk's own fields wait for the final chunk.
+     */
+    onEvents: (events: ReadonlyArray<StreamEvent>): Array<StreamChunk> => {
+      const out: Array<StreamChunk> = []
+      for (const e of events) {
+        if (e._tag !== "Extra") {
+          const chunk = onEvent(e)
+          if (chunk) out.push(chunk)
+          continue
+        }
+        const { _tag, ...extra } = e
+        if (out.length > 0) out[0] = { ...out[0]!, extra: { ...out[0]!.extra, ...extra } }
+        else if (extra.delta || extra.choice) out.push({ content: "", done: false, extra })
+        else trailing = extra.body
+      }
+      return out
     },
+    /** The chunk-level fields for the final chunk, if the last events that made no chunk had any. */
+    trailing: (): ChunkExtra | undefined => (trailing ? { body: trailing } : undefined),
     finishReason: () => finish,
     /** The usage as the upstream reported it, when it reported both counts. */
     reported: (): UsageReport | undefined =>
@@ -155,8 +180,8 @@ export const makeStreamAccount = () => {
   }
 }
 
-/** The last chunk of a stream: totals, or the error that ended it. */
-export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport, error?: string): StreamChunk => ({
+/** The last chunk of a stream: totals, or the error that ended it (with the upstream's trailing chunk-level fields). */
+export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport, error?: string, extra?: ChunkExtra): StreamChunk => ({
   content: "",
   done: true,
   promptTokens: r.promptTokens,
@@ -169,7 +194,8 @@ export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport,
   estimated: r.estimated,
   ...(r.cacheCreationTokens !== undefined ? { cacheCreationTokens: r.cacheCreationTokens } : {}),
   ...(r.cacheReadTokens !== undefined ? { cacheReadTokens: r.cacheReadTokens } : {}),
-  ...(error !== undefined ? { error } : {})
+  ...(error !== undefined ? { error } : {}),
+  ...(extra !== undefined ? { extra } : {})
 })
 
 /** An opened stream: the target that accepted it, and `run`, which delivers its chunks. */
@@ -477,7 +503,7 @@ const makeService = Effect.gen(function*() {
             ;(reported ? Promise.resolve(reported) : run(account.report(call.messages)))
               .then((r) =>
                 record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted, call.requestId).then(() => {
-                  if (!aborted) emit([finalChunk(target, account.finishReason(), r, error)], true)
+                  if (!aborted) emit([finalChunk(target, account.finishReason(), r, error, account.trailing())], true)
                 })
               )
               .then(resolve, reject)
@@ -491,10 +517,7 @@ const makeService = Effect.gen(function*() {
                 stop = decoded === null ? null : decoded.message
                 break
               }
-              for (const e of decoded) {
-                const chunk = account.onEvent(e)
-                if (chunk) out.push(chunk)
-              }
+              for (const chunk of account.onEvents(decoded)) out.push(chunk)
             }
             if (out.length > 0) emit(out, upstreamDone || stop !== undefined)
             if (stop !== undefined) end(stop ?? undefined)

@@ -283,19 +283,23 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
   const opening = chunk({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] })
   const convert = (c: StreamChunk): Array<string> => {
     if (c.error !== undefined) return [JSON.stringify({ error: { message: c.error, type: "api_error", code: "UpstreamFailed" } })]
+    // The upstream chunk's own unmodelled fields (system_fingerprint, ...) after the head, as OpenAI orders them.
+    const own = c.extra?.body
     if (!c.done) {
       // A text chunk (the most frequent) written out directly: the same text as the general form below.
-      if (c.extra === undefined && c.toolCalls === undefined) {
-        return [`${head},"choices":[{"logprobs":null,"index":0,"delta":{"content":${JSON.stringify(c.content)}},"finish_reason":null}]}`]
+      if (c.toolCalls === undefined && c.extra?.delta === undefined && c.extra?.choice === undefined) {
+        const fields = own === undefined ? "" : JSON.stringify(own).slice(1, -1)
+        return [`${head},${fields === "" ? "" : `${fields},`}"choices":[{"logprobs":null,"index":0,"delta":{"content":${JSON.stringify(c.content)}},"finish_reason":null}]}`]
       }
       return [chunk({
+        ...own,
         choices: [{
           logprobs: null,
           ...c.extra?.choice,
           index: 0,
           delta: {
             ...c.extra?.delta,
-            ...(c.content !== "" || (!c.toolCalls && !c.extra) ? { content: c.content } : {}),
+            ...(c.content !== "" || (!c.toolCalls && !c.extra?.delta && !c.extra?.choice) ? { content: c.content } : {}),
             ...(c.toolCalls
               ? { tool_calls: c.toolCalls.map((t) => ({ index: t.index, ...(t.id ? { id: t.id, type: "function" } : {}), function: { ...(t.name ? { name: t.name } : {}), arguments: t.arguments } })) }
               : {})
@@ -305,10 +309,10 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
       })]
     }
     const final = c.model === undefined || c.model === model ? head : headOf(c.model)
-    const out = [chunk({ choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: c.finishReason ?? "stop" }] }, final)]
+    const out = [chunk({ ...own, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: c.finishReason ?? "stop" }] }, final)]
     if (includeUsage) {
       const usage = { prompt_tokens: c.promptTokens ?? 0, completion_tokens: c.completionTokens ?? 0, total_tokens: (c.promptTokens ?? 0) + (c.completionTokens ?? 0) }
-      out.push(chunk({ choices: [], usage }, final))
+      out.push(chunk({ ...own, choices: [], usage }, final))
     }
     return out
   }

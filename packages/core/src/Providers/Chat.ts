@@ -162,8 +162,19 @@ export type StreamEvent =
   | { readonly _tag: "Usage"; readonly usage: Partial<TokenUsage> }
   /** Reasoning: a piece of its text, its signature (at the block's end), or a redacted block's data; `index` tells blocks apart. */
   | { readonly _tag: "Reasoning"; readonly index: number; readonly text?: string; readonly signature?: string; readonly redacted?: string }
-  /** Fields of an OpenAI-format chunk's delta or choice that the events above do not model (`reasoning_content`, `logprobs`). */
-  | { readonly _tag: "Extra"; readonly delta?: Readonly<Record<string, unknown>>; readonly choice?: Readonly<Record<string, unknown>> }
+  /**
+   * Fields of an OpenAI-format chunk that the events above do not model: its delta's and choice's
+   * (`reasoning_content`, `logprobs`) and its own (`system_fingerprint`, `service_tier`, `obfuscation`).
+   * They ride on the chunk the gateway makes of the same upstream event (ProviderCalls' stream account).
+   */
+  | { readonly _tag: "Extra" } & ChunkExtra
+
+/** What an upstream chunk carries beyond the neutral events, by where it sits in an OpenAI chunk. */
+export interface ChunkExtra {
+  readonly delta?: Readonly<Record<string, unknown>>
+  readonly choice?: Readonly<Record<string, unknown>>
+  readonly body?: Readonly<Record<string, unknown>>
+}
 
 /** A call target: the provider (with credentials) and the catalogue model. */
 export interface Target {

@@ -188,7 +188,10 @@ export const wire: ChatWire = {
     }
     const deltaExtra = fieldsOutside(delta, modelledDelta)
     const choiceExtra = fieldsOutside(choice, modelledChoice)
-    if (deltaExtra || choiceExtra) out.push({ _tag: "Extra", ...(deltaExtra ? { delta: deltaExtra } : {}), ...(choiceExtra ? { choice: choiceExtra } : {}) })
+    const bodyExtra = fieldsOutside(chunk, modelledBody)
+    if (deltaExtra || choiceExtra || bodyExtra) {
+      out.push({ _tag: "Extra", ...(deltaExtra ? { delta: deltaExtra } : {}), ...(choiceExtra ? { choice: choiceExtra } : {}), ...(bodyExtra ? { body: bodyExtra } : {}) })
+    }
     if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
     const usage = usageOf(chunk?.usage)
     if (usage) out.push({ _tag: "Usage", usage })

@@ -35,6 +35,17 @@ describe("toChunks", () => {
     const direct = convert({ content: "same", done: false })[0]!
     const general = convert({ content: "same", done: false, extra: {} } as StreamChunk)[0]!
     expect(direct).toBe(general)
+    // With the upstream chunk's own fields, which both forms put after the head.
+    const body = { system_fingerprint: "fp_1", obfuscation: "a\"b" }
+    const withOwn = convert({ content: "same", done: false, extra: { body } })[0]!
+    expect(withOwn).toBe(convert({ content: "same", done: false, extra: { body, delta: {} } })[0]!)
+    expect(convert({ content: "same", done: false, extra: { body: {} } })[0]!).toBe(direct)
+    expect(Object.keys(chunkOf(withOwn))).toEqual(["id", "object", "created", "model", "system_fingerprint", "obfuscation", "choices"])
+  })
+
+  it("the final chunks carry the upstream's trailing chunk fields", () => {
+    const [finish, usage] = convert({ content: "", done: true, finishReason: "stop", promptTokens: 1, completionTokens: 1, extra: { body: { system_fingerprint: "fp_2" } } }).map(chunkOf)
+    expect([finish.system_fingerprint, usage.system_fingerprint]).toEqual(["fp_2", "fp_2"])
   })
 
   it("tool calls, extras and the final chunks keep their fields", () => {
