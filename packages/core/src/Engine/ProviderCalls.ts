@@ -204,10 +204,9 @@ export interface ChatStream {
   /**
    * Calls `emit` with the chunks of each upstream read, then once with the final chunk (totals,
    * or the error that ended the stream), and resolves. Usage is recorded once, also when the
-   * caller aborts (then nothing more is emitted). `upstreamDone` is true for the batch of the
-   * upstream's last read: only the final chunk follows, once usage is recorded.
+   * caller aborts (then nothing more is emitted).
    */
-  readonly run: (emit: (chunks: ReadonlyArray<StreamChunk>, upstreamDone: boolean) => void) => Promise<void>
+  readonly run: (emit: (chunks: ReadonlyArray<StreamChunk>) => void) => Promise<void>
 }
 
 /** What every routed call carries: who pays, the candidates in order, and how to cancel it. */
@@ -503,12 +502,12 @@ const makeService = Effect.gen(function*() {
             ;(reported ? Promise.resolve(reported) : run(account.report(call.messages)))
               .then((r) =>
                 record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted, call.requestId).then(() => {
-                  if (!aborted) emit([finalChunk(target, account.finishReason(), r, error, account.trailing())], true)
+                  if (!aborted) emit([finalChunk(target, account.finishReason(), r, error, account.trailing())])
                 })
               )
               .then(resolve, reject)
           }
-          const take = (events: ReadonlyArray<SseEvent>, upstreamDone: boolean) => {
+          const take = (events: ReadonlyArray<SseEvent>) => {
             const out: Array<StreamChunk> = []
             let stop: string | null | undefined
             for (const event of events) {
@@ -519,7 +518,7 @@ const makeService = Effect.gen(function*() {
               }
               for (const chunk of account.onEvents(decoded)) out.push(chunk)
             }
-            if (out.length > 0) emit(out, upstreamDone || stop !== undefined)
+            if (out.length > 0) emit(out)
             if (stop !== undefined) end(stop ?? undefined)
           }
           // The idle timer restarts on every read that completed an event (refresh: no new timer).
@@ -532,12 +531,12 @@ const makeService = Effect.gen(function*() {
             const events = parser.push(bytes)
             if (events.length === 0) return
             arm()
-            take(events, false)
+            take(events)
           }
           body.on("data", onData)
           body.once("end", () => {
             if (ended) return
-            take(parser.end(), true)
+            take(parser.end())
             end()
           })
           body.once("error", (e) => end(streamBroke(provider)(e).message))

@@ -136,13 +136,11 @@ export const make = Effect.gen(function*() {
         res.writeHead(200, { ...headers, ...SSE_HEADERS })
         // Writes are held (corked) and leave together, one socket write each time: the head and the
         // opening with the first batch when the upstream's first read comes in the same turn of the
-        // event loop, else at that turn's end; each batch once the microtasks of its tick have run;
-        // from the batch of the upstream's last read on, everything leaves with the end of the answer
-        // once usage is recorded (a burst from the upstream leaves in one write).
+        // event loop, else at that turn's end; each batch once the microtasks of its tick have run,
+        // so the last one (totals) leaves with the end of the answer.
         let corked = false
-        let upstreamEnded = false
         const flush = () => {
-          if (!corked || upstreamEnded) return
+          if (!corked) return
           corked = false
           if (!res.writableEnded) res.uncork()
         }
@@ -155,8 +153,7 @@ export const make = Effect.gen(function*() {
           flushWhen(flush)
         }
         if (opening !== "") send(opening, setImmediate)
-        await stream.run((chunks, upstreamDone) => {
-          upstreamEnded ||= upstreamDone
+        await stream.run((chunks) => {
           let out = ""
           for (const chunk of chunks) out += frames(chunk)
           if (out !== "") send(out, process.nextTick)
