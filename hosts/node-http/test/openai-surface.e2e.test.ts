@@ -296,7 +296,7 @@ describe("OpenAI surface with the official clients", () => {
 
   it("forwards an upstream field named __proto__ as a field, in answers and streams", async () => {
     // JSON.parse keeps it an own field; a copy by assignment would have made it the copy's prototype and lost it.
-    upstream.extras = JSON.parse(`{"body":{"__proto__":{"b":1}},"choice":{"__proto__":{"c":2}},"message":{"__proto__":{"m":3}},"delta":{"__proto__":{"d":4}},"streamChoice":{"__proto__":{"s":5}}}`)
+    upstream.extras = JSON.parse(`{"body":{"__proto__":{"b":1}},"choice":{"__proto__":{"c":2}},"message":{"__proto__":{"m":3}},"delta":{"__proto__":{"d":4}},"streamChoice":{"__proto__":{"s":5}},"chunk":{"__proto__":{"k":6}}}`)
     const own = (o: unknown) => Object.prototype.hasOwnProperty.call(o, "__proto__") ? Object.getOwnPropertyDescriptor(o, "__proto__")!.value : "missing"
     const chat = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }
     for (const gateway of [server, routeServer]) {
@@ -313,7 +313,7 @@ describe("OpenAI surface with the official clients", () => {
       const chunks = (await res.text()).split("\n\n").filter((f) => f.startsWith("data: {")).map((f) => JSON.parse(f.slice(6)))
       // An event's text and its other fields leave in one chunk.
       const extra = chunks.find((c) => c.choices[0]?.delta && own(c.choices[0].delta) !== "missing")
-      expect([own(extra?.choices[0].delta), own(extra?.choices[0])]).toEqual([{ d: 4 }, { s: 5 }])
+      expect([own(extra?.choices[0].delta), own(extra?.choices[0]), own(extra)]).toEqual([{ d: 4 }, { s: 5 }, { k: 6 }])
       expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe("Hello from the scripted upstream")
     }
     upstream.extras = {}
