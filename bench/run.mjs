@@ -21,7 +21,8 @@
  * AIGW_BEFORE_BUNDLE [with targets aigw-sqlite-before / aigw-pg-before: A/B against another build],
  * AIGW_NODE_FLAGS [the V8 flags of `npm start`], AIGW_BEFORE_NODE_FLAGS [AIGW_NODE_FLAGS; for the -before targets],
  * AIGW_NODE_ENV [the variables `npm start` sets, as "NAME=value …"], AIGW_BEFORE_NODE_ENV [AIGW_NODE_ENV; for the -before targets],
- * PROFILE [0], RESULTS_DIR [bench/results/<timestamp>].
+ * PROFILE [0], RESULTS_DIR [bench/results/<timestamp>], RESTART [0; 1: a fresh process of each aigw target
+ * for every round after the first, so that its medians are over processes, not over one process's rounds].
  * Scaling (docs/performance.md, "Scaling out"): a target aigw-pg-xN (or aigw-sqlite-xN) runs AIGW_WORKERS=N;
  * SLICE [unset] gives each gateway process that fraction of one CPU (a cgroup quota of N x SLICE for the
  * target), PG_SLICE [unset] gives PostgreSQL a fraction of one CPU, so that a machine with a core per
@@ -70,7 +71,9 @@ const cfg = {
   profile: (env.PROFILE ?? "0") !== "0",
   slice: env.SLICE ? Number(env.SLICE) : undefined,
   pgSlice: env.PG_SLICE ? Number(env.PG_SLICE) : undefined,
-  readyTimeout: num("READY_TIMEOUT", 60)
+  readyTimeout: num("READY_TIMEOUT", 60),
+  // a fresh process of every aigw target for each round after the first (same database and key)
+  restart: (env.RESTART ?? "0") !== "0"
 }
 const stamp = new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19)
 const results = path.resolve(env.RESULTS_DIR ?? path.join(bench, "results", stamp))
@@ -242,6 +245,20 @@ const startServer = async (name, argv, { envExtra = {}, cwd = bench, readyUrl, c
   die(`${name} did not answer at ${readyUrl} within ${cfg.readyTimeout}s`)
 }
 
+/** Stops one process group started here (TERM, then KILL after 5 s) and forgets it. */
+const stopGroup = async (group) => {
+  for (const sig of ["SIGTERM", "SIGKILL"]) {
+    for (const pid of groupPids(group)) {
+      try {
+        process.kill(pid, sig)
+      } catch {}
+    }
+    for (let i = 0; i < 50 && groupPids(group).length > 0; i++) await sleep(100)
+    if (groupPids(group).length === 0) break
+  }
+  groups.delete(group)
+}
+
 const freePort = () =>
   new Promise((resolve) => {
     const s = net.createServer()
@@ -351,11 +368,13 @@ const main = async () => {
   log(`mock upstream ${upHost}`)
 
   const targets = []
+  // per aigw target: the "Listening on" lines of its log so far (a restart appends to it)
+  const restarts = new Map()
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-bench-"))
   for (const name of cfg.targets) {
     const port = await freePort()
     const base = `http://127.0.0.1:${port}`
-    let pid, url, headers, kind = "gateway", dataDir, account
+    let pid, url, headers, kind = "gateway", dataDir, account, launch
     if (name === "direct") {
       pid = upPid
       url = `${upHost}/v1/chat/completions`
@@ -386,7 +405,7 @@ const main = async () => {
       const slice = cfg.slice ? cpuSlice(name, cfg.slice * workers) : undefined
       if (slice) slices.push(slice)
       // Started as `npm start` starts node: through its launcher, which adds --single-threaded-gc on one CPU.
-      pid = await startServer(name, [...nodeLauncher(), ...argv.slice(1)], {
+      launch = () => startServer(name, [...nodeLauncher(), ...argv.slice(1)], {
         cwd: root,
         envExtra: {
           ...(before && env.AIGW_BEFORE_NODE_ENV !== undefined ? parseAssignments(env.AIGW_BEFORE_NODE_ENV) : cfg.nodeEnv),
@@ -404,9 +423,16 @@ const main = async () => {
         },
         readyUrl: `${base}/v1/health`,
         slice
+      }).then(async (started) => {
+        // every worker listening, not only the first (the log is appended to: count from here)
+        const logFile = path.join(results, "logs", `${name}.log`)
+        const listening = () => (fs.readFileSync(logFile, "utf8").match(/Listening on /g) ?? []).length
+        const before = restarts.get(name) ?? 0
+        for (let i = 0; i < 100 && listening() - before < workers; i++) await sleep(100)
+        restarts.set(name, listening())
+        return started
       })
-      // every worker listening, not only the first
-      for (let i = 0; i < 100 && (fs.readFileSync(path.join(results, "logs", `${name}.log`), "utf8").match(/Listening on /g) ?? []).length < workers; i++) await sleep(100)
+      pid = await launch()
       if (slice) log(`${name}: ${workers} process${workers > 1 ? "es" : ""} in a CPU slice of ${(cfg.slice * workers).toFixed(2)} CPU (${cfg.slice} each)`)
       const gcFlag = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("--single-threaded-gc")
       log(`${name}: node ${gcFlag ? "with --single-threaded-gc (one CPU)" : "with V8's default garbage collector threads"}`)
@@ -444,7 +470,7 @@ const main = async () => {
         continue
       }
       log(`${label} ready: ${eUrl} (pid ${pid}, RSS ${(rssKb / 1024).toFixed(0)} MB${own ? "" : `, ${events} SSE events`})`)
-      targets.push({ name, scenario, label, pid, url: eUrl, headersFile, kind, base, dataDir, apiKey: account?.apiKey ?? headers[0].split("Bearer ")[1] })
+      targets.push({ name, scenario, label, pid, url: eUrl, headersFile, kind, base, dataDir, launch, apiKey: account?.apiKey ?? headers[0].split("Bearer ")[1] })
     }
   }
   if (targets.length === 0) die("no target passed validation")
@@ -474,7 +500,7 @@ const main = async () => {
   }
   const meta = {
     date: new Date().toISOString(),
-    command: `${Object.entries({ ROUNDS: env.ROUNDS, DURATION: env.DURATION, WARMUP: env.WARMUP, CONNS: env.CONNS, SSE_CONNS: env.SSE_CONNS, STREAM_N: env.STREAM_N, TARGETS: env.TARGETS, SCENARIOS: env.SCENARIOS, STAGES: env.STAGES, AIGW_BEFORE_BUNDLE: env.AIGW_BEFORE_BUNDLE, AIGW_RUNNER: env.AIGW_RUNNER, AIGW_BUNDLE: env.AIGW_BUNDLE, AIGW_NODE_FLAGS: env.AIGW_NODE_FLAGS, AIGW_BEFORE_NODE_FLAGS: env.AIGW_BEFORE_NODE_FLAGS, AIGW_NODE_ENV: env.AIGW_NODE_ENV, AIGW_BEFORE_NODE_ENV: env.AIGW_BEFORE_NODE_ENV, PROFILE: env.PROFILE }).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${JSON.stringify(v)} `).join("")}npm run bench`,
+    command: `${Object.entries({ ROUNDS: env.ROUNDS, DURATION: env.DURATION, WARMUP: env.WARMUP, CONNS: env.CONNS, SSE_CONNS: env.SSE_CONNS, STREAM_N: env.STREAM_N, TARGETS: env.TARGETS, SCENARIOS: env.SCENARIOS, STAGES: env.STAGES, AIGW_BEFORE_BUNDLE: env.AIGW_BEFORE_BUNDLE, AIGW_RUNNER: env.AIGW_RUNNER, AIGW_BUNDLE: env.AIGW_BUNDLE, AIGW_NODE_FLAGS: env.AIGW_NODE_FLAGS, AIGW_BEFORE_NODE_FLAGS: env.AIGW_BEFORE_NODE_FLAGS, AIGW_NODE_ENV: env.AIGW_NODE_ENV, AIGW_BEFORE_NODE_ENV: env.AIGW_BEFORE_NODE_ENV, PROFILE: env.PROFILE, RESTART: env.RESTART }).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${JSON.stringify(v)} `).join("")}npm run bench`,
     machine: { ncpu, cpu: (/model name\s*:\s*(.*)/.exec(fs.readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "?").trim(), kernel: os.release(), memory_gb: Math.round(os.totalmem() / 2 ** 30) },
     node: process.version,
     versions: versions(),
@@ -538,6 +564,16 @@ const main = async () => {
   log(`targets: ${targets.map((t) => t.label).join(", ")} | loads: ${loads.map(([m, c]) => `${m}:${c}`).join(" ")} | ${cfg.rounds} rounds x ${cfg.duration}s (+${cfg.warmup}s warm-up) | pin: ${cfg.pin === "1" ? `client ${cfg.clientCpus}, servers ${cfg.serverCpus}` : "off"}`)
   for (let round = 1; round <= cfg.rounds; round++) {
     log(`round ${round}/${cfg.rounds}`)
+    if (cfg.restart && round > 1) {
+      // A process keeps the collector state it settles in: a fresh one per round makes the medians over processes.
+      for (const name of new Set(targets.filter((t) => t.launch).map((t) => t.name))) {
+        const own = targets.filter((t) => t.name === name)
+        await stopGroup(own[0].pid)
+        const pid = await own[0].launch()
+        for (const t of own) t.pid = pid
+        log(`${name}: restarted (pid ${pid})`)
+      }
+    }
     // per load, scenario after scenario, every target (so a before and an after target run back to back)
     const ofScenario = (s) => targets.filter((t) => t.scenario === s)
     for (const [mode, c] of loads) {
