@@ -31,10 +31,12 @@ describe("toChunks", () => {
     }
   })
 
-  it("the text chunk's text is the general form's: a chunk with an empty extra takes the general path", () => {
+  it("the text chunk's text is the general form's: a chunk with an empty delta extra takes the general path", () => {
     const direct = convert({ content: "same", done: false })[0]!
-    const general = convert({ content: "same", done: false, extra: {} } as StreamChunk)[0]!
+    // Only delta or choice fields (or tool calls) send a text chunk down the general path since chunk-level fields exist.
+    const general = convert({ content: "same", done: false, extra: { delta: {} } } as StreamChunk)[0]!
     expect(direct).toBe(general)
+    expect(convert({ content: "same", done: false, extra: {} } as StreamChunk)[0]!).toBe(direct)
     // With the upstream chunk's own fields, which both forms put after the head.
     const body = { system_fingerprint: "fp_1", obfuscation: "a\"b" }
     const withOwn = convert({ content: "same", done: false, extra: { body } })[0]!
