@@ -195,6 +195,15 @@ const pgTicks = () => {
   return total + ticks(pgPids().filter((pid) => pid !== pg.postmaster))
 }
 
+/** Sends `sig` to every process of a group (those already gone are skipped). */
+const signalGroup = (group, sig) => {
+  for (const pid of groupPids(group)) {
+    try {
+      process.kill(pid, sig)
+    } catch {}
+  }
+}
+
 const cleanup = () => {
   if (current) {
     try {
@@ -202,13 +211,7 @@ const cleanup = () => {
     } catch {}
   }
   for (const sig of ["SIGTERM", "SIGKILL"]) {
-    for (const g of groups) {
-      for (const pid of groupPids(g)) {
-        try {
-          process.kill(pid, sig)
-        } catch {}
-      }
-    }
+    for (const g of groups) signalGroup(g, sig)
     for (let i = 0; i < 50 && [...groups].some((g) => groupPids(g).length > 0); i++) sleepSync(100)
   }
   groups.clear()
@@ -245,14 +248,10 @@ const startServer = async (name, argv, { envExtra = {}, cwd = bench, readyUrl, c
   die(`${name} did not answer at ${readyUrl} within ${cfg.readyTimeout}s`)
 }
 
-/** Stops one process group started here (TERM, then KILL after 5 s) and forgets it. */
+/** Stops one process group started here (TERM, then KILL after 5 s) and forgets it; `cleanup` does the same for all, synchronously. */
 const stopGroup = async (group) => {
   for (const sig of ["SIGTERM", "SIGKILL"]) {
-    for (const pid of groupPids(group)) {
-      try {
-        process.kill(pid, sig)
-      } catch {}
-    }
+    signalGroup(group, sig)
     for (let i = 0; i < 50 && groupPids(group).length > 0; i++) await sleep(100)
     if (groupPids(group).length === 0) break
   }
@@ -369,7 +368,7 @@ const main = async () => {
 
   const targets = []
   // per aigw target: the "Listening on" lines of its log so far (a restart appends to it)
-  const restarts = new Map()
+  const listeningLines = new Map()
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-bench-"))
   for (const name of cfg.targets) {
     const port = await freePort()
@@ -427,9 +426,9 @@ const main = async () => {
         // every worker listening, not only the first (the log is appended to: count from here)
         const logFile = path.join(results, "logs", `${name}.log`)
         const listening = () => (fs.readFileSync(logFile, "utf8").match(/Listening on /g) ?? []).length
-        const before = restarts.get(name) ?? 0
+        const before = listeningLines.get(name) ?? 0
         for (let i = 0; i < 100 && listening() - before < workers; i++) await sleep(100)
-        restarts.set(name, listening())
+        listeningLines.set(name, listening())
         return started
       })
       pid = await launch()
