@@ -54,6 +54,9 @@ export interface PlanOptions {
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const isId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
 
+/** The id an error answer to `message` carries: its own when it is a valid one, else null. */
+export const answerIdOf = (message: unknown): Id | null => (isRecord(message) && isId(message.id) ? message.id : null)
+
 // The methods the MCP server serves, each with a validator of its params (built once).
 const validators = new Map<string, (params: unknown) => Either.Either<unknown, ParseResult.ParseError>>(
   Array.from(McpSchema.ClientRequestRpcs.requests.values(), (rpc) => [
@@ -67,15 +70,15 @@ const answer = (id: Id | null, code: number, message: string): Slot => ({ _tag: 
 /** What to do with one message; undefined for notifications and responses (nothing to answer). */
 const slotOf = (message: unknown, internalId: number, options: PlanOptions): Slot | undefined => {
   if (!isRecord(message) || message.jsonrpc !== "2.0") {
-    return answer(isRecord(message) && isId(message.id) ? message.id : null, INVALID_REQUEST, 'Invalid Request: expected a JSON-RPC 2.0 message ("jsonrpc": "2.0").')
+    return answer(answerIdOf(message), INVALID_REQUEST, 'Invalid Request: expected a JSON-RPC 2.0 message ("jsonrpc": "2.0").')
   }
   const hasId = "id" in message
   if (!("method" in message)) {
     // A response to a server request: this stateless server sends none, so it is dropped.
     if (hasId && ("result" in message || "error" in message)) return undefined
-    return answer(isId(message.id) ? message.id : null, INVALID_REQUEST, "Invalid Request: method is missing.")
+    return answer(answerIdOf(message), INVALID_REQUEST, "Invalid Request: method is missing.")
   }
-  if (typeof message.method !== "string") return answer(isId(message.id) ? message.id : null, INVALID_REQUEST, "Invalid Request: method must be a string.")
+  if (typeof message.method !== "string") return answer(answerIdOf(message), INVALID_REQUEST, "Invalid Request: method must be a string.")
   // Notifications are no-ops on this stateless server (no session to initialise, no request of theirs to cancel).
   if (!hasId) return undefined
   const id = message.id

@@ -335,12 +335,10 @@ const layerForgetClients = (protocol: RpcServer.Protocol["Type"]) =>
     })
   )
 
-/** A refused line's id, when it is a message with a string or number id; null otherwise, as JSON-RPC answers. */
-const idOfLine = (line: string): string | number | null => {
+/** A refused line's id, as JSON-RPC answers it (null for a line that is not one message with a valid id). */
+const idOfLine = (line: string): JsonRpc.Id | null => {
   try {
-    const message: unknown = JSON.parse(line)
-    const id = typeof message === "object" && message !== null && !Array.isArray(message) ? (message as { id?: unknown }).id : undefined
-    return typeof id === "string" || typeof id === "number" ? id : null
+    return JsonRpc.answerIdOf(JSON.parse(line))
   } catch {
     return null
   }
