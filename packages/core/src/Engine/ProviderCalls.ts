@@ -96,6 +96,15 @@ export const estimate = (messages: ReadonlyArray<ChatMessage>, completion: strin
     estimated: true
   }))
 
+/** An Extra event's fields without its tag, set one by one (a rest pattern copies key by key through a slow helper in the bundle). */
+const withoutTag = (e: Extract<StreamEvent, { readonly _tag: "Extra" }>): ChunkExtra => {
+  const extra: { delta?: ChunkExtra["delta"]; choice?: ChunkExtra["choice"]; body?: ChunkExtra["body"] } = {}
+  if (e.delta !== undefined) extra.delta = e.delta
+  if (e.choice !== undefined) extra.choice = e.choice
+  if (e.body !== undefined) extra.body = e.body
+  return extra
+}
+
 /**
  * What a stream has delivered so far: turns adapter events into chunks and keeps the text, finish
  * reason and upstream token counts for the final chunk and the usage record.
@@ -150,8 +159,9 @@ export const makeStreamAccount = () => {
           if (chunk) out.push(chunk)
           continue
         }
-        const { _tag, ...extra } = e
-        if (out.length > 0) out[0] = { ...out[0]!, extra: { ...out[0]!.extra, ...extra } }
+        const extra = withoutTag(e)
+        const first = out[0]
+        if (first) out[0] = { ...first, extra: first.extra ? { ...first.extra, ...extra } : extra }
         else if (extra.delta || extra.choice) out.push({ content: "", done: false, extra })
         else trailing = extra.body
       }

@@ -19,6 +19,20 @@ describe("makeSseParser", () => {
     expect(parseChunks(Array.from(text))).toEqual(expected)
   })
 
+  it("decodes UTF-8 split anywhere, drops one leading byte order mark and turns invalid bytes into U+FFFD", () => {
+    const text = "\ufeffdata: h\u00e9llo \u20ac \ud83d\ude00\n\ndata: \ufeffkept\n\n"
+    const encoded = new TextEncoder().encode(text)
+    const expected = [{ event: "message", data: "h\u00e9llo \u20ac \ud83d\ude00" }, { event: "message", data: "\ufeffkept" }]
+    for (let cut = 0; cut <= encoded.length; cut++) {
+      const parser = makeSseParser()
+      const events = [...parser.push(encoded.subarray(0, cut)), ...parser.push(encoded.subarray(cut)), ...parser.end()]
+      expect(events, `cut at ${cut}`).toEqual(expected)
+    }
+    const parser = makeSseParser()
+    const invalid = Uint8Array.from([...bytes("data: a"), 0xff, 0xe2, 0x82, ...bytes("b\n\ndata: c"), 0xf0, 0x9f])
+    expect([...parser.push(invalid), ...parser.end()]).toEqual([{ event: "message", data: "a\ufffd\ufffdb" }, { event: "message", data: "c\ufffd" }])
+  })
+
   it("takes a CR at the very end as a line end", () => {
     expect(parseChunks(["data: z\r"])).toEqual([{ event: "message", data: "z" }])
   })
