@@ -158,6 +158,10 @@ export const bundle = async ({ entry = path.join(root, "hosts/node-http/src/main
     platform: "node",
     format: "esm",
     target: "node20",
+    // Core's sources (its package's "@aigw/source" export), as the host's tsconfig paths give them:
+    // without it an entry outside hosts/ (the stage benchmark) bundled core's tsc output, which an
+    // overlay does not replace and which is only as new as the last tsc build.
+    conditions: ["@aigw/source"],
     ...(lowersObjectSpread ? { supported: { "object-rest-spread": false } } : {}),
     // Whitespace and syntax minified, identifiers kept (readable stack traces and --cpu-prof names).
     minifyWhitespace: true,

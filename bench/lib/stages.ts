@@ -15,6 +15,11 @@ import * as Completions from "@aigw/core/Capabilities/Completions"
 import * as UsageService from "@aigw/core/Usage"
 import * as Http from "@aigw/core/Providers/internal/http"
 import { Cancel } from "@aigw/core/Providers/internal/cancel"
+import { makeSseParser } from "@aigw/core/Providers/internal/sse"
+import { wire as openAiWire } from "@aigw/core/Providers/OpenAiCompatible"
+import { makeStreamAccount } from "@aigw/core/Engine/ProviderCalls"
+import { toChunks } from "@aigw/core/Http/OpenAiRoutes"
+import { sseData } from "@aigw/core/Http/Edge"
 import { Effect, FiberRef, Layer, ManagedRuntime } from "effect"
 
 const N = Number(process.env.STAGE_N ?? 3000)
@@ -38,6 +43,25 @@ const measure = async (name: string, make: () => Effect.Effect<unknown, unknown,
   const cpu = process.cpuUsage(cpu0)
   const wall = performance.now() - t0
   return { stage: name, calls: N, cpu_us: Math.round(((cpu.user + cpu.system) / N) * 10) / 10, wall_us: Math.round(((wall * 1000) / N) * 10) / 10 }
+}
+
+/**
+ * A stream's own work on the lane, without I/O: an upstream SSE answer (bytes) through the SSE
+ * parser, the OpenAI wire's event decoder, the stream account and the OpenAI surface's chunks with
+ * their `data:` framing; returns the bytes of SSE written.
+ */
+const streamTransform = (answer: Uint8Array): number => {
+  const parser = makeSseParser()
+  const decode = openAiWire.events("openai")
+  const account = makeStreamAccount()
+  const { convert } = toChunks("chatcmpl-stages", "gpt-4o-mini", true)
+  let written = 0
+  for (const event of [...parser.push(answer), ...parser.end()]) {
+    const events = decode(event)
+    if (!Array.isArray(events)) break
+    for (const chunk of account.onEvents(events)) for (const json of convert(chunk)) written += sseData(json).length
+  }
+  return written
 }
 
 const main = async () => {
@@ -72,6 +96,15 @@ const main = async () => {
   stages.push(await measure("fast lane: atomic admit", () => Effect.flatMap(Metering.Metering, (m) => Effect.promise(() => m.admit(avatar.id, utcDay(Date.now()), 100_000_000, 1)))))
   stages.push(await measure("fast lane: usage record", () => Effect.flatMap(Metering.Metering, (m) => Effect.promise(() => m.record({ ...event, day: utcDay(Date.now()), at: Date.now() })))))
   stages.push(await measure("fast lane: upstream POST JSON", () => Effect.promise(() => Http.postJsonNow("openai", upstream, { authorization: "Bearer sk-bench" }, wire, new Cancel()))))
+  // The mock's streamed answer, read once; the stage is the transform alone (the stream's I/O is the upstream stage's kind of work).
+  const streamed = await fetch(upstream, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
+    body: JSON.stringify({ ...wire, stream: true, stream_options: { include_usage: true } })
+  })
+  const answer = new Uint8Array(await streamed.arrayBuffer())
+  if (streamTransform(answer) === 0) throw new Error("the mock's stream made no chunks")
+  stages.push(await measure("fast lane: stream transform (SSE parse, decode, OpenAI chunks)", () => Effect.sync(() => streamTransform(answer))))
   const tracing = await runtime.runPromise(FiberRef.get(FiberRef.currentTracerEnabled))
   console.log("STAGESJSON " + JSON.stringify({ n: N, c: C, database: (process.env.DATABASE_URL ?? "").split(":")[0], tracing, stages }))
   await runtime.dispose()

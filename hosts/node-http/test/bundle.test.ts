@@ -9,10 +9,14 @@
  * The vitest global setup (scripts/vitest-global-setup.mjs) has built the bundle with this node.
  */
 import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import ts from "typescript"
 import { describe, expect, it } from "vitest"
 // @ts-expect-error: a plain .mjs script without declarations
 import { builtByThisV8, stampText } from "../../../scripts/build.mjs"
+// @ts-expect-error: a plain .mjs script without declarations
+import { buildStages, root } from "../../../bench/lib/build.mjs"
 // @ts-expect-error: a plain .mjs script without declarations
 import { definingCallSites, esmRequireBanner, hostBundle, lowersObjectSpread, objectSpreadHelpers, v8Major } from "../../../scripts/bundle.mjs"
 
@@ -72,6 +76,29 @@ const helpers = new Function(`${objectSpreadHelpers}; return { __spreadValues, _
 
 /** Everything spread and rest decide about an object: its prototype, its keys in order, and their descriptors. */
 const shape = (o: object) => ({ proto: Object.getPrototypeOf(o), keys: Reflect.ownKeys(o), descriptors: Object.getOwnPropertyDescriptors(o) })
+
+describe("the benchmark's bundles", () => {
+  it("take core's sources, so an A/B overlay replaces them in the stage benchmark too", async () => {
+    // Core's tsc output (packages/core/dist) is what its package exports by default: a bundle of it
+    // would measure the last tsc build, with the overlay ignored.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-stages-"))
+    try {
+      // The SSE parser's default event name, which the stage benchmark's stream stage runs.
+      const file = "packages/core/src/Providers/internal/sse.ts"
+      const source = fs.readFileSync(path.join(root, file), "utf8")
+      const overlaid = source.replace(`event || "message"`, `event || "overlaid message"`)
+      expect(overlaid).not.toBe(source)
+      fs.mkdirSync(path.join(dir, "overlay", path.dirname(file)), { recursive: true })
+      fs.writeFileSync(path.join(dir, "overlay", file), overlaid)
+      const built = await buildStages({ outfile: path.join(dir, "stages.mjs"), overlay: path.join(dir, "overlay") })
+      expect(fs.readFileSync(built.path, "utf8").includes(`"overlaid message"`)).toBe(true)
+      const sources: Array<string> = JSON.parse(fs.readFileSync(`${built.path}.map`, "utf8")).sources
+      expect(sources.filter((s) => s.includes("packages/core/dist/"))).toEqual([])
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
+})
 
 describe("the bundle's object spread helpers mean what native spread and rest mean", () => {
   const sym = Symbol("s")
