@@ -56,10 +56,8 @@ const streamTransform = (answer: Uint8Array): number => {
   const account = makeStreamAccount()
   const { convert } = toChunks("chatcmpl-stages", "gpt-4o-mini", true)
   let written = 0
-  for (const event of [...parser.push(answer), ...parser.end()]) {
-    const events = decode(event)
-    if (!Array.isArray(events)) break
-    for (const chunk of account.onEvents(events)) for (const json of convert(chunk)) written += sseData(json).length
+  for (const events of [parser.push(answer), parser.end()]) {
+    for (const chunk of account.onRead(events, decode).chunks) for (const json of convert(chunk)) written += sseData(json).length
   }
   return written
 }

@@ -12,7 +12,7 @@
 import { Context, Duration, Effect, Layer, Option, Runtime } from "effect"
 import { costKnown, costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
-import type { ChatMessage, ChatRequest, ChatResult, ChunkExtra, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
+import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ChunkExtra, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
 import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
 import { Cancel } from "../Providers/internal/cancel.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
@@ -96,15 +96,6 @@ export const estimate = (messages: ReadonlyArray<ChatMessage>, completion: strin
     estimated: true
   }))
 
-/** An Extra event's fields without its tag, set one by one (a rest pattern copies key by key through a slow helper in the bundle). */
-const withoutTag = (e: Extract<StreamEvent, { readonly _tag: "Extra" }>): ChunkExtra => {
-  const extra: { delta?: ChunkExtra["delta"]; choice?: ChunkExtra["choice"]; body?: ChunkExtra["body"] } = {}
-  if (e.delta !== undefined) extra.delta = e.delta
-  if (e.choice !== undefined) extra.choice = e.choice
-  if (e.body !== undefined) extra.body = e.body
-  return extra
-}
-
 /**
  * What a stream has delivered so far: turns adapter events into chunks and keeps the text, finish
  * reason and upstream token counts for the final chunk and the usage record.
@@ -145,27 +136,40 @@ export const makeStreamAccount = () => {
       }
     }
   }
+  /**
+   * Adds the chunks of one upstream event's events to `out`. Its unmodelled fields (Extra) ride on
+   * its first chunk, as the upstream sent them together; without one, delta or choice fields make a
+   * chunk of their own and the chunk's own fields wait for the final chunk.
+   */
+  const onEvents = (events: ReadonlyArray<StreamEvent>, out: Array<StreamChunk>): void => {
+    const start = out.length
+    for (const e of events) {
+      if (e._tag !== "Extra") {
+        const chunk = onEvent(e)
+        if (chunk) out.push(chunk)
+        continue
+      }
+      const { extra } = e
+      const first = out[start]
+      if (first) out[start] = { ...first, extra: first.extra ? { ...first.extra, ...extra } : extra }
+      else if (extra.delta || extra.choice) out.push({ content: "", done: false, extra })
+      else trailing = extra.body
+    }
+  }
   return {
     /**
-     * The chunks of one upstream event's events. Its unmodelled fields (Extra) ride on its first
-     * chunk, as the upstream sent them together; without one, delta or choice fields make a chunk
-     * of their own and the chunk's own fields wait for the final chunk.
+     * The chunks of the upstream events of one read, decoded by the wire's `decode`, and `stop` when
+     * one of them ends the stream: null for its end marker, the message of an error it carried.
      */
-    onEvents: (events: ReadonlyArray<StreamEvent>): Array<StreamChunk> => {
-      const out: Array<StreamChunk> = []
-      for (const e of events) {
-        if (e._tag !== "Extra") {
-          const chunk = onEvent(e)
-          if (chunk) out.push(chunk)
-          continue
-        }
-        const extra = withoutTag(e)
-        const first = out[0]
-        if (first) out[0] = { ...first, extra: first.extra ? { ...first.extra, ...extra } : extra }
-        else if (extra.delta || extra.choice) out.push({ content: "", done: false, extra })
-        else trailing = extra.body
+    onRead: (events: ReadonlyArray<SseEvent>, decode: ReturnType<ChatWire["events"]>): { chunks: Array<StreamChunk>; stop?: string | null } => {
+      const chunks: Array<StreamChunk> = []
+      for (const event of events) {
+        const decoded = decode(event)
+        if (decoded === null) return { chunks, stop: null }
+        if (decoded instanceof UpstreamError) return { chunks, stop: decoded.message }
+        onEvents(decoded, chunks)
       }
-      return out
+      return { chunks }
     },
     /** The chunk-level fields for the final chunk, if the last events that made no chunk had any. */
     trailing: (): ChunkExtra | undefined => (trailing ? { body: trailing } : undefined),
@@ -518,17 +522,8 @@ const makeService = Effect.gen(function*() {
               .then(resolve, reject)
           }
           const take = (events: ReadonlyArray<SseEvent>) => {
-            const out: Array<StreamChunk> = []
-            let stop: string | null | undefined
-            for (const event of events) {
-              const decoded = decode(event)
-              if (decoded === null || decoded instanceof UpstreamError) {
-                stop = decoded === null ? null : decoded.message
-                break
-              }
-              for (const chunk of account.onEvents(decoded)) out.push(chunk)
-            }
-            if (out.length > 0) emit(out)
+            const { chunks, stop } = account.onRead(events, decode)
+            if (chunks.length > 0) emit(chunks)
             if (stop !== undefined) end(stop ?? undefined)
           }
           // The idle timer restarts on every read that completed an event (refresh: no new timer).

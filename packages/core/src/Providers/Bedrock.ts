@@ -201,7 +201,7 @@ const streamEvents = (provider: string) => {
         const delta = data?.delta
         if (typeof delta?.text === "string") return delta.text === "" ? [] : [{ _tag: "Text", text: delta.text }]
         // Reasoning models' thinking, as OpenAI-format providers stream it (`reasoning_content`).
-        if (typeof delta?.reasoningContent?.text === "string") return [{ _tag: "Extra", delta: { reasoning_content: delta.reasoningContent.text } }]
+        if (typeof delta?.reasoningContent?.text === "string") return [{ _tag: "Extra", extra: { delta: { reasoning_content: delta.reasoningContent.text } } }]
         if (delta?.toolUse !== undefined) {
           if (answerBlocks.has(data.contentBlockIndex)) return [{ _tag: "Text", text: String(delta.toolUse.input ?? "") }]
           return [{ _tag: "ToolCallDelta", index: toolIndex.get(data.contentBlockIndex) ?? 0, arguments: String(delta.toolUse.input ?? "") }]

@@ -165,9 +165,10 @@ export type StreamEvent =
   /**
    * Fields of an OpenAI-format chunk that the events above do not model: its delta's and choice's
    * (`reasoning_content`, `logprobs`) and its own (`system_fingerprint`, `service_tier`, `obfuscation`).
-   * They ride on the chunk the gateway makes of the same upstream event (ProviderCalls' stream account).
+   * They ride on the chunk the gateway makes of the same upstream event (ProviderCalls' stream
+   * account), as the chunk's `extra` itself.
    */
-  | { readonly _tag: "Extra" } & ChunkExtra
+  | { readonly _tag: "Extra"; readonly extra: ChunkExtra }
 
 /** What an upstream chunk carries beyond the neutral events, by where it sits in an OpenAI chunk. */
 export interface ChunkExtra {

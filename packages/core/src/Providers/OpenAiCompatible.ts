@@ -191,11 +191,11 @@ export const wire: ChatWire = {
     const bodyExtra = fieldsOutside(chunk, modelledBody)
     if (deltaExtra || choiceExtra || bodyExtra) {
       // Set one by one rather than spread: this runs for nearly every event of a stream.
-      const extra: { _tag: "Extra"; delta?: Record<string, unknown>; choice?: Record<string, unknown>; body?: Record<string, unknown> } = { _tag: "Extra" }
+      const extra: { delta?: Record<string, unknown>; choice?: Record<string, unknown>; body?: Record<string, unknown> } = {}
       if (deltaExtra) extra.delta = deltaExtra
       if (choiceExtra) extra.choice = choiceExtra
       if (bodyExtra) extra.body = bodyExtra
-      out.push(extra)
+      out.push({ _tag: "Extra", extra })
     }
     if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
     const usage = usageOf(chunk?.usage)

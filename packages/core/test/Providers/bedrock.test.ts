@@ -214,7 +214,7 @@ describe("bedrock (Converse wire format)", () => {
     })
     const streamed = await collect(signed, { model: MODEL, messages: [{ role: "user", content: "Answer?" }] })
     expect(streamed._tag === "Right" && streamed.right).toEqual([
-      { _tag: "Extra", delta: { reasoning_content: "Hmm." } },
+      { _tag: "Extra", extra: { delta: { reasoning_content: "Hmm." } } },
       { _tag: "Text", text: "42" },
       { _tag: "Finish", reason: "stop" }
     ])
