@@ -61,24 +61,40 @@ export const setReplyLimit = (bytes: number): void => {
   replyLimit = bytes
 }
 
+const kSeen = Symbol("bytesSeen")
+const kLimit = Symbol("byteLimit")
+const kPush = Symbol("push")
+
+interface Limited {
+  [kSeen]: number
+  [kLimit]: number
+  [kPush]: Readable["push"]
+}
+
+// One function for every limited stream, its state on the stream: a closure per stream, stored on
+// it, kept every exchange's objects alive through young-generation collections (docs/performance.md).
+function limitedPush(this: Readable & Limited, chunk: any, encoding?: BufferEncoding): boolean {
+  if (chunk !== null && (this[kSeen] += chunk.length) > this[kLimit]) {
+    this.destroy(new ReplyTooLarge(this[kLimit]))
+    return false
+  }
+  return this[kPush](chunk, encoding)
+}
+
 /**
  * Makes `stream` fail with ReplyTooLarge (destroyed, so a socket under it is closed) once more
- * than `limit` bytes were pushed into it. Its own `push` is wrapped rather than a counting stream
+ * than `limit` bytes were pushed into it. Its own `push` is replaced rather than a counting stream
  * added: on the hot path one more stream costs about as much as the exchange itself
  * (docs/performance.md).
  */
 const limitPushes = (stream: Readable, limit: number): Readable => {
+  const limited = stream as Readable & Limited
   // What is buffered already (a body that came in one packet with the headers) counts too.
-  let seen = stream.readableLength
-  const push = stream.push
-  stream.push = (chunk: any, encoding?: BufferEncoding) => {
-    if (chunk !== null && (seen += chunk.length) > limit) {
-      stream.destroy(new ReplyTooLarge(limit))
-      return false
-    }
-    return push.call(stream, chunk, encoding)
-  }
-  if (seen > limit) stream.destroy(new ReplyTooLarge(limit))
+  limited[kSeen] = stream.readableLength
+  limited[kLimit] = limit
+  limited[kPush] = stream.push
+  limited.push = limitedPush
+  if (limited[kSeen] > limit) stream.destroy(new ReplyTooLarge(limit))
   return stream
 }
 
