@@ -71,8 +71,9 @@ interface Limited {
   [kPush]: Readable["push"]
 }
 
-// One function for every limited stream, its state on the stream: a closure per stream, stored on
-// it, kept every exchange's objects alive through young-generation collections (docs/performance.md).
+// One function for every limited stream, its state on the stream. V8 allocates a function literal
+// assigned to a property in the old generation, and such a closure on every body kept each exchange
+// alive until the next full collection (docs/performance.md; test/FunctionProperties.test.ts).
 function limitedPush(this: Readable & Limited, chunk: any, encoding?: BufferEncoding): boolean {
   if (chunk !== null && (this[kSeen] += chunk.length) > this[kLimit]) {
     this.destroy(new ReplyTooLarge(this[kLimit]))
