@@ -4,10 +4,9 @@
  * generation at once ("pretenured", on the guess that it is a method set up once: parser.h,
  * CheckAssigningFunctionLiteralToProperty), and an old-generation closure keeps its context chain,
  * every variable of the enclosing functions that an inner closure captures, alive through young
- * collections until the next full one. On the request path that promoted each request's objects:
- * the reply limit's closure on every upstream body cost 0.75 KB per JSON call and 4 KB per stream
- * and a full collection every one to two seconds (docs/performance.md, "Issue 18, fourteenth
- * session"). A function from a variable, a listener (`on`/`once`), a function inside an
+ * collections until the next full one. On the request path that promotes each request's objects
+ * and brings full collections: the reply limit's closure on every upstream body did
+ * (docs/performance.md, "Issue 18, fourteenth session"). A function from a variable, a listener (`on`/`once`), a function inside an
  * object literal or a class field is allocated young, so those pass.
  */
 import * as fs from "node:fs"

@@ -151,7 +151,7 @@ describe("bounded reply bodies", () => {
 
   it("limits every body with one shared push function, not a closure per body", async () => {
     // A closure assigned to each body's push is allocated in the old generation by V8 and kept every
-    // exchange alive until a full collection: about 0.8 KB per JSON call and 4 KB per stream promoted (docs/performance.md).
+    // exchange alive until a full collection (docs/performance.md, "Issue 18, fourteenth session").
     const [a, b] = await Promise.all([nodeFetch(`${url}/plain`), nodeFetch(`${url}/ok`)])
     const bodyA = (a as any).nodeBody() as import("node:stream").Readable
     const bodyB = (b as any).nodeBody() as import("node:stream").Readable
