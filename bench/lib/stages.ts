@@ -18,9 +18,9 @@ import { Cancel } from "@aigw/core/Providers/internal/cancel"
 import { makeSseParser } from "@aigw/core/Providers/internal/sse"
 import { wire as openAiWire } from "@aigw/core/Providers/OpenAiCompatible"
 import { makeStreamAccount } from "@aigw/core/Engine/ProviderCalls"
-import { toChunks } from "@aigw/core/Http/OpenAiRoutes"
-import { sseData } from "@aigw/core/Http/Edge"
-import { Effect, FiberRef, Layer, ManagedRuntime } from "effect"
+import { ChatCompletionBody, openAiStream } from "@aigw/core/Http/OpenAiRoutes"
+import { framedChunk } from "@aigw/core/Http/ChatSurface"
+import { Effect, FiberRef, Layer, ManagedRuntime, Schema } from "effect"
 
 const N = Number(process.env.STAGE_N ?? 3000)
 const C = Number(process.env.STAGE_C ?? 16)
@@ -47,17 +47,17 @@ const measure = async (name: string, make: () => Effect.Effect<unknown, unknown,
 
 /**
  * A stream's own work on the lane, without I/O: an upstream SSE answer (bytes) through the SSE
- * parser, the OpenAI wire's event decoder, the stream account and the OpenAI surface's chunks with
- * their `data:` framing; returns the bytes of SSE written.
+ * parser, the OpenAI wire's event decoder, the stream account and the OpenAI surface's framed
+ * chunks, as the lane makes them for `body`; returns the characters of SSE written.
  */
-const streamTransform = (answer: Uint8Array): number => {
+const streamTransform = (answer: Uint8Array, body: typeof ChatCompletionBody.Type): number => {
   const parser = makeSseParser()
   const decode = openAiWire.events("openai")
   const account = makeStreamAccount()
-  const { convert } = toChunks("chatcmpl-stages", "gpt-4o-mini", true)
+  const text = framedChunk(openAiStream("chatcmpl-stages", body))
   let written = 0
   for (const events of [parser.push(answer), parser.end()]) {
-    for (const chunk of account.onRead(events, decode).chunks) for (const json of convert(chunk)) written += sseData(json).length
+    for (const chunk of account.onRead(events, decode).chunks) written += text(chunk).length
   }
   return written
 }
@@ -95,14 +95,15 @@ const main = async () => {
   stages.push(await measure("fast lane: usage record", () => Effect.flatMap(Metering.Metering, (m) => Effect.promise(() => m.record({ ...event, day: utcDay(Date.now()), at: Date.now() })))))
   stages.push(await measure("fast lane: upstream POST JSON", () => Effect.promise(() => Http.postJsonNow("openai", upstream, { authorization: "Bearer sk-bench" }, wire, new Cancel()))))
   // The mock's streamed answer, read once; the stage is the transform alone (the stream's I/O is the upstream stage's kind of work).
+  const streamBody = Schema.decodeUnknownSync(ChatCompletionBody)({ ...wire, stream: true, stream_options: { include_usage: true } })
   const streamed = await fetch(upstream, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
-    body: JSON.stringify({ ...wire, stream: true, stream_options: { include_usage: true } })
+    body: JSON.stringify(streamBody)
   })
   const answer = new Uint8Array(await streamed.arrayBuffer())
-  if (streamTransform(answer) === 0) throw new Error("the mock's stream made no chunks")
-  stages.push(await measure("fast lane: stream transform (SSE parse, decode, OpenAI chunks)", () => Effect.sync(() => streamTransform(answer))))
+  if (streamTransform(answer, streamBody) === 0) throw new Error("the mock's stream made no chunks")
+  stages.push(await measure("fast lane: stream transform (SSE parse, decode, OpenAI chunks)", () => Effect.sync(() => streamTransform(answer, streamBody))))
   const tracing = await runtime.runPromise(FiberRef.get(FiberRef.currentTracerEnabled))
   console.log("STAGESJSON " + JSON.stringify({ n: N, c: C, database: (process.env.DATABASE_URL ?? "").split(":")[0], tracing, stages }))
   await runtime.dispose()

@@ -6,8 +6,9 @@
  * every variable of the enclosing functions that an inner closure captures, alive through young
  * collections until the next full one. On the request path that promotes each request's objects
  * and brings full collections: the reply limit's closure on every upstream body did
- * (docs/performance.md, "Issue 18, fourteenth session"). A function from a variable, a listener (`on`/`once`), a function inside an
- * object literal or a class field is allocated young, so those pass.
+ * (docs/performance.md, "Issue 18, fourteenth session"). A function from a variable, a listener
+ * (`on`/`once`), a function inside an object literal or a class field is allocated young, so those
+ * pass.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"

@@ -21,6 +21,9 @@ export interface SurfaceStream<E> {
   readonly trailer?: string
 }
 
+/** One chunk of a stream as the text of the surface's frames, as the fast lane writes it. */
+export const framedChunk = <E>({ convert, frame }: SurfaceStream<E>) => (chunk: StreamChunk): string => convert(chunk).map(frame).join("")
+
 /** A request's headers (lower-case names), as node and the Effect platform give them. */
 export type RequestHeaders = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 
@@ -87,13 +90,13 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
           return answer
         }
       }
-      const { convert, frame, opening, trailer } = s.stream(id, body)
+      const stream = s.stream(id, body)
       return async (lane) =>
         lane.stream(
           await calls.openStream({ ...lane.call(targets), messages, request }),
-          (chunk) => convert(chunk).map(frame).join(""),
-          frame(opening),
-          trailer
+          framedChunk(stream),
+          stream.frame(stream.opening),
+          stream.trailer
         )
     }
   }

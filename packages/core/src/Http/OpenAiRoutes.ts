@@ -467,13 +467,16 @@ const checkedImagesInput = (body: ImagesRequest) => {
 /** A fresh completion id in OpenAI's format. */
 export const completionId = () => `chatcmpl-${crypto.randomUUID().replace(/-/g, "")}`
 
+/** A Chat Completions stream: OpenAI's chunks as `data:` events, ended by `[DONE]`. */
+export const openAiStream = (id: string, body: ChatCompletionBody) => ({ ...toChunks(id, body.model, body.stream_options?.include_usage === true), frame: sseData, trailer: SSE_DONE })
+
 /** Chat Completions over the gateway's one chat call (ChatSurface.ts builds the check, the handler and the fast-lane plan). */
 const chat = chatSurface({
   inputOf: chatInputOf,
   streamed: (body: ChatCompletionBody) => body.stream === true,
   newId: completionId,
   answer: toChatCompletion,
-  stream: (id: string, body: ChatCompletionBody) => ({ ...toChunks(id, body.model, body.stream_options?.include_usage === true), frame: sseData, trailer: SSE_DONE })
+  stream: openAiStream
 })
 
 const autoModel = { id: "auto", object: "model", created: 0, owned_by: "aigw" }
