@@ -5,6 +5,8 @@
  * One interleaved run on this machine, everything on 127.0.0.1:
  *   direct       the mock OpenAI upstream itself (bench/lib/mock-upstream.mjs), no hop
  *   proxy        a bare node:http reverse proxy with a keep-alive agent (bench/lib/proxy.mjs): the limit
+ *   floor        the least work of a metered gateway that answers in its own name (bench/lib/floor.mjs:
+ *                parse, one admission, the exchange, the answer re-serialised, one record; SQLite, group commit)
  *   portkey      @portkey-ai/gateway 1.15.2 as published on npm (installed under bench/ only)
  *   aigw-sqlite  our node host as `npm start` runs it (hosts/node-http/dist/aigw.mjs, its flags and environment), on SQLite
  *   aigw-pg      the same on PostgreSQL (a throw-away cluster from .ci/pg.sh)
@@ -16,7 +18,7 @@
  *
  * Knobs (environment): ROUNDS [3], DURATION [7] and WARMUP [3] seconds per load run, CONNS ["1 16 64"],
  * SSE_CONNS ["1 16 64"], STREAM_N [200], STREAM_WARMUP [20], PACED_N [10], PACED_MS [5],
- * TARGETS ["direct proxy portkey aigw-sqlite aigw-pg"], SCENARIOS ["chat jwt embeddings translate"], CLIENT_CPUS [0], SERVER_CPUS [1], PG_CPUS [CLIENT_CPUS], PIN [auto],
+ * TARGETS ["direct proxy floor portkey aigw-sqlite aigw-pg"], SCENARIOS ["chat jwt embeddings translate"], CLIENT_CPUS [0], SERVER_CPUS [1], PG_CPUS [CLIENT_CPUS], PIN [auto],
  * AIGW_RUNNER [bundle | tsx], AIGW_BUNDLE [a prebuilt bundle instead of building one], STAGES [1],
  * AIGW_BEFORE_BUNDLE [with targets aigw-sqlite-before / aigw-pg-before: A/B against another build],
  * AIGW_NODE_FLAGS [the V8 flags of `npm start`], AIGW_BEFORE_NODE_FLAGS [AIGW_NODE_FLAGS; for the -before targets],
@@ -55,7 +57,7 @@ const cfg = {
   streamWarmup: num("STREAM_WARMUP", 20),
   pacedN: num("PACED_N", 10),
   pacedMs: num("PACED_MS", 5),
-  targets: list("TARGETS", "direct proxy portkey aigw-sqlite aigw-pg"),
+  targets: list("TARGETS", "direct proxy floor portkey aigw-sqlite aigw-pg"),
   scenarios: list("SCENARIOS", "chat jwt embeddings translate"),
   clientCpus: env.CLIENT_CPUS ?? "0",
   serverCpus: env.SERVER_CPUS ?? "1",
@@ -381,6 +383,11 @@ const main = async () => {
       kind = "upstream"
     } else if (name === "proxy") {
       pid = await startServer(name, ["node", path.join(lib, "proxy.mjs")], { envExtra: { PORT: String(port), UPSTREAM: upHost }, readyUrl: `${base}/health` })
+      url = `${base}/v1/chat/completions`
+      headers = ["Authorization: Bearer sk-bench"]
+    } else if (name === "floor") {
+      const envExtra = { PORT: String(port), UPSTREAM: upHost, FLOOR_DB: path.join(tmp, "floor.sqlite") }
+      pid = await startServer(name, ["node", path.join(lib, "floor.mjs")], { envExtra, readyUrl: `${base}/health` })
       url = `${base}/v1/chat/completions`
       headers = ["Authorization: Bearer sk-bench"]
     } else if (name === "portkey") {

@@ -95,6 +95,13 @@ export const report = (dir) => {
   }
   out.push("")
 
+  // the floor against the proxy: what the least work of a metered gateway leaves of the proxy's throughput
+  if (targets.includes("floor") && targets.includes("proxy")) {
+    summary.floor = configs.map((cfg) => ({ load: cfg, vs_proxy_rps: ratio(stat("floor", cfg)?.rps, stat("proxy", cfg)?.rps) }))
+    const parts = summary.floor.filter((r) => r.vs_proxy_rps != null).map((r) => `${r.load.replace(":", " c=")} ${fx(r.vs_proxy_rps * 100, 0)}%`)
+    out.push(`The floor (\`bench/lib/floor.mjs\`: parse, one admission, the exchange, the answer re-serialised in the gateway's name, one record) reaches this share of the proxy's RPS: ${parts.join(", ")}.`, "")
+  }
+
   // ratios of every aigw target against the proxy and Portkey
   const ours = targets.filter((t) => t.startsWith("aigw"))
   if (ours.length) {

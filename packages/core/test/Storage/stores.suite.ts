@@ -316,6 +316,22 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.deepStrictEqual(totals, { callsToday: 52, tokensToday: 24, spendMonthUSD: 0.25 })
         }))
 
+      it.effect("metering: admissions made together (one group commit) are each answered as if made one after another", () =>
+        Effect.gen(function*() {
+          const metering = yield* Metering
+          const usage = yield* UsageStore
+          const [a, b, c] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
+          const day = "2026-11-28"
+          const admissions: Array<readonly [string, number, number]> = [[a, 3, 1], [b, 5, 3], [a, 3, 2], [b, 5, 3], [a, 3, 1], [c, 1, 2], [b, 5, 2], [a, 4, 1]]
+          const outcomes = yield* Effect.promise(() => Promise.all(admissions.map(([avatarId, limit, count]) => metering.admit(avatarId, day, limit, count))))
+          // a: 1, 3, refused (4 > 3), then 4 under a raised limit; b: 3, refused (6 > 5), 5; c: more than its limit.
+          assert.deepStrictEqual(outcomes, [1, 3, 3, undefined, undefined, undefined, 5, 4])
+          assert.deepStrictEqual([(yield* usage.totals(a, day)).callsToday, (yield* usage.totals(b, day)).callsToday, (yield* usage.totals(c, day)).callsToday], [4, 5, 0])
+          // Alone in its turn, an admission and a refusal answer the same way.
+          assert.strictEqual(yield* Effect.promise(() => metering.admit(a, day, 5, 1)), 5)
+          assert.isUndefined(yield* Effect.promise(() => metering.admit(a, day, 5, 1)))
+        }))
+
       it.effect("metering: records made together (one group commit) all count, summed per avatar and day", () =>
         Effect.gen(function*() {
           const metering = yield* Metering
