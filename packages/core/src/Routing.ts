@@ -39,6 +39,13 @@ export interface ChatNeeds {
 /** Why routing found no target. */
 export type RoutingError = NotFound | Forbidden | Unprocessable
 
+/**
+ * Why a provider or model cannot serve a call, as the error to answer with, made only when it is
+ * answered: `auto` asks it of every catalogue model, and an error costs a stack trace and a schema
+ * check each.
+ */
+type Problem = () => RoutingError
+
 /** Routing's answer as an Effect: the targets, or a failure with the routing error. */
 export const routed = <E extends GatewayError>(found: ReadonlyArray<Target> | E): Effect.Effect<ReadonlyArray<Target>, E> =>
   Array.isArray(found) ? Effect.succeed(found) : Effect.fail(found as E)
@@ -85,31 +92,31 @@ const makeService = Effect.gen(function*() {
   const catalog = yield* Catalog
   const health = yield* ProviderHealth
 
-  /** Why a provider cannot serve this kind of call for this caller, if it cannot. */
-  const providerProblem = (p: ConfiguredProvider, plan: Plan, kind: ModelKind) => {
-    if (!planAllows(plan, p.minPlan)) return new Forbidden({ message: `Provider ${p.id} needs plan ${p.minPlan} or higher (yours: ${plan}).` })
+  /** Why a provider cannot serve this kind of call for this caller, if it cannot (see `Problem`). */
+  const providerProblem = (p: ConfiguredProvider, plan: Plan, kind: ModelKind): Problem | undefined => {
+    if (!planAllows(plan, p.minPlan)) return () => new Forbidden({ message: `Provider ${p.id} needs plan ${p.minPlan} or higher (yours: ${plan}).` })
     // `capabilities`: what aigw serves through the provider (Providers/Registry.ts); `offers`: what the upstream has.
-    if (!p.offers.includes(kind)) return new Unprocessable({ message: `Provider ${p.id} does not offer ${labels[kind]}.` })
+    if (!p.offers.includes(kind)) return () => new Unprocessable({ message: `Provider ${p.id} does not offer ${labels[kind]}.` })
     if (!p.capabilities.includes(kind)) {
-      return new Unprocessable({ message: `Provider ${p.id} speaks its own (${p.adapter}) protocol, which has no ${labels[kind]} adapter yet.` })
+      return () => new Unprocessable({ message: `Provider ${p.id} speaks its own (${p.adapter}) protocol, which has no ${labels[kind]} adapter yet.` })
     }
-    if (p.missing !== undefined) return new Unprocessable({ message: p.missing })
+    if (p.missing !== undefined) return () => new Unprocessable({ message: p.missing! })
     return undefined
   }
 
-  const modelProblem = (m: ModelEntry, needs: ChatNeeds) => {
+  const modelProblem = (m: ModelEntry, needs: ChatNeeds): Problem | undefined => {
     const kind = needs.kind ?? "chat"
-    if (m.kind !== kind) return new Unprocessable({ message: `Model ${m.id} is a ${m.kind} model, not a ${kind} model.` })
-    if (!planAllows(needs.plan, m.minPlan)) return new Forbidden({ message: `Model ${m.id} needs plan ${m.minPlan} or higher (yours: ${needs.plan}).` })
-    if (needs.needsTools && !m.supportsFunctions) return new Unprocessable({ message: `Model ${m.id} does not support tools.` })
+    if (m.kind !== kind) return () => new Unprocessable({ message: `Model ${m.id} is a ${m.kind} model, not a ${kind} model.` })
+    if (!planAllows(needs.plan, m.minPlan)) return () => new Forbidden({ message: `Model ${m.id} needs plan ${m.minPlan} or higher (yours: ${needs.plan}).` })
+    if (needs.needsTools && !m.supportsFunctions) return () => new Unprocessable({ message: `Model ${m.id} does not support tools.` })
     if (needs.minQuality !== undefined && m.quality < needs.minQuality) {
-      return new Unprocessable({ message: `Model ${m.id} has quality ${m.quality}, below the ${needs.minQuality} asked for.` })
+      return () => new Unprocessable({ message: `Model ${m.id} has quality ${m.quality}, below the ${needs.minQuality} asked for.` })
     }
     if (needs.maxTokens !== undefined && m.maxOutputTokens > 0 && needs.maxTokens > m.maxOutputTokens) {
-      return new Unprocessable({ message: `maxTokens ${needs.maxTokens} exceeds ${m.id}'s limit of ${m.maxOutputTokens} completion tokens.` })
+      return () => new Unprocessable({ message: `maxTokens ${needs.maxTokens} exceeds ${m.id}'s limit of ${m.maxOutputTokens} completion tokens.` })
     }
     if (needs.contextTokens > m.contextWindow) {
-      return new Unprocessable({ message: `The request needs about ${needs.contextTokens} tokens; ${m.id} has a context window of ${m.contextWindow}.` })
+      return () => new Unprocessable({ message: `The request needs about ${needs.contextTokens} tokens; ${m.id} has a context window of ${m.contextWindow}.` })
     }
     return undefined
   }
@@ -155,19 +162,20 @@ const makeService = Effect.gen(function*() {
       if (!("id" in model)) return model
       const provider = Option.getOrThrow(catalog.provider(model.provider))
       const problem = providerProblem(provider, needs.plan, kind) ?? modelProblem(model, needs)
-      return problem ?? [{ provider, model }]
+      return problem ? problem() : [{ provider, model }]
     }
     if (!isAuto(needs.provider)) {
       const provider = catalog.provider(needs.provider)
       if (Option.isNone(provider)) return new NotFound({ message: `Unknown provider ${needs.provider}. See GET /v1/providers.` })
       const problem = providerProblem(provider.value, needs.plan, needs.kind ?? "chat")
-      if (problem) return problem
+      if (problem) return problem()
       const ofKind = catalog.modelsOf(provider.value.id).filter((m) => m.kind === kind && !m.unpriced)
       const fallback = defaultModelData[provider.value.id]?.[kind as "chat" | "embeddings"]
       if (ofKind.length === 0 && fallback !== undefined) {
         // No catalogued model of this kind: the provider's documented default (Catalog/defaultModels.data.ts), forwarded like a named one.
         const model = uncataloguedModel(provider.value.id, fallback, kind)
-        return modelProblem(model, needs) ?? [{ provider: provider.value, model }]
+        const problem = modelProblem(model, needs)
+        return problem ? problem() : [{ provider: provider.value, model }]
       }
       const models = ofKind.filter((m) => !modelProblem(m, needs))
       if (models.length === 0) {
