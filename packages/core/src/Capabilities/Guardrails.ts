@@ -9,6 +9,7 @@
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { Unprocessable } from "../Errors.ts"
+import type { Lane } from "../Http/Lane.ts"
 import type { Plan } from "../Plans.ts"
 import type { GuardrailVerdict } from "../Providers/Guardrails/GuardrailsAdapter.ts"
 import { servedBy } from "../Providers/Registry.ts"
@@ -145,11 +146,20 @@ const checkWithVendor = (avatar: AvatarRecord, text: string, vendor: ConfiguredP
     return resultOf(text, vendorFindings(text, verdict), verdict.categories, verdict.flagged, vendor.id)
   })
 
+/** The in-process check. */
+const checkLocally = (text: string) => {
+  const findings = scan(text)
+  return resultOf(text, findings, [...new Set(findings.map((f) => f.type))], findings.length > 0, "local")
+}
+
 /** The guardrail check of POST /v1/guardrails/check. */
 export const check = (avatar: AvatarRecord, text: string, provider: string) =>
   Effect.gen(function*() {
     const where = yield* placement(avatar, provider)
-    if (where !== "local") return yield* checkWithVendor(avatar, text, where)
-    const findings = scan(text)
-    return resultOf(text, findings, [...new Set(findings.map((f) => f.type))], findings.length > 0, "local")
+    return where === "local" ? checkLocally(text) : yield* checkWithVendor(avatar, text, where)
   })
+
+/** The fast-lane plan of POST /v1/guardrails/check (Http/Lane.ts): the in-process check; a vendor's stays the route's. */
+export const lane: Lane<{ readonly text: string; readonly provider: string }> = {
+  plan: (_services, _avatar, { provider, text }) => (isLocal(provider) ? async () => checkLocally(text) : undefined)
+}

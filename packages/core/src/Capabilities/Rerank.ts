@@ -6,7 +6,8 @@
  * configured provider the plan allows, else BM25; a named provider or model is used or refused.
  */
 import { Effect, Schema } from "effect"
-import { lift, ProviderCalls, type RerankResult as UpstreamRerank } from "../Engine/ProviderCalls.ts"
+import { type Call, lift, ProviderCalls, type RerankResult as UpstreamRerank } from "../Engine/ProviderCalls.ts"
+import type { Lane } from "../Http/Lane.ts"
 import { Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
 import type { Target } from "../Providers/Chat.ts"
@@ -71,21 +72,34 @@ const local = (input: RerankInput): RerankResult => {
   return { results, provider: LOCAL, model: "bm25", costUSD: 0, costKnown: true, latencyMs: Math.round(performance.now() - started), fallbacks: [] }
 }
 
-/** Where a rerank runs: in-process (`local`), or the upstream targets in order. */
+/** Where a rerank runs: in-process (`local`), the upstream targets in order, or the refusal. */
+const placementOf = (
+  routing: Routing["Type"],
+  avatar: AvatarRecord,
+  input: Pick<RerankInput, "provider" | "model">
+): typeof LOCAL | ReadonlyArray<Target> | RoutingError => {
+  if (input.provider === LOCAL) {
+    return isAuto(input.model) || input.model === "bm25"
+      ? LOCAL
+      : new Unprocessable({ message: `Provider local reranks with bm25 only; model ${input.model} needs its provider (e.g. cohere, voyage, jina, mixedbread).` })
+  }
+  const found = routing.targets({ kind: "rerank", provider: input.provider, model: input.model, plan: avatar.plan as Plan, needsTools: false, contextTokens: 0 })
+  // Nothing named: with no usable rerank model configured, BM25 serves the call.
+  return isAuto(input.provider) && isAuto(input.model) && !Array.isArray(found) ? LOCAL : found
+}
+
 const placement = (avatar: AvatarRecord, input: Pick<RerankInput, "provider" | "model">): Effect.Effect<typeof LOCAL | ReadonlyArray<Target>, RoutingError, Routing> =>
   Effect.flatMap(Routing, (routing) => {
-    if (input.provider === LOCAL) {
-      return isAuto(input.model) || input.model === "bm25"
-        ? Effect.succeed(LOCAL)
-        : Effect.fail(new Unprocessable({ message: `Provider local reranks with bm25 only; model ${input.model} needs its provider (e.g. cohere, voyage, jina, mixedbread).` }))
-    }
-    const found = routed(routing.targets({ kind: "rerank", provider: input.provider, model: input.model, plan: avatar.plan as Plan, needsTools: false, contextTokens: 0 }))
-    // Nothing named: with no usable rerank model configured, BM25 serves the call.
-    return isAuto(input.provider) && isAuto(input.model) ? Effect.orElseSucceed(found, () => LOCAL) : found
+    const where = placementOf(routing, avatar, input)
+    return where === LOCAL ? Effect.succeed<typeof LOCAL | ReadonlyArray<Target>>(LOCAL) : routed(where)
   })
 
 /** The refusals that depend only on the request and configuration (answered before admission). */
 export const check = (avatar: AvatarRecord, input: Pick<RerankInput, "provider" | "model">) => Effect.asVoid(placement(avatar, input))
+
+/** An upstream rerank through the engine (the caller's request id and abort in `call`). */
+const upstream = (calls: ProviderCalls["Type"], call: Call, input: RerankInput): Promise<RerankResult> =>
+  calls.rerank({ ...call, query: input.query, documents: input.documents, topN: input.topN })
 
 /** Reranks `documents` against `query`: the best `topN`, best first, with their original indexes. */
 export const rerank = (avatar: AvatarRecord, input: RerankInput) =>
@@ -93,5 +107,15 @@ export const rerank = (avatar: AvatarRecord, input: RerankInput) =>
     where === LOCAL
       ? Effect.sync((): RerankResult => local(input))
       : Effect.flatMap(Effect.zip(ProviderCalls, RequestId.current), ([calls, requestId]) =>
-        lift((cancel): Promise<RerankResult> =>
-          calls.rerank({ avatar, targets: where, cancel, requestId, query: input.query, documents: input.documents, topN: input.topN }))))
+        lift((cancel) => upstream(calls, { avatar, targets: where, cancel, requestId }, input))))
+
+/** The fast-lane plan of POST /v1/rerank (Http/Lane.ts): the same placement and answers as `rerank`. */
+export const lane: Lane<RerankInput> = {
+  plan: ({ calls, routing }, avatar, input) => {
+    const where = placementOf(routing, avatar, input)
+    if (where === LOCAL) return async () => local(input)
+    if (!Array.isArray(where)) return where as RoutingError
+    const targets = where as ReadonlyArray<Target>
+    return (admitted) => upstream(calls, admitted.call(targets), input)
+  }
+}

@@ -30,6 +30,7 @@ import { BadRequest, type GatewayError, isGatewayError, QuotaExceeded, Unauthori
 import * as Metrics from "../Metrics.ts"
 import { headersOf, Quota } from "../Quota.ts"
 import * as RequestId from "../RequestId.ts"
+import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { makeApp, routes as appRoutes } from "./App.ts"
 import {
@@ -88,7 +89,13 @@ export const make = Effect.gen(function*() {
   const { limits, maxBodyBytes } = yield* GatewayConfig
   const quota = yield* Quota
   const auth = yield* Auth
-  const services: LaneServices = { calls: yield* ProviderCalls, catalog: yield* Catalog, completions: yield* Completions, embeddings: yield* Embeddings }
+  const services: LaneServices = {
+    calls: yield* ProviderCalls,
+    catalog: yield* Catalog,
+    completions: yield* Completions,
+    embeddings: yield* Embeddings,
+    routing: yield* Routing
+  }
   const { logRequests, metrics } = yield* observabilityOptions
   const runtime = yield* Effect.runtime<AppServices>()
   const run = Runtime.runPromise(runtime)

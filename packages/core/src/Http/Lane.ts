@@ -10,6 +10,7 @@ import type { Embeddings } from "../Capabilities/Embeddings.ts"
 import type { Call, ChatStream, ProviderCalls, StreamChunk } from "../Engine/ProviderCalls.ts"
 import type { GatewayError } from "../Errors.ts"
 import type { Target } from "../Providers/Chat.ts"
+import type { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 
 /** The services lane plans use (built once by the fast lane). */
@@ -18,6 +19,7 @@ export interface LaneServices {
   readonly catalog: Catalog["Type"]
   readonly completions: Completions["Type"]
   readonly embeddings: Embeddings["Type"]
+  readonly routing: Routing["Type"]
 }
 
 /** Marks an answer the lane already wrote as a stream. */

@@ -136,7 +136,8 @@ export const taskRoutes = [
     summary: "Guardrails: rule-based in-process (local, the default: personal data, credentials, prompt injection) or a guardrail vendor (Lakera Guard, Patronus); findings and redacted text",
     body: GuardrailsBody,
     check: ({ avatar, body }) => Guardrails.checkProvider(avatar, body.provider),
-    handle: ({ avatar, body }) => Guardrails.check(avatar, body.text, body.provider)
+    handle: ({ avatar, body }) => Guardrails.check(avatar, body.text, body.provider),
+    lane: Guardrails.lane
   }),
   authed({
     method: "POST",
@@ -147,6 +148,7 @@ export const taskRoutes = [
     summary: "Rerank documents against a query with a rerank model (Cohere, Voyage, Jina, Mixedbread) or BM25 in-process (local, the default when none is configured); the top N with scores and original indexes",
     body: Rerank.RerankBody,
     check: ({ avatar, body }) => Rerank.check(avatar, body),
-    handle: ({ avatar, body }) => Rerank.rerank(avatar, body)
+    handle: ({ avatar, body }) => Rerank.rerank(avatar, body),
+    lane: Rerank.lane
   })
 ]
