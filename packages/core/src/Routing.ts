@@ -185,7 +185,7 @@ const makeService = Effect.gen(function*() {
       }
       return rank(models, preference).map(targetOf)
     }
-    const candidates = rank(catalog.models.filter((m) => !m.unpriced && usable(m, needs)), preference)
+    const candidates = autoTargets(needs)
     if (candidates.length === 0) {
       // Providers `auto` could use: configured, serving the kind, with priced models of it (local servers have none).
       const configured = catalog.providers.filter((p) =>
@@ -197,8 +197,12 @@ const makeService = Effect.gen(function*() {
         : `No configured provider can serve this request on plan ${needs.plan} (configured: ${configured.map((p) => p.id).join(", ")}; check plan, tools and context size).`
     })
     }
-    return candidates.map(targetOf)
+    return candidates
   }
+
+  /** `auto`'s candidates (provider and model both auto) in the order to try them; none when nothing can serve. */
+  const autoTargets = (needs: ChatNeeds): ReadonlyArray<Target> =>
+    rank(catalog.models.filter((m) => !m.unpriced && usable(m, needs)), needs.preference ?? preferenceOf(needs.plan)).map(targetOf)
 
   /**
    * The provider's standing for `auto` on a dedicated capability: its best catalogued model of that
@@ -289,7 +293,7 @@ const makeService = Effect.gen(function*() {
     return Effect.suspend(() => from(0, []))
   }
 
-  return { targets, providersFor, providerFor, firstSuccessEffect }
+  return { targets, autoTargets, providersFor, providerFor, firstSuccessEffect }
 })
 
 export class Routing extends Context.Tag("aigw/Routing")<Routing, Effect.Effect.Success<typeof makeService>>() {}

@@ -83,9 +83,11 @@ const placementOf = (
       ? LOCAL
       : new Unprocessable({ message: `Provider local reranks with bm25 only; model ${input.model} needs its provider (e.g. cohere, voyage, jina, mixedbread).` })
   }
-  const found = routing.targets({ kind: "rerank", provider: input.provider, model: input.model, plan: avatar.plan as Plan, needsTools: false, contextTokens: 0 })
+  const needs = { kind: "rerank", provider: input.provider, model: input.model, plan: avatar.plan as Plan, needsTools: false, contextTokens: 0 } as const
+  if (!isAuto(input.provider) || !isAuto(input.model)) return routing.targets(needs)
   // Nothing named: with no usable rerank model configured, BM25 serves the call.
-  return isAuto(input.provider) && isAuto(input.model) && !Array.isArray(found) ? LOCAL : found
+  const found = routing.autoTargets(needs)
+  return found.length > 0 ? found : LOCAL
 }
 
 const placement = (avatar: AvatarRecord, input: Pick<RerankInput, "provider" | "model">): Effect.Effect<typeof LOCAL | ReadonlyArray<Target>, RoutingError, Routing> =>

@@ -8,6 +8,7 @@ import { beforeEach, describe, expect, it, vi } from "vitest"
 import * as Catalog from "../../src/Catalog/Catalog.ts"
 import * as GatewayConfig from "../../src/Config.ts"
 import * as ProviderHealth from "../../src/Providers/ProviderHealth.ts"
+import type { Target } from "../../src/Providers/Chat.ts"
 import * as Routing from "../../src/Routing.ts"
 
 /** How many routing errors were constructed (the error classes, counted). */
@@ -60,6 +61,10 @@ describe("routing's reasons for passing a model over", () => {
     expect(made.count).toBe(0)
     // The same with a provider named and tools needed: its models that cannot serve are passed over too.
     expect(Array.isArray(routing.targets(needs({ provider: "openai", needsTools: true })))).toBe(true)
+    expect(made.count).toBe(0)
+    // auto's candidates alone: none for a kind nothing configured serves (a rerank falls back to BM25), and no error.
+    expect(routing.autoTargets(needs({ kind: "rerank" }))).toEqual([])
+    expect(routing.autoTargets(needs()).map((t) => t.model.id)).toEqual((found as ReadonlyArray<Target>).map((t) => t.model.id))
     expect(made.count).toBe(0)
   })
 
