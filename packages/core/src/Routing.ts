@@ -100,7 +100,8 @@ const makeService = Effect.gen(function*() {
     if (!p.capabilities.includes(kind)) {
       return () => new Unprocessable({ message: `Provider ${p.id} speaks its own (${p.adapter}) protocol, which has no ${labels[kind]} adapter yet.` })
     }
-    if (p.missing !== undefined) return () => new Unprocessable({ message: p.missing! })
+    const missing = p.missing
+    if (missing !== undefined) return () => new Unprocessable({ message: missing })
     return undefined
   }
 
