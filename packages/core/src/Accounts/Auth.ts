@@ -27,26 +27,24 @@ const makeService = Effect.gen(function*() {
 
   // Metering holds the one definition of a valid key (exists, not revoked, owner active) and of a
   // token's avatar (exists, active), and runs them on the database directly (or its cache) where it can.
-  const active = (id: string): Effect.Effect<AvatarRecord, Unauthorized> =>
-    Effect.flatMap(Effect.promise(() => metering.activeAvatar(id)), (avatar) =>
-      avatar === undefined ? Effect.fail(invalid) : Effect.succeed(avatar))
 
   /** The owner of an API key, or undefined when the key does not hold (a promise: the fast lane's too). */
   const ownerOfKey = (secret: string): Promise<AvatarRecord | undefined> => metering.avatarOfKey(sha256(secret))
 
-  const byApiKey = (secret: string): Effect.Effect<AvatarRecord, Unauthorized> =>
-    Effect.flatMap(Effect.promise(() => ownerOfKey(secret)), (avatar) =>
-      avatar === undefined ? Effect.fail(invalid) : Effect.succeed(avatar))
+  /**
+   * The avatar of a token, or undefined when it does not hold: not ours, expired, its avatar gone or
+   * inactive, or issued before the avatar's tokensValidAfter (a promise: the fast lane's too).
+   */
+  const ownerOfToken = async (token: string): Promise<AvatarRecord | undefined> => {
+    const claims = await jwt.claimsOf(token)
+    if (claims === undefined) return undefined
+    const avatar = await metering.activeAvatar(claims.sub)
+    return avatar === undefined || claims.aat < avatar.tokensValidAfter ? undefined : avatar
+  }
 
-  const byJwt = (token: string) =>
-    jwt.verify(token).pipe(
-      Effect.flatMap((claims) =>
-        Option.isNone(claims)
-          ? Effect.fail(invalid)
-          : Effect.flatMap(active(claims.value.sub), (a) =>
-            claims.value.aat < a.tokensValidAfter ? Effect.fail(invalid) : Effect.succeed(a))
-      )
-    )
+  /** The caller a credential names, or the 401 of one that does not hold. */
+  const holding = (owner: () => Promise<AvatarRecord | undefined>): Effect.Effect<AvatarRecord, Unauthorized> =>
+    Effect.flatMap(Effect.promise(owner), (avatar) => (avatar === undefined ? Effect.fail(invalid) : Effect.succeed(avatar)))
 
   /** The caller, or None when no credentials were sent; fails on bad credentials. */
   const resolve = (c: Credentials): Effect.Effect<Option.Option<AvatarRecord>, Unauthorized> => {
@@ -57,9 +55,9 @@ const makeService = Effect.gen(function*() {
       case "Malformed":
         return Effect.fail(invalid)
       case "ApiKey":
-        return Effect.map(byApiKey(p.secret), Option.some)
+        return Effect.map(holding(() => ownerOfKey(p.secret)), Option.some)
       case "Jwt":
-        return Effect.map(byJwt(p.token), Option.some)
+        return Effect.map(holding(() => ownerOfToken(p.token)), Option.some)
     }
   }
 
@@ -87,7 +85,7 @@ const makeService = Effect.gen(function*() {
     )
   }
 
-  return { resolve, require, actingAs, ownerOfKey, byJwt }
+  return { resolve, require, actingAs, ownerOfKey, ownerOfToken }
 })
 
 export class Auth extends Context.Tag("aigw/Auth")<Auth, Effect.Effect.Success<typeof makeService>>() {}

@@ -107,7 +107,7 @@ export const make = Effect.gen(function*() {
   const callerOf = (credentials: LaneCredentials): Promise<AvatarRecord | undefined> =>
     credentials._tag === "ApiKey"
       ? auth.ownerOfKey(credentials.secret)
-      : run(Effect.match(auth.byJwt(credentials.token), { onFailure: () => undefined, onSuccess: (a) => a }))
+      : auth.ownerOfToken(credentials.token)
 
   /**
    * Hands a request whose body the lane already read to the Effect app (with the lane's request id
