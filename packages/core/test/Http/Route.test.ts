@@ -31,6 +31,53 @@ describe("jsonTextProblem", () => {
   })
 })
 
+describe("jsonTextProblem against a character-by-character reading", () => {
+  /**
+   * The same checks one character at a time (the form before strings were skipped with indexOf),
+   * with a raw NUL anywhere named first: it is searched for before the rest (and a raw NUL after a
+   * backslash, which the character loop skipped as escaped, is refused as NUL too).
+   */
+  const reference = (text: string, maxDepth: number): string | undefined => {
+    if (text.includes("\u0000")) return "NUL characters (\\u0000) are not accepted."
+    let depth = 0
+    let inString = false
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i)
+      if (inString) {
+        if (c === 0x5c) {
+          if (text.charCodeAt(i + 1) === 0x75 && text.startsWith("0000", i + 2)) return "NUL characters (\\u0000) are not accepted."
+          i++
+        } else if (c === 0x22) inString = false
+      } else if (c === 0x22) inString = true
+      else if (c === 0x7b || c === 0x5b) {
+        if (++depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels.`
+      } else if (c === 0x7d || c === 0x5d) depth--
+    }
+    return undefined
+  }
+
+  it("agrees on texts made of quotes, escapes, NUL escapes and brackets, terminated or not", () => {
+    const pieces = ["\"", "\\", "\\u0000", "\\u00001", "u0000", "[", "]", "{", "}", "a", " ", "\u0000", "\\\""]
+    let seed = 7
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed % n
+    }
+    for (let t = 0; t < 20_000; t++) {
+      let text = ""
+      for (let k = random(24); k > 0; k--) text += pieces[random(pieces.length)]
+      expect([text, jsonTextProblem(text, 3)]).toEqual([text, reference(text, 3)])
+    }
+  })
+
+  it("stays linear on many strings with one backslash at the very end", () => {
+    const text = JSON.stringify(Array.from({ length: 200_000 }, (_, i) => `s${i}`)) + "\"\\\""
+    const started = performance.now()
+    expect(jsonTextProblem(text, 64)).toBe(reference(text, 64))
+    expect(performance.now() - started).toBeLessThan(1_000)
+  })
+})
+
 describe("parseJsonBody", () => {
   it("answers the 400 of an empty, too deep, NUL-carrying or malformed body, else the value", () => {
     const message = (text: string) => (parseJsonBody(text, 64) as BadRequest).message
