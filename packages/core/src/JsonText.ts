@@ -2,6 +2,9 @@
 
 export const NUL_PROBLEM = "NUL characters (\\u0000) are not accepted."
 
+/** Whether the escape starting at the backslash at `at` is `\u0000`. */
+const isNulEscape = (text: string, at: number) => text.charCodeAt(at + 1) === 0x75 && text.startsWith("0000", at + 2)
+
 /**
  * Why a JSON text must not be parsed, or undefined: nesting deeper than `maxDepth` (a deep value
  * overflows the stack of every recursive step after JSON.parse), or a NUL character in a string
@@ -9,9 +12,6 @@ export const NUL_PROBLEM = "NUL characters (\\u0000) are not accepted."
  * structure is read character by character, a string's contents from escape to escape with
  * indexOf, which searches natively (most of a request's text is inside strings).
  */
-/** Whether the escape starting at the backslash at `at` is `\u0000`. */
-const isNulEscape = (text: string, at: number) => text.charCodeAt(at + 1) === 0x75 && text.startsWith("0000", at + 2)
-
 export const jsonTextProblem = (text: string, maxDepth: number): string | undefined => {
   if (text.indexOf("\u0000") !== -1) return NUL_PROBLEM
   let depth = 0

@@ -7,7 +7,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { Forbidden, NotFound, Unauthorized } from "../Errors.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
-import { presented } from "../Http/Edge.ts"
+import { type Presented, presented } from "../Http/Edge.ts"
 import { sha256 } from "./Secrets.ts"
 import { Jwt } from "./Jwt.ts"
 
@@ -15,6 +15,9 @@ export interface Credentials {
   readonly authorization?: string | undefined
   readonly apiKey?: string | undefined
 }
+
+/** Credentials that name a caller (what `presented` makes of a well-formed key or token). */
+export type KeyOrToken = Extract<Presented, { readonly _tag: "ApiKey" | "Jwt" }>
 
 export const MISSING = "Authentication required: send Authorization: Bearer <JWT> or X-Api-Key: <API key>."
 export const INVALID = "Invalid or expired credentials."
@@ -27,13 +30,9 @@ const makeService = Effect.gen(function*() {
 
   // Metering holds the one definition of a valid key (exists, not revoked, owner active) and of a
   // token's avatar (exists, active), and runs them on the database directly (or its cache) where it can.
-
-  /** The owner of an API key, or undefined when the key does not hold (a promise: the fast lane's too). */
-  const ownerOfKey = (secret: string): Promise<AvatarRecord | undefined> => metering.avatarOfKey(sha256(secret))
-
   /**
    * The avatar of a token, or undefined when it does not hold: not ours, expired, its avatar gone or
-   * inactive, or issued before the avatar's tokensValidAfter (a promise: the fast lane's too).
+   * inactive, or issued before the avatar's tokensValidAfter.
    */
   const ownerOfToken = async (token: string): Promise<AvatarRecord | undefined> => {
     const claims = await jwt.claimsOf(token)
@@ -42,9 +41,9 @@ const makeService = Effect.gen(function*() {
     return avatar === undefined || claims.aat < avatar.tokensValidAfter ? undefined : avatar
   }
 
-  /** The caller a credential names, or the 401 of one that does not hold. */
-  const holding = (owner: () => Promise<AvatarRecord | undefined>): Effect.Effect<AvatarRecord, Unauthorized> =>
-    Effect.flatMap(Effect.promise(owner), (avatar) => (avatar === undefined ? Effect.fail(invalid) : Effect.succeed(avatar)))
+  /** The caller an API key or a token names, or undefined when it does not hold (a promise: the fast lane's too). */
+  const ownerOf = (credentials: KeyOrToken): Promise<AvatarRecord | undefined> =>
+    credentials._tag === "ApiKey" ? metering.avatarOfKey(sha256(credentials.secret)) : ownerOfToken(credentials.token)
 
   /** The caller, or None when no credentials were sent; fails on bad credentials. */
   const resolve = (c: Credentials): Effect.Effect<Option.Option<AvatarRecord>, Unauthorized> => {
@@ -55,9 +54,8 @@ const makeService = Effect.gen(function*() {
       case "Malformed":
         return Effect.fail(invalid)
       case "ApiKey":
-        return Effect.map(holding(() => ownerOfKey(p.secret)), Option.some)
       case "Jwt":
-        return Effect.map(holding(() => ownerOfToken(p.token)), Option.some)
+        return Effect.flatMap(Effect.promise(() => ownerOf(p)), (avatar) => (avatar === undefined ? Effect.fail(invalid) : Effect.succeed(Option.some(avatar))))
     }
   }
 
@@ -85,7 +83,7 @@ const makeService = Effect.gen(function*() {
     )
   }
 
-  return { resolve, require, actingAs, ownerOfKey, ownerOfToken }
+  return { resolve, require, actingAs, ownerOf }
 })
 
 export class Auth extends Context.Tag("aigw/Auth")<Auth, Effect.Effect.Success<typeof makeService>>() {}

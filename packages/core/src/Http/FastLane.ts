@@ -20,7 +20,7 @@ import { pipeline } from "node:stream/promises"
 import * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Runtime, type Scope } from "effect"
-import { Auth, INVALID } from "../Accounts/Auth.ts"
+import { Auth, INVALID, type KeyOrToken } from "../Accounts/Auth.ts"
 import { Completions } from "../Capabilities/Completions.ts"
 import { Embeddings } from "../Capabilities/Embeddings.ts"
 import { GatewayConfig } from "../Config.ts"
@@ -38,7 +38,6 @@ import {
   declaresTooLarge,
   internalErrorBody,
   parseJsonBody,
-  type Presented,
   presented,
   readLimitedText,
   sendError,
@@ -58,8 +57,6 @@ export interface FastLane {
   readonly handle: (req: IncomingMessage, res: ServerResponse) => boolean
 }
 
-/** The credentials the lane serves (the rest are the route's to refuse). */
-type LaneCredentials = Extract<Presented, { readonly _tag: "ApiKey" | "Jwt" }>
 
 const clientGone = new DOMException("The client closed the connection", "AbortError")
 /** The response was closed before it was all written: the client went away. */
@@ -103,11 +100,6 @@ export const make = Effect.gen(function*() {
   const app = HttpApp.toWebHandlerRuntime(runtime)(yield* makeApp)
   const byPath = new Map(appRoutes.filter((r) => r.lane !== undefined && r.method === "POST").map((r) => [r.path, r]))
 
-  /** The caller of a key or JWT (Auth's rules), or undefined for credentials that do not hold. */
-  const callerOf = (credentials: LaneCredentials): Promise<AvatarRecord | undefined> =>
-    credentials._tag === "ApiKey"
-      ? auth.ownerOfKey(credentials.secret)
-      : auth.ownerOfToken(credentials.token)
 
   /**
    * Hands a request whose body the lane already read to the Effect app (with the lane's request id
@@ -171,11 +163,11 @@ export const make = Effect.gen(function*() {
     }
   }
 
-  const serve = async (req: IncomingMessage, res: ServerResponse, route: Route, credentials: LaneCredentials, requestId: string): Promise<unknown> => {
+  const serve = async (req: IncomingMessage, res: ServerResponse, route: Route, credentials: KeyOrToken, requestId: string): Promise<unknown> => {
     const { envelope } = route
     if (!validHost(req.headers.host)) return sendError(res, envelope, new BadRequest({ message: "Invalid Host header." }))
     // The order of the route: credentials, body, admission, then the call.
-    const caller = await callerOf(credentials)
+    const caller = await auth.ownerOf(credentials)
     if (caller === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
     if (declaresTooLarge(req.headers, maxBodyBytes)) return sendError(res, envelope, tooLargeError(maxBodyBytes))
     // A client that leaves mid-upload: nothing to answer.
