@@ -51,6 +51,21 @@ const fail = (res) => {
   res.end(badGateway)
 }
 
+/** A body read whole and parsed as JSON; undefined for text that is not JSON. */
+const readJson = (stream) =>
+  new Promise((resolve) => {
+    let text = ""
+    stream.setEncoding("utf8")
+    stream.on("data", (c) => (text += c))
+    stream.on("end", () => {
+      try {
+        resolve(JSON.parse(text))
+      } catch {
+        resolve(undefined)
+      }
+    })
+  })
+
 /** One upstream event's chunk in the gateway's name: our head, the upstream's choices and usage. */
 const chunkOf = (head, event) =>
   `data: ${head},${JSON.stringify(event.usage ? { choices: event.choices, usage: event.usage } : { choices: event.choices }).slice(1)}\n\n`
@@ -60,22 +75,13 @@ const answer = (body, res, up) => {
   const created = Math.floor(Date.now() / 1000)
   const record = (tokens) => write(() => recordStatement.run(today(), body.model, tokens, Date.now()))
   if (!body.stream) {
-    let text = ""
-    up.setEncoding("utf8")
-    up.on("data", (c) => (text += c))
-    up.on("end", async () => {
-      let a
-      try {
-        a = JSON.parse(text)
-      } catch {
-        return fail(res)
-      }
+    return readJson(up).then(async (a) => {
+      if (a === undefined) return fail(res)
       await record(a.usage?.total_tokens ?? 0)
       const out = JSON.stringify({ id, object: "chat.completion", created, model: body.model, choices: a.choices, usage: a.usage })
       res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(out) })
       res.end(out)
     })
-    return
   }
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
   const head = JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model }).slice(0, -1)
@@ -117,14 +123,8 @@ const server = http.createServer((req, res) => {
     res.writeHead(200, { "content-type": "application/json", "content-length": 15 })
     return res.end('{"status":"ok"}')
   }
-  let text = ""
-  req.setEncoding("utf8")
-  req.on("data", (c) => (text += c))
-  req.on("end", async () => {
-    let body
-    try {
-      body = JSON.parse(text)
-    } catch {
+  readJson(req).then(async (body) => {
+    if (body === undefined) {
       res.writeHead(400, { "content-type": "application/json" })
       return res.end('{"error":{"message":"bad JSON","type":"invalid_request_error"}}')
     }
