@@ -49,8 +49,7 @@ ACCOUNT_PGID=$!
 for _ in $(seq 300); do curl -s -o /dev/null "http://127.0.0.1:$PORT/health" && break; sleep 0.2; done
 KEY=$(node --input-type=module -e '
   const { createApiKey } = await import(process.argv[1])
-  const made = await createApiKey(process.argv[2], process.argv[3])
-  process.stdout.write(typeof made === "string" ? made : made.apiKey)
+  process.stdout.write((await createApiKey(process.argv[2], process.argv[3])).apiKey)
 ' "$ROOT/bench/lib/aigw-account.mjs" "http://127.0.0.1:$PORT" "$DATA") || { cat "$WORK/account.log" >&2; exit 1; }
 kill -- "-$ACCOUNT_PGID" 2>/dev/null || true
 while kill -0 "$ACCOUNT_PGID" 2>/dev/null; do sleep 0.1; done
