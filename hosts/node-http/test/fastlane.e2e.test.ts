@@ -31,6 +31,28 @@ const sseChunks = (text: string) =>
   text.split("\n\n").map((b) => b.split("\n").find((l) => l.startsWith("data: "))).filter((d) => d !== undefined).map((d) => d.slice(6))
     .map((d) => (d === "[DONE]" ? d : normal(JSON.parse(d))))
 
+/** A gateway, and the same gateway (same database and data directory) with AIGW_FAST_LANE=false: every request takes the Effect route there. */
+interface LaneAndRoute {
+  readonly server: RunningServer
+  readonly routeServer: RunningServer
+}
+const startLaneAndRoute = async (env: Record<string, string>): Promise<LaneAndRoute> => {
+  const server = await startServer(env)
+  return { server, routeServer: await startServer({ ...env, AIGW_FAST_LANE: "false" }, { dataDir: server.dataDir }) }
+}
+
+/** The same request through the Effect route (JWT, lane off) and the fast lane (API key). */
+const viaBoth = async (
+  { routeServer, server }: LaneAndRoute,
+  who: TestAvatar,
+  init: { body?: unknown; raw?: string; headers?: Record<string, string> },
+  path = PATH
+) => {
+  const viaRoute = await call(routeServer.url, "POST", path, { ...init, token: who.token })
+  const viaLane = await call(server.url, "POST", path, { ...init, apiKey: who.apiKey })
+  return { viaRoute, viaLane }
+}
+
 /** The same answer from the route (a) and the lane (b): status, content type, rate-limit headers, body or chunks. */
 const expectSame = (a: Awaited<ReturnType<typeof call>>, b: Awaited<ReturnType<typeof call>>) => {
   expect(b.status).toBe(a.status)
@@ -48,12 +70,8 @@ describe("fast lane", () => {
   let user: TestAvatar
   let bronze: TestAvatar
 
-  /** The same request through the Effect route (JWT, lane off) and the fast lane (API key). */
-  const both = async (who: TestAvatar, init: { body?: unknown; raw?: string; headers?: Record<string, string> }, path = PATH) => {
-    const viaRoute = await call(routeServer.url, "POST", path, { ...init, token: who.token })
-    const viaLane = await call(server.url, "POST", path, { ...init, apiKey: who.apiKey })
-    return { viaRoute, viaLane }
-  }
+  const both = (who: TestAvatar, init: { body?: unknown; raw?: string; headers?: Record<string, string> }, path = PATH) =>
+    viaBoth({ server, routeServer }, who, init, path)
 
   beforeAll(async () => {
     openai = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 1 })
@@ -64,8 +82,7 @@ describe("fast lane", () => {
       AIGW_MAX_BODY_BYTES: "20000",
       AIGW_PLAN_LIMITS: JSON.stringify({ Free: 1000, Bronze: 4 })
     }
-    server = await startServer(env)
-    routeServer = await startServer({ ...env, AIGW_FAST_LANE: "false" }, { dataDir: server.dataDir })
+    ;({ server, routeServer } = await startLaneAndRoute(env))
     ;[user, bronze] = await Promise.all([signUp(server, "lane"), signUp(server, "lanebronze")])
     const admin = await adminToken(server)
     const plan = await call(server.url, "PUT", `/v1/admin/avatars/${bronze.id}/plan`, { token: admin, body: { plan: "Bronze" } })
@@ -446,8 +463,7 @@ describe("fast lane: rerank and guardrails", () => {
   beforeAll(async () => {
     cohere = await startVendorMock("cohere", "co-lane")
     const env = { ...adminEnv, COHERE_API_KEY: "co-lane", COHERE_BASE_URL: cohere.url, AIGW_PLAN_LIMITS: JSON.stringify({ Bronze: 1000 }) }
-    server = await startServer(env)
-    routeServer = await startServer({ ...env, AIGW_FAST_LANE: "false" }, { dataDir: server.dataDir })
+    ;({ server, routeServer } = await startLaneAndRoute(env))
     user = await signUp(server, "lanererank")
     // Cohere's rerank model needs plan Bronze.
     const plan = await call(server.url, "PUT", `/v1/admin/avatars/${user.id}/plan`, { token: await adminToken(server), body: { plan: "Bronze" } })
@@ -474,8 +490,7 @@ describe("fast lane: rerank and guardrails", () => {
     ]
     for (const [path, body, status] of cases) {
       const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
-      const viaRoute = await call(routeServer.url, "POST", path, { body, token: user.token })
-      const viaLane = await call(server.url, "POST", path, { body, apiKey: user.apiKey })
+      const { viaRoute, viaLane } = await viaBoth({ server, routeServer }, user, { body }, path)
       expect([path, body, viaLane.status]).toEqual([path, body, status])
       expectSame(viaRoute, viaLane)
       const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
