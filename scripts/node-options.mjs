@@ -9,11 +9,11 @@ import { fileURLToPath } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 
-/** package.json's start script: `[NAME=value …] sh scripts/node.sh [--flags] scripts/start.mjs …`. */
+/** package.json's start script: `[NAME=value …] exec sh scripts/node.sh [--flags] scripts/start.mjs …`. */
 const startScript = () => {
   const start = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).scripts.start
-  const m = /^((?:[A-Z_][A-Z0-9_]*=\S*\s+)*)sh scripts\/node\.sh((?:\s+--\S+)*)\s+scripts\/start\.mjs\b/.exec(start)
-  if (!m) throw new Error(`package.json's start script is not "[NAME=value …] sh scripts/node.sh [--flags] scripts/start.mjs …": ${start}`)
+  const m = /^((?:[A-Z_][A-Z0-9_]*=\S*\s+)*)exec sh scripts\/node\.sh((?:\s+--\S+)*)\s+scripts\/start\.mjs\b/.exec(start)
+  if (!m) throw new Error(`package.json's start script is not "[NAME=value …] exec sh scripts/node.sh [--flags] scripts/start.mjs …": ${start}`)
   return { assignments: m[1].trim().split(/\s+/).filter(Boolean), flags: m[2].trim().split(/\s+/).filter(Boolean) }
 }
 

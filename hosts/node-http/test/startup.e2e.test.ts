@@ -5,11 +5,12 @@
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
-import { type FailedStart, freePort, startExpectingFailure } from "./support/server.ts"
+import { allPids, processTree, procStat } from "./support/attack.ts"
+import { type FailedStart, freePort, hostEnv, startExpectingFailure } from "./support/server.ts"
 // @ts-expect-error: a plain .mjs script without declarations
 import { minimum, nodeProblem } from "../../../scripts/node-version.mjs"
 
@@ -218,4 +219,46 @@ describe("the launcher of npm start and the image (scripts/node.sh)", () => {
       fs.rmdirSync(group)
     }
   })
+})
+
+describe("npm start under a process manager", () => {
+  // A manager that runs `npm start` (a container's PID 1, systemd, pm2, a CI job) stops it with a
+  // SIGTERM to npm alone, which npm passes on to the process it started. That process must be the
+  // server: a shell in between (npm runs the script with `sh -c`) would die of the signal and leave
+  // the server running as an orphan, still holding its port, instead of stopping gracefully.
+  it("passes npm's SIGTERM on to the server, which stops gracefully and leaves no process behind", async () => {
+    const port = await freePort()
+    const dir = scratchDir("aigw-npm-start-")
+    let output = ""
+    const npm = spawn("npm", ["start"], { cwd: path.join(__dirname, "../../.."), env: hostEnv(port, dir, {}), stdio: ["ignore", "pipe", "pipe"], detached: true })
+    npm.stdout!.on("data", (d) => (output += d))
+    npm.stderr!.on("data", (d) => (output += d))
+    const exited = new Promise<number | null>((resolve) => npm.on("exit", (code) => resolve(code)))
+    const group = npm.pid!
+    const members = () => allPids().filter((pid) => procStat(pid)?.[2] === String(group) && procStat(pid)?.[0] !== "Z")
+    try {
+      const deadline = Date.now() + 100_000
+      for (;;) {
+        if (npm.exitCode !== null) throw new Error(`npm start exited early (${npm.exitCode}):\n${output}`)
+        if (await fetch(`http://127.0.0.1:${port}/v1/health`).then((r) => r.ok, () => false)) break
+        if (Date.now() > deadline) throw new Error(`npm start did not serve within 100 s:\n${output}`)
+        await new Promise((r) => setTimeout(r, 200))
+      }
+      // npm's only child is node itself (the script execs the launcher, which execs node).
+      const children = processTree(group).filter((pid) => pid !== group)
+      expect(children.map((pid) => fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim()), output).toEqual(["node"])
+
+      process.kill(group, "SIGTERM")
+      expect(await exited, output).toBe(0)
+      for (let i = 0; i < 100 && members().length > 0; i++) await new Promise((r) => setTimeout(r, 100))
+      expect(members(), `still running after npm exited:\n${output}`).toEqual([])
+      expect(await fetch(`http://127.0.0.1:${port}/v1/health`).then(() => "answered", () => "refused")).toBe("refused")
+    } finally {
+      try {
+        process.kill(-group, "SIGKILL")
+      } catch {
+        // the group is gone
+      }
+    }
+  }, T)
 })
