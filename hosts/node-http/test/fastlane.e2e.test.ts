@@ -506,6 +506,9 @@ describe("fast lane: rerank and guardrails", () => {
  * the upstream has sent must still reach the client while the upstream is silent. An upstream that
  * answers 200 and then waits for the test: the role chunk, then each content event, must arrive
  * before the upstream sends anything more (else these reads never end and the test times out).
+ * Asked for an answer "all at once", it sends its head and whole stream in one write instead: then,
+ * while another request is in flight, the client's answer, usage chunk and end included, leaves in
+ * one socket write.
  */
 describe("fast lane streams as the upstream sends", () => {
   let server: RunningServer
@@ -517,9 +520,14 @@ describe("fast lane streams as the upstream sends", () => {
 
   beforeAll(async () => {
     upstream = http.createServer((req, res) => {
-      req.resume()
+      let body = ""
+      req.on("data", (d) => (body += d))
       req.on("end", () => {
         res.writeHead(200, { "content-type": "text/event-stream" })
+        if (body.includes("all at once")) {
+          const usage = { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 }
+          return void res.end(event({ role: "assistant", content: "" }) + event({ content: "whole" }) + event({}, { usage }) + "data: [DONE]\n\n")
+        }
         res.flushHeaders()
         current = res
       })
@@ -561,5 +569,40 @@ describe("fast lane streams as the upstream sends", () => {
     expect(text).not.toContain("[DONE]")
     current!.end(event({}, { usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } }) + "data: [DONE]\n\n")
     await readUntil("[DONE]")
+  }, 15_000)
+
+  it("under load, sends an answer that came in one upstream read in one socket write: head, chunks, usage and the end", async () => {
+    // The load: a stream whose upstream stays silent until the end of the test.
+    current = undefined
+    const busy = new AbortController()
+    const waiting = fetch(`${server.url}${PATH}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": user.apiKey },
+      body: JSON.stringify({ model: "gpt-4o-mini", messages: hi, stream: true }),
+      signal: busy.signal
+    }).catch(() => undefined)
+    for (let i = 0; i < 100 && current === undefined; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(current, "the other stream's upstream was called").toBeDefined()
+    const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "all at once" }], stream: true, stream_options: { include_usage: true } })
+    const request = `POST ${PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${user.apiKey}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+    // Each on a connection of its own; the first read of each must hold the whole answer.
+    for (let i = 0; i < 3; i++) {
+      const reads = await new Promise<Array<string>>((resolve, reject) => {
+        const socket = net.connect(server.port, "127.0.0.1", () => socket.write(request))
+        const got: Array<string> = []
+        socket.on("data", (d) => got.push(d.toString("utf8")))
+        socket.on("end", () => resolve(got))
+        socket.on("error", reject)
+      })
+      const first = reads[0] ?? ""
+      expect(first, reads.join("\n--- next read ---\n")).toMatch(/^HTTP\/1\.1 200 /)
+      expect(first).toContain(`"content":"whole"`)
+      expect(first).toContain(`"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}`)
+      expect(first.endsWith("data: [DONE]\n\n\r\n0\r\n\r\n"), first.slice(-80)).toBe(true)
+    }
+    expect((await waiting)?.status).toBe(200)
+    busy.abort()
+    current!.destroy()
   }, 15_000)
 })

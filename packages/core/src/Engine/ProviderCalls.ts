@@ -218,9 +218,11 @@ export interface ChatStream {
   /**
    * Calls `emit` with the chunks of each upstream read, then once with the final chunk (totals,
    * or the error that ended the stream), and resolves. Usage is recorded once, also when the
-   * caller aborts (then nothing more is emitted).
+   * caller aborts (then nothing more is emitted). `upstreamDone` is true from the chunks of the
+   * read that completed the upstream's answer on: only the final chunk follows, once usage is
+   * recorded (a writer may hold them and send them with it).
    */
-  readonly run: (emit: (chunks: ReadonlyArray<StreamChunk>) => void) => Promise<void>
+  readonly run: (emit: (chunks: ReadonlyArray<StreamChunk>, upstreamDone: boolean) => void) => Promise<void>
 }
 
 /** What every routed call carries: who pays, the candidates in order, and how to cancel it. */
@@ -516,14 +518,14 @@ const makeService = Effect.gen(function*() {
             ;(reported ? Promise.resolve(reported) : run(account.report(call.messages)))
               .then((r) =>
                 record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted, call.requestId).then(() => {
-                  if (!aborted) emit([finalChunk(target, account.finishReason(), r, error, account.trailing())])
+                  if (!aborted) emit([finalChunk(target, account.finishReason(), r, error, account.trailing())], true)
                 })
               )
               .then(resolve, reject)
           }
-          const take = (events: ReadonlyArray<SseEvent>) => {
+          const take = (events: ReadonlyArray<SseEvent>, upstreamDone = false) => {
             const { chunks, stop } = account.onRead(events, decode)
-            if (chunks.length > 0) emit(chunks)
+            if (chunks.length > 0) emit(chunks, upstreamDone || stop !== undefined)
             if (stop !== undefined) end(stop ?? undefined)
           }
           // The idle timer restarts on every read that completed an event (refresh: no new timer).
@@ -541,7 +543,7 @@ const makeService = Effect.gen(function*() {
           body.on("data", onData)
           body.once("end", () => {
             if (ended) return
-            take(parser.end())
+            take(parser.end(), true)
             end()
           })
           body.once("error", (e) => end(streamBroke(provider)(e).message))

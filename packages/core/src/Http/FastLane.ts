@@ -99,6 +99,8 @@ export const make = Effect.gen(function*() {
   // The Effect app, for the requests the lane reads but leaves to their route.
   const app = HttpApp.toWebHandlerRuntime(runtime)(yield* makeApp)
   const byPath = new Map(appRoutes.filter((r) => r.lane !== undefined && r.method === "POST").map((r) => [r.path, r]))
+  /** The requests the lane is serving now (a stream holds its last writes for its end only when not alone). */
+  let serving = 0
 
 
   /**
@@ -135,11 +137,15 @@ export const make = Effect.gen(function*() {
         res.writeHead(200, { ...headers, ...SSE_HEADERS })
         // Writes are held (corked) and leave together, one socket write each time: the head and the
         // opening with the first batch when the upstream's first read comes in the same turn of the
-        // event loop, else at that turn's end; each batch once the microtasks of its tick have run,
-        // so the last one (totals) leaves with the end of the answer.
+        // event loop, else at that turn's end; each batch once the microtasks of its tick have run.
+        // Under load (other requests in flight), once the upstream's answer is complete, what is held
+        // waits for the final chunk (totals, emitted once usage is recorded) and leaves with the end:
+        // an answer that came in one upstream read leaves in one socket write. Alone, it leaves at
+        // once, so its first byte does not wait for the usage record.
         let corked = false
+        let holding = false
         const flush = () => {
-          if (!corked) return
+          if (!corked || holding) return
           corked = false
           if (!res.writableEnded) res.uncork()
         }
@@ -152,9 +158,10 @@ export const make = Effect.gen(function*() {
           flushWhen(flush)
         }
         if (opening !== "") send(opening, setImmediate)
-        await stream.run((chunks) => {
+        await stream.run((chunks, upstreamDone) => {
           let out = ""
           for (const chunk of chunks) out += frames(chunk)
+          holding ||= upstreamDone && serving > 1
           if (out !== "") send(out, process.nextTick)
         })
         res.end(trailer)
@@ -219,11 +226,14 @@ export const make = Effect.gen(function*() {
       if (metrics) Metrics.recordRequest(route.path, "POST", res.statusCode, ms / 1000)
       if (logRequests) void run(accessLogLine(requestId, "POST", route.path, route.path, res.statusCode, ms))
     }
+    serving++
     serve(req, res, route, credentials, requestId).then(
       (outcome) => {
+        serving--
         if (outcome !== DELEGATED) done()
       },
       (e) => {
+        serving--
         // As Route.ts's last resort: log the cause, answer a generic 500 envelope (or cut a started stream).
         void run(Effect.logError("unexpected failure", e).pipe(Effect.annotateLogs("requestId", requestId)))
         if (res.headersSent) res.destroy()
