@@ -9,7 +9,7 @@ import { spawn, spawnSync } from "node:child_process"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
-import { allPids, processTree, procStat } from "./support/attack.ts"
+import { groupMembers, processTree } from "./support/attack.ts"
 import { type FailedStart, freePort, hostEnv, startExpectingFailure } from "./support/server.ts"
 // @ts-expect-error: a plain .mjs script without declarations
 import { minimum, nodeProblem } from "../../../scripts/node-version.mjs"
@@ -230,12 +230,12 @@ describe("npm start under a process manager", () => {
     const port = await freePort()
     const dir = scratchDir("aigw-npm-start-")
     let output = ""
+    // Not startServer: it kills what is left of the group once its process exits, which would hide an orphan.
     const npm = spawn("npm", ["start"], { cwd: path.join(__dirname, "../../.."), env: hostEnv(port, dir, {}), stdio: ["ignore", "pipe", "pipe"], detached: true })
     npm.stdout!.on("data", (d) => (output += d))
     npm.stderr!.on("data", (d) => (output += d))
     const exited = new Promise<number | null>((resolve) => npm.on("exit", (code) => resolve(code)))
     const group = npm.pid!
-    const members = () => allPids().filter((pid) => procStat(pid)?.[2] === String(group) && procStat(pid)?.[0] !== "Z")
     try {
       const deadline = Date.now() + 100_000
       for (;;) {
@@ -250,8 +250,8 @@ describe("npm start under a process manager", () => {
 
       process.kill(group, "SIGTERM")
       expect(await exited, output).toBe(0)
-      for (let i = 0; i < 100 && members().length > 0; i++) await new Promise((r) => setTimeout(r, 100))
-      expect(members(), `still running after npm exited:\n${output}`).toEqual([])
+      for (let i = 0; i < 100 && groupMembers(group).length > 0; i++) await new Promise((r) => setTimeout(r, 100))
+      expect(groupMembers(group), `still running after npm exited:\n${output}`).toEqual([])
       expect(await fetch(`http://127.0.0.1:${port}/v1/health`).then(() => "answered", () => "refused")).toBe("refused")
     } finally {
       try {

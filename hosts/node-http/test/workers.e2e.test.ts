@@ -11,15 +11,8 @@ import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { workerCount } from "../src/workers.ts"
 import { signUp, type TestAvatar } from "./support/accounts.ts"
-import { allPids, processTree, procStat } from "./support/attack.ts"
+import { groupMembers, processTree, procStat } from "./support/attack.ts"
 import { call, freePort, hostEnv, nodeHostCommand, type RunningServer, startExpectingFailure, startServer } from "./support/server.ts"
-
-/** The live (not zombie) processes of a process group. */
-const groupMembers = (pgid: number) =>
-  allPids().filter((pid) => {
-    const stat = procStat(pid)
-    return stat !== undefined && Number(stat[2]) === pgid && stat[0] !== "Z"
-  })
 
 const T = 120_000
 

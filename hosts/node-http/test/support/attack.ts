@@ -44,6 +44,13 @@ export const processTree = (root: number): Array<number> => {
   return out
 }
 
+/** The live (not zombie) processes of a process group. */
+export const groupMembers = (pgid: number) =>
+  allPids().filter((pid) => {
+    const stat = procStat(pid)
+    return stat !== undefined && Number(stat[2]) === pgid && stat[0] !== "Z"
+  })
+
 const rssKb = (pid: number) => {
   try {
     const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))
