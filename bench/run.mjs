@@ -10,6 +10,9 @@
  *   portkey      @portkey-ai/gateway 1.15.2 as published on npm (installed under bench/ only)
  *   aigw-sqlite  our node host as `npm start` runs it (hosts/node-http/dist/aigw.mjs, its flags and environment), on SQLite
  *   aigw-pg      the same on PostgreSQL (a throw-away cluster from .ci/pg.sh)
+ *   aigw-sqlite-effect, aigw-pg-effect  the same with AIGW_FAST_LANE=false: every request through the
+ *                Effect app, the path of the Lambda host, the MCP server and the routes without a lane
+ *                (not in the default targets; "-effect-before" and "-effect-xN" combine)
  * aigw runs its full path: API-key auth, atomic quota admission, routing to provider `openai`
  * (OPENAI_BASE_URL = the mock), usage recording, on POST /openai/v1/chat/completions.
  * Scenarios (SCENARIOS): chat (every target), jwt (the same chat call with the avatar's JWT instead of the
@@ -401,7 +404,7 @@ const main = async () => {
       ], { envExtra: { NODE_ENV: "production" }, readyUrl: `${base}/` })
       url = `${base}/v1/chat/completions`
       headers = ["x-portkey-provider: openai", `x-portkey-custom-host: ${upHost}/v1`, "Authorization: Bearer sk-bench"]
-    } else if (/^aigw-(sqlite|pg)(-before|-x\d+)?$/.test(name)) {
+    } else if (/^aigw-(sqlite|pg)(-effect)?(-before|-x\d+)?$/.test(name)) {
       // "-before": the same gateway from AIGW_BEFORE_BUNDLE, interleaved with the current one (A/B of a change)
       const before = name.endsWith("-before")
       if (before && !env.AIGW_BEFORE_BUNDLE) die(`${name} needs AIGW_BEFORE_BUNDLE (node bench/lib/build.mjs --out FILE --overlay DIR)`)
@@ -429,7 +432,9 @@ const main = async () => {
           OPENAI_BASE_URL: `${upHost}/v1`,
           BENCH_PROFILE_DIR: path.join(results, "profiles"),
           BENCH_PROFILE_NAME: name,
-          ...(workers > 1 ? { AIGW_WORKERS: String(workers) } : {})
+          ...(workers > 1 ? { AIGW_WORKERS: String(workers) } : {}),
+          // "-effect": no fast lane, every request through the Effect app
+          ...(name.includes("-effect") ? { AIGW_FAST_LANE: "false" } : {})
         },
         readyUrl: `${base}/v1/health`,
         slice
