@@ -65,8 +65,8 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
 
   const handle = ({ avatar, body, request }: Surfaced<B>) => {
     const input = s.inputOf(body, request.headers)
+    if (input instanceof BadRequest) return Effect.fail(input)
     return Effect.gen(function*() {
-      if (input instanceof BadRequest) return yield* Effect.fail(input)
       const completions = yield* Completions
       const id = s.newId()
       if (!s.streamed(body)) return yield* failOn(s.answer(id, yield* completions.complete(avatar, input)))
