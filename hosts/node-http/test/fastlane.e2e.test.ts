@@ -510,13 +510,17 @@ describe("fast lane: rerank and guardrails", () => {
  * while another request is in flight, the client's answer, usage chunk and end included, leaves in
  * one socket write.
  */
-describe("fast lane streams as the upstream sends", () => {
+describe("fast lane streams as the upstream sends (and the route too)", () => {
   let server: RunningServer
+  let routeServer: RunningServer
   let upstream: http.Server
   let user: TestAvatar
   let current: http.ServerResponse | undefined
+  /** Upstream requests whose connection closed before their answer ended. */
+  let cutOff = 0
   const event = (delta: object, extra: object = {}) =>
     `data: ${JSON.stringify({ id: "chatcmpl-up", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`
+  const usage = { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 }
 
   beforeAll(async () => {
     upstream = http.createServer((req, res) => {
@@ -525,51 +529,86 @@ describe("fast lane streams as the upstream sends", () => {
       req.on("end", () => {
         res.writeHead(200, { "content-type": "text/event-stream" })
         if (body.includes("all at once")) {
-          const usage = { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 }
           return void res.end(event({ role: "assistant", content: "" }) + event({ content: "whole" }) + event({}, { usage }) + "data: [DONE]\n\n")
         }
         res.flushHeaders()
+        res.on("close", () => {
+          if (!res.writableFinished) cutOff++
+        })
         current = res
       })
     })
     await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))
     const port = (upstream.address() as net.AddressInfo).port
-    server = await startServer({ ...adminEnv, OPENAI_API_KEY: "sk-openai", OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` })
+    ;({ server, routeServer } = await startLaneAndRoute({ ...adminEnv, OPENAI_API_KEY: "sk-openai", OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` }))
     user = await signUp(server, "lanepaced")
   })
   afterAll(async () => {
     current?.destroy()
+    await routeServer?.stop()
     await server?.stop()
     await new Promise((resolve) => upstream?.close(resolve))
   })
 
-  it("sends the role chunk while the upstream is silent, and each event before the next is sent", async () => {
-    const res = await fetch(`${server.url}${PATH}`, {
+  /** A streamed call whose upstream answer the test writes: what the client read so far, and how to read on. */
+  const openPaced = async (url: string, signal?: AbortSignal) => {
+    current = undefined
+    const res = await fetch(`${url}${PATH}`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-api-key": user.apiKey },
-      body: JSON.stringify({ model: "gpt-4o-mini", messages: hi, stream: true })
+      body: JSON.stringify({ model: "gpt-4o-mini", messages: hi, stream: true }),
+      signal
     })
     expect(res.status).toBe(200)
     const reader = res.body!.getReader()
     const decoder = new TextDecoder()
-    let text = ""
-    const readUntil = async (what: string) => {
-      while (!text.includes(what)) {
+    const read = { text: "" }
+    const until = async (what: string) => {
+      while (!read.text.includes(what)) {
         const { done, value } = await reader.read()
-        if (done) throw new Error(`stream ended before ${what}: ${text}`)
-        text += decoder.decode(value, { stream: true })
+        if (done) throw new Error(`stream ended before ${what}: ${read.text}`)
+        read.text += decoder.decode(value, { stream: true })
       }
     }
-    await readUntil(`"role":"assistant"`)
-    expect(current, "the upstream was called").toBeDefined()
-    current!.write(event({ role: "assistant", content: "" }) + event({ content: "first" }))
-    await readUntil("first")
-    current!.write(event({ content: "second" }))
-    await readUntil("second")
-    expect(text).not.toContain("[DONE]")
-    current!.end(event({}, { usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } }) + "data: [DONE]\n\n")
-    await readUntil("[DONE]")
-  }, 15_000)
+    return { read, until }
+  }
+
+  for (const via of ["lane", "route"] as const) {
+    it(`sends the role chunk while the upstream is silent, and each event before the next is sent (${via})`, async () => {
+      const { read, until } = await openPaced((via === "lane" ? server : routeServer).url)
+      await until(`"role":"assistant"`)
+      expect(current, "the upstream was called").toBeDefined()
+      current!.write(event({ role: "assistant", content: "" }) + event({ content: "first" }))
+      await until("first")
+      current!.write(event({ content: "second" }))
+      await until("second")
+      expect(read.text).not.toContain("[DONE]")
+      current!.end(event({}, { usage }) + "data: [DONE]\n\n")
+      await until("[DONE]")
+    }, 15_000)
+
+    it(`a client that leaves mid-stream cancels the upstream call, which is counted, and nothing is logged as failed (${via})`, async () => {
+      const target = via === "lane" ? server : routeServer
+      const used = async () => (await call(target.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed as number
+      const before = await used()
+      const cut = cutOff
+      const client = new AbortController()
+      const { until } = await openPaced(target.url, client.signal)
+      await until(`"role":"assistant"`)
+      current!.write(event({ role: "assistant", content: "" }) + event({ content: "partial" }))
+      await until("partial")
+      client.abort()
+      for (let i = 0; i < 250 && cutOff === cut; i++) await new Promise((r) => setTimeout(r, 20))
+      expect(cutOff - cut, "the upstream call was aborted").toBe(1)
+      let after = before
+      for (let i = 0; i < 50 && after === before; i++) {
+        await new Promise((r) => setTimeout(r, 50))
+        after = await used()
+      }
+      expect(after).toBe(before + 1)
+      expect(target.output()).not.toMatch(/unexpected failure|closed the connection/)
+    }, 15_000)
+  }
 
   it("under load, sends an answer that came in one upstream read in one socket write: head, chunks, usage and the end", async () => {
     // The load: a stream whose upstream stays silent until the end of the test.

@@ -3,9 +3,9 @@
  * falls back on retryable upstream failures (never after a stream started), records usage
  * and provider health for every call, including streams the client abandons.
  */
-import { Chunk, Context, Effect, Layer, Option, type Scope, Stream } from "effect"
+import { Context, Effect, Layer, Option, type Scope } from "effect"
 import type { GatewayError } from "../Errors.ts"
-import { type CompletionResult, lift, ProviderCalls, type StreamChunk } from "../Engine/ProviderCalls.ts"
+import { type ChatStream, type CompletionResult, lift, ProviderCalls } from "../Engine/ProviderCalls.ts"
 import { Cancel } from "../Providers/internal/cancel.ts"
 import { karmaMultiplier, type Plan } from "../Plans.ts"
 import type { ChatMessage, ChatOptions, ChatRequest, Target, ToolDefinition } from "../Providers/Chat.ts"
@@ -196,32 +196,29 @@ const makeService = Effect.gen(function*() {
       lift((cancel) => calls.complete({ avatar, messages, targets, request, cancel, requestId })))
 
   /**
-   * Opens the upstream stream through the engine (fallback until one accepts) and returns its
-   * chunks. Closing the scope or interrupting the stream before its end aborts the upstream call;
-   * the engine records usage once in every case.
+   * Opens the upstream stream through the engine (fallback until one accepts) and returns it to be
+   * run once. Closing the scope before the run has finished (its consumer gone or interrupted)
+   * aborts the upstream call; the engine records usage once in every case.
    */
-  const stream = (avatar: AvatarRecord, input: CompletionInput): Effect.Effect<Stream.Stream<StreamChunk>, GatewayError, Scope.Scope> =>
+  const stream = (avatar: AvatarRecord, input: CompletionInput): Effect.Effect<ChatStream, GatewayError, Scope.Scope> =>
     Effect.gen(function*() {
       const { messages, request, targets } = yield* prepare(avatar, input)
       const requestId = yield* RequestId.current
       const cancel = new Cancel()
       let finished = false
-      // Closing the scope, or the stream's consumer, before the end aborts the upstream call.
-      const abort = Effect.sync(() => {
-        if (!finished) cancel.abort(streamCancelled)
-      })
-      yield* Effect.addFinalizer(() => abort)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          if (!finished) cancel.abort(streamCancelled)
+        })
+      )
       const opened = yield* lift(() => calls.openStream({ avatar, messages, targets, request, cancel, requestId }), cancel)
-      return Stream.async<StreamChunk>((emit) => {
-        opened.run((chunks) => void emit.chunk(Chunk.unsafeFromArray(chunks))).then(
-          () => {
+      return {
+        target: opened.target,
+        run: (emit) =>
+          opened.run(emit).then(() => {
             finished = true
-            void emit.end()
-          },
-          (e) => void emit.die(e)
-        )
-        return abort
-      }, "unbounded")
+          })
+      }
     })
 
   return { check, complete, stream, plan }

@@ -5,12 +5,12 @@
  * the Effect handler and the fast-lane plan (Lane.ts) are built here once from those, so both paths
  * answer alike.
  */
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
 import { type CompletionInput, type CompletionResult, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest, type GatewayError, isGatewayError } from "../Errors.ts"
 import type { RoutingError } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { openStream } from "./CompletionRoutes.ts"
+import { streamAnswer } from "./CompletionRoutes.ts"
 import type { Lane } from "./Lane.ts"
 
 /** One streamed answer: the first event, the events of each chunk, how an event is framed, and the last frame. */
@@ -70,12 +70,8 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
       const completions = yield* Completions
       const id = s.newId()
       if (!s.streamed(body)) return yield* failOn(s.answer(id, yield* completions.complete(avatar, input)))
-      const { convert, frame, opening, trailer } = s.stream(id, body)
-      return yield* openStream(
-        Effect.map(completions.stream(avatar, input), (chunks) => Stream.concat(Stream.make(opening), Stream.mapConcat(chunks, convert))),
-        frame,
-        trailer
-      )
+      const stream = s.stream(id, body)
+      return yield* streamAnswer(completions.stream(avatar, input), framedChunk(stream), stream.frame(stream.opening), stream.trailer)
     })
   }
 

@@ -1,8 +1,9 @@
 /** POST /v1/complete, /v1/complete/stream and /v1/complete/tool-result. */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk, Effect, Exit, Schema, Scope, Stream } from "effect"
+import { Chunk, Effect, Exit, Option, Schema, Scope, Stream } from "effect"
 import { type CompletionInput, Completions, needsPreparation, type StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest } from "../Errors.ts"
+import type { ChatStream } from "../Engine/ProviderCalls.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import type { ChatMessage } from "../Providers/Chat.ts"
 import type { RoutingError } from "../Routing.ts"
@@ -154,29 +155,81 @@ export const toInput = (body: typeof ToolResultBody.Type, messages: ReadonlyArra
 const encoder = new TextEncoder()
 
 /**
- * Opens the upstream before answering (so routing and upstream refusals still get a status
- * code and an envelope), then streams. The upstream request lives as long as the response
- * stream: a client that disconnects interrupts it.
+ * A chat stream's text as an Effect stream: `opening`, the frames of its chunks, `trailer`. What
+ * the run emitted since the consumer last pulled leaves as one piece (one socket write). The run
+ * starts at the first pull; each pull waits for the next emission, so a stream is one stage of
+ * Effect's machinery and no fiber per emission (Stream.async forks one per emit).
  */
-export const openStream = <A, E, R>(
-  open: Effect.Effect<Stream.Stream<A>, E, R>,
-  frame: (a: A) => string,
-  trailer?: string
+const pulledText = (opened: ChatStream, frames: (chunk: StreamChunk) => string, opening: string, trailer: string): Stream.Stream<Uint8Array> =>
+  Stream.suspend(() => {
+    let held = opening
+    let started = false
+    let ended = false
+    let failure: { readonly cause: unknown } | undefined
+    let waiting: ((next: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>>) => void) | undefined
+    const next = (): Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> | undefined => {
+      if (held !== "") {
+        const text = held
+        held = ""
+        return Effect.succeed(Chunk.of(encoder.encode(text)))
+      }
+      if (failure !== undefined) return Effect.die(failure.cause)
+      return ended ? Effect.fail(Option.none()) : undefined
+    }
+    const wake = () => {
+      const resume = waiting
+      if (resume === undefined) return
+      const answer = next()
+      if (answer === undefined) return
+      waiting = undefined
+      resume(answer)
+    }
+    const start = () => {
+      started = true
+      opened.run((chunks) => {
+        for (const chunk of chunks) held += frames(chunk)
+        wake()
+      }).then(
+        () => {
+          held += trailer
+          ended = true
+          wake()
+        },
+        (cause) => {
+          failure = { cause }
+          wake()
+        }
+      )
+    }
+    return Stream.repeatEffectChunkOption(
+      Effect.async<Chunk.Chunk<Uint8Array>, Option.Option<never>>((resume) => {
+        if (!started) start()
+        const answer = next()
+        if (answer !== undefined) return resume(answer)
+        waiting = resume
+        return Effect.sync(() => {
+          waiting = undefined
+        })
+      })
+    )
+  })
+
+/**
+ * Answers a chat stream on the Effect path: opens the upstream before answering (so routing and
+ * upstream refusals still get a status code and an envelope), then streams the same pieces the
+ * fast lane writes (Lane.ts's `stream`). The upstream request lives as long as the response
+ * stream: a client that disconnects interrupts it, and closing the scope aborts it.
+ */
+export const streamAnswer = <E, R>(
+  open: Effect.Effect<ChatStream, E, R>,
+  frames: (chunk: StreamChunk) => string,
+  opening = "",
+  trailer = ""
 ) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const stream = yield* Scope.extend(open, scope).pipe(Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause))))
-    const bytes = stream.pipe(
-      // The frames of one chunk (what arrived together) leave in one write.
-      Stream.mapChunks((chunk) => {
-        if (Chunk.isEmpty(chunk)) return Chunk.empty<Uint8Array>()
-        let out = ""
-        for (const a of chunk) out += frame(a)
-        return Chunk.of(encoder.encode(out))
-      }),
-      trailer ? Stream.concat(Stream.make(encoder.encode(trailer))) : (s) => s,
-      Stream.ensuring(Scope.close(scope, Exit.void))
-    )
+    const opened = yield* Scope.extend(open, scope).pipe(Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause))))
+    const bytes = Stream.ensuring(pulledText(opened, frames, opening, trailer), Scope.close(scope, Exit.void))
     const { "content-type": contentType, ...headers } = SSE_HEADERS
     return HttpServerResponse.stream(bytes, { contentType, headers })
   })
@@ -245,7 +298,7 @@ export const completionRoutes = [
     check: checkCompletion,
     handle: ({ avatar, body }) =>
       Effect.flatMap(toChatMessages(body.messages), (messages) =>
-        openStream(Effect.flatMap(Completions, (c) => c.stream(avatar, toInput(body, messages))), (chunk: StreamChunk) => sseFrame(chunk))),
+        streamAnswer(Effect.flatMap(Completions, (c) => c.stream(avatar, toInput(body, messages))), sseFrame)),
     lane: completionLane("stream")
   }),
   authed({
