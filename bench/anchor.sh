@@ -57,6 +57,8 @@ ACCOUNT_PGID=""
 
 RESULTS_DIR=${RESULTS_DIR:-$ROOT/bench/results/anchor-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$RESULTS_DIR"
+# Absolute: the harness runs from its scratch copy, where a relative directory would not exist.
+RESULTS_DIR=$(cd "$RESULTS_DIR" && pwd)
 export RESULTS_DIR PACED_MS
 export TARGET_NAME=${TARGET_NAME:-aigw} TARGET_CWD="$ROOT"
 export TARGET_URL='http://127.0.0.1:{PORT}/openai/v1/chat/completions'
