@@ -5,7 +5,7 @@
  * which pipes the same body, is covered end to end by hosts/node-http/test/fastlane.e2e.test.ts.
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect } from "effect"
+import { Effect, type Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import type { ChatStream, StreamChunk } from "../../src/Engine/ProviderCalls.ts"
 import { streamAnswer } from "../../src/Http/CompletionRoutes.ts"
@@ -31,7 +31,7 @@ const driven = () => {
 
 const frames = (c: StreamChunk) => `data: ${c.content}\n\n`
 
-const webResponse = (open: Effect.Effect<ChatStream, never, any>) =>
+const webResponse = (open: Effect.Effect<ChatStream, never, Scope.Scope>) =>
   Effect.runPromise(Effect.map(streamAnswer(open, frames, "data: open\n\n", "data: [DONE]\n\n"), (r) => HttpServerResponse.toWeb(r)))
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 10))
