@@ -21,8 +21,18 @@ export interface SurfaceStream<E> {
   readonly trailer?: string
 }
 
-/** One chunk of a stream as the text of the surface's frames, as the fast lane writes it. */
-export const framedChunk = <E>({ convert, frame }: SurfaceStream<E>) => (chunk: StreamChunk): string => convert(chunk).map(frame).join("")
+/** A stream's text, as both paths write it: the opening's frame, the frames of each chunk, the trailer. */
+export interface StreamText {
+  readonly frames: (chunk: StreamChunk) => string
+  readonly opening: string
+  readonly trailer: string
+}
+
+export const streamText = <E>({ convert, frame, opening, trailer = "" }: SurfaceStream<E>): StreamText => ({
+  frames: (chunk) => convert(chunk).map(frame).join(""),
+  opening: frame(opening),
+  trailer
+})
 
 /** A request's headers (lower-case names), as node and the Effect platform give them. */
 export type RequestHeaders = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
@@ -70,8 +80,8 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
       const completions = yield* Completions
       const id = s.newId()
       if (!s.streamed(body)) return yield* failOn(s.answer(id, yield* completions.complete(avatar, input)))
-      const stream = s.stream(id, body)
-      return yield* streamAnswer(completions.stream(avatar, input), framedChunk(stream), stream.frame(stream.opening), stream.trailer)
+      const text = streamText(s.stream(id, body))
+      return yield* streamAnswer(completions.stream(avatar, input), text.frames, text.opening, text.trailer)
     })
   }
 
@@ -90,14 +100,8 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
           return answer
         }
       }
-      const stream = s.stream(id, body)
-      return async (lane) =>
-        lane.stream(
-          await calls.openStream({ ...lane.call(targets), messages, request }),
-          framedChunk(stream),
-          stream.frame(stream.opening),
-          stream.trailer
-        )
+      const text = streamText(s.stream(id, body))
+      return async (lane) => lane.stream(await calls.openStream({ ...lane.call(targets), messages, request }), text.frames, text.opening, text.trailer)
     }
   }
 

@@ -2,7 +2,7 @@
  * The Effect path's streamed chat answer (CompletionRoutes.ts `streamAnswer`) as a web `Response`,
  * the form the Lambda host sends: the text in order, the upstream's scope closed at the end, and
  * closed at once (the upstream call aborted) when the reader cancels mid-stream. Node's server,
- * which pipes the same body, is covered end to end by hosts/node-http/test/fastlane.e2e.test.ts.
+ * which writes the same body, is covered end to end by hosts/node-http/test/fastlane.e2e.test.ts.
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, type Scope } from "effect"
