@@ -19,7 +19,7 @@ import { makeSseParser } from "@aigw/core/Providers/internal/sse"
 import { wire as openAiWire } from "@aigw/core/Providers/OpenAiCompatible"
 import { makeStreamAccount } from "@aigw/core/Engine/ProviderCalls"
 import { ChatCompletionBody, openAiStream } from "@aigw/core/Http/OpenAiRoutes"
-import { framedChunk } from "@aigw/core/Http/ChatSurface"
+import { streamText } from "@aigw/core/Http/ChatSurface"
 import { Effect, FiberRef, Layer, ManagedRuntime, Schema } from "effect"
 
 const N = Number(process.env.STAGE_N ?? 3000)
@@ -54,10 +54,10 @@ const streamTransform = (answer: Uint8Array, body: typeof ChatCompletionBody.Typ
   const parser = makeSseParser()
   const decode = openAiWire.events("openai")
   const account = makeStreamAccount()
-  const text = framedChunk(openAiStream("chatcmpl-stages", body))
+  const { frames } = streamText(openAiStream("chatcmpl-stages", body))
   let written = 0
   for (const events of [parser.push(answer), parser.end()]) {
-    for (const chunk of account.onRead(events, decode).chunks) written += text(chunk).length
+    for (const chunk of account.onRead(events, decode).chunks) written += frames(chunk).length
   }
   return written
 }
