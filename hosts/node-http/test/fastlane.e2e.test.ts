@@ -372,6 +372,43 @@ describe("fast lane", () => {
     expect(JSON.stringify(openai.requests.at(-1)!.body)).toContain("system")
   })
 
+  it("serves the routes that run their own Effects on the lane (Lane.onLane) like those routes: answers, replies, refusals uncounted", async () => {
+    // Ids, times and durations differ per call; the rest must not.
+    const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|modr-[0-9a-f]{32}/g
+    const steady = (body: unknown) =>
+      JSON.parse(JSON.stringify(body).replace(uuid, "ID"), (key, value) => (/(latency|duration)Ms$|At(Utc)?$|^created$/.test(key) ? 0 : value))
+    const cases: ReadonlyArray<readonly [string, Record<string, unknown>, number, number]> = [
+      ["/v1/moderation", { text: "I like tea.", provider: "openai" }, 200, 1],
+      ["/v1/moderation", { text: "I like tea.", provider: "hive" }, 403, 0],
+      ["/v1/moderation", { text: "" }, 400, 0],
+      ["/openai/v1/moderations", { input: ["one", "two"] }, 200, 2],
+      ["/openai/v1/moderations", { input: "x", dry_run: true }, 400, 0],
+      ["/v1/images/generate", { prompt: "a lighthouse", provider: "openai" }, 200, 1],
+      ["/openai/v1/images/generations", { prompt: "a lighthouse", size: "512x512" }, 200, 1],
+      ["/v1/memory/store", { content: "Ada drinks green tea every morning.", userId: "u1", provider: "local" }, 200, 1],
+      ["/v1/memory/query", { query: "What does Ada drink?", userId: "u1", provider: "local" }, 200, 1],
+      ["/v1/code/execute", { code: "console.log(6 * 7)", language: "javascript" }, 200, 1],
+      ["/v1/code/execute", { code: "print(1)", language: "ruby" }, 422, 0],
+      ["/v1/batch/submit", { requests: [{ messages: hi }, { messages: hi }] }, 200, 2],
+      ["/v1/batch/submit", { requests: [{ messages: [] }] }, 400, 0]
+    ]
+    for (const [path, body, status, calls] of cases) {
+      const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+      const { viaRoute, viaLane } = await both(user, { body }, path)
+      expect([path, body, viaRoute.status]).toEqual([path, body, status])
+      expect([path, body, viaLane.status]).toEqual([path, body, status])
+      expect(viaLane.headers.get("content-type")).toBe(viaRoute.headers.get("content-type"))
+      for (const h of rateLimitHeaders) expect([path, h, viaLane.headers.get(h)]).toEqual([path, h, viaRoute.headers.get(h)])
+      expect([path, steady(viaLane.body)]).toEqual([path, steady(viaRoute.body)])
+      const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+      expect([path, body, after.dailyCallsUsed - before.dailyCallsUsed]).toEqual([path, body, 2 * calls])
+    }
+    // The lane runs them as the request: its id reaches the upstream, as on the route.
+    const moderated = await call(server.url, "POST", "/v1/moderation", { body: { text: "tea", provider: "openai" }, apiKey: user.apiKey, headers: { "x-request-id": "lane-effects-1" } })
+    expect(moderated.headers.get("x-request-id")).toBe("lane-effects-1")
+    expect(openai.requests.at(-1)).toMatchObject({ path: "/v1/moderations", headers: { "x-request-id": "lane-effects-1" } })
+  })
+
   it("serves the task endpoints like their routes: answers, models that do not comply, schema refusals, counted once", async () => {
     const cases: ReadonlyArray<readonly [string, unknown, string]> = [
       ["/v1/translate", { text: "Guten Morgen", targetLanguage: "en" }, JSON.stringify({ sourceLanguage: "de", translation: "Good morning" })],
@@ -424,7 +461,10 @@ describe("fast lane", () => {
       [PATH, { model: "gpt-4o-mini", messages: hi }],
       [PATH, { model: "gpt-4o-mini", messages: hi, stream: true }],
       ["/v1/complete", { messages: hi, model: "gpt-4o-mini" }],
-      ["/v1/translate", { text: "Hello", targetLanguage: "de", model: "gpt-4o-mini" }]
+      ["/v1/translate", { text: "Hello", targetLanguage: "de", model: "gpt-4o-mini" }],
+      // A route's own Effects on the lane (Lane.onLane): the client's leaving interrupts them.
+      ["/v1/moderation", { text: "Hello", provider: "openai" }],
+      ["/openai/v1/images/generations", { prompt: "a lighthouse" }]
     ]
     for (const [target, [path, body]] of [server, routeServer].flatMap((t) => calls.map((c) => [t, c] as const))) {
       const closed = openai.closedSockets

@@ -19,7 +19,7 @@ import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { Effect, Runtime, type Scope } from "effect"
+import { Cause, Effect, Exit, FiberId, Option, Runtime, type Scope } from "effect"
 import { Auth, INVALID, type KeyOrToken } from "../Accounts/Auth.ts"
 import { Completions } from "../Capabilities/Completions.ts"
 import { Embeddings } from "../Capabilities/Embeddings.ts"
@@ -43,14 +43,13 @@ import {
   sendError,
   sendJson,
   SSE_HEADERS,
-  successBody,
   TOO_LARGE,
   tooLargeError
 } from "./Edge.ts"
 import { Catalog } from "../Catalog/Catalog.ts"
 import { type LaneCall, type LaneServices, STREAMED } from "./Lane.ts"
-import { accessLogLine, options as observabilityOptions } from "./Observability.ts"
-import type { Route } from "./Route.ts"
+import { accessLogLine, asRequest, options as observabilityOptions } from "./Observability.ts"
+import { answerParts, type Route } from "./Route.ts"
 
 export interface FastLane {
   /** Serves the request and returns true, or returns false without touching it. */
@@ -86,16 +85,25 @@ export const make = Effect.gen(function*() {
   const { limits, maxBodyBytes } = yield* GatewayConfig
   const quota = yield* Quota
   const auth = yield* Auth
+  const { logRequests, metrics } = yield* observabilityOptions
+  const runtime = yield* Effect.runtime<AppServices>()
+  const run = Runtime.runPromise(runtime)
+  const runExit = Runtime.runPromiseExit(runtime)
+  const runSyncExit = Runtime.runSyncExit(runtime)
   const services: LaneServices = {
     calls: yield* ProviderCalls,
     catalog: yield* Catalog,
     completions: yield* Completions,
     embeddings: yield* Embeddings,
-    routing: yield* Routing
+    routing: yield* Routing,
+    runNow: (effect) => {
+      const exit = runSyncExit(effect)
+      const defect = Exit.isFailure(exit) ? Cause.dieOption(exit.cause) : Option.none()
+      if (Option.isNone(defect) || !Runtime.isAsyncFiberException(defect.value)) return exit
+      defect.value.fiber.unsafeInterruptAsFork(FiberId.none)
+      return undefined
+    }
   }
-  const { logRequests, metrics } = yield* observabilityOptions
-  const runtime = yield* Effect.runtime<AppServices>()
-  const run = Runtime.runPromise(runtime)
   // The Effect app, for the requests the lane reads but leaves to their route.
   const app = HttpApp.toWebHandlerRuntime(runtime)(yield* makeApp)
   const byPath = new Map(appRoutes.filter((r) => r.lane !== undefined && r.method === "POST").map((r) => [r.path, r]))
@@ -126,13 +134,19 @@ export const make = Effect.gen(function*() {
   }
 
   /** The lane call of an admitted request: its abort follows the client, its SSE writer answers on `res`. */
-  const laneCall = (avatar: AvatarRecord, requestId: string, res: ServerResponse, headers: Record<string, string>): LaneCall => {
+  const laneCall = (route: Route, avatar: AvatarRecord, requestId: string, res: ServerResponse, headers: Record<string, string>): LaneCall => {
     const cancel = new Cancel()
     res.once("close", () => {
       if (clientLeft(res)) cancel.abort(clientGone)
     })
     return {
       call: (targets) => ({ avatar, targets, cancel, requestId }),
+      run: async (effect) => {
+        const exit = await runExit(asRequest({ id: requestId, route: route.path })(effect), { signal: cancel.signal() })
+        if (Exit.isSuccess(exit)) return exit.value
+        const failure = Cause.failureOption(exit.cause)
+        throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
+      },
       stream: async (stream, frames, opening = "", trailer = "") => {
         res.writeHead(200, { ...headers, ...SSE_HEADERS })
         // Writes are held (corked) and leave together, one socket write each time: the head and the
@@ -197,8 +211,10 @@ export const make = Effect.gen(function*() {
     if (admitted instanceof QuotaExceeded) return refuse(admitted)
     const headers = headersOf(admitted)
     try {
-      const answer = await plan(laneCall(caller, requestId, res, headers))
-      if (answer !== STREAMED) sendJson(res, 200, successBody(envelope, answer), headers)
+      const answer = await plan(laneCall(route, caller, requestId, res, headers))
+      if (answer === STREAMED) return
+      const parts = answerParts(envelope, answer, headers)
+      sendJson(res, parts.status, parts.body, parts.headers)
     } catch (e) {
       // The client left, which aborted its call (laneCall): nobody to answer, nothing went wrong.
       if (clientLeft(res)) return

@@ -14,6 +14,7 @@ import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
 import { BatchAccepted, BatchStatus, FineTuneAccepted, JobView, VideoAccepted } from "./ResponseSchemas.ts"
+import { onLane } from "./Lane.ts"
 import { authed, describeParseError as describe, Reply } from "./Route.ts"
 
 const CallbackUrl = Schema.String.pipe(Schema.maxLength(2048))
@@ -100,30 +101,31 @@ export const jobRoutes = [
     summary: "Submit completion requests as a batch; answers the batch id at once, reports by webhook",
     description:
       "Each request counts as one call against the daily quota. `provider: \"openai\"` uses OpenAI's Batch API (up to 50% cheaper); otherwise the gateway runs the items through its own routing.",
-    body: BatchBody,
-    check: ({ avatar, body }) =>
-      Effect.gen(function*() {
-        for (const r of body.requests) yield* toChatMessages(r.messages)
-        // The upstream Batch API needs the provider configured and allowed now, not at the first step.
-        if (yield* batchApiOf(body.provider)) yield* Effect.flatMap(Routing, (r) => r.providerFor("batch", body.provider, avatar.plan))
-        yield* checkUrl(body.callbackUrl, "callbackUrl")
-      }),
-    handle: ({ avatar, body }) =>
-      Effect.gen(function*() {
-        const requests: Array<CompletionInput> = []
-        for (const r of body.requests) {
-          const messages = yield* toChatMessages(r.messages)
-          requests.push(toInput({ ...r, provider: r.provider === "auto" ? body.provider : r.provider }, messages))
-        }
-        const mode = (yield* batchApiOf(body.provider)) ?? "gateway"
-        const input: BatchInput = { mode, requests }
-        const jobs = yield* Jobs
-        const job = yield* jobs.submit(avatar, { type: "batch", provider: body.provider, input, callbackUrl: body.callbackUrl })
-        return new Reply(
-          { batchId: job.id, jobId: job.id, jobType: "batch", status: job.status, provider: job.provider, total: requests.length, statusUrl: `/v1/batch/${job.id}/status` },
-          "Batch accepted."
-        )
-      })
+    ...onLane(BatchBody, {
+      check: ({ avatar, body }) =>
+        Effect.gen(function*() {
+          for (const r of body.requests) yield* toChatMessages(r.messages)
+          // The upstream Batch API needs the provider configured and allowed now, not at the first step.
+          if (yield* batchApiOf(body.provider)) yield* Effect.flatMap(Routing, (r) => r.providerFor("batch", body.provider, avatar.plan))
+          yield* checkUrl(body.callbackUrl, "callbackUrl")
+        }),
+      handle: ({ avatar, body }) =>
+        Effect.gen(function*() {
+          const requests: Array<CompletionInput> = []
+          for (const r of body.requests) {
+            const messages = yield* toChatMessages(r.messages)
+            requests.push(toInput({ ...r, provider: r.provider === "auto" ? body.provider : r.provider }, messages))
+          }
+          const mode = (yield* batchApiOf(body.provider)) ?? "gateway"
+          const input: BatchInput = { mode, requests }
+          const jobs = yield* Jobs
+          const job = yield* jobs.submit(avatar, { type: "batch", provider: body.provider, input, callbackUrl: body.callbackUrl })
+          return new Reply(
+            { batchId: job.id, jobId: job.id, jobType: "batch", status: job.status, provider: job.provider, total: requests.length, statusUrl: `/v1/batch/${job.id}/status` },
+            "Batch accepted."
+          )
+        })
+    })
   }),
   authed({
     method: "GET",
@@ -151,36 +153,37 @@ export const jobRoutes = [
     metered: true,
     summary: "Start a video generation (long-running); answers the job id at once, reports by webhook",
     description: `Providers with a video client: ${data.providers.filter((p) => p.capabilities.includes("video")).map((p) => p.id).join(", ")}. imageUrl and callbackUrl must be public http(s) URLs (422 otherwise).`,
-    body: VideoBody,
-    check: ({ avatar, body }) =>
-      Effect.gen(function*() {
-        // Input first: a refused URL is reported whatever the provider situation.
-        yield* checkUrl(body.imageUrl, "imageUrl")
-        yield* checkUrl(body.callbackUrl, "callbackUrl")
-        const provider = yield* videoProvider(avatar, body.provider)
-        // What the vendor cannot honour is a 400 naming it, before a job exists.
-        const request = { prompt: body.prompt, imageUrl: body.imageUrl, durationSeconds: body.duration, aspectRatio: body.aspectRatio, model: body.model }
-        const refusal = servedBy(provider).video?.unsupported?.(provider, request)
-        if (refusal !== undefined) return yield* Effect.fail(new BadRequest({ message: refusal }))
-      }),
-    handle: ({ avatar, body }) =>
-      Effect.gen(function*() {
-        const config = yield* GatewayConfig
-        const imageUrl = body.imageUrl === undefined
-          ? undefined
-          : (yield* UrlGuard.check(body.imageUrl, { allowPrivate: config.allowPrivateUrls, field: "imageUrl" })).toString()
-        const providers = yield* Effect.flatMap(Routing, (r) => r.providersFor("video", body.provider, avatar.plan))
-        const provider = providers[0]!
-        const request = { prompt: body.prompt, imageUrl, durationSeconds: body.duration, aspectRatio: body.aspectRatio, model: body.model }
-        // `auto` falls back at submit (Jobs/Runners.ts) to the other providers that can honour the request; a named
-        // provider comes alone, and a named model belongs to the first provider only (like Capabilities/Media.ts).
-        const candidates = body.model !== undefined
-          ? [provider.id]
-          : providers.filter((p) => p === provider || servedBy(p).video?.unsupported?.(p, request) === undefined).map((p) => p.id)
-        const input: VideoInput = candidates.length > 1 ? { ...request, candidates } : request
-        const job = yield* Effect.flatMap(Jobs, (j) => j.submit(avatar, { type: "video", provider: provider.id, input, callbackUrl: body.callbackUrl }))
-        return new Reply({ jobId: job.id, jobType: "video", status: job.status, provider: provider.id, statusUrl: `/v1/video/${job.id}` }, "Video generation accepted.")
-      })
+    ...onLane(VideoBody, {
+      check: ({ avatar, body }) =>
+        Effect.gen(function*() {
+          // Input first: a refused URL is reported whatever the provider situation.
+          yield* checkUrl(body.imageUrl, "imageUrl")
+          yield* checkUrl(body.callbackUrl, "callbackUrl")
+          const provider = yield* videoProvider(avatar, body.provider)
+          // What the vendor cannot honour is a 400 naming it, before a job exists.
+          const request = { prompt: body.prompt, imageUrl: body.imageUrl, durationSeconds: body.duration, aspectRatio: body.aspectRatio, model: body.model }
+          const refusal = servedBy(provider).video?.unsupported?.(provider, request)
+          if (refusal !== undefined) return yield* Effect.fail(new BadRequest({ message: refusal }))
+        }),
+      handle: ({ avatar, body }) =>
+        Effect.gen(function*() {
+          const config = yield* GatewayConfig
+          const imageUrl = body.imageUrl === undefined
+            ? undefined
+            : (yield* UrlGuard.check(body.imageUrl, { allowPrivate: config.allowPrivateUrls, field: "imageUrl" })).toString()
+          const providers = yield* Effect.flatMap(Routing, (r) => r.providersFor("video", body.provider, avatar.plan))
+          const provider = providers[0]!
+          const request = { prompt: body.prompt, imageUrl, durationSeconds: body.duration, aspectRatio: body.aspectRatio, model: body.model }
+          // `auto` falls back at submit (Jobs/Runners.ts) to the other providers that can honour the request; a named
+          // provider comes alone, and a named model belongs to the first provider only (like Capabilities/Media.ts).
+          const candidates = body.model !== undefined
+            ? [provider.id]
+            : providers.filter((p) => p === provider || servedBy(p).video?.unsupported?.(p, request) === undefined).map((p) => p.id)
+          const input: VideoInput = candidates.length > 1 ? { ...request, candidates } : request
+          const job = yield* Effect.flatMap(Jobs, (j) => j.submit(avatar, { type: "video", provider: provider.id, input, callbackUrl: body.callbackUrl }))
+          return new Reply({ jobId: job.id, jobType: "video", status: job.status, provider: provider.id, statusUrl: `/v1/video/${job.id}` }, "Video generation accepted.")
+        })
+    })
   }),
   authed({
     method: "GET",
@@ -199,20 +202,21 @@ export const jobRoutes = [
     summary: "Create a fine-tuning job from chat-format training examples; reports by webhook",
     description:
       "trainingData: [{ messages: [{ role: system|user|assistant, content }] }, …], each with an assistant answer; a bad example is a 400 naming its index. The data is uploaded as JSONL to the provider's fine-tuning API.",
-    body: FineTuneBody,
-    // In order (Effect.all is sequential): the first refusal is the one reported.
-    check: ({ avatar, body }) =>
-      Effect.all([checkTrainingData(body.trainingData), fineTuneProvider(avatar, body.provider), checkUrl(body.callbackUrl, "callbackUrl")], { discard: true }),
-    handle: ({ avatar, body }) =>
-      Effect.gen(function*() {
-        const provider = yield* fineTuneProvider(avatar, body.provider)
-        const input: FineTuneInput = { baseModel: body.baseModel, trainingData: body.trainingData, suffix: body.suffix }
-        const job = yield* Effect.flatMap(Jobs, (j) => j.submit(avatar, { type: "finetune", provider: provider.id, input, callbackUrl: body.callbackUrl }))
-        return new Reply(
-          { jobId: job.id, jobType: "finetune", status: job.status, provider: provider.id, baseModel: body.baseModel, examples: body.trainingData.length, statusUrl: `/v1/fine-tuning/jobs/${job.id}` },
-          "Fine-tuning job accepted."
-        )
-      })
+    ...onLane(FineTuneBody, {
+      // In order (Effect.all is sequential): the first refusal is the one reported.
+      check: ({ avatar, body }) =>
+        Effect.all([checkTrainingData(body.trainingData), fineTuneProvider(avatar, body.provider), checkUrl(body.callbackUrl, "callbackUrl")], { discard: true }),
+      handle: ({ avatar, body }) =>
+        Effect.gen(function*() {
+          const provider = yield* fineTuneProvider(avatar, body.provider)
+          const input: FineTuneInput = { baseModel: body.baseModel, trainingData: body.trainingData, suffix: body.suffix }
+          const job = yield* Effect.flatMap(Jobs, (j) => j.submit(avatar, { type: "finetune", provider: provider.id, input, callbackUrl: body.callbackUrl }))
+          return new Reply(
+            { jobId: job.id, jobType: "finetune", status: job.status, provider: provider.id, baseModel: body.baseModel, examples: body.trainingData.length, statusUrl: `/v1/fine-tuning/jobs/${job.id}` },
+            "Fine-tuning job accepted."
+          )
+        })
+    })
   }),
   authed({
     method: "GET",

@@ -4,6 +4,9 @@
  * The route keeps its contract (body schema, envelope, check, answer shapes); the lane only plans
  * the call synchronously and serves it with promises.
  */
+import type * as HttpRouter from "@effect/platform/HttpRouter"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import { Cause, type Effect, Exit, Option, type Schema, type Scope } from "effect"
 import type { Completions } from "../Capabilities/Completions.ts"
 import type { Catalog } from "../Catalog/Catalog.ts"
 import type { Embeddings } from "../Capabilities/Embeddings.ts"
@@ -20,6 +23,11 @@ export interface LaneServices {
   readonly completions: Completions["Type"]
   readonly embeddings: Embeddings["Type"]
   readonly routing: Routing["Type"]
+  /**
+   * Runs an Effect over the app's services at once, when it completes without waiting: its exit;
+   * undefined when it would have to wait (it is interrupted then).
+   */
+  readonly runNow: <A, E>(effect: Effect.Effect<A, E, any>) => Exit.Exit<A, E> | undefined
 }
 
 /** Marks an answer the lane already wrote as a stream. */
@@ -31,6 +39,11 @@ export interface LaneCall {
   readonly call: (targets: ReadonlyArray<Target>) => Call
   /** Answers with an SSE stream: `opening` first, the frames of each batch of chunks, `trailer` last. */
   readonly stream: (stream: ChatStream, frames: (chunk: StreamChunk) => string, opening?: string, trailer?: string) => Promise<typeof STREAMED>
+  /**
+   * Runs an Effect over the app's services as this call (its request id, on its log lines too),
+   * interrupted when the client goes away: its value, or a rejection with its GatewayError.
+   */
+  readonly run: <A>(effect: Effect.Effect<A, GatewayError, any>) => Promise<A>
 }
 
 /** Serves an admitted call: the route's answer (enveloped like the route's), or STREAMED. */
@@ -48,4 +61,50 @@ export interface Lane<B> {
     body: B,
     headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
   ) => GatewayError | undefined | Serve
+}
+
+/** What the check and the handler of a route on `onLane` see: the avatar the call acts for, and the body. */
+export interface Given<B> {
+  readonly avatar: AvatarRecord
+  readonly body: B
+}
+
+/**
+ * Refuses (at compile time) a check or handler that needs what only the HTTP pipeline provides: the
+ * request, its route or its scope. The lane runs them with the app's services alone.
+ */
+type AppServicesOnly<R> = [Extract<R, HttpServerRequest.HttpServerRequest | HttpRouter.RouteContext | Scope.Scope>] extends [never] ? unknown
+  : { readonly "a lane runs the route's Effects with the app's services only": never }
+
+/** The refusal in a check's exit (undefined when it passed); a defect is thrown, as the route's last resort answers it. */
+const refusalOf = (exit: Exit.Exit<void, GatewayError>): GatewayError | undefined => {
+  if (Exit.isSuccess(exit)) return undefined
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure)) return failure.value
+  throw Cause.squash(exit.cause)
+}
+
+/**
+ * The body, check and handler of a route whose check and handler need only the avatar and the body, with a lane that runs those
+ * same two Effects on the app's runtime: the route's code, without the HTTP pipeline around it. A
+ * check that has to wait (I/O) leaves the request to the route. For handlers that answer JSON (the
+ * lane writes the route's envelope around what they return).
+ */
+export const onLane = <B, RC = never, R = never>(body: Schema.Schema<B, any, never>, parts: {
+  readonly check?: (given: Given<B>) => Effect.Effect<void, GatewayError, RC>
+  readonly handle: (given: Given<B>) => Effect.Effect<unknown, GatewayError, R>
+} & AppServicesOnly<R | RC>) => {
+  const lane: Lane<B> = {
+    plan: ({ runNow }, avatar, body) => {
+      const given = { avatar, body }
+      if (parts.check !== undefined) {
+        const checked = runNow(parts.check(given))
+        if (checked === undefined) return undefined
+        const refusal = refusalOf(checked)
+        if (refusal !== undefined) return refusal
+      }
+      return (call) => call.run(parts.handle(given))
+    }
+  }
+  return { body, ...parts, lane }
 }

@@ -5,6 +5,7 @@ import { ImagesBody, Media } from "../Capabilities/Media.ts"
 import { languageName } from "../Capabilities/LlmTasks.ts"
 import { BadRequest } from "../Errors.ts"
 import { authed } from "./Route.ts"
+import { onLane } from "./Lane.ts"
 import { Provider } from "../RequestFields.ts"
 import { ImagesResult, ModerationResult, TranscriptionResult } from "./ResponseSchemas.ts"
 
@@ -13,6 +14,11 @@ const SpeechBody = Schema.Struct({
   /** The provider's voice id (OpenAI: alloy, ...; ElevenLabs, Cartesia, LMNT: a voice id; Deepgram: an Aura model); absent: the provider's default voice. */
   voice: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "voice must be a voice id" }))),
   format: Schema.optionalWith(Schema.Literal("mp3", "wav", "opus", "aac", "flac", "pcm"), { default: () => "mp3" as const }),
+  provider: Provider
+})
+
+const ModerationBody = Schema.Struct({
+  text: Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(100_000)),
   provider: Provider
 })
 
@@ -41,9 +47,10 @@ export const mediaRoutes = [
     tag: "Media",
     metered: true,
     summary: "Generate images (OpenAI-format image APIs); answers URLs or base64 data",
-    body: ImagesBody,
-    check: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.check.images(avatar, body)),
-    handle: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.images(avatar, body))
+    ...onLane(ImagesBody, {
+      check: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.check.images(avatar, body)),
+      handle: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.images(avatar, body))
+    })
   }),
   authed({
     method: "POST",
@@ -52,9 +59,10 @@ export const mediaRoutes = [
     tag: "Safety",
     metered: true,
     summary: "Moderate text with a provider's moderation model (OpenAI, Mistral) or Hive text moderation; flagged, categories, scores",
-    body: Schema.Struct({ text: Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(100_000)), provider: Provider }),
-    check: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.check.moderation(avatar, body.provider)),
-    handle: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.moderation(avatar, body))
+    ...onLane(ModerationBody, {
+      check: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.check.moderation(avatar, body.provider)),
+      handle: ({ avatar, body }) => Effect.flatMap(Media, (m) => m.moderation(avatar, body))
+    })
   }),
   authed({
     method: "POST",

@@ -1,12 +1,28 @@
 /** POST /v1/memory/store and /v1/memory/query. */
 import { Effect, Schema } from "effect"
 import { Memory } from "../Capabilities/Memory.ts"
+import { onLane } from "./Lane.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
 import { MemoryQueryResult, MemoryStored } from "./ResponseSchemas.ts"
 
 const UserId = Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
 const AvatarId = Schema.optional(Schema.UUID.annotations({ message: () => "avatarId must be a UUID" }))
+
+const StoreBody = Schema.Struct({
+  content: Schema.String.pipe(Schema.minLength(1, { message: () => "content must not be empty" }), Schema.maxLength(100_000)),
+  userId: UserId,
+  provider: Provider,
+  avatarId: AvatarId
+})
+
+const QueryBody = Schema.Struct({
+  query: Schema.String.pipe(Schema.minLength(1, { message: () => "query must not be empty" }), Schema.maxLength(10_000)),
+  userId: UserId,
+  provider: Provider,
+  topK: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100, { message: () => "topK must be an integer from 1 to 100" })), { default: () => 5 }),
+  avatarId: AvatarId
+})
 
 export const memoryRoutes = [
   authed({
@@ -17,10 +33,11 @@ export const memoryRoutes = [
     metered: true,
     summary: "Store a memory (embedded for semantic search) under a user id of the calling avatar",
     description: "userId defaults to the avatar's id. provider: auto (a configured embedding model, else local), local, an embedding provider id, or an external memory provider (mem0, zep, letta, supermemory) that keeps the memory under an id derived from the avatar and userId. Admins may act for another avatar with avatarId.",
-    body: Schema.Struct({ content: Schema.String.pipe(Schema.minLength(1, { message: () => "content must not be empty" }), Schema.maxLength(100_000)), userId: UserId, provider: Provider, avatarId: AvatarId }),
     avatarIdOf: (b) => b.avatarId,
-    check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkStore(avatar, body.provider)),
-    handle: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.store(avatar, body))
+    ...onLane(StoreBody, {
+      check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkStore(avatar, body.provider)),
+      handle: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.store(avatar, body))
+    })
   }),
   authed({
     method: "POST",
@@ -30,15 +47,10 @@ export const memoryRoutes = [
     metered: true,
     summary: "Semantic search over a user's memories (cosine similarity); the best topK (default 5)",
     description: "provider: auto or local search the gateway's own store (each stored embedding space); an external memory provider (mem0, zep, letta, supermemory) searches the memories stored there for this avatar and userId.",
-    body: Schema.Struct({
-      query: Schema.String.pipe(Schema.minLength(1, { message: () => "query must not be empty" }), Schema.maxLength(10_000)),
-      userId: UserId,
-      provider: Provider,
-      topK: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100, { message: () => "topK must be an integer from 1 to 100" })), { default: () => 5 }),
-      avatarId: AvatarId
-    }),
     avatarIdOf: (b) => b.avatarId,
-    check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkQuery(avatar, body.provider)),
-    handle: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.query(avatar, body))
+    ...onLane(QueryBody, {
+      check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkQuery(avatar, body.provider)),
+      handle: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.query(avatar, body))
+    })
   })
 ]

@@ -44,6 +44,10 @@ export const accessLogLine = (requestId: string, method: string, path: string, r
     Effect.annotateLogs({ requestId, method, route, status, durationMs: Math.round(ms * 10) / 10 })
   )
 
+/** Runs `effect` as part of the request `info`: its id for upstream calls, and on every log line. */
+export const asRequest = (info: RequestId.RequestInfo) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  effect.pipe(Effect.locally(RequestId.CurrentRequest, info), Effect.annotateLogs("requestId", info.id))
+
 /** Marks the route template of the request in flight (Route.ts, for the metrics label). */
 export const markRoute = (template: string) =>
   Effect.map(FiberRef.get(RequestId.CurrentRequest), (info) => {
@@ -61,7 +65,7 @@ export const middleware = (settings: { readonly metrics: boolean; readonly logRe
       const started = performance.now()
       const path = pathOf(request.url)
       const info: RequestId.RequestInfo = { id: RequestId.fromHeader(request.headers[RequestId.HEADER]), route: FIXED_ROUTES.has(path) ? path : UNMATCHED }
-      const response = yield* app.pipe(Effect.locally(RequestId.CurrentRequest, info), Effect.annotateLogs("requestId", info.id))
+      const response = yield* asRequest(info)(app)
       const ms = performance.now() - started
       if (settings.metrics) Metrics.recordRequest(info.route, request.method, response.status, ms / 1000)
       if (settings.logRequests) yield* accessLogLine(info.id, request.method, path, info.route, response.status, ms)

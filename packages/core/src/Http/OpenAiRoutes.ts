@@ -18,6 +18,7 @@ import { Content, inputOf, MAX_CONTENT, MaxTokens, Temperature, ToolDefinitionSc
 import type { RoutingError } from "../Routing.ts"
 import { SSE_DONE, sseData } from "./Edge.ts"
 import { chatSurface } from "./ChatSurface.ts"
+import { onLane } from "./Lane.ts"
 import { authed, decoderNow } from "./Route.ts"
 import { ChatCompletion, OpenAiEmbeddingList, OpenAiImages, OpenAiModel, OpenAiModelList, OpenAiModeration } from "./ResponseSchemas.ts"
 
@@ -537,10 +538,11 @@ export const openAiRoutes = [
     meteredCalls: (body) => moderationTexts(body).length,
     summary: "OpenAI Moderations: input a string or strings (one result each); model optional",
     description: "Image parts and fields the gateway does not carry are refused by name. An extra `provider` field pins a provider.",
-    body: ModerationRequest,
-    check: ({ avatar, body }) =>
-      Effect.flatMap(decided(() => moderationRefusal(body) ?? body), (b) => Effect.flatMap(Media, (m) => m.check.moderation(avatar, b.provider ?? "auto", b.model ?? undefined))),
-    handle: ({ avatar, body }) => moderate(avatar, body)
+    ...onLane(ModerationRequest, {
+      check: ({ avatar, body }) =>
+        Effect.flatMap(decided(() => moderationRefusal(body) ?? body), (b) => Effect.flatMap(Media, (m) => m.check.moderation(avatar, b.provider ?? "auto", b.model ?? undefined))),
+      handle: ({ avatar, body }) => moderate(avatar, body)
+    })
   }),
   authed({
     method: "POST",
@@ -551,20 +553,21 @@ export const openAiRoutes = [
     metered: true,
     summary: "OpenAI image generation: prompt, model, n, size; quality, style, response_format and other fields go to the provider unchanged",
     description: "Every images provider speaks the OpenAI format, so fields the gateway does not map are forwarded as sent.",
-    body: ImagesRequest,
-    check: ({ avatar, body }) => Effect.flatMap(decided(() => checkedImagesInput(body)), (input) => Effect.flatMap(Media, (m) => m.check.images(avatar, input))),
-    handle: ({ avatar, body }) =>
-      Effect.flatMap(decided(() => checkedImagesInput(body)), (input) =>
-        Effect.map(Effect.flatMap(Media, (m) => m.images(avatar, input)), (r) => ({
-          created: Math.floor(Date.now() / 1000),
-          data: r.images.map((i) => ({
-            ...(i.url !== undefined ? { url: i.url } : {}),
-            ...(i.b64Json !== undefined ? { b64_json: i.b64Json } : {}),
-            ...(i.revisedPrompt !== undefined ? { revised_prompt: i.revisedPrompt } : {})
-          })),
-          model: r.model,
-          provider: r.provider
-        })))
+    ...onLane(ImagesRequest, {
+      check: ({ avatar, body }) => Effect.flatMap(decided(() => checkedImagesInput(body)), (input) => Effect.flatMap(Media, (m) => m.check.images(avatar, input))),
+      handle: ({ avatar, body }) =>
+        Effect.flatMap(decided(() => checkedImagesInput(body)), (input) =>
+          Effect.map(Effect.flatMap(Media, (m) => m.images(avatar, input)), (r) => ({
+            created: Math.floor(Date.now() / 1000),
+            data: r.images.map((i) => ({
+              ...(i.url !== undefined ? { url: i.url } : {}),
+              ...(i.b64Json !== undefined ? { b64_json: i.b64Json } : {}),
+              ...(i.revisedPrompt !== undefined ? { revised_prompt: i.revisedPrompt } : {})
+            })),
+            model: r.model,
+            provider: r.provider
+          })))
+    })
   }),
   authed({
     method: "GET",

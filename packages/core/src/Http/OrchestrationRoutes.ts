@@ -7,6 +7,7 @@ import { FeedbackBody, Learning } from "../Capabilities/Learning.ts"
 import type { GatewayError } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { ConversationReply, CrewResult, DispatchResult, FeedbackResult, GraphNodeResult } from "./ResponseSchemas.ts"
+import { onLane } from "./Lane.ts"
 import { authed } from "./Route.ts"
 
 const tag = "Orchestration"
@@ -27,9 +28,10 @@ const orchestrator = <B extends { readonly provider: string; readonly model?: st
     tag,
     metered: true,
     ...docs,
-    body,
-    check: ({ avatar, body }) => check(avatar, body),
-    handle: ({ avatar, body }) => Effect.flatMap(Orchestration, (o) => run(o)(avatar, body))
+    ...onLane(body, {
+      check: ({ avatar, body }) => check(avatar, body),
+      handle: ({ avatar, body }) => Effect.flatMap(Orchestration, (o) => run(o)(avatar, body))
+    })
   })
 
 export const orchestrationRoutes = [
@@ -56,9 +58,10 @@ export const orchestrationRoutes = [
     metered: true,
     summary: "Rank the avatar's agents for the problem and run a sub-network (Serial, Parallel, Hybrid or Decomposed) within a budget; final answer, the graph that ran (Mermaid), a judge's verdict",
     description: "Every call (planner, steps, synthesiser, judge) is a routed completion recorded in usage and counted against budget (maxCalls, maxTokens, maxSeconds); a failed or skipped branch gives a partial answer from the others. The dispatch itself counts as one request against the daily quota.",
-    body: DispatchBody,
-    check: ({ avatar, body }) => checkRouting(avatar, body.provider),
-    handle: ({ avatar, body }) => Effect.flatMap(ReasoningNetwork, (r) => r.dispatch(avatar, body))
+    ...onLane(DispatchBody, {
+      check: ({ avatar, body }) => checkRouting(avatar, body.provider),
+      handle: ({ avatar, body }) => Effect.flatMap(ReasoningNetwork, (r) => r.dispatch(avatar, body))
+    })
   }),
   authed({
     method: "POST",

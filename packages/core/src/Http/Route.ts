@@ -220,10 +220,16 @@ export const defectResponse = (kind: Envelope, cause: Cause.Cause<unknown>) =>
     Effect.as(json(500, internalErrorBody(kind), {}))
   )
 
+/** A handler's JSON answer (a value or a Reply) as its status, body and headers, in the route's envelope. */
+export const answerParts = (kind: Envelope, output: unknown, headers: Record<string, string>) =>
+  output instanceof Reply
+    ? { status: output.status, body: successBody(kind, output.result, output.message), headers: { ...headers, ...output.headers } }
+    : { status: 200, body: successBody(kind, output, null), headers }
+
 const respond = (kind: Envelope, output: Output, headers: Record<string, string>) => {
   if (HttpServerResponse.isServerResponse(output)) return HttpServerResponse.setHeaders(output, headers)
-  if (output instanceof Reply) return json(output.status, successBody(kind, output.result, output.message), { ...headers, ...output.headers })
-  return json(200, successBody(kind, output, null), headers)
+  const answer = answerParts(kind, output, headers)
+  return json(answer.status, answer.body, answer.headers)
 }
 
 const hasNul = (values: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>): boolean => {

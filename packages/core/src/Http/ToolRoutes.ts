@@ -7,6 +7,7 @@ import { GraphRag } from "../Capabilities/GraphRag.ts"
 import { BadRequest } from "../Errors.ts"
 import { CODE_LANGUAGES } from "../Providers/Sandboxes/CodeEndpoint.ts"
 import { authed } from "./Route.ts"
+import { onLane } from "./Lane.ts"
 import { Provider } from "../RequestFields.ts"
 import { DocumentParseResult, ExecutionResult, GraphRagResult } from "./ResponseSchemas.ts"
 
@@ -20,6 +21,19 @@ const documentInput = (form: FormData) =>
     return Effect.succeed({ file, provider: typeof provider === "string" && provider ? provider : "auto" })
   })
 
+const CodeBody = Schema.Struct({
+  code: Schema.String.pipe(Schema.minLength(1, { message: () => "code must not be empty" }), Schema.maxLength(200_000)),
+  language: Schema.optionalWith(Schema.Literal(...CODE_LANGUAGES).annotations({ message: () => `language must be one of ${CODE_LANGUAGES.join(", ")}` }), { default: () => "python" as const }),
+  provider: Provider,
+  timeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 30_000, { message: () => "timeoutMs must be an integer from 100 to 30000" })), { default: () => 5000 })
+})
+
+const GraphRagBody = Schema.Struct({
+  query: Schema.String.pipe(Schema.minLength(1, { message: () => "query must not be empty" }), Schema.maxLength(10_000)),
+  userId: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
+  provider: Provider
+})
+
 export const toolRoutes = [
   authed({
     method: "POST",
@@ -29,14 +43,10 @@ export const toolRoutes = [
     metered: true,
     summary: "Run code in a sandbox: locally python (Pyodide/WebAssembly, default) or javascript (QuickJS/WebAssembly), or at a named remote sandbox vendor (riza, daytona); stdout, stderr, exit code",
     description: "Locally: no network or host file system inside the sandbox; timeoutMs (default 5000, at most 30000) bounds the run. typescript, ruby, php and bash run only at a named vendor (provider riza or daytona), which receives the code; auto and local never send code off the machine.",
-    body: Schema.Struct({
-      code: Schema.String.pipe(Schema.minLength(1, { message: () => "code must not be empty" }), Schema.maxLength(200_000)),
-      language: Schema.optionalWith(Schema.Literal(...CODE_LANGUAGES).annotations({ message: () => `language must be one of ${CODE_LANGUAGES.join(", ")}` }), { default: () => "python" as const }),
-      provider: Provider,
-      timeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 30_000, { message: () => "timeoutMs must be an integer from 100 to 30000" })), { default: () => 5000 })
-    }),
-    check: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.check(body, avatar.id, avatar.plan)),
-    handle: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.execute(body, avatar.id, avatar.plan))
+    ...onLane(CodeBody, {
+      check: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.check(body, avatar.id, avatar.plan)),
+      handle: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.execute(body, avatar.id, avatar.plan))
+    })
   }),
   authed({
     method: "POST",
@@ -56,12 +66,9 @@ export const toolRoutes = [
     tag: "Retrieval",
     metered: true,
     summary: "Multi-hop question over the caller's memories: entity graph walk + a routed model's cited answer",
-    body: Schema.Struct({
-      query: Schema.String.pipe(Schema.minLength(1, { message: () => "query must not be empty" }), Schema.maxLength(10_000)),
-      userId: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
-      provider: Provider
-    }),
-    check: ({ avatar, body }) => Effect.flatMap(Completions, (c) => c.check(avatar, { provider: body.provider, model: "auto", messages: [] })),
-    handle: ({ avatar, body }) => Effect.flatMap(GraphRag, (g) => g.query(avatar, body))
+    ...onLane(GraphRagBody, {
+      check: ({ avatar, body }) => Effect.flatMap(Completions, (c) => c.check(avatar, { provider: body.provider, model: "auto", messages: [] })),
+      handle: ({ avatar, body }) => Effect.flatMap(GraphRag, (g) => g.query(avatar, body))
+    })
   })
 ]

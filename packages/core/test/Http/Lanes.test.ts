@@ -1,31 +1,18 @@
 /**
  * Which metered routes the node host's fast lane serves (Http/Lane.ts): every metered call whose
- * work is a plan over the engine's promise calls, or in-process work. The rest stay on the Effect
- * route, each for the reason named here, so that moving a route (or adding one) is a decision.
+ * work is a plan over the engine's promise calls or in-process work, and every route whose check and
+ * handler need only the avatar and a JSON body and answer JSON (`onLane`: the lane runs those same
+ * Effects on the app's runtime). The rest stay on the Effect route, each for the reason named here,
+ * so that moving a route (or adding one) is a decision.
  */
 import { describe, expect, it } from "vitest"
 import { routes } from "../../src/Http/App.ts"
 
 /** The metered routes left to the Effect route, and why. */
 const effectOnly: Record<string, string> = {
-  "POST /openai/v1/images/generations": "media: the Media service's Effect adapters, upstreams that take seconds",
-  "POST /v1/images/generate": "media: the Media service's Effect adapters, upstreams that take seconds",
-  "POST /v1/video/generate": "an asynchronous job over Effect adapters",
-  "POST /v1/audio/speech": "media: binary answers from the Media service's Effect adapters",
+  "POST /v1/audio/speech": "a binary answer (the audio bytes), not a JSON envelope",
   "POST /v1/audio/transcriptions": "a multipart upload read by the Effect platform",
-  "POST /openai/v1/moderations": "the Media service's Effect adapters (a vendor's own client, or the OpenAI format)",
-  "POST /v1/moderation": "the Media service's Effect adapters (a vendor's own client, or the OpenAI format)",
-  "POST /v1/documents/parse": "a multipart upload read by the Effect platform",
-  "POST /v1/code/execute": "a sandboxed run that takes its own time",
-  "POST /v1/batch/submit": "a job: answered at once, run later",
-  "POST /v1/fine-tuning/jobs": "a job on the vendor's side",
-  "POST /v1/memory/store": "the document store and embedder services",
-  "POST /v1/memory/query": "the document store and embedder services",
-  "POST /v1/graphrag/query": "a graph of calls over the document store",
-  "POST /v1/orchestrate/conversation": "several calls orchestrated in Effect",
-  "POST /v1/orchestrate/crew": "several calls orchestrated in Effect",
-  "POST /v1/orchestrate/graph-node": "several calls orchestrated in Effect",
-  "POST /v1/reasoning-network/dispatch": "several calls orchestrated in Effect"
+  "POST /v1/documents/parse": "a multipart upload read by the Effect platform"
 }
 
 describe("the fast lane's routes", () => {
@@ -37,16 +24,31 @@ describe("the fast lane's routes", () => {
       "/anthropic/v1/messages",
       "/openai/v1/chat/completions",
       "/openai/v1/embeddings",
+      "/openai/v1/images/generations",
+      "/openai/v1/moderations",
+      "/v1/batch/submit",
       "/v1/classify",
+      "/v1/code/execute",
       "/v1/complete",
       "/v1/complete/stream",
       "/v1/complete/tool-result",
       "/v1/embeddings",
       "/v1/extract",
+      "/v1/fine-tuning/jobs",
+      "/v1/graphrag/query",
       "/v1/guardrails/check",
+      "/v1/images/generate",
+      "/v1/memory/query",
+      "/v1/memory/store",
+      "/v1/moderation",
+      "/v1/orchestrate/conversation",
+      "/v1/orchestrate/crew",
+      "/v1/orchestrate/graph-node",
       "/v1/prompts/optimise",
+      "/v1/reasoning-network/dispatch",
       "/v1/rerank",
-      "/v1/translate"
+      "/v1/translate",
+      "/v1/video/generate"
     ])
   })
 
