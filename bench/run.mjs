@@ -18,12 +18,13 @@
  * Scenarios (SCENARIOS): chat (every target), jwt (the same chat call with the avatar's JWT instead of the
  * API key; aigw targets), embeddings (POST /v1/embeddings with the API key; aigw targets), translate
  * (POST /v1/translate with the API key: a chat-model task endpoint; aigw targets), rerank (POST /v1/rerank,
- * BM25 in-process: no rerank provider is configured) and guardrails (POST /v1/guardrails/check, the
- * in-process rules); aigw targets.
+ * BM25 in-process: no rerank provider is configured), guardrails (POST /v1/guardrails/check, the
+ * in-process rules) and moderation (POST /v1/moderation on provider openai: a route whose own Effects
+ * the lane runs, Lane.onLane); aigw targets.
  *
  * Knobs (environment): ROUNDS [3], DURATION [7] and WARMUP [3] seconds per load run, CONNS ["1 16 64"],
  * SSE_CONNS ["1 16 64"], STREAM_N [200], STREAM_WARMUP [20], PACED_N [10], PACED_MS [5],
- * TARGETS ["direct proxy floor portkey aigw-sqlite aigw-pg"], SCENARIOS ["chat jwt embeddings translate rerank guardrails"], CLIENT_CPUS [0], SERVER_CPUS [1], PG_CPUS [CLIENT_CPUS], PIN [auto],
+ * TARGETS ["direct proxy floor portkey aigw-sqlite aigw-pg"], SCENARIOS ["chat jwt embeddings translate rerank guardrails moderation"], CLIENT_CPUS [0], SERVER_CPUS [1], PG_CPUS [CLIENT_CPUS], PIN [auto],
  * AIGW_RUNNER [bundle | tsx], AIGW_BUNDLE [a prebuilt bundle instead of building one], STAGES [1],
  * AIGW_BEFORE_BUNDLE [with targets aigw-sqlite-before / aigw-pg-before: A/B against another build],
  * AIGW_NODE_FLAGS [the V8 flags of `npm start`], AIGW_BEFORE_NODE_FLAGS [AIGW_NODE_FLAGS; for the -before targets],
@@ -63,7 +64,7 @@ const cfg = {
   pacedN: num("PACED_N", 10),
   pacedMs: num("PACED_MS", 5),
   targets: list("TARGETS", "direct proxy floor portkey aigw-sqlite aigw-pg"),
-  scenarios: list("SCENARIOS", "chat jwt embeddings translate rerank guardrails"),
+  scenarios: list("SCENARIOS", "chat jwt embeddings translate rerank guardrails moderation"),
   clientCpus: env.CLIENT_CPUS ?? "0",
   serverCpus: env.SERVER_CPUS ?? "1",
   // PostgreSQL on another core than the gateway, as deployments run it (on 2 vCPUs: the client's)
@@ -313,7 +314,8 @@ const main = async () => {
     embeddings: { route: "/v1/embeddings", body: path.join(bench, "bodies/embeddings.json"), valid: (out) => /"embeddings":\[\[-?\d/.test(out) },
     translate: { route: "/v1/translate", body: path.join(bench, "bodies/translate.json"), valid: (out) => /"translation":"Ein Gateway/.test(out) },
     rerank: { route: "/v1/rerank", body: path.join(bench, "bodies/rerank.json"), valid: (out) => /"model":"bm25"/.test(out) && /"results":\[\{"index":0/.test(out) },
-    guardrails: { route: "/v1/guardrails/check", body: path.join(bench, "bodies/guardrails.json"), valid: (out) => /"flagged":true/.test(out) && /"prompt_injection"/.test(out) }
+    guardrails: { route: "/v1/guardrails/check", body: path.join(bench, "bodies/guardrails.json"), valid: (out) => /"flagged":true/.test(out) && /"prompt_injection"/.test(out) },
+    moderation: { route: "/v1/moderation", body: path.join(bench, "bodies/moderation.json"), valid: (out) => /"flagged":false/.test(out) && /"provider":"openai"/.test(out) }
   }
   const scenarioNames = ["chat", "jwt", ...Object.keys(unstreamed)]
   for (const s of cfg.scenarios) if (!scenarioNames.includes(s)) die(`unknown scenario ${s} (${scenarioNames.join(", ")})`)
@@ -542,7 +544,8 @@ const main = async () => {
     const hwmReset = resetHwm(pids)
     const cpu0 = ticks(pids)
     const db0 = dbTicks()
-    const profiling = cfg.profile && t.name.startsWith("aigw") && t.scenario === "chat" && c === 16 && round === 1
+    // The first measured scenario of each aigw target (chat, unless SCENARIOS leaves it out) at 16 connections.
+    const profiling = cfg.profile && t.name.startsWith("aigw") && t.scenario === cfg.scenarios[0] && c === 16 && round === 1
     if (profiling) process.kill(t.pid, "SIGUSR2")
     const out = await wrk(t, c, cfg.duration, bodyFile)
     if (profiling) process.kill(t.pid, "SIGUSR2")

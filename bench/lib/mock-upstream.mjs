@@ -8,6 +8,7 @@
  *                               gets the JSON answer that task asks for: {"sourceLanguage", "translation"}
  *   POST /v1/embeddings         OpenAI's embeddings list: one vector of MOCK_EMBED_DIMS [1536] numbers per input
  *                               (text-embedding-3-small's default size), usage from the input count
+ *   POST /v1/moderations        OpenAI's moderation answer for one input: not flagged, every category scored
  *   GET  /health                {"status":"ok"}
  *   POST /__bench/pace?ms=N     sets the pause between SSE events (0 = the whole stream in one write)
  *
@@ -72,6 +73,18 @@ const embeddingsOf = (count) => {
   return body
 }
 
+const moderationCategories = ["harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent", "self-harm", "self-harm/instructions", "self-harm/intent", "sexual", "sexual/minors", "violence", "violence/graphic"]
+const moderation = Buffer.from(JSON.stringify({
+  id: "modr-bench",
+  model: "omni-moderation-latest",
+  results: [{
+    flagged: false,
+    categories: Object.fromEntries(moderationCategories.map((c) => [c, false])),
+    category_scores: Object.fromEntries(moderationCategories.map((c, i) => [c, 0.0001 * (i + 1)])),
+    category_applied_input_types: Object.fromEntries(moderationCategories.map((c) => [c, ["text"]]))
+  }]
+}))
+
 const jsonHeaders = (n) => ({ "content-type": "application/json", "content-length": n, "x-request-id": "req_bench" })
 const sseHeaders = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-request-id": "req_bench" }
 const notFound = Buffer.from('{"error":{"message":"not found (mock upstream)","type":"invalid_request_error","code":"not_found"}}')
@@ -117,6 +130,10 @@ const server = http.createServer((req, res) => {
       const body = embeddingsOf(Array.isArray(input) ? Math.max(1, input.length) : 1)
       res.writeHead(200, jsonHeaders(body.length))
       return res.end(body)
+    }
+    if (req.url.endsWith("/moderations")) {
+      res.writeHead(200, jsonHeaders(moderation.length))
+      return res.end(moderation)
     }
     if (!req.url.endsWith("/chat/completions")) {
       res.writeHead(404, jsonHeaders(notFound.length))

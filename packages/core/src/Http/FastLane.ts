@@ -88,7 +88,7 @@ export const make = Effect.gen(function*() {
   const { logRequests, metrics } = yield* observabilityOptions
   const runtime = yield* Effect.runtime<AppServices>()
   const run = Runtime.runPromise(runtime)
-  const runExit = Runtime.runPromiseExit(runtime)
+  const runFork = Runtime.runFork(runtime)
   const runSyncExit = Runtime.runSyncExit(runtime)
   const services: LaneServices = {
     calls: yield* ProviderCalls,
@@ -141,12 +141,18 @@ export const make = Effect.gen(function*() {
     })
     return {
       call: (targets) => ({ avatar, targets, cancel, requestId }),
-      run: async (effect) => {
-        const exit = await runExit(asRequest({ id: requestId, route: route.path })(effect), { signal: cancel.signal() })
-        if (Exit.isSuccess(exit)) return exit.value
-        const failure = Cause.failureOption(exit.cause)
-        throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
-      },
+      run: (effect) =>
+        new Promise((resolve, reject) => {
+          // Interrupted through the Cancel's hook: no AbortSignal per call (Providers/internal/cancel.ts).
+          const fiber = runFork(asRequest({ id: requestId, route: route.path })(effect))
+          const unhook = cancel.onAbort(() => fiber.unsafeInterruptAsFork(FiberId.none))
+          fiber.addObserver((exit) => {
+            unhook()
+            if (Exit.isSuccess(exit)) return resolve(exit.value)
+            const failure = Cause.failureOption(exit.cause)
+            reject(Option.isSome(failure) ? failure.value : Cause.squash(exit.cause))
+          })
+        }),
       stream: async (stream, frames, opening = "", trailer = "") => {
         res.writeHead(200, { ...headers, ...SSE_HEADERS })
         // Writes are held (corked) and leave together, one socket write each time: the head and the
