@@ -171,13 +171,14 @@ export const report = (dir) => {
   // the scenarios side by side, and before -> after for every "-before" target
   const others = scenarios.filter((s) => s !== "chat")
   if (ours.length && others.length) {
-    const scenarioName = { chat: "chat (API key)", jwt: "chat (JWT)", embeddings: "embeddings (API key)", translate: "translate (API key)", rerank: "rerank (API key, BM25)", guardrails: "guardrails (API key, local)" }
+    const scenarioName = { chat: "chat (API key)", jwt: "chat (JWT)", embeddings: "embeddings (API key)", translate: "translate (API key)", rerank: "rerank (API key, BM25)", guardrails: "guardrails (API key, local)", moderation: "moderation (API key, openai)" }
     const jsonCfgs = configs.filter((c) => c.startsWith("json:"))
     const sseCfgs = configs.filter((c) => c.startsWith("sse:"))
     out.push("Scenarios: chat = `POST /openai/v1/chat/completions` with the API key (as above); jwt = the same call with the avatar's JWT; " +
       "embeddings = `POST /v1/embeddings` (`bench/bodies/embeddings.json`: one text, `text-embedding-3-small`; the mock answers one 1,536-number vector) with the API key; translate = `POST /v1/translate` (`bench/bodies/translate.json`: one sentence into German; the mock answers the task's JSON) with the API key; " +
       "rerank = `POST /v1/rerank` (`bench/bodies/rerank.json`: five short documents, top 3; BM25 in-process, as no rerank provider is configured) with the API key; " +
-      "guardrails = `POST /v1/guardrails/check` (`bench/bodies/guardrails.json`: an e-mail address, a phone number and a prompt injection; the in-process rules) with the API key. RPS / p50 / p99 ms, medians over rounds:")
+      "guardrails = `POST /v1/guardrails/check` (`bench/bodies/guardrails.json`: an e-mail address, a phone number and a prompt injection; the in-process rules) with the API key; " +
+      "moderation = `POST /v1/moderation` (`bench/bodies/moderation.json`: one sentence, provider openai; the mock answers OpenAI's moderation result) with the API key. RPS / p50 / p99 ms, medians over rounds:")
     out.push("")
     const sh = ["target", "scenario", ...jsonCfgs.map((c) => `json c=${c.split(":")[1]}`), ...sseCfgs.map((c) => `stream c=${c.split(":")[1]}`), "CPU µs/req (json c=16)", "stream TTFB p50 ms"]
     out.push(`| ${sh.join(" | ")} |`)
