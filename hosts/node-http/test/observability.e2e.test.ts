@@ -322,6 +322,25 @@ describe("OpenTelemetry export", () => {
       expect(JSON.stringify(received)).not.toContain("secret-key-xyz")
       const resource = received[0]!.body.resourceSpans[0].resource.attributes as Array<{ key: string; value: { stringValue?: string } }>
       expect(resource.find((a) => a.key === "service.name")?.value.stringValue).toBe("aigw-test")
+
+      // A route the fast lane serves with its own Effects (Lane.onLane) has the same server span, under the
+      // caller's trace context, as the root of its service spans.
+      const who = await signUp(server, "otel")
+      const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+      const stored = await call(server.url, "POST", "/v1/memory/store", {
+        apiKey: who.apiKey,
+        body: { content: "Ada drinks green tea.", provider: "local" },
+        headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` }
+      })
+      expect(stored.status).toBe(200)
+      const attribute = (s: any, key: string) => (s.attributes ?? []).find((a: any) => a.key === key)?.value
+      const laneSpan = () => spans().find((s: any) => s.name === "http.server POST" && attribute(s, "url.path")?.stringValue === "/v1/memory/store")
+      const storeSpan = () => spans().find((s: any) => s.name === "Memory.store")
+      while ((laneSpan() === undefined || storeSpan() === undefined) && Date.now() < deadline + 15_000) await new Promise((r) => setTimeout(r, 200))
+      expect(laneSpan(), [...new Set(spans().map((s: any) => String(s.name)))].join(", ")).toMatchObject({ traceId, parentSpanId: "00f067aa0ba902b7" })
+      expect(Number(attribute(laneSpan(), "http.response.status_code")?.intValue)).toBe(200)
+      expect(storeSpan()).toMatchObject({ traceId, parentSpanId: laneSpan().spanId })
+      expect(JSON.stringify(laneSpan())).not.toContain(who.apiKey)
     } finally {
       await server.stop()
       await new Promise((resolve) => receiver.close(resolve))

@@ -36,6 +36,7 @@ import { makeApp, routes as appRoutes } from "./App.ts"
 import {
   credentialsOf,
   declaresTooLarge,
+  errorParts,
   internalErrorBody,
   parseJsonBody,
   presented,
@@ -48,7 +49,7 @@ import {
 } from "./Edge.ts"
 import { Catalog } from "../Catalog/Catalog.ts"
 import { type LaneCall, type LaneServices, STREAMED } from "./Lane.ts"
-import { accessLogLine, asRequest, options as observabilityOptions } from "./Observability.ts"
+import { accessLogLine, asRequest, asServerSpan, options as observabilityOptions } from "./Observability.ts"
 import { answerParts, type Route } from "./Route.ts"
 
 export interface FastLane {
@@ -134,7 +135,15 @@ export const make = Effect.gen(function*() {
   }
 
   /** The lane call of an admitted request: its abort follows the client, its SSE writer answers on `res`. */
-  const laneCall = (route: Route, avatar: AvatarRecord, requestId: string, res: ServerResponse, headers: Record<string, string>): LaneCall => {
+  /** The status a route's Effect ends in, for its server span (as the platform's: 499 when the client left). */
+  const statusOf = (route: Route) => (exit: Exit.Exit<unknown, unknown>): number => {
+    if (Exit.isSuccess(exit)) return answerParts(route.envelope, exit.value, {}).status
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure) && isGatewayError(failure.value)) return errorParts(route.envelope, failure.value).status
+    return Cause.isInterruptedOnly(exit.cause) ? 499 : 500
+  }
+
+  const laneCall = (route: Route, req: IncomingMessage, avatar: AvatarRecord, requestId: string, res: ServerResponse, headers: Record<string, string>): LaneCall => {
     const cancel = new Cancel()
     res.once("close", () => {
       if (clientLeft(res)) cancel.abort(clientGone)
@@ -144,7 +153,8 @@ export const make = Effect.gen(function*() {
       run: (effect) =>
         new Promise((resolve, reject) => {
           // Interrupted through the Cancel's hook: no AbortSignal per call (Providers/internal/cancel.ts).
-          const fiber = runFork(asRequest({ id: requestId, route: route.path })(effect))
+          const served = asServerSpan({ path: route.path, headers: req.headers }, statusOf(route))(effect)
+          const fiber = runFork(asRequest({ id: requestId, route: route.path })(served))
           const unhook = cancel.onAbort(() => fiber.unsafeInterruptAsFork(FiberId.none))
           fiber.addObserver((exit) => {
             unhook()
@@ -217,7 +227,7 @@ export const make = Effect.gen(function*() {
     if (admitted instanceof QuotaExceeded) return refuse(admitted)
     const headers = headersOf(admitted)
     try {
-      const answer = await plan(laneCall(route, caller, requestId, res, headers))
+      const answer = await plan(laneCall(route, req, caller, requestId, res, headers))
       if (answer === STREAMED) return
       const parts = answerParts(envelope, answer, headers)
       sendJson(res, parts.status, parts.body, parts.headers)

@@ -15,7 +15,9 @@ import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Config, Effect, FiberRef, Option } from "effect"
+import * as Headers from "@effect/platform/Headers"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
+import { Config, Effect, type Exit, FiberRef, Option } from "effect"
 import * as Metrics from "../Metrics.ts"
 import * as RequestId from "../RequestId.ts"
 
@@ -47,6 +49,31 @@ export const accessLogLine = (requestId: string, method: string, path: string, r
 /** Runs `effect` as part of the request `info`: its id for upstream calls, and on every log line. */
 export const asRequest = (info: RequestId.RequestInfo) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   effect.pipe(Effect.locally(RequestId.CurrentRequest, info), Effect.annotateLogs("requestId", info.id))
+
+/**
+ * The server span of a request the fast lane serves with the route's own Effects (Lane.onLane): the
+ * span the Effect app's HTTP middleware opens (`http.server POST`, the caller's trace context as its
+ * parent, the method, path, user agent and headers, credentials redacted, and the answer's status),
+ * so that the handler's spans keep their root. A no-op when tracing is off.
+ */
+export const asServerSpan = (
+  request: { readonly path: string; readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>> },
+  statusOf: (exit: Exit.Exit<unknown, unknown>) => number
+) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(FiberRef.get(FiberRef.currentTracerEnabled), (tracing) => {
+    if (!tracing) return effect
+    const headers = Headers.fromInput(request.headers)
+    return Effect.useSpan("http.server POST", { parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(headers)), kind: "server", captureStackTrace: false }, (span) =>
+      Effect.flatMap(FiberRef.get(Headers.currentRedactedNames), (redactedNames) => {
+        span.attribute("http.request.method", "POST")
+        span.attribute("url.path", request.path)
+        if (headers["user-agent"] !== undefined) span.attribute("user_agent.original", headers["user-agent"])
+        const redacted = Headers.redact(headers, redactedNames)
+        for (const name in redacted) span.attribute(`http.request.header.${name}`, String(redacted[name]))
+        return Effect.onExit(Effect.withParentSpan(effect, span), (exit) => Effect.sync(() => span.attribute("http.response.status_code", statusOf(exit))))
+      }))
+  })
 
 /** Marks the route template of the request in flight (Route.ts, for the metrics label). */
 export const markRoute = (template: string) =>
