@@ -134,7 +134,6 @@ export const make = Effect.gen(function*() {
     return DELEGATED
   }
 
-  /** The lane call of an admitted request: its abort follows the client, its SSE writer answers on `res`. */
   /** The status a route's Effect ends in, for its server span (as the platform's: 499 when the client left). */
   const statusOf = (route: Route) => (exit: Exit.Exit<unknown, unknown>): number => {
     if (Exit.isSuccess(exit)) return answerParts(route.envelope, exit.value, {}).status
@@ -143,6 +142,10 @@ export const make = Effect.gen(function*() {
     return Cause.isInterruptedOnly(exit.cause) ? 499 : 500
   }
 
+  /**
+   * The lane call of an admitted request: its abort follows the client, its SSE writer answers on
+   * `res`, and the route's own Effects run as the request (its id, its server span).
+   */
   const laneCall = (route: Route, req: IncomingMessage, avatar: AvatarRecord, requestId: string, res: ServerResponse, headers: Record<string, string>): LaneCall => {
     const cancel = new Cancel()
     res.once("close", () => {

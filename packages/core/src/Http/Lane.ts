@@ -1,8 +1,9 @@
 /**
  * What a route declares to be served on the node host's fast lane (FastLane.ts) as well: plain
  * functions over the engine instead of the Effect HTTP pipeline, for the hottest metered calls.
- * The route keeps its contract (body schema, envelope, check, answer shapes); the lane only plans
- * the call synchronously and serves it with promises.
+ * The route keeps its contract (body schema, envelope, check, answer shapes); the lane plans the
+ * call synchronously and serves it with promises over the engine, or (`onLane`) runs the route's own
+ * check and handler Effects on the app's runtime.
  */
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -85,10 +86,10 @@ const refusalOf = (exit: Exit.Exit<void, GatewayError>): GatewayError | undefine
 }
 
 /**
- * The body, check and handler of a route whose check and handler need only the avatar and the body, with a lane that runs those
- * same two Effects on the app's runtime: the route's code, without the HTTP pipeline around it. A
- * check that has to wait (I/O) leaves the request to the route. For handlers that answer JSON (the
- * lane writes the route's envelope around what they return).
+ * The body, check and handler of a route whose check and handler need only the avatar and the
+ * body, with a lane that runs those same two Effects on the app's runtime: the route's code,
+ * without the HTTP pipeline around it. A check that has to wait (I/O) leaves the request to the
+ * route. For handlers that answer JSON (the lane writes the route's envelope around what they return).
  */
 export const onLane = <B, RC = never, R = never>(body: Schema.Schema<B, any, never>, parts: {
   readonly check?: (given: Given<B>) => Effect.Effect<void, GatewayError, RC>
