@@ -390,7 +390,9 @@ describe("fast lane", () => {
       ["/v1/code/execute", { code: "console.log(6 * 7)", language: "javascript" }, 200, 1],
       ["/v1/code/execute", { code: "print(1)", language: "ruby" }, 422, 0],
       ["/v1/batch/submit", { requests: [{ messages: hi }, { messages: hi }] }, 200, 2],
-      ["/v1/batch/submit", { requests: [{ messages: [] }] }, 400, 0]
+      ["/v1/batch/submit", { requests: [{ messages: [] }] }, 400, 0],
+      // A check that has to wait (the callback's host is looked up) leaves the request to the route.
+      ["/v1/batch/submit", { requests: [{ messages: hi }], callbackUrl: "https://hooks.example.invalid/aigw" }, 422, 0]
     ]
     for (const [path, body, status, calls] of cases) {
       const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result

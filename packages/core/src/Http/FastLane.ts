@@ -48,7 +48,7 @@ import {
   tooLargeError
 } from "./Edge.ts"
 import { Catalog } from "../Catalog/Catalog.ts"
-import { type LaneCall, type LaneServices, STREAMED } from "./Lane.ts"
+import { type LaneCall, type LaneServices, runNowOn, STREAMED } from "./Lane.ts"
 import { accessLogLine, asRequest, asServerSpan, options as observabilityOptions } from "./Observability.ts"
 import { answerParts, type Route } from "./Route.ts"
 
@@ -90,20 +90,13 @@ export const make = Effect.gen(function*() {
   const runtime = yield* Effect.runtime<AppServices>()
   const run = Runtime.runPromise(runtime)
   const runFork = Runtime.runFork(runtime)
-  const runSyncExit = Runtime.runSyncExit(runtime)
   const services: LaneServices = {
     calls: yield* ProviderCalls,
     catalog: yield* Catalog,
     completions: yield* Completions,
     embeddings: yield* Embeddings,
     routing: yield* Routing,
-    runNow: (effect) => {
-      const exit = runSyncExit(effect)
-      const defect = Exit.isFailure(exit) ? Cause.dieOption(exit.cause) : Option.none()
-      if (Option.isNone(defect) || !Runtime.isAsyncFiberException(defect.value)) return exit
-      defect.value.fiber.unsafeInterruptAsFork(FiberId.none)
-      return undefined
-    }
+    runNow: runNowOn(runtime)
   }
   // The Effect app, for the requests the lane reads but leaves to their route.
   const app = HttpApp.toWebHandlerRuntime(runtime)(yield* makeApp)

@@ -7,7 +7,7 @@
  */
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { Cause, type Effect, Exit, Option, type Schema, type Scope } from "effect"
+import { Cause, type Effect, Exit, FiberId, Option, Runtime, type Schema, type Scope } from "effect"
 import type { Completions } from "../Capabilities/Completions.ts"
 import type { Catalog } from "../Catalog/Catalog.ts"
 import type { Embeddings } from "../Capabilities/Embeddings.ts"
@@ -62,6 +62,18 @@ export interface Lane<B> {
     body: B,
     headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
   ) => GatewayError | undefined | Serve
+}
+
+/** `LaneServices.runNow` over a runtime: the exit of an Effect that completes at once; one that has to wait is interrupted. */
+export const runNowOn = <R>(runtime: Runtime.Runtime<R>) => {
+  const runSyncExit = Runtime.runSyncExit(runtime)
+  return <A, E>(effect: Effect.Effect<A, E, R>): Exit.Exit<A, E> | undefined => {
+    const exit = runSyncExit(effect)
+    const defect = Exit.isFailure(exit) ? Cause.dieOption(exit.cause) : Option.none()
+    if (Option.isNone(defect) || !Runtime.isAsyncFiberException(defect.value)) return exit
+    defect.value.fiber.unsafeInterruptAsFork(FiberId.none)
+    return undefined
+  }
 }
 
 /** What the check and the handler of a route on `onLane` see: the avatar the call acts for, and the body. */
