@@ -154,9 +154,9 @@ export const make = Effect.gen(function*() {
           const unhook = cancel.onAbort(() => fiber.unsafeInterruptAsFork(FiberId.none))
           fiber.addObserver((exit) => {
             unhook()
-            if (Exit.isSuccess(exit)) return resolve(exit.value)
-            const failure = Cause.failureOption(exit.cause)
-            reject(Option.isSome(failure) ? failure.value : Cause.squash(exit.cause))
+            // squash: the failure (a GatewayError) when there is one, else the defect or the interruption.
+            if (Exit.isSuccess(exit)) resolve(exit.value)
+            else reject(Cause.squash(exit.cause))
           })
         }),
       stream: async (stream, frames, opening = "", trailer = "") => {
