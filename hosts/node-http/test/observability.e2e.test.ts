@@ -339,6 +339,9 @@ describe("OpenTelemetry export", () => {
       while ((laneSpan() === undefined || storeSpan() === undefined) && Date.now() < deadline + 15_000) await new Promise((r) => setTimeout(r, 200))
       expect(laneSpan(), [...new Set(spans().map((s: any) => String(s.name)))].join(", ")).toMatchObject({ traceId, parentSpanId: "00f067aa0ba902b7" })
       expect(Number(attribute(laneSpan(), "http.response.status_code")?.intValue)).toBe(200)
+      // The attributes the platform's tracer gives the route's span.
+      expect(attribute(laneSpan(), "url.full")?.stringValue).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/memory\/store$/)
+      expect(attribute(laneSpan(), "client.address")?.stringValue).toMatch(/127\.0\.0\.1/)
       expect(storeSpan()).toMatchObject({ traceId, parentSpanId: laneSpan().spanId })
       expect(JSON.stringify(laneSpan())).not.toContain(who.apiKey)
     } finally {

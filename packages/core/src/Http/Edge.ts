@@ -28,6 +28,18 @@ export const envelopeOfPath = (path: string): "openai" | "anthropic" | EnvelopeK
 type HeaderValue = string | ReadonlyArray<string> | undefined
 export type RequestHeaders = Readonly<Record<string, HeaderValue>>
 
+/** A request's headers (node's, each name once, lowercase) as web Headers, repeated values appended. */
+export const webHeaders = (headers: RequestHeaders): Headers => {
+  const out = new Headers()
+  for (const name in headers) {
+    const value = headers[name]
+    if (value === undefined) continue
+    if (typeof value === "string") out.append(name, value)
+    else for (const v of value) out.append(name, v)
+  }
+  return out
+}
+
 const single = (value: HeaderValue): string | undefined => (typeof value === "string" || value === undefined ? value : value.join(", "))
 
 /** The credential headers of a request (Authorization, X-Api-Key). */

@@ -45,7 +45,8 @@ import {
   sendJson,
   SSE_HEADERS,
   TOO_LARGE,
-  tooLargeError
+  tooLargeError,
+  webHeaders
 } from "./Edge.ts"
 import { Catalog } from "../Catalog/Catalog.ts"
 import { type LaneCall, type LaneServices, runNowOn, STREAMED } from "./Lane.ts"
@@ -110,11 +111,10 @@ export const make = Effect.gen(function*() {
    * in its `x-request-id`; the app counts and logs it). Resolves to DELEGATED.
    */
   const delegate = async (req: IncomingMessage, res: ServerResponse, text: string): Promise<typeof DELEGATED> => {
-    const headers = new Headers()
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value === undefined || name === "content-length" || name === "transfer-encoding") continue
-      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
-    }
+    const headers = webHeaders(req.headers)
+    // The body is the text read, framed anew.
+    headers.delete("content-length")
+    headers.delete("transfer-encoding")
     const answer = await app(new Request(new URL(req.url!, HANDOFF_BASE), { method: "POST", headers, body: text }))
     const out: Record<string, Array<string>> = {}
     answer.headers.forEach((value, name) => (out[name] ??= []).push(value))
@@ -149,7 +149,7 @@ export const make = Effect.gen(function*() {
       run: (effect) =>
         new Promise((resolve, reject) => {
           // Interrupted through the Cancel's hook: no AbortSignal per call (Providers/internal/cancel.ts).
-          const served = asServerSpan({ path: route.path, headers: req.headers }, statusOf(route))(effect)
+          const served = asServerSpan(req, statusOf(route))(effect)
           const fiber = runFork(asRequest({ id: requestId, route: route.path })(served))
           const unhook = cancel.onAbort(() => fiber.unsafeInterruptAsFork(FiberId.none))
           fiber.addObserver((exit) => {

@@ -17,9 +17,10 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Headers from "@effect/platform/Headers"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
-import { Config, Effect, type Exit, FiberRef, Option } from "effect"
+import { Config, Context, Effect, type Exit, FiberRef, Option } from "effect"
 import * as Metrics from "../Metrics.ts"
 import * as RequestId from "../RequestId.ts"
+import { type RequestHeaders, webHeaders } from "./Edge.ts"
 
 export const METRICS_PATH = "/metrics"
 
@@ -50,29 +51,58 @@ export const accessLogLine = (requestId: string, method: string, path: string, r
 export const asRequest = (info: RequestId.RequestInfo) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   effect.pipe(Effect.locally(RequestId.CurrentRequest, info), Effect.annotateLogs("requestId", info.id))
 
+/** What the fast lane knows of a request: node's IncomingMessage, or anything shaped like it. */
+export interface LaneRequest {
+  readonly method?: string | undefined
+  readonly url?: string | undefined
+  readonly headers: RequestHeaders
+  readonly socket?: { readonly remoteAddress?: string | undefined } | undefined
+}
+
+/** A rebuilt request keeps only its path and query (as `request.url` on the node server); its URL's host is the Host header's. */
+const SPAN_BASE = "http://aigw.internal"
+
 /**
- * The server span of a request the fast lane serves with the route's own Effects (Lane.onLane): the
- * span the Effect app's HTTP middleware opens (`http.server POST`, the caller's trace context as its
- * parent, the method, path, user agent and headers, credentials redacted, and the answer's status),
- * so that the handler's spans keep their root. A no-op when tracing is off.
+ * The server span of a request the fast lane serves with the route's own Effects (Lane.onLane), as
+ * the platform's HTTP tracer middleware opens it for the Effect app (the middleware itself is not
+ * public): over the request rebuilt as a platform request (method, path and query, headers, client
+ * address; no body), it is skipped where the embedder's `HttpMiddleware.withTracerDisabledWhen`
+ * predicate says so, named by `HttpMiddleware.SpanNameGenerator`, parented by the caller's trace
+ * context, and carries the same attributes (URL, method, user agent, headers with credentials
+ * redacted, client address, the answer's status), so the handler's spans keep their root. A no-op
+ * when tracing is off: the request is rebuilt only when spans are on.
  */
-export const asServerSpan = (
-  request: { readonly path: string; readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>> },
-  statusOf: (exit: Exit.Exit<unknown, unknown>) => number
-) =>
+export const asServerSpan = (request: LaneRequest, statusOf: (exit: Exit.Exit<unknown, unknown>) => number) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(FiberRef.get(FiberRef.currentTracerEnabled), (tracing) => {
-    if (!tracing) return effect
-    const headers = Headers.fromInput(request.headers)
-    return Effect.useSpan("http.server POST", { parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(headers)), kind: "server", captureStackTrace: false }, (span) =>
-      Effect.flatMap(FiberRef.get(Headers.currentRedactedNames), (redactedNames) => {
-        span.attribute("http.request.method", "POST")
-        span.attribute("url.path", request.path)
-        if (headers["user-agent"] !== undefined) span.attribute("user_agent.original", headers["user-agent"])
-        const redacted = Headers.redact(headers, redactedNames)
-        for (const name in redacted) span.attribute(`http.request.header.${name}`, String(redacted[name]))
-        return Effect.onExit(Effect.withParentSpan(effect, span), (exit) => Effect.sync(() => span.attribute("http.response.status_code", statusOf(exit))))
-      }))
+  Effect.withFiberRuntime<A, E, R>((fiber) => {
+    if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return effect
+    const rebuilt = HttpServerRequest.fromWeb(
+      new Request(new URL(request.url ?? "/", SPAN_BASE), { method: request.method ?? "POST", headers: webHeaders(request.headers) })
+    )
+    const address = request.socket?.remoteAddress
+    const platformRequest = address === undefined ? rebuilt : rebuilt.modify({ remoteAddress: address })
+    if (fiber.getFiberRef(HttpMiddleware.currentTracerDisabledWhen)(platformRequest)) return effect
+    const name = Context.get(fiber.currentContext, HttpMiddleware.SpanNameGenerator)(platformRequest)
+    const headers = platformRequest.headers
+    return Effect.useSpan(name, { parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(headers)), kind: "server", captureStackTrace: false }, (span) => {
+      span.attribute("http.request.method", platformRequest.method)
+      const url = Option.getOrUndefined(HttpServerRequest.toURL(platformRequest))
+      if (url !== undefined) {
+        if (url.username !== "" || url.password !== "") {
+          url.username = "REDACTED"
+          url.password = "REDACTED"
+        }
+        span.attribute("url.full", url.toString())
+        span.attribute("url.path", url.pathname)
+        if (url.search.length > 1) span.attribute("url.query", url.search.slice(1))
+        span.attribute("url.scheme", url.protocol.slice(0, -1))
+      }
+      if (headers["user-agent"] !== undefined) span.attribute("user_agent.original", headers["user-agent"])
+      const redacted = Headers.redact(headers, fiber.getFiberRef(Headers.currentRedactedNames))
+      for (const name in redacted) span.attribute(`http.request.header.${name}`, String(redacted[name]))
+      if (address !== undefined) span.attribute("client.address", address)
+      return Effect.onExit(Effect.withParentSpan(effect, span), (exit) => Effect.sync(() => span.attribute("http.response.status_code", statusOf(exit))))
+    })
   })
 
 /** Marks the route template of the request in flight (Route.ts, for the metrics label). */
