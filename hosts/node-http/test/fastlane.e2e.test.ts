@@ -466,7 +466,10 @@ describe("fast lane", () => {
       ["/v1/translate", { text: "Hello", targetLanguage: "de", model: "gpt-4o-mini" }],
       // A route's own Effects on the lane (Lane.onLane): the client's leaving interrupts them.
       ["/v1/moderation", { text: "Hello", provider: "openai" }],
-      ["/openai/v1/images/generations", { prompt: "a lighthouse" }]
+      ["/openai/v1/images/generations", { prompt: "a lighthouse" }],
+      // Handed by the lane to the Effect app (FAHRN is the route's): the client's leaving interrupts it there too.
+      ["/v1/complete", { messages: hi, model: "gpt-4o-mini", useFAHRN: true }],
+      ["/v1/complete/stream", { messages: hi, model: "gpt-4o-mini", useFAHRN: true }]
     ]
     for (const [target, [path, body]] of [server, routeServer].flatMap((t) => calls.map((c) => [t, c] as const))) {
       const closed = openai.closedSockets

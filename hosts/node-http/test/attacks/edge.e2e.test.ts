@@ -176,6 +176,20 @@ describe("edge attacks", () => {
       expect(again.body.isError, "the username must still be free").toBe(false)
     })
 
+    it("answers 400 to an invalid Host before the credentials, on the lane's routes and the Effect app's alike, counting nothing", async () => {
+      const used = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+      const before = await used()
+      const chat = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }
+      for (const [path, key] of [["/openai/v1/chat/completions", user.apiKey], ["/openai/v1/chat/completions", "aigw_nope"], ["/v1/keys", user.apiKey]] as const) {
+        for (const host of ["a b", "user@evil.example", "evil.example/path?x"]) {
+          const res = await rawPost(server, path, host, { ...chat, name: "never" }, key)
+          expect([path, host, res.status]).toEqual([path, host, 400])
+          expect(JSON.stringify(res.body)).toContain("Invalid Host header.")
+        }
+      }
+      expect(await used()).toBe(before)
+    })
+
     it("answers 400 to an invalid Host, and hands off on the request's own path with a valid one", async () => {
       const bad = await rawPost(server, "/v1/complete", "bad host", { messages: [{ role: "user", content: "hi" }], injectAvatarContext: true }, user.apiKey)
       expect(bad.status).toBe(400)
@@ -231,6 +245,17 @@ function nulSuite(target: () => { server: RunningServer; user: TestAvatar }) {
       }
       const resend = await call(server.url, "POST", "/api/avatar/resend-verification-email/a%00b%40example.com")
       expect(resend.status).toBe(400)
+      // The fast lane's routes too (an API key: the lane serves them), uncounted, with the day's rate-limit headers.
+      const used = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+      const before = await used()
+      const body = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }
+      for (const path of ["/openai/v1/chat/completions?a=%00", "/v1/complete?x=%00", "/v1/moderation?%00=1"]) {
+        const res = await call(server.url, "POST", path, { body: { ...body, text: "hi" }, apiKey: user.apiKey })
+        expect(res.status, path).toBe(400)
+        expect(res.body.message ?? res.body.error.message, path).toBe("Invalid path or query: NUL characters (\\u0000) are not accepted.")
+        expect(res.headers.get("x-ratelimit-limit"), path).not.toBeNull()
+      }
+      expect(await used()).toBe(before)
     })
   })
 }

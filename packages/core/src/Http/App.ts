@@ -17,7 +17,8 @@ import { avatarRoutes } from "./AvatarRoutes.ts"
 import { gatewayRoutes } from "./GatewayRoutes.ts"
 import { docsPage, openApiDocument } from "./OpenApi.ts"
 import * as Observability from "./Observability.ts"
-import { envelopeOfPath, errorBody } from "./Edge.ts"
+import { BadRequest } from "../Errors.ts"
+import { envelopeOfPath, errorBody, errorParts, validHost } from "./Edge.ts"
 import type { Route } from "./Route.ts"
 
 export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes, ...anthropicRoutes]
@@ -63,12 +64,24 @@ export const makeRouter = (all: ReadonlyArray<Route> = routes, options: { readon
   })
 
 /**
+ * RFC 9112 §3.2: a request whose Host header is not a valid host and port is answered 400, in the
+ * envelope of its path, before anything else (its credentials included). The fast lane leaves such
+ * requests to this app.
+ */
+const requireValidHost = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    if (validHost(request.headers.host)) return app
+    const refused = errorParts(envelopeOfPath(request.url.split("?")[0] ?? "/"), new BadRequest({ message: "Invalid Host header." }))
+    return Effect.succeed(HttpServerResponse.unsafeJson(refused.body, { status: refused.status, headers: refused.headers }))
+  })
+
+/**
  * The router behind the edge middleware (Observability.ts): request ids, request metrics and
  * `GET /metrics` unless `AIGW_METRICS=false`, the access log when `AIGW_LOG_REQUESTS=true` (off by
- * default: it costs CPU on every request).
+ * default: it costs CPU on every request); requests with an invalid Host header refused.
  */
 export const makeApp = Effect.gen(function*() {
   const settings = yield* Observability.options
   const router = yield* makeRouter(routes, { metrics: settings.metrics })
-  return Observability.middleware(settings)(router)
+  return Observability.middleware(settings)(requireValidHost(router))
 })

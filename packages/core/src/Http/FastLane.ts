@@ -18,7 +18,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import * as HttpApp from "@effect/platform/HttpApp"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Cause, Effect, Exit, FiberId, Option, Runtime, type Scope } from "effect"
 import { Auth, INVALID, type KeyOrToken } from "../Accounts/Auth.ts"
 import { Completions } from "../Capabilities/Completions.ts"
@@ -46,12 +46,13 @@ import {
   SSE_HEADERS,
   TOO_LARGE,
   tooLargeError,
+  validHost,
   webHeaders
 } from "./Edge.ts"
 import { Catalog } from "../Catalog/Catalog.ts"
 import { type LaneCall, type LaneServices, runNowOn, STREAMED } from "./Lane.ts"
 import { accessLogLine, asRequest, asServerSpan, options as observabilityOptions } from "./Observability.ts"
-import { answerParts, type Route } from "./Route.ts"
+import { answerParts, nulRefusal, type Route } from "./Route.ts"
 
 export interface FastLane {
   /** Serves the request and returns true, or returns false without touching it. */
@@ -62,13 +63,6 @@ export interface FastLane {
 const clientGone = new DOMException("The client closed the connection", "AbortError")
 /** The response was closed before it was all written: the client went away. */
 const clientLeft = (res: ServerResponse) => res.destroyed && !res.writableFinished
-
-/**
- * A syntactically valid Host header (RFC 3986 host and optional port), or none (HTTP/1.0). RFC 9112
- * §3.2: a request with an invalid Host is answered 400.
- */
-const validHost = (host: string | undefined) =>
-  host === undefined || /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(?::\d{0,5})?$/.test(host)
 
 /** The base hand-offs are parsed against: the request's own path, never its Host header, names the route. */
 const HANDOFF_BASE = "http://aigw.internal"
@@ -115,15 +109,29 @@ export const make = Effect.gen(function*() {
     // The body is the text read, framed anew.
     headers.delete("content-length")
     headers.delete("transfer-encoding")
-    const answer = await app(new Request(new URL(req.url!, HANDOFF_BASE), { method: "POST", headers, body: text }))
-    const out: Record<string, Array<string>> = {}
-    answer.headers.forEach((value, name) => (out[name] ??= []).push(value))
-    res.writeHead(answer.status, out)
-    if (answer.body === null) {
-      res.end()
-      return DELEGATED
+    // A client that leaves interrupts the app's handling (and its upstream calls), as on the node server.
+    const left = new AbortController()
+    const onClose = () => {
+      if (clientLeft(res)) left.abort(clientGone)
     }
-    await pipeline(Readable.fromWeb(answer.body as any), res)
+    res.once("close", onClose)
+    try {
+      const answer = await app(new Request(new URL(req.url!, HANDOFF_BASE), { method: "POST", headers, body: text, signal: left.signal }))
+      if (clientLeft(res)) {
+        await answer.body?.cancel()
+        return DELEGATED
+      }
+      const out: Record<string, Array<string>> = {}
+      answer.headers.forEach((value, name) => (out[name] ??= []).push(value))
+      res.writeHead(answer.status, out)
+      if (answer.body === null) res.end()
+      else await pipeline(Readable.fromWeb(answer.body as any), res)
+    } catch (e) {
+      // The client left mid-answer: nobody to answer, nothing went wrong.
+      if (!clientLeft(res)) throw e
+    } finally {
+      res.off("close", onClose)
+    }
     return DELEGATED
   }
 
@@ -198,26 +206,29 @@ export const make = Effect.gen(function*() {
 
   const serve = async (req: IncomingMessage, res: ServerResponse, route: Route, credentials: KeyOrToken, requestId: string): Promise<unknown> => {
     const { envelope } = route
-    if (!validHost(req.headers.host)) return sendError(res, envelope, new BadRequest({ message: "Invalid Host header." }))
-    // The order of the route: credentials, body, admission, then the call.
+    // The order of the route: credentials, query, body, admission, then the call.
     const caller = await auth.ownerOf(credentials)
     if (caller === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
-    if (declaresTooLarge(req.headers, maxBodyBytes)) return sendError(res, envelope, tooLargeError(maxBodyBytes))
+    // Every refusal to the caller carries its day's rate-limit headers (as Route.ts's).
+    const refuse = async (error: GatewayError) => sendError(res, envelope, error, headersOf(await quota.peek(caller)))
+    const query = req.url!.indexOf("?")
+    const nul = query === -1 ? undefined : nulRefusal({}, HttpServerRequest.searchParamsFromURL(new URL(req.url!, HANDOFF_BASE)))
+    if (nul !== undefined) return refuse(nul)
+    if (declaresTooLarge(req.headers, maxBodyBytes)) return refuse(tooLargeError(maxBodyBytes))
     // A client that leaves mid-upload: nothing to answer.
     const text = await readLimitedText(req, maxBodyBytes).catch(() => undefined)
     if (text === undefined) return
-    if (text === TOO_LARGE) return sendError(res, envelope, tooLargeError(maxBodyBytes))
+    if (text === TOO_LARGE) return refuse(tooLargeError(maxBodyBytes))
     const json = parseJsonBody(text, limits.maxJsonDepth)
-    if (json instanceof BadRequest) return sendError(res, envelope, json)
+    if (json instanceof BadRequest) return refuse(json)
     const body = route.decode!(json)
-    if (body instanceof BadRequest) return sendError(res, envelope, body)
+    if (body instanceof BadRequest) return refuse(body)
     // Acting for another avatar (Admins) is the route's.
     const actingFor = route.avatarIdOf?.(body)
     if (actingFor !== undefined && actingFor !== caller.id) return delegate(req, res, text)
     // Validation before admission (as Route.ts's `check`): a refused request costs no quota.
     const plan = route.lane!.plan(services, caller, body, req.headers)
     if (plan === undefined) return delegate(req, res, text)
-    const refuse = async (error: GatewayError) => sendError(res, envelope, error, headersOf(await quota.peek(caller)))
     if (typeof plan !== "function") return refuse(plan)
     const admitted = await quota.admit(caller, route.meteredCalls(body))
     if (admitted instanceof QuotaExceeded) return refuse(admitted)
@@ -241,9 +252,10 @@ export const make = Effect.gen(function*() {
     const query = url.indexOf("?")
     const route = byPath.get(query === -1 ? url : url.slice(0, query))
     if (route === undefined) return false
-    // Missing or malformed credentials are the route's to refuse.
+    // Missing or malformed credentials, and an invalid Host header, are the Effect app's to refuse.
     const credentials = presented(credentialsOf(req.headers))
     if (credentials._tag !== "ApiKey" && credentials._tag !== "Jwt") return false
+    if (!validHost(req.headers.host)) return false
     const started = performance.now()
     // The request id (RequestId.ts): on every answer, and in the headers a hand-off passes on.
     const requestId = RequestId.fromHeader(req.headers[RequestId.HEADER])

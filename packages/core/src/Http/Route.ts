@@ -240,6 +240,23 @@ const hasNul = (values: Readonly<Record<string, string | ReadonlyArray<string> |
   return false
 }
 
+/**
+ * PostgreSQL cannot store NUL: a request whose path parameters or query (decoded names and values,
+ * as `HttpServerRequest.searchParamsFromURL` gives them) hold one is refused, for every route and
+ * both databases.
+ */
+export const nulRefusal = (
+  params: Readonly<Record<string, string | undefined>>,
+  query: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+): BadRequest | undefined =>
+  hasNul(params) || hasNul(query) ? new BadRequest({ message: `Invalid path or query: ${NUL_PROBLEM}` }) : undefined
+
+/** The rate-limit headers of a refusal: the admission's, else the charged avatar's day as it stands, else none (no caller). */
+const refusalHeaders = (admitted: Record<string, string> | undefined, charged: AvatarRecord | undefined) =>
+  admitted !== undefined || charged === undefined
+    ? Effect.succeed(admitted ?? {})
+    : Effect.flatMap(Quota, (quota) => Effect.map(Effect.promise(() => quota.peek(charged)), headersOf))
+
 const make = <B, Q, R>(
   spec: Common<B, Q> & {
     readonly avatarIdOf?: ((body: B) => string | undefined) | undefined
@@ -257,8 +274,9 @@ const make = <B, Q, R>(
   const decodeBody = spec.body && !spec.rawBody ? decoderNow(spec.body, "request body") : undefined
   const meteredCalls = (body: B) => (spec.meteredCalls ? spec.meteredCalls(body) : 1)
   const run = Effect.suspend(() => {
-    // Rate-limit headers go on every answer to an authenticated caller, errors included.
-    const out = { headers: {} as Record<string, string> }
+    // Rate-limit headers go on every answer to an authenticated caller, errors included: those of
+    // its admission, or for a refusal before it, the day's as they stand for the avatar charged.
+    const out: { headers: Record<string, string> | undefined; charged: AvatarRecord | undefined } = { headers: undefined, charged: undefined }
     return Effect.gen(function*() {
       // The metrics label of the request: this route's template, never the raw path.
       yield* markRoute(spec.path)
@@ -270,12 +288,11 @@ const make = <B, Q, R>(
         ? Option.some(yield* authService.require(credentials))
         // Open endpoints ignore stale or foreign credentials instead of refusing the call.
         : yield* authService.resolve(credentials).pipe(Effect.orElseSucceed(() => Option.none<AvatarRecord>()))
+      if (Option.isSome(caller)) out.charged = caller.value
       const searchParams = yield* HttpServerRequest.ParsedSearchParams
       const { params } = yield* HttpRouter.RouteContext
-      // PostgreSQL cannot store NUL; refused here for every route and both databases.
-      if (hasNul(params) || hasNul(searchParams)) {
-        return yield* Effect.fail(new BadRequest({ message: `Invalid path or query: ${NUL_PROBLEM}` }))
-      }
+      const nul = nulRefusal(params, searchParams)
+      if (nul !== undefined) return yield* Effect.fail(nul)
       const query = decodeQuery ? yield* asEffect(decodeQuery(searchParams)) : (undefined as Q)
       const body = decodeBody ? yield* Effect.flatMap(readJson, (j) => asEffect(decodeBody(j))) : (undefined as B)
       const form = spec.rawBody ? yield* readForm : undefined
@@ -284,12 +301,11 @@ const make = <B, Q, R>(
       if (Option.isSome(caller)) {
         avatar = spec.avatarIdOf ? yield* authService.actingAs(caller.value, spec.avatarIdOf(body)) : caller.value
         const charged = avatar
-        // A refused request still answers with the day's rate-limit headers.
-        const withHeaders = Effect.tapError(() => Effect.map(Effect.promise(() => quota.peek(charged)), (s) => (out.headers = headersOf(s))))
+        out.charged = charged
         // Validation before admission: a refused request costs no quota.
-        if (spec.check) yield* spec.check({ body, query, params, request, form, caller: caller.value, avatar }).pipe(withHeaders)
+        if (spec.check) yield* spec.check({ body, query, params, request, form, caller: caller.value, avatar })
         state = metered
-          ? yield* admitted(() => quota.admit(charged, meteredCalls(body))).pipe(withHeaders)
+          ? yield* admitted(() => quota.admit(charged, meteredCalls(body)))
           : yield* Effect.promise(() => quota.peek(charged))
         out.headers = headersOf(state)
       }
@@ -303,9 +319,10 @@ const make = <B, Q, R>(
         avatar,
         quota: state
       })
-      return respond(envelope, output, out.headers)
+      return respond(envelope, output, out.headers ?? {})
     }).pipe(
-      Effect.catchIf(isGatewayError, (e) => Effect.succeed(errorResponse(envelope, e, out.headers))),
+      Effect.catchIf(isGatewayError, (e) =>
+        Effect.map(refusalHeaders(out.headers, out.charged), (headers) => errorResponse(envelope, e, headers))),
       Effect.catchAllCause((cause) => defectResponse(envelope, cause))
     )
   }) as Route<R>["run"]
