@@ -155,6 +155,8 @@ describe("fast lane", () => {
       const { viaLane, viaRoute } = await both(user, c)
       expect([400, 413]).toContain(viaLane.status)
       expect(viaLane.body.error.message).toBeTruthy()
+      // A refusal to an authenticated caller carries the day's rate-limit headers, even before its body is read.
+      expect(viaLane.headers.get("x-ratelimit-limit")).toBe("1000")
       expectSame(viaRoute, viaLane)
     }
     const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed

@@ -18,7 +18,7 @@ import { Cancel } from "../Providers/internal/cancel.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { authorize, servedBy } from "../Providers/Registry.ts"
-import { toGatewayError, UpstreamError } from "../Providers/UpstreamError.ts"
+import { protocolError, toGatewayError, UpstreamError } from "../Providers/UpstreamError.ts"
 import { utcDay } from "../Quota.ts"
 import type { Fallback } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -533,17 +533,22 @@ const makeService = Effect.gen(function*() {
             if (timer === undefined) timer = setTimeout(() => end(idleError(provider)().message), idleMs)
             else timer.refresh()
           }
+          // A body with no event in it (an error page, a JSON answer to a stream request) is no empty answer.
+          let anyEvent = false
           const onData = (bytes: Uint8Array) => {
             if (ended) return
             const events = parser.push(bytes)
             if (events.length === 0) return
+            anyEvent = true
             arm()
             take(events)
           }
           body.on("data", onData)
           body.once("end", () => {
             if (ended) return
-            take(parser.end(), true)
+            const last = parser.end()
+            if (!anyEvent && last.length === 0) return end(protocolError(provider, "the stream ended without any event").message)
+            take(last, true)
             end()
           })
           body.once("error", (e) => end(streamBroke(provider)(e).message))

@@ -15,18 +15,27 @@ export class UpstreamError extends Data.TaggedError("UpstreamError")<{
 
 export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500
 
-/** Pulls the human message out of the usual error bodies (OpenAI, Anthropic, Gemini, Cohere, plain). */
+/** Credentials an upstream may echo back (a proxy's error page showing the request's headers). */
+const ECHOED_CREDENTIALS = /\b(Bearer|Basic)\s+[^\s"',;<]+/gi
+
+/**
+ * The human message of an upstream's error body, for the caller: the message field of the usual
+ * JSON shapes (OpenAI, Anthropic, Gemini, Cohere, plain), else the start of a plain-text body. An
+ * HTML page (a proxy's or a framework's error page, often with internals) is named, not shown, and
+ * an `Authorization` credential echoed anywhere in the message is redacted.
+ */
 export const upstreamMessage = (body: string): string => {
+  let message: string | undefined
   try {
     const json = JSON.parse(body) as any
     // OpenAI/Anthropic/Gemini, Cohere/Bedrock, plain strings, FastAPI-style, IBM watsonx (`errors[]`).
     const candidates = [json?.error?.message, json?.message, typeof json?.error === "string" ? json.error : undefined, json?.detail, json?.errors?.[0]?.message]
-    const found = candidates.find((m) => typeof m === "string" && m.length > 0)
-    if (found) return found
+    message = candidates.find((m) => typeof m === "string" && m.length > 0)
   } catch {
     // not JSON
   }
-  return body.slice(0, 300) || "no error body"
+  message ??= /^\s*</.test(body) ? `an HTML page of ${body.length} characters (not shown)` : body.slice(0, 300) || "no error body"
+  return message.replace(ECHOED_CREDENTIALS, "$1 [redacted]")
 }
 
 export const fromHttp = (provider: string, status: number, body: string) =>

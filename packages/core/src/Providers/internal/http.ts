@@ -11,7 +11,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { GatewayConfig } from "../../Config.ts"
 import { connectFailed, fromHttp, protocolError, UpstreamError } from "../UpstreamError.ts"
 import { Cancel } from "./cancel.ts"
-import { nodeFetch, ReplyTooLarge, setReplyLimit, UpstreamResponse } from "./nodeFetch.ts"
+import { isUndecodable, nodeFetch, ReplyTooLarge, setReplyLimit, UpstreamResponse } from "./nodeFetch.ts"
 import type { SseEvent } from "./sse.ts"
 import * as RequestId from "../../RequestId.ts"
 import { Readable } from "node:stream"
@@ -91,9 +91,15 @@ const fetchAnswer = async <A>(
   return read(res)
 }
 
-/** A failure of the transport as an UpstreamError; a reply over the limit is the upstream's fault, not a connect error. */
+/** A failure of the transport as an UpstreamError; a reply over the limit, or one that does not decode, is the upstream's fault, not a connect error. */
 const upstreamError = (provider: string, e: unknown): UpstreamError =>
-  e instanceof UpstreamError ? e : e instanceof ReplyTooLarge ? protocolError(provider, e.message) : connectFailed(provider, e)
+  e instanceof UpstreamError
+    ? e
+    : e instanceof ReplyTooLarge
+    ? protocolError(provider, e.message)
+    : isUndecodable(e)
+    ? protocolError(provider, `its body did not decode by its Content-Encoding: ${(e as Error).message}`)
+    : connectFailed(provider, e)
 
 /**
  * Runs `run` with a Cancel that `caller` (or the deadline) aborts: after REQUEST_TIMEOUT (headers

@@ -107,9 +107,20 @@ const limitPushes = (stream: Readable, limit: number): Readable => {
  */
 export const bounded = (source: Readable, limit: number, decoder?: Transform): Readable => {
   if (!decoder) return limitPushes(source, limit)
+  // The decoder's own failure (the body is not what its Content-Encoding says) is marked; a failure
+  // of the source (the connection), which the pipeline passes on to the decoder, is not.
+  let sourceFailed = false
+  source.once("error", () => (sourceFailed = true))
+  decoder.once("error", (e) => {
+    if (!sourceFailed) undecodable.add(e)
+  })
   pipeline(source, decoder, () => {})
   return limitPushes(decoder, limit)
 }
+
+/** Errors of bodies that did not decode by their Content-Encoding: the upstream's fault, not the network's. */
+const undecodable = new WeakSet<object>()
+export const isUndecodable = (e: unknown): boolean => typeof e === "object" && e !== null && undecodable.has(e)
 
 /** The whole of a (bounded) body. Events rather than `for await`: the async iterator costs several ticks per answer. */
 export const readAll = (stream: Readable): Promise<Buffer> => {

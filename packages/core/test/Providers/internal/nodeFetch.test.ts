@@ -41,6 +41,9 @@ describe("bounded reply bodies", () => {
       if (req.url!.startsWith("/sse-bomb")) return void sendGzipBomb(res, GiB, "text/event-stream")
       if (req.url === "/plain") return res.end(JSON.stringify({ pad: "x".repeat(2000) }))
       if (req.url === "/port") return res.end(JSON.stringify({ port: req.socket.remotePort }))
+      if (req.url === "/sse-html") return res.writeHead(200, { "content-type": "text/event-stream" }).end("<html><body>oops</body></html>")
+      if (req.url === "/sse-json") return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [] }))
+      if (req.url === "/bad-gzip") return res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" }).end(JSON.stringify({ ok: true }))
       res.end(JSON.stringify({ ok: true }))
     })
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -87,8 +90,8 @@ describe("bounded reply bodies", () => {
     expect(await cut()).toBe(true)
   })
 
-  it("breaks a gzip bomb SSE stream (the engine's stream loop) with a 'stream broke' error naming the limit", async () => {
-    // The engine over a metering that records nothing: only the stream loop is under test.
+  /** The chunks of a stream through the engine (over a metering that records nothing: only the stream loop is under test) from `path`. */
+  const streamFrom = async (path: string): Promise<Array<ProviderCalls.StreamChunk>> => {
     const metering = Layer.succeed(Metering, {
       avatarOfKey: async () => undefined,
       activeAvatar: async () => undefined,
@@ -101,22 +104,39 @@ describe("bounded reply bodies", () => {
     )
     const openai = data.providers.find((p) => p.id === "openai")!
     const target = {
-      provider: { ...openai, id: "p", endpoint: `${url}/sse-bomb`, apiKey: Option.none(), configured: true, settings: {}, missing: undefined },
+      provider: { ...openai, id: "p", endpoint: `${url}${path}`, apiKey: Option.none(), configured: true, settings: {}, missing: undefined },
       model: data.models.find((m) => m.id === "gpt-4o-mini")!
     }
     const messages = [{ role: "user" as const, content: "x" }]
     const chunks: Array<ProviderCalls.StreamChunk> = []
-    await withinMemory(async () => {
-      const stream = await engine.openStream({
-        avatar: { id: "a" } as AvatarRecord,
-        targets: [target],
-        cancel: new Cancel(),
-        messages,
-        request: (t) => ({ model: t.model.id, messages })
-      })
-      await stream.run((c) => chunks.push(...c))
+    const stream = await engine.openStream({
+      avatar: { id: "a" } as AvatarRecord,
+      targets: [target],
+      cancel: new Cancel(),
+      messages,
+      request: (t) => ({ model: t.model.id, messages })
     })
+    await stream.run((c) => chunks.push(...c))
+    return chunks
+  }
+
+  it("breaks a gzip bomb SSE stream (the engine's stream loop) with a 'stream broke' error naming the limit", async () => {
+    const chunks = await withinMemory(() => streamFrom("/sse-bomb"))
     expect(chunks.at(-1)).toMatchObject({ done: true, error: `p stream broke: the reply exceeded ${LIMIT} bytes (AIGW_MAX_UPSTREAM_RESPONSE_BYTES)` })
+  })
+
+  it("ends a 2xx stream that holds no event (an HTML page, a JSON answer) with an error, not as an empty answer", async () => {
+    for (const path of ["/sse-html", "/sse-json"]) {
+      const chunks = await streamFrom(path)
+      expect(chunks.map((c) => c.content).join("")).toBe("")
+      expect(chunks.at(-1)).toMatchObject({ done: true, error: "p sent an unexpected answer: the stream ended without any event" })
+    }
+  })
+
+  it("takes a body that does not decode by its Content-Encoding for the upstream's fault (a protocol error), not an unreachable upstream", async () => {
+    const error = await postJsonNow("p", `${url}/bad-gzip`, {}, {}, new Cancel()).catch((e) => e)
+    expect(error).toMatchObject({ _tag: "UpstreamError", kind: "protocol", retryable: false })
+    expect(error.message).toBe("p sent an unexpected answer: its body did not decode by its Content-Encoding: incorrect header check")
   })
 
   it("bounds the fetch fallback (multipart uploads) the same way", async () => {
