@@ -5,6 +5,7 @@
  */
 import * as http from "node:http"
 import * as net from "node:net"
+import * as zlib from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { startVendorMock, type VendorMock } from "../../../packages/core/test/support/mockVendors.ts"
@@ -45,7 +46,7 @@ const startLaneAndRoute = async (env: Record<string, string>): Promise<LaneAndRo
 const viaBoth = async (
   { routeServer, server }: LaneAndRoute,
   who: TestAvatar,
-  init: { body?: unknown; raw?: string; headers?: Record<string, string> },
+  init: { body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string> },
   path = PATH
 ) => {
   const viaRoute = await call(routeServer.url, "POST", path, { ...init, token: who.token })
@@ -70,7 +71,7 @@ describe("fast lane", () => {
   let user: TestAvatar
   let bronze: TestAvatar
 
-  const both = (who: TestAvatar, init: { body?: unknown; raw?: string; headers?: Record<string, string> }, path = PATH) =>
+  const both = (who: TestAvatar, init: { body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string> }, path = PATH) =>
     viaBoth({ server, routeServer }, who, init, path)
 
   beforeAll(async () => {
@@ -111,6 +112,15 @@ describe("fast lane", () => {
     expect(second!.body).toEqual(first!.body)
   })
 
+  it("reads a body in the charset its Content-Type declares, like the route", async () => {
+    openai.setScenario({ kind: "text", text: "Bonjour" })
+    const raw = Buffer.from(JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Un café, s'il vous plaît" }] }), "latin1")
+    const { viaLane, viaRoute } = await both(user, { raw, headers: { "content-type": "application/json; charset=ISO-8859-1" } })
+    expect(viaLane.status).toBe(200)
+    expectSame(viaRoute, viaLane)
+    expect(JSON.stringify(openai.requests.at(-1)!.body)).toContain("Un café, s'il vous plaît")
+  })
+
   it("streams like the route: role first, content, finish, usage chunk, [DONE]", async () => {
     openai.setScenario({ kind: "text", text: "one two three", usage: { prompt: 5, completion: 3 } })
     const body = { model: "gpt-4o-mini", messages: hi, stream: true, stream_options: { include_usage: true } }
@@ -138,7 +148,13 @@ describe("fast lane", () => {
 
   it("refuses bad input like the route (400, 413), without counting it", async () => {
     const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
-    const cases: Array<{ body?: unknown; raw?: string }> = [
+    const json = JSON.stringify({ model: "gpt-4o-mini", messages: hi })
+    const cases: Array<{ body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string> }> = [
+      // Bodies that cannot be read as sent: compressed (declared or not), an unknown charset, bytes that are not UTF-8.
+      { raw: json, headers: { "content-encoding": "gzip" } },
+      { raw: zlib.gzipSync(json), headers: { "content-encoding": "gzip" } },
+      { raw: json, headers: { "content-type": "application/json; charset=klingon" } },
+      { raw: Buffer.concat([Buffer.from(json.slice(0, -3)), Buffer.from([0xff, 0xfe]), Buffer.from("\"}]}")]) },
       { raw: "{\"model\": \"gpt-4o-mini\", \"messages\": [" },
       { raw: "" },
       { raw: "[1, 2]" },

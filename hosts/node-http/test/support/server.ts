@@ -166,7 +166,7 @@ export const call = async (
   base: string,
   method: string,
   path: string,
-  options: { body?: unknown; raw?: string; token?: string; apiKey?: string; headers?: Record<string, string> } = {}
+  options: { body?: unknown; raw?: string | Uint8Array; token?: string; apiKey?: string; headers?: Record<string, string> } = {}
 ) => {
   const headers: Record<string, string> = { accept: "application/json", ...options.headers }
   if (options.body !== undefined || options.raw !== undefined) headers["content-type"] ??= "application/json"
@@ -175,7 +175,7 @@ export const call = async (
   const res = await fetch(`${base}${path}`, {
     method,
     headers,
-    body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
+    body: (options.raw as BodyInit | undefined) ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
   })
   const text = await res.text()
   let body: any

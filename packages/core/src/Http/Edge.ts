@@ -113,12 +113,66 @@ export const readLimited = (source: Readable | ReadableStream<Uint8Array> | null
   })
 }
 
-const utf8 = new TextDecoder()
+/**
+ * The 400 error of a body sent with a Content-Encoding (bodies are read as sent, not decompressed),
+ * or undefined.
+ */
+export const encodingRefusal = (headers: RequestHeaders): BadRequest | undefined => {
+  const encoding = single(headers["content-encoding"])?.trim().toLowerCase()
+  return encoding === undefined || encoding === "" || encoding === "identity"
+    ? undefined
+    : new BadRequest({ message: `Content-Encoding ${encoding} is not supported: send the request body uncompressed.` })
+}
 
-/** `readLimited` as text (UTF-8). */
-export const readLimitedText = async (source: Readable | ReadableStream<Uint8Array> | null, limit: number): Promise<string | typeof TOO_LARGE> => {
+/** The charset a body's Content-Type declares (lowercase), if any. */
+export const charsetOf = (headers: RequestHeaders): string | undefined =>
+  /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(single(headers["content-type"]) ?? "")?.[1]?.toLowerCase()
+
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+
+/** The decoder of a charset label (WHATWG encodings), or undefined for a label no decoder knows. */
+const decoderOf = (charset: string | undefined): TextDecoder | undefined => {
+  if (charset === undefined || charset === "utf-8" || charset === "utf8") return utf8
+  try {
+    return new TextDecoder(charset, { fatal: true })
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The 400 error of a text (JSON) body that cannot be read as sent: a Content-Encoding, or a charset
+ * in its Content-Type that no decoder knows; else undefined. Known charsets are decoded (UTF-8 when
+ * none is declared).
+ */
+export const textBodyRefusal = (headers: RequestHeaders): BadRequest | undefined => {
+  const encoded = encodingRefusal(headers)
+  if (encoded !== undefined) return encoded
+  const charset = charsetOf(headers)
+  return decoderOf(charset) === undefined ? unsupportedCharset(charset) : undefined
+}
+
+const unsupportedCharset = (charset: string | undefined) =>
+  new BadRequest({ message: `charset ${charset} is not supported: send the request body as UTF-8.` })
+
+/**
+ * `readLimited` as text, decoded by `charset` (UTF-8 by default; a leading BOM dropped), or the 400
+ * error of bytes that are not in it.
+ */
+export const readLimitedText = async (
+  source: Readable | ReadableStream<Uint8Array> | null,
+  limit: number,
+  charset?: string
+): Promise<string | typeof TOO_LARGE | BadRequest> => {
   const bytes = await readLimited(source, limit)
-  return bytes === TOO_LARGE ? bytes : utf8.decode(bytes)
+  if (bytes === TOO_LARGE) return bytes
+  const decoder = decoderOf(charset)
+  if (decoder === undefined) return unsupportedCharset(charset)
+  try {
+    return decoder.decode(bytes)
+  } catch {
+    return new BadRequest({ message: `The request body is not valid ${decoder.encoding === "utf-8" ? "UTF-8" : charset}.` })
+  }
 }
 
 /** A JSON body's text -> value, or the 400 error of an empty, too deep, NUL-carrying, malformed or prototype-keyed body. */

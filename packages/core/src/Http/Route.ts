@@ -18,14 +18,17 @@ import type { Lane } from "./Lane.ts"
 import { markRoute } from "./Observability.ts"
 import { jsonTextProblem, NUL_PROBLEM } from "../JsonText.ts"
 import {
+  charsetOf,
   credentialsOf,
   declaresTooLarge,
+  encodingRefusal,
   type Envelope,
   errorParts,
   internalErrorBody,
   parseJsonBody,
   readLimited,
   readLimitedText,
+  textBodyRefusal,
   successBody,
   TOO_LARGE,
   tooLargeError
@@ -165,20 +168,26 @@ const sourceOf = (request: HttpServerRequest.HttpServerRequest): Readable | Read
  * The body read by `read` (Edge.readLimited or readLimitedText) within the configured size limit: a
  * declared or actual size above it is a 413 envelope; a client that leaves mid-upload is a 400.
  */
-const readBounded = <A>(read: (source: Readable | ReadableStream<Uint8Array> | null, limit: number) => Promise<A | typeof TOO_LARGE>) =>
+const readBounded = <A>(
+  read: (source: Readable | ReadableStream<Uint8Array> | null, limit: number, headers: HttpServerRequest.HttpServerRequest["headers"]) => Promise<A | typeof TOO_LARGE | BadRequest>,
+  refusal: (headers: HttpServerRequest.HttpServerRequest["headers"]) => BadRequest | undefined
+) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const { maxBodyBytes } = yield* GatewayConfig
     if (declaresTooLarge(request.headers, maxBodyBytes)) return yield* Effect.fail(tooLargeError(maxBodyBytes))
+    const refused = refusal(request.headers)
+    if (refused !== undefined) return yield* Effect.fail(refused)
     const body = yield* Effect.tryPromise({
-      try: () => read(sourceOf(request), maxBodyBytes),
+      try: () => read(sourceOf(request), maxBodyBytes, request.headers),
       catch: () => new BadRequest({ message: "The request body could not be read." })
     })
-    return body === TOO_LARGE ? yield* Effect.fail(tooLargeError(maxBodyBytes)) : body as A
+    if (body === TOO_LARGE) return yield* Effect.fail(tooLargeError(maxBodyBytes))
+    return body instanceof BadRequest ? yield* Effect.fail(body) : body as A
   })
 
-/** The body as text within the configured size limit (the Effect routes and /mcp). */
-export const readText = readBounded(readLimitedText)
+/** The body as UTF-8 text within the configured size limit (the Effect routes and /mcp). */
+export const readText = readBounded((source, limit, headers) => readLimitedText(source, limit, charsetOf(headers)), textBodyRefusal)
 
 /** Reads and parses a JSON body within the configured size, depth and NUL limits. */
 export const readJson = Effect.gen(function*() {
@@ -198,7 +207,7 @@ export const readForm = Effect.gen(function*() {
   if (!contentType.startsWith("multipart/form-data")) {
     return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data." }))
   }
-  const bytes = yield* readBounded(readLimited)
+  const bytes = yield* readBounded(readLimited, encodingRefusal)
   return yield* Effect.tryPromise({
     try: () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData(),
     catch: () => new BadRequest({ message: "Malformed multipart/form-data body." })
