@@ -121,7 +121,7 @@ describe("MCP over streamable HTTP", () => {
     const post = (body: string, headers: Record<string, string> = {}) =>
       fetch(`${server.url}/mcp`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body })
 
-    it("answers 202 to notifications, 405 to GET and DELETE, 413 to oversized bodies", async () => {
+    it("answers 202 to notifications, 405 to GET and DELETE, 413 to oversized bodies, 400 to bodies it cannot read as sent", async () => {
       const note = await post(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))
       expect(note.status).toBe(202)
       expect(await note.text()).toBe("")
@@ -134,6 +134,13 @@ describe("MCP over streamable HTTP", () => {
         authorization: `Bearer ${gold.token}`
       })
       expect(big.status).toBe(413)
+      // A body that cannot be read as sent is an invalid request (400, -32600), not a size problem.
+      const ping = JSON.stringify({ jsonrpc: "2.0", id: 8, method: "ping" })
+      for (const headers of [{ "content-encoding": "gzip" }, { "content-type": "application/json; charset=klingon" }]) {
+        const refused = await post(ping, headers)
+        expect(refused.status).toBe(400)
+        expect((await refused.json()).error.code).toBe(-32600)
+      }
       expect((await callTool(goldClient, "gateway_health", {})).isError).toBe(false)
     })
   })

@@ -23,16 +23,17 @@ import type { Route } from "./Route.ts"
 
 export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes, ...anthropicRoutes]
 
-const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
-  const path = request.url.split("?")[0] ?? "/"
-  const message = `No route for ${request.method} ${path}.`
+/** The 404 body, in its path's envelope, of a request no route serves (also the Lambda host's for a path it cannot route as sent). */
+export const notFoundBody = (method: string, path: string): unknown => {
+  const message = `No route for ${method} ${path}.`
   const api = envelopeOfPath(path)
-  if (api === "openai") {
-    return HttpServerResponse.unsafeJson({ error: { message, type: "invalid_request_error", code: "NotFound" } }, { status: 404 })
-  }
-  if (api === "anthropic") return HttpServerResponse.unsafeJson(errorBody(api, { _tag: "NotFound", message }), { status: 404 })
-  return HttpServerResponse.unsafeJson(failureOf(api, message), { status: 404 })
-})
+  if (api === "openai") return { error: { message, type: "invalid_request_error", code: "NotFound" } }
+  if (api === "anthropic") return errorBody(api, { _tag: "NotFound", message })
+  return failureOf(api, message)
+}
+
+const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+  HttpServerResponse.unsafeJson(notFoundBody(request.method, request.url.split("?")[0] ?? "/"), { status: 404 }))
 
 /**
  * /mcp and its discovery documents are served when the host provides McpHttpApp

@@ -119,12 +119,48 @@ const decodeBody = (body: string | null | undefined, base64: boolean | null | un
   return Buffer.from(compact, "base64")
 }
 
-/** Appends a header, skipping names or values the Fetch API rejects (the AWS samples carry an empty name). */
-const append = (headers: Headers, name: string, value: string) => {
+/**
+ * A request path the gateway cannot route as sent: dot segments, backslashes or a leading `//`,
+ * which a URL resolves into another path (`/v1/x/../health` into `/v1/health`). The node host routes
+ * the path as sent and finds no route; so does this host (404).
+ */
+export class UnroutablePath extends Error {
+  readonly _tag = "UnroutablePath"
+  constructor(readonly method: string, readonly path: string) {
+    super(`no route for ${method} ${path}`)
+  }
+}
+
+/** A path with its percent-encoding undone where it decodes (so that only encoding differences compare equal). */
+const decodedPath = (path: string) => {
   try {
-    headers.append(name, value)
+    return decodeURI(path)
   } catch {
-    // an invalid header name or value: not forwardable
+    return path
+  }
+}
+
+/**
+ * Node reads a header's bytes as Latin-1 and keeps the first of a duplicated credential or host; a
+ * value the Fetch API would refuse (characters above U+00FF) is given as those bytes read that way,
+ * so a key or Host with such characters is refused as on the node host rather than dropped.
+ */
+const asOnTheWire = (value: string) => (/[^\u0000-\u00ff]/.test(value) ? Buffer.from(value, "utf8").toString("latin1") : value)
+
+/** Headers node keeps once (the first), as its IncomingMessage does; the others are joined. */
+const FIRST_ONLY = new Set([
+  "age", "authorization", "content-length", "content-type", "etag", "expires", "from", "host", "if-modified-since",
+  "if-unmodified-since", "last-modified", "location", "max-forwards", "proxy-authorization", "referer", "retry-after",
+  "server", "user-agent"
+])
+
+/** Appends a header as node would hold it, skipping names the Fetch API rejects (the AWS samples carry an empty name). */
+const append = (headers: Headers, name: string, value: string) => {
+  if (FIRST_ONLY.has(name.toLowerCase()) && headers.has(name)) return
+  try {
+    headers.append(name, asOnTheWire(value))
+  } catch {
+    // an invalid header name (or a value with control characters): not forwardable
   }
 }
 
@@ -196,6 +232,8 @@ export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
     }
   }, undefined)
   if (!url) throw new BadEvent(`cannot form a URL from the path "${target}"`)
+  const path = target.split("?")[0]!
+  if (decodedPath(url.pathname) !== decodedPath(path)) throw new UnroutablePath(method, path)
   const body = method === "GET" || method === "HEAD" ? undefined : decodeBody(http.event.body, http.event.isBase64Encoded)
   return new Request(url, { method, headers, body: body as BodyInit | undefined, signal })
 }

@@ -23,7 +23,7 @@ import * as Exporters from "../Observability/Exporters.ts"
 import { redactUrls, StartupError } from "../StartupError.ts"
 import * as Database from "../Storage/Database.ts"
 import { migrate as runMigrations, migrations } from "../Storage/Sql/Migrations.ts"
-import { BadEvent, classify, type HttpEvent, type HttpResult, toRequest, toResult } from "./Events.ts"
+import { BadEvent, classify, type HttpEvent, type HttpResult, toRequest, toResult, UnroutablePath } from "./Events.ts"
 import { type ResponseStream, streamResponse } from "./Streaming.ts"
 
 /** The Lambda context fields the host reads. */
@@ -267,6 +267,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     try {
       request = toRequest(http.right, signal)
     } catch (e) {
+      if (e instanceof UnroutablePath) return { format: http.right.format, response: jsonResponse(404, HttpApp.notFoundBody(e.method, e.path)) }
       const message = e instanceof BadEvent ? e.message : String(e)
       log(Effect.logWarning(`aigw: bad event: ${message}`))
       return { format: http.right.format, response: envelopeResponse(400, `Bad Lambda event: ${message}`) }

@@ -283,7 +283,12 @@ export const layerHttp = Layer.unwrapScoped(
         return jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer error="invalid_token"' })
       }
       const text = yield* Effect.either(Effect.provideService(readText, GatewayConfig, config))
-      if (text._tag === "Left") return jsonRpcError(413, -32000, text.left.message)
+      if (text._tag === "Left") {
+        // Too large: 413; a body that cannot be read as sent (its encoding or charset): an invalid request.
+        return text.left._tag === "PayloadTooLarge"
+          ? jsonRpcError(413, -32000, text.left.message)
+          : jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${text.left.message}`)
+      }
       const parsed = parseJsonText(text.right, limits.maxJsonDepth)
       if (!("value" in parsed)) {
         return parsed.malformed

@@ -4,7 +4,7 @@
  */
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { BadEvent, classify, isTextual, toRequest, toResult } from "../../src/Lambda/Events.ts"
+import { BadEvent, classify, isTextual, toRequest, toResult, UnroutablePath } from "../../src/Lambda/Events.ts"
 import { fixture, functionUrlEvent, v1Event, v2Event } from "./support/events.ts"
 
 const requestOf = (event: unknown) => {
@@ -82,6 +82,42 @@ describe("events -> Request (AWS sample payloads)", () => {
     expect(new URL(requestOf(event).url).pathname).toBe("/v1/health")
     event.rawPath = "/v1/health" // custom domain: no stage in the path
     expect(new URL(requestOf(event).url).pathname).toBe("/v1/health")
+  })
+})
+
+describe("events -> Request, as the node host would see the request", () => {
+  it("a path a URL would resolve into another (dot segments, backslashes, a leading //) is not routed: UnroutablePath", () => {
+    for (const path of ["/v1/x/../health", "/v1/x/%2e%2e/health", "/v1/./health", "/v1\\health", "//evil.example/v1/health"]) {
+      for (const event of [v2Event({ method: "GET", path }), v1Event({ method: "GET", path })]) {
+        let thrown: unknown
+        try {
+          requestOf(event)
+        } catch (e) {
+          thrown = e
+        }
+        expect([path, thrown]).toEqual([path, expect.any(UnroutablePath)])
+        expect((thrown as UnroutablePath).path).toBe(path)
+      }
+    }
+    // Encoding differences alone still route: REST API paths arrive decoded.
+    expect(new URL(requestOf(v1Event({ method: "GET", path: "/api/avatar/resend-verification-email/a b@example.com" })).url).pathname)
+      .toBe("/api/avatar/resend-verification-email/a%20b@example.com")
+  })
+
+  it("a header value with characters above U+00FF is kept as its bytes read as Latin-1 (node's reading), not dropped", () => {
+    const event = v2Event({ method: "POST", path: "/mcp" })
+    event.headers = { ...event.headers, "x-api-key": "aigw_key✓", host: "ex✓.com" }
+    const request = requestOf(event)
+    expect(request.headers.get("x-api-key")).toBe(Buffer.from("aigw_key✓", "utf8").toString("latin1"))
+    expect(request.headers.get("host")).toBe(Buffer.from("ex✓.com", "utf8").toString("latin1"))
+  })
+
+  it("a repeated Authorization (REST API multi-value headers) keeps the first, as node does; other repeats are joined", () => {
+    const event = v1Event({ method: "GET", path: "/v1/usage" })
+    event.multiValueHeaders = { Authorization: ["Bearer first", "Bearer second"], "X-Tag": ["a", "b"] }
+    const request = requestOf(event)
+    expect(request.headers.get("authorization")).toBe("Bearer first")
+    expect(request.headers.get("x-tag")).toBe("a, b")
   })
 })
 

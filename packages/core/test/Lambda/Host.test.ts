@@ -31,6 +31,18 @@ describe("malformed events", () => {
   })
 })
 
+describe("paths it cannot route as sent", () => {
+  it("answer 404 in their path's envelope, as the node host's router does, without building the runtime", async () => {
+    const host = makeLambdaHost({ env: {} })
+    const gateway = await host.handler(v2Event({ method: "GET", path: "/v1/x/../health" }))
+    expect(gateway.statusCode).toBe(404)
+    expect(json(gateway)).toMatchObject({ isError: true, message: "No route for GET /v1/x/../health." })
+    const openai = await host.handler(v1Event({ method: "POST", path: "/openai/v1/../v1/models" }))
+    expect(openai.statusCode).toBe(404)
+    expect(json(openai)).toMatchObject({ error: { code: "NotFound", message: "No route for POST /openai/v1/../v1/models." } })
+  })
+})
+
 describe("runtime build failures answer a clear 503, not an opaque 502", () => {
   const health = v2Event({ method: "GET", path: "/v1/health" })
 
