@@ -136,7 +136,7 @@ describe("MCP over streamable HTTP", () => {
       expect(big.status).toBe(413)
       // A body that cannot be read as sent is an invalid request (400, -32600), not a size problem.
       const ping = JSON.stringify({ jsonrpc: "2.0", id: 8, method: "ping" })
-      for (const headers of [{ "content-encoding": "gzip" }, { "content-type": "application/json; charset=klingon" }]) {
+      for (const headers of [{ "content-encoding": "gzip" }, { "content-type": "application/json; charset=klingon" }] as Array<Record<string, string>>) {
         const refused = await post(ping, headers)
         expect(refused.status).toBe(400)
         expect((await refused.json()).error.code).toBe(-32600)
