@@ -4,12 +4,13 @@
  * stdout carries the protocol, so every log line goes to stderr (text, or JSON lines with
  * AIGW_LOG_FORMAT=json; Logging.ts). A failed start is one line on stderr
  * naming the cause and the variable to fix, and exit code 1 (StartupError.ts; AIGW_DEBUG=1 adds the cause).
+ * The process ends when stdin ends (after the answers still due) or on SIGTERM/SIGINT.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeSink from "@effect/platform-node/NodeSink"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { ConfigFile, Layers, Logging, MallocTrim, Mcp, StartupError } from "@aigw/core"
-import { Config, Effect, Layer, Logger } from "effect"
+import { Config, Context, Effect, Layer, Logger } from "effect"
 
 // A stray console.log from any library would corrupt the protocol stream.
 console.log = console.error
@@ -25,7 +26,8 @@ const McpLive = Layer.unwrapEffect(
   Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG))
 )
 
-Layer.launch(McpLive).pipe(
+// Serves until stdin ends (the MCP host closed it) and every answer is written, then exits.
+Effect.scoped(Effect.flatMap(Layer.build(McpLive), (context) => Context.get(context, Mcp.McpStdio).done)).pipe(
   StartupError.reportStartupFailure,
   Effect.provide(
     Logging.layerFromEnv({

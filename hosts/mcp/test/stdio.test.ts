@@ -144,6 +144,65 @@ describe("MCP over stdio (hosts/mcp)", () => {
     child.kill("SIGTERM")
   })
 
+  it("answers every line as /mcp answers a body: parse errors, ids, methods, params, batches, limits; ends when stdin ends", async () => {
+    const child = spawn(tsx, [main], { cwd: server.dataDir, env: { ...env(gold.apiKey), AIGW_MAX_BODY_BYTES: "100000" }, stdio: ["pipe", "pipe", "pipe"] })
+    children.push(child)
+    let stdout = ""
+    let stderr = ""
+    child.stdout!.on("data", (d) => (stdout += d))
+    child.stderr!.on("data", (d) => (stderr += d))
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
+    const answers = () => stdout.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
+    /** Writes `line` and waits for the answer `match` picks (the n-th answer when a number). */
+    const exchange = async (line: string | Uint8Array, count: number) => {
+      child.stdin!.write(line)
+      child.stdin!.write("\n")
+      const deadline = Date.now() + 30_000
+      while (answers().length < count) {
+        if (Date.now() > deadline) throw new Error(`no answer ${count}:\n${stdout}\n${stderr}`)
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      return answers()[count - 1]
+    }
+    let n = 0
+    const ping = (id: unknown) => JSON.stringify({ jsonrpc: "2.0", id, method: "ping" })
+    expect(await exchange("not json", ++n)).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } })
+    // The session goes on, and ids keep their type.
+    expect(await exchange(ping("abc"), ++n)).toEqual({ jsonrpc: "2.0", id: "abc", result: {} })
+    expect(await exchange(ping("7"), ++n)).toEqual({ jsonrpc: "2.0", id: "7", result: {} })
+    expect(await exchange(ping(1.5), ++n)).toEqual({ jsonrpc: "2.0", id: 1.5, result: {} })
+    expect(await exchange(ping(null), ++n)).toMatchObject({ id: null, error: { code: -32600 } })
+    expect(await exchange(JSON.stringify({ id: 6, method: "ping" }), ++n)).toMatchObject({ id: 6, error: { code: -32600 } })
+    expect(await exchange(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "nope/x" }), ++n)).toEqual({ jsonrpc: "2.0", id: 3, error: { code: -32601, message: "Method not found: nope/x" } })
+    const badParams = await exchange(JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/call", params: "str" }), ++n)
+    expect(badParams).toMatchObject({ id: 4, error: { code: -32602 } })
+    expect(Object.keys(badParams.error).sort()).toEqual(["code", "message"])
+    // `arguments` may be left out, as on /mcp.
+    expect(await exchange(JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "gateway_health" } }), ++n)).toMatchObject({ id: 5, result: { isError: false } })
+    // A batch is answered as one array; over AIGW_MCP_MAX_BATCH or empty, refused whole.
+    expect(await exchange(JSON.stringify([JSON.parse(ping(10)), JSON.parse(ping(11))]), ++n)).toEqual([
+      { jsonrpc: "2.0", id: 10, result: {} },
+      { jsonrpc: "2.0", id: 11, result: {} }
+    ])
+    expect(await exchange(JSON.stringify(Array.from({ length: 40 }, (_, i) => JSON.parse(ping(100 + i)))), ++n)).toMatchObject({ id: null, error: { code: -32600 } })
+    expect(await exchange("[]", ++n)).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request: empty batch." } })
+    // A line over AIGW_MAX_BODY_BYTES is refused without being kept; bytes that are not UTF-8 are a parse error.
+    expect(await exchange(ping("x".repeat(200_000)), ++n)).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32600, message: "Invalid Request: the message exceeds 100000 bytes (AIGW_MAX_BODY_BYTES)." }
+    })
+    expect(await exchange(Buffer.from([0x7b, 0xff, 0x7d]), ++n)).toMatchObject({ id: null, error: { code: -32700 } })
+    expect(await exchange(ping(12), ++n)).toEqual({ jsonrpc: "2.0", id: 12, result: {} })
+    // A notification is not answered; stdin's end ends the process once the last answer is out.
+    child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`)
+    child.stdin!.end(ping(13))
+    expect(await exited).toBe(0)
+    expect(answers().at(-1)).toEqual({ jsonrpc: "2.0", id: 13, result: {} })
+    expect(answers()).toHaveLength(n + 1)
+    expect(stderr).not.toMatch(/SyntaxError|BigInt/)
+  })
+
   it("refuses to start with an invalid AIGW_API_KEY, saying why on stderr", async () => {
     const child = spawn(tsx, [main], { cwd: server.dataDir, env: env("aigw_not_a_real_key"), stdio: ["pipe", "pipe", "pipe"] })
     children.push(child)

@@ -24,7 +24,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import * as RpcServer from "@effect/rpc/RpcServer"
-import { Cause, Context, Effect, Either, Fiber, JSONSchema, Layer, Mailbox, Option, Redacted, Schema, Sink, Stream } from "effect"
+import { Cause, Context, Effect, Either, Fiber, JSONSchema, Layer, Option, Redacted, Schema, Sink, Stream } from "effect"
 import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
@@ -233,94 +233,132 @@ const jsonRpcError = (status: number, code: number, message: string, headers: Re
 
 const utf8 = new TextDecoder()
 
+/** What the JSON-RPC front answers one message or batch: the HTTP status that fits, and the JSON (none: nothing to answer). */
+interface FrontAnswer {
+  readonly status: number
+  readonly body: unknown
+}
+
 /**
- * MCP over streamable HTTP (protocol 2025-06-18, stateless): POST carries JSON-RPC and is
- * answered with JSON; GET (no server-initiated stream) and DELETE (no sessions) answer 405.
- * Credentials are read per request, first: none means an anonymous caller; invalid ones are
- * refused with 401 before the body is read, as the MCP authorization rules require. The body
- * goes through the routes' bounded reader and JSON checks, then the JSON-RPC front (JsonRpc.ts):
- * an anonymous `tools/call` of a tool that needs credentials is answered there, so without
- * credentials only the free tools (gateway_health) and the protocol's listings do any work.
+ * The JSON-RPC front both transports share (/mcp and stdio): one message or batch as text, from a
+ * caller, through the checks of every HTTP body (JsonText.parseJsonText: nesting, NUL characters,
+ * "__proto__"), the JSON-RPC plan (JsonRpc.ts: batch bound, message shape, ids, methods, params, an
+ * anonymous `tools/call` refused before any work) and the MCP server (@effect/rpc's HTTP protocol,
+ * run in process), to the answers JSON-RPC 2.0 defines.
  */
-export const layerHttp = Layer.unwrapScoped(
-  Effect.gen(function*() {
-    const { httpApp, protocol } = yield* RpcServer.makeProtocolWithHttpApp.pipe(Effect.provide(RpcSerialization.layerJsonRpc()))
-    const auth = yield* Auth
-    const config = yield* GatewayConfig
-    const { limits } = config
-    const server = McpServer.layer(yield* serverInfo).pipe(Layer.provide(Layer.succeed(RpcServer.Protocol, protocol)))
-    const freeTools = new Set(
-      (Object.values(GatewayToolkit.tools) as ReadonlyArray<Tool.Any>).filter((t) => !Context.get(t.annotations, RequiresAuth)).map((t) => t.name)
+const makeFront = Effect.gen(function*() {
+  const { httpApp, protocol } = yield* RpcServer.makeProtocolWithHttpApp.pipe(Effect.provide(RpcSerialization.layerJsonRpc()))
+  const { limits } = yield* GatewayConfig
+  const freeTools = new Set(
+    (Object.values(GatewayToolkit.tools) as ReadonlyArray<Tool.Any>).filter((t) => !Context.get(t.annotations, RequiresAuth)).map((t) => t.name)
+  )
+  const authRequired = Schema.encodeSync(McpSchema.CallToolResult)(errorResult("Unauthorized", AUTH_REQUIRED))
+  const refuseAnonymous = (name: unknown) => (typeof name === "string" && freeTools.has(name) ? undefined : authRequired)
+  const refuseNothing = () => undefined
+
+  /** Runs the forwarded requests through @effect/rpc's protocol app; its outputs as JSON values. */
+  const runServer = (body: string, caller: McpCaller["Type"]) =>
+    httpApp.pipe(
+      Effect.provideService(
+        HttpServerRequest.HttpServerRequest,
+        HttpServerRequest.fromWeb(new Request("http://aigw.internal/mcp", { method: "POST", headers: { "content-type": "application/json" }, body }))
+      ),
+      Effect.provideService(McpCaller, caller),
+      Effect.scoped,
+      Effect.map((response): ReadonlyArray<unknown> => {
+        const text = response.body._tag === "Uint8Array" ? utf8.decode(response.body.body) : ""
+        return text.trim() === "" ? [] : [JSON.parse(text) as unknown].flat()
+      })
     )
-    const authRequired = Schema.encodeSync(McpSchema.CallToolResult)(errorResult("Unauthorized", AUTH_REQUIRED))
-    const refuseAnonymous = (name: unknown) => (typeof name === "string" && freeTools.has(name) ? undefined : authRequired)
-    const refuseNothing = () => undefined
 
-    /** Runs the forwarded requests through @effect/rpc's protocol app; its outputs as JSON values. */
-    const runServer = (body: string, caller: Option.Option<AvatarRecord>) =>
-      httpApp.pipe(
-        Effect.provideService(
-          HttpServerRequest.HttpServerRequest,
-          HttpServerRequest.fromWeb(new Request("http://aigw.internal/mcp", { method: "POST", headers: { "content-type": "application/json" }, body }))
-        ),
-        Effect.provideService(McpCaller, { resolve: Effect.succeed(caller) }),
-        Effect.scoped,
-        Effect.map((response): ReadonlyArray<unknown> => {
-          const text = response.body._tag === "Uint8Array" ? utf8.decode(response.body.body) : ""
-          return text.trim() === "" ? [] : [JSON.parse(text) as unknown].flat()
-        })
-      )
+  const refusal = (status: number, code: number, message: string): FrontAnswer => ({ status, body: JsonRpc.errorResponse(null, code, message) })
 
-    const app = Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      if (request.method !== "POST") {
-        return jsonRpcError(405, -32000, `Method ${request.method} is not allowed: this MCP endpoint takes JSON-RPC over POST (no server-initiated stream, no sessions).`, {
-          allow: "POST"
-        })
-      }
-      const caller = yield* Effect.either(auth.resolve(credentialsOf(request.headers)))
-      if (caller._tag === "Left") {
-        return jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer error="invalid_token"' })
-      }
-      const text = yield* Effect.either(Effect.provideService(readText, GatewayConfig, config))
-      if (text._tag === "Left") {
-        // Too large: 413; a body that cannot be read as sent (its encoding or charset): an invalid request.
-        return text.left._tag === "PayloadTooLarge"
-          ? jsonRpcError(413, -32000, text.left.message)
-          : jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${text.left.message}`)
-      }
-      const parsed = parseJsonText(text.right, limits.maxJsonDepth)
+  /** The answer to `text` from `caller` (`anonymous`: no credentials, only the free tools work). */
+  const answer = (text: string, caller: McpCaller["Type"], anonymous: boolean): Effect.Effect<FrontAnswer> =>
+    Effect.gen(function*() {
+      const parsed = parseJsonText(text, limits.maxJsonDepth)
       if (!("value" in parsed)) {
         return parsed.malformed
-          ? jsonRpcError(400, JsonRpc.PARSE_ERROR, "Parse error")
-          : jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${parsed.problem}`)
+          ? refusal(400, JsonRpc.PARSE_ERROR, "Parse error")
+          : { status: 400, body: JsonRpc.errorResponse(idOfText(text), JsonRpc.INVALID_REQUEST, `Invalid Request: ${parsed.problem}`) }
       }
-      const plan = JsonRpc.plan(parsed.value, {
-        maxBatch: limits.mcpMaxBatch,
-        refuseTool: Option.isNone(caller.right) ? refuseAnonymous : refuseNothing
-      })
-      if (!("slots" in plan)) return jsonRpcError(400, plan.code, plan.message)
+      const plan = JsonRpc.plan(parsed.value, { maxBatch: limits.mcpMaxBatch, refuseTool: anonymous ? refuseAnonymous : refuseNothing })
+      if (!("slots" in plan)) return refusal(400, plan.code, plan.message)
       const forwarded = JsonRpc.forwardedBody(plan.slots)
-      const outputs = forwarded === undefined ? [] : yield* runServer(forwarded, caller.right)
+      const outputs = forwarded === undefined ? [] : yield* runServer(forwarded, caller)
       const internal: Array<unknown> = []
       const answers = JsonRpc.answers(plan.slots, outputs, (output) => internal.push(output))
       if (internal.length > 0) yield* Effect.logError("MCP request failed", internal)
       // Only notifications or responses: nothing to answer.
-      if (answers.length === 0) return HttpServerResponse.empty({ status: 202 })
-      if (plan.batch) return HttpServerResponse.unsafeJson(answers)
+      if (answers.length === 0) return { status: 202, body: undefined }
+      if (plan.batch) return { status: 200, body: answers }
       const single = answers[0]!
-      return HttpServerResponse.unsafeJson(single, { status: single.error?.code === JsonRpc.INVALID_REQUEST ? 400 : 200 })
+      return { status: single.error?.code === JsonRpc.INVALID_REQUEST ? 400 : 200, body: single }
     }).pipe(
       // A defect of the server itself: logged, answered as JSON-RPC without details.
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause)
-          : Effect.logError("MCP request failed", cause).pipe(Effect.as(jsonRpcError(500, JsonRpc.INTERNAL_ERROR, "Internal error")))
+          : Effect.logError("MCP request failed", cause).pipe(Effect.as(refusal(500, JsonRpc.INTERNAL_ERROR, "Internal error")))
       )
     )
 
-    return Layer.mergeAll(Layer.succeed(McpHttpApp, app), layerTools, layerForgetClients(protocol)).pipe(Layer.provide(server))
-  })
+  return { answer, protocol }
+})
+
+/**
+ * The MCP server over the front's protocol, the toolkit, and `transport` (which reads the front's
+ * `answer`): the layer each transport is.
+ */
+const layerOver = <A, E, R>(transport: (front: Effect.Effect.Success<typeof makeFront>) => Layer.Layer<A, E, R>) =>
+  Layer.unwrapScoped(
+    Effect.gen(function*() {
+      const front = yield* makeFront
+      const server = McpServer.layer(yield* serverInfo).pipe(Layer.provide(Layer.succeed(RpcServer.Protocol, front.protocol)))
+      return Layer.mergeAll(transport(front), layerTools, layerForgetClients(front.protocol)).pipe(Layer.provide(server))
+    })
+  )
+
+/**
+ * MCP over streamable HTTP (protocol 2025-06-18, stateless): POST carries JSON-RPC and is
+ * answered with JSON; GET (no server-initiated stream) and DELETE (no sessions) answer 405.
+ * Credentials are read per request, first: none means an anonymous caller; invalid ones are
+ * refused with 401 before the body is read, as the MCP authorization rules require. The body
+ * goes through the routes' bounded reader, then the JSON-RPC front (`makeFront`): an anonymous
+ * `tools/call` of a tool that needs credentials is answered there, so without credentials only the
+ * free tools (gateway_health) and the protocol's listings do any work.
+ */
+export const layerHttp = layerOver((front) =>
+  Layer.effect(
+    McpHttpApp,
+    Effect.gen(function*() {
+      const auth = yield* Auth
+      const config = yield* GatewayConfig
+      return Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        if (request.method !== "POST") {
+          return jsonRpcError(405, -32000, `Method ${request.method} is not allowed: this MCP endpoint takes JSON-RPC over POST (no server-initiated stream, no sessions).`, {
+            allow: "POST"
+          })
+        }
+        const caller = yield* Effect.either(auth.resolve(credentialsOf(request.headers)))
+        if (caller._tag === "Left") {
+          return jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer error="invalid_token"' })
+        }
+        const text = yield* Effect.either(Effect.provideService(readText, GatewayConfig, config))
+        if (text._tag === "Left") {
+          // Too large: 413; a body that cannot be read as sent (its encoding or charset): an invalid request.
+          return text.left._tag === "PayloadTooLarge"
+            ? jsonRpcError(413, -32000, text.left.message)
+            : jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${text.left.message}`)
+        }
+        const answered = yield* front.answer(text.right, { resolve: Effect.succeed(caller.right) }, Option.isNone(caller.right))
+        return answered.body === undefined
+          ? HttpServerResponse.empty({ status: answered.status })
+          : HttpServerResponse.unsafeJson(answered.body, { status: answered.status })
+      }) as HttpApp.Default
+    })
+  )
 )
 
 /**
@@ -340,74 +378,129 @@ const layerForgetClients = (protocol: RpcServer.Protocol["Type"]) =>
     })
   )
 
-/** A refused line's id, as JSON-RPC answers it (null for a line that is not one message with a valid id). */
-const idOfLine = (line: string): JsonRpc.Id | null => {
+/** The id of a refused message's text, as JSON-RPC answers it (null for a text that is not one message with a valid id). */
+const idOfText = (text: string): JsonRpc.Id | null => {
   try {
-    return JsonRpc.answerIdOf(JSON.parse(line))
+    return JsonRpc.answerIdOf(JSON.parse(text))
   } catch {
     return null
   }
 }
 
+const NEWLINE = 0x0a
+
 /**
- * The refusal of one stdio line (a JSON-RPC message or batch) that fails the checks every HTTP body
- * passes (JsonText.parseJsonText: nesting, NUL characters, "__proto__" as a field name), or undefined
- * (also for a line that is not JSON: the transport answers that one). The transport parses each line
- * again: stdio carries one client's messages, so the second parse costs nothing that matters.
+ * Splits a byte stream into lines of at most `limit` bytes: each complete line (without its "\n" or
+ * "\r\n"), or TOO_LONG for one longer than that, whose bytes are dropped as they come rather than
+ * kept; the last line need not end with a newline.
  */
-export const stdioLineRefusal = (line: string, maxDepth: number): string | undefined => {
-  const parsed = parseJsonText(line, maxDepth)
-  if ("value" in parsed || parsed.malformed) return undefined
-  return JSON.stringify(JsonRpc.errorResponse(idOfLine(line), JsonRpc.INVALID_REQUEST, `Invalid Request: ${parsed.problem}`))
+export const lineSplitter = (limit: number) => {
+  let held: Array<Uint8Array> = []
+  let size = 0
+  let tooLong = false
+  const take = (): Uint8Array | typeof TOO_LONG => {
+    const line = tooLong ? TOO_LONG : held.length === 1 ? held[0]! : Buffer.concat(held)
+    held = []
+    size = 0
+    tooLong = false
+    if (line === TOO_LONG) return line
+    return line.length > 0 && line[line.length - 1] === 0x0d ? line.subarray(0, line.length - 1) : line
+  }
+  const hold = (bytes: Uint8Array) => {
+    if (tooLong || bytes.length === 0) return
+    size += bytes.length
+    if (size > limit + 1) {
+      tooLong = true
+      held = []
+    } else held.push(bytes)
+  }
+  return {
+    push: (chunk: Uint8Array): Array<Uint8Array | typeof TOO_LONG> => {
+      const lines: Array<Uint8Array | typeof TOO_LONG> = []
+      let start = 0
+      for (let at = chunk.indexOf(NEWLINE); at !== -1; at = chunk.indexOf(NEWLINE, start)) {
+        hold(chunk.subarray(start, at))
+        lines.push(take())
+        start = at + 1
+      }
+      hold(chunk.subarray(start))
+      return lines
+    },
+    end: (): Array<Uint8Array | typeof TOO_LONG> => (size > 0 || tooLong ? [take()] : [])
+  }
 }
+export const TOO_LONG: unique symbol = Symbol("too long")
 
-const encoder = new TextEncoder()
+const fatalUtf8 = new TextDecoder("utf-8", { fatal: true })
 
 /**
- * MCP over stdio for desktop hosts: one caller (the avatar of `apiKey`) for the whole process.
- * Fails at start when the key is invalid; without a key only gateway_health works.
- * Lines that fail the checks of every HTTP body are answered here (-32600) and never reach the
- * transport; its answers and those refusals leave through one writer, drained before the process ends.
+ * MCP over stdio for desktop hosts: one caller (the avatar of `apiKey`) for the whole process,
+ * resolved again on every call. Fails at start when the key is invalid; without a key only
+ * gateway_health works. Each line is one JSON-RPC message or batch, answered on one line by the
+ * front /mcp uses (`makeFront`: the same checks, codes and ids); lines are served concurrently and
+ * answered as they finish. A line over `AIGW_MAX_BODY_BYTES` or not UTF-8 is refused by id null
+ * (-32600, -32700) without being kept. When stdin ends, the answers still due are written and the
+ * layer's `done` completes (hosts/mcp then exits).
  */
+export class McpStdio extends Context.Tag("aigw/Mcp/McpStdio")<McpStdio, {
+  /** Completes once stdin has ended and every answer was written. */
+  readonly done: Effect.Effect<void>
+}>() {}
+
+/** How many stdio lines are served at once. */
+const STDIO_CONCURRENCY = 16
+
 export const layerStdio = <EIn, RIn, EOut, ROut>(options: {
   readonly stdin: Stream.Stream<Uint8Array, EIn, RIn>
   readonly stdout: Sink.Sink<unknown, Uint8Array | string, unknown, EOut, ROut>
   readonly apiKey: Option.Option<Redacted.Redacted>
 }) =>
-  Layer.unwrapScoped(
-    Effect.gen(function*() {
-      const auth = yield* Auth
-      const { maxJsonDepth } = (yield* GatewayConfig).limits
-      const credentials: Credentials = Option.match(options.apiKey, {
-        onNone: () => ({}),
-        onSome: (key) => ({ apiKey: Redacted.value(key) })
-      })
-      const caller = callerFrom(auth, credentials)
-      const avatar = yield* caller.resolve.pipe(
-        Effect.mapError(() =>
-          new Unauthorized({ message: `AIGW_API_KEY is refused (${INVALID}): the key is unknown or revoked, or its avatar is inactive.` })
+  layerOver((front) =>
+    Layer.scoped(
+      McpStdio,
+      Effect.gen(function*() {
+        const auth = yield* Auth
+        const { maxBodyBytes } = yield* GatewayConfig
+        const credentials: Credentials = Option.match(options.apiKey, {
+          onNone: () => ({}),
+          onSome: (key) => ({ apiKey: Redacted.value(key) })
+        })
+        const caller = callerFrom(auth, credentials)
+        const avatar = yield* caller.resolve.pipe(
+          Effect.mapError(() =>
+            new Unauthorized({ message: `AIGW_API_KEY is refused (${INVALID}): the key is unknown or revoked, or its avatar is inactive.` })
+          )
         )
-      )
-      yield* Option.match(avatar, {
-        onNone: () => Effect.logWarning("AIGW_API_KEY is not set: only gateway_health will work"),
-        onSome: (a) => Effect.logInfo(`MCP stdio server acting as avatar ${a.username} (${a.id})`)
+        yield* Option.match(avatar, {
+          onNone: () => Effect.logWarning("AIGW_API_KEY is not set: only gateway_health will work"),
+          onSome: (a) => Effect.logInfo(`MCP stdio server acting as avatar ${a.username} (${a.id})`)
+        })
+        const anonymous = Option.isNone(options.apiKey)
+        const answerLine = (line: Uint8Array | typeof TOO_LONG): Effect.Effect<Option.Option<string>> => {
+          if (line === TOO_LONG) {
+            const message = `Invalid Request: the message exceeds ${maxBodyBytes} bytes (AIGW_MAX_BODY_BYTES).`
+            return Effect.succeed(Option.some(JSON.stringify(JsonRpc.errorResponse(null, JsonRpc.INVALID_REQUEST, message))))
+          }
+          let text: string
+          try {
+            text = fatalUtf8.decode(line)
+          } catch {
+            return Effect.succeed(Option.some(JSON.stringify(JsonRpc.errorResponse(null, JsonRpc.PARSE_ERROR, "Parse error"))))
+          }
+          if (text.trim() === "") return Effect.succeed(Option.none())
+          return Effect.map(front.answer(text, caller, anonymous), (a) => a.body === undefined ? Option.none() : Option.some(JSON.stringify(a.body)))
+        }
+        const splitter = lineSplitter(maxBodyBytes)
+        const serving = options.stdin.pipe(
+          Stream.mapConcat((chunk) => splitter.push(chunk)),
+          Stream.concat(Stream.suspend(() => Stream.fromIterable(splitter.end()))),
+          Stream.mapEffect(answerLine, { concurrency: STDIO_CONCURRENCY, unordered: true }),
+          Stream.filterMap((answer) => Option.map(answer, (text) => `${text}\n`)),
+          Stream.run(options.stdout),
+          Effect.catchAllCause((cause) => Effect.logError("MCP stdio transport failed", cause))
+        )
+        const fiber = yield* Effect.forkScoped(serving)
+        return { done: Effect.asVoid(Fiber.await(fiber)) }
       })
-      const out = yield* Mailbox.make<Uint8Array | string>()
-      const writer = yield* Mailbox.toStream(out).pipe(Stream.run(options.stdout), Effect.forkScoped)
-      // Runs before the scope interrupts the writer: what was answered is written out first.
-      yield* Effect.addFinalizer(() => Effect.ignore(Effect.timeout(Effect.zipRight(out.end, Fiber.join(writer)), "5 seconds")))
-      const stdin = options.stdin.pipe(
-        Stream.decodeText(),
-        Stream.splitLines,
-        Stream.filterEffect((line) => {
-          const refusal = stdioLineRefusal(line, maxJsonDepth)
-          return refusal === undefined ? Effect.succeed(true) : Effect.as(out.offer(`${refusal}\n`), false)
-        }),
-        Stream.map((line) => encoder.encode(`${line}\n`))
-      )
-      return layerTools.pipe(
-        Layer.provide(Layer.succeed(McpCaller, caller)),
-        Layer.provideMerge(McpServer.layerStdio({ ...(yield* serverInfo), stdin, stdout: Sink.forEach((chunk: Uint8Array | string) => out.offer(chunk)) }))
-      )
-    })
+    )
   )
