@@ -84,7 +84,8 @@ describe("prototype keys in request bodies", () => {
         apiKey: user.apiKey
       })
       expect(mcp.status).toBe(400)
-      expect(mcp.body).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request: the field name __proto__ is not accepted (at params.arguments)." } })
+      // Refused by its id, as on stdio (the message is JSON, so its id is known).
+      expect(mcp.body).toEqual({ jsonrpc: "2.0", id: 1, error: { code: -32600, message: "Invalid Request: the field name __proto__ is not accepted (at params.arguments)." } })
     }
     expect(({} as any).isAdmin).toBeUndefined()
     expect(lane.output()).not.toMatch(/unexpected failure|TypeError/)
