@@ -131,6 +131,8 @@ export class UnroutablePath extends Error {
   }
 }
 
+const UNSERVED_METHODS = new Set(["CONNECT", "TRACE", "TRACK"])
+
 /** A path with its percent-encoding undone where it decodes (so that only encoding differences compare equal). */
 const decodedPath = (path: string) => {
   try {
@@ -233,7 +235,8 @@ export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
   }, undefined)
   if (!url) throw new BadEvent(`cannot form a URL from the path "${target}"`)
   const path = target.split("?")[0]!
-  if (decodedPath(url.pathname) !== decodedPath(path)) throw new UnroutablePath(method, path)
+  // Methods a web Request cannot carry (CONNECT, TRACE, TRACK) have no route either.
+  if (decodedPath(url.pathname) !== decodedPath(path) || UNSERVED_METHODS.has(method)) throw new UnroutablePath(method, path)
   const body = method === "GET" || method === "HEAD" ? undefined : decodeBody(http.event.body, http.event.isBase64Encoded)
   return new Request(url, { method, headers, body: body as BodyInit | undefined, signal })
 }

@@ -20,6 +20,7 @@ import { envelopeOfPath, errorBody } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
 import * as Mcp from "../Mcp/Server.ts"
 import * as Exporters from "../Observability/Exporters.ts"
+import * as RequestId from "../RequestId.ts"
 import { redactUrls, StartupError } from "../StartupError.ts"
 import * as Database from "../Storage/Database.ts"
 import { migrate as runMigrations, migrations } from "../Storage/Sql/Migrations.ts"
@@ -259,18 +260,23 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
   /** Event -> Response (400 envelope for an event that is not an HTTP request). */
   const respond = async (input: unknown, signal?: AbortSignal): Promise<{ format: "v1" | "v2"; response: Response }> => {
     const http = classify(input)
+    // Answers made here, outside the application, carry a request id too (as every answer does).
+    const withId = (response: Response) => {
+      response.headers.set(RequestId.HEADER, RequestId.generate())
+      return response
+    }
     if (Either.isLeft(http)) {
       log(Effect.logWarning(`aigw: bad event: ${http.left.message}`))
-      return { format: "v2", response: envelopeResponse(400, `Bad Lambda event: ${http.left.message}`) }
+      return { format: "v2", response: withId(envelopeResponse(400, `Bad Lambda event: ${http.left.message}`)) }
     }
     let request: Request
     try {
       request = toRequest(http.right, signal)
     } catch (e) {
-      if (e instanceof UnroutablePath) return { format: http.right.format, response: jsonResponse(404, HttpApp.notFoundBody(e.method, e.path)) }
+      if (e instanceof UnroutablePath) return { format: http.right.format, response: withId(jsonResponse(404, HttpApp.notFoundBody(e.method, e.path))) }
       const message = e instanceof BadEvent ? e.message : String(e)
       log(Effect.logWarning(`aigw: bad event: ${message}`))
-      return { format: http.right.format, response: envelopeResponse(400, `Bad Lambda event: ${message}`) }
+      return { format: http.right.format, response: withId(envelopeResponse(400, `Bad Lambda event: ${message}`)) }
     }
     return { format: http.right.format, response: await serve(request, pathOf(http.right)) }
   }

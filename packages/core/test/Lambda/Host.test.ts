@@ -40,6 +40,13 @@ describe("paths it cannot route as sent", () => {
     const openai = await host.handler(v1Event({ method: "POST", path: "/openai/v1/../v1/models" }))
     expect(openai.statusCode).toBe(404)
     expect(json(openai)).toMatchObject({ error: { code: "NotFound", message: "No route for POST /openai/v1/../v1/models." } })
+    // Methods a web Request cannot carry are routes nobody serves, as on the node host; answers made here carry a request id.
+    for (const method of ["TRACE", "CONNECT"]) {
+      const answer = await host.handler(v2Event({ method, path: "/v1/health" }))
+      expect([method, answer.statusCode]).toEqual([method, 404])
+      expect(json(answer)).toMatchObject({ isError: true, message: `No route for ${method} /v1/health.` })
+      expect(answer.headers?.["x-request-id"]).toMatch(/\S/)
+    }
   })
 })
 
