@@ -32,8 +32,11 @@ export const notFoundBody = (method: string, path: string): unknown => {
   return failureOf(api, message)
 }
 
+/** A request's path, without its query: the envelope and the messages name it. */
+const pathOf = (request: HttpServerRequest.HttpServerRequest) => request.url.split("?")[0] ?? "/"
+
 const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-  HttpServerResponse.unsafeJson(notFoundBody(request.method, request.url.split("?")[0] ?? "/"), { status: 404 }))
+  HttpServerResponse.unsafeJson(notFoundBody(request.method, pathOf(request)), { status: 404 }))
 
 /**
  * /mcp and its discovery documents are served when the host provides McpHttpApp
@@ -72,7 +75,7 @@ export const makeRouter = (all: ReadonlyArray<Route> = routes, options: { readon
 const requireValidHost = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (validHost(request.headers.host)) return app
-    const refused = errorParts(envelopeOfPath(request.url.split("?")[0] ?? "/"), new BadRequest({ message: "Invalid Host header." }))
+    const refused = errorParts(envelopeOfPath(pathOf(request)), new BadRequest({ message: "Invalid Host header." }))
     return Effect.succeed(HttpServerResponse.unsafeJson(refused.body, { status: refused.status, headers: refused.headers }))
   })
 

@@ -124,55 +124,42 @@ export const encodingRefusal = (headers: RequestHeaders): BadRequest | undefined
     : new BadRequest({ message: `Content-Encoding ${encoding} is not supported: send the request body uncompressed.` })
 }
 
-/** The charset a body's Content-Type declares (lowercase), if any. */
-export const charsetOf = (headers: RequestHeaders): string | undefined =>
-  /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(single(headers["content-type"]) ?? "")?.[1]?.toLowerCase()
-
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
-/** The decoder of a charset label (WHATWG encodings), or undefined for a label no decoder knows. */
-const decoderOf = (charset: string | undefined): TextDecoder | undefined => {
+/**
+ * How a text (JSON) body is read: its decoder (UTF-8, or the charset its Content-Type declares when
+ * it is a WHATWG encoding), or the 400 error of a body that cannot be read as sent (a
+ * Content-Encoding, or a charset no decoder knows).
+ */
+export const textDecoderOf = (headers: RequestHeaders): TextDecoder | BadRequest => {
+  const encoded = encodingRefusal(headers)
+  if (encoded !== undefined) return encoded
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(single(headers["content-type"]) ?? "")?.[1]?.toLowerCase()
   if (charset === undefined || charset === "utf-8" || charset === "utf8") return utf8
   try {
     return new TextDecoder(charset, { fatal: true })
   } catch {
-    return undefined
+    return new BadRequest({ message: `charset ${charset} is not supported: send the request body as UTF-8.` })
   }
 }
 
-/**
- * The 400 error of a text (JSON) body that cannot be read as sent: a Content-Encoding, or a charset
- * in its Content-Type that no decoder knows; else undefined. Known charsets are decoded (UTF-8 when
- * none is declared).
- */
-export const textBodyRefusal = (headers: RequestHeaders): BadRequest | undefined => {
-  const encoded = encodingRefusal(headers)
-  if (encoded !== undefined) return encoded
-  const charset = charsetOf(headers)
-  return decoderOf(charset) === undefined ? unsupportedCharset(charset) : undefined
-}
-
-const unsupportedCharset = (charset: string | undefined) =>
-  new BadRequest({ message: `charset ${charset} is not supported: send the request body as UTF-8.` })
-
-/**
- * `readLimited` as text, decoded by `charset` (UTF-8 by default; a leading BOM dropped), or the 400
- * error of bytes that are not in it.
- */
-export const readLimitedText = async (
-  source: Readable | ReadableStream<Uint8Array> | null,
-  limit: number,
-  charset?: string
-): Promise<string | typeof TOO_LARGE | BadRequest> => {
-  const bytes = await readLimited(source, limit)
-  if (bytes === TOO_LARGE) return bytes
-  const decoder = decoderOf(charset)
-  if (decoder === undefined) return unsupportedCharset(charset)
+/** Bytes as text by `decoder` (UTF-8 by default; a leading BOM dropped), or the 400 error of bytes that are not in its encoding. */
+export const decodeText = (bytes: Uint8Array, decoder: TextDecoder = utf8): string | BadRequest => {
   try {
     return decoder.decode(bytes)
   } catch {
-    return new BadRequest({ message: `The request body is not valid ${decoder.encoding === "utf-8" ? "UTF-8" : charset}.` })
+    return new BadRequest({ message: `The request body is not valid ${decoder.encoding === "utf-8" ? "UTF-8" : decoder.encoding}.` })
   }
+}
+
+/** `readLimited` as text by `decoder` (`textDecoderOf`; UTF-8 by default), or the 400 error of bytes that are not in its encoding. */
+export const readLimitedText = async (
+  source: Readable | ReadableStream<Uint8Array> | null,
+  limit: number,
+  decoder: TextDecoder = utf8
+): Promise<string | typeof TOO_LARGE | BadRequest> => {
+  const bytes = await readLimited(source, limit)
+  return bytes === TOO_LARGE ? bytes : decodeText(bytes, decoder)
 }
 
 /** A JSON body's text -> value, or the 400 error of an empty, too deep, NUL-carrying, malformed or prototype-keyed body. */

@@ -34,7 +34,6 @@ import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { makeApp, routes as appRoutes } from "./App.ts"
 import {
-  charsetOf,
   credentialsOf,
   declaresTooLarge,
   errorParts,
@@ -45,7 +44,7 @@ import {
   sendError,
   sendJson,
   SSE_HEADERS,
-  textBodyRefusal,
+  textDecoderOf,
   TOO_LARGE,
   tooLargeError,
   validHost,
@@ -217,10 +216,10 @@ export const make = Effect.gen(function*() {
     const nul = query === -1 ? undefined : nulRefusal({}, HttpServerRequest.searchParamsFromURL(new URL(req.url!, HANDOFF_BASE)))
     if (nul !== undefined) return refuse(nul)
     if (declaresTooLarge(req.headers, maxBodyBytes)) return refuse(tooLargeError(maxBodyBytes))
-    const unreadable = textBodyRefusal(req.headers)
-    if (unreadable !== undefined) return refuse(unreadable)
+    const decoder = textDecoderOf(req.headers)
+    if (decoder instanceof BadRequest) return refuse(decoder)
     // A client that leaves mid-upload: nothing to answer.
-    const text = await readLimitedText(req, maxBodyBytes, charsetOf(req.headers)).catch(() => undefined)
+    const text = await readLimitedText(req, maxBodyBytes, decoder).catch(() => undefined)
     if (text === undefined) return
     if (text === TOO_LARGE) return refuse(tooLargeError(maxBodyBytes))
     if (text instanceof BadRequest) return refuse(text)

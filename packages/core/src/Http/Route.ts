@@ -18,7 +18,6 @@ import type { Lane } from "./Lane.ts"
 import { markRoute } from "./Observability.ts"
 import { jsonTextProblem, NUL_PROBLEM } from "../JsonText.ts"
 import {
-  charsetOf,
   credentialsOf,
   declaresTooLarge,
   encodingRefusal,
@@ -28,7 +27,7 @@ import {
   parseJsonBody,
   readLimited,
   readLimitedText,
-  textBodyRefusal,
+  textDecoderOf,
   successBody,
   TOO_LARGE,
   tooLargeError
@@ -168,26 +167,26 @@ const sourceOf = (request: HttpServerRequest.HttpServerRequest): Readable | Read
  * The body read by `read` (Edge.readLimited or readLimitedText) within the configured size limit: a
  * declared or actual size above it is a 413 envelope; a client that leaves mid-upload is a 400.
  */
-const readBounded = <A>(
-  read: (source: Readable | ReadableStream<Uint8Array> | null, limit: number, headers: HttpServerRequest.HttpServerRequest["headers"]) => Promise<A | typeof TOO_LARGE | BadRequest>,
-  refusal: (headers: HttpServerRequest.HttpServerRequest["headers"]) => BadRequest | undefined
+const readBounded = <P, A>(
+  prepare: (headers: HttpServerRequest.HttpServerRequest["headers"]) => P | BadRequest,
+  read: (source: Readable | ReadableStream<Uint8Array> | null, limit: number, prepared: P) => Promise<A | typeof TOO_LARGE | BadRequest>
 ) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const { maxBodyBytes } = yield* GatewayConfig
     if (declaresTooLarge(request.headers, maxBodyBytes)) return yield* Effect.fail(tooLargeError(maxBodyBytes))
-    const refused = refusal(request.headers)
-    if (refused !== undefined) return yield* Effect.fail(refused)
+    const prepared = prepare(request.headers)
+    if (prepared instanceof BadRequest) return yield* Effect.fail(prepared)
     const body = yield* Effect.tryPromise({
-      try: () => read(sourceOf(request), maxBodyBytes, request.headers),
+      try: () => read(sourceOf(request), maxBodyBytes, prepared),
       catch: () => new BadRequest({ message: "The request body could not be read." })
     })
     if (body === TOO_LARGE) return yield* Effect.fail(tooLargeError(maxBodyBytes))
     return body instanceof BadRequest ? yield* Effect.fail(body) : body as A
   })
 
-/** The body as UTF-8 text within the configured size limit (the Effect routes and /mcp). */
-export const readText = readBounded((source, limit, headers) => readLimitedText(source, limit, charsetOf(headers)), textBodyRefusal)
+/** The body as text (its charset, UTF-8 by default) within the configured size limit (the Effect routes and /mcp). */
+export const readText = readBounded(textDecoderOf, readLimitedText)
 
 /** Reads and parses a JSON body within the configured size, depth and NUL limits. */
 export const readJson = Effect.gen(function*() {
@@ -207,7 +206,7 @@ export const readForm = Effect.gen(function*() {
   if (!contentType.startsWith("multipart/form-data")) {
     return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data." }))
   }
-  const bytes = yield* readBounded(readLimited, encodingRefusal)
+  const bytes = yield* readBounded(encodingRefusal, (source, limit) => readLimited(source, limit))
   return yield* Effect.tryPromise({
     try: () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData(),
     catch: () => new BadRequest({ message: "Malformed multipart/form-data body." })

@@ -28,8 +28,8 @@ import { Cause, Context, Effect, Either, Fiber, JSONSchema, Layer, Option, Redac
 import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
-import { type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
-import { credentialsOf } from "../Http/Edge.ts"
+import { BadRequest, type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
+import { credentialsOf, decodeText } from "../Http/Edge.ts"
 import { describeParseError, readText } from "../Http/Route.ts"
 import { parseJsonText } from "../JsonText.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
@@ -431,8 +431,6 @@ export const lineSplitter = (limit: number) => {
 }
 export const TOO_LONG: unique symbol = Symbol("too long")
 
-const fatalUtf8 = new TextDecoder("utf-8", { fatal: true })
-
 /**
  * MCP over stdio for desktop hosts: one caller (the avatar of `apiKey`) for the whole process,
  * resolved again on every call. Fails at start when the key is invalid; without a key only
@@ -481,12 +479,8 @@ export const layerStdio = <EIn, RIn, EOut, ROut>(options: {
             const message = `Invalid Request: the message exceeds ${maxBodyBytes} bytes (AIGW_MAX_BODY_BYTES).`
             return Effect.succeed(Option.some(JSON.stringify(JsonRpc.errorResponse(null, JsonRpc.INVALID_REQUEST, message))))
           }
-          let text: string
-          try {
-            text = fatalUtf8.decode(line)
-          } catch {
-            return Effect.succeed(Option.some(JSON.stringify(JsonRpc.errorResponse(null, JsonRpc.PARSE_ERROR, "Parse error"))))
-          }
+          const text = decodeText(line)
+          if (text instanceof BadRequest) return Effect.succeed(Option.some(JSON.stringify(JsonRpc.errorResponse(null, JsonRpc.PARSE_ERROR, "Parse error"))))
           if (text.trim() === "") return Effect.succeed(Option.none())
           return Effect.map(front.answer(text, caller, anonymous), (a) => a.body === undefined ? Option.none() : Option.some(JSON.stringify(a.body)))
         }
