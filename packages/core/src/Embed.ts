@@ -1,7 +1,8 @@
 /**
  * Embedding: the whole HTTP API (gateway + avatar API) as a web-standard handler,
  * `(Request) => Promise<Response>`, built once from a layer. Serve it from any Node server,
- * framework route or serverless runtime.
+ * framework route or serverless runtime. It is the application the hosts serve (`App.makeApp`):
+ * request ids, request metrics and `/metrics`, the access log and the Host check included.
  *
  * `run` runs an effect against the same service instances the handler uses (the layer is built
  * once, shared through one memo map), e.g. `await gateway.run(Mailer.MemoryMailbox)` to read the
@@ -9,7 +10,7 @@
  */
 import * as HttpApp from "@effect/platform/HttpApp"
 import { Effect, Layer, ManagedRuntime } from "effect"
-import { makeRouter } from "./Http/App.ts"
+import { makeApp } from "./Http/App.ts"
 import type { CoreServices } from "./Layers.ts"
 
 export interface WebHandler<R> {
@@ -28,7 +29,7 @@ export const makeWebHandler = <R = never, E = never>(layer: Layer.Layer<CoreServ
   const core: Layer.Layer<CoreServices, E> = layer
   const web = HttpApp.toWebHandlerLayerWith(core, {
     memoMap,
-    toHandler: (runtime) => Effect.provide(makeRouter(), runtime)
+    toHandler: (runtime) => Effect.provide(makeApp, runtime)
   })
   return {
     handler: (request) => web.handler(request),

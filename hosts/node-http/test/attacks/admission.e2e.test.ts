@@ -24,6 +24,7 @@ const privateUrl = "http://127.0.0.1:9/hook"
 /** One refusal per metered route: [path, body, expected status]. */
 const refusals: ReadonlyArray<readonly [string, unknown, number]> = [
   ["/v1/complete", { messages, model: unknownModel }, 404],
+  ["/v1/complete", { messages, model: "gpt-4o-mini", maxTokens: 100_000 }, 422],
   ["/v1/complete/stream", { messages, model: unknownModel }, 404],
   ["/v1/complete/tool-result", { messages, model: "gpt-4o-mini" }, 400],
   ["/v1/complete/tool-result", {
@@ -151,12 +152,12 @@ describe("a refused request costs no quota", () => {
       await mcp(1, "gateway_complete", { messages, model: unknownModel }),
       await mcp(2, "gateway_embed", { texts: ["x"], model: unknownModel }),
       await mcp(3, "gateway_orchestrate_conversation", { initial_message: "x", model: unknownModel }),
-      await mcp(4, "gateway_generate_image", { prompt: "x", provider: unknownProvider })
+      await mcp(4, "gateway_generate_image", { prompt: "x", provider: unknownProvider }),
+      // Refused for an argument the route checks as well (the tool's check reads every argument its call reads).
+      await mcp(6, "gateway_complete", { messages, model: "gpt-4o-mini", maxTokens: 100_000 })
     ]
-    for (const r of refused) {
-      expect(r.result.isError, JSON.stringify(r)).toBe(true)
-      expect(r.result.structuredContent.error.kind).toBe("NotFound")
-    }
+    for (const r of refused) expect(r.result.isError, JSON.stringify(r)).toBe(true)
+    expect(refused.map((r) => r.result.structuredContent.error.kind)).toEqual(["NotFound", "NotFound", "NotFound", "NotFound", "Unprocessable"])
     expect(await used()).toBe(before)
     const admitted = await mcp(5, "gateway_complete", { messages, model: "gpt-4o-mini" })
     expect(admitted.result.isError).toBeFalsy()

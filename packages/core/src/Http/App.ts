@@ -9,7 +9,6 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import type { CoreServices } from "../Layers.ts"
-import { failureOf } from "../Envelope.ts"
 import { agentCard, MCP_PATH, serverCard } from "../Mcp/Discovery.ts"
 import { McpHttpApp } from "../Mcp/Server.ts"
 import { anthropicRoutes } from "./AnthropicRoutes.ts"
@@ -17,20 +16,15 @@ import { avatarRoutes } from "./AvatarRoutes.ts"
 import { gatewayRoutes } from "./GatewayRoutes.ts"
 import { docsPage, openApiDocument } from "./OpenApi.ts"
 import * as Observability from "./Observability.ts"
-import { BadRequest } from "../Errors.ts"
+import { BadRequest, NotFound } from "../Errors.ts"
 import { envelopeOfPath, errorBody, errorParts, validHost } from "./Edge.ts"
 import type { Route } from "./Route.ts"
 
 export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes, ...anthropicRoutes]
 
 /** The 404 body, in its path's envelope, of a request no route serves (also the Lambda host's for a path it cannot route as sent). */
-export const notFoundBody = (method: string, path: string): unknown => {
-  const message = `No route for ${method} ${path}.`
-  const api = envelopeOfPath(path)
-  if (api === "openai") return { error: { message, type: "invalid_request_error", code: "NotFound" } }
-  if (api === "anthropic") return errorBody(api, { _tag: "NotFound", message })
-  return failureOf(api, message)
-}
+export const notFoundBody = (method: string, path: string): unknown =>
+  errorBody(envelopeOfPath(path), new NotFound({ message: `No route for ${method} ${path}.` }))
 
 /** A request's path, without its query: the envelope and the messages name it. */
 const pathOf = (request: HttpServerRequest.HttpServerRequest) => request.url.split("?")[0] ?? "/"

@@ -3,12 +3,12 @@
  * endpoint. Authentication and quota admission happen before a handler runs (Server.ts), which
  * provides the calling avatar as CurrentAvatar.
  */
-import { Effect } from "effect"
+import { Effect, type Schema } from "effect"
 import { Catalog } from "../Catalog/Catalog.ts"
 import { GatewayConfig } from "../Config.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { Quota } from "../Quota.ts"
-import { avatarContext, Completions } from "../Capabilities/Completions.ts"
+import { avatarContext, type CompletionInput, Completions } from "../Capabilities/Completions.ts"
 import { Agents } from "../Capabilities/Agents.ts"
 import { Learning } from "../Capabilities/Learning.ts"
 import { Braid } from "../Capabilities/Braid.ts"
@@ -30,7 +30,20 @@ import { karmaMultiplier } from "../Plans.ts"
 import { Usage } from "../Usage.ts"
 import type { GatewayError } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { CurrentAvatar, GatewayToolkit } from "./Tools.ts"
+import { type CompleteParams, CurrentAvatar, GatewayToolkit } from "./Tools.ts"
+
+/** gateway_complete's arguments -> the call's input: what its admission check reads and what it calls with. */
+const completionInputOf = (params: Schema.Struct.Type<typeof CompleteParams>): CompletionInput => ({
+  messages: params.messages,
+  provider: params.provider,
+  model: params.model,
+  temperature: params.temperature,
+  maxTokens: params.maxTokens,
+  injectAvatarContext: params.injectAvatarContext,
+  useFAHRN: params.useFAHRN,
+  useHolonicBraid: params.useHolonicBraid,
+  routing: params.routing
+})
 
 /** A metered tool's refusals that depend only on its arguments and configuration. */
 export type AdmissionCheck = (avatar: AvatarRecord, params: any) => Effect.Effect<void, GatewayError>
@@ -47,7 +60,7 @@ export const makeAdmissionChecks = Effect.gen(function*() {
   const reranking = yield* Effect.context<Routing>()
   const routing = (avatar: AvatarRecord, provider: string, model = "auto") => completions.check(avatar, { provider, model, messages: [] })
   const checks: Record<string, AdmissionCheck> = {
-    gateway_complete: (avatar, params) => completions.check(avatar, { messages: params.messages, provider: params.provider, model: params.model, useFAHRN: params.useFAHRN }),
+    gateway_complete: (avatar, params) => completions.check(avatar, completionInputOf(params)),
     gateway_embed: (avatar, params) => embeddings.check(avatar, params),
     gateway_rerank: (avatar, params) => Effect.provide(Rerank.check(avatar, params), reranking),
     gateway_generate_image: (avatar, params) => media.check.images(avatar, params),
@@ -85,19 +98,7 @@ export const layerHandlers = GatewayToolkit.toLayer(
     const withServices = <A, E>(effect: Effect.Effect<A, E, Catalog | ProviderHealth | GatewayConfig>) => Effect.provide(effect, services)
 
     return {
-      gateway_complete: (params) =>
-        Effect.flatMap(CurrentAvatar, (avatar) =>
-          completions.complete(avatar, {
-            messages: params.messages,
-            provider: params.provider,
-            model: params.model,
-            temperature: params.temperature,
-            maxTokens: params.maxTokens,
-            injectAvatarContext: params.injectAvatarContext,
-            useFAHRN: params.useFAHRN,
-            useHolonicBraid: params.useHolonicBraid,
-            routing: params.routing
-          })),
+      gateway_complete: (params) => Effect.flatMap(CurrentAvatar, (avatar) => completions.complete(avatar, completionInputOf(params))),
       gateway_embed: (params) => Effect.flatMap(CurrentAvatar, (avatar) => embeddings.embed(avatar, params)),
       gateway_rerank: (params) => Effect.flatMap(CurrentAvatar, (avatar) => Effect.provide(Rerank.rerank(avatar, params), reranking)),
       gateway_generate_image: (params) => Effect.flatMap(CurrentAvatar, (avatar) => media.images(avatar, params)),

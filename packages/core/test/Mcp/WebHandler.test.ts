@@ -46,3 +46,23 @@ describe("MCP in the web handler", () => {
     }
   })
 })
+
+describe("the web handler is the application the hosts serve", () => {
+  const gateway = makeWebHandler(core)
+  afterAll(() => gateway.dispose())
+
+  it("answers with request ids, refuses an invalid Host, serves /metrics and 404s in the path's envelope", async () => {
+    const echoed = await gateway.handler(new Request("http://localhost/v1/health", { headers: { "x-request-id": "caller-id-123" } }))
+    expect(echoed.headers.get("x-request-id")).toBe("caller-id-123")
+    const made = await gateway.handler(new Request("http://localhost/v1/health"))
+    expect(made.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
+    const host = await gateway.handler(new Request("http://localhost/v1/health", { headers: { host: "a b" } }))
+    expect(host.status).toBe(400)
+    expect(await host.json()).toMatchObject({ isError: true, message: "Invalid Host header." })
+    const metrics = await gateway.handler(new Request("http://localhost/metrics"))
+    expect(await metrics.text()).toMatch(/aigw_http_requests_total/)
+    const unknown = await gateway.handler(new Request("http://localhost/openai/v1/nope"))
+    expect(unknown.status).toBe(404)
+    expect(await unknown.json()).toEqual({ error: { message: "No route for GET /openai/v1/nope.", type: "not_found_error", code: "NotFound" } })
+  })
+})
