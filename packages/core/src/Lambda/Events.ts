@@ -191,22 +191,13 @@ const queryV1 = (event: EventV1) => {
   return s ? `?${s}` : ""
 }
 
-/** The web Request for a classified event. Throws BadEvent for an undecodable body. */
-export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
+/** A classified event's headers as node would hold them (cookies of a 2.0 event joined into one). */
+export const headersOf = (http: HttpEvent): Headers => {
   const headers = new Headers()
-  let method: string
-  let target: string
-  let domain: string | null | undefined
-  let sourceIp: string | null | undefined
   if (http.format === "v2") {
     const e = http.event
     for (const [name, value] of Object.entries(e.headers ?? {})) append(headers, name, value)
     if (e.cookies && e.cookies.length > 0) headers.set("cookie", e.cookies.join("; "))
-    method = e.requestContext.http.method.toUpperCase()
-    const query = e.rawQueryString ? `?${e.rawQueryString.replace(/^\?/, "")}` : ""
-    target = `${pathV2(e)}${query}`
-    domain = e.requestContext.domainName
-    sourceIp = e.requestContext.http.sourceIp
   } else {
     const e = http.event
     const multi = e.multiValueHeaders ?? {}
@@ -215,6 +206,26 @@ export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
     for (const [name, value] of Object.entries(e.headers ?? {})) {
       if (!lower.has(name.toLowerCase())) append(headers, name, value)
     }
+  }
+  return headers
+}
+
+/** The web Request for a classified event. Throws BadEvent for an undecodable body. */
+export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
+  const headers = headersOf(http)
+  let method: string
+  let target: string
+  let domain: string | null | undefined
+  let sourceIp: string | null | undefined
+  if (http.format === "v2") {
+    const e = http.event
+    method = e.requestContext.http.method.toUpperCase()
+    const query = e.rawQueryString ? `?${e.rawQueryString.replace(/^\?/, "")}` : ""
+    target = `${pathV2(e)}${query}`
+    domain = e.requestContext.domainName
+    sourceIp = e.requestContext.http.sourceIp
+  } else {
+    const e = http.event
     method = e.httpMethod.toUpperCase()
     target = `${ensureSlash(e.path)}${queryV1(e)}`
     domain = e.requestContext?.domainName

@@ -14,9 +14,9 @@ import * as PlatformHttpApp from "@effect/platform/HttpApp"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Cause, Config, ConfigProvider, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import * as ConfigFile from "../ConfigFile.ts"
-import { failure, failureOf } from "../Envelope.ts"
 import * as HttpApp from "../Http/App.ts"
-import { envelopeOfPath, errorBody } from "../Http/Edge.ts"
+import { BadRequest, Busy, type GatewayError } from "../Errors.ts"
+import { envelopeOfPath, errorParts, internalErrorBody } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
 import * as Mcp from "../Mcp/Server.ts"
 import * as Exporters from "../Observability/Exporters.ts"
@@ -24,7 +24,7 @@ import * as RequestId from "../RequestId.ts"
 import { redactUrls, StartupError } from "../StartupError.ts"
 import * as Database from "../Storage/Database.ts"
 import { migrate as runMigrations, migrations } from "../Storage/Sql/Migrations.ts"
-import { BadEvent, classify, type HttpEvent, type HttpResult, toRequest, toResult, UnroutablePath } from "./Events.ts"
+import { BadEvent, classify, headersOf, type HttpEvent, type HttpResult, toRequest, toResult, UnroutablePath } from "./Events.ts"
 import { type ResponseStream, streamResponse } from "./Streaming.ts"
 
 /** The Lambda context fields the host reads. */
@@ -162,22 +162,30 @@ interface Built {
   readonly runtime: ManagedRuntime.ManagedRuntime<GatewayServices, never>
 }
 
-const jsonResponse = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } })
+/**
+ * An answer made here, outside the application, as the application would make it: the body in the
+ * envelope of the request's path (the gateway's when the event has none) and the request's id (the
+ * caller's `x-request-id` when valid).
+ */
+const outsideAnswer = (status: number, body: unknown, requestId: string | null | undefined, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers, [RequestId.HEADER]: RequestId.fromHeader(requestId) }
+  })
 
-/** The gateway envelope `{ isError, message, result }` for an event or failure outside the application. */
-const envelopeResponse = (status: number, message: string): Response => jsonResponse(status, failure(message))
-
-/** The error answer of each API for a request the gateway could not serve at all. */
-const unavailable = (path: string, message: string): Response => {
-  const api = envelopeOfPath(path)
-  const body = api === "openai"
-    ? { error: { message, type: "api_error", code: "ServiceUnavailable" } }
-    : api === "anthropic"
-    ? errorBody(api, { _tag: "Busy", message })
-    : failureOf(api, message)
-  return jsonResponse(503, body, { "retry-after": "5" })
+/** A refusal of a request outside the application, in its path's envelope. */
+const refusal = (path: string | undefined, error: GatewayError, requestId: string | null | undefined) => {
+  const parts = errorParts(path === undefined ? "gateway" : envelopeOfPath(path), error)
+  return outsideAnswer(parts.status, parts.body, requestId, parts.headers)
 }
+
+/** The 500 of a failure outside the application (its cause is logged, never sent). */
+const internalError = (path: string | undefined, requestId: string | null | undefined) =>
+  outsideAnswer(500, internalErrorBody(path === undefined ? "gateway" : envelopeOfPath(path)), requestId)
+
+/** A failed start: 503, to be retried (the next invocation builds the runtime again). */
+const unavailable = (path: string, message: string, requestId: string | null) =>
+  refusal(path, new Busy({ message, retryAfterSeconds: 5 }), requestId)
 
 const pathOf = (http: HttpEvent) => (http.format === "v2" ? http.event.rawPath : http.event.path)
 
@@ -234,13 +242,13 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     try {
       built = await runtime()
     } catch (e) {
-      return unavailable(path, (e as Error).message)
+      return unavailable(path, (e as Error).message, request.headers.get(RequestId.HEADER))
     }
     try {
       return await built.handle(request)
     } catch (e) {
       log(Effect.logError("aigw: request failed outside the application", Cause.die(e)))
-      return envelopeResponse(500, "Internal server error.")
+      return internalError(path, request.headers.get(RequestId.HEADER))
     }
   }
 
@@ -258,27 +266,25 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
   }
 
   /** Event -> Response (400 envelope for an event that is not an HTTP request). */
-  const respond = async (input: unknown, signal?: AbortSignal): Promise<{ format: "v1" | "v2"; response: Response }> => {
+  const respond = async (input: unknown, signal?: AbortSignal): Promise<{ format: "v1" | "v2"; response: Response; path?: string }> => {
     const http = classify(input)
-    // Answers made here, outside the application, carry a request id too (as every answer does).
-    const withId = (response: Response) => {
-      response.headers.set(RequestId.HEADER, RequestId.generate())
-      return response
-    }
     if (Either.isLeft(http)) {
       log(Effect.logWarning(`aigw: bad event: ${http.left.message}`))
-      return { format: "v2", response: withId(envelopeResponse(400, `Bad Lambda event: ${http.left.message}`)) }
+      return { format: "v2", response: refusal(undefined, new BadRequest({ message: `Bad Lambda event: ${http.left.message}` }), null) }
     }
+    const { format } = http.right
+    const path = pathOf(http.right)
     let request: Request
     try {
       request = toRequest(http.right, signal)
     } catch (e) {
-      if (e instanceof UnroutablePath) return { format: http.right.format, response: withId(jsonResponse(404, HttpApp.notFoundBody(e.method, e.path))) }
+      const requestId = headersOf(http.right).get(RequestId.HEADER)
+      if (e instanceof UnroutablePath) return { format, path, response: outsideAnswer(404, HttpApp.notFoundBody(e.method, e.path), requestId) }
       const message = e instanceof BadEvent ? e.message : String(e)
       log(Effect.logWarning(`aigw: bad event: ${message}`))
-      return { format: http.right.format, response: withId(envelopeResponse(400, `Bad Lambda event: ${message}`)) }
+      return { format, path, response: refusal(path, new BadRequest({ message: `Bad Lambda event: ${message}` }), requestId) }
     }
-    return { format: http.right.format, response: await serve(request, pathOf(http.right)) }
+    return { format, path, response: await serve(request, path) }
   }
 
   /**
@@ -286,12 +292,12 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
    * response, SSE streams included, in one result.
    */
   const handler = async (event: unknown, context?: LambdaContext): Promise<HttpResult> => {
-    const { format, response } = await respond(event)
+    const { format, path, response } = await respond(event)
     try {
       return await toResult(format, response)
     } catch (e) {
       log(Effect.logError("aigw: response body failed", Cause.die(e)))
-      return toResult(format, envelopeResponse(500, "Internal server error."))
+      return toResult(format, internalError(path, response.headers.get(RequestId.HEADER)))
     } finally {
       await flushExports(context)
     }

@@ -50,6 +50,27 @@ describe("paths it cannot route as sent", () => {
   })
 })
 
+describe("answers made outside the application are the application's", () => {
+  it("carry the caller's request id (or a new one) and their path's envelope", async () => {
+    const host = makeLambdaHost({ env: { DATABASE_URL: "sqlite:./x.sqlite", JWT_SECRET: "s".repeat(32) } })
+    const headers = { "x-request-id": "caller-id-123" }
+    const unroutable = await host.handler(v2Event({ method: "GET", path: "/v1/x/../health", headers }))
+    expect(unroutable.headers?.["x-request-id"]).toBe("caller-id-123")
+    const undecodable = await host.handler({ ...v1Event({ method: "POST", path: "/openai/v1/chat/completions", headers }), body: "%%%", isBase64Encoded: true })
+    expect(undecodable.statusCode).toBe(400)
+    expect(undecodable.headers?.["x-request-id"]).toBe("caller-id-123")
+    expect(json(undecodable)).toMatchObject({ error: { type: "invalid_request_error", code: "BadRequest", message: expect.stringMatching(/^Bad Lambda event: /) } })
+    // A failed start: 503 with the id, in each API's shape.
+    const failed = await host.handler(v2Event({ method: "GET", path: "/v1/health", headers }))
+    expect([failed.statusCode, failed.headers?.["x-request-id"], failed.headers?.["retry-after"]]).toEqual([503, "caller-id-123", "5"])
+    const anthropic = await host.handler(v2Event({ method: "POST", path: "/anthropic/v1/messages", body: {} }))
+    expect(anthropic.headers?.["x-request-id"]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/)
+    expect(json(anthropic)).toMatchObject({ type: "error", error: { type: "overloaded_error" } })
+    const unclassified = await host.handler({ nope: true })
+    expect(unclassified.headers?.["x-request-id"]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/)
+  })
+})
+
 describe("runtime build failures answer a clear 503, not an opaque 502", () => {
   const health = v2Event({ method: "GET", path: "/v1/health" })
 
@@ -101,7 +122,7 @@ describe("runtime build failures answer a clear 503, not an opaque 502", () => {
     expect(avatar).toMatchObject({ isError: true, isWarning: false, result: null })
     expect(avatar.message).toMatch(/^gateway failed to start: /)
     const openai = json(await host.handler(functionUrlEvent({ method: "POST", path: "/openai/v1/chat/completions", body: {} })))
-    expect(openai.error).toMatchObject({ type: "api_error", code: "ServiceUnavailable" })
+    expect(openai.error).toMatchObject({ type: "server_error", code: "Busy" })
     expect(openai.error.message).toMatch(/^gateway failed to start: /)
   })
 
