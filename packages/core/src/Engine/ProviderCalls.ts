@@ -12,7 +12,7 @@
 import { Context, Duration, Effect, Layer, Option, Runtime } from "effect"
 import { costKnown, costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
-import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ChunkExtra, FinishReason, StreamEvent, Target, WireRequest } from "../Providers/Chat.ts"
+import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ChunkExtra, FinishReason, StreamEvent, Target, TokenUsage, WireRequest } from "../Providers/Chat.ts"
 import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
 import { Cancel } from "../Providers/internal/cancel.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
@@ -96,6 +96,44 @@ export const estimate = (messages: ReadonlyArray<ChatMessage>, completion: strin
     estimated: true
   }))
 
+/** Above any model's context: a larger count for one call is not believed. */
+const MAX_TOKENS_PER_CALL = 1_000_000_000
+
+/**
+ * A count an upstream reported, when it can be one: a whole number from 0 to MAX_TOKENS_PER_CALL.
+ * Anything else (negative, fractional, huge, not a number) is an upstream's mistake that must not
+ * reach quota, cost or usage: the gateway counts with its tokenizer instead, as for a count the
+ * upstream did not report (docs/quota.md).
+ */
+export const reportedCount = (n: unknown): number | undefined =>
+  typeof n === "number" && Number.isInteger(n) && n >= 0 && n <= MAX_TOKENS_PER_CALL ? n : undefined
+
+const cacheCountsOf = (u: Partial<TokenUsage> | undefined) => {
+  const creation = reportedCount(u?.cacheCreationTokens)
+  const read = reportedCount(u?.cacheReadTokens)
+  return { ...(creation !== undefined ? { cacheCreationTokens: creation } : {}), ...(read !== undefined ? { cacheReadTokens: read } : {}) }
+}
+
+/** The usage as the upstream reported it, when it reported both counts believably (no tokenizer needed). */
+export const reportedUsage = (u: Partial<TokenUsage> | undefined): UsageReport | undefined => {
+  const promptTokens = reportedCount(u?.promptTokens)
+  const completionTokens = reportedCount(u?.completionTokens)
+  return promptTokens === undefined || completionTokens === undefined
+    ? undefined
+    : { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: false, ...cacheCountsOf(u) }
+}
+
+/** The usage of a chat call: `reportedUsage`, else the upstream's believable counts with the tokenizer's for the rest. */
+export const usageReportOf = (u: Partial<TokenUsage> | undefined, messages: ReadonlyArray<ChatMessage>, completion: string): Effect.Effect<UsageReport> => {
+  const reported = reportedUsage(u)
+  if (reported !== undefined) return Effect.succeed(reported)
+  return Effect.map(estimate(messages, completion), (e) => {
+    const promptTokens = reportedCount(u?.promptTokens) ?? e.promptTokens
+    const completionTokens = reportedCount(u?.completionTokens) ?? e.completionTokens
+    return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: true, ...cacheCountsOf(u) }
+  })
+}
+
 /**
  * What a stream has delivered so far: turns adapter events into chunks and keeps the text, finish
  * reason and upstream token counts for the final chunk and the usage record.
@@ -103,9 +141,8 @@ export const estimate = (messages: ReadonlyArray<ChatMessage>, completion: strin
 export const makeStreamAccount = () => {
   let text = ""
   let finish: FinishReason = "stop"
-  let prompt: number | undefined
-  let completion: number | undefined
-  let cache: { cacheCreationTokens?: number; cacheReadTokens?: number } = {}
+  let finished = false
+  let usage: Partial<TokenUsage> = {}
   // The chunk-level fields of the last upstream event that made no chunk (its finish or usage event): the final chunk's.
   let trailing: ChunkExtra["body"]
   /** The chunk for an event, if it makes one (finish reasons and usage only update the account). */
@@ -123,12 +160,11 @@ export const makeStreamAccount = () => {
         }
       case "Finish":
         finish = e.reason
+        finished = true
         return undefined
       case "Usage":
-        if (e.usage.promptTokens !== undefined) prompt = e.usage.promptTokens
-        if (e.usage.completionTokens !== undefined) completion = e.usage.completionTokens
-        if (e.usage.cacheCreationTokens !== undefined) cache = { ...cache, cacheCreationTokens: e.usage.cacheCreationTokens }
-        if (e.usage.cacheReadTokens !== undefined) cache = { ...cache, cacheReadTokens: e.usage.cacheReadTokens }
+        // Counts come in pieces on some wires (Anthropic: input at the start, output at the end); the last of each counts.
+        for (const [k, v] of Object.entries(e.usage)) if (v !== undefined) usage = { ...usage, [k]: v }
         return undefined
       case "Reasoning": {
         const { _tag, ...reasoning } = e
@@ -174,23 +210,12 @@ export const makeStreamAccount = () => {
     /** The chunk-level fields for the final chunk, if the last events that made no chunk had any. */
     trailing: (): ChunkExtra | undefined => (trailing ? { body: trailing } : undefined),
     finishReason: () => finish,
-    /** The usage as the upstream reported it, when it reported both counts. */
-    reported: (): UsageReport | undefined =>
-      prompt !== undefined && completion !== undefined
-        ? { promptTokens: prompt, completionTokens: completion, totalTokens: prompt + completion, estimated: false, ...cache }
-        : undefined,
-    /** The usage: the upstream's counts, with the tokenizer's for whatever it did not report. */
-    report: (messages: ReadonlyArray<ChatMessage>): Effect.Effect<UsageReport> => {
-      if (prompt !== undefined && completion !== undefined) {
-        return Effect.succeed({ promptTokens: prompt, completionTokens: completion, totalTokens: prompt + completion, estimated: false })
-      }
-      const [p, c] = [prompt, completion]
-      return Effect.map(estimate(messages, text), (e) => {
-        const promptTokens = p ?? e.promptTokens
-        const completionTokens = c ?? e.completionTokens
-        return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: true }
-      })
-    }
+    /** Whether the upstream gave a finish reason: a stream that ends without one (or its end marker) was cut short. */
+    finished: () => finished,
+    /** The usage as the upstream reported it, when it reported both counts (`reportedUsage`). */
+    reported: (): UsageReport | undefined => reportedUsage(usage),
+    /** The usage: the upstream's counts, with the tokenizer's for whatever it did not report (`usageReportOf`). */
+    report: (messages: ReadonlyArray<ChatMessage>): Effect.Effect<UsageReport> => usageReportOf(usage, messages, text)
   }
 }
 
@@ -400,9 +425,9 @@ const makeService = Effect.gen(function*() {
       return { request: wire.request(t, call.request(t), false), result: wire.result }
     })
     const latencyMs = Math.round(performance.now() - started)
-    const report: UsageReport = value.usage
-      ? { ...value.usage, totalTokens: value.usage.promptTokens + value.usage.completionTokens, estimated: false }
-      : await run(estimate(call.messages, value.content + value.toolCalls.map((c) => c.arguments).join("")))
+    // The tokenizer (an Effect) only when the upstream did not report usage.
+    const report = reportedUsage(value.usage) ??
+      (await run(usageReportOf(value.usage, call.messages, value.content + value.toolCalls.map((c) => c.arguments).join(""))))
     await record(call.avatar, target, "chat", report, latencyMs, true, call.requestId)
     return {
       provider: target.provider.id,
@@ -426,8 +451,9 @@ const makeService = Effect.gen(function*() {
       const wire = servedBy(t.provider).embeddings!
       return { request: wire.request(t, call.texts), result: (provider, body) => wire.result(provider, body, call.texts.length) }
     })
-    const estimated = value.promptTokens === undefined
-    const promptTokens = value.promptTokens ?? (await countTexts(call.texts))
+    const reported = reportedCount(value.promptTokens)
+    const estimated = reported === undefined
+    const promptTokens = reported ?? (await countTexts(call.texts))
     const report: UsageReport = { promptTokens, completionTokens: 0, totalTokens: promptTokens, estimated }
     await record(call.avatar, target, "embeddings", report, latencyMs, true, call.requestId)
     return {
@@ -454,9 +480,10 @@ const makeService = Effect.gen(function*() {
     })
     const perSearch = servedBy(target.provider).rerank!.billing === "searches"
     // Cohere: one search unit is a query with up to 100 documents.
-    const searchUnits = perSearch ? value.searchUnits ?? Math.ceil(call.documents.length / 100) : undefined
-    const totalTokens = value.tokens ?? (await countTexts([call.query, ...call.documents]))
-    const estimated = value.tokens === undefined || (perSearch && value.searchUnits === undefined)
+    const [tokens, units] = [reportedCount(value.tokens), reportedCount(value.searchUnits)]
+    const searchUnits = perSearch ? units ?? Math.ceil(call.documents.length / 100) : undefined
+    const totalTokens = tokens ?? (await countTexts([call.query, ...call.documents]))
+    const estimated = tokens === undefined || (perSearch && units === undefined)
     const costUSD = costOf(target.model, searchUnits ?? totalTokens, 0)
     await recordUsage({
       avatarId: call.avatar.id,
@@ -549,7 +576,9 @@ const makeService = Effect.gen(function*() {
             const last = parser.end()
             if (!anyEvent && last.length === 0) return end(protocolError(provider, "the stream ended without any event").message)
             take(last, true)
-            end()
+            if (ended) return
+            // Neither the wire's end marker nor a finish reason: the upstream stopped mid-answer.
+            end(account.finished() ? undefined : protocolError(provider, "the stream ended before the answer did (no finish reason, no end marker)").message)
           })
           body.once("error", (e) => end(streamBroke(provider)(e).message))
           // A body that failed before anyone listened keeps its error (nodeFetch's `bounded`).

@@ -138,8 +138,8 @@ export interface ChatResult {
   readonly content: string
   readonly toolCalls: ReadonlyArray<ToolCall>
   readonly finishReason: FinishReason
-  /** None when the upstream reported no usage (the gateway then estimates). */
-  readonly usage: TokenUsage | undefined
+  /** The counts the upstream reported; the gateway counts the rest, and any that is no count, itself (ProviderCalls.reportedCount). */
+  readonly usage: Partial<TokenUsage> | undefined
   /** The reasoning that came before the answer, when the upstream returns it with a signature. */
   readonly reasoning?: ReadonlyArray<ReasoningPart> | undefined
   /**

@@ -4,7 +4,7 @@
  * quirks, media endpoints with their default models, job APIs). A provider of this family with no
  * entry serves what the family serves and the catalogue says it offers.
  */
-import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolCall, ToolChoice, ToolDefinition, WireRequest } from "./Chat.ts"
+import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolCall, ToolChoice, ToolDefinition, TokenUsage, WireRequest } from "./Chat.ts"
 import { openAiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import { fieldsOutside } from "../JsonText.ts"
@@ -131,10 +131,15 @@ const renameFields = (body: Record<string, unknown>, renamed: Readonly<Record<st
 export const finishReason = (reason: unknown): FinishReason =>
   reason === "length" ? "length" : reason === "tool_calls" || reason === "function_call" ? "tool_calls" : reason === "content_filter" ? "content_filter" : "stop"
 
-const usageOf = (u: any) =>
-  u && typeof u.prompt_tokens === "number"
-    ? { promptTokens: u.prompt_tokens, completionTokens: typeof u.completion_tokens === "number" ? u.completion_tokens : 0 }
-    : undefined
+/** The counts of an OpenAI `usage` (the completion's from the total when only that is given); a count not given stays undefined. */
+const usageOf = (u: any): Partial<TokenUsage> | undefined => {
+  if (typeof u?.prompt_tokens !== "number" && typeof u?.completion_tokens !== "number") return undefined
+  const promptTokens = typeof u.prompt_tokens === "number" ? u.prompt_tokens : undefined
+  const completionTokens = typeof u.completion_tokens === "number"
+    ? u.completion_tokens
+    : promptTokens !== undefined && typeof u.total_tokens === "number" ? u.total_tokens - promptTokens : undefined
+  return { promptTokens, completionTokens }
+}
 
 const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
 
