@@ -1,7 +1,8 @@
 /** API keys for an avatar: created with the secret shown once, listed without it, revoked. */
-import { Context, Effect, Layer } from "effect"
-import { NotFound } from "../Errors.ts"
+import { Context, Effect, Layer, Option } from "effect"
+import { NotFound, Unauthorized } from "../Errors.ts"
 import { type ApiKeyRecord, ApiKeyStore } from "../Storage/ApiKeyStore.ts"
+import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { randomToken, sha256 } from "./Secrets.ts"
 
 export const KEY_PREFIX = "aigw_"
@@ -28,9 +29,20 @@ export const view = (k: ApiKeyRecord): ApiKeyView => ({
 
 const makeService = Effect.gen(function*() {
   const store = yield* ApiKeyStore
+  const avatars = yield* AvatarStore
   return {
-    create: Effect.fn("ApiKeys.create")(function*(avatarId: string, name: string) {
+    /**
+     * A new key for `owner`, the avatar record the caller's credentials were checked against (Auth).
+     * A revocation (password reset, deletion) can commit between that check and the key's insert, and
+     * its revokeAll run before the insert: so the avatar is read again (from the store, not a cache)
+     * once the key is stored, and if a revocation committed since the check (its token generation
+     * moved, AvatarStore.revokeTokens) or the avatar is gone, the key is revoked and the call refused.
+     * Otherwise every later revocation writes its generation after that read, then revokes every key,
+     * this one included.
+     */
+    create: Effect.fn("ApiKeys.create")(function*(owner: AvatarRecord, name: string) {
       const secret = `${KEY_PREFIX}${randomToken()}`
+      const avatarId = owner.id
       const record: ApiKeyRecord = {
         id: crypto.randomUUID(),
         avatarId,
@@ -42,6 +54,12 @@ const makeService = Effect.gen(function*() {
         revokedAt: null
       }
       yield* store.insert(record)
+      const current = yield* avatars.findById(avatarId)
+      if (Option.isNone(current) || !current.value.isActive || current.value.tokensValidAfter !== owner.tokensValidAfter) {
+        yield* store.revoke(avatarId, record.id, Date.now())
+        // Auth.INVALID (not imported: Auth's module imports this one's through Http/Edge).
+        return yield* Effect.fail(new Unauthorized({ message: "Invalid or expired credentials." }))
+      }
       return { ...view(record), key: secret }
     }),
     list: (avatarId: string) => Effect.map(store.listByAvatar(avatarId), (keys) => keys.map(view)),

@@ -1,7 +1,7 @@
 /**
  * Resolves request credentials to the calling avatar: `Authorization: Bearer <JWT or API key>`
- * or `X-Api-Key`. Deleted avatars, revoked keys and tokens older than the avatar's
- * tokensValidAfter are refused.
+ * or `X-Api-Key`. Deleted avatars, revoked keys and tokens from before the avatar's last
+ * revocation (its tokensValidAfter) are refused.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { Forbidden, NotFound, Unauthorized } from "../Errors.ts"
@@ -9,7 +9,7 @@ import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
 import { type Presented, presented } from "../Http/Edge.ts"
 import { sha256 } from "./Secrets.ts"
-import { Jwt } from "./Jwt.ts"
+import { Jwt, type JwtClaims } from "./Jwt.ts"
 
 export interface Credentials {
   readonly authorization?: string | undefined
@@ -18,6 +18,17 @@ export interface Credentials {
 
 /** Credentials that name a caller (what `presented` makes of a well-formed key or token). */
 export type KeyOrToken = Extract<Presented, { readonly _tag: "ApiKey" | "Jwt" }>
+
+/**
+ * Whether a revoking change (password reset, deletion) came after the credential check a token was
+ * issued for. The token carries the avatar's tokensValidAfter read in the same row read as the
+ * password hash it was checked against (`tva`), and every revoking change raises the stored value
+ * atomically and strictly (AvatarStore.revokeTokens): so the stored value exceeds the token's exactly
+ * when a revocation committed after that read, however long the check and the signing took, on
+ * whatever clock. Tokens without the claim (made before it existed) compare their issue instant.
+ */
+export const revoked = (claims: JwtClaims, avatar: AvatarRecord): boolean =>
+  claims.tva !== undefined ? claims.tva < avatar.tokensValidAfter : claims.aat < avatar.tokensValidAfter
 
 export const MISSING = "Authentication required: send Authorization: Bearer <JWT> or X-Api-Key: <API key>."
 export const INVALID = "Invalid or expired credentials."
@@ -32,13 +43,13 @@ const makeService = Effect.gen(function*() {
   // token's avatar (exists, active), and runs them on the database directly (or its cache) where it can.
   /**
    * The avatar of a token, or undefined when it does not hold: not ours, expired, its avatar gone or
-   * inactive, or issued before the avatar's tokensValidAfter.
+   * inactive, or revoked (`revoked`).
    */
   const ownerOfToken = async (token: string): Promise<AvatarRecord | undefined> => {
     const claims = await jwt.claimsOf(token)
     if (claims === undefined) return undefined
     const avatar = await metering.activeAvatar(claims.sub)
-    return avatar === undefined || claims.aat < avatar.tokensValidAfter ? undefined : avatar
+    return avatar === undefined || revoked(claims, avatar) ? undefined : avatar
   }
 
   /** The caller an API key or a token names, or undefined when it does not hold (a promise: the fast lane's too). */

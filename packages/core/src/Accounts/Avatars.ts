@@ -267,10 +267,13 @@ const makeService = Effect.gen(function*() {
     yield* Effect.forEach(slots, (s) => limits.uncount(s.key, s.expiresAt))
     if (!avatar.emailVerified) return yield* Effect.fail(new Rejected({ message: VERIFICATION_PENDING }))
     if (passwords.needsRehash(avatar.passwordHash)) {
-      const passwordHash = yield* passwords.hash(password)
-      yield* store.update(avatar.id, { passwordHash }).pipe(Effect.orDie)
+      // Only over the hash just checked: a reset that committed meanwhile keeps its new password.
+      yield* store.replacePasswordHash(avatar.id, avatar.passwordHash, yield* passwords.hash(password))
     }
-    const { expiresAt, token } = yield* jwt.sign(avatar.id)
+    // The token carries the generation read in the same row as the hash just checked: if a reset or a
+    // deletion committed after that read, the stored generation is greater and Auth refuses the token,
+    // however late it is signed (Auth.revoked).
+    const { expiresAt, token } = yield* jwt.sign(avatar.id, avatar.tokensValidAfter)
     const result: AuthResult = {
       jwtToken: token,
       id: avatar.id,
@@ -342,9 +345,7 @@ const makeService = Effect.gen(function*() {
     const avatar = yield* findExisting(id)
     if (!avatar.isActive) return view(avatar)
     const now = Date.now()
-    const updated = yield* store.update(id, { isActive: false, deletedAt: now, updatedAt: now, tokensValidAfter: now }).pipe(
-      Effect.orDie
-    )
+    const updated = yield* store.revokeTokens(id, { isActive: false, deletedAt: now, updatedAt: now }, now)
     yield* tokens.revokeAll(id)
     return view(Option.getOrThrow(updated))
   })
@@ -390,16 +391,15 @@ const makeService = Effect.gen(function*() {
     if (Option.isNone(consumed)) return yield* Effect.fail(invalid)
     const passwordHash = yield* passwords.hash(password)
     const now = Date.now()
+    // One atomic write: the new hash, and a token generation greater than any a login could have
+    // read with the old hash, so every JWT from such a login is refused however late it is signed.
     // Following the link proves control of the mailbox, so the address counts as verified.
-    const updated = yield* store.update(consumed.value.avatarId, {
-      passwordHash,
-      tokensValidAfter: now,
-      updatedAt: now,
-      emailVerified: true
-    }).pipe(Effect.orDie)
+    const updated = yield* store.revokeTokens(consumed.value.avatarId, { passwordHash, updatedAt: now, emailVerified: true }, now)
     if (Option.isNone(updated) || !updated.value.isActive) return yield* Effect.fail(invalid)
-    // Whoever knew the old password may have made keys: they go with the sessions.
-    yield* apiKeys.revokeAll(updated.value.id, now)
+    // Whoever knew the old password may have made keys: they go with the sessions. After the write
+    // above, so a key made with a credential checked before it is either revoked here or refused at
+    // its creation (ApiKeys.create).
+    yield* apiKeys.revokeAll(updated.value.id, Date.now())
     yield* mailer.send(Templates.passwordChanged(updated.value.email, updated.value.username))
   })
 

@@ -20,13 +20,19 @@ export interface JwtClaims {
   readonly sub: string
   /** Issue instant in milliseconds, compared with an avatar's tokensValidAfter (iat has only seconds). */
   readonly aat: number
+  /**
+   * The avatar's tokensValidAfter as read together with the password hash the login checked (its
+   * token generation); absent from tokens made before this claim existed.
+   */
+  readonly tva?: number | undefined
   readonly iat: number
   readonly exp: number
   readonly jti: string
 }
 
 export interface JwtService {
-  readonly sign: (avatarId: string) => Effect.Effect<{ readonly token: string; readonly expiresAt: number }>
+  /** `generation`: the avatar's tokensValidAfter read with the credentials this token is issued for. */
+  readonly sign: (avatarId: string, generation: number) => Effect.Effect<{ readonly token: string; readonly expiresAt: number }>
   /** None for anything that is not a valid, unexpired token of ours. */
   readonly verify: (token: string) => Effect.Effect<Option.Option<JwtClaims>>
   /** The same as a promise: the claims, or undefined (the fast lane's form, and `verify`'s). */
@@ -93,7 +99,8 @@ export const make = Effect.gen(function*() {
       .jwtVerify(token, keys.verifyKey, { algorithms: [keys.alg], issuer: ISSUER, audience: AUDIENCE })
       .then(({ payload }) => {
         if (typeof payload.sub !== "string" || typeof payload.aat !== "number" || typeof payload.exp !== "number") return undefined
-        const claims: JwtClaims = { sub: payload.sub, aat: payload.aat, iat: payload.iat ?? 0, exp: payload.exp, jti: String(payload.jti ?? "") }
+        if (payload.tva !== undefined && typeof payload.tva !== "number") return undefined
+        const claims: JwtClaims = { sub: payload.sub, aat: payload.aat, tva: payload.tva, iat: payload.iat ?? 0, exp: payload.exp, jti: String(payload.jti ?? "") }
         if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!)
         verified.set(token, claims)
         return claims
@@ -101,10 +108,10 @@ export const make = Effect.gen(function*() {
       .catch(() => undefined)
   }
   return Jwt.of({
-    sign: (avatarId) =>
+    sign: (avatarId, generation) =>
       Effect.promise(async () => {
         const now = Math.floor(Date.now() / 1000)
-        const token = await new jose.SignJWT({ aat: Date.now() })
+        const token = await new jose.SignJWT({ aat: Date.now(), tva: generation })
           .setProtectedHeader({ alg: keys.alg, typ: "JWT" })
           .setSubject(avatarId)
           .setIssuer(ISSUER)

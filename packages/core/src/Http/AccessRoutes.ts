@@ -33,7 +33,7 @@ export const accessRoutes = [
     summary: "Create an API key for the calling avatar (the secret is shown only in this answer)",
     body: KeyBody,
     handle: ({ body, caller }) =>
-      Effect.flatMap(ApiKeys, (k) => k.create(caller.id, body.name)).pipe(
+      Effect.flatMap(ApiKeys, (k) => k.create(caller, body.name)).pipe(
         Effect.map((key) => new Reply(key, "API key created. Store the key now: it is not shown again."))
       )
   }),

@@ -30,11 +30,22 @@ export interface AvatarRecord {
   readonly createdAt: number
   readonly updatedAt: number
   readonly deletedAt: number | null
-  /** Tokens issued before this instant (epoch milliseconds) are rejected. */
+  /**
+   * The avatar's token generation: an epoch-millisecond instant that only ever grows, and grows
+   * (`revokeTokens`) with every change that revokes the avatar's sessions. A JWT records the value it
+   * was read with, together with the password hash it was checked against, and is refused once the
+   * avatar's value is greater (Auth.ts); tokens made before that claim existed compare their `aat`.
+   */
   readonly tokensValidAfter: number
 }
 
 export type AvatarPatch = Partial<Omit<AvatarRecord, "id" | "createdAt">>
+
+/** What a revoking change may set besides the token generation (never a unique column: it cannot conflict). */
+export type RevokingPatch = Omit<AvatarPatch, "tokensValidAfter" | "username" | "email">
+
+/** The generation a revoking change stores: `at`, unless that does not exceed the current one (a clock behind), then current + 1. */
+export const nextGeneration = (current: number, at: number) => (at > current ? at : current + 1)
 
 export interface AvatarStoreService {
   /** Fails with Conflict when the username or e-mail is taken (case-insensitive). */
@@ -50,6 +61,14 @@ export interface AvatarStoreService {
     patch: AvatarPatch
   ) => Effect.Effect<Option.Option<AvatarRecord>, Conflict>
   readonly countAdmins: () => Effect.Effect<number>
+  /**
+   * Applies `patch` and raises `tokensValidAfter` to `nextGeneration(current, at)` in one atomic
+   * write, so the stored value is strictly greater than any a read before this write returned
+   * (password reset, deletion). None when the avatar does not exist.
+   */
+  readonly revokeTokens: (id: string, patch: RevokingPatch, at: number) => Effect.Effect<Option.Option<AvatarRecord>>
+  /** Sets the password hash only while it is still `expected` (a rehash at login); false when it changed meanwhile. */
+  readonly replacePasswordHash: (id: string, expected: string, passwordHash: string) => Effect.Effect<boolean>
 }
 
 export class AvatarStore extends Context.Tag("aigw/AvatarStore")<AvatarStore, AvatarStoreService>() {}
@@ -102,7 +121,22 @@ export const makeMemory = Effect.sync((): AvatarStoreService => {
             })
         })
       }),
-    countAdmins: () => Effect.sync(() => [...byId.values()].filter((a) => a.avatarType === "Admin").length)
+    countAdmins: () => Effect.sync(() => [...byId.values()].filter((a) => a.avatarType === "Admin").length),
+    revokeTokens: (id, patch, at) =>
+      Effect.sync(() => {
+        const current = byId.get(id)
+        if (!current) return Option.none()
+        const next = { ...current, ...patch, tokensValidAfter: nextGeneration(current.tokensValidAfter, at) }
+        byId.set(id, next)
+        return Option.some(next)
+      }),
+    replacePasswordHash: (id, expected, passwordHash) =>
+      Effect.sync(() => {
+        const current = byId.get(id)
+        if (!current || current.passwordHash !== expected) return false
+        byId.set(id, { ...current, passwordHash })
+        return true
+      })
   }
 })
 

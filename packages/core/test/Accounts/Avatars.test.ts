@@ -1,11 +1,14 @@
 /**
  * Account protections of the avatar service on memory stores: no e-mail enumeration through
  * register, login throttling per account and per client address, API keys revoked by a password
- * reset, e-mail changes limited like resends.
+ * reset, e-mail changes limited like resends, and revocations that hold against logins and key
+ * creations whose credential check ran before them (interleaved deterministically: the password
+ * check can be held until the revocation has answered).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Layer, Option, Redacted } from "effect"
+import { Deferred, Effect, Either, Fiber, Layer, Option, Redacted } from "effect"
 import * as ApiKeys from "../../src/Accounts/ApiKeys.ts"
+import * as Auth from "../../src/Accounts/Auth.ts"
 import { type AuthResult, Avatars, INVALID_CREDENTIALS, layer as avatarsLayer, TOO_MANY_LOGINS, VERIFICATION_PENDING } from "../../src/Accounts/Avatars.ts"
 import { clientAddress, limitKey } from "../../src/Accounts/ClientAddress.ts"
 import * as Jwt from "../../src/Accounts/Jwt.ts"
@@ -17,8 +20,30 @@ import * as Stores from "../../src/Storage/Stores.ts"
 
 const limits = { ...defaultLimits, loginMaxFailuresPerAccount: 3, loginMaxFailuresPerAddress: 5, loginWindowSeconds: 900 }
 
-const TestLayer = Layer.mergeAll(avatarsLayer, ApiKeys.layer).pipe(
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer)),
+/** While set, the next password check waits, once argon2 has answered, until `release` (see `loginHeldAcross`). */
+let held: { readonly checked: Deferred.Deferred<void>; readonly release: Deferred.Deferred<void> } | undefined
+/** While true, every stored hash counts as made with old parameters, so a login rehashes it. */
+let rehashAll = false
+const heldPasswords = Layer.effect(
+  Passwords.Passwords,
+  Effect.map(Passwords.make(), (real) =>
+    Passwords.Passwords.of({
+      ...real,
+      verify: (hash, password) =>
+        Effect.suspend(() => {
+          const hold = held
+          held = undefined
+          return hold === undefined
+            ? real.verify(hash, password)
+            : real.verify(hash, password).pipe(Effect.tap(() => Deferred.succeed(hold.checked, undefined)), Effect.tap(() => Deferred.await(hold.release)))
+        }),
+      needsRehash: (hash) => rehashAll || real.needsRehash(hash)
+    })
+  )
+)
+
+const TestLayer = Layer.mergeAll(avatarsLayer, ApiKeys.layer, Auth.layer).pipe(
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, heldPasswords)),
   Layer.provideMerge(Stores.layerMemory),
   Layer.provideMerge(Mailer.layerMemory),
   Layer.provideMerge(configLayer({ publicUrl: "https://gw.example.test", jwtSecret: Option.some(Redacted.make("x".repeat(40))), limits }))
@@ -50,6 +75,35 @@ const attempt = (login: string, password: string, address = noAddress) =>
     Effect.map((r): string =>
       Either.isRight(r) ? "ok" : r.left._tag === "TooManyRequests" ? "429" : r.left.message === INVALID_CREDENTIALS ? "invalid" : r.left.message)
   )
+
+/**
+ * A login whose avatar read and password check are done before `revocation` starts, and whose token
+ * is signed only after `revocation` has answered: the interleaving of a login racing a reset.
+ */
+const loginHeldAcross = <A, E, R>(login: string, password: string, revocation: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const checked = yield* Deferred.make<void>()
+    const release = yield* Deferred.make<void>()
+    held = { checked, release }
+    const fiber = yield* Effect.fork(Effect.either(Effect.flatMap(Avatars, (a) => a.authenticate(login, password, noAddress))))
+    yield* Deferred.await(checked)
+    yield* revocation
+    yield* Deferred.succeed(release, undefined)
+    return yield* Fiber.join(fiber)
+  })
+
+/** "accepted" or the error's tag, for a bearer token or an API key presented to Auth (what every authed route runs first, POST /v1/keys included). */
+const presented = (credentials: Auth.Credentials) =>
+  Effect.flatMap(Auth.Auth, (auth) => auth.require(credentials)).pipe(Effect.as("accepted"), Effect.catchAll((e) => Effect.succeed(e._tag)))
+const bearer = (jwt: string) => presented({ authorization: `Bearer ${jwt}` })
+
+/** Asks for a reset link and returns its token. */
+const resetToken = (email: string) =>
+  Effect.gen(function*() {
+    const { sent } = yield* Mailer.MemoryMailbox
+    yield* Effect.flatMap(Avatars, (a) => a.forgotPassword(email))
+    return tokenIn(lastMail(sent, (m) => m.to === email && /reset/i.test(m.subject)).text)
+  })
 
 describe("Avatars", () => {
   it.layer(TestLayer, { timeout: 60_000 })((it) => {
@@ -143,7 +197,7 @@ describe("Avatars", () => {
         const keys = yield* ApiKeys.ApiKeys
         const { sent } = yield* Mailer.MemoryMailbox
         const a = yield* verifiedAvatar
-        const key = yield* keys.create(a.id, "ci")
+        const key = yield* keys.create(Option.getOrThrow(yield* Effect.flatMap(AvatarStore, (s) => s.findById(a.id))), "ci")
         assert.isTrue(Option.isSome(yield* keys.resolve(key.key)))
         yield* avatars.forgotPassword(a.email)
         const token = tokenIn(lastMail(sent, (m) => m.to === a.email && /reset/i.test(m.subject)).text)
@@ -152,6 +206,74 @@ describe("Avatars", () => {
         assert.match(sent[sent.length - 1]!.text, /every API key of your avatar was revoked/)
         const login = (yield* Effect.flatMap(Avatars, (s) => s.authenticate(a.username, "new password 1", noAddress))) as AuthResult
         assert.strictEqual(login.id, a.id)
+      }))
+
+    it.effect("a login that checked the old password before a reset answered gets a token refused from then on", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const a = yield* verifiedAvatar
+        const before = (yield* avatars.authenticate(a.username, a.password, noAddress)).jwtToken
+        assert.strictEqual(yield* bearer(before), "accepted")
+        const token = yield* resetToken(a.email)
+        // The login reads the avatar (old hash) and checks the old password; the reset runs and answers; then the login signs.
+        const raced = yield* loginHeldAcross(a.username, a.password, avatars.resetPassword(token, "new password 1", "new password 1"))
+        assert.isTrue(Either.isRight(raced), "the check itself passed: it read the avatar before the reset")
+        const racedJwt = Either.getOrThrow(raced).jwtToken
+        // Auth refuses it, so POST /v1/keys (an authed route) can make no key with it; the earlier token is refused too.
+        assert.deepStrictEqual([yield* bearer(racedJwt), yield* bearer(before)], ["Unauthorized", "Unauthorized"])
+        assert.strictEqual(yield* attempt(a.username, a.password), "invalid")
+        // A login after the reset, with the new password, is not caught by it.
+        const after = (yield* avatars.authenticate(a.username, "new password 1", noAddress)).jwtToken
+        assert.strictEqual(yield* bearer(after), "accepted")
+      }))
+
+    it.effect("a login that checked the password before its avatar was deleted gets a token refused from then on", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const store = yield* AvatarStore
+        const a = yield* verifiedAvatar
+        const admin = { ...Option.getOrThrow(yield* store.findById(a.id)), avatarType: "Admin" as const }
+        const raced = yield* loginHeldAcross(a.username, a.password, avatars.delete(admin, a.id))
+        assert.strictEqual(yield* bearer(Either.getOrThrow(raced).jwtToken), "Unauthorized")
+        assert.isAbove(Option.getOrThrow(yield* store.findById(a.id)).tokensValidAfter, 0)
+      }))
+
+    it.effect("an API key requested with credentials checked before a reset answered is refused and never outlives it", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const keys = yield* ApiKeys.ApiKeys
+        const auth = yield* Auth.Auth
+        const a = yield* verifiedAvatar
+        const jwt = (yield* avatars.authenticate(a.username, a.password, noAddress)).jwtToken
+        const byJwt = yield* auth.require({ authorization: `Bearer ${jwt}` })
+        const key = yield* keys.create(byJwt, "before")
+        const byKey = yield* auth.require({ apiKey: key.key })
+        // Both callers were checked (POST /v1/keys's Auth step) before the reset; their handlers run after it answered.
+        yield* avatars.resetPassword(yield* resetToken(a.email), "new password 2", "new password 2")
+        for (const caller of [byJwt, byKey]) {
+          const made = yield* Effect.either(keys.create(caller, "raced"))
+          assert.isTrue(Either.isLeft(made) && made.left._tag === "Unauthorized", "refused")
+        }
+        const listed = yield* keys.list(a.id)
+        assert.deepStrictEqual([listed.length, listed.filter((k) => k.revokedAt === null).length], [3, 0], "the keys stored meanwhile are revoked")
+        assert.strictEqual(yield* presented({ apiKey: key.key }), "Unauthorized")
+        // A caller checked after the reset makes keys as usual.
+        const fresh = yield* auth.require({ authorization: `Bearer ${(yield* avatars.authenticate(a.username, "new password 2", noAddress)).jwtToken}` })
+        const made = yield* keys.create(fresh, "after")
+        assert.strictEqual(yield* presented({ apiKey: made.key }), "accepted")
+      }))
+
+    it.effect("a rehash at login never writes the old password back over a reset made during the check", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const a = yield* verifiedAvatar
+        const token = yield* resetToken(a.email)
+        rehashAll = true
+        const raced = yield* loginHeldAcross(a.username, a.password, avatars.resetPassword(token, "new password 3", "new password 3")).pipe(
+          Effect.ensuring(Effect.sync(() => (rehashAll = false)))
+        )
+        assert.deepStrictEqual([yield* attempt(a.username, a.password), yield* attempt(a.username, "new password 3")], ["invalid", "ok"])
+        assert.strictEqual(yield* bearer(Either.getOrThrow(raced).jwtToken), "Unauthorized")
       }))
 
     it.effect("PUT with a new e-mail is limited like resend: 3 per hour per avatar and per target address", () =>

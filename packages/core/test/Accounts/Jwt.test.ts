@@ -18,10 +18,11 @@ describe("Jwt.verify", () => {
   it("accepts its own token again and again, and refuses a changed signature after the original was accepted", async () => {
     await withJwt((jwt) =>
       Effect.gen(function*() {
-        const { token } = yield* jwt.sign("avatar-1")
+        const { token } = yield* jwt.sign("avatar-1", 42)
         const first = yield* jwt.verify(token)
         const again = yield* jwt.verify(token)
         expect(Option.getOrThrow(first).sub).toBe("avatar-1")
+        expect(Option.getOrThrow(first).tva, "the token generation it was signed for").toBe(42)
         expect(again).toEqual(first)
         const [header, payload, signature] = token.split(".")
         const flipped = signature!.slice(0, -2) + (signature!.slice(-2) === "AA" ? "BB" : "AA")
@@ -44,7 +45,7 @@ describe("Jwt.verify", () => {
   it("refuses a verified token once it expires, like a token it never saw", async () => {
     const { token, expiresAt } = await withJwt((jwt) =>
       Effect.gen(function*() {
-        const signed = yield* jwt.sign("avatar-1")
+        const signed = yield* jwt.sign("avatar-1", 0)
         expect(Option.isSome(yield* jwt.verify(signed.token))).toBe(true)
         vi.useFakeTimers({ toFake: ["Date"] })
         vi.setSystemTime((signed.expiresAt - 1) * 1000)
@@ -65,7 +66,7 @@ describe("Jwt.verify", () => {
     await withJwt((jwt) =>
       Effect.gen(function*() {
         const tokens: Array<string> = []
-        for (let i = 0; i < 1100; i++) tokens.push((yield* jwt.sign(`avatar-${i}`)).token)
+        for (let i = 0; i < 1100; i++) tokens.push((yield* jwt.sign(`avatar-${i}`, 0)).token)
         for (const t of tokens) expect(Option.isSome(yield* jwt.verify(t))).toBe(true)
         for (const t of [tokens[0]!, tokens[1099]!]) expect(Option.getOrThrow(yield* jwt.verify(t)).sub).toBe(jose.decodeJwt(t).sub)
       })

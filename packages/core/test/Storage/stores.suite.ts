@@ -94,6 +94,40 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.isTrue((yield* store.list()).some((x) => x.id === admin.id))
         }))
 
+      it.effect("avatars: revokeTokens applies its patch and raises the token generation strictly, atomically", () =>
+        Effect.gen(function*() {
+          const store = yield* AvatarStore
+          const metering = yield* Metering
+          const a = avatar({ emailVerified: false, tokensValidAfter: 0 })
+          yield* store.insert(a)
+          assert.strictEqual((yield* Effect.promise(() => metering.activeAvatar(a.id)))?.tokensValidAfter, 0)
+          const reset = Option.getOrThrow(yield* store.revokeTokens(a.id, { passwordHash: "$argon2id$new", emailVerified: true, updatedAt: 5 }, 1_000))
+          assert.deepStrictEqual(reset, { ...a, passwordHash: "$argon2id$new", emailVerified: true, updatedAt: 5, tokensValidAfter: 1_000 })
+          assert.deepStrictEqual(Option.getOrThrow(yield* store.findById(a.id)), reset)
+          assert.strictEqual((yield* Effect.promise(() => metering.activeAvatar(a.id)))?.tokensValidAfter, 1_000, "the metering port reads the new generation")
+          const generation = (at: number) => Effect.map(store.revokeTokens(a.id, {}, at), (r) => Option.getOrThrow(r).tokensValidAfter)
+          assert.strictEqual(yield* generation(900), 1_001, "a clock behind still raises it")
+          assert.strictEqual(yield* generation(1_001), 1_002, "the same instant too")
+          assert.strictEqual(yield* generation(5_000), 5_000)
+          // Concurrent revocations at one instant each get their own, greater generation.
+          const together = yield* Effect.all(Array.from({ length: 8 }, () => generation(5_000)), { concurrency: "unbounded" })
+          assert.deepStrictEqual([...together].sort((x, y) => x - y), [5_001, 5_002, 5_003, 5_004, 5_005, 5_006, 5_007, 5_008])
+          const gone = Option.getOrThrow(yield* store.revokeTokens(a.id, { isActive: false, deletedAt: 9, updatedAt: 9 }, 6_000))
+          assert.deepStrictEqual([gone.isActive, gone.deletedAt, gone.tokensValidAfter, gone.passwordHash], [false, 9, 6_000, "$argon2id$new"])
+          assert.isTrue(Option.isNone(yield* store.revokeTokens(crypto.randomUUID(), {}, 1)), "no such avatar")
+        }))
+
+      it.effect("avatars: replacePasswordHash only over the expected hash", () =>
+        Effect.gen(function*() {
+          const store = yield* AvatarStore
+          const a = avatar({ passwordHash: "$argon2id$old" })
+          yield* store.insert(a)
+          assert.isTrue(yield* store.replacePasswordHash(a.id, "$argon2id$old", "$argon2id$rehashed"))
+          assert.isFalse(yield* store.replacePasswordHash(a.id, "$argon2id$old", "$argon2id$other"), "the hash changed meanwhile")
+          assert.isFalse(yield* store.replacePasswordHash(crypto.randomUUID(), "$argon2id$old", "$argon2id$other"), "no such avatar")
+          assert.deepStrictEqual(Option.getOrThrow(yield* store.findById(a.id)), { ...a, passwordHash: "$argon2id$rehashed" })
+        }))
+
       it.effect("one-time tokens: single use, expiry, superseded by a newer one", () =>
         Effect.gen(function*() {
           const tokens = yield* OneTimeTokenStore

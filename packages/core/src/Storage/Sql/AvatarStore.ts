@@ -120,6 +120,21 @@ export const make = Effect.gen(function*() {
       sql`SELECT COUNT(*) AS n FROM avatars WHERE avatar_type = 'Admin'`.pipe(
         Effect.map((rows) => num(rows[0]?.n)),
         Effect.orDie
+      ),
+    revokeTokens: (id, patch, at) => {
+      // nextGeneration (AvatarStore.ts) computed on the row the UPDATE locks, not on an earlier read.
+      const generation = sql`tokens_valid_after = CASE WHEN tokens_valid_after < ${at} THEN ${at} ELSE tokens_valid_after + 1 END`
+      const values = toColumns(patch)
+      const statement = Object.keys(values).length === 0
+        ? sql`UPDATE avatars SET ${generation} WHERE id = ${id} RETURNING *`
+        : sql`UPDATE avatars SET ${sql.update(values)}, ${generation} WHERE id = ${id} RETURNING *`
+      return statement.pipe(Effect.map(one), Effect.orDie, invalidate(id))
+    },
+    replacePasswordHash: (id, expected, passwordHash) =>
+      sql`UPDATE avatars SET password_hash = ${passwordHash} WHERE id = ${id} AND password_hash = ${expected} RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie,
+        invalidate(id)
       )
   }
   return service
