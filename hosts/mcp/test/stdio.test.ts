@@ -186,13 +186,17 @@ describe("MCP over stdio (hosts/mcp)", () => {
     ])
     expect(await exchange(JSON.stringify(Array.from({ length: 40 }, (_, i) => JSON.parse(ping(100 + i)))), ++n)).toMatchObject({ id: null, error: { code: -32600 } })
     expect(await exchange("[]", ++n)).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request: empty batch." } })
-    // A line over AIGW_MAX_BODY_BYTES is refused without being kept; bytes that are not UTF-8 are a parse error.
+    // A line over AIGW_MAX_BODY_BYTES is refused without being kept; bytes that are not UTF-8 are an invalid request (as on /mcp).
     expect(await exchange(ping("x".repeat(200_000)), ++n)).toEqual({
       jsonrpc: "2.0",
       id: null,
-      error: { code: -32600, message: "Invalid Request: the message exceeds 100000 bytes (AIGW_MAX_BODY_BYTES)." }
+      error: { code: -32600, message: "Invalid Request: Request body exceeds the limit of 100000 bytes (AIGW_MAX_BODY_BYTES)." }
     })
-    expect(await exchange(Buffer.from([0x7b, 0xff, 0x7d]), ++n)).toMatchObject({ id: null, error: { code: -32700 } })
+    expect(await exchange(Buffer.from([0x7b, 0xff, 0x7d]), ++n)).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32600, message: "Invalid Request: The request body is not valid UTF-8." }
+    })
     expect(await exchange(ping(12), ++n)).toEqual({ jsonrpc: "2.0", id: 12, result: {} })
     // A notification is not answered; stdin's end ends the process once the last answer is out.
     child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`)

@@ -1,7 +1,7 @@
 /**
  * The Node HTTP host: configuration -> layers -> NodeHttpServer. Wiring only.
  * SIGINT/SIGTERM interrupt the main fiber: the server stops accepting, in-flight requests
- * finish, layers (database pool, mail transport) are released. A failed start is one line on stderr
+ * finish (within AIGW_SHUTDOWN_GRACE_SECONDS), layers (database pool, mail transport) are released. A failed start is one line on stderr
  * naming the cause and the variable to fix, and exit code 1 (StartupError.ts; AIGW_DEBUG=1 adds the cause).
  * Logs: text (Effect's pretty logger) or, with AIGW_LOG_FORMAT=json, one JSON object per line (Logging.ts).
  * Started by main.ts in each serving process.
@@ -9,7 +9,7 @@
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ConfigFile, FastLane, HttpApp, Layers, Logging, MallocTrim, Mcp, StartupError } from "@aigw/core"
+import { ConfigFile, FastLane, HttpApp, Layers, Logging, MallocTrim, Mcp, ShutdownDeadline, StartupError } from "@aigw/core"
 import { Config, Effect, Layer, Logger } from "effect"
 import { createServer } from "node:http"
 
@@ -20,9 +20,15 @@ const ServerLive = Layer.unwrapEffect(
     // The routes that declare a lane (metered chat and embeddings) take the fast lane (FastLane.ts); the
     // rest the Effect app. AIGW_FAST_LANE=false serves everything through the Effect app.
     const fastLane = yield* Config.boolean("AIGW_FAST_LANE").pipe(Config.withDefault(true))
-    if (!fastLane) return NodeHttpServer.layer(createServer, { port, host })
+    // After SIGTERM, requests in flight get this long before their connections are closed (ShutdownDeadline.ts).
+    const graceSeconds = yield* Config.number("AIGW_SHUTDOWN_GRACE_SECONDS").pipe(
+      Config.validate({ message: "AIGW_SHUTDOWN_GRACE_SECONDS must be a number of seconds above 0", validation: (n) => n > 0 }),
+      Config.withDefault(8)
+    )
+    const server = () => ShutdownDeadline.withShutdownDeadline(createServer(), graceSeconds * 1000)
+    if (!fastLane) return NodeHttpServer.layer(server, { port, host })
     const lane = yield* FastLane.make
-    return NodeHttpServer.layer(() => FastLane.attach(createServer(), lane), { port, host })
+    return NodeHttpServer.layer(() => FastLane.attach(server(), lane), { port, host })
   })
 )
 

@@ -134,7 +134,12 @@ describe("MCP over streamable HTTP", () => {
         authorization: `Bearer ${gold.token}`
       })
       expect(big.status).toBe(413)
-      // A body that cannot be read as sent is an invalid request (400, -32600), not a size problem.
+      expect(await big.json()).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: expect.stringMatching(/^Invalid Request: Request body exceeds the limit of \d+ bytes \(AIGW_MAX_BODY_BYTES\)\.$/) }
+      })
+      // A body that cannot be read as sent is an invalid request (400, -32600), as a stdio line is.
       const ping = JSON.stringify({ jsonrpc: "2.0", id: 8, method: "ping" })
       for (const headers of [{ "content-encoding": "gzip" }, { "content-type": "application/json; charset=klingon" }] as Array<Record<string, string>>) {
         const refused = await post(ping, headers)

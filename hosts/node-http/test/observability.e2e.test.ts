@@ -204,6 +204,36 @@ describe("observability", () => {
     expect(logged.find((l) => l.requestId === "jwt-call.1:a_b")).toMatchObject({ route: "/v1/complete", status: 200 })
   })
 
+  it("logs a request whose client left before its answer as 499 (fast lane and Effect app)", async () => {
+    openai.setScenario({ kind: "hang" })
+    // The avatar's context is added by the Effect app: the lane hands that call over.
+    const left = [["left-lane-1", {}], ["left-effect-1", { injectAvatarContext: true }]] as const
+    for (const [id, extra] of left) {
+      const abort = new AbortController()
+      const before = openai.requests.length
+      const sent = fetch(`${server.url}/v1/complete`, {
+        method: "POST",
+        signal: abort.signal,
+        headers: {
+          "content-type": "application/json",
+          "x-request-id": id,
+          "x-api-key": user.apiKey
+        },
+        body: JSON.stringify({ messages: hi, provider: "openai", model: "gpt-4o-mini", ...extra })
+      }).catch(() => undefined)
+      for (let i = 0; i < 100 && openai.requests.length === before; i++) await new Promise((r) => setTimeout(r, 20))
+      abort.abort()
+      await sent
+    }
+    openai.setScenario({ kind: "text", text: "hi", usage: { prompt: 5, completion: 2 } })
+    let logged: Array<any> = []
+    for (let i = 0; i < 50 && logged.length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 50))
+      logged = server.output().split("\n").filter((l) => l.includes("\"left-")).map((l) => JSON.parse(l)).filter((l) => l.status !== undefined)
+    }
+    expect(logged.map((l) => [l.requestId, l.route, l.status]).sort()).toEqual([["left-effect-1", "/v1/complete", 499], ["left-lane-1", "/v1/complete", 499]])
+  })
+
   it("serves /metrics in the Prometheus text format with route templates as labels", async () => {
     await call(server.url, "GET", "/v1/video/no-such-job", { token: user.token })
     await call(server.url, "GET", "/v1/video/another-job", { token: user.token })

@@ -10,7 +10,9 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { groupMembers, processTree } from "./support/attack.ts"
-import { type FailedStart, freePort, hostEnv, startExpectingFailure } from "./support/server.ts"
+import { type FailedStart, freePort, hostEnv, startExpectingFailure, startServer } from "./support/server.ts"
+import { signUp } from "./support/accounts.ts"
+import { startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 // @ts-expect-error: a plain .mjs script without declarations
 import { minimum, nodeProblem } from "../../../scripts/node-version.mjs"
 
@@ -259,6 +261,33 @@ describe("npm start under a process manager", () => {
       } catch {
         // the group is gone
       }
+    }
+  }, T)
+})
+
+describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
+  // A process manager SIGKILLs a process that has not stopped after its grace period (10 s for Docker
+  // and Podman): a request whose upstream stalls must not hold the stop until its own timeout.
+  it("closes the connections still open after the grace period, then exits 0", async () => {
+    const openai = await startOpenAiMock({ apiKey: "sk-stop" })
+    const server = await startServer({ OPENAI_API_KEY: "sk-stop", OPENAI_BASE_URL: openai.url, AIGW_SHUTDOWN_GRACE_SECONDS: "1" })
+    try {
+      const user = await signUp(server, "stopper")
+      openai.setScenario({ kind: "hang" })
+      const pending = Array.from({ length: 2 }, (_, i) =>
+        fetch(`${server.url}${i === 0 ? "/v1/complete" : "/v1/complete/stream"}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-api-key": user.apiKey },
+          body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], model: "gpt-4o-mini" })
+        }).then((r) => r.text()).then(() => "answered", () => "closed"))
+      for (let i = 0; i < 100 && openai.requests.length < 2; i++) await new Promise((r) => setTimeout(r, 50))
+      expect(openai.requests.length).toBe(2)
+      // The helper SIGKILLs after 15 s (exit code null); the upstream would hang for minutes.
+      expect(await server.stop(), server.output()).toBe(0)
+      expect(await Promise.all(pending)).toEqual(["closed", "closed"])
+    } finally {
+      await server.kill().catch(() => undefined)
+      await openai.close()
     }
   }, T)
 })

@@ -4,8 +4,10 @@
  *   against the configuration (unknown model or provider, a refused URL, an unusable schema) and
  *   GET /v1/usage still reports the calls made before it;
  * - a caller's JSON-Schema `pattern` cannot block the event loop (ReDoS on /v1/extract);
+ * - a database another process keeps locked is a 503 to retry, not a 500;
  * - /v1/health is a readiness check: 503 while PostgreSQL is down.
  */
+import Database from "better-sqlite3"
 import { execFileSync } from "node:child_process"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -186,6 +188,25 @@ describe("a refused request costs no quota", () => {
     openai.setScenario({ kind: "text", text: JSON.stringify({ s: "aaaa" }) })
     const ok = await call(server.url, "POST", "/v1/extract", { apiKey: user.apiKey, body: { text: "x", schema } })
     expect(ok.body.result).toMatchObject({ valid: true })
+  }, 60_000)
+
+  it("a metered call while another process keeps SQLite's write lock: a 503 to retry (not a 500), not counted; served once the lock goes", async () => {
+    const before = await used()
+    const other = new Database(path.join(server.dataDir, "data", "aigw.sqlite"))
+    try {
+      other.exec("BEGIN IMMEDIATE")
+      for (const route of ["/v1/complete", "/v1/translate"]) {
+        const body = route === "/v1/complete" ? { messages, model: "gpt-4o-mini" } : { text: "x", targetLanguage: "de" }
+        const locked = await call(server.url, "POST", route, { apiKey: user.apiKey, body })
+        expect([route, locked.status, locked.headers.get("retry-after")]).toEqual([route, 503, "1"])
+        expect(locked.body).toMatchObject({ isError: true, message: "The database is locked by another process; retry shortly." })
+      }
+    } finally {
+      other.exec("ROLLBACK")
+      other.close()
+    }
+    expect(await used()).toBe(before)
+    expect((await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: { messages, model: "gpt-4o-mini" } })).status).toBe(200)
   }, 60_000)
 })
 

@@ -9,7 +9,7 @@ import { Readable } from "node:stream"
 import type { Credentials } from "../Accounts/Auth.ts"
 import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
 import { failureOf, successOf } from "../Envelope.ts"
-import { BadRequest, type GatewayError, PayloadTooLarge, statusOf } from "../Errors.ts"
+import { BadRequest, Busy, type GatewayError, PayloadTooLarge, statusOf } from "../Errors.ts"
 import { parseJsonText } from "../JsonText.ts"
 import { quotaRefusals } from "../Metrics.ts"
 
@@ -75,7 +75,7 @@ export const presented = (c: Credentials): Presented => {
 
 /** The 413 error of a body above `maxBodyBytes`. */
 export const tooLargeError = (maxBodyBytes: number) =>
-  new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes.` })
+  new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes (AIGW_MAX_BODY_BYTES).` })
 
 /** A declared Content-Length above the limit: refused before reading a byte. */
 export const declaresTooLarge = (headers: RequestHeaders, maxBodyBytes: number) =>
@@ -234,6 +234,24 @@ export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<
 
 /** The generic 500 body of an unexpected failure (its cause is logged, never sent). */
 export const internalErrorBody = (kind: Envelope) => errorBody(kind, { _tag: "Internal", message: "Internal server error." })
+
+/** Whether a failure is SQLite's lock still held by another process when the wait for it ended (SQLITE_BUSY, SQLITE_LOCKED). */
+const isDatabaseLocked = (failure: unknown): boolean => {
+  let at: any = failure
+  for (let depth = 0; depth < 4 && at !== null && typeof at === "object"; depth++, at = at.cause) {
+    if (typeof at.code === "string" && /^SQLITE_(BUSY|LOCKED)/.test(at.code)) return true
+  }
+  return false
+}
+
+/**
+ * The answer of an unexpected failure (its cause is logged, never sent): a database that another
+ * process kept locked is a 503 to retry; anything else the generic 500.
+ */
+export const defectParts = (kind: Envelope, failure: unknown) =>
+  isDatabaseLocked(failure)
+    ? errorParts(kind, new Busy({ message: "The database is locked by another process; retry shortly.", retryAfterSeconds: 1 }))
+    : { status: 500, body: internalErrorBody(kind), headers: {} as Record<string, string> }
 
 /** The response headers of an SSE answer. */
 export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" } as const

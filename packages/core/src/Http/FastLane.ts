@@ -37,7 +37,7 @@ import {
   credentialsOf,
   declaresTooLarge,
   errorParts,
-  internalErrorBody,
+  defectParts,
   parseJsonBody,
   presented,
   readLimitedText,
@@ -267,8 +267,10 @@ export const make = Effect.gen(function*() {
     res.setHeader(RequestId.HEADER, requestId)
     const done = () => {
       const ms = performance.now() - started
-      if (metrics) Metrics.recordRequest(route.path, "POST", res.statusCode, ms / 1000)
-      if (logRequests) void run(accessLogLine(requestId, "POST", route.path, route.path, res.statusCode, ms))
+      // A client that left before its answer ended is 499 (as the Effect app's middleware logs it), not the status begun.
+      const status = clientLeft(res) ? 499 : res.statusCode
+      if (metrics) Metrics.recordRequest(route.path, "POST", status, ms / 1000)
+      if (logRequests) void run(accessLogLine(requestId, "POST", route.path, route.path, status, ms))
     }
     serving++
     serve(req, res, route, credentials, requestId).then(
@@ -281,7 +283,10 @@ export const make = Effect.gen(function*() {
         // As Route.ts's last resort: log the cause, answer a generic 500 envelope (or cut a started stream).
         void run(Effect.logError("unexpected failure", e).pipe(Effect.annotateLogs("requestId", requestId)))
         if (res.headersSent) res.destroy()
-        else sendJson(res, 500, internalErrorBody(route.envelope), {})
+        else {
+          const { body, headers, status } = defectParts(route.envelope, e)
+          sendJson(res, status, body, headers)
+        }
         done()
       }
     )

@@ -122,10 +122,14 @@ export const middleware = (settings: { readonly metrics: boolean; readonly logRe
       const started = performance.now()
       const path = pathOf(request.url)
       const info: RequestId.RequestInfo = { id: RequestId.fromHeader(request.headers[RequestId.HEADER]), route: FIXED_ROUTES.has(path) ? path : UNMATCHED }
-      const response = yield* asRequest(info)(app)
-      const ms = performance.now() - started
-      if (settings.metrics) Metrics.recordRequest(info.route, request.method, response.status, ms / 1000)
-      if (settings.logRequests) yield* accessLogLine(info.id, request.method, path, info.route, response.status, ms)
+      const counted = (status: number) => {
+        const ms = performance.now() - started
+        if (settings.metrics) Metrics.recordRequest(info.route, request.method, status, ms / 1000)
+        return settings.logRequests ? accessLogLine(info.id, request.method, path, info.route, status, ms) : Effect.void
+      }
+      // A client that leaves interrupts the request: it is counted and logged as 499, as the platform's span has it.
+      const response = yield* Effect.onInterrupt(asRequest(info)(app), () => counted(499))
+      yield* counted(response.status)
       return HttpServerResponse.setHeader(response, RequestId.HEADER, info.id)
     })
   )

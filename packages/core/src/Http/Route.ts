@@ -23,7 +23,7 @@ import {
   encodingRefusal,
   type Envelope,
   errorParts,
-  internalErrorBody,
+  defectParts,
   parseJsonBody,
   readLimited,
   readLimitedText,
@@ -222,11 +222,11 @@ export const errorResponse = (kind: Envelope, error: GatewayError, headers: Reco
   return json(status, body, all)
 }
 
-/** The last resort: log the cause, answer a generic 500 envelope. */
-export const defectResponse = (kind: Envelope, cause: Cause.Cause<unknown>) =>
-  Effect.logError("unexpected failure", cause).pipe(
-    Effect.as(json(500, internalErrorBody(kind), {}))
-  )
+/** The last resort: log the cause, answer a generic 500 envelope (a 503 for a locked database: `defectParts`). */
+export const defectResponse = (kind: Envelope, cause: Cause.Cause<unknown>) => {
+  const { body, headers, status } = defectParts(kind, Cause.squash(cause))
+  return Effect.as(Effect.logError("unexpected failure", cause), json(status, body, headers))
+}
 
 /** A handler's JSON answer (a value or a Reply) as its status, body and headers, in the route's envelope. */
 export const answerParts = (kind: Envelope, output: unknown, headers: Record<string, string>) =>

@@ -28,8 +28,8 @@ import { Cause, Context, Effect, Either, Fiber, JSONSchema, Layer, Option, Redac
 import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
-import { BadRequest, type GatewayError, isGatewayError, Unauthorized } from "../Errors.ts"
-import { credentialsOf, decodeText } from "../Http/Edge.ts"
+import { type BadRequest, type GatewayError, isGatewayError, type PayloadTooLarge, Unauthorized } from "../Errors.ts"
+import { credentialsOf, decodeText, tooLargeError } from "../Http/Edge.ts"
 import { describeParseError, readText } from "../Http/Route.ts"
 import { parseJsonText } from "../JsonText.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
@@ -273,6 +273,10 @@ const makeFront = Effect.gen(function*() {
 
   const refusal = (status: number, code: number, message: string): FrontAnswer => ({ status, body: JsonRpc.errorResponse(null, code, message) })
 
+  /** A message that cannot be read as sent (too large, or bytes not in its charset): an invalid request, on either transport. */
+  const unreadable = (error: PayloadTooLarge | BadRequest): FrontAnswer =>
+    refusal(error._tag === "PayloadTooLarge" ? 413 : 400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${error.message}`)
+
   /** The answer to `text` from `caller` (`anonymous`: no credentials, only the free tools work). */
   const answer = (text: string, caller: McpCaller["Type"], anonymous: boolean): Effect.Effect<FrontAnswer> =>
     Effect.gen(function*() {
@@ -303,7 +307,7 @@ const makeFront = Effect.gen(function*() {
       )
     )
 
-  return { answer, protocol }
+  return { answer, protocol, unreadable }
 })
 
 /**
@@ -346,13 +350,9 @@ export const layerHttp = layerOver((front) =>
           return jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer error="invalid_token"' })
         }
         const text = yield* Effect.either(Effect.provideService(readText, GatewayConfig, config))
-        if (text._tag === "Left") {
-          // Too large: 413; a body that cannot be read as sent (its encoding or charset): an invalid request.
-          return text.left._tag === "PayloadTooLarge"
-            ? jsonRpcError(413, -32000, text.left.message)
-            : jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${text.left.message}`)
-        }
-        const answered = yield* front.answer(text.right, { resolve: Effect.succeed(caller.right) }, Option.isNone(caller.right))
+        const answered = text._tag === "Left"
+          ? front.unreadable(text.left)
+          : yield* front.answer(text.right, { resolve: Effect.succeed(caller.right) }, Option.isNone(caller.right))
         return answered.body === undefined
           ? HttpServerResponse.empty({ status: answered.status })
           : HttpServerResponse.unsafeJson(answered.body, { status: answered.status })
@@ -475,12 +475,8 @@ export const layerStdio = <EIn, RIn, EOut, ROut>(options: {
         })
         const anonymous = Option.isNone(options.apiKey)
         const answerLine = (line: Uint8Array | typeof TOO_LONG): Effect.Effect<Option.Option<string>> => {
-          if (line === TOO_LONG) {
-            const message = `Invalid Request: the message exceeds ${maxBodyBytes} bytes (AIGW_MAX_BODY_BYTES).`
-            return Effect.succeed(Option.some(JSON.stringify(JsonRpc.errorResponse(null, JsonRpc.INVALID_REQUEST, message))))
-          }
-          const text = decodeText(line)
-          if (text instanceof BadRequest) return Effect.succeed(Option.some(JSON.stringify(JsonRpc.errorResponse(null, JsonRpc.PARSE_ERROR, "Parse error"))))
+          const text = line === TOO_LONG ? tooLargeError(maxBodyBytes) : decodeText(line)
+          if (typeof text !== "string") return Effect.succeed(Option.some(JSON.stringify(front.unreadable(text).body)))
           if (text.trim() === "") return Effect.succeed(Option.none())
           return Effect.map(front.answer(text, caller, anonymous), (a) => a.body === undefined ? Option.none() : Option.some(JSON.stringify(a.body)))
         }
