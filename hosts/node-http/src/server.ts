@@ -11,7 +11,6 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { ConfigFile, FastLane, HttpApp, Layers, Logging, MallocTrim, Mcp, ShutdownDeadline, StartupError } from "@aigw/core"
 import { Config, Effect, Layer, Logger } from "effect"
-import { createServer } from "node:http"
 
 const ServerLive = Layer.unwrapEffect(
   Effect.gen(function*() {
@@ -25,7 +24,7 @@ const ServerLive = Layer.unwrapEffect(
       Config.validate({ message: "AIGW_SHUTDOWN_GRACE_SECONDS must be a number of seconds above 0", validation: (n) => n > 0 }),
       Config.withDefault(8)
     )
-    const server = () => ShutdownDeadline.withShutdownDeadline(createServer(), graceSeconds * 1000)
+    const server = () => new ShutdownDeadline.BoundedServer(graceSeconds * 1000)
     if (!fastLane) return NodeHttpServer.layer(server, { port, host })
     const lane = yield* FastLane.make
     return NodeHttpServer.layer(() => FastLane.attach(server(), lane), { port, host })

@@ -15,7 +15,7 @@ import { type StartupError, startupError } from "./StartupError.ts"
  * Every variable the gateway reads through its ConfigProvider: Config.ts `fromEnv` and
  * `limitVariables`, and the few read elsewhere (DATABASE_URL and AIGW_KEY_CACHE_SECONDS in Layers.ts, AIGW_TRACING in
  * Tracing.ts, AIGW_LOG_REQUESTS and AIGW_METRICS in Http/Observability.ts, AIGW_LOG_FORMAT in
- * Logging.ts, AIGW_API_KEY in the MCP stdio host, AIGW_FAST_LANE in the node host, AIGW_MALLOC_TRIM_MS in MallocTrim.ts). A test
+ * Logging.ts, AIGW_API_KEY in the MCP stdio host, AIGW_FAST_LANE and AIGW_SHUTDOWN_GRACE_SECONDS in the node host, AIGW_MALLOC_TRIM_MS in MallocTrim.ts). A test
  * (test/ConfigFile.test.ts) checks the sources for names missing here.
  */
 export const generalVariables: ReadonlyArray<string> = [
@@ -46,6 +46,7 @@ export const generalVariables: ReadonlyArray<string> = [
   "AIGW_TRACING",
   "AIGW_LOG_REQUESTS",
   "AIGW_FAST_LANE",
+  "AIGW_SHUTDOWN_GRACE_SECONDS",
   "AIGW_LOG_FORMAT",
   "AIGW_METRICS",
   "AIGW_MODELS",

@@ -356,6 +356,9 @@ const makeService = Effect.gen(function*() {
     return metering.record({ ...usage, day: utcDay(at), at })
   }
 
+  /** The usage of a call no upstream answered. */
+  const NO_USAGE: UsageReport = { promptTokens: 0, completionTokens: 0, totalTokens: 0, estimated: false }
+
   /** Records a routed call's usage, its cost from the target's model prices. */
   const record = (avatar: AvatarRecord, target: Target, capability: string, report: UsageReport, latencyMs: number, ok: boolean, requestId?: string) =>
     recordUsage({
@@ -373,10 +376,13 @@ const makeService = Effect.gen(function*() {
 
   /**
    * Tries the targets in order with `attempt`; the next only after a retryable failure. Rejects
-   * with the gateway error of the last failure (or the abort, untouched).
+   * with the gateway error of the last failure (or the abort, untouched). A call that no target
+   * answered is recorded as failed (no tokens) under the last target tried: the quota counted it,
+   * and its usage record says what became of it, as a failed stream's does.
    */
-  const firstSuccess = async <A>(call: Call, attempt: (target: Target) => Promise<A>) => {
+  const firstSuccess = async <A>(call: Call, capability: string, attempt: (target: Target) => Promise<A>) => {
     const fallbacks: Array<Fallback> = []
+    const started = performance.now()
     for (let i = 0; ; i++) {
       const target = call.targets[i]!
       try {
@@ -384,18 +390,24 @@ const makeService = Effect.gen(function*() {
         recordAttempt(health, target.provider.id)
         return { target, value, fallbacks }
       } catch (e) {
-        if (!(e instanceof UpstreamError) || call.cancel.aborted) throw e
-        recordAttempt(health, target.provider.id, e)
-        void warn(target, e, call.requestId)
-        if (!e.retryable || i === call.targets.length - 1) throw toGatewayError(e) satisfies GatewayError
-        fallbacks.push({ provider: target.provider.id, model: target.model.id, error: e.message })
+        const upstream = e instanceof UpstreamError && !call.cancel.aborted
+        if (upstream) {
+          recordAttempt(health, target.provider.id, e)
+          void warn(target, e, call.requestId)
+          if (e.retryable && i < call.targets.length - 1) {
+            fallbacks.push({ provider: target.provider.id, model: target.model.id, error: e.message })
+            continue
+          }
+        }
+        await record(call.avatar, target, capability, NO_USAGE, Math.round(performance.now() - started), false, call.requestId)
+        throw upstream ? toGatewayError(e) satisfies GatewayError : e
       }
     }
   }
 
   /** A JSON exchange with the first target that answers (see `firstSuccess`). */
-  const exchange = <A>(call: Call, exchangeOf: (target: Target) => Exchange<A>) =>
-    firstSuccess(call, async (t) => {
+  const exchange = <A>(call: Call, capability: string, exchangeOf: (target: Target) => Exchange<A>) =>
+    firstSuccess(call, capability, async (t) => {
       const { request, result } = exchangeOf(t)
       const { body, headers, url } = await authorized(t, request, call)
       const answer = result(t.provider.id, await postJsonNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.cancel))
@@ -404,9 +416,9 @@ const makeService = Effect.gen(function*() {
     })
 
   /** `exchange`, timed from the first attempt to the answer. */
-  const timedExchange = async <A>(call: Call, exchangeOf: (target: Target) => Exchange<A>) => {
+  const timedExchange = async <A>(call: Call, capability: string, exchangeOf: (target: Target) => Exchange<A>) => {
     const started = performance.now()
-    const done = await exchange(call, exchangeOf)
+    const done = await exchange(call, capability, exchangeOf)
     return { ...done, latencyMs: Math.round(performance.now() - started) }
   }
 
@@ -420,7 +432,7 @@ const makeService = Effect.gen(function*() {
 
   const complete = async (call: ChatCall): Promise<CompletionResult> => {
     const started = performance.now()
-    const { fallbacks, target, value } = await exchange(call, (t) => {
+    const { fallbacks, target, value } = await exchange(call, "chat", (t) => {
       const wire = wireOf(t)
       return { request: wire.request(t, call.request(t), false), result: wire.result }
     })
@@ -447,7 +459,7 @@ const makeService = Effect.gen(function*() {
   }
 
   const embed = async (call: EmbedCall): Promise<EmbeddingsResult> => {
-    const { fallbacks, latencyMs, target, value } = await timedExchange(call, (t) => {
+    const { fallbacks, latencyMs, target, value } = await timedExchange(call, "embeddings", (t) => {
       const wire = servedBy(t.provider).embeddings!
       return { request: wire.request(t, call.texts), result: (provider, body) => wire.result(provider, body, call.texts.length) }
     })
@@ -474,7 +486,7 @@ const makeService = Effect.gen(function*() {
    * the vendor bills by (Providers/Rerank.ts `billing`): tokens, or searches (Cohere).
    */
   const rerank = async (call: RerankCall): Promise<RerankResult> => {
-    const { fallbacks, latencyMs, target, value } = await timedExchange(call, (t) => {
+    const { fallbacks, latencyMs, target, value } = await timedExchange(call, "rerank", (t) => {
       const wire = servedBy(t.provider).rerank!
       return { request: wire.request(t, call.query, call.documents, call.topN), result: (provider, body) => wire.result(provider, body, call.documents.length) }
     })
@@ -513,7 +525,7 @@ const makeService = Effect.gen(function*() {
 
   const openStream = async (call: ChatCall): Promise<ChatStream> => {
     const started = performance.now()
-    const { target, value: body } = await firstSuccess(call, async (t) => {
+    const { target, value: body } = await firstSuccess(call, "chat", async (t) => {
       const { body, headers, url } = await authorized(t, wireOf(t).request(t, call.request(t), true), call)
       return postSseNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.cancel)
     })

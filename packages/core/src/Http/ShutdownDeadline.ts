@@ -6,18 +6,20 @@
  * connections still open are closed: their calls end as abandoned ones do (the upstream request
  * aborted, the usage recorded), and the layers are released before the manager's SIGKILL.
  */
-import type { Server } from "node:http"
+import { Server } from "node:http"
 
-/** `server`, whose `close` ends the connections still open after `graceMs`. */
-export const withShutdownDeadline = <S extends Server>(server: S, graceMs: number): S => {
-  const close = server.close.bind(server)
-  server.close = (callback?: (error?: Error) => void) => {
-    const deadline = setTimeout(() => server.closeAllConnections(), graceMs)
+/** A node:http server whose `close` ends the connections still open after `graceMs`. */
+export class BoundedServer extends Server {
+  constructor(readonly graceMs: number) {
+    super()
+  }
+
+  override close(callback?: (error?: Error) => void): this {
+    const deadline = setTimeout(() => this.closeAllConnections(), this.graceMs)
     deadline.unref()
-    return close((error) => {
+    return super.close((error) => {
       clearTimeout(deadline)
       callback?.(error)
     })
   }
-  return server
 }

@@ -2,7 +2,7 @@
  * What an upstream's answer may claim: token counts that are no counts (negative, fractional,
  * huge, not numbers) never reach usage, cost or quota (the tokenizer counts instead), counts it
  * leaves out are estimated, and a stream that stops without its end marker or a finish reason is
- * an error, not a short success. Through the engine against a local OpenAI-format upstream, with
+ * an error, not a short success; a call no upstream answered is recorded as failed. Through the engine against a local OpenAI-format upstream, with
  * a metering that keeps what it is asked to record.
  */
 import { Effect, Layer, Option } from "effect"
@@ -18,8 +18,8 @@ import type { AvatarRecord } from "../../src/Storage/AvatarStore.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
 import type { UsageEvent } from "../../src/Storage/UsageStore.ts"
 
-/** The upstream's answer for the test that sets it: a JSON body, or SSE text sent as it is. */
-let answer: { readonly json?: unknown; readonly sse?: string } = {}
+/** The upstream's answer for the test that sets it: a JSON body (with its status), SSE text sent as it is, or none at all. */
+let answer: { readonly json?: unknown; readonly status?: number; readonly sse?: string; readonly hang?: true } = {}
 
 const chunk = (delta: unknown, extra: Record<string, unknown> = {}) =>
   `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`
@@ -47,8 +47,9 @@ describe("what an upstream's answer may claim", () => {
     server = http.createServer((req, res) => {
       req.resume()
       req.on("end", () => {
+        if (answer.hang) return
         if (answer.sse !== undefined) return res.writeHead(200, { "content-type": "text/event-stream" }).end(answer.sse)
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer.json))
+        res.writeHead(answer.status ?? 200, { "content-type": "application/json" }).end(JSON.stringify(answer.json))
       })
     })
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -153,5 +154,26 @@ describe("what an upstream's answer may claim", () => {
     expect(embedded.usage.estimated).toBe(true)
     expect(embedded.usage.promptTokens).toBeGreaterThan(0)
     expect(recorded.at(-1)).toMatchObject({ estimated: true, promptTokens: embedded.usage.promptTokens })
+  })
+
+  it("a call that no upstream answered is recorded as failed, with no tokens (the quota counted it)", async () => {
+    const failedRecord = () => recorded.at(-1)!
+    answer = { json: { error: { message: "overloaded" } }, status: 503 }
+    await expect(engine.complete(call())).rejects.toMatchObject({ _tag: "UpstreamFailed" })
+    expect(failedRecord()).toMatchObject({ capability: "chat", provider: "p", model: "gpt-4o-mini", ok: false, promptTokens: 0, completionTokens: 0, costUSD: 0 })
+    const before = recorded.length
+    await expect(engine.openStream(call())).rejects.toMatchObject({ _tag: "UpstreamFailed" })
+    expect([recorded.length - before, failedRecord().capability, failedRecord().ok]).toEqual([1, "chat", false])
+    // A 200 that is no answer (no choices) is a failure too.
+    answer = { json: { id: "c", object: "chat.completion", usage: { prompt_tokens: 10, completion_tokens: 5 } } }
+    await expect(engine.complete(call())).rejects.toMatchObject({ _tag: "UpstreamFailed" })
+    expect(failedRecord()).toMatchObject({ ok: false, promptTokens: 0 })
+    // A caller that leaves before the answer: the abort, untouched, and the record.
+    answer = { hang: true }
+    const leaving = call()
+    const pending = engine.complete(leaving)
+    setTimeout(() => leaving.cancel.abort(), 50)
+    await expect(pending).rejects.toBeDefined()
+    expect(failedRecord()).toMatchObject({ capability: "chat", ok: false })
   })
 })
