@@ -1,8 +1,10 @@
 /**
  * Quota end to end: headers on every authenticated answer, 429 with Retry-After at the limit,
  * what-if usage that never raises the enforced limit, API-key lifecycle, and exact admission
- * under load from two node processes sharing one PostgreSQL.
+ * under load from two node processes sharing one PostgreSQL; a usage record for every admitted call.
  */
+import Database from "better-sqlite3"
+import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../../packages/core/src/Catalog/Catalog.ts"
 import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
@@ -175,5 +177,47 @@ describe.skipIf(!hasPg)("two gateway processes on one PostgreSQL", () => {
     expect(statuses.filter((s) => s === 429).length).toBe(150)
     const usage = await call(servers[1]!.url, "GET", "/v1/usage", { apiKey: user.apiKey })
     expect(usage.body.result.dailyCallsUsed).toBe(50)
+  })
+})
+
+describe("every admitted call leaves a usage record", () => {
+  let server: RunningServer
+  let mock: MockUpstream
+  let user: TestAvatar
+
+  beforeAll(async () => {
+    mock = await startOpenAiMock({ apiKey: "sk-r" })
+    server = await startServer({ OPENAI_API_KEY: "sk-r", OPENAI_BASE_URL: mock.url })
+    user = await signUp(server, "records")
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await mock?.close()
+  })
+
+  it("a call no upstream answered is recorded as failed, with no tokens: engine calls and vendor calls alike", async () => {
+    mock.setScenario({ kind: "error", status: 400, message: "refused upstream" })
+    const failed = [
+      await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: complete }),
+      await call(server.url, "POST", "/v1/embeddings", { apiKey: user.apiKey, body: { texts: ["x"], provider: "openai", model: "text-embedding-3-small" } }),
+      await call(server.url, "POST", "/v1/images/generate", { apiKey: user.apiKey, body: { prompt: "x", provider: "openai" } })
+    ]
+    expect(failed.map((r) => r.status)).toEqual([502, 502, 502])
+    mock.setScenario({ kind: "text", text: "fine" })
+    expect((await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: complete })).status).toBe(200)
+    const db = new Database(path.join(server.dataDir, "data", "aigw.sqlite"), { readonly: true })
+    try {
+      const rows = db.prepare("SELECT capability, provider, ok, prompt_tokens + completion_tokens AS tokens, cost_usd FROM usage_events WHERE avatar_id = ? ORDER BY at, id").all(user.id)
+      expect(rows).toEqual([
+        { capability: "chat", provider: "openai", ok: 0, tokens: 0, cost_usd: 0 },
+        { capability: "embeddings", provider: "openai", ok: 0, tokens: 0, cost_usd: 0 },
+        { capability: "images", provider: "openai", ok: 0, tokens: 0, cost_usd: 0 },
+        expect.objectContaining({ capability: "chat", provider: "openai", ok: 1 })
+      ])
+    } finally {
+      db.close()
+    }
+    const usage = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
+    expect(usage.body.result.dailyCallsUsed).toBe(4)
   })
 })

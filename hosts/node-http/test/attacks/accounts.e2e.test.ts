@@ -5,6 +5,7 @@
  * changes. Login counters live in the database: two processes on one PostgreSQL share them.
  */
 import * as fs from "node:fs"
+import * as net from "node:net"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../../packages/core/test/support/databases.ts"
@@ -77,6 +78,33 @@ describe("account attacks (SQLite, X-Forwarded-For not trusted)", () => {
     expect((await call(server.url, "GET", `/api/avatar/${resetter.id}`, { apiKey: resetter.apiKey })).status).toBe(401)
     expect((await call(server.url, "GET", `/api/avatar/${resetter.id}`, { token: `${resetter.apiKey}` })).status).toBe(401)
     expect(mailsTo(server, resetter.email)[0]).toMatch(/every API key of your avatar was revoked/)
+  })
+
+  it("a key revoked while a request's body is on its way is refused once the body comes (fast lane and Effect routes), nothing counted", async () => {
+    const used = async () => (await call(server.url, "GET", "/v1/usage", { token: owner.token })).body.result.dailyCallsUsed as number
+    const before = await used()
+    const { port } = new URL(server.url)
+    for (const [route, body] of [
+      ["/v1/complete", { messages: [{ role: "user", content: "hi" }], model: "gpt-4o-mini" }],
+      ["/v1/audio/speech", { text: "hi", provider: "openai" }]
+    ] as const) {
+      const made = await call(server.url, "POST", "/v1/keys", { token: owner.token, body: { name: "slow" } })
+      const { id, key } = made.body.result
+      const text = JSON.stringify(body)
+      const socket = net.connect(Number(port), "127.0.0.1")
+      await new Promise((resolve) => socket.once("connect", resolve))
+      let answer = ""
+      socket.on("data", (d) => (answer += d))
+      const closed = new Promise((resolve) => socket.once("close", resolve))
+      socket.write(`POST ${route} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${text.length}\r\nConnection: close\r\n\r\n${text.slice(0, 5)}`)
+      // The headers are read and the key checked while the body is still on its way; then the key is revoked.
+      await new Promise((r) => setTimeout(r, 300))
+      expect((await call(server.url, "DELETE", `/v1/keys/${id}`, { token: owner.token })).status).toBe(200)
+      socket.end(text.slice(5))
+      await closed
+      expect([route, answer.split("\r\n")[0]]).toEqual([route, "HTTP/1.1 401 Unauthorized"])
+    }
+    expect(await used()).toBe(before)
   })
 
   it("PUT with a victim's e-mail mails it at most 3 times per hour", async () => {

@@ -19,10 +19,9 @@ import { BadRequest, PayloadTooLarge, Unprocessable } from "../Errors.ts"
 import { jsonTextProblem } from "../JsonText.ts"
 import type { Plan } from "../Plans.ts"
 import { servedBy } from "../Providers/Registry.ts"
-import { toGatewayError } from "../Providers/UpstreamError.ts"
 import { Routing } from "../Routing.ts"
-import { Usage } from "../Usage.ts"
 import { Sandboxes } from "./Sandboxes.ts"
+import { vendorCall } from "./VendorCall.ts"
 import * as Zip from "./Zip.ts"
 
 export type Format = "text" | "markdown" | "csv" | "json" | "html" | "pdf" | "docx"
@@ -231,16 +230,12 @@ const parseWithVendor = (input: DocumentInput, format: Format, vendor: Configure
     const config = yield* GatewayConfig
     const parser = servedBy(vendor).documents
     if (parser === undefined) return yield* Effect.fail(new Unprocessable({ message: `Provider ${vendor.id} cannot parse documents.` }))
-    const started = performance.now()
-    const parsed = yield* Effect.mapError(
-      parser.parse(vendor, { bytes, filename: input.file.name, mimeType: input.file.type }, { pollMs: config.jobPollMs, allowPrivateUrls: config.allowPrivateUrls }),
-      toGatewayError
+    const parsed = yield* vendorCall(
+      input.avatarId,
+      vendor,
+      "documents",
+      parser.parse(vendor, { bytes, filename: input.file.name, mimeType: input.file.type }, { pollMs: config.jobPollMs, allowPrivateUrls: config.allowPrivateUrls })
     )
-    const usage = yield* Usage
-    yield* usage.record({
-      avatarId: input.avatarId, provider: vendor.id, model: vendor.id, capability: "documents", promptTokens: 0, completionTokens: 0, costUSD: 0,
-      latencyMs: Math.round(performance.now() - started), estimated: false, ok: true
-    })
     const extra = { ...(parsed.pages !== undefined ? { pages: parsed.pages } : {}), ...(parsed.pageTexts !== undefined ? { pageTexts: parsed.pageTexts } : {}) }
     return result(input.file, format, parsed.text, extra, vendor.id)
   })

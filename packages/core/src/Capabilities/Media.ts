@@ -12,10 +12,11 @@ import type { Plan } from "../Plans.ts"
 import { generateImages, moderate, synthesize, transcribe } from "../Providers/OpenAiMedia.ts"
 import { servedBy } from "../Providers/Registry.ts"
 import type { ImageRequest, SpeechFormat, SpeechRequest, TranscriptionRequest } from "../Providers/Served.ts"
-import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.ts"
+import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import { type FallbackCandidate, Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
+import { recordedCall } from "./VendorCall.ts"
 import { Provider } from "../RequestFields.ts"
 
 const Pixels = (name: string) => Schema.optional(Schema.Int.pipe(Schema.between(64, 4096, { message: () => `${name} must be an integer from 64 to 4096` })))
@@ -64,19 +65,28 @@ const makeService = Effect.gen(function*() {
       return usable.length > 0 ? usable : yield* Effect.fail(Either.getLeft(tried[0]!).pipe(Option.getOrThrow))
     })
 
-  /** Runs `call` on the targets in order, the next after a retryable upstream failure (Routing.firstSuccessEffect), timed from the first attempt. */
-  const firstAnswer = <T extends FallbackCandidate, A>(targets: ReadonlyArray<T>, call: (target: T) => Effect.Effect<A, UpstreamError>) =>
-    Effect.map(timed(routing.firstSuccessEffect(targets, call)), ({ latencyMs, value }) => ({ target: value.candidate, value: value.value, latencyMs }))
-
-  const record = (avatar: AvatarRecord, provider: string, model: string, capability: string, latencyMs: number) =>
-    usage.record({ avatarId: avatar.id, provider, model, capability, promptTokens: 0, completionTokens: 0, costUSD: 0, latencyMs, estimated: false, ok: true })
-
-  /** Runs an upstream call and measures it; upstream errors become gateway errors (502/504). */
-  const timed = <A>(effect: Effect.Effect<A, UpstreamError>) =>
+  /**
+   * Runs `call` on the targets in order, the next after a retryable upstream failure
+   * (Routing.firstSuccessEffect), recorded in usage under the target that answered or was tried last.
+   */
+  const firstAnswer = <T extends FallbackCandidate, A>(
+    avatar: AvatarRecord,
+    capability: string,
+    targets: ReadonlyArray<T>,
+    call: (target: T) => Effect.Effect<A, UpstreamError>
+  ) =>
     Effect.suspend(() => {
-      const started = performance.now()
-      return Effect.map(Effect.mapError(effect, toGatewayError), (value) => ({ value, latencyMs: Math.round(performance.now() - started) }))
-    })
+      let tried = targets[0]!
+      const attempt = (target: T) => {
+        tried = target
+        return call(target)
+      }
+      const called = () => ({ provider: tried.provider.id, model: tried.model })
+      return Effect.map(recordedCall(avatar.id, capability, called, routing.firstSuccessEffect(targets, attempt)), (answered) => ({
+        target: answered.candidate,
+        value: answered.value
+      }))
+    }).pipe(Effect.provideService(Usage, usage))
 
   type ImagesInput = {
     readonly prompt: string
@@ -160,13 +170,14 @@ const makeService = Effect.gen(function*() {
   }
 
   const images = Effect.fn("Media.images")(function*(avatar: AvatarRecord, input: ImagesInput) {
-    const { latencyMs, target: { provider, request }, value } = yield* firstAnswer(
+    const { target: { provider, request }, value } = yield* firstAnswer(
+      avatar,
+      "images",
       yield* imagesTarget(avatar, input),
       (t) => t.generate(t.provider, t.request, { pollMs: config.jobPollMs })
     )
     const { model } = request
     const size = input.width && input.height ? `${input.width}x${input.height}` : undefined
-    yield* record(avatar, provider.id, model, "images", latencyMs)
     return { provider: provider.id, model, images: value, n: value.length, ...(size ? { size } : {}) }
   })
 
@@ -174,24 +185,23 @@ const makeService = Effect.gen(function*() {
     avatar: AvatarRecord,
     input: { readonly text: string; readonly provider: string; readonly model?: string | undefined }
   ) {
-    const { latencyMs, target: { model, provider }, value } = yield* firstAnswer(yield* moderationTarget(avatar, input.provider, input.model), (t) => t.run(input.text))
-    yield* record(avatar, provider.id, model, "moderation", latencyMs)
+    const { target: { model, provider }, value } = yield* firstAnswer(avatar, "moderation", yield* moderationTarget(avatar, input.provider, input.model), (t) => t.run(input.text))
     return { ...value, provider: provider.id, model }
   })
 
   const speech = Effect.fn("Media.speech")(function*(avatar: AvatarRecord, input: SpeechInput) {
-    const { latencyMs, target: { provider, request }, value } = yield* firstAnswer(yield* speechTarget(avatar, input), (t) => t.synthesize(t.provider, t.request))
-    yield* record(avatar, provider.id, request.model, "speech", latencyMs)
+    const { target: { provider, request }, value } = yield* firstAnswer(avatar, "speech", yield* speechTarget(avatar, input), (t) => t.synthesize(t.provider, t.request))
     return { ...value, provider: provider.id, model: request.model }
   })
 
   const transcription = Effect.fn("Media.transcription")(function*(avatar: AvatarRecord, input: TranscriptionInput) {
-    const { latencyMs, target: { provider, request }, value } = yield* firstAnswer(
+    const { target: { provider, request }, value } = yield* firstAnswer(
+      avatar,
+      "transcription",
       yield* transcriptionTarget(avatar, input),
       (t) => t.transcribe(t.provider, t.request, { pollMs: config.jobPollMs })
     )
     const { model } = request
-    yield* record(avatar, provider.id, model, "transcription", latencyMs)
     return { text: value.text, language: value.language ?? input.language ?? null, provider: provider.id, model }
   })
 

@@ -18,10 +18,11 @@ import { Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
 import { type MemoryAdapter, vendorUserId } from "../Providers/Memory/MemoryAdapter.ts"
 import { servedBy } from "../Providers/Registry.ts"
-import { toGatewayError, type UpstreamError } from "../Providers/UpstreamError.ts"
+import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import { routed, Routing } from "../Routing.ts"
 import { Usage } from "../Usage.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { vendorCall } from "./VendorCall.ts"
 import { type MemoryRecord, MemoryStore } from "../Storage/MemoryStore.ts"
 import { hashEmbedding, LEXICAL_NAME, TextEmbedder } from "../Ml/TextEmbedder.ts"
 import { Embeddings } from "./Embeddings.ts"
@@ -133,16 +134,9 @@ const makeService = Effect.gen(function*() {
     return why === undefined ? Effect.void : Effect.fail(new Unprocessable({ message: why }))
   }
 
-  /** Runs a vendor call, records it in usage (no tokens, no cost known) and maps its errors. */
+  /** Runs a vendor call, recorded in usage (no tokens, no cost known), its errors mapped (VendorCall.ts). */
   const call = <A>(avatar: AvatarRecord, provider: ConfiguredProvider, capability: string, effect: Effect.Effect<A, UpstreamError>) =>
-    Effect.suspend(() => {
-      const started = performance.now()
-      return Effect.tap(Effect.mapError(effect, toGatewayError), () =>
-        usage.record({
-          avatarId: avatar.id, provider: provider.id, model: provider.id, capability, promptTokens: 0, completionTokens: 0, costUSD: 0,
-          latencyMs: Math.round(performance.now() - started), estimated: false, ok: true
-        }))
-    })
+    Effect.provideService(vendorCall(avatar.id, provider, capability, effect), Usage, usage)
 
   /** Adds a text to a vendor under the avatar's (and user id's) scope. */
   const addExternal = (avatar: AvatarRecord, input: ExternalAdd & { readonly userId?: string | undefined }) =>

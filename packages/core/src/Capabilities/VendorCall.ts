@@ -1,22 +1,30 @@
 /**
- * One call to a task vendor (guardrails, translation) that bills per request, not per token:
- * its upstream errors become gateway errors (502/504), and a successful call is recorded in
- * usage with its latency (no tokens; no known price, so no cost).
+ * Calls to vendors that bill per request, not per token (media, guardrails, translation, memory,
+ * documents, sandboxes): their upstream errors become gateway errors (502/504), and each call is
+ * recorded in usage with its latency, no tokens and no known price — also when it fails or its
+ * caller leaves (`ok: false`), as the engine records the calls no upstream answered.
  */
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import { toGatewayError } from "../Providers/UpstreamError.ts"
 import { Usage } from "../Usage.ts"
 
+/** Who answered (or was asked last): read when the call ends, so a fallback names the last provider tried. */
+export type Called = () => { readonly provider: string; readonly model: string }
+
+/** Runs `call` and records it in usage when it ends, whatever its end. */
+export const recordedCall = <A>(avatarId: string, capability: string, called: Called, call: Effect.Effect<A, UpstreamError>) =>
+  Effect.flatMap(Usage, (usage) =>
+    Effect.suspend(() => {
+      const started = performance.now()
+      return Effect.onExit(Effect.mapError(call, toGatewayError), (exit) =>
+        usage.record({
+          avatarId, ...called(), capability, promptTokens: 0, completionTokens: 0, costUSD: 0,
+          latencyMs: Math.round(performance.now() - started), estimated: false, ok: Exit.isSuccess(exit)
+        }))
+    }))
+
+/** One call to a task vendor, recorded under its id (the vendor is the model). */
 export const vendorCall = <A>(avatarId: string, vendor: ConfiguredProvider, capability: string, call: Effect.Effect<A, UpstreamError>) =>
-  Effect.gen(function*() {
-    const started = performance.now()
-    const value = yield* Effect.mapError(call, toGatewayError)
-    const usage = yield* Usage
-    yield* usage.record({
-      avatarId, provider: vendor.id, model: vendor.id, capability, promptTokens: 0, completionTokens: 0, costUSD: 0,
-      latencyMs: Math.round(performance.now() - started), estimated: false, ok: true
-    })
-    return value
-  })
+  recordedCall(avatarId, capability, () => ({ provider: vendor.id, model: vendor.id }), call)

@@ -4,7 +4,7 @@
  * body reader and its 413, JSON body checks, error envelopes and SSE framing. Each behaviour is
  * written here once; the callers only differ in how they hand a request in and an answer out.
  */
-import type { ServerResponse } from "node:http"
+import { IncomingMessage, type ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import type { Credentials } from "../Accounts/Auth.ts"
 import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
@@ -76,6 +76,15 @@ export const presented = (c: Credentials): Presented => {
 /** The 413 error of a body above `maxBodyBytes`. */
 export const tooLargeError = (maxBodyBytes: number) =>
   new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes (AIGW_MAX_BODY_BYTES).` })
+
+/**
+ * Whether a request's body is still on its way after its credentials were checked (a node request
+ * not yet complete; its bytes did not come with the headers). Such a request's credentials are
+ * checked again once the body has come, before anything is counted: a key revoked (or a password
+ * reset) while a slow body trickled in is refused, not served. A body that came with its headers,
+ * or with its event (Lambda), needs no second look.
+ */
+export const bodyStillComing = (source: unknown): boolean => source instanceof IncomingMessage && !source.complete
 
 /** A declared Content-Length above the limit: refused before reading a byte. */
 export const declaresTooLarge = (headers: RequestHeaders, maxBodyBytes: number) =>

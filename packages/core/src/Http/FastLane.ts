@@ -34,10 +34,11 @@ import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { makeApp, routes as appRoutes } from "./App.ts"
 import {
+  bodyStillComing,
   credentialsOf,
   declaresTooLarge,
-  errorParts,
   defectParts,
+  errorParts,
   parseJsonBody,
   presented,
   readLimitedText,
@@ -208,8 +209,10 @@ export const make = Effect.gen(function*() {
   const serve = async (req: IncomingMessage, res: ServerResponse, route: Route, credentials: KeyOrToken, requestId: string): Promise<unknown> => {
     const { envelope } = route
     // The order of the route: credentials, query, body, admission, then the call.
-    const caller = await auth.ownerOf(credentials)
-    if (caller === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
+    const checked = await auth.ownerOf(credentials)
+    if (checked === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
+    let caller: AvatarRecord = checked
+    const checkAgain = bodyStillComing(req)
     // Every refusal to the caller carries its day's rate-limit headers (as Route.ts's).
     const refuse = async (error: GatewayError) => sendError(res, envelope, error, headersOf(await quota.peek(caller)))
     const query = req.url!.indexOf("?")
@@ -221,6 +224,11 @@ export const make = Effect.gen(function*() {
     // A client that leaves mid-upload: nothing to answer.
     const text = await readLimitedText(req, maxBodyBytes, decoder).catch(() => undefined)
     if (text === undefined) return
+    if (checkAgain) {
+      const again = await auth.ownerOf(credentials)
+      if (again === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
+      caller = again
+    }
     if (text === TOO_LARGE) return refuse(tooLargeError(maxBodyBytes))
     if (text instanceof BadRequest) return refuse(text)
     const json = parseJsonBody(text, limits.maxJsonDepth)

@@ -18,12 +18,13 @@ import type { Lane } from "./Lane.ts"
 import { markRoute } from "./Observability.ts"
 import { jsonTextProblem, NUL_PROBLEM } from "../JsonText.ts"
 import {
+  bodyStillComing,
   credentialsOf,
   declaresTooLarge,
   encodingRefusal,
   type Envelope,
-  errorParts,
   defectParts,
+  errorParts,
   parseJsonBody,
   readLimited,
   readLimitedText,
@@ -292,11 +293,13 @@ const make = <B, Q, R>(
       const authService = yield* Auth
       const quota = yield* Quota
       const credentials = credentialsOf(request.headers)
-      const caller = auth === "required"
-        ? Option.some(yield* authService.require(credentials))
+      const callerNow = auth === "required"
+        ? Effect.map(authService.require(credentials), Option.some)
         // Open endpoints ignore stale or foreign credentials instead of refusing the call.
-        : yield* authService.resolve(credentials).pipe(Effect.orElseSucceed(() => Option.none<AvatarRecord>()))
+        : authService.resolve(credentials).pipe(Effect.orElseSucceed(() => Option.none<AvatarRecord>()))
+      let caller = yield* callerNow
       if (Option.isSome(caller)) out.charged = caller.value
+      const checkAgain = Option.isSome(caller) && bodyStillComing(request.source)
       const searchParams = yield* HttpServerRequest.ParsedSearchParams
       const { params } = yield* HttpRouter.RouteContext
       const nul = nulRefusal(params, searchParams)
@@ -304,6 +307,7 @@ const make = <B, Q, R>(
       const query = decodeQuery ? yield* asEffect(decodeQuery(searchParams)) : (undefined as Q)
       const body = decodeBody ? yield* Effect.flatMap(readJson, (j) => asEffect(decodeBody(j))) : (undefined as B)
       const form = spec.rawBody ? yield* readForm : undefined
+      if (checkAgain) caller = yield* callerNow
       let state: QuotaState | undefined
       let avatar: AvatarRecord | undefined
       if (Option.isSome(caller)) {

@@ -9,6 +9,7 @@ import { Completions } from "../Capabilities/Completions.ts"
 import { GatewayConfig } from "../Config.ts"
 import { Catalog, type ConfiguredProvider, data } from "../Catalog/Catalog.ts"
 import { costOf } from "../Cost.ts"
+import { reportedCount } from "../Engine/ProviderCalls.ts"
 import * as OpenAiCompatible from "../Providers/OpenAiCompatible.ts"
 import {
   batchInputLine,
@@ -154,13 +155,15 @@ const openAiBatch = (options: RunnerOptions) =>
               } else if (r.ok) {
                 const body = r.body as any
                 const model = Option.getOrUndefined(Option.fromNullable(models[index]).pipe(Option.flatMap((id) => Option.fromNullable(data.models.find((m) => m.id === id)))))
-                const promptTokens = Number(body?.usage?.prompt_tokens ?? 0)
-                const completionTokens = Number(body?.usage?.completion_tokens ?? 0)
+                // Counts that are no counts are not believed (ProviderCalls.reportedCount): 0, and the item says so.
+                const [prompt, completion] = [reportedCount(body?.usage?.prompt_tokens), reportedCount(body?.usage?.completion_tokens)]
+                const [promptTokens, completionTokens] = [prompt ?? 0, completion ?? 0]
+                const estimated = prompt === undefined || completion === undefined
                 // The Batch API bills half the list price.
                 const costUSD = model ? costOf(model, promptTokens, completionTokens) * BATCH_DISCOUNT : 0
                 yield* usage.record({
                   avatarId: job.avatarId, provider: provider.id, model: models[index] ?? "unknown", capability: "batch",
-                  promptTokens, completionTokens, costUSD, latencyMs: 0, estimated: false, ok: true
+                  promptTokens, completionTokens, costUSD, latencyMs: 0, estimated, ok: true
                 })
                 items.push({
                   index,
@@ -170,7 +173,7 @@ const openAiBatch = (options: RunnerOptions) =>
                     model: body?.model ?? models[index],
                     content: body?.choices?.[0]?.message?.content ?? "",
                     finishReason: body?.choices?.[0]?.finish_reason ?? "stop",
-                    usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: false },
+                    usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated },
                     costUSD
                   }
                 })
