@@ -34,7 +34,7 @@ import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { makeApp, routes as appRoutes } from "./App.ts"
 import {
-  bodyStillComing,
+  bodyTookLong,
   credentialsOf,
   declaresTooLarge,
   defectParts,
@@ -212,7 +212,7 @@ export const make = Effect.gen(function*() {
     const checked = await auth.ownerOf(credentials)
     if (checked === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
     let caller: AvatarRecord = checked
-    const checkAgain = bodyStillComing(req)
+    const checkedAt = performance.now()
     // Every refusal to the caller carries its day's rate-limit headers (as Route.ts's).
     const refuse = async (error: GatewayError) => sendError(res, envelope, error, headersOf(await quota.peek(caller)))
     const query = req.url!.indexOf("?")
@@ -224,7 +224,7 @@ export const make = Effect.gen(function*() {
     // A client that leaves mid-upload: nothing to answer.
     const text = await readLimitedText(req, maxBodyBytes, decoder).catch(() => undefined)
     if (text === undefined) return
-    if (checkAgain) {
+    if (bodyTookLong(checkedAt)) {
       const again = await auth.ownerOf(credentials)
       if (again === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
       caller = again

@@ -18,7 +18,7 @@ import type { Lane } from "./Lane.ts"
 import { markRoute } from "./Observability.ts"
 import { jsonTextProblem, NUL_PROBLEM } from "../JsonText.ts"
 import {
-  bodyStillComing,
+  bodyTookLong,
   credentialsOf,
   declaresTooLarge,
   encodingRefusal,
@@ -299,7 +299,7 @@ const make = <B, Q, R>(
         : authService.resolve(credentials).pipe(Effect.orElseSucceed(() => Option.none<AvatarRecord>()))
       let caller = yield* callerNow
       if (Option.isSome(caller)) out.charged = caller.value
-      const checkAgain = Option.isSome(caller) && bodyStillComing(request.source)
+      const checkedAt = performance.now()
       const searchParams = yield* HttpServerRequest.ParsedSearchParams
       const { params } = yield* HttpRouter.RouteContext
       const nul = nulRefusal(params, searchParams)
@@ -307,7 +307,7 @@ const make = <B, Q, R>(
       const query = decodeQuery ? yield* asEffect(decodeQuery(searchParams)) : (undefined as Q)
       const body = decodeBody ? yield* Effect.flatMap(readJson, (j) => asEffect(decodeBody(j))) : (undefined as B)
       const form = spec.rawBody ? yield* readForm : undefined
-      if (checkAgain) caller = yield* callerNow
+      if (Option.isSome(caller) && bodyTookLong(checkedAt)) caller = yield* callerNow
       let state: QuotaState | undefined
       let avatar: AvatarRecord | undefined
       if (Option.isSome(caller)) {
