@@ -10,7 +10,7 @@ import { envPrefix } from "./Config.ts"
 import { Forbidden, type GatewayError, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
 import type { Target } from "./Providers/Chat.ts"
-import { failureWarning, recordAttempt } from "./Engine/UpstreamOutcome.ts"
+import { failureWarning, fallbackAfter, recordAttempt } from "./Engine/UpstreamOutcome.ts"
 import { ProviderHealth } from "./Providers/ProviderHealth.ts"
 import { UpstreamError } from "./Providers/UpstreamError.ts"
 
@@ -283,10 +283,10 @@ const makeService = Effect.gen(function*() {
         Effect.map((value) => ({ candidate, value, fallbacks })),
         Effect.catchIf((e): e is UpstreamError => e instanceof UpstreamError, (e) => {
           recordAttempt(health, candidate.provider.id, e)
-          const failed = { provider: candidate.provider.id, model: candidate.model, error: e.message }
+          const fallback = fallbackAfter(candidate.provider.id, candidate.model, e, i, candidates.length)
           return Effect.zipRight(
             failureWarning(candidate.provider.id, candidate.model, e),
-            !e.retryable || i === candidates.length - 1 ? Effect.fail(e) : from(i + 1, [...fallbacks, failed])
+            fallback === undefined ? Effect.fail(e) : from(i + 1, [...fallbacks, fallback])
           )
         })
       )

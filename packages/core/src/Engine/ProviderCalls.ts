@@ -28,7 +28,7 @@ import { countMessages, countText } from "../Tokens.ts"
 import * as Metrics from "../Metrics.ts"
 import { Exporters } from "../Observability/Exporters.ts"
 import * as RequestId from "../RequestId.ts"
-import { failureWarning, recordAttempt } from "./UpstreamOutcome.ts"
+import { failureWarning, fallbackAfter, recordAttempt } from "./UpstreamOutcome.ts"
 
 export interface UsageReport {
   readonly promptTokens: number
@@ -394,8 +394,9 @@ const makeService = Effect.gen(function*() {
         if (upstream) {
           recordAttempt(health, target.provider.id, e)
           void warn(target, e, call.requestId)
-          if (e.retryable && i < call.targets.length - 1) {
-            fallbacks.push({ provider: target.provider.id, model: target.model.id, error: e.message })
+          const fallback = fallbackAfter(target.provider.id, target.model.id, e, i, call.targets.length)
+          if (fallback !== undefined) {
+            fallbacks.push(fallback)
             continue
           }
         }
