@@ -8,10 +8,9 @@
 import { Effect } from "effect"
 import { type CompletionInput, type CompletionResult, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest, type GatewayError, isGatewayError } from "../Errors.ts"
-import type { RoutingError } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { streamAnswer } from "./CompletionRoutes.ts"
-import type { Lane } from "./Lane.ts"
+import { chatPlan, type Lane } from "./Lane.ts"
 
 /** One streamed answer: the first event, the events of each chunk, how an event is framed, and the last frame. */
 export interface SurfaceStream<E> {
@@ -87,21 +86,22 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
 
   /** The fast-lane plan: the same input, routing and answer shapes as `handle`. */
   const lane: Lane<B> = {
-    plan: ({ calls, completions }, avatar, body, headers) => {
+    plan: (services, avatar, body, headers) => {
       const input = s.inputOf(body, headers)
       if (input instanceof BadRequest) return input
-      const { messages, request, targets } = completions.plan(avatar, input, input.messages)
-      if (!Array.isArray(targets)) return targets as RoutingError
-      const id = s.newId()
-      if (!s.streamed(body)) {
-        return async (lane) => {
-          const answer = s.answer(id, await calls.complete({ ...lane.call(targets), messages, request }))
-          if (isGatewayError(answer)) throw answer
-          return answer
+      const { calls } = services
+      return chatPlan(services, avatar, input, ({ messages, request, targets }) => {
+        const id = s.newId()
+        if (!s.streamed(body)) {
+          return async (lane) => {
+            const answer = s.answer(id, await calls.complete({ ...lane.call(targets), messages, request }))
+            if (isGatewayError(answer)) throw answer
+            return answer
+          }
         }
-      }
-      const text = streamText(s.stream(id, body))
-      return async (lane) => lane.stream(await calls.openStream({ ...lane.call(targets), messages, request }), text.frames, text.opening, text.trailer)
+        const text = streamText(s.stream(id, body))
+        return async (lane) => lane.stream(await calls.openStream({ ...lane.call(targets), messages, request }), text.frames, text.opening, text.trailer)
+      })
     }
   }
 

@@ -1,14 +1,13 @@
 /** POST /v1/complete, /v1/complete/stream and /v1/complete/tool-result. */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Chunk, Effect, Exit, Option, Schema, Scope, Stream } from "effect"
-import { type CompletionInput, Completions, needsPreparation, type StreamChunk } from "../Capabilities/Completions.ts"
+import { type CompletionInput, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest } from "../Errors.ts"
 import type { ChatStream } from "../Engine/ProviderCalls.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import type { ChatMessage } from "../Providers/Chat.ts"
-import type { RoutingError } from "../Routing.ts"
 import { SSE_HEADERS, sseFrame } from "./Edge.ts"
-import type { Lane } from "./Lane.ts"
+import { chatPlan, type Lane } from "./Lane.ts"
 import { authed } from "./Route.ts"
 import { CompletionResult } from "./ResponseSchemas.ts"
 
@@ -254,17 +253,16 @@ const needsToolResult = (body: typeof ToolResultBody.Type) =>
  * as JSON or as an SSE stream of the route's chunks.
  */
 const completionLane = (answer: "json" | "stream", problem?: (body: typeof ToolResultBody.Type) => BadRequest | undefined): Lane<typeof ToolResultBody.Type> => ({
-  plan: ({ calls, completions }, avatar, body) => {
+  plan: (services, avatar, body) => {
     const refused = problem?.(body)
     if (refused) return refused
     const input = inputOf(body)
     if (input instanceof BadRequest) return input
-    if (needsPreparation(input)) return undefined
-    const { messages, request, targets } = completions.plan(avatar, input, input.messages)
-    if (!Array.isArray(targets)) return targets as RoutingError
-    return answer === "json"
-      ? (lane) => calls.complete({ ...lane.call(targets), messages, request })
-      : async (lane) => lane.stream(await calls.openStream({ ...lane.call(targets), messages, request }), sseFrame)
+    const { calls } = services
+    return chatPlan(services, avatar, input, ({ messages, request, targets }) =>
+      answer === "json"
+        ? (lane) => calls.complete({ ...lane.call(targets), messages, request })
+        : async (lane) => lane.stream(await calls.openStream({ ...lane.call(targets), messages, request }), sseFrame))
   }
 })
 

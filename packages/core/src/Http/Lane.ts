@@ -8,7 +8,7 @@
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Cause, type Effect, Exit, FiberId, Option, Runtime, type Schema, type Scope } from "effect"
-import type { Completions } from "../Capabilities/Completions.ts"
+import { type CompletionInput, type Completions, needsPreparation, type PlannedCall } from "../Capabilities/Completions.ts"
 import type { Catalog } from "../Catalog/Catalog.ts"
 import type { Embeddings } from "../Capabilities/Embeddings.ts"
 import type { Call, ChatStream, ProviderCalls, StreamChunk } from "../Engine/ProviderCalls.ts"
@@ -62,6 +62,23 @@ export interface Lane<B> {
     body: B,
     headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
   ) => GatewayError | undefined | Serve
+}
+
+/**
+ * The lane plan of a routed chat call (the chat routes, the chat surfaces, the chat-model tasks):
+ * the route's (undefined) when the input asks for steps that need Effect services (avatar context,
+ * FAHRN, the braid: `needsPreparation`), the routing refusal, or `serve` over the planned call.
+ */
+export const chatPlan = (
+  { completions }: LaneServices,
+  avatar: AvatarRecord,
+  input: CompletionInput,
+  serve: (planned: PlannedCall) => Serve
+): GatewayError | undefined | Serve => {
+  if (needsPreparation(input)) return undefined
+  const { messages, request, targets } = completions.plan(avatar, input, input.messages)
+  // Array.isArray does not narrow a readonly array's union.
+  return Array.isArray(targets) ? serve({ messages, request, targets }) : (targets as Exclude<typeof targets, ReadonlyArray<Target>>)
 }
 
 /** `LaneServices.runNow` over a runtime: the exit of an Effect that completes at once; one that has to wait is interrupted. */

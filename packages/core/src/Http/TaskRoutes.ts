@@ -11,8 +11,7 @@ import { ajvIfLoaded, answers, compileSchema, IsoLanguage, LlmTasks, type Task, 
 import * as Rerank from "../Capabilities/Rerank.ts"
 import * as Translation from "../Capabilities/Translation.ts"
 import { type GatewayError, UpstreamFailed } from "../Errors.ts"
-import type { RoutingError } from "../Routing.ts"
-import type { Lane, LaneServices } from "./Lane.ts"
+import { chatPlan, type Lane, type LaneServices } from "./Lane.ts"
 import { authed } from "./Route.ts"
 import { Provider } from "../RequestFields.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -65,14 +64,11 @@ const taskLane = <B>(task: (body: B) => Task, answerOf: (services: LaneServices,
   plan: (services, avatar, body) => {
     const answer = answerOf(services, body)
     if (typeof answer !== "function") return answer
-    const input = taskInput(task(body))
-    const { messages, request, targets } = services.completions.plan(avatar, input, input.messages)
-    if (!Array.isArray(targets)) return targets as RoutingError
-    return async (lane) => {
+    return chatPlan(services, avatar, taskInput(task(body)), ({ messages, request, targets }) => async (lane) => {
       const result = answer(body, await services.calls.complete({ ...lane.call(targets), messages, request }))
       if (result instanceof UpstreamFailed) throw result
       return result
-    }
+    })
   }
 })
 
