@@ -3,6 +3,8 @@ import { Context, Effect, Layer, Option } from "effect"
 import { NotFound, Unauthorized } from "../Errors.ts"
 import { type ApiKeyRecord, ApiKeyStore } from "../Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
+// A cycle (Auth imports Http/Edge, which imports KEY_PREFIX from here): INVALID is read only when a call runs.
+import { INVALID } from "./Auth.ts"
 import { randomToken, sha256 } from "./Secrets.ts"
 
 export const KEY_PREFIX = "aigw_"
@@ -57,8 +59,7 @@ const makeService = Effect.gen(function*() {
       const current = yield* avatars.findById(avatarId)
       if (Option.isNone(current) || !current.value.isActive || current.value.tokensValidAfter !== owner.tokensValidAfter) {
         yield* store.revoke(avatarId, record.id, Date.now())
-        // Auth.INVALID (not imported: Auth's module imports this one's through Http/Edge).
-        return yield* Effect.fail(new Unauthorized({ message: "Invalid or expired credentials." }))
+        return yield* Effect.fail(new Unauthorized({ message: INVALID }))
       }
       return { ...view(record), key: secret }
     }),

@@ -123,16 +123,16 @@ export const reportedUsage = (u: Partial<TokenUsage> | undefined): UsageReport |
     : { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: false, ...cacheCountsOf(u) }
 }
 
-/** The usage of a chat call: `reportedUsage`, else the upstream's believable counts with the tokenizer's for the rest. */
-export const usageReportOf = (u: Partial<TokenUsage> | undefined, messages: ReadonlyArray<ChatMessage>, completion: string): Effect.Effect<UsageReport> => {
-  const reported = reportedUsage(u)
-  if (reported !== undefined) return Effect.succeed(reported)
-  return Effect.map(estimate(messages, completion), (e) => {
+/**
+ * The usage of a chat call whose upstream did not report both counts believably (`reportedUsage`
+ * gave none): the counts it did report believably, the tokenizer's for the rest.
+ */
+export const estimatedUsage = (u: Partial<TokenUsage> | undefined, messages: ReadonlyArray<ChatMessage>, completion: string): Effect.Effect<UsageReport> =>
+  Effect.map(estimate(messages, completion), (e) => {
     const promptTokens = reportedCount(u?.promptTokens) ?? e.promptTokens
     const completionTokens = reportedCount(u?.completionTokens) ?? e.completionTokens
     return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: true, ...cacheCountsOf(u) }
   })
-}
 
 /**
  * What a stream has delivered so far: turns adapter events into chunks and keeps the text, finish
@@ -214,8 +214,8 @@ export const makeStreamAccount = () => {
     finished: () => finished,
     /** The usage as the upstream reported it, when it reported both counts (`reportedUsage`). */
     reported: (): UsageReport | undefined => reportedUsage(usage),
-    /** The usage: the upstream's counts, with the tokenizer's for whatever it did not report (`usageReportOf`). */
-    report: (messages: ReadonlyArray<ChatMessage>): Effect.Effect<UsageReport> => usageReportOf(usage, messages, text)
+    /** When `reported` gave none: the upstream's counts, with the tokenizer's for whatever it did not report (`estimatedUsage`). */
+    estimated: (messages: ReadonlyArray<ChatMessage>): Effect.Effect<UsageReport> => estimatedUsage(usage, messages, text)
   }
 }
 
@@ -440,7 +440,7 @@ const makeService = Effect.gen(function*() {
     const latencyMs = Math.round(performance.now() - started)
     // The tokenizer (an Effect) only when the upstream did not report usage.
     const report = reportedUsage(value.usage) ??
-      (await run(usageReportOf(value.usage, call.messages, value.content + value.toolCalls.map((c) => c.arguments).join(""))))
+      (await run(estimatedUsage(value.usage, call.messages, value.content + value.toolCalls.map((c) => c.arguments).join(""))))
     await record(call.avatar, target, "chat", report, latencyMs, true, call.requestId)
     return {
       provider: target.provider.id,
@@ -555,7 +555,7 @@ const makeService = Effect.gen(function*() {
             if (error !== undefined) health.record(provider, false)
             // The tokenizer (an Effect) only when the upstream did not report usage.
             const reported = account.reported()
-            ;(reported ? Promise.resolve(reported) : run(account.report(call.messages)))
+            ;(reported ? Promise.resolve(reported) : run(account.estimated(call.messages)))
               .then((r) =>
                 record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted, call.requestId).then(() => {
                   if (!aborted) emit([finalChunk(target, account.finishReason(), r, error, account.trailing())], true)

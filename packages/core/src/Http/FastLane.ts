@@ -209,8 +209,9 @@ export const make = Effect.gen(function*() {
   const serve = async (req: IncomingMessage, res: ServerResponse, route: Route, credentials: KeyOrToken, requestId: string): Promise<unknown> => {
     const { envelope } = route
     // The order of the route: credentials, query, body, admission, then the call.
+    const unauthorized = () => sendError(res, envelope, new Unauthorized({ message: INVALID }))
     const checked = await auth.ownerOf(credentials)
-    if (checked === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
+    if (checked === undefined) return unauthorized()
     let caller: AvatarRecord = checked
     const checkedAt = performance.now()
     // Every refusal to the caller carries its day's rate-limit headers (as Route.ts's).
@@ -226,7 +227,7 @@ export const make = Effect.gen(function*() {
     if (text === undefined) return
     if (bodyTookLong(checkedAt)) {
       const again = await auth.ownerOf(credentials)
-      if (again === undefined) return sendError(res, envelope, new Unauthorized({ message: INVALID }))
+      if (again === undefined) return unauthorized()
       caller = again
     }
     if (text === TOO_LARGE) return refuse(tooLargeError(maxBodyBytes))

@@ -16,7 +16,7 @@ import { Cause, Config, ConfigProvider, Effect, Either, Exit, Layer, ManagedRunt
 import * as ConfigFile from "../ConfigFile.ts"
 import * as HttpApp from "../Http/App.ts"
 import { BadRequest, Busy, type GatewayError } from "../Errors.ts"
-import { envelopeOfPath, errorParts, internalErrorBody } from "../Http/Edge.ts"
+import { defectParts, envelopeOfPath, errorParts } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
 import * as Mcp from "../Mcp/Server.ts"
 import * as Exporters from "../Observability/Exporters.ts"
@@ -167,21 +167,25 @@ interface Built {
  * envelope of the request's path (the gateway's when the event has none) and the request's id (the
  * caller's `x-request-id` when valid).
  */
-const outsideAnswer = (status: number, body: unknown, requestId: string | null | undefined, headers: Record<string, string> = {}) =>
+const outsideAnswer = (
+  { body, headers = {}, status }: { readonly status: number; readonly body: unknown; readonly headers?: Record<string, string> },
+  requestId: string | null | undefined
+) =>
   new Response(JSON.stringify(body), {
     status,
     headers: { "content-type": "application/json", ...headers, [RequestId.HEADER]: RequestId.fromHeader(requestId) }
   })
 
-/** A refusal of a request outside the application, in its path's envelope. */
-const refusal = (path: string | undefined, error: GatewayError, requestId: string | null | undefined) => {
-  const parts = errorParts(path === undefined ? "gateway" : envelopeOfPath(path), error)
-  return outsideAnswer(parts.status, parts.body, requestId, parts.headers)
-}
+/** The envelope of a request's path; the gateway's for an event that has none. */
+const envelopeAt = (path: string | undefined) => (path === undefined ? "gateway" : envelopeOfPath(path))
 
-/** The 500 of a failure outside the application (its cause is logged, never sent). */
-const internalError = (path: string | undefined, requestId: string | null | undefined) =>
-  outsideAnswer(500, internalErrorBody(path === undefined ? "gateway" : envelopeOfPath(path)), requestId)
+/** A refusal of a request outside the application, in its path's envelope. */
+const refusal = (path: string | undefined, error: GatewayError, requestId: string | null | undefined) =>
+  outsideAnswer(errorParts(envelopeAt(path), error), requestId)
+
+/** The last resort of a failure outside the application, as the routes' (`defectParts`: its cause is logged, never sent). */
+const defectAnswer = (path: string | undefined, failure: unknown, requestId: string | null | undefined) =>
+  outsideAnswer(defectParts(envelopeAt(path), failure), requestId)
 
 /** A failed start: 503, to be retried (the next invocation builds the runtime again). */
 const unavailable = (path: string, message: string, requestId: string | null) =>
@@ -248,7 +252,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       return await built.handle(request)
     } catch (e) {
       log(Effect.logError("aigw: request failed outside the application", Cause.die(e)))
-      return internalError(path, request.headers.get(RequestId.HEADER))
+      return defectAnswer(path, e, request.headers.get(RequestId.HEADER))
     }
   }
 
@@ -279,7 +283,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       request = toRequest(http.right, signal)
     } catch (e) {
       const requestId = headersOf(http.right).get(RequestId.HEADER)
-      if (e instanceof UnroutablePath) return { format, path, response: outsideAnswer(404, HttpApp.notFoundBody(e.method, e.path), requestId) }
+      if (e instanceof UnroutablePath) return { format, path, response: outsideAnswer({ status: 404, body: HttpApp.notFoundBody(e.method, e.path) }, requestId) }
       const message = e instanceof BadEvent ? e.message : String(e)
       log(Effect.logWarning(`aigw: bad event: ${message}`))
       return { format, path, response: refusal(path, new BadRequest({ message: `Bad Lambda event: ${message}` }), requestId) }
@@ -297,7 +301,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       return await toResult(format, response)
     } catch (e) {
       log(Effect.logError("aigw: response body failed", Cause.die(e)))
-      return toResult(format, internalError(path, response.headers.get(RequestId.HEADER)))
+      return toResult(format, defectAnswer(path, e, response.headers.get(RequestId.HEADER)))
     } finally {
       await flushExports(context)
     }

@@ -133,12 +133,11 @@ export const finishReason = (reason: unknown): FinishReason =>
 
 /** The counts of an OpenAI `usage` (the completion's from the total when only that is given); a count not given stays undefined. */
 const usageOf = (u: any): Partial<TokenUsage> | undefined => {
-  if (typeof u?.prompt_tokens !== "number" && typeof u?.completion_tokens !== "number") return undefined
-  const promptTokens = typeof u.prompt_tokens === "number" ? u.prompt_tokens : undefined
-  const completionTokens = typeof u.completion_tokens === "number"
+  const promptTokens = typeof u?.prompt_tokens === "number" ? u.prompt_tokens : undefined
+  const completionTokens = typeof u?.completion_tokens === "number"
     ? u.completion_tokens
     : promptTokens !== undefined && typeof u.total_tokens === "number" ? u.total_tokens - promptTokens : undefined
-  return { promptTokens, completionTokens }
+  return promptTokens === undefined && completionTokens === undefined ? undefined : { promptTokens, completionTokens }
 }
 
 const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
