@@ -200,9 +200,10 @@ describe("every admitted call leaves a usage record", () => {
     const failed = [
       await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: complete }),
       await call(server.url, "POST", "/v1/embeddings", { apiKey: user.apiKey, body: { texts: ["x"], provider: "openai", model: "text-embedding-3-small" } }),
-      await call(server.url, "POST", "/v1/images/generate", { apiKey: user.apiKey, body: { prompt: "x", provider: "openai" } })
+      await call(server.url, "POST", "/v1/images/generate", { apiKey: user.apiKey, body: { prompt: "x", provider: "openai" } }),
+      await call(server.url, "POST", "/v1/moderation", { apiKey: user.apiKey, body: { text: "x", provider: "openai" } })
     ]
-    expect(failed.map((r) => r.status)).toEqual([502, 502, 502])
+    expect(failed.map((r) => r.status)).toEqual([502, 502, 502, 502])
     mock.setScenario({ kind: "text", text: "fine" })
     expect((await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: complete })).status).toBe(200)
     const db = new Database(path.join(server.dataDir, "data", "aigw.sqlite"), { readonly: true })
@@ -212,12 +213,13 @@ describe("every admitted call leaves a usage record", () => {
         { capability: "chat", provider: "openai", ok: 0, tokens: 0, cost_usd: 0 },
         { capability: "embeddings", provider: "openai", ok: 0, tokens: 0, cost_usd: 0 },
         { capability: "images", provider: "openai", ok: 0, tokens: 0, cost_usd: 0 },
+        { capability: "moderation", provider: "openai", ok: 0, tokens: 0, cost_usd: 0 },
         expect.objectContaining({ capability: "chat", provider: "openai", ok: 1 })
       ])
     } finally {
       db.close()
     }
     const usage = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
-    expect(usage.body.result.dailyCallsUsed).toBe(4)
+    expect(usage.body.result.dailyCallsUsed).toBe(5)
   })
 })

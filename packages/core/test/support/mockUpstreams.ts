@@ -623,7 +623,9 @@ export const startOpenAiMock = (opts: MockOptions = {}): Promise<MockUpstream> =
       if (!isRecord(b) || b.input === undefined) {
         return ex.json(400, openAiErrorBody("Missing required parameter: 'input'.", "invalid_request_error", "input", "missing_required_parameter"))
       }
-      if (ex.scenario().kind === "hang") return ex.hang()
+      const s = ex.scenario()
+      if (s.kind === "hang") return ex.hang()
+      if (s.kind === "error") return ex.json(s.status, openAiError(s.status, s.message))
       const text = String(b.input).toLowerCase()
       const violent = /\bkill|murder|attack\b/.test(text)
       const hateful = /\bhate\b/.test(text)
