@@ -3,9 +3,35 @@ import type { ModelEntry } from "./Catalog/Catalog.ts"
 
 export const round = (usd: number): number => Math.round(usd * 1e10) / 1e10
 
-/** The cost of a call; 0 for a model without a known price (see `costKnown`). */
-export const costOf = (model: Pick<ModelEntry, "inputPer1kUSD" | "outputPer1kUSD" | "unpriced">, promptTokens: number, completionTokens: number): number =>
-  model.unpriced ? 0 : round((promptTokens / 1000) * model.inputPer1kUSD + (completionTokens / 1000) * model.outputPer1kUSD)
+/** Prompt tokens the upstream read from or wrote to its prompt cache (not part of the prompt count: Providers/Chat.ts TokenUsage). */
+export interface CacheTokens {
+  readonly cacheCreationTokens?: number | undefined
+  readonly cacheReadTokens?: number | undefined
+}
+
+/** What a cache write costs where the model's entry gives no price: Anthropic's (and Bedrock's) 5-minute cache write. */
+const CACHE_WRITE_SHARE = 1.25
+
+/**
+ * The cost of a call; 0 for a model without a known price (see `costKnown`). Cache reads cost the
+ * entry's `cacheReadPer1kUSD`, else the input price: the discount differs by model (a half to a
+ * tenth), so none is assumed where the catalogue does not know it. Cache writes cost
+ * `cacheWritePer1kUSD`, else 1.25 × the input price.
+ */
+export const costOf = (
+  model: Pick<ModelEntry, "inputPer1kUSD" | "outputPer1kUSD" | "cacheReadPer1kUSD" | "cacheWritePer1kUSD" | "unpriced">,
+  promptTokens: number,
+  completionTokens: number,
+  cache?: CacheTokens
+): number => {
+  if (model.unpriced) return 0
+  const read = cache?.cacheReadTokens ?? 0
+  const written = cache?.cacheCreationTokens ?? 0
+  const cached = read === 0 && written === 0
+    ? 0
+    : read * (model.cacheReadPer1kUSD ?? model.inputPer1kUSD) + written * (model.cacheWritePer1kUSD ?? model.inputPer1kUSD * CACHE_WRITE_SHARE)
+  return round((promptTokens / 1000) * model.inputPer1kUSD + (completionTokens / 1000) * model.outputPer1kUSD + cached / 1000)
+}
 
 /** Whether a call's cost is known: false for models named outside the catalogue without a configured price. */
 export const costKnown = (model: Pick<ModelEntry, "unpriced">): boolean => model.unpriced !== true

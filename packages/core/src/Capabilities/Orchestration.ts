@@ -12,7 +12,7 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { BadRequest, Conflict, type GatewayError, PayloadTooLarge } from "../Errors.ts"
-import type { UsageReport } from "../Engine/ProviderCalls.ts"
+import { allPromptTokens, type UsageReport } from "../Engine/ProviderCalls.ts"
 import { type Plan } from "../Plans.ts"
 import { type Preference, Routing, routed } from "../Routing.ts"
 import type { TaskType } from "../Ml/taskExamples.data.ts"
@@ -98,8 +98,9 @@ const DEMANDING: ReadonlySet<TaskType> = new Set(["code", "math", "analysis", "r
 /** The catalogue quality (1-5) a cheaper task type's model must reach when one within the plan does. */
 export const QUALITY_FLOOR = 3
 
+/** The frameworks' counts (OpenAI's meaning: prompt tokens read from or written to a prompt cache are prompt tokens). */
 export const tokenUsage = (results: ReadonlyArray<CompletionResult>) => {
-  const prompt_tokens = results.reduce((n, r) => n + r.usage.promptTokens, 0)
+  const prompt_tokens = results.reduce((n, r) => n + allPromptTokens(r.usage), 0)
   const completion_tokens = results.reduce((n, r) => n + r.usage.completionTokens, 0)
   return {
     prompt_tokens,
@@ -117,13 +118,15 @@ const summedUsage = (results: ReadonlyArray<CompletionResult>): UsageReport => {
   const reported = (f: (u: UsageReport) => number | undefined) => results.some((r) => f(r.usage) !== undefined) ? sum(f) : undefined
   const cacheCreationTokens = reported((u) => u.cacheCreationTokens)
   const cacheReadTokens = reported((u) => u.cacheReadTokens)
+  const reasoningTokens = reported((u) => u.reasoningTokens)
   return {
     promptTokens: sum((u) => u.promptTokens),
     completionTokens: sum((u) => u.completionTokens),
     totalTokens: sum((u) => u.totalTokens),
     estimated: results.some((r) => r.usage.estimated),
     ...(cacheCreationTokens !== undefined ? { cacheCreationTokens } : {}),
-    ...(cacheReadTokens !== undefined ? { cacheReadTokens } : {})
+    ...(cacheReadTokens !== undefined ? { cacheReadTokens } : {}),
+    ...(reasoningTokens !== undefined ? { reasoningTokens } : {})
   }
 }
 

@@ -54,6 +54,10 @@ export const ModelEntry = Schema.Struct({
   minPlan: ModelPlan,
   inputPer1kUSD: UsdPer1k,
   outputPer1kUSD: UsdPer1k,
+  /** Prompt tokens read from the upstream's prompt cache (Cost.ts `costOf`: the input price when not given). */
+  cacheReadPer1kUSD: Schema.optional(UsdPer1k),
+  /** Prompt tokens written to it (Cost.ts `costOf`: 1.25 × the input price when not given). */
+  cacheWritePer1kUSD: Schema.optional(UsdPer1k),
   contextWindow: Schema.Int.pipe(Schema.positive()),
   maxOutputTokens: Schema.Int.pipe(Schema.nonNegative()),
   supportsVision: Schema.Boolean,
@@ -78,6 +82,8 @@ export const ConfiguredModel = Schema.Struct({
   minPlan: Schema.optional(ModelPlan),
   inputPer1kUSD: Schema.optional(UsdPer1k),
   outputPer1kUSD: Schema.optional(UsdPer1k),
+  cacheReadPer1kUSD: Schema.optional(UsdPer1k),
+  cacheWritePer1kUSD: Schema.optional(UsdPer1k),
   contextWindow: Schema.optional(Schema.Int.pipe(Schema.positive())),
   maxOutputTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
   supportsVision: Schema.optional(Schema.Boolean),

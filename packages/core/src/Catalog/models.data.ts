@@ -2,6 +2,8 @@
 // pricing page and the USD list price per 1K tokens taken from it (per-million price / 1000), limits, feature
 // flags and a rough quality tier for routing.
 // Plain data only; it is validated by a Schema at load (Catalog.ts). Prices are public list prices as of 2026-11.
+// Prompt-cache prices (cacheReadPer1kUSD, cacheWritePer1kUSD) where the pricing page gives them for every model of
+// the vendor (Anthropic: reads 0.1x, 5-minute writes 1.25x the input price); elsewhere Cost.ts assumes no discount.
 export const modelData = [
   {
     id: "gpt-5.5",
@@ -132,6 +134,8 @@ export const modelData = [
     pricingSource: "https://www.anthropic.com/pricing#api",
     inputPer1kUSD: 0.005,
     outputPer1kUSD: 0.025,
+    cacheReadPer1kUSD: 0.0005,
+    cacheWritePer1kUSD: 0.00625,
     contextWindow: 1000000,
     maxOutputTokens: 128000,
     supportsVision: true,
@@ -147,6 +151,8 @@ export const modelData = [
     pricingSource: "https://www.anthropic.com/pricing#api",
     inputPer1kUSD: 0.003,
     outputPer1kUSD: 0.015,
+    cacheReadPer1kUSD: 0.0003,
+    cacheWritePer1kUSD: 0.00375,
     contextWindow: 1000000,
     maxOutputTokens: 64000,
     supportsVision: true,
@@ -162,6 +168,8 @@ export const modelData = [
     pricingSource: "https://www.anthropic.com/pricing#api",
     inputPer1kUSD: 0.001,
     outputPer1kUSD: 0.005,
+    cacheReadPer1kUSD: 0.0001,
+    cacheWritePer1kUSD: 0.00125,
     contextWindow: 200000,
     maxOutputTokens: 64000,
     supportsVision: true,

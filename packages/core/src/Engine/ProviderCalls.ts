@@ -39,6 +39,8 @@ export interface UsageReport {
   /** Prompt tokens written to / read from the upstream's prompt cache, when it reports them (Providers/Chat.ts TokenUsage). */
   readonly cacheCreationTokens?: number | undefined
   readonly cacheReadTokens?: number | undefined
+  /** Of the completion's tokens, those of the model's reasoning, when the upstream reports them. */
+  readonly reasoningTokens?: number | undefined
 }
 
 export interface CompletionResult {
@@ -85,7 +87,11 @@ export interface StreamChunk {
   readonly reasoning?: { readonly index: number; readonly text?: string; readonly signature?: string; readonly redacted?: string }
   readonly cacheCreationTokens?: number
   readonly cacheReadTokens?: number
+  readonly reasoningTokens?: number
 }
+
+/** Every prompt token of a call, those read from or written to the upstream's prompt cache included (as OpenAI's `prompt_tokens` counts them). */
+export const allPromptTokens = (u: Pick<UsageReport, "totalTokens" | "completionTokens">) => u.totalTokens - u.completionTokens
 
 /** Tokenizer counts for a call whose upstream reported no usage. */
 export const estimate = (messages: ReadonlyArray<ChatMessage>, completion: string) =>
@@ -95,6 +101,12 @@ export const estimate = (messages: ReadonlyArray<ChatMessage>, completion: strin
     totalTokens: promptTokens + completionTokens,
     estimated: true
   }))
+
+/**
+ * An answer whose finish reason says the upstream failed to finish it (Mistral's `error`, Cohere's
+ * `ERROR`, Gemini's `MALFORMED_FUNCTION_CALL`, …): a failed call, not a short success.
+ */
+const upstreamFailedAnswer = (provider: string) => protocolError(provider, "the answer ended in an error (its finish reason says so)")
 
 /** Above any model's context: a larger count for one call is not believed. */
 const MAX_TOKENS_PER_CALL = 1_000_000_000
@@ -108,19 +120,30 @@ const MAX_TOKENS_PER_CALL = 1_000_000_000
 export const reportedCount = (n: unknown): number | undefined =>
   typeof n === "number" && Number.isInteger(n) && n >= 0 && n <= MAX_TOKENS_PER_CALL ? n : undefined
 
-const cacheCountsOf = (u: Partial<TokenUsage> | undefined) => {
+/**
+ * A usage report of the counts given, with the upstream's believable cache and reasoning counts;
+ * the total is every token of the call, those read from or written to the prompt cache included.
+ */
+const usageReport = (promptTokens: number, completionTokens: number, estimated: boolean, u: Partial<TokenUsage> | undefined): UsageReport => {
   const creation = reportedCount(u?.cacheCreationTokens)
   const read = reportedCount(u?.cacheReadTokens)
-  return { ...(creation !== undefined ? { cacheCreationTokens: creation } : {}), ...(read !== undefined ? { cacheReadTokens: read } : {}) }
+  const reasoning = reportedCount(u?.reasoningTokens)
+  return {
+    promptTokens,
+    completionTokens,
+    totalTokens: promptTokens + (creation ?? 0) + (read ?? 0) + completionTokens,
+    estimated,
+    ...(creation !== undefined ? { cacheCreationTokens: creation } : {}),
+    ...(read !== undefined ? { cacheReadTokens: read } : {}),
+    ...(reasoning !== undefined && reasoning <= completionTokens ? { reasoningTokens: reasoning } : {})
+  }
 }
 
 /** The usage as the upstream reported it, when it reported both counts believably (no tokenizer needed). */
 export const reportedUsage = (u: Partial<TokenUsage> | undefined): UsageReport | undefined => {
   const promptTokens = reportedCount(u?.promptTokens)
   const completionTokens = reportedCount(u?.completionTokens)
-  return promptTokens === undefined || completionTokens === undefined
-    ? undefined
-    : { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: false, ...cacheCountsOf(u) }
+  return promptTokens === undefined || completionTokens === undefined ? undefined : usageReport(promptTokens, completionTokens, false, u)
 }
 
 /**
@@ -131,7 +154,7 @@ export const estimatedUsage = (u: Partial<TokenUsage> | undefined, messages: Rea
   Effect.map(estimate(messages, completion), (e) => {
     const promptTokens = reportedCount(u?.promptTokens) ?? e.promptTokens
     const completionTokens = reportedCount(u?.completionTokens) ?? e.completionTokens
-    return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: true, ...cacheCountsOf(u) }
+    return usageReport(promptTokens, completionTokens, true, u)
   })
 
 /**
@@ -143,6 +166,12 @@ export const makeStreamAccount = () => {
   let finish: FinishReason = "stop"
   let finished = false
   let usage: Partial<TokenUsage> = {}
+  // The tool call being streamed, and whether any argument text came for it: Anthropic and Bedrock
+  // stream none for a call without arguments, where a JSON answer has `{}`.
+  let tool: number | undefined
+  let toolHasArguments = false
+  const noArguments = (): Array<{ readonly index: number; readonly arguments: string }> =>
+    tool !== undefined && !toolHasArguments ? [{ index: tool, arguments: "{}" }] : []
   // The chunk-level fields of the last upstream event that made no chunk (its finish or usage event): the final chunk's.
   let trailing: ChunkExtra["body"]
   /** The chunk for an event, if it makes one (finish reasons and usage only update the account). */
@@ -151,13 +180,19 @@ export const makeStreamAccount = () => {
       case "Text":
         text += e.text
         return { content: e.text, done: false }
-      case "ToolCallDelta":
+      case "ToolCallDelta": {
         text += e.arguments
-        return {
-          content: "",
-          done: false,
-          toolCalls: [{ index: e.index, ...(e.id ? { id: e.id } : {}), ...(e.name ? { name: e.name } : {}), arguments: e.arguments }]
+        const call = { index: e.index, ...(e.id ? { id: e.id } : {}), ...(e.name ? { name: e.name } : {}), arguments: e.arguments }
+        if (e.index === tool) {
+          if (e.arguments !== "") toolHasArguments = true
+          return { content: "", done: false, toolCalls: [call] }
         }
+        // The next call: the one before gets its `{}` first if it streamed no arguments.
+        const before = noArguments()
+        tool = e.index
+        toolHasArguments = e.arguments !== ""
+        return { content: "", done: false, toolCalls: before.length > 0 ? [...before, call] : [call] }
+      }
       case "Finish":
         finish = e.reason
         finished = true
@@ -207,6 +242,11 @@ export const makeStreamAccount = () => {
       }
       return { chunks }
     },
+    /** The arguments `{}` of the last tool call if it streamed none, as a JSON answer gives them: a chunk before the final one. */
+    emptyArguments: (): StreamChunk | undefined => {
+      const empty = noArguments()
+      return empty.length > 0 ? { content: "", done: false, toolCalls: empty } : undefined
+    },
     /** The chunk-level fields for the final chunk, if the last events that made no chunk had any. */
     trailing: (): ChunkExtra | undefined => (trailing ? { body: trailing } : undefined),
     finishReason: () => finish,
@@ -228,11 +268,12 @@ export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport,
   finishReason: error === undefined ? finish : "error",
   provider: target.provider.id,
   model: target.model.id,
-  costUSD: costOf(target.model, r.promptTokens, r.completionTokens),
+  costUSD: costOf(target.model, r.promptTokens, r.completionTokens, r),
   costKnown: costKnown(target.model),
   estimated: r.estimated,
   ...(r.cacheCreationTokens !== undefined ? { cacheCreationTokens: r.cacheCreationTokens } : {}),
   ...(r.cacheReadTokens !== undefined ? { cacheReadTokens: r.cacheReadTokens } : {}),
+  ...(r.reasoningTokens !== undefined ? { reasoningTokens: r.reasoningTokens } : {}),
   ...(error !== undefined ? { error } : {}),
   ...(extra !== undefined ? { extra } : {})
 })
@@ -366,9 +407,9 @@ const makeService = Effect.gen(function*() {
       provider: target.provider.id,
       model: target.model.id,
       capability,
-      promptTokens: report.promptTokens,
+      promptTokens: allPromptTokens(report),
       completionTokens: report.completionTokens,
-      costUSD: costOf(target.model, report.promptTokens, report.completionTokens),
+      costUSD: costOf(target.model, report.promptTokens, report.completionTokens, report),
       latencyMs,
       estimated: report.estimated,
       ok
@@ -435,7 +476,13 @@ const makeService = Effect.gen(function*() {
     const started = performance.now()
     const { fallbacks, target, value } = await exchange(call, "chat", (t) => {
       const wire = wireOf(t)
-      return { request: wire.request(t, call.request(t), false), result: wire.result }
+      return {
+        request: wire.request(t, call.request(t), false),
+        result: (provider, body) => {
+          const answer = wire.result(provider, body)
+          return !(answer instanceof UpstreamError) && answer.finishReason === "error" ? upstreamFailedAnswer(provider) : answer
+        }
+      }
     })
     const latencyMs = Math.round(performance.now() - started)
     // The tokenizer (an Effect) only when the upstream did not report usage.
@@ -450,7 +497,7 @@ const makeService = Effect.gen(function*() {
       toolCalls: value.toolCalls,
       finishReason: value.finishReason,
       usage: report,
-      costUSD: costOf(target.model, report.promptTokens, report.completionTokens),
+      costUSD: costOf(target.model, report.promptTokens, report.completionTokens, report),
       costKnown: costKnown(target.model),
       ...(value.extra ? { extra: value.extra } : {}),
       ...(value.reasoning ? { reasoning: value.reasoning } : {}),
@@ -546,6 +593,7 @@ const makeService = Effect.gen(function*() {
           const end = (error?: string) => {
             if (ended) return
             ended = true
+            if (error === undefined && account.finishReason() === "error") error = upstreamFailedAnswer(provider).message
             clearTimeout(timer)
             body.off("data", onData)
             stopListening?.()
@@ -558,7 +606,10 @@ const makeService = Effect.gen(function*() {
             ;(reported ? Promise.resolve(reported) : run(account.estimated(call.messages)))
               .then((r) =>
                 record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted, call.requestId).then(() => {
-                  if (!aborted) emit([finalChunk(target, account.finishReason(), r, error, account.trailing())], true)
+                  if (aborted) return
+                  const final = finalChunk(target, account.finishReason(), r, error, account.trailing())
+                  const padded = account.emptyArguments()
+                  emit(padded ? [padded, final] : [final], true)
                 })
               )
               .then(resolve, reject)
@@ -568,7 +619,8 @@ const makeService = Effect.gen(function*() {
             if (chunks.length > 0) emit(chunks, upstreamDone || stop !== undefined)
             if (stop !== undefined) end(stop ?? undefined)
           }
-          // The idle timer restarts on every read that completed an event (refresh: no new timer).
+          // The idle timer restarts on every read (refresh: no new timer), keep-alive comments
+          // included: upstreams send them while the answer waits for capacity (DeepSeek, OpenRouter).
           const arm = () => {
             if (timer === undefined) timer = setTimeout(() => end(idleError(provider)().message), idleMs)
             else timer.refresh()
@@ -577,10 +629,10 @@ const makeService = Effect.gen(function*() {
           let anyEvent = false
           const onData = (bytes: Uint8Array) => {
             if (ended) return
+            arm()
             const events = parser.push(bytes)
             if (events.length === 0) return
             anyEvent = true
-            arm()
             take(events)
           }
           body.on("data", onData)

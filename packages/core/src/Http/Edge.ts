@@ -12,6 +12,7 @@ import { failureOf, successOf } from "../Envelope.ts"
 import { BadRequest, Busy, type GatewayError, PayloadTooLarge, statusOf } from "../Errors.ts"
 import { parseJsonText } from "../JsonText.ts"
 import { quotaRefusals } from "../Metrics.ts"
+import { isRetryableStatus } from "../Providers/UpstreamError.ts"
 
 export type EnvelopeKind = "gateway" | "avatar"
 
@@ -238,8 +239,19 @@ export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<
   const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests" || error._tag === "Busy"
     ? { "retry-after": String(error.retryAfterSeconds) }
     : {}
+  // The OpenAI and Anthropic SDKs retry 429s and 5xx, after any Retry-After however long (Anthropic's up to
+  // the next midnight): this tells them not to where a retry cannot succeed and would be counted again.
+  if (isFinal(error)) extra["x-should-retry"] = "false"
   return { status, body: errorBody(kind, error), headers: { ...headers, ...extra } }
 }
+
+/**
+ * A failure that the same request cannot escape by retrying: the day's quota is spent, or the upstream
+ * refused the request itself (a 4xx other than 408 and 429: too long a prompt, a parameter it rejects).
+ */
+const isFinal = (error: GatewayError): boolean =>
+  error._tag === "QuotaExceeded" ||
+  (error._tag === "UpstreamFailed" && error.status !== undefined && error.status >= 400 && error.status < 500 && !isRetryableStatus(error.status))
 
 /** The generic 500 body of an unexpected failure (its cause is logged, never sent). */
 export const internalErrorBody = (kind: Envelope) => errorBody(kind, { _tag: "Internal", message: "Internal server error." })

@@ -261,13 +261,31 @@ export const toChatCompletion = (id: string, r: CompletionResult) => ({
       refusal: null as string | null,
       ...r.extra?.message,
       role: "assistant",
-      content: r.toolCalls.length > 0 && r.content === "" ? null : r.content,
+      // No text beside tool calls or a refusal: null, as OpenAI answers.
+      content: r.content === "" && (r.toolCalls.length > 0 || typeof r.extra?.message?.refusal === "string") ? null : r.content,
       ...(r.toolCalls.length > 0 ? { tool_calls: wireCalls(r.toolCalls) } : {})
     },
     finish_reason: r.finishReason === "error" ? "stop" : r.finishReason
   }],
-  usage: { prompt_tokens: r.usage.promptTokens, completion_tokens: r.usage.completionTokens, total_tokens: r.usage.totalTokens }
+  usage: openAiUsage(r.usage)
 })
+
+/**
+ * A call's counts as OpenAI's `usage`: `prompt_tokens` includes the tokens read from or written to
+ * the prompt cache (the neutral prompt count excludes them), those read are `cached_tokens`, and
+ * the reasoning's tokens (part of the completion's) `reasoning_tokens`, when the upstream reported them.
+ */
+const openAiUsage = (u: Pick<StreamChunk, "promptTokens" | "completionTokens" | "cacheCreationTokens" | "cacheReadTokens" | "reasoningTokens">) => {
+  const prompt = (u.promptTokens ?? 0) + (u.cacheCreationTokens ?? 0) + (u.cacheReadTokens ?? 0)
+  const completion = u.completionTokens ?? 0
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    ...(u.cacheReadTokens !== undefined ? { prompt_tokens_details: { cached_tokens: u.cacheReadTokens } } : {}),
+    ...(u.reasoningTokens !== undefined ? { completion_tokens_details: { reasoning_tokens: u.reasoningTokens } } : {})
+  }
+}
 
 /**
  * Gateway chunks -> chat.completion.chunk objects. `opening` is the role chunk OpenAI sends first
@@ -312,8 +330,7 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
     const final = c.model === undefined || c.model === model ? head : headOf(c.model)
     const out = [chunk({ ...own, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: c.finishReason ?? "stop" }] }, final)]
     if (includeUsage) {
-      const usage = { prompt_tokens: c.promptTokens ?? 0, completion_tokens: c.completionTokens ?? 0, total_tokens: (c.promptTokens ?? 0) + (c.completionTokens ?? 0) }
-      out.push(chunk({ ...own, choices: [], usage }, final))
+      out.push(chunk({ ...own, choices: [], usage: openAiUsage(c) }, final))
     }
     return out
   }

@@ -220,8 +220,11 @@ export const CompletionResult = Schema.Struct({
   usage: Schema.Struct({
     promptTokens: Schema.Number,
     completionTokens: Schema.Number,
-    totalTokens: Schema.Number,
-    estimated: Schema.Boolean.annotations({ description: "Counted by the gateway's tokenizer (the upstream reported none)" })
+    totalTokens: Schema.Number.annotations({ description: "Every token of the call: prompt, cache reads and writes, completion" }),
+    estimated: Schema.Boolean.annotations({ description: "Counted by the gateway's tokenizer (the upstream reported none)" }),
+    cacheCreationTokens: Schema.optional(Schema.Number.annotations({ description: "Prompt tokens written to the upstream's prompt cache (not in promptTokens)" })),
+    cacheReadTokens: Schema.optional(Schema.Number.annotations({ description: "Prompt tokens read from the upstream's prompt cache (not in promptTokens)" })),
+    reasoningTokens: Schema.optional(Schema.Number.annotations({ description: "Of completionTokens, those of the model's reasoning" }))
   }),
   costUSD: Schema.Number,
   costKnown: Schema.Boolean.annotations({ description: "False for a model without a known price (named outside the catalogue): costUSD is then 0" }),
@@ -745,7 +748,13 @@ export const ChatCompletion = Schema.Struct({
     logprobs: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
     finish_reason: Schema.Literal("stop", "length", "tool_calls", "content_filter")
   }, upstreamFields)),
-  usage: Schema.Struct({ prompt_tokens: Schema.Number, completion_tokens: Schema.Number, total_tokens: Schema.Number })
+  usage: Schema.Struct({
+    prompt_tokens: Schema.Number,
+    completion_tokens: Schema.Number,
+    total_tokens: Schema.Number,
+    prompt_tokens_details: Schema.optional(Schema.Struct({ cached_tokens: Schema.Number })),
+    completion_tokens_details: Schema.optional(Schema.Struct({ reasoning_tokens: Schema.Number }))
+  })
 }, upstreamFields).annotations({
   identifier: "ChatCompletion",
   description:

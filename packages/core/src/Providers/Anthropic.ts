@@ -166,8 +166,11 @@ export const toWireRequest = (target: Target, request: ChatRequest, stream: bool
   }
 }
 
+/** The neutral finish reason of a `stop_reason`; `model_context_window_exceeded` is a truncated answer, as `max_tokens`. */
 export const finishReason = (reason: unknown): FinishReason =>
-  reason === "max_tokens" ? "length" : reason === "tool_use" ? "tool_calls" : reason === "refusal" ? "content_filter" : "stop"
+  reason === "max_tokens" || reason === "model_context_window_exceeded"
+    ? "length"
+    : reason === "tool_use" ? "tool_calls" : reason === "refusal" ? "content_filter" : "stop"
 
 const headers = (target: Target, request: ChatRequest) => ({
   ...authHeaders(target.provider),
@@ -253,7 +256,11 @@ export const wire: ChatWire = {
         case "message_delta": {
           const out: Array<StreamEvent> = []
           if (data?.delta?.stop_reason) out.push({ _tag: "Finish", reason: finishReason(data.delta.stop_reason) })
-          if (typeof data?.usage?.output_tokens === "number") out.push({ _tag: "Usage", usage: { completionTokens: data.usage.output_tokens } })
+          // Cumulative counts: output_tokens, and the input and cache counts when Anthropic repeats them here.
+          if (data?.usage) {
+            const usage = usageOf(data.usage)
+            if (Object.keys(usage).length > 0) out.push({ _tag: "Usage", usage })
+          }
           return out
         }
         default:

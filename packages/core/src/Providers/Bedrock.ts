@@ -162,8 +162,16 @@ export const finishReason = (reason: unknown, calledTools = true): FinishReason 
     ? "content_filter"
     : "stop"
 
+/** Converse's usage: `inputTokens` excludes the prompt cache's reads and writes, reported apart. */
 const usageOf = (u: any) =>
-  typeof u?.inputTokens === "number" ? { promptTokens: u.inputTokens, completionTokens: typeof u.outputTokens === "number" ? u.outputTokens : 0 } : undefined
+  typeof u?.inputTokens === "number"
+    ? {
+      promptTokens: u.inputTokens,
+      completionTokens: typeof u.outputTokens === "number" ? u.outputTokens : 0,
+      ...(typeof u.cacheReadInputTokens === "number" ? { cacheReadTokens: u.cacheReadInputTokens } : {}),
+      ...(typeof u.cacheWriteInputTokens === "number" ? { cacheCreationTokens: u.cacheWriteInputTokens } : {})
+    }
+    : undefined
 
 /** Event types of ConverseStream; any other (an exception's type) fails the stream rather than be skipped. */
 const STREAM_EVENTS = new Set(["messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"])

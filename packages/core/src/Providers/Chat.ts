@@ -132,6 +132,8 @@ export interface TokenUsage {
   /** Prompt tokens written to / read from the upstream's prompt cache (not part of promptTokens), when it reports them. */
   readonly cacheCreationTokens?: number | undefined
   readonly cacheReadTokens?: number | undefined
+  /** Of the completion tokens, those the model spent reasoning, when the upstream reports them. */
+  readonly reasoningTokens?: number | undefined
 }
 
 export interface ChatResult {

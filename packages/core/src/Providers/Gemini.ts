@@ -5,7 +5,7 @@
  * output, media resolution), `usageMetadata`. What it refuses, and why, is in docs/providers.md
  * ("Translation across wire formats").
  */
-import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, StreamEvent, Target, ToolCall } from "./Chat.ts"
+import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, StreamEvent, Target, TokenUsage, ToolCall } from "./Chat.ts"
 import { refusal } from "./Chat.ts"
 import { geminiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
@@ -170,8 +170,27 @@ export const toWireRequest = (request: ChatRequest) => {
   }
 }
 
+/** Gemini's and Vertex's finish reasons that mean the answer was blocked. */
+const BLOCKED = new Set([
+  "SAFETY",
+  "RECITATION",
+  "PROHIBITED_CONTENT",
+  "BLOCKLIST",
+  "SPII",
+  "IMAGE_SAFETY",
+  "IMAGE_PROHIBITED_CONTENT",
+  "IMAGE_RECITATION",
+  "MODEL_ARMOR"
+])
+/** Those that mean the model failed to produce a usable answer (a malformed or unexpected function call, …). */
+const FAILED = new Set(["MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "MISSING_THOUGHT_SIGNATURE", "LANGUAGE"])
+
 export const finishReason = (reason: unknown, hasCalls: boolean): FinishReason =>
-  hasCalls ? "tool_calls" : reason === "MAX_TOKENS" ? "length" : reason === "SAFETY" || reason === "RECITATION" || reason === "PROHIBITED_CONTENT" ? "content_filter" : "stop"
+  typeof reason === "string" && FAILED.has(reason)
+    ? "error"
+    : hasCalls ? "tool_calls" : reason === "MAX_TOKENS" ? "length" : typeof reason === "string" && BLOCKED.has(reason) ? "content_filter" : "stop"
+
+const blockedPrompt = (body: any): boolean => typeof body?.promptFeedback?.blockReason === "string" && !(body.candidates?.length > 0)
 
 const partsOf = (body: any): Array<any> => body?.candidates?.[0]?.content?.parts ?? []
 
@@ -184,10 +203,22 @@ const callsOf = (parts: Array<any>, offset: number): Array<ToolCall> =>
       arguments: JSON.stringify(p.functionCall.args ?? {})
     }))
 
-const usageOf = (u: any) =>
-  typeof u?.promptTokenCount === "number"
-    ? { promptTokens: u.promptTokenCount, completionTokens: (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0) }
-    : undefined
+/**
+ * `promptTokenCount` includes the tokens served from the cache (`cachedContentTokenCount`, implicit
+ * caching too): they are taken out of the prompt count, which excludes them (Providers/Chat.ts TokenUsage).
+ * Thinking tokens are output tokens, billed as such.
+ */
+const usageOf = (u: any): Partial<TokenUsage> | undefined => {
+  if (typeof u?.promptTokenCount !== "number") return undefined
+  const cached = typeof u.cachedContentTokenCount === "number" && u.cachedContentTokenCount <= u.promptTokenCount ? u.cachedContentTokenCount : undefined
+  const thoughts = typeof u.thoughtsTokenCount === "number" ? u.thoughtsTokenCount : undefined
+  return {
+    promptTokens: u.promptTokenCount - (cached ?? 0),
+    completionTokens: (u.candidatesTokenCount ?? 0) + (thoughts ?? 0),
+    ...(cached !== undefined ? { cacheReadTokens: cached } : {}),
+    ...(thoughts !== undefined ? { reasoningTokens: thoughts } : {})
+  }
+}
 
 const url = (target: Target, stream: boolean) =>
   `${target.provider.endpoint}/models/${encodeURIComponent(target.model.id)}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`
@@ -198,6 +229,8 @@ export const wire: ChatWire = {
   // Gemini's thought parts carry no Anthropic signature: reasoning history is refused, not dropped.
   carries: { topK: true, reasoning: true },
   result: (provider, body) => {
+    // A blocked prompt has no candidates, only the reason (promptFeedback.blockReason).
+    if (blockedPrompt(body)) return { content: "", toolCalls: [], finishReason: "content_filter", usage: usageOf(body.usageMetadata) }
     if (!Array.isArray(body?.candidates)) return protocolError(provider, "no candidates")
     const parts = partsOf(body)
     const toolCalls = callsOf(parts, 0)
@@ -220,6 +253,7 @@ export const wire: ChatWire = {
       for (const c of callsOf(parts, calls)) out.push({ _tag: "ToolCallDelta", index: calls++, id: c.id, name: c.name, arguments: c.arguments })
       const reason = chunk?.candidates?.[0]?.finishReason
       if (reason) out.push({ _tag: "Finish", reason: finishReason(reason, calls > 0) })
+      else if (blockedPrompt(chunk)) out.push({ _tag: "Finish", reason: "content_filter" })
       const usage = usageOf(chunk?.usageMetadata)
       if (usage) out.push({ _tag: "Usage", usage })
       return out

@@ -128,16 +128,54 @@ const renameFields = (body: Record<string, unknown>, renamed: Readonly<Record<st
   return out
 }
 
-export const finishReason = (reason: unknown): FinishReason =>
-  reason === "length" ? "length" : reason === "tool_calls" || reason === "function_call" ? "tool_calls" : reason === "content_filter" ? "content_filter" : "stop"
+/**
+ * The neutral finish reason of an OpenAI-format `finish_reason`, with the values compatible
+ * providers add: Mistral's `model_length` and `error`, DeepSeek's `insufficient_system_resource`,
+ * watsonx's `time_limit` and `cancelled`. An answer that ended in an error is a failed call, not a
+ * short success (the engine's `upstreamFailedAnswer`).
+ */
+export const finishReason = (reason: unknown): FinishReason => {
+  switch (reason) {
+    case "length":
+    case "model_length":
+    case "time_limit":
+      return "length"
+    case "tool_calls":
+    case "function_call":
+      return "tool_calls"
+    case "content_filter":
+      return "content_filter"
+    case "error":
+    case "insufficient_system_resource":
+    case "cancelled":
+      return "error"
+    default:
+      return "stop"
+  }
+}
 
-/** The counts of an OpenAI `usage` (the completion's from the total when only that is given); a count not given stays undefined. */
+/**
+ * The counts of an OpenAI `usage` (the completion's from the total when only that is given); a count
+ * not given stays undefined. `prompt_tokens` includes the tokens read from the prompt cache
+ * (`prompt_tokens_details.cached_tokens`, DeepSeek's `prompt_cache_hit_tokens`): they are taken out
+ * of the prompt count, which excludes them (Providers/Chat.ts TokenUsage), and the OpenAI surface
+ * adds them back. `completion_tokens_details.reasoning_tokens` are part of the completion's.
+ */
 const usageOf = (u: any): Partial<TokenUsage> | undefined => {
-  const promptTokens = typeof u?.prompt_tokens === "number" ? u.prompt_tokens : undefined
+  const prompt = typeof u?.prompt_tokens === "number" ? u.prompt_tokens : undefined
   const completionTokens = typeof u?.completion_tokens === "number"
     ? u.completion_tokens
-    : promptTokens !== undefined && typeof u.total_tokens === "number" ? u.total_tokens - promptTokens : undefined
-  return promptTokens === undefined && completionTokens === undefined ? undefined : { promptTokens, completionTokens }
+    : prompt !== undefined && typeof u.total_tokens === "number" ? u.total_tokens - prompt : undefined
+  if (prompt === undefined && completionTokens === undefined) return undefined
+  const cachedCount = u.prompt_tokens_details?.cached_tokens ?? u.prompt_cache_hit_tokens
+  const cached = typeof cachedCount === "number" && prompt !== undefined && cachedCount > 0 && cachedCount <= prompt ? cachedCount : undefined
+  const reasoning = u.completion_tokens_details?.reasoning_tokens
+  return {
+    promptTokens: cached === undefined ? prompt : prompt! - cached,
+    completionTokens,
+    ...(cached !== undefined ? { cacheReadTokens: cached } : {}),
+    ...(typeof reasoning === "number" && reasoning > 0 ? { reasoningTokens: reasoning } : {})
+  }
 }
 
 const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
@@ -147,9 +185,33 @@ const modelledChoice = new Set(["index", "message", "finish_reason", "delta"])
 const modelledMessage = new Set(["role", "content", "tool_calls", "function_call"])
 const modelledDelta = new Set(["role", "content", "tool_calls", "function_call"])
 
+/**
+ * A message's or delta's `content`: a string, or (Mistral's reasoning models) an array of chunks,
+ * `text` ones and `thinking` ones (`{ type: "thinking", thinking: [{ type: "text", text }] }`).
+ * The text chunks are the answer; the thinking comes back as `reasoning_content` (DeepSeek's and
+ * Bedrock's name for it here); a chunk of any other type is kept as it came, in `content_parts`.
+ */
+const contentOf = (content: unknown): { readonly text: string; readonly fields?: Record<string, unknown> } => {
+  if (typeof content === "string") return { text: content }
+  if (!Array.isArray(content)) return { text: "" }
+  let text = ""
+  let reasoning = ""
+  const others: Array<unknown> = []
+  for (const part of content) {
+    if (part?.type === "text" && typeof part.text === "string") text += part.text
+    else if (part?.type === "thinking" && Array.isArray(part.thinking) && part.thinking.every((t: any) => typeof t?.text === "string")) {
+      for (const t of part.thinking) reasoning += t.text
+    } else others.push(part)
+  }
+  const fields = { ...(reasoning !== "" ? { reasoning_content: reasoning } : {}), ...(others.length > 0 ? { content_parts: others } : {}) }
+  return Object.keys(fields).length > 0 ? { text, fields } : { text }
+}
+
 /** What an OpenAI-format answer carries beyond the neutral result (so the OpenAI surface returns it). */
-const extraOf = (body: any, choice: any) => {
-  const extra = { body: fieldsOutside(body, modelledBody), choice: fieldsOutside(choice, modelledChoice), message: fieldsOutside(choice.message, modelledMessage) }
+const extraOf = (body: any, choice: any, contentFields: Record<string, unknown> | undefined) => {
+  const messageExtra = fieldsOutside(choice.message, modelledMessage)
+  const message = contentFields ? { ...messageExtra, ...contentFields } : messageExtra
+  const extra = { body: fieldsOutside(body, modelledBody), choice: fieldsOutside(choice, modelledChoice), message }
   return extra.body || extra.choice || extra.message ? extra : undefined
 }
 
@@ -163,9 +225,10 @@ export const wire: ChatWire = {
     const choice = body?.choices?.[0]
     if (!choice?.message) return protocolError(provider, "no choices[0].message")
     const calls = Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : []
-    const extra = extraOf(body, choice)
+    const content = contentOf(choice.message.content)
+    const extra = extraOf(body, choice, content.fields)
     return {
-      content: typeof choice.message.content === "string" ? choice.message.content : "",
+      content: content.text,
       toolCalls: calls.map((c: any) => ({ id: String(c.id), name: String(c.function?.name), arguments: String(c.function?.arguments ?? "{}") })),
       finishReason: finishReason(choice.finish_reason),
       usage: usageOf(body.usage),
@@ -180,7 +243,15 @@ export const wire: ChatWire = {
     const out: Array<StreamEvent> = []
     const choice = chunk?.choices?.[0]
     const delta = choice?.delta
-    if (typeof delta?.content === "string" && delta.content !== "") out.push({ _tag: "Text", text: delta.content })
+    // A string on nearly every event: the chunks of an array (Mistral's reasoning) are read only when they come.
+    let contentFields: Record<string, unknown> | undefined
+    if (typeof delta?.content === "string") {
+      if (delta.content !== "") out.push({ _tag: "Text", text: delta.content })
+    } else if (Array.isArray(delta?.content)) {
+      const content = contentOf(delta.content)
+      if (content.text !== "") out.push({ _tag: "Text", text: content.text })
+      contentFields = content.fields
+    }
     for (const call of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
       out.push({
         _tag: "ToolCallDelta",
@@ -190,7 +261,7 @@ export const wire: ChatWire = {
         arguments: String(call.function?.arguments ?? "")
       })
     }
-    const deltaExtra = fieldsOutside(delta, modelledDelta)
+    const deltaExtra = contentFields ? { ...fieldsOutside(delta, modelledDelta), ...contentFields } : fieldsOutside(delta, modelledDelta)
     const choiceExtra = fieldsOutside(choice, modelledChoice)
     const bodyExtra = fieldsOutside(chunk, modelledBody)
     if (deltaExtra || choiceExtra || bodyExtra) {

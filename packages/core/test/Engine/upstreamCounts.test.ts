@@ -5,7 +5,7 @@
  * an error, not a short success; a call no upstream answered is recorded as failed. Through the engine against a local OpenAI-format upstream, with
  * a metering that keeps what it is asked to record.
  */
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -18,8 +18,14 @@ import type { AvatarRecord } from "../../src/Storage/AvatarStore.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
 import type { UsageEvent } from "../../src/Storage/UsageStore.ts"
 
-/** The upstream's answer for the test that sets it: a JSON body (with its status), SSE text sent as it is, or none at all. */
-let answer: { readonly json?: unknown; readonly status?: number; readonly sse?: string; readonly hang?: true } = {}
+/** The upstream's answer for the test that sets it: a JSON body (with its status), SSE text sent as it is, a script writing it, or none at all. */
+let answer: {
+  readonly json?: unknown
+  readonly status?: number
+  readonly sse?: string
+  readonly script?: (res: http.ServerResponse) => Promise<void>
+  readonly hang?: true
+} = {}
 
 const chunk = (delta: unknown, extra: Record<string, unknown> = {}) =>
   `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`
@@ -48,6 +54,7 @@ describe("what an upstream's answer may claim", () => {
       req.resume()
       req.on("end", () => {
         if (answer.hang) return
+        if (answer.script) return void answer.script(res)
         if (answer.sse !== undefined) return res.writeHead(200, { "content-type": "text/event-stream" }).end(answer.sse)
         res.writeHead(answer.status ?? 200, { "content-type": "application/json" }).end(JSON.stringify(answer.json))
       })
@@ -70,17 +77,18 @@ describe("what an upstream's answer may claim", () => {
     server.close()
   })
 
-  const target = () => {
-    const openai = data.providers.find((p) => p.id === "openai")!
+  /** A catalogued provider's wire at the local upstream: OpenAI's as provider "p" unless another is named. */
+  const target = (family = "openai", model = "gpt-4o-mini") => {
+    const provider = data.providers.find((p) => p.id === family)!
     return {
-      provider: { ...openai, id: "p", endpoint: url, apiKey: Option.none(), configured: true, settings: {}, missing: undefined },
-      model: data.models.find((m) => m.id === "gpt-4o-mini")!
+      provider: { ...provider, id: family === "openai" ? "p" : family, endpoint: url, apiKey: Option.some(Redacted.make("k")), configured: true, settings: {}, missing: undefined },
+      model: data.models.find((m) => m.id === model) ?? { ...data.models.find((m) => m.id === "gpt-4o-mini")!, id: model, provider: family }
     }
   }
   const messages = [{ role: "user" as const, content: "a question of a few words" }]
-  const call = () => ({
+  const call = (family?: string, model?: string) => ({
     avatar: { id: "a" } as AvatarRecord,
-    targets: [target()],
+    targets: [target(family, model)],
     cancel: new Cancel(),
     messages,
     request: (t: Target) => ({ model: t.model.id, messages })
@@ -89,11 +97,14 @@ describe("what an upstream's answer may claim", () => {
     answer = { json: completion(usage) }
     return engine.complete(call())
   }
-  const stream = async (sse: string) => {
-    answer = { sse }
+  const streamed = async (family?: string, model?: string) => {
     const chunks: Array<ProviderCalls.StreamChunk> = []
-    await (await engine.openStream(call())).run((c) => chunks.push(...c))
+    await (await engine.openStream(call(family, model))).run((c) => chunks.push(...c))
     return { chunks, last: chunks.at(-1)!, record: recorded.at(-1)! }
+  }
+  const stream = (sse: string, family?: string, model?: string) => {
+    answer = { sse }
+    return streamed(family, model)
   }
   const believable = (r: { readonly promptTokens: number; readonly completionTokens: number; readonly costUSD: number }) =>
     Number.isInteger(r.promptTokens) && r.promptTokens > 0 && Number.isInteger(r.completionTokens) && r.completionTokens > 0 &&
@@ -175,5 +186,131 @@ describe("what an upstream's answer may claim", () => {
     setTimeout(() => leaving.cancel.abort(), 50)
     await expect(pending).rejects.toBeDefined()
     expect(failedRecord()).toMatchObject({ capability: "chat", ok: false })
+  })
+
+  it("a finish reason that says the upstream failed is a failed call, not a short success (JSON and streams)", async () => {
+    for (const reason of ["error", "insufficient_system_resource"]) {
+      answer = { json: { ...completion({ prompt_tokens: 5, completion_tokens: 2 }), choices: [{ index: 0, message: { role: "assistant", content: "par" }, finish_reason: reason }] } }
+      await expect(engine.complete(call())).rejects.toMatchObject({ _tag: "UpstreamFailed", message: "p sent an unexpected answer: the answer ended in an error (its finish reason says so)" })
+      expect(recorded.at(-1)).toMatchObject({ ok: false })
+    }
+    const { last, record } = await stream(chunk({ role: "assistant", content: "par" }) + finish("error") + usageEvent({ prompt_tokens: 5, completion_tokens: 1 }) + DONE)
+    expect(last).toMatchObject({ done: true, finishReason: "error", error: "p sent an unexpected answer: the answer ended in an error (its finish reason says so)" })
+    expect(record).toMatchObject({ ok: false, completionTokens: 1 })
+    // Truncations compatible providers name their own way are `length`.
+    for (const reason of ["model_length", "time_limit"]) {
+      answer = { json: { ...completion({ prompt_tokens: 5, completion_tokens: 2 }), choices: [{ index: 0, message: { role: "assistant", content: "par" }, finish_reason: reason }] } }
+      expect((await engine.complete(call())).finishReason).toBe("length")
+    }
+  })
+
+  it("a Mistral reasoning answer's content chunks: the text is the answer, the thinking reasoning_content (JSON and streams)", async () => {
+    const content = [{ type: "thinking", thinking: [{ type: "text", text: "six times seven" }] }, { type: "text", text: "42" }, { type: "reference", reference_ids: [1] }]
+    answer = { json: { ...completion({ prompt_tokens: 5, completion_tokens: 9 }), choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }] } }
+    const result = await engine.complete(call("mistral", "magistral-medium-latest"))
+    expect(result.content).toBe("42")
+    expect(result.extra?.message).toEqual({ reasoning_content: "six times seven", content_parts: [{ type: "reference", reference_ids: [1] }] })
+    const { chunks, last } = await stream(
+      chunk({ role: "assistant", content: [{ type: "thinking", thinking: [{ type: "text", text: "six " }] }] }) +
+        chunk({ content: [{ type: "thinking", thinking: [{ type: "text", text: "times seven" }] }] }) +
+        chunk({ content: [{ type: "text", text: "4" }] }) + chunk({ content: "2" }) + finish() + DONE,
+      "mistral",
+      "magistral-medium-latest"
+    )
+    expect(chunks.map((c) => c.content).join("")).toBe("42")
+    expect(chunks.map((c) => c.extra?.delta?.reasoning_content ?? "").join("")).toBe("six times seven")
+    expect(last.error).toBeUndefined()
+  })
+
+  it("prompt-cache counts: out of OpenAI's and Gemini's prompt count, Anthropic's writes and reads priced (not free)", async () => {
+    const openai = await complete({ prompt_tokens: 1000, completion_tokens: 10, prompt_tokens_details: { cached_tokens: 800 }, completion_tokens_details: { reasoning_tokens: 4 } })
+    expect(openai.usage).toEqual({ promptTokens: 200, completionTokens: 10, totalTokens: 1010, estimated: false, cacheReadTokens: 800, reasoningTokens: 4 })
+    // No cache price in the catalogue for this model: cache reads cost the input price, as before the split.
+    const mini = data.models.find((m) => m.id === "gpt-4o-mini")!
+    expect(openai.costUSD).toBeCloseTo((1000 / 1000) * mini.inputPer1kUSD + (10 / 1000) * mini.outputPer1kUSD, 12)
+    expect(recorded.at(-1)).toMatchObject({ promptTokens: 1000, completionTokens: 10 })
+
+    answer = {
+      json: {
+        id: "msg_1", type: "message", role: "assistant", model: "claude-haiku-4-5", content: [{ type: "text", text: "x" }], stop_reason: "end_turn",
+        usage: { input_tokens: 20, output_tokens: 5, cache_creation_input_tokens: 100_000, cache_read_input_tokens: 50_000 }
+      }
+    }
+    const anthropic = await engine.complete(call("anthropic", "claude-haiku-4-5"))
+    expect(anthropic.usage).toMatchObject({ promptTokens: 20, cacheCreationTokens: 100_000, cacheReadTokens: 50_000, totalTokens: 150_025 })
+    // Haiku 4.5: $1 input, $1.25 cache writes, $0.10 cache reads, $5 output per million tokens.
+    expect(anthropic.costUSD).toBeCloseTo((20 * 1 + 100_000 * 1.25 + 50_000 * 0.1 + 5 * 5) / 1e6, 10)
+    expect(recorded.at(-1)).toMatchObject({ promptTokens: 150_020, completionTokens: 5, costUSD: anthropic.costUSD })
+
+    answer = {
+      json: {
+        candidates: [{ content: { role: "model", parts: [{ text: "y" }] }, finishReason: "STOP" }],
+        usageMetadata: { promptTokenCount: 900, cachedContentTokenCount: 600, candidatesTokenCount: 3, thoughtsTokenCount: 7 }
+      }
+    }
+    const gemini = await engine.complete(call("google", "gemini-2.5-flash"))
+    expect(gemini.usage).toMatchObject({ promptTokens: 300, cacheReadTokens: 600, completionTokens: 10, reasoningTokens: 7, totalTokens: 910 })
+  })
+
+  it("Gemini: a blocked prompt is a content filter, blocking finish reasons too, a malformed function call a failure", async () => {
+    answer = { json: { promptFeedback: { blockReason: "PROHIBITED_CONTENT" }, usageMetadata: { promptTokenCount: 5, totalTokenCount: 5 } } }
+    expect(await engine.complete(call("google", "gemini-2.5-flash"))).toMatchObject({ content: "", finishReason: "content_filter" })
+    const { last } = await stream(`data: ${JSON.stringify({ promptFeedback: { blockReason: "SAFETY" }, usageMetadata: { promptTokenCount: 5 } })}\r\n\r\n`, "google", "gemini-2.5-flash")
+    expect(last).toMatchObject({ done: true, finishReason: "content_filter" })
+    expect(last.error).toBeUndefined()
+    for (const reason of ["BLOCKLIST", "SPII", "IMAGE_SAFETY", "MODEL_ARMOR"]) {
+      answer = { json: { candidates: [{ content: { role: "model", parts: [] }, finishReason: reason }], usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 0 } } }
+      expect((await engine.complete(call("google", "gemini-2.5-flash"))).finishReason, reason).toBe("content_filter")
+    }
+    answer = { json: { candidates: [{ content: { role: "model", parts: [] }, finishReason: "MALFORMED_FUNCTION_CALL" }], usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 0 } } }
+    await expect(engine.complete(call("google", "gemini-2.5-flash"))).rejects.toMatchObject({ _tag: "UpstreamFailed" })
+  })
+
+  it("a streamed tool call without arguments gets `{}`, as in a JSON answer, before the next call starts", async () => {
+    const event = (type: string, body: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...body })}\n\n`
+    const { chunks, last } = await stream(
+      event("message_start", { message: { id: "m", type: "message", role: "assistant", content: [], usage: { input_tokens: 9, output_tokens: 1 } } }) +
+        event("content_block_start", { index: 0, content_block: { type: "tool_use", id: "t0", name: "now", input: {} } }) +
+        event("content_block_stop", { index: 0 }) +
+        event("content_block_start", { index: 1, content_block: { type: "tool_use", id: "t1", name: "add", input: {} } }) +
+        event("content_block_delta", { index: 1, delta: { type: "input_json_delta", partial_json: "{\"a\":1}" } }) +
+        event("content_block_stop", { index: 1 }) +
+        event("content_block_start", { index: 2, content_block: { type: "tool_use", id: "t2", name: "later", input: {} } }) +
+        event("content_block_stop", { index: 2 }) +
+        event("message_delta", { delta: { stop_reason: "tool_use" }, usage: { output_tokens: 12 } }) +
+        event("message_stop", {}),
+      "anthropic",
+      "claude-haiku-4-5"
+    )
+    const calls = chunks.flatMap((c) => c.toolCalls ?? [])
+    const argumentsOf = (index: number) => calls.filter((c) => c.index === index).map((c) => c.arguments).join("")
+    expect([argumentsOf(0), argumentsOf(1), argumentsOf(2)]).toEqual(["{}", "{\"a\":1}", "{}"])
+    // Call 0's `{}` comes before call 1 starts.
+    expect(calls.findIndex((c) => c.index === 0 && c.arguments === "{}")).toBeLessThan(calls.findIndex((c) => c.index === 1))
+    expect(last).toMatchObject({ finishReason: "tool_calls" })
+  })
+
+  it("keep-alive comments keep a stream alive past the idle timeout; silence does not", async () => {
+    const real = globalThis.setTimeout
+    // The stream's 120 s deadlines, scaled to 300 ms for this test.
+    ;(globalThis as any).setTimeout = (f: () => void, ms?: number, ...rest: Array<unknown>) => real(f, ms === 120_000 ? 300 : ms, ...rest)
+    const sleep = (ms: number) => new Promise((resolve) => real(resolve, ms))
+    try {
+      const waitThenAnswer = (pause: (res: http.ServerResponse) => Promise<void>) => async (res: http.ServerResponse) => {
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.write(chunk({ role: "assistant", content: "" }))
+        await pause(res)
+        res.end(chunk({ content: "answer" }) + finish() + DONE)
+      }
+      answer = { script: waitThenAnswer(async (res) => { for (let i = 0; i < 12; i++) { res.write(": keep-alive\n\n"); await sleep(60) } }) }
+      const alive = await streamed()
+      expect(alive.chunks.map((c) => c.content).join("")).toBe("answer")
+      expect(alive.last.error).toBeUndefined()
+      answer = { script: waitThenAnswer(async () => void (await sleep(720))) }
+      const silent = await streamed()
+      expect(silent.last.error).toBe("p did not send the next chunk in time")
+    } finally {
+      globalThis.setTimeout = real
+    }
   })
 })

@@ -106,7 +106,11 @@ describe("Anthropic surface", () => {
       const parts = errorParts("anthropic", error)
       expect([parts.status, parts.body]).toEqual([status, { type: "error", error: { type, message: "m" } }])
     }
-    expect(errorParts("anthropic", new QuotaExceeded({ message: "m", retryAfterSeconds: 60 })).headers["retry-after"]).toBe("60")
+    expect(errorParts("anthropic", new QuotaExceeded({ message: "m", retryAfterSeconds: 60 })).headers).toEqual({ "retry-after": "60", "x-should-retry": "false" })
+    // The SDKs are told not to retry what cannot succeed again: an upstream's refusal of the request itself.
+    const shouldRetry = (status?: number) => errorParts("openai", new UpstreamFailed({ message: "m", provider: "p", status })).headers["x-should-retry"]
+    expect([400, 401, 404, 422, 408, 429, 500, 503, undefined].map(shouldRetry)).toEqual(["false", "false", "false", "false", undefined, undefined, undefined, undefined, undefined])
+    expect(errorParts("openai", new Busy({ message: "m", retryAfterSeconds: 1 })).headers["x-should-retry"]).toBeUndefined()
     expect(envelopeOfPath("/anthropic/v1/other")).toBe("anthropic")
   })
 

@@ -227,7 +227,7 @@ export const streamBroke = (provider: string) => (e: unknown) =>
     retryable: false
   })
 
-/** The error of a stream that sent no event for STREAM_IDLE_TIMEOUT. */
+/** The error of a stream that sent nothing, not even a keep-alive comment, for STREAM_IDLE_TIMEOUT. */
 export const idleError = (provider: string) => () => timeoutError(provider, "send the next chunk")
 
 /**

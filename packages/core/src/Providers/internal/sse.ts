@@ -1,7 +1,8 @@
 /**
  * The one SSE parser: bytes -> events ({ event, data }), per the WHATWG EventSource rules
  * (UTF-8, one leading byte order mark ignored; LF, CR or CRLF line ends; multi-line data joined
- * with \n; comments ignored).
+ * with \n; comments ignored; an event the stream ends in the middle of, before its blank line, is
+ * not dispatched: it may be cut anywhere, even inside its JSON or after a finish reason's line).
  */
 import { StringDecoder } from "node:string_decoder"
 
@@ -10,7 +11,7 @@ export interface SseEvent {
   readonly data: string
 }
 
-/** An incremental parser: `push` bytes and get the events completed so far; `end` flushes the rest. */
+/** An incremental parser: `push` bytes and get the events completed so far; `end` those the last bytes complete. */
 export const makeSseParser = () => {
   // node's StringDecoder rather than TextDecoder: a streaming TextDecoder decodes through ICU, several
   // times slower on every upstream read. Invalid bytes become U+FFFD with either; the byte order
@@ -76,9 +77,9 @@ export const makeSseParser = () => {
     end: (): Array<SseEvent> => {
       const out: Array<SseEvent> = []
       feed(decoder.end(), out)
-      if (partial !== "") take(partial, out)
       partial = ""
-      take("", out)
+      event = ""
+      data = []
       return out
     }
   }

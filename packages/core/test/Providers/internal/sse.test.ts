@@ -10,7 +10,8 @@ const parseChunks = (chunks: ReadonlyArray<string>) => {
 
 describe("makeSseParser", () => {
   it("joins data lines and accepts LF, CR and CRLF line ends, split anywhere", () => {
-    const text = "event: x\r\ndata: a\rdata: b\n\ndata: c\r\n\r\n: comment\n\ndata: d"
+    const text = "event: x\r\ndata: a\rdata: b\n\ndata: c\r\n\r\n: comment\n\ndata: d\n\ndata: cut"
+    // The last event has no blank line: the stream ended in the middle of it, so it is not dispatched.
     const expected = [{ event: "x", data: "a\nb" }, { event: "message", data: "c" }, { event: "message", data: "d" }]
     expect(parseChunks([text])).toEqual(expected)
     for (let cut = 1; cut < text.length; cut++) {
@@ -29,12 +30,18 @@ describe("makeSseParser", () => {
       expect(events, `cut at ${cut}`).toEqual(expected)
     }
     const parser = makeSseParser()
-    const invalid = Uint8Array.from([...bytes("data: a"), 0xff, 0xe2, 0x82, ...bytes("b\n\ndata: c"), 0xf0, 0x9f])
+    const invalid = Uint8Array.from([...bytes("data: a"), 0xff, 0xe2, 0x82, ...bytes("b\n\ndata: c"), 0xf0, 0x9f, ...bytes("\n\n")])
     expect([...parser.push(invalid), ...parser.end()]).toEqual([{ event: "message", data: "a\ufffd\ufffdb" }, { event: "message", data: "c\ufffd" }])
   })
 
   it("takes a CR at the very end as a line end", () => {
-    expect(parseChunks(["data: z\r"])).toEqual([{ event: "message", data: "z" }])
+    expect(parseChunks(["data: z\r\r"])).toEqual([{ event: "message", data: "z" }])
+    expect(parseChunks(["data: z\r", "\r"])).toEqual([{ event: "message", data: "z" }])
+  })
+
+  it("does not dispatch an event the stream ends in the middle of (WHATWG: no blank line, no event)", () => {
+    expect(parseChunks(["data: {\"choices\":[{\"finish_reason\":\"stop\"}]}\n"])).toEqual([])
+    expect(parseChunks(["data: a\n\ndata: {\"partial"])).toEqual([{ event: "message", data: "a" }])
   })
 
   it("reads a burst of lines of one kind of line end in linear time (CR only, LF only)", () => {
