@@ -67,7 +67,7 @@ export interface CompletionResult {
 export interface StreamChunk {
   readonly content: string
   readonly done: boolean
-  readonly toolCalls?: ReadonlyArray<{ readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string }>
+  readonly toolCalls?: ReadonlyArray<{ readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string; readonly signature?: string }>
   readonly promptTokens?: number
   readonly completionTokens?: number
   readonly finishReason?: FinishReason
@@ -182,7 +182,7 @@ export const makeStreamAccount = () => {
         return { content: e.text, done: false }
       case "ToolCallDelta": {
         text += e.arguments
-        const call = { index: e.index, ...(e.id ? { id: e.id } : {}), ...(e.name ? { name: e.name } : {}), arguments: e.arguments }
+        const call = { index: e.index, ...(e.id ? { id: e.id } : {}), ...(e.name ? { name: e.name } : {}), arguments: e.arguments, ...(e.signature ? { signature: e.signature } : {}) }
         if (e.index === tool) {
           if (e.arguments !== "") toolHasArguments = true
           return { content: "", done: false, toolCalls: [call] }

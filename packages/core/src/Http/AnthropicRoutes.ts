@@ -10,18 +10,18 @@ import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabili
 import { BadRequest, UpstreamFailed } from "../Errors.ts"
 import type { CacheHint, ChatMessage, ChatOptions, ContentPart, FinishReason, ReasoningPart } from "../Providers/Chat.ts"
 import { chatSurface, headerOf, type RequestHeaders } from "./ChatSurface.ts"
-import { Content, inputOf, MAX_CONTENT, ToolName, type ToolResultBody } from "./CompletionRoutes.ts"
+import { CacheControl, cacheOf, Content, inputOf, MAX_CONTENT, ToolName, type ToolResultBody } from "./CompletionRoutes.ts"
 import { AnthropicMessage } from "./ResponseSchemas.ts"
 import { countMessages, countText } from "../Tokens.ts"
 import { authed } from "./Route.ts"
 
 const tag = "Anthropic-compatible"
 
-/** A prompt-caching breakpoint (Providers/Chat.ts CacheHint): sent to Anthropic upstreams, honoured by sending nothing elsewhere. */
-const CacheControl = Schema.Struct({ type: Schema.Literal("ephemeral"), ttl: Schema.optional(Schema.Literal("5m", "1h")) })
-const cached = { cache_control: Schema.optional(CacheControl) }
+/** A block's breakpoint; null (as the SDK's types allow) is none. */
+const cached = { cache_control: Schema.optional(Schema.NullOr(CacheControl)) }
 
-const TextBlock = Schema.Struct({ type: Schema.Literal("text"), text: Content, ...cached })
+/** `citations` is accepted as null (none), as the SDK's types allow; citations themselves no upstream but Anthropic takes. */
+const TextBlock = Schema.Struct({ type: Schema.Literal("text"), text: Content, ...cached, citations: Schema.optional(Schema.Null) })
 const ImageBlock = Schema.Struct({
   type: Schema.Literal("image"),
   ...cached,
@@ -127,12 +127,9 @@ type GatewayMessage = typeof ToolResultBody.Type["messages"][number]
 const textOf = (content: string | ReadonlyArray<{ readonly text: string }> | undefined) =>
   content === undefined ? "" : typeof content === "string" ? content : content.map((b) => b.text).join("")
 
-const cacheOf = (block: { readonly cache_control?: { readonly ttl?: "5m" | "1h" } | undefined }): { cache?: CacheHint } =>
-  block.cache_control === undefined ? {} : { cache: block.cache_control.ttl !== undefined ? { ttl: block.cache_control.ttl } : {} }
-
 /** A message-level breakpoint: the last one its blocks carry (Anthropic caches the prefix up to the breakpoint). */
-const lastCacheOf = (blocks: ReadonlyArray<{ readonly cache_control?: { readonly ttl?: "5m" | "1h" } | undefined }>) =>
-  blocks.reduce<{ cache?: CacheHint }>((found, b) => (b.cache_control !== undefined ? cacheOf(b) : found), {})
+const lastCacheOf = (blocks: ReadonlyArray<{ readonly cache_control?: { readonly ttl?: "5m" | "1h" | undefined } | null | undefined }>) =>
+  blocks.reduce<{ cache?: CacheHint }>((found, b) => (b.cache_control != null ? cacheOf(b) : found), {})
 
 const imagePart = (block: typeof ImageBlock.Type): ContentPart => {
   const source = block.source
@@ -156,7 +153,7 @@ const gatewayMessagesOf = (body: MessagesBody) => {
   }
   if (body.system !== undefined) {
     const system = body.system
-    const parts = typeof system === "string" || !system.some((b) => b.cache_control !== undefined)
+    const parts = typeof system === "string" || !system.some((b) => b.cache_control != null)
       ? {}
       : { parts: system.map((b): ContentPart => ({ type: "text", text: b.text, ...cacheOf(b) })) }
     push({ role: "system", content: textOf(system) }, parts)
@@ -226,6 +223,9 @@ const optionsOf = (body: MessagesBody, anthropicBeta: string | undefined): ChatO
 
 /** The chat call's input of a Messages request: checked messages (tool results answer earlier tool_use blocks), parts, options. */
 export const messagesInputOf = (body: MessagesBody, headers: RequestHeaders = {}): CompletionInput | BadRequest => {
+  // As Anthropic's API: every message but a final assistant one needs content (an empty turn is not dropped unseen).
+  const empty = body.messages.findIndex((m, i) => m.content.length === 0 && !(m.role === "assistant" && i === body.messages.length - 1))
+  if (empty !== -1) return new BadRequest({ message: `Invalid request: messages.${empty}: content must not be empty` })
   const { messages, neutral } = gatewayMessagesOf(body)
   if (messages.some((m) => (m.content ?? "").length > MAX_CONTENT)) {
     return new BadRequest({ message: `Invalid request: a message's text blocks exceed ${MAX_CONTENT} characters` })

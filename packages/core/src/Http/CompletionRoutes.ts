@@ -5,7 +5,7 @@ import { type CompletionInput, Completions, type StreamChunk } from "../Capabili
 import { BadRequest } from "../Errors.ts"
 import type { ChatStream } from "../Engine/ProviderCalls.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import type { ChatMessage } from "../Providers/Chat.ts"
+import type { CacheHint, ChatMessage } from "../Providers/Chat.ts"
 import { SSE_HEADERS, sseFrame } from "./Edge.ts"
 import { chatPlan, type Lane } from "./Lane.ts"
 import { authed } from "./Route.ts"
@@ -16,13 +16,34 @@ const tag = "Completions"
 export const ToolName = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "tool names are 1-64 letters, digits, _ or -" }))
 
 /** A tool call as OpenAI sends it (`{id, type, function: {name, arguments}}`) or flat (`{id, name, arguments}`). */
-export const WireToolCall = Schema.Struct({
+/** Longest signature of a tool call accepted (Gemini's thought signatures grow with the reasoning). */
+const MAX_SIGNATURE = 1_000_000
+
+const Signature = Schema.String.pipe(Schema.maxLength(MAX_SIGNATURE))
+
+/**
+ * A nested object whose every field the gateway maps: a field it does not name is refused by name
+ * (`… is unexpected`), where the body's own decoding ignores unknown fields, so none is dropped unseen.
+ */
+export const strict = <S extends Schema.Schema.Any>(schema: S) => schema.annotations({ parseOptions: { onExcessProperty: "error" } }) as S
+
+/** A prompt-caching breakpoint (Providers/Chat.ts CacheHint): sent to Anthropic upstreams, honoured by sending nothing elsewhere. */
+export const CacheControl = strict(Schema.Struct({ type: Schema.Literal("ephemeral"), ttl: Schema.optional(Schema.Literal("5m", "1h")) }))
+
+/** The neutral breakpoint of a part or block's `cache_control` (null: none). */
+export const cacheOf = (block: { readonly cache_control?: { readonly ttl?: "5m" | "1h" | undefined } | null | undefined }): { cache?: CacheHint } =>
+  block.cache_control == null ? {} : { cache: block.cache_control.ttl !== undefined ? { ttl: block.cache_control.ttl } : {} }
+
+export const WireToolCall = strict(Schema.Struct({
   id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   type: Schema.optional(Schema.Literal("function")),
-  function: Schema.optional(Schema.Struct({ name: ToolName, arguments: Schema.optional(Schema.String) })),
+  function: Schema.optional(strict(Schema.Struct({ name: ToolName, arguments: Schema.optional(Schema.String) }))),
   name: Schema.optional(ToolName),
-  arguments: Schema.optional(Schema.String)
-})
+  arguments: Schema.optional(Schema.String),
+  /** The upstream's signature of the call, as the answer gave it (`signature`, or OpenAI-style Gemini's `extra_content.google.thought_signature`). */
+  signature: Schema.optional(Signature),
+  extra_content: Schema.optional(strict(Schema.Struct({ google: strict(Schema.Struct({ thought_signature: Signature })) })))
+}))
 
 /** Longest message text accepted (characters). */
 export const MAX_CONTENT = 2_000_000
@@ -99,11 +120,15 @@ export const chatMessagesOf = (wire: ReadonlyArray<WireMessage>): Array<ChatMess
   const calls = new Set<string>()
   const out: Array<ChatMessage> = []
   for (const [i, m] of wire.entries()) {
-    const toolCalls = (m.toolCalls ?? m.tool_calls ?? []).map((c) => ({
-      id: c.id,
-      name: c.function?.name ?? c.name ?? "",
-      arguments: c.function?.arguments ?? c.arguments ?? "{}"
-    }))
+    const toolCalls = (m.toolCalls ?? m.tool_calls ?? []).map((c) => {
+      const signature = c.signature ?? c.extra_content?.google.thought_signature
+      return {
+        id: c.id,
+        name: c.function?.name ?? c.name ?? "",
+        arguments: c.function?.arguments ?? c.arguments ?? "{}",
+        ...(signature !== undefined ? { signature } : {})
+      }
+    })
     if (toolCalls.some((c) => c.name === "")) return new BadRequest({ message: `messages.${i}: every tool call needs a function name` })
     if (toolCalls.length > 0 && m.role !== "assistant") {
       return new BadRequest({ message: `messages.${i}: only assistant messages carry tool calls` })

@@ -14,7 +14,20 @@ import { Catalog, type ModelEntry } from "../Catalog/Catalog.ts"
 import { BadRequest, NotFound } from "../Errors.ts"
 import { fieldsOutside } from "../JsonText.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { Content, inputOf, MAX_CONTENT, MaxTokens, Temperature, ToolDefinitionSchema, ToolName, type ToolResultBody, WireToolCall } from "./CompletionRoutes.ts"
+import {
+  CacheControl,
+  cacheOf,
+  Content,
+  inputOf,
+  MAX_CONTENT,
+  MaxTokens,
+  strict,
+  Temperature,
+  ToolDefinitionSchema,
+  ToolName,
+  type ToolResultBody,
+  WireToolCall
+} from "./CompletionRoutes.ts"
 import type { RoutingError } from "../Routing.ts"
 import { SSE_DONE, sseData } from "./Edge.ts"
 import { chatSurface } from "./ChatSurface.ts"
@@ -24,14 +37,19 @@ import { ChatCompletion, OpenAiEmbeddingList, OpenAiImages, OpenAiModel, OpenAiM
 
 const tag = "OpenAI-compatible"
 
-const TextPart = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
-const ImagePart = Schema.Struct({
+/** A part's prompt-caching breakpoint (Anthropic's `cache_control`, as OpenRouter and LangChain send it in OpenAI's format). */
+const cached = { cache_control: Schema.optional(Schema.NullOr(CacheControl)) }
+
+// Text and image parts carry only the fields below: another is refused by name, never dropped.
+const TextPart = strict(Schema.Struct({ type: Schema.Literal("text"), text: Schema.String, ...cached }))
+const ImagePart = strict(Schema.Struct({
   type: Schema.Literal("image_url"),
-  image_url: Schema.Struct({
+  image_url: strict(Schema.Struct({
     url: Schema.String.pipe(Schema.pattern(/^(https?:\/\/|data:image\/)/, { message: () => "image_url.url must be an http(s) URL or a data:image/... URL" })),
     detail: Schema.optional(Schema.String.pipe(Schema.maxLength(20)))
-  })
-})
+  })),
+  ...cached
+}))
 /** Other part types (input_audio, file, ...): forwarded as they are to OpenAI-compatible upstreams, refused by name elsewhere. */
 const OtherPart = Schema.Struct(
   {
@@ -62,16 +80,16 @@ const Probability = (name: string) => Schema.Number.pipe(Schema.between(0, 1, { 
 const Penalty = (name: string) => Schema.Number.pipe(Schema.between(-2, 2, { message: () => `${name} must be between -2 and 2` }))
 
 const ResponseFormatSchema = Schema.Union(
-  Schema.Struct({ type: Schema.Literal("text", "json_object") }),
-  Schema.Struct({
+  strict(Schema.Struct({ type: Schema.Literal("text", "json_object") })),
+  strict(Schema.Struct({
     type: Schema.Literal("json_schema"),
-    json_schema: Schema.Struct({
+    json_schema: strict(Schema.Struct({
       name: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "json_schema.name is 1-64 letters, digits, _ or -" })),
       description: Schema.optional(Schema.String.pipe(Schema.maxLength(10_000))),
       schema: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({ type: "object" }) }),
       strict: Schema.optional(Schema.NullOr(Schema.Boolean))
-    })
-  })
+    }))
+  }))
 )
 
 /** A tool as OpenAI sends it, its other fields kept: `function`'s are forwarded (ToolDefinition.extra), the tool's own refused by name. */
@@ -84,7 +102,7 @@ const toolFunctionKeys: ReadonlySet<string> = new Set(Object.keys(ToolDefinition
 
 const ToolChoiceSchema = Schema.Union(
   Schema.Literal("auto", "none", "required"),
-  Schema.Struct({ type: Schema.Literal("function"), function: Schema.Struct({ name: ToolName }) })
+  strict(Schema.Struct({ type: Schema.Literal("function"), function: strict(Schema.Struct({ name: ToolName })) }))
 )
 
 /** The request fields the gateway maps; every other field is kept and forwarded (`ChatRequest.extra`). */
@@ -110,7 +128,8 @@ const knownFields = {
   max_tokens: Schema.optional(Schema.NullOr(MaxTokens)),
   max_completion_tokens: Schema.optional(Schema.NullOr(MaxTokens)),
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
-  stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) })))
+  // include_obfuscation is refused by name: the gateway writes the stream's chunks itself.
+  stream_options: Schema.optional(Schema.NullOr(strict(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }))))
 }
 
 /**
@@ -134,12 +153,16 @@ const contentOf = (content: OpenAiMessage["content"]): { text: string; parts?: A
   let onlyText = true
   for (const p of content) {
     if (p.type === "text") {
-      const t = (p as typeof TextPart.Type).text
-      text += t
-      parts.push({ type: "text", text: t })
+      const part = p as typeof TextPart.Type
+      text += part.text
+      const cache = cacheOf(part)
+      parts.push({ type: "text", text: part.text, ...cache })
+      // A breakpoint needs the parts: the joined text cannot say where it was.
+      if (cache.cache !== undefined) onlyText = false
     } else if (p.type === "image_url") {
-      const i = (p as typeof ImagePart.Type).image_url
-      parts.push({ type: "image", url: i.url, ...(i.detail !== undefined ? { detail: i.detail } : {}) })
+      const part = p as typeof ImagePart.Type
+      const i = part.image_url
+      parts.push({ type: "image", url: i.url, ...(i.detail !== undefined ? { detail: i.detail } : {}), ...cacheOf(part) })
       onlyText = false
     } else {
       parts.push({ type: "raw", part: p })
@@ -227,6 +250,13 @@ const toolsOf = (body: ChatCompletionBody, tools: NonNullable<CompletionInput["t
 
 /** The chat call's input: gateway body, then checked messages with their parts and forwarded fields, then the options. */
 export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequest => {
+  // Refused rather than one of them dropped unseen; and stream_options as OpenAI refuses it.
+  if (body.max_tokens != null && body.max_completion_tokens != null && body.max_tokens !== body.max_completion_tokens) {
+    return new BadRequest({ message: "max_tokens and max_completion_tokens differ: send one of them" })
+  }
+  if (body.stream_options != null && body.stream !== true) {
+    return new BadRequest({ message: "stream_options is only allowed when stream is true" })
+  }
   const toolField = toolFieldOf(body)
   if (toolField !== undefined) {
     return new BadRequest({ message: `${toolField} is not supported: a tool carries type and function; remove it` })
@@ -242,8 +272,11 @@ export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequ
   return { ...input, messages, ...(input.tools ? { tools: toolsOf(body, input.tools) } : {}), options: optionsOf(body) }
 }
 
+/** A tool call's signature where Gemini's OpenAI-compatible API puts it, for clients that send it back as they got it. */
+const signatureField = (signature: string | undefined) => signature !== undefined ? { extra_content: { google: { thought_signature: signature } } } : {}
+
 const wireCalls = (calls: CompletionResult["toolCalls"]) =>
-  calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } }))
+  calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments }, ...signatureField(c.signature) }))
 
 export const toChatCompletion = (id: string, r: CompletionResult) => ({
   ...r.extra?.body,
@@ -320,7 +353,14 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
             ...c.extra?.delta,
             ...(c.content !== "" || (!c.toolCalls && !c.extra?.delta && !c.extra?.choice) ? { content: c.content } : {}),
             ...(c.toolCalls
-              ? { tool_calls: c.toolCalls.map((t) => ({ index: t.index, ...(t.id ? { id: t.id, type: "function" } : {}), function: { ...(t.name ? { name: t.name } : {}), arguments: t.arguments } })) }
+              ? {
+                tool_calls: c.toolCalls.map((t) => ({
+                  index: t.index,
+                  ...(t.id ? { id: t.id, type: "function" } : {}),
+                  function: { ...(t.name ? { name: t.name } : {}), arguments: t.arguments },
+                  ...signatureField(t.signature)
+                }))
+              }
               : {})
           },
           finish_reason: null

@@ -206,7 +206,8 @@ const Fallback = Schema.Struct({ provider: Schema.String, model: Schema.String, 
 const ToolCall = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
-  arguments: Schema.String.annotations({ description: "JSON text of the arguments" })
+  arguments: Schema.String.annotations({ description: "JSON text of the arguments" }),
+  signature: Schema.optional(Schema.String.annotations({ description: "The upstream's signature of the call (Gemini's thoughtSignature): send it back with the call in the next turn's history" }))
 }).annotations({ identifier: "ToolCall" })
 const FinishReason = Schema.Literal("stop", "length", "tool_calls", "content_filter", "error")
 

@@ -140,11 +140,23 @@ export interface Route<R = any> {
 const parseOptions: ParseOptions = { errors: "all", onExcessProperty: "ignore" }
 
 /** "field.path: problem; …" from a schema failure. */
-export const describeParseError = (error: ParseResult.ParseError): string =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
+/**
+ * The problems of a decoding, one per field: a union's alternatives each report theirs, so only the
+ * deepest problems are kept (an alternative that got further says more than one that failed at the
+ * field itself), and the first problem of each field.
+ */
+export const describeParseError = (error: ParseResult.ParseError): string => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => ({ ...i, at: i.path.join(".") }))
+  const deeper = (a: { readonly at: string; readonly path: ReadonlyArray<unknown> }, b: { readonly at: string; readonly path: ReadonlyArray<unknown> }) =>
+    b.path.length > a.path.length && (a.path.length === 0 || b.at.startsWith(`${a.at}.`))
+  const seen = new Set<string>()
+  return issues
+    .filter((i) => !issues.some((other) => deeper(i, other)))
+    .filter((i) => !seen.has(i.at) && seen.add(i.at) !== undefined)
     .slice(0, 10)
-    .map((i) => (i.path.length > 0 ? `${i.path.join(".")}: ${i.message}` : i.message))
+    .map((i) => (i.path.length > 0 ? `${i.at}: ${i.message}` : i.message))
     .join("; ")
+}
 
 /** A decoder for a request part (body, query): the value, or the 400 error naming the problems. */
 export const decoderNow = <A>(schema: Schema.Schema<A, any, never>, what: string) => {

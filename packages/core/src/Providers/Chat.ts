@@ -11,6 +11,12 @@ export interface ToolCall {
   readonly name: string
   /** JSON text of the arguments, as OpenAI sends it. */
   readonly arguments: string
+  /**
+   * An opaque signature the upstream gave with the call and wants back with it in the history
+   * (Gemini's `thoughtSignature`, required by Gemini 3 during tool use). Only the Gemini wire sends
+   * it back: it means nothing to another model.
+   */
+  readonly signature?: string | undefined
 }
 
 /**
@@ -159,7 +165,7 @@ export interface ChatResult {
 /** Events of a streamed answer, already normalised. */
 export type StreamEvent =
   | { readonly _tag: "Text"; readonly text: string }
-  | { readonly _tag: "ToolCallDelta"; readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string }
+  | { readonly _tag: "ToolCallDelta"; readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string; readonly signature?: string }
   | { readonly _tag: "Finish"; readonly reason: FinishReason }
   | { readonly _tag: "Usage"; readonly usage: Partial<TokenUsage> }
   /** Reasoning: a piece of its text, its signature (at the block's end), or a redacted block's data; `index` tells blocks apart. */

@@ -58,7 +58,10 @@ export const toWireContents = (messages: ReadonlyArray<ChatMessage>) => {
     } else if (m.role === "assistant") {
       push("model", [
         ...(m.content !== "" ? [{ text: m.content }] : []),
-        ...(m.toolCalls ?? []).map((c) => ({ functionCall: { name: c.name, args: toolArgumentsOf(c.arguments) } }))
+        ...(m.toolCalls ?? []).map((c) => ({
+          functionCall: { name: c.name, args: toolArgumentsOf(c.arguments) },
+          ...(c.signature !== undefined ? { thoughtSignature: c.signature } : {})
+        }))
       ])
     } else {
       push("user", m.parts ? partsOfMessage(m.parts) : [{ text: m.content }])
@@ -200,7 +203,9 @@ const callsOf = (parts: Array<any>, offset: number): Array<ToolCall> =>
     .map((p, i) => ({
       id: String(p.functionCall.id ?? `call_${offset + i}_${p.functionCall.name}`),
       name: String(p.functionCall.name),
-      arguments: JSON.stringify(p.functionCall.args ?? {})
+      arguments: JSON.stringify(p.functionCall.args ?? {}),
+      // Gemini 3 wants it back with the call (a part's sibling of functionCall).
+      ...(typeof p.thoughtSignature === "string" ? { signature: p.thoughtSignature } : {})
     }))
 
 /**
@@ -250,7 +255,9 @@ export const wire: ChatWire = {
       const out: Array<StreamEvent> = []
       const parts = partsOf(chunk)
       for (const p of parts) if (typeof p.text === "string" && p.text !== "" && !p.thought) out.push({ _tag: "Text", text: p.text })
-      for (const c of callsOf(parts, calls)) out.push({ _tag: "ToolCallDelta", index: calls++, id: c.id, name: c.name, arguments: c.arguments })
+      for (const c of callsOf(parts, calls)) {
+        out.push({ _tag: "ToolCallDelta", index: calls++, id: c.id, name: c.name, arguments: c.arguments, ...(c.signature !== undefined ? { signature: c.signature } : {}) })
+      }
       const reason = chunk?.candidates?.[0]?.finishReason
       if (reason) out.push({ _tag: "Finish", reason: finishReason(reason, calls > 0) })
       else if (blockedPrompt(chunk)) out.push({ _tag: "Finish", reason: "content_filter" })

@@ -207,6 +207,28 @@ const contentOf = (content: unknown): { readonly text: string; readonly fields?:
   return Object.keys(fields).length > 0 ? { text, fields } : { text }
 }
 
+/**
+ * A tool call of an OpenAI-format answer, or why it is none. Arguments given as a JSON object (some
+ * compatible servers) become its text; a call without an id gets one by its position; Gemini's
+ * OpenAI-compatible API gives its signature in `extra_content`.
+ */
+const toolCallOf = (c: any, i: number): ToolCall | string => {
+  const name = c?.function?.name
+  if (typeof name !== "string" || name === "") return "no function name"
+  const args = c.function.arguments
+  const text = args === undefined || args === null
+    ? "{}"
+    : typeof args === "string" ? args : typeof args === "object" && !Array.isArray(args) ? JSON.stringify(args) : undefined
+  if (text === undefined) return "its arguments are neither JSON text nor an object"
+  const signature = c.extra_content?.google?.thought_signature
+  return {
+    id: typeof c.id === "string" && c.id !== "" ? c.id : `call_${i}`,
+    name,
+    arguments: text,
+    ...(typeof signature === "string" ? { signature } : {})
+  }
+}
+
 /** What an OpenAI-format answer carries beyond the neutral result (so the OpenAI surface returns it). */
 const extraOf = (body: any, choice: any, contentFields: Record<string, unknown> | undefined) => {
   const messageExtra = fieldsOutside(choice.message, modelledMessage)
@@ -227,9 +249,15 @@ export const wire: ChatWire = {
     const calls = Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : []
     const content = contentOf(choice.message.content)
     const extra = extraOf(body, choice, content.fields)
+    const toolCalls: Array<ToolCall> = []
+    for (const [i, c] of calls.entries()) {
+      const call = toolCallOf(c, i)
+      if (typeof call === "string") return protocolError(provider, `tool call ${i}: ${call}`)
+      toolCalls.push(call)
+    }
     return {
       content: content.text,
-      toolCalls: calls.map((c: any) => ({ id: String(c.id), name: String(c.function?.name), arguments: String(c.function?.arguments ?? "{}") })),
+      toolCalls,
       finishReason: finishReason(choice.finish_reason),
       usage: usageOf(body.usage),
       ...(extra ? { extra } : {})
@@ -258,7 +286,8 @@ export const wire: ChatWire = {
         index: typeof call.index === "number" ? call.index : 0,
         ...(call.id ? { id: String(call.id) } : {}),
         ...(call.function?.name ? { name: String(call.function.name) } : {}),
-        arguments: String(call.function?.arguments ?? "")
+        arguments: String(call.function?.arguments ?? ""),
+        ...(typeof call.extra_content?.google?.thought_signature === "string" ? { signature: call.extra_content.google.thought_signature } : {})
       })
     }
     const deltaExtra = contentFields ? { ...fieldsOutside(delta, modelledDelta), ...contentFields } : fieldsOutside(delta, modelledDelta)

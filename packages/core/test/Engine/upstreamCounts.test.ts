@@ -26,6 +26,8 @@ let answer: {
   readonly script?: (res: http.ServerResponse) => Promise<void>
   readonly hang?: true
 } = {}
+/** The body of the upstream's last request. */
+let received: any
 
 const chunk = (delta: unknown, extra: Record<string, unknown> = {}) =>
   `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`
@@ -51,8 +53,10 @@ describe("what an upstream's answer may claim", () => {
 
   beforeAll(async () => {
     server = http.createServer((req, res) => {
-      req.resume()
+      const body: Array<Buffer> = []
+      req.on("data", (b: Buffer) => body.push(b))
       req.on("end", () => {
+        received = JSON.parse(Buffer.concat(body).toString() || "null")
         if (answer.hang) return
         if (answer.script) return void answer.script(res)
         if (answer.sse !== undefined) return res.writeHead(200, { "content-type": "text/event-stream" }).end(answer.sse)
@@ -312,5 +316,40 @@ describe("what an upstream's answer may claim", () => {
     } finally {
       globalThis.setTimeout = real
     }
+  })
+
+  it("Gemini's thought signature of a tool call comes back with the call and goes back with it in the history", async () => {
+    const gemini = target("google", "gemini-2.5-flash")
+    answer = {
+      json: {
+        candidates: [{ content: { role: "model", parts: [{ functionCall: { name: "now", args: {} }, thoughtSignature: "sig-A" }, { functionCall: { name: "later", args: { x: 1 } } }] }, finishReason: "STOP" }],
+        usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 3 }
+      }
+    }
+    const first = await engine.complete(call("google", "gemini-2.5-flash"))
+    expect(first.toolCalls.map((c) => c.signature)).toEqual(["sig-A", undefined])
+    const history = [
+      ...messages,
+      { role: "assistant" as const, content: "", toolCalls: first.toolCalls },
+      { role: "tool" as const, content: "12:00", toolCallId: first.toolCalls[0]!.id },
+      { role: "tool" as const, content: "soon", toolCallId: first.toolCalls[1]!.id }
+    ]
+    answer = { json: { candidates: [{ content: { role: "model", parts: [{ text: "done" }] }, finishReason: "STOP" }], usageMetadata: { promptTokenCount: 9, candidatesTokenCount: 1 } } }
+    await engine.complete({ ...call("google", "gemini-2.5-flash"), targets: [gemini], messages: history, request: (t: Target) => ({ model: t.model.id, messages: history }) })
+    expect(received.contents[1]).toEqual({
+      role: "model",
+      parts: [{ functionCall: { name: "now", args: {} }, thoughtSignature: "sig-A" }, { functionCall: { name: "later", args: { x: 1 } } }]
+    })
+    // Streamed, on the call's first delta.
+    const { chunks } = await stream(`data: ${JSON.stringify({ candidates: [{ content: { role: "model", parts: [{ functionCall: { name: "now", args: {} }, thoughtSignature: "sig-B" }] }, finishReason: "STOP" }] })}\r\n\r\n`, "google", "gemini-2.5-flash")
+    expect(chunks.flatMap((c) => c.toolCalls ?? []).find((t) => t.signature !== undefined)).toMatchObject({ index: 0, name: "now", signature: "sig-B" })
+  })
+
+  it("an OpenAI-format tool call with object arguments or no id is read as one; one without a name is refused", async () => {
+    const withCalls = (tool_calls: unknown) => ({ ...completion({ prompt_tokens: 5, completion_tokens: 2 }), choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls }, finish_reason: "tool_calls" }] })
+    answer = { json: withCalls([{ type: "function", function: { name: "add", arguments: { a: 1 } } }, { id: "c2", type: "function", function: { name: "now" }, extra_content: { google: { thought_signature: "s" } } }]) }
+    expect((await engine.complete(call())).toolCalls).toEqual([{ id: "call_0", name: "add", arguments: "{\"a\":1}" }, { id: "c2", name: "now", arguments: "{}", signature: "s" }])
+    answer = { json: withCalls([{ id: "c1", type: "function", function: { arguments: "{}" } }]) }
+    await expect(engine.complete(call())).rejects.toMatchObject({ _tag: "UpstreamFailed", message: "p sent an unexpected answer: tool call 0: no function name" })
   })
 })

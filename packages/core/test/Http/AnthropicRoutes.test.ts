@@ -22,6 +22,25 @@ const result = (over: Partial<CompletionResult>): CompletionResult => ({
 } as CompletionResult)
 
 describe("Anthropic surface", () => {
+  it("takes null citations and cache_control as none, as the SDK's types allow; an empty turn is refused, not dropped", () => {
+    const input = messagesInputOf(decode({
+      model: "claude-haiku-4-5",
+      max_tokens: 10,
+      system: [{ type: "text", text: "rules", citations: null, cache_control: null }],
+      messages: [{ role: "user", content: [{ type: "text", text: "hi", citations: null, cache_control: null }] }],
+      tools: [{ name: "f", input_schema: { type: "object" }, cache_control: null }]
+    }))
+    if (input instanceof BadRequest) throw input
+    expect(input.messages.map((m) => [m.role, m.content, m.parts])).toEqual([["system", "rules", undefined], ["user", "hi", undefined]])
+    for (const [messages, at] of [[[{ role: "user", content: [] }], 0], [[{ role: "user", content: "a" }, { role: "assistant", content: "" }, { role: "user", content: "b" }], 1]] as const) {
+      const refused = messagesInputOf(decode({ model: "claude-haiku-4-5", max_tokens: 10, messages }))
+      expect(refused).toMatchObject({ _tag: "BadRequest", message: `Invalid request: messages.${at}: content must not be empty` })
+    }
+    // A final assistant turn may be empty (a prefill of nothing).
+    expect(messagesInputOf(decode({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "a" }, { role: "assistant", content: [] }] }))).not.toBeInstanceOf(BadRequest)
+    expect(() => decode({ model: "m", max_tokens: 10, messages: [{ role: "user", content: [{ type: "text", text: "a", citations: [{ type: "x" }] }] }] })).toThrow()
+  })
+
   it("keeps a user turn's order: text before a tool result stays a user message before the tool message", () => {
     const input = messagesInputOf(decode({
       model: "gpt-4o-mini",

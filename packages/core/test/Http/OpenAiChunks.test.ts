@@ -2,9 +2,11 @@
  * The OpenAI surface's stream chunks (`toChunks`): each is the JSON text of the whole chunk object, the
  * text-only chunk (written out directly) included, byte for byte as JSON.stringify writes it.
  */
+import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import type { StreamChunk } from "../../src/Engine/ProviderCalls.ts"
-import { toChunks } from "../../src/Http/OpenAiRoutes.ts"
+import type { CompletionResult, StreamChunk } from "../../src/Engine/ProviderCalls.ts"
+import { ChatCompletionBody, chatInputOf, toChatCompletion, toChunks } from "../../src/Http/OpenAiRoutes.ts"
+import { decoderNow } from "../../src/Http/Route.ts"
 
 const chunkOf = (text: string) => {
   const parsed = JSON.parse(text)
@@ -58,5 +60,71 @@ describe("toChunks", () => {
     const [finish, usage] = convert({ content: "", done: true, finishReason: "length", promptTokens: 3, completionTokens: 2, model: "gpt-4o-mini-2024-07-18" }).map(chunkOf)
     expect(finish).toMatchObject({ model: "gpt-4o-mini-2024-07-18", choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: "length" }] })
     expect(usage).toMatchObject({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } })
+  })
+})
+
+describe("the OpenAI surface's usage and signatures", () => {
+  const result: CompletionResult = {
+    provider: "google",
+    model: "gemini-3.1-pro-preview",
+    content: "",
+    message: { role: "assistant", content: "", toolCalls: [] },
+    toolCalls: [{ id: "c1", name: "now", arguments: "{}", signature: "sig" }],
+    finishReason: "tool_calls",
+    usage: { promptTokens: 20, completionTokens: 10, totalTokens: 150, estimated: false, cacheCreationTokens: 100, cacheReadTokens: 20, reasoningTokens: 4 },
+    costUSD: 0,
+    costKnown: true,
+    latencyMs: 1,
+    fallbacks: []
+  }
+
+  it("prompt_tokens counts the cached prompt, named in prompt_tokens_details; reasoning tokens in completion_tokens_details", () => {
+    const expected = { prompt_tokens: 140, completion_tokens: 10, total_tokens: 150, prompt_tokens_details: { cached_tokens: 20 }, completion_tokens_details: { reasoning_tokens: 4 } }
+    expect(toChatCompletion("chatcmpl-1", result).usage).toEqual(expected)
+    const { convert } = toChunks("chatcmpl-1", "m", true)
+    const [, usageChunk] = convert({ content: "", done: true, finishReason: "stop", promptTokens: 20, completionTokens: 10, cacheCreationTokens: 100, cacheReadTokens: 20, reasoningTokens: 4 })
+    expect(JSON.parse(usageChunk!).usage).toEqual(expected)
+  })
+
+  it("a tool call's signature goes out as Gemini's OpenAI-compatible API puts it, and comes back from there", () => {
+    const answer = toChatCompletion("chatcmpl-1", result)
+    const call = answer.choices[0]!.message.tool_calls![0]!
+    expect(call).toEqual({ id: "c1", type: "function", function: { name: "now", arguments: "{}" }, extra_content: { google: { thought_signature: "sig" } } })
+    const body = Schema.decodeUnknownSync(ChatCompletionBody)({
+      model: "gemini-3.1-pro-preview",
+      messages: [{ role: "user", content: "time?" }, { role: "assistant", content: null, tool_calls: [call] }, { role: "tool", tool_call_id: "c1", content: "12:00" }]
+    })
+    const input = chatInputOf(body)
+    if (!("messages" in input)) throw input
+    expect(input.messages[1]!.toolCalls).toEqual([{ id: "c1", name: "now", arguments: "{}", signature: "sig" }])
+    const { convert } = toChunks("chatcmpl-1", "m", false)
+    const [streamed] = convert({ content: "", done: false, toolCalls: [{ index: 0, id: "c1", name: "now", arguments: "", signature: "sig" }] })
+    expect(JSON.parse(streamed!).choices[0].delta.tool_calls[0].extra_content).toEqual({ google: { thought_signature: "sig" } })
+  })
+
+  const decodeBody = decoderNow(ChatCompletionBody, "request body")
+  const inputOf = (body: Record<string, unknown>) => {
+    const decoded = decodeBody({ model: "claude-haiku-4-5", ...body })
+    return "_tag" in decoded && decoded._tag === "BadRequest" ? decoded : chatInputOf(decoded as typeof ChatCompletionBody.Type)
+  }
+
+  it("a part's cache_control is a cache breakpoint; a field a part, stream_options or response_format does not carry is refused by name", () => {
+    const input = inputOf({ messages: [{ role: "system", content: [{ type: "text", text: "long rules", cache_control: { type: "ephemeral" } }, { type: "text", text: " more" }] }, { role: "user", content: "hi" }] })
+    if (!("messages" in input)) throw input
+    expect(input.messages[0]!.parts).toEqual([{ type: "text", text: "long rules", cache: {} }, { type: "text", text: " more" }])
+    const refusals: Array<[Record<string, unknown>, string]> = [
+      [{ messages: [{ role: "user", content: [{ type: "text", text: "a", extra: 1 }] }] }, "messages.0.content.0.extra: is unexpected"],
+      [{ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://x/y.png", size: 2 } }] }] }, "messages.0.content.0.image_url.size: is unexpected"],
+      [{ messages: [{ role: "user", content: "a" }], stream: true, stream_options: { include_usage: true, include_obfuscation: false } }, "stream_options.include_obfuscation: is unexpected"],
+      [{ messages: [{ role: "user", content: "a" }], response_format: { type: "json_schema", json_schema: { name: "x", schema: {}, extra: true } } }, "response_format.json_schema.extra: is unexpected"],
+      [{ messages: [{ role: "user", content: "a" }, { role: "assistant", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" }, index: 0 }] }] }, "messages.1.tool_calls.0.index: is unexpected"],
+      [{ messages: [{ role: "user", content: "a" }], stream_options: { include_usage: true } }, "stream_options is only allowed when stream is true"],
+      [{ messages: [{ role: "user", content: "a" }], max_tokens: 11, max_completion_tokens: 22 }, "max_tokens and max_completion_tokens differ: send one of them"]
+    ]
+    for (const [body, message] of refusals) expect(inputOf(body), message).toMatchObject({ _tag: "BadRequest", message: expect.stringContaining(message) })
+    // One problem per field: not every alternative of the field's schema.
+    expect(inputOf({ messages: [{ role: "user", content: "a" }], n: 2 })).toMatchObject({
+      message: "Invalid request body: n: n must be 1: the gateway returns one choice per call (send n calls)"
+    })
   })
 })
