@@ -21,7 +21,7 @@ const ServerLive = Layer.unwrapEffect(
     const fastLane = yield* Config.boolean("AIGW_FAST_LANE").pipe(Config.withDefault(true))
     // After SIGTERM, requests in flight get this long before their connections are closed (ShutdownDeadline.ts).
     const graceSeconds = yield* Config.number("AIGW_SHUTDOWN_GRACE_SECONDS").pipe(
-      Config.validate({ message: "AIGW_SHUTDOWN_GRACE_SECONDS must be a number of seconds above 0", validation: (n) => n > 0 }),
+      Config.validate({ message: "AIGW_SHUTDOWN_GRACE_SECONDS must be a number of seconds above 0, at most 86400", validation: (n) => n > 0 && n <= 86_400 }),
       Config.withDefault(8)
     )
     const server = () => new ShutdownDeadline.BoundedServer(graceSeconds * 1000)

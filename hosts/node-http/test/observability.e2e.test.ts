@@ -4,6 +4,8 @@
  * request id (AIGW_LOG_FORMAT=json, AIGW_LOG_REQUESTS=true); /metrics in the Prometheus text format
  * with route templates as labels; /v1/ready.
  */
+import Database from "better-sqlite3"
+import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { signUp, type TestAvatar } from "./support/accounts.ts"
@@ -295,6 +297,14 @@ describe("observability", () => {
     const res = await call(server.url, "GET", "/v1/ready")
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ status: "ready", checks: { database: "ok", migrations: "ok" } })
+    // A newer build migrated the database (a rolling deploy): this older replica stays ready.
+    const db = new Database(path.join(server.dataDir, "data", "aigw.sqlite"))
+    try {
+      db.prepare("INSERT INTO aigw_migrations (migration_id, name) SELECT MAX(migration_id) + 1, 'from_a_newer_build' FROM aigw_migrations").run()
+    } finally {
+      db.close()
+    }
+    expect((await call(server.url, "GET", "/v1/ready")).body).toEqual({ status: "ready", checks: { database: "ok", migrations: "ok" } })
   })
 })
 

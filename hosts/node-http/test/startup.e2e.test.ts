@@ -2,6 +2,7 @@
  * Start-up failures of the real hosts: each is ONE line on stderr naming the cause and the variable
  * to fix, a non-zero exit code, no stack trace (AIGW_DEBUG=1 adds it), and never a password.
  */
+import Database from "better-sqlite3"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -268,9 +269,9 @@ describe("npm start under a process manager", () => {
 describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
   // A process manager SIGKILLs a process that has not stopped after its grace period (10 s for Docker
   // and Podman): a request whose upstream stalls must not hold the stop until its own timeout.
-  it("closes the connections still open after the grace period, then exits 0", async () => {
+  it.each(["true", "false"])("closes the connections still open after the grace period, records their calls, then exits 0 (fast lane %s)", async (fastLane) => {
     const openai = await startOpenAiMock({ apiKey: "sk-stop" })
-    const server = await startServer({ OPENAI_API_KEY: "sk-stop", OPENAI_BASE_URL: openai.url, AIGW_SHUTDOWN_GRACE_SECONDS: "1" })
+    const server = await startServer({ OPENAI_API_KEY: "sk-stop", OPENAI_BASE_URL: openai.url, AIGW_SHUTDOWN_GRACE_SECONDS: "1", AIGW_FAST_LANE: fastLane })
     try {
       const user = await signUp(server, "stopper")
       openai.setScenario({ kind: "hang" })
@@ -285,6 +286,15 @@ describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
       // The helper SIGKILLs after 15 s (exit code null); the upstream would hang for minutes.
       expect(await server.stop(), server.output()).toBe(0)
       expect(await Promise.all(pending)).toEqual(["closed", "closed"])
+      // The two calls cut at the deadline were counted: their usage records were written before the database closed.
+      const db = new Database(path.join(server.dataDir, "data", "aigw.sqlite"), { readonly: true })
+      try {
+        const calls = db.prepare("SELECT SUM(calls) AS n FROM daily_usage WHERE avatar_id = ?").get(user.id) as { n: number }
+        const records = db.prepare("SELECT ok FROM usage_events WHERE avatar_id = ?").all(user.id)
+        expect([calls.n, records], server.output()).toEqual([2, [{ ok: 0 }, { ok: 0 }]])
+      } finally {
+        db.close()
+      }
     } finally {
       await server.kill().catch(() => undefined)
       await openai.close()

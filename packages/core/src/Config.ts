@@ -157,6 +157,13 @@ export const layer = (overrides: Partial<GatewayOptions> = {}) => Layer.succeed(
 
 const nonEmpty = <A>(config: Config.Config<A>) => Config.option(config)
 
+/** A pause in milliseconds: at least 10, at most a day. */
+const milliseconds = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `${name} must be a number of milliseconds from 10 to 86400000`, validation: (n) => n >= 10 && n <= 86_400_000 }),
+    Config.withDefault(fallback)
+  )
+
 /** Options read from the environment with the names of DESIGN.md §3. */
 export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
@@ -164,7 +171,9 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
     Config.validate({ message: "PORT must be a port number from 0 to 65535", validation: (n) => n >= 0 && n <= 65535 }),
     Config.withDefault(8787)
   ),
-  publicUrl: nonEmpty(Config.string("PUBLIC_URL")),
+  publicUrl: nonEmpty(Config.string("PUBLIC_URL").pipe(
+    Config.validate({ message: "PUBLIC_URL must be an http:// or https:// URL (the address clients use, e.g. https://aigw.example.com)", validation: (u) => /^https?:\/\/[^\s/]+/i.test(u) })
+  )),
   dataDir: Config.string("AIGW_DATA_DIR").pipe(Config.withDefault("./data")),
   planLimits: nonEmpty(Config.string("AIGW_PLAN_LIMITS")),
   allowPrivateUrls: Config.boolean("AIGW_ALLOW_PRIVATE_URLS").pipe(Config.withDefault(false)),
@@ -174,16 +183,23 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   adminUsername: nonEmpty(Config.string("AIGW_ADMIN_USERNAME")),
   adminEmail: nonEmpty(Config.string("AIGW_ADMIN_EMAIL")),
   adminPassword: nonEmpty(Config.redacted("AIGW_ADMIN_PASSWORD")),
-  smtpUrl: nonEmpty(Config.redacted("SMTP_URL")),
+  smtpUrl: nonEmpty(Config.string("SMTP_URL").pipe(
+    Config.validate({ message: "SMTP_URL must be an smtp:// or smtps:// URL (the user and password in it, as in a browser's URL)", validation: (u) => /^smtps?:\/\/\S+$/i.test(u) }),
+    Config.map(Redacted.make)
+  )),
   mailFrom: Config.string("MAIL_FROM").pipe(Config.withDefault("aigw <no-reply@localhost>")),
-  maxBodyBytes: Config.integer("AIGW_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
+  maxBodyBytes: Config.integer("AIGW_MAX_BODY_BYTES").pipe(
+    Config.validate({ message: "AIGW_MAX_BODY_BYTES must be a number of bytes of at least 1024", validation: (n) => n >= 1024 }),
+    Config.withDefault(10 * 1024 * 1024)
+  ),
   trustProxy: Config.integer("AIGW_TRUST_PROXY").pipe(
     Config.validate({ message: "AIGW_TRUST_PROXY must be the number of trusted reverse proxies (0 or more)", validation: (n) => n >= 0 }),
     Config.withDefault(0)
   ),
-  webhookRetryBaseMs: Config.integer("AIGW_WEBHOOK_RETRY_BASE_MS").pipe(Config.withDefault(2_000)),
-  jobPollMs: Config.integer("AIGW_JOB_POLL_MS").pipe(Config.withDefault(5_000)),
-  workerIntervalMs: Config.integer("AIGW_WORKER_INTERVAL_MS").pipe(Config.withDefault(1_000)),
+  // Each a pause of a loop: zero or less would spin it (a failing webhook retried as fast as it fails).
+  webhookRetryBaseMs: milliseconds("AIGW_WEBHOOK_RETRY_BASE_MS", 2_000),
+  jobPollMs: milliseconds("AIGW_JOB_POLL_MS", 5_000),
+  workerIntervalMs: milliseconds("AIGW_WORKER_INTERVAL_MS", 1_000),
   limits: limitsFromEnv,
   sandbox: Config.literal("auto", "bwrap", "process", "off")("AIGW_SANDBOX").pipe(Config.withDefault("auto" as const)),
   localEmbedder: Config.literal("use-lite", "hash")("AIGW_LOCAL_EMBEDDER").pipe(Config.withDefault("use-lite" as const)),

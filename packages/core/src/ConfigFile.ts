@@ -119,9 +119,20 @@ export const checkKeys = (keys: ReadonlyArray<string>, file: string): string | u
   return `AIGW_CONFIG: unknown key${unknown.length > 1 ? "s" : ""} ${described.join(", ")} in ${file}; the keys are the variables of docs/configuration.md`
 }
 
+/**
+ * The environment's variables, an empty one as unset: `VAR=` (as compose's `${VAR:-}` passes an
+ * unset variable on) takes the default rather than meaning "" or 0 (an empty WEBHOOK_SECRET would
+ * sign with an empty key, an empty HOST listen on every interface).
+ */
+const environment = (): ConfigProvider.ConfigProvider =>
+  ConfigProvider.fromMap(new Map(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== "")), {
+    pathDelim: "_",
+    seqDelim: ","
+  })
+
 /** The environment, then the file at `path`; throws a StartupError for an unreadable file or an unknown key. */
 export const providerFor = (path: string | undefined): ConfigProvider.ConfigProvider => {
-  const env = ConfigProvider.fromEnv()
+  const env = environment()
   if (!path) return env
   let parsed: unknown
   try {
@@ -134,7 +145,7 @@ export const providerFor = (path: string | undefined): ConfigProvider.ConfigProv
   }
   const problem = checkKeys(Object.keys(parsed), path)
   if (problem !== undefined) throw startupError(problem, "check AIGW_CONFIG")
-  const entries = Object.entries(parsed).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)] as const)
+  const entries = Object.entries(parsed).filter(([, v]) => v !== "").map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)] as const)
   return ConfigProvider.orElse(env, () => ConfigProvider.fromMap(new Map(entries)))
 }
 

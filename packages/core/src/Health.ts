@@ -65,11 +65,14 @@ export const Readiness = Schema.Struct({
 })
 export type Readiness = typeof Readiness.Type
 
-/** True when the newest migration applied is the newest this build knows. */
+/**
+ * True when the migrations are applied up to the newest this build knows, or further: in a rolling
+ * deploy the first new replica migrates, and the older ones must stay ready (migrations only add).
+ */
 const migrationsApplied = (sql: SqlClient.SqlClient): Effect.Effect<boolean> =>
   sql<{ readonly id: unknown }>`SELECT MAX(migration_id) AS id FROM aigw_migrations`.pipe(
     Effect.timeoutFail({ duration: PROBE_TIMEOUT, onTimeout: () => new Error(`no answer within ${Duration.format(PROBE_TIMEOUT)}`) }),
-    Effect.map((rows) => Number(rows[0]?.id) === LATEST_MIGRATION),
+    Effect.map((rows) => Number(rows[0]?.id) >= LATEST_MIGRATION),
     Effect.tap((ok) => ok ? Effect.void : Effect.logWarning(`ready: migrations are not applied up to ${LATEST_MIGRATION}`)),
     Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("ready: the migrations table cannot be read", cause), false))
   )

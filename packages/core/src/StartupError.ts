@@ -15,10 +15,15 @@ export class StartupError extends Data.TaggedError("StartupError")<{ readonly me
 /** `problem (fix)`: e.g. `startupError("cannot reach the database at …: connection refused", "check DATABASE_URL")`. */
 export const startupError = (problem: string, fix: string) => new StartupError({ message: `${problem} (${fix})` })
 
-/** `scheme://user:pass@host` -> `scheme://user:***@host`, and `password=…` query values -> `***`, anywhere in a text. */
+/**
+ * `scheme://user:pass@host` -> `scheme://user:***@host` (the password up to the token's last `@`: it
+ * may hold `/` or `@` unencoded), the same without a scheme (`user:pass@host`, a value that is no
+ * URL), and `password=…` query values -> `***`, anywhere in a text.
+ */
 export const redactUrls = (text: string): string =>
   text
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)([^/@\s:]*):[^/\s]*@/gi, "$1$2:***@")
+    .replace(/([a-z][a-z0-9+.-]*:\/\/)([^/@\s:]*):\S*@(?=[^@\s]*(?:\s|$))/gi, "$1$2:***@")
+    .replace(/(^|[\s'"(])([^\s:/@'"()]+):(?!\*\*\*@)[^\s'"/]+@(?=[A-Za-z0-9.-]+)/g, "$1$2:***@")
     .replace(/([?&](?:password|pass|pwd|sslpassword)=)[^&\s]*/gi, "$1***")
 
 /** Plain words for the system error codes a start meets. */

@@ -52,6 +52,27 @@ describe("AIGW_CONFIG file keys", () => {
     expect(failureOf(() => ConfigFile.providerFor(fileWith({ AIGW_SINGLE_THREADED_GC: "true" }))).message).toContain('"AIGW_SINGLE_THREADED_GC" in')
   })
 
+  it("takes an empty value, in the environment or the file, as unset: the default, never an empty secret or host", async () => {
+    const saved = { ...process.env }
+    process.env.WEBHOOK_SECRET = ""
+    process.env.HOST = ""
+    process.env.AIGW_MAX_BODY_BYTES = ""
+    try {
+      const read = (file: string | undefined) =>
+        Effect.runPromise(Effect.withConfigProvider(
+          Config.all([Config.option(Config.string("WEBHOOK_SECRET")), Config.string("HOST").pipe(Config.withDefault("127.0.0.1")), Config.integer("AIGW_MAX_BODY_BYTES").pipe(Config.withDefault(10)), Config.option(Config.string("PUBLIC_URL"))]),
+          ConfigFile.providerFor(file)
+        ))
+      const [secret, host, bytes, publicUrl] = await read(fileWith({ PUBLIC_URL: "" }))
+      expect([secret._tag, host, bytes, publicUrl._tag]).toEqual(["None", "127.0.0.1", 10, "None"])
+    } finally {
+      for (const k of ["WEBHOOK_SECRET", "HOST", "AIGW_MAX_BODY_BYTES"]) {
+        if (saved[k] === undefined) delete process.env[k]
+        else process.env[k] = saved[k]
+      }
+    }
+  })
+
   it("accepts every variable of Config.ts, the limits, the hosts' variables and catalogued providers' keys", () => {
     const keys = [
       ...ConfigFile.generalVariables,

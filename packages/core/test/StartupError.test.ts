@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest"
 import * as GatewayConfig from "../src/Config.ts"
 import * as Database from "../src/Storage/Database.ts"
 import { describeStartupFailure, ensureWritableDir, redactUrls, StartupError } from "../src/StartupError.ts"
+import { kindOf } from "../src/Storage/Database.ts"
 import { scratchDir } from "./support/scratch.ts"
 
 const oneLine = (line: string) => {
@@ -63,6 +64,10 @@ describe("describeStartupFailure", () => {
     expect(redactUrls("postgres://u:p@ss@h:1/db")).toBe("postgres://u:***@h:1/db")
     expect(redactUrls("postgres://h/db?user=u&password=s3cret&ssl=1")).toBe("postgres://h/db?user=u&password=***&ssl=1")
     expect(redactUrls("smtp://mail.example.com:587")).toBe("smtp://mail.example.com:587")
+    // A password with an unencoded slash, and a value that is no URL at all.
+    expect(redactUrls("cannot reach the database at postgres://aigw:hun/ter2@db:5432/aigw: refused")).toBe("cannot reach the database at postgres://aigw:***@db:5432/aigw: refused")
+    expect(redactUrls("Cannot create property 'mailer' on string 'mailer:hunter2@mail.example.com'")).toBe("Cannot create property 'mailer' on string 'mailer:***@mail.example.com'")
+    expect(redactUrls("aigw: invalid configuration: PORT: expected an integer")).toBe("aigw: invalid configuration: PORT: expected an integer")
   })
 })
 
@@ -74,6 +79,23 @@ describe("start-up checks", () => {
     expect(await configFailure({ AIGW_MAX_JSON_DEPTH: "-1" })).toBe(
       "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer (check AIGW_MAX_JSON_DEPTH)"
     )
+    // Values that used to start and then spin a loop, refuse every body, or make links and mail unusable.
+    for (const [name, value, message] of [
+      ["AIGW_WEBHOOK_RETRY_BASE_MS", "-100", "must be a number of milliseconds from 10 to 86400000"],
+      ["AIGW_WORKER_INTERVAL_MS", "0", "must be a number of milliseconds from 10 to 86400000"],
+      ["AIGW_JOB_POLL_MS", "-1", "must be a number of milliseconds from 10 to 86400000"],
+      ["AIGW_MAX_BODY_BYTES", "-5", "must be a number of bytes of at least 1024"],
+      ["PUBLIC_URL", "aigw.example.com", "PUBLIC_URL must be an http:// or https:// URL"],
+      ["SMTP_URL", "mailer:hunter2@mail.example.com", "SMTP_URL must be an smtp:// or smtps:// URL"]
+    ]) {
+      const line = await configFailure({ [name!]: value! })
+      expect(line).toContain(message)
+      expect(line).toContain(`(check ${name})`)
+      expect(line).not.toContain("hunter2")
+    }
+    // An SQLite URL naming no file was a temporary database, gone (with every key) at the next start.
+    for (const url of ["sqlite:", "sqlite://"]) expect(() => kindOf(url)).toThrow(/DATABASE_URL sqlite: names no file/)
+    expect(kindOf("sqlite::memory:")).toBe("sqlite")
   })
 
   it("an unknown plan in AIGW_PLAN_LIMITS is refused with the valid plan names", async () => {

@@ -108,6 +108,9 @@ export const estimate = (messages: ReadonlyArray<ChatMessage>, completion: strin
  */
 const upstreamFailedAnswer = (provider: string) => protocolError(provider, "the answer ended in an error (its finish reason says so)")
 
+/** How long closing the engine waits for the calls and usage records under way (all cut by then at a graceful stop). */
+const RECORDS_AT_CLOSE = Duration.seconds(5)
+
 /** Above any model's context: a larger count for one call is not believed. */
 const MAX_TOKENS_PER_CALL = 1_000_000_000
 
@@ -377,6 +380,19 @@ export const lift = <A>(
   })
 
 const makeService = Effect.gen(function*() {
+  // Calls and usage records under way. The service's scope waits for them when it closes (a graceful
+  // stop: the connections cut at its deadline abort their calls, which then record their usage) before
+  // the database they write to is released.
+  const recording = new Set<Promise<unknown>>()
+  const unfinished = <A>(p: Promise<A>): Promise<A> => {
+    recording.add(p)
+    const done = () => void recording.delete(p)
+    p.then(done, done)
+    return p
+  }
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(() => Promise.allSettled([...recording])).pipe(Effect.timeout(RECORDS_AT_CLOSE), Effect.ignore)
+  )
   const health = yield* ProviderHealth
   const metering = yield* Metering
   // Optional: the usage exporters (Observability/Exporters.ts), when the app composes them.
@@ -394,7 +410,7 @@ const makeService = Effect.gen(function*() {
     Metrics.tokens.inc([usage.provider, "completion"], usage.completionTokens)
     Metrics.costUsd.inc([usage.provider], usage.costUSD)
     exporters?.observe(usage, at, requestId)
-    return metering.record({ ...usage, day: utcDay(at), at })
+    return unfinished(metering.record({ ...usage, day: utcDay(at), at }))
   }
 
   /** The usage of a call no upstream answered. */
@@ -421,7 +437,10 @@ const makeService = Effect.gen(function*() {
    * answered is recorded as failed (no tokens) under the last target tried: the quota counted it,
    * and its usage record says what became of it, as a failed stream's does.
    */
-  const firstSuccess = async <A>(call: Call, capability: string, attempt: (target: Target) => Promise<A>) => {
+  const firstSuccess = <A>(call: Call, capability: string, attempt: (target: Target) => Promise<A>) =>
+    unfinished(firstSuccessOf(call, capability, attempt))
+
+  const firstSuccessOf = async <A>(call: Call, capability: string, attempt: (target: Target) => Promise<A>) => {
     const fallbacks: Array<Fallback> = []
     const started = performance.now()
     for (let i = 0; ; i++) {
@@ -581,7 +600,7 @@ const makeService = Effect.gen(function*() {
     return {
       target,
       run: (emit) =>
-        new Promise<void>((resolve, reject) => {
+        unfinished(new Promise<void>((resolve, reject) => {
           const wire = wireOf(target)
           const parser = wire.framing?.() ?? makeSseParser()
           const decode = wire.events(provider)
@@ -603,7 +622,7 @@ const makeService = Effect.gen(function*() {
             if (error !== undefined) health.record(provider, false)
             // The tokenizer (an Effect) only when the upstream did not report usage.
             const reported = account.reported()
-            ;(reported ? Promise.resolve(reported) : run(account.estimated(call.messages)))
+            unfinished((reported ? Promise.resolve(reported) : run(account.estimated(call.messages)))
               .then((r) =>
                 record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted, call.requestId).then(() => {
                   if (aborted) return
@@ -611,7 +630,7 @@ const makeService = Effect.gen(function*() {
                   const padded = account.emptyArguments()
                   emit(padded ? [padded, final] : [final], true)
                 })
-              )
+              ))
               .then(resolve, reject)
           }
           const take = (events: ReadonlyArray<SseEvent>, upstreamDone = false) => {
@@ -653,7 +672,7 @@ const makeService = Effect.gen(function*() {
             stopListening = call.cancel.onAbort(() => end())
             arm()
           }
-        })
+        }))
     }
   }
 
@@ -662,4 +681,4 @@ const makeService = Effect.gen(function*() {
 
 export class ProviderCalls extends Context.Tag("aigw/ProviderCalls")<ProviderCalls, Effect.Effect.Success<typeof makeService>>() {}
 
-export const layer = Layer.effect(ProviderCalls, makeService)
+export const layer = Layer.scoped(ProviderCalls, makeService)

@@ -14,6 +14,8 @@ import { JobRunners } from "./Runners.ts"
 /** Retryable step failures are retried this many times (with backoff) before the job fails. */
 export const MAX_STEP_ATTEMPTS = 8
 export const LEASE_MS = 5 * 60 * 1000
+/** Jobs one process advances at once (and claims at once: see `drainJobs`). */
+const JOBS_AT_ONCE = 4
 
 export const completedAtUtc = (ms: number) => new Date(ms).toISOString()
 
@@ -95,9 +97,11 @@ const makeService = Effect.gen(function*() {
     )
   }
 
+  // Claims only as many jobs as it advances at once: each step starts when claimed and ends inside its
+  // lease. (Jobs waiting for a second wave could outlive it, and another process would run them again.)
   const drainJobs = Effect.gen(function*() {
-    const due = yield* store.claimDue(Date.now(), 8, LEASE_MS)
-    yield* Effect.forEach(due, advance, { concurrency: 4, discard: true })
+    const due = yield* store.claimDue(Date.now(), JOBS_AT_ONCE, LEASE_MS)
+    yield* Effect.forEach(due, advance, { concurrency: JOBS_AT_ONCE, discard: true })
     return due.length
   })
 

@@ -15,6 +15,10 @@ export type DatabaseKind = "sqlite" | "pg"
 
 export const kindOf = (url: string): DatabaseKind => {
   if (/^postgres(ql)?:\/\//.test(url)) return "pg"
+  // better-sqlite3 takes an empty file name as a temporary database, gone at the next start: never what a URL means.
+  if (url.startsWith("sqlite:") && url.slice("sqlite:".length).replace(/^\/\//, "") === "") {
+    throw startupError("DATABASE_URL sqlite: names no file", "give a path, e.g. sqlite:./data/aigw.sqlite, or sqlite::memory: for a database that lasts one run")
+  }
   if (url.startsWith("sqlite:")) return "sqlite"
   throw startupError(
     `unsupported database URL "${url.split(":")[0]}:…"`,

@@ -28,6 +28,9 @@ export const defaultDeliveryOptions: DeliveryOptions = {
   timeoutMs: 10_000
 }
 
+/** Deliveries sent at once by one process (and claimed at once: see `drain`). */
+const DELIVERIES_AT_ONCE = 8
+
 export const backoffMs = (attempt: number, baseMs: number, random = Math.random): number => {
   const raw = Math.min(60 * 60 * 1000, baseMs * 3 ** Math.max(0, attempt - 1))
   return Math.round(raw * (0.8 + 0.4 * random()))
@@ -88,10 +91,15 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
         return delivered
       })
 
-    /** Delivers what is due now; returns how many deliveries were attempted. */
+    /**
+     * Delivers what is due now; returns how many deliveries were attempted. It claims only as many as
+     * it sends at once: each starts when claimed and ends within its timeout, inside its lease. (A
+     * second wave would start a timeout later and could outlive the lease, and another process would
+     * claim and send it again.)
+     */
     const drain = Effect.gen(function*() {
-      const due = yield* store.claimDeliveries(Date.now(), 16, options.timeoutMs + 5_000)
-      yield* Effect.forEach(due, deliver, { concurrency: 8, discard: true })
+      const due = yield* store.claimDeliveries(Date.now(), DELIVERIES_AT_ONCE, options.timeoutMs + 5_000)
+      yield* Effect.forEach(due, deliver, { concurrency: DELIVERIES_AT_ONCE, discard: true })
       return due.length
     })
 

@@ -1,7 +1,12 @@
-import { Effect, Logger } from "effect"
+import { Effect, Layer, Logger } from "effect"
 import { describe, expect, it } from "vitest"
+import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
+import { done } from "../../src/Jobs/Runner.ts"
+import { JobRunners } from "../../src/Jobs/Runners.ts"
+import * as Worker from "../../src/Jobs/Worker.ts"
 import { loggingStateChanges } from "../../src/Jobs/Worker.ts"
 import { jsonLine } from "../../src/Logging.ts"
+import * as Stores from "../../src/Storage/Stores.ts"
 
 describe("background rounds", () => {
   it("log the first failure with its cause, then only the recovery, once per state change", async () => {
@@ -33,5 +38,29 @@ describe("background rounds", () => {
   it("lets interruption through", async () => {
     const exit = await Effect.runPromiseExit(loggingStateChanges(Effect.interrupt, "fallback"))
     expect(exit._tag).toBe("Failure")
+  })
+})
+
+describe("the job worker's claims", () => {
+  it("claims only the jobs it advances at once: the rest stay free for another process", async () => {
+    const started: Array<string> = []
+    const runner = { advance: (job: JobRecord) => Effect.as(Effect.zipRight(Effect.sync(() => started.push(job.id)), Effect.sleep(50)), done({ ok: true })) }
+    const worker = Worker.layer.pipe(Layer.provideMerge(Stores.layerMemory), Layer.provide(Layer.succeed(JobRunners, { batch: runner } as any)))
+    const [first, second] = await Effect.runPromise(Effect.gen(function*() {
+      const jobs = yield* JobStore
+      const now = Date.now()
+      for (let i = 0; i < 6; i++) {
+        yield* jobs.insert({
+          id: crypto.randomUUID(), type: "batch", avatarId: crypto.randomUUID(), provider: "openai", upstreamId: null, status: "queued",
+          input: {}, state: null, result: null, error: null, callbackUrl: null, attempts: 0, nextRunAt: now, lockedUntil: null,
+          createdAt: now, updatedAt: now, completedAt: null
+        })
+      }
+      const w = yield* Worker.JobWorker
+      // Two rounds at once, as two processes: the first must not hold jobs it would advance only after a step.
+      return yield* Effect.all([w.drainJobs, Effect.zipRight(Effect.sleep(5), w.drainJobs)], { concurrency: 2 })
+    }).pipe(Effect.provide(worker)))
+    expect([first, second]).toEqual([4, 2])
+    expect(new Set(started).size).toBe(6)
   })
 })

@@ -95,6 +95,21 @@ describe.each(Object.entries(stores))("webhook delivery attempts on %s", (_name,
     expect(headers).toEqual(["1", "2"])
   }, 20_000)
 
+  it("claims only the deliveries it sends at once: the rest stay free for another process", async () => {
+    attempts.length = 0
+    const [first, second] = await run(true, Effect.gen(function*() {
+      const delivery = yield* WebhookDelivery.WebhookDelivery
+      const ids = yield* Effect.forEach(Array.from({ length: 12 }), () => enqueue(url))
+      // Two rounds at once, as two processes: the first must not hold deliveries it will send only later.
+      const rounds = yield* Effect.all([delivery.drain, Effect.zipRight(Effect.sleep(5), delivery.drain)], { concurrency: 2 })
+      const states = yield* Effect.forEach(ids, ({ jobId }) => deliveryOf(jobId))
+      expect(states.map((d) => [d.status, d.attempts])).toEqual(states.map(() => ["delivered", 1]))
+      return rounds
+    }))
+    expect([first, second]).toEqual([8, 4])
+    expect(attempts).toHaveLength(12)
+  })
+
   it("retries a callback host that does not resolve instead of giving up", async () => {
     const exit = await run(false, Effect.gen(function*() {
       const delivery = yield* WebhookDelivery.WebhookDelivery
