@@ -396,6 +396,23 @@ describe("OpenAI surface with the official clients", () => {
     const missing = client(user).models.retrieve("no-such-model")
     await expect(missing).rejects.toMatchObject({ status: 404 })
     await expect(missing).rejects.toThrow(/no-such-model/)
+    // As a chat call names it; and the list holds every model retrieve answers (embeddings too).
+    expect(await client(user).models.retrieve("openai/gpt-4o-mini")).toMatchObject({ id: "gpt-4o-mini", owned_by: "openai" })
+    await expect(client(user).models.retrieve("anthropic/gpt-4o-mini")).rejects.toMatchObject({ status: 404 })
+    const listed = []
+    for await (const m of client(user).models.list()) listed.push(m.id)
+    expect(listed).toEqual(expect.arrayContaining(["auto", "gpt-4o-mini", "text-embedding-3-small"]))
+  })
+
+  it("refuses an empty embeddings input, as OpenAI does, before counting it", async () => {
+    const used = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+    const before = await used()
+    for (const input of ["", ["a", ""], []]) {
+      const res = await call(server.url, "POST", "/openai/v1/embeddings", { apiKey: user.apiKey, body: { model: "text-embedding-3-small", input } })
+      expect(res.status).toBe(400)
+      expect(res.body.error.message).toBe("input must not be empty, nor hold an empty string")
+    }
+    expect(await used()).toBe(before)
   })
 
   it("moderates one text or several, one result each", async () => {

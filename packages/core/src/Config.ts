@@ -3,7 +3,8 @@
  * (Effect's Config reads the ConfigProvider, never `process.env` directly); tests and embedders
  * pass options to `layer`.
  */
-import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted } from "effect"
+import { Config, ConfigError, Context, Effect, Either, Layer, Option, ParseResult, Redacted, Schema } from "effect"
+import { Email, Password, Username } from "./Accounts/Schemas.ts"
 import { defaultPlanLimits, parsePlanLimits, type Plan } from "./Plans.ts"
 import { ensureWritableDir } from "./StartupError.ts"
 
@@ -164,6 +165,32 @@ const milliseconds = (name: string, fallback: number) =>
     Config.withDefault(fallback)
   )
 
+/**
+ * The AIGW_ADMIN_* avatar: all three variables or none (two of three used to create no Admin, and
+ * say nothing), each by the rules registration applies.
+ */
+const adminOf = (username: Option.Option<string>, email: Option.Option<string>, password: Option.Option<Redacted.Redacted>) => {
+  const given: ReadonlyArray<readonly [string, boolean]> = [
+    ["AIGW_ADMIN_USERNAME", Option.isSome(username)],
+    ["AIGW_ADMIN_EMAIL", Option.isSome(email)],
+    ["AIGW_ADMIN_PASSWORD", Option.isSome(password)]
+  ]
+  const missing = given.filter(([, set]) => !set).map(([k]) => k)
+  if (missing.length === 3) return Either.right(Option.none())
+  if (missing.length > 0) {
+    return Either.left(ConfigError.InvalidData([missing[0]!], `the Admin avatar needs AIGW_ADMIN_USERNAME, AIGW_ADMIN_EMAIL and AIGW_ADMIN_PASSWORD together; ${missing.join(" and ")} ${missing.length > 1 ? "are" : "is"} not set`))
+  }
+  const checks = [
+    ["AIGW_ADMIN_USERNAME", Schema.decodeUnknownEither(Username)(Option.getOrThrow(username))],
+    ["AIGW_ADMIN_EMAIL", Schema.decodeUnknownEither(Email)(Option.getOrThrow(email))],
+    ["AIGW_ADMIN_PASSWORD", Schema.decodeUnknownEither(Password)(Redacted.value(Option.getOrThrow(password)))]
+  ] as const
+  for (const [name, checked] of checks) {
+    if (Either.isLeft(checked)) return Either.left(ConfigError.InvalidData([name], ParseResult.TreeFormatter.formatErrorSync(checked.left)))
+  }
+  return Either.right(Option.some({ username: Option.getOrThrow(username), email: String(Either.getOrThrow(checks[1][1])), password: Option.getOrThrow(password) }))
+}
+
 /** Options read from the environment with the names of DESIGN.md §3. */
 export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
@@ -212,7 +239,8 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
       onSome: (json) =>
         Either.mapLeft(parsePlanLimits(json), (problem) => ConfigError.InvalidData(["AIGW_PLAN_LIMITS"], problem))
     })
-    return Either.map(planLimits, (planLimits): GatewayOptions => ({
+    const admin = adminOf(c.adminUsername, c.adminEmail, c.adminPassword)
+    return Either.map(Either.all([planLimits, admin]), ([planLimits, admin]): GatewayOptions => ({
       ...defaults(),
       publicUrl: Option.getOrElse(c.publicUrl, () => `http://${c.host}:${c.port}`).replace(/\/+$/, ""),
       dataDir: c.dataDir,
@@ -221,7 +249,7 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
       webhookSecret: c.webhookSecret,
       jwtSecret: c.jwtSecret,
       jwtPrivateKey: c.jwtPrivateKey,
-      admin: Option.all({ username: c.adminUsername, email: c.adminEmail, password: c.adminPassword }),
+      admin,
       smtpUrl: c.smtpUrl,
       mailFrom: c.mailFrom,
       maxBodyBytes: c.maxBodyBytes,

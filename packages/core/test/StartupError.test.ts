@@ -93,6 +93,14 @@ describe("start-up checks", () => {
       expect(line).toContain(`(check ${name})`)
       expect(line).not.toContain("hunter2")
     }
+    // The Admin avatar: all three variables, each by registration's rules.
+    expect(await configFailure({ AIGW_ADMIN_USERNAME: "root_admin", AIGW_ADMIN_EMAIL: "root@example.com" })).toContain(
+      "the Admin avatar needs AIGW_ADMIN_USERNAME, AIGW_ADMIN_EMAIL and AIGW_ADMIN_PASSWORD together; AIGW_ADMIN_PASSWORD is not set (check AIGW_ADMIN_PASSWORD)"
+    )
+    const admin = { AIGW_ADMIN_USERNAME: "root_admin", AIGW_ADMIN_EMAIL: "root@example.com", AIGW_ADMIN_PASSWORD: "long enough secret" }
+    expect(await configFailure({ ...admin, AIGW_ADMIN_USERNAME: "a" })).toContain("username must be 3 to 32 characters")
+    expect(await configFailure({ ...admin, AIGW_ADMIN_EMAIL: "notanemail" })).toContain("(check AIGW_ADMIN_EMAIL)")
+    expect(await configFailure({ ...admin, AIGW_ADMIN_PASSWORD: "x" })).toContain("password must be at least 8 characters")
     // An SQLite URL naming no file was a temporary database, gone (with every key) at the next start.
     for (const url of ["sqlite:", "sqlite://"]) expect(() => kindOf(url)).toThrow(/DATABASE_URL sqlite: names no file/)
     expect(kindOf("sqlite::memory:")).toBe("sqlite")

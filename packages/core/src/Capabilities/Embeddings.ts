@@ -8,7 +8,8 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 
 /** The request of POST /v1/embeddings and the gateway_embed tool. */
 export const EmbeddingsBody = Schema.Struct({
-  texts: Schema.Array(Schema.String.pipe(Schema.maxLength(200_000))).pipe(
+  // An empty text has no embedding: OpenAI refuses it too (and a refusal costs no quota).
+  texts: Schema.Array(Schema.String.pipe(Schema.minLength(1, { message: () => "texts must not hold an empty string" }), Schema.maxLength(200_000))).pipe(
     Schema.minItems(1, { message: () => "texts must hold at least one string" }),
     Schema.maxItems(2048, { message: () => "texts holds at most 2048 strings" })
   ),

@@ -58,6 +58,8 @@ export interface CompletionResult {
   readonly extra?: ChatResult["extra"]
   /** The reasoning before the answer, with its signature (Providers/Chat.ts ReasoningPart). */
   readonly reasoning?: ChatResult["reasoning"]
+  /** The stop sequence that ended the answer, when the upstream said which (Providers/Chat.ts ChatResult). */
+  readonly stopSequence?: string | undefined
   readonly latencyMs: number
   /** Earlier candidates that failed with a retryable error before this one answered. */
   readonly fallbacks: ReadonlyArray<Fallback>
@@ -88,6 +90,8 @@ export interface StreamChunk {
   readonly cacheCreationTokens?: number
   readonly cacheReadTokens?: number
   readonly reasoningTokens?: number
+  /** The stop sequence that ended the answer, when the upstream said which (final chunk). */
+  readonly stopSequence?: string
 }
 
 /** Every prompt token of a call, those read from or written to the upstream's prompt cache included (as OpenAI's `prompt_tokens` counts them). */
@@ -167,6 +171,7 @@ export const estimatedUsage = (u: Partial<TokenUsage> | undefined, messages: Rea
 export const makeStreamAccount = () => {
   let text = ""
   let finish: FinishReason = "stop"
+  let stopSequence: string | undefined
   let finished = false
   let usage: Partial<TokenUsage> = {}
   // The tool call being streamed, and whether any argument text came for it: Anthropic and Bedrock
@@ -198,6 +203,7 @@ export const makeStreamAccount = () => {
       }
       case "Finish":
         finish = e.reason
+        stopSequence = e.stopSequence
         finished = true
         return undefined
       case "Usage":
@@ -253,6 +259,8 @@ export const makeStreamAccount = () => {
     /** The chunk-level fields for the final chunk, if the last events that made no chunk had any. */
     trailing: (): ChunkExtra | undefined => (trailing ? { body: trailing } : undefined),
     finishReason: () => finish,
+    /** The stop sequence that ended the answer, when the upstream said which. */
+    stopSequence: () => stopSequence,
     /** Whether the upstream gave a finish reason: a stream that ends without one (or its end marker) was cut short. */
     finished: () => finished,
     /** The usage as the upstream reported it, when it reported both counts (`reportedUsage`). */
@@ -263,7 +271,7 @@ export const makeStreamAccount = () => {
 }
 
 /** The last chunk of a stream: totals, or the error that ended it (with the upstream's trailing chunk-level fields). */
-export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport, error?: string, extra?: ChunkExtra): StreamChunk => ({
+export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport, error?: string, extra?: ChunkExtra, stopSequence?: string): StreamChunk => ({
   content: "",
   done: true,
   promptTokens: r.promptTokens,
@@ -278,7 +286,8 @@ export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport,
   ...(r.cacheReadTokens !== undefined ? { cacheReadTokens: r.cacheReadTokens } : {}),
   ...(r.reasoningTokens !== undefined ? { reasoningTokens: r.reasoningTokens } : {}),
   ...(error !== undefined ? { error } : {}),
-  ...(extra !== undefined ? { extra } : {})
+  ...(extra !== undefined ? { extra } : {}),
+  ...(stopSequence !== undefined && error === undefined ? { stopSequence } : {})
 })
 
 /** An opened stream: the target that accepted it, and `run`, which delivers its chunks. */
@@ -520,6 +529,7 @@ const makeService = Effect.gen(function*() {
       costKnown: costKnown(target.model),
       ...(value.extra ? { extra: value.extra } : {}),
       ...(value.reasoning ? { reasoning: value.reasoning } : {}),
+      ...(value.stopSequence !== undefined ? { stopSequence: value.stopSequence } : {}),
       latencyMs,
       fallbacks
     }
@@ -626,7 +636,7 @@ const makeService = Effect.gen(function*() {
               .then((r) =>
                 record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted, call.requestId).then(() => {
                   if (aborted) return
-                  const final = finalChunk(target, account.finishReason(), r, error, account.trailing())
+                  const final = finalChunk(target, account.finishReason(), r, error, account.trailing(), account.stopSequence())
                   const padded = account.emptyArguments()
                   emit(padded ? [padded, final] : [final], true)
                 })

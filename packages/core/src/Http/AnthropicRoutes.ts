@@ -292,8 +292,8 @@ export const toAnthropicMessage = (id: string, r: CompletionResult) => {
     model: r.model,
     provider: r.provider,
     content,
-    stop_reason: stopReasonOf(r.finishReason),
-    stop_sequence: null,
+    stop_reason: r.stopSequence !== undefined ? "stop_sequence" as const : stopReasonOf(r.finishReason),
+    stop_sequence: r.stopSequence ?? null,
     usage: { input_tokens: r.usage.promptTokens, output_tokens: r.usage.completionTokens, ...cacheUsageOf(r.usage) }
   }
 }
@@ -333,7 +333,7 @@ export const toEvents = (id: string, model: string) => {
       close()
       out.push({
         type: "message_delta",
-        delta: { stop_reason: stopReasonOf(c.finishReason), stop_sequence: null },
+        delta: { stop_reason: c.stopSequence !== undefined ? "stop_sequence" : stopReasonOf(c.finishReason), stop_sequence: c.stopSequence ?? null },
         usage: { input_tokens: c.promptTokens ?? 0, output_tokens: c.completionTokens ?? 0, ...cacheUsageOf(c) }
       })
       out.push({ type: "message_stop" })

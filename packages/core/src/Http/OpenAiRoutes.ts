@@ -416,6 +416,7 @@ const embeddingsInputOf = (body: EmbeddingsRequest): EmbeddingsInput | BadReques
   if (!texts.every((t) => typeof t === "string")) {
     return new BadRequest({ message: "input must be a string or an array of strings: token-id input (arrays of integers) is not supported, send the text" })
   }
+  if (texts.length === 0 || texts.includes("")) return new BadRequest({ message: "input must not be empty, nor hold an empty string" })
   return decodeEmbeddings({ texts, model: body.model, provider: body.provider ?? "auto" })
 }
 
@@ -637,7 +638,11 @@ export const openAiRoutes = [
       Effect.flatMap(Catalog, (c) => {
         const id = safeDecode(params["*"] ?? "")
         if (id === "auto") return Effect.succeed(autoModel)
-        return Option.match(c.model(id), {
+        // `provider/model`, as a chat call may name it, is that provider's catalogued model.
+        const slash = id.indexOf("/")
+        const named = Option.orElse(c.model(id), () =>
+          slash > 0 ? Option.filter(c.model(id.slice(slash + 1)), (m) => m.provider === id.slice(0, slash)) : Option.none())
+        return Option.match(named, {
           onNone: () => Effect.fail(new NotFound({ message: `The model '${id}' does not exist in the gateway's catalogue. See GET /openai/v1/models.` })),
           onSome: (m) => Effect.succeed(openAiModel(m))
         })
@@ -649,11 +654,11 @@ export const openAiRoutes = [
     success: OpenAiModelList,
     tag,
     envelope: "openai",
-    summary: "OpenAI model list of the catalogue's chat models",
+    summary: "OpenAI model list of the catalogue's models (chat, embeddings, rerank): every id GET /openai/v1/models/{id} answers",
     handle: () =>
       Effect.map(Catalog, (c) => ({
         object: "list",
-        data: [autoModel, ...c.models.filter((m) => m.kind === "chat").map(openAiModel)]
+        data: [autoModel, ...c.models.map(openAiModel)]
       }))
   })
 ]

@@ -218,6 +218,7 @@ export const CompletionResult = Schema.Struct({
   message: Schema.Struct({ role: Schema.Literal("assistant"), content: Schema.String, toolCalls: Schema.Array(ToolCall) }),
   toolCalls: Schema.Array(ToolCall),
   finishReason: FinishReason,
+  stopSequence: Schema.optional(Schema.String.annotations({ description: "The stop sequence that ended the answer, when the upstream says which (Anthropic)" })),
   usage: Schema.Struct({
     promptTokens: Schema.Number,
     completionTokens: Schema.Number,
@@ -778,8 +779,8 @@ export const AnthropicMessage = Schema.Struct({
     Schema.Struct({ type: Schema.Literal("thinking"), thinking: Schema.String, signature: Schema.String }),
     Schema.Struct({ type: Schema.Literal("redacted_thinking"), data: Schema.String })
   )),
-  stop_reason: Schema.Literal("end_turn", "max_tokens", "tool_use", "refusal"),
-  stop_sequence: Schema.Null,
+  stop_reason: Schema.Literal("end_turn", "max_tokens", "tool_use", "refusal", "stop_sequence"),
+  stop_sequence: Schema.NullOr(Schema.String),
   usage: Schema.Struct({
     input_tokens: Schema.Number,
     output_tokens: Schema.Number,

@@ -150,6 +150,8 @@ export interface ChatResult {
   readonly usage: Partial<TokenUsage> | undefined
   /** The reasoning that came before the answer, when the upstream returns it with a signature. */
   readonly reasoning?: ReadonlyArray<ReasoningPart> | undefined
+  /** The stop sequence that ended the answer, when the upstream says which (Anthropic); the finish reason is then `stop`. */
+  readonly stopSequence?: string | undefined
   /**
    * Fields of an OpenAI-format answer that the neutral result does not model, kept so the OpenAI
    * surface returns them: the choice's (`logprobs`), the message's (`refusal`, `annotations`,
@@ -166,7 +168,7 @@ export interface ChatResult {
 export type StreamEvent =
   | { readonly _tag: "Text"; readonly text: string }
   | { readonly _tag: "ToolCallDelta"; readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string; readonly signature?: string }
-  | { readonly _tag: "Finish"; readonly reason: FinishReason }
+  | { readonly _tag: "Finish"; readonly reason: FinishReason; readonly stopSequence?: string }
   | { readonly _tag: "Usage"; readonly usage: Partial<TokenUsage> }
   /** Reasoning: a piece of its text, its signature (at the block's end), or a redacted block's data; `index` tells blocks apart. */
   | { readonly _tag: "Reasoning"; readonly index: number; readonly text?: string; readonly signature?: string; readonly redacted?: string }

@@ -352,4 +352,26 @@ describe("what an upstream's answer may claim", () => {
     answer = { json: withCalls([{ id: "c1", type: "function", function: { arguments: "{}" } }]) }
     await expect(engine.complete(call())).rejects.toMatchObject({ _tag: "UpstreamFailed", message: "p sent an unexpected answer: tool call 0: no function name" })
   })
+
+  it("an Anthropic answer's stop sequence comes back with it (JSON and streams)", async () => {
+    answer = {
+      json: {
+        id: "msg_1", type: "message", role: "assistant", model: "claude-haiku-4-5", content: [{ type: "text", text: "1, 2, 3" }],
+        stop_reason: "stop_sequence", stop_sequence: "END", usage: { input_tokens: 5, output_tokens: 4 }
+      }
+    }
+    expect(await engine.complete(call("anthropic", "claude-haiku-4-5"))).toMatchObject({ finishReason: "stop", stopSequence: "END" })
+    const event = (type: string, body: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...body })}\n\n`
+    const { last } = await stream(
+      event("message_start", { message: { id: "m", type: "message", role: "assistant", content: [], usage: { input_tokens: 5, output_tokens: 1 } } }) +
+        event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) +
+        event("content_block_delta", { index: 0, delta: { type: "text_delta", text: "1, 2" } }) +
+        event("content_block_stop", { index: 0 }) +
+        event("message_delta", { delta: { stop_reason: "stop_sequence", stop_sequence: "END" }, usage: { output_tokens: 3 } }) +
+        event("message_stop", {}),
+      "anthropic",
+      "claude-haiku-4-5"
+    )
+    expect(last).toMatchObject({ done: true, finishReason: "stop", stopSequence: "END" })
+  })
 })

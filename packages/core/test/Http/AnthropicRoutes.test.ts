@@ -22,6 +22,15 @@ const result = (over: Partial<CompletionResult>): CompletionResult => ({
 } as CompletionResult)
 
 describe("Anthropic surface", () => {
+  it("says which stop sequence ended the answer when the upstream did, plain and streamed", () => {
+    const answer = toAnthropicMessage("msg_1", result({ content: "1, 2", stopSequence: "END" }))
+    expect(answer).toMatchObject({ stop_reason: "stop_sequence", stop_sequence: "END" })
+    expect(toAnthropicMessage("msg_1", result({ content: "1, 2" }))).toMatchObject({ stop_reason: "end_turn", stop_sequence: null })
+    const { convert } = toEvents("msg_1", "m")
+    const delta = convert({ content: "", done: true, finishReason: "stop", stopSequence: "END", promptTokens: 1, completionTokens: 2 }).find((e) => e.type === "message_delta")
+    expect(delta).toMatchObject({ delta: { stop_reason: "stop_sequence", stop_sequence: "END" } })
+  })
+
   it("takes null citations and cache_control as none, as the SDK's types allow; an empty turn is refused, not dropped", () => {
     const input = messagesInputOf(decode({
       model: "claude-haiku-4-5",
