@@ -392,15 +392,23 @@ const makeService = Effect.gen(function*() {
   // Calls and usage records under way. The service's scope waits for them when it closes (a graceful
   // stop: the connections cut at its deadline abort their calls, which then record their usage) before
   // the database they write to is released.
-  const recording = new Set<Promise<unknown>>()
+  // A count, not a set of the calls: a long-lived collection holding each call's promise would keep
+  // every call's state from the young generation's collections (measured: streams at half the rate).
+  let underWay = 0
+  let whenNoneUnderWay: (() => void) | undefined
+  const settled = () => {
+    if (--underWay === 0) whenNoneUnderWay?.()
+  }
   const unfinished = <A>(p: Promise<A>): Promise<A> => {
-    recording.add(p)
-    const done = () => void recording.delete(p)
-    p.then(done, done)
+    underWay++
+    p.then(settled, settled)
     return p
   }
   yield* Effect.addFinalizer(() =>
-    Effect.promise(() => Promise.allSettled([...recording])).pipe(Effect.timeout(RECORDS_AT_CLOSE), Effect.ignore)
+    Effect.promise(() => underWay === 0 ? Promise.resolve() : new Promise<void>((resolve) => void (whenNoneUnderWay = resolve))).pipe(
+      Effect.timeout(RECORDS_AT_CLOSE),
+      Effect.ignore
+    )
   )
   const health = yield* ProviderHealth
   const metering = yield* Metering
