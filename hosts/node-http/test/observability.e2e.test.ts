@@ -306,6 +306,21 @@ describe("observability", () => {
     }
     expect((await call(server.url, "GET", "/v1/ready")).body).toEqual({ status: "ready", checks: { database: "ok", migrations: "ok" } })
   })
+
+  it("answers /v1/ready 503 while the database answers reads but takes no write (a full disk, a read-only file)", async () => {
+    const db = new Database(path.join(server.dataDir, "data", "aigw.sqlite"))
+    try {
+      // Every write to the probe's row fails as a full disk's would.
+      db.exec("CREATE TRIGGER fail_probe BEFORE UPDATE ON aigw_probe BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+      const refused = await call(server.url, "GET", "/v1/ready")
+      expect([refused.status, refused.body]).toEqual([503, { status: "unavailable", checks: { database: "failed", migrations: "ok" } }])
+      expect((await call(server.url, "GET", "/v1/health")).status).toBe(200)
+      db.exec("DROP TRIGGER fail_probe")
+      expect((await call(server.url, "GET", "/v1/ready")).status).toBe(200)
+    } finally {
+      db.close()
+    }
+  })
 })
 
 describe("observability switched off", () => {

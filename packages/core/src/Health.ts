@@ -78,15 +78,28 @@ const migrationsApplied = (sql: SqlClient.SqlClient): Effect.Effect<boolean> =>
   )
 
 /**
- * Readiness (`GET /v1/ready`): the database answers AND its migrations are applied up to the newest
- * this build knows (a process started before its migrations ran must not take traffic). Without a
- * database (memory stores) there is nothing to check.
+ * Whether the database takes a write: one row updated. A database that answers reads but cannot be
+ * written (a full disk, a read-only file or replica) would fail every metered call with a 500.
+ */
+const takesWrites = (sql: SqlClient.SqlClient): Effect.Effect<boolean> =>
+  sql`UPDATE aigw_probe SET checked_at = ${Date.now()} WHERE id = 1`.pipe(
+    Effect.timeoutFail({ duration: PROBE_TIMEOUT, onTimeout: () => new Error(`no answer within ${Duration.format(PROBE_TIMEOUT)}`) }),
+    Effect.as(true),
+    Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("ready: the database does not take a write", cause), false))
+  )
+
+/**
+ * Readiness (`GET /v1/ready`): the database answers and takes a write, AND its migrations are applied
+ * up to the newest this build knows (a process started before its migrations ran must not take
+ * traffic). Without a database (memory stores) there is nothing to check.
  */
 export const ready: Effect.Effect<Readiness> = Effect.gen(function*() {
   const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
   if (Option.isNone(sql)) return { status: "ready" as const, checks: {} }
-  const database = yield* probeOf(sql.value)
-  const migrated = database && (yield* migrationsApplied(sql.value))
+  const answers = yield* probeOf(sql.value)
+  const migrated = answers && (yield* migrationsApplied(sql.value))
+  // The write needs the probe's table: before the migrations, their check is the one that fails.
+  const database = migrated ? yield* takesWrites(sql.value) : answers
   const checks = { database: database ? "ok" as const : "failed" as const, migrations: migrated ? "ok" as const : "failed" as const }
   return { status: database && migrated ? "ready" as const : "unavailable" as const, checks }
 })

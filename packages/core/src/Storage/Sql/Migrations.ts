@@ -243,7 +243,12 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       sqlite: () =>
         Effect.forEach([KEY_CHANGES.table, KEY_CHANGES.row, ...KEY_CHANGES_TRIGGERS.map((t) => t.sql)], (ddl) => sql.unsafe(ddl), { discard: true }),
       orElse: () => Effect.void
-    }))
+    })),
+  /** One row that readiness writes (Health.ts `ready`): a database that answers but takes no write is not ready. */
+  "0010_readiness_probe": statements(`
+    CREATE TABLE aigw_probe (id INTEGER PRIMARY KEY, checked_at BIGINT NOT NULL);
+    INSERT INTO aigw_probe (id, checked_at) VALUES (1, 0)
+  `)
 }
 
 const TABLE = "aigw_migrations"
