@@ -136,7 +136,8 @@ export const providerFor = (path: string | undefined): ConfigProvider.ConfigProv
   if (!path) return env
   let parsed: unknown
   try {
-    parsed = JSON.parse(fs.readFileSync(path, "utf8"))
+    // A byte order mark (as some Windows editors save UTF-8) is no JSON, but no mistake either.
+    parsed = JSON.parse(fs.readFileSync(path, "utf8").replace(/^\uFEFF/, ""))
   } catch (e) {
     throw startupError(`AIGW_CONFIG: cannot read ${path}: ${(e as Error).message}`, "check AIGW_CONFIG")
   }

@@ -34,7 +34,10 @@ export const layerFromEnv: Layer.Layer<never> = Layer.unwrapEffect(
   Effect.map(
     Config.all({
       on: Config.boolean("AIGW_TRACING").pipe(Config.withDefault(false)),
-      endpoint: Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT")),
+      // Checked at start: a value that is no URL used to start and export nothing, saying nothing.
+      endpoint: Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
+        Config.validate({ message: "OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (the collector, e.g. http://127.0.0.1:4318)", validation: (u) => /^https?:\/\/[^\s/]+/i.test(u) })
+      )),
       serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("aigw"))
     }),
     ({ endpoint, on, serviceName }) =>

@@ -84,6 +84,9 @@ describe("AIGW_CONFIG file keys", () => {
     ]
     const file = fileWith(Object.fromEntries(keys.map((k) => [k, "1"])))
     expect(() => ConfigFile.providerFor(file)).not.toThrow()
+    // Saved with a byte order mark.
+    fs.writeFileSync(file, `\uFEFF${fs.readFileSync(file, "utf8")}`)
+    expect(() => ConfigFile.providerFor(file)).not.toThrow()
     expect(ConfigFile.checkKeys(["NOT_A_PROVIDER_API_KEY"], "f.json")).toContain('"NOT_A_PROVIDER_API_KEY"')
   })
 

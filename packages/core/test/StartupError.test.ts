@@ -1,14 +1,17 @@
 /** Start-up failures as one line naming the cause and the variable to fix (StartupError.ts), and the checks behind them. */
 import { ServeError } from "@effect/platform/HttpServerError"
-import { Cause, ConfigError, ConfigProvider, Effect, Exit, Layer } from "effect"
+import { Cause, ConfigError, ConfigProvider, Effect, Exit, Layer, Option, Redacted } from "effect"
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
+import * as Jwt from "../src/Accounts/Jwt.ts"
 import * as GatewayConfig from "../src/Config.ts"
 import * as Database from "../src/Storage/Database.ts"
 import { describeStartupFailure, ensureWritableDir, redactUrls, StartupError } from "../src/StartupError.ts"
 import { kindOf } from "../src/Storage/Database.ts"
+import * as Tracing from "../src/Tracing.ts"
 import { scratchDir } from "./support/scratch.ts"
 
 const oneLine = (line: string) => {
@@ -104,6 +107,28 @@ describe("start-up checks", () => {
     // An SQLite URL naming no file was a temporary database, gone (with every key) at the next start.
     for (const url of ["sqlite:", "sqlite://"]) expect(() => kindOf(url)).toThrow(/DATABASE_URL sqlite: names no file/)
     expect(kindOf("sqlite::memory:")).toBe("sqlite")
+  })
+
+  it("a JWT key that cannot be used names its variable, not OpenSSL's decoder", async () => {
+    const failure = async (options: Partial<GatewayConfig.GatewayOptions>) => {
+      const exit = await Effect.runPromiseExit(Effect.provide(Jwt.make, GatewayConfig.layer({ dataDir: scratchDir("aigw-jwt-"), ...options })))
+      if (Exit.isSuccess(exit)) throw new Error("expected the key to be refused")
+      return oneLine(describeStartupFailure(exit.cause))
+    }
+    expect(await failure({ jwtPrivateKey: Option.some(Redacted.make("not a key")) })).toBe(
+      "aigw: JWT_PRIVATE_KEY is not a private key in PEM (-----BEGIN PRIVATE KEY-----) (check JWT_PRIVATE_KEY)"
+    )
+    const rsa = crypto.generateKeyPairSync("rsa", { modulusLength: 1024 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString()
+    expect(await failure({ jwtPrivateKey: Option.some(Redacted.make(rsa)) })).toContain("must be an Ed25519 private key (PEM) (check JWT_PRIVATE_KEY)")
+    expect(await failure({ jwtSecret: Option.some(Redacted.make("short")) })).toContain("JWT_SECRET must be at least 32 bytes (check JWT_SECRET)")
+  })
+
+  it("a tracing endpoint that is no URL stops the start, naming it", async () => {
+    const exit = await Effect.runPromiseExit(Effect.scoped(Layer.build(Tracing.layerFromEnv)).pipe(
+      Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["OTEL_EXPORTER_OTLP_ENDPOINT", "notaurl"]])))
+    ))
+    if (Exit.isSuccess(exit)) throw new Error("expected the endpoint to be refused")
+    expect(oneLine(describeStartupFailure(exit.cause))).toContain("OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL")
   })
 
   it("an unknown plan in AIGW_PLAN_LIMITS is refused with the valid plan names", async () => {

@@ -9,6 +9,7 @@ import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { GatewayConfig } from "../Config.ts"
+import { StartupError, startupError } from "../StartupError.ts"
 
 export const ISSUER = "aigw"
 export const AUDIENCE = "aigw-api"
@@ -65,14 +66,20 @@ const keyMaterial = (
   dataDir: string
 ): KeyMaterial => {
   if (Option.isSome(privateKey)) {
-    const signKey = crypto.createPrivateKey(Redacted.value(privateKey.value).replace(/\\n/g, "\n"))
-    if (signKey.asymmetricKeyType !== "ed25519") throw new Error("JWT_PRIVATE_KEY must be an Ed25519 private key (PEM)")
+    let signKey: crypto.KeyObject
+    try {
+      signKey = crypto.createPrivateKey(Redacted.value(privateKey.value).replace(/\\n/g, "\n"))
+    } catch {
+      // OpenSSL's own words ("DECODER routines::unsupported") do not say which value or what is expected.
+      throw startupError("JWT_PRIVATE_KEY is not a private key in PEM (-----BEGIN PRIVATE KEY-----)", "check JWT_PRIVATE_KEY")
+    }
+    if (signKey.asymmetricKeyType !== "ed25519") throw startupError("JWT_PRIVATE_KEY must be an Ed25519 private key (PEM)", "check JWT_PRIVATE_KEY")
     return { alg: "EdDSA", signKey, verifyKey: crypto.createPublicKey(signKey) }
   }
   const bytes = Option.isSome(secret)
     ? new TextEncoder().encode(Redacted.value(secret.value))
     : generatedSecret(dataDir)
-  if (bytes.length < 32) throw new Error("JWT_SECRET must be at least 32 bytes")
+  if (bytes.length < 32) throw startupError("JWT_SECRET must be at least 32 bytes", "check JWT_SECRET")
   return { alg: "HS256", signKey: bytes, verifyKey: bytes }
 }
 
@@ -80,7 +87,7 @@ export const make = Effect.gen(function*() {
   const config = yield* GatewayConfig
   const keys = yield* Effect.try({
     try: () => keyMaterial(config.jwtSecret, config.jwtPrivateKey, config.dataDir),
-    catch: (e) => new Error(`JWT key setup failed: ${(e as Error).message}`)
+    catch: (e) => e instanceof StartupError ? e : new Error(`JWT key setup failed: ${(e as Error).message}`)
   }).pipe(Effect.orDie)
   // Tokens already verified, by their full text (signature included): a token's claims never change,
   // so its next presentation skips the signature check, the larger part of a JWT call's CPU
