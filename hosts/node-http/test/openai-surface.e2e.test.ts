@@ -270,6 +270,16 @@ describe("OpenAI surface with the official clients", () => {
     upstream.extras = {}
   })
 
+  it("names the model that answers on every streamed chunk, as the JSON answer does, for `auto` and provider/model calls", async () => {
+    for (const model of ["auto", "openai/gpt-4o-mini"]) {
+      const models = new Set<string>()
+      for await (const chunk of await client(user).chat.completions.create({ model, messages: [{ role: "user", content: "hi" }], stream: true })) models.add(chunk.model)
+      const answered = await client(user).chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] })
+      expect([...models], model).toEqual([answered.model])
+      expect(answered.model).not.toBe("auto")
+    }
+  })
+
   it("streams each upstream chunk's own fields (system_fingerprint, service_tier, obfuscation) and an event's text with its other fields in one chunk", async () => {
     upstream.extras = { chunk: { service_tier: "default", obfuscation: "pad" }, delta: { annotations: [] }, streamChoice: { x_choice: 1 } }
     const chat = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], stream: true, stream_options: { include_usage: true } }

@@ -373,7 +373,7 @@ const messagesSurface = chatSurface<MessagesBody, { readonly type: string }>({
   streamed: (body: MessagesBody) => body.stream === true,
   newId: messageId,
   answer: toAnthropicMessage,
-  stream: (id, body) => ({ ...toEvents(id, body.model), frame: anthropicFrame })
+  stream: (id, _body, model) => ({ ...toEvents(id, model), frame: anthropicFrame })
 })
 
 /** The count_tokens request: what a Messages request sends before the answer. */

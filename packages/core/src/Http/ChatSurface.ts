@@ -50,7 +50,8 @@ export interface ChatSurface<B, E> {
   /** The answer in the surface's format, or the error of an answer it cannot express. */
   readonly answer: (id: string, result: CompletionResult) => unknown
   /** A fresh converter for one stream. */
-  readonly stream: (id: string, body: B) => SurfaceStream<E>
+  /** The stream's text; `model` is the model of the target that accepted the call (an `auto` call's too). */
+  readonly stream: (id: string, body: B, model: string) => SurfaceStream<E>
 }
 
 const failOn = <A>(value: A) => (isGatewayError(value) ? Effect.fail(value as GatewayError) : Effect.succeed(value))
@@ -79,8 +80,7 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
       const completions = yield* Completions
       const id = s.newId()
       if (!s.streamed(body)) return yield* failOn(s.answer(id, yield* completions.complete(avatar, input)))
-      const text = streamText(s.stream(id, body))
-      return yield* streamAnswer(completions.stream(avatar, input), text.frames, text.opening, text.trailer)
+      return yield* streamAnswer(completions.stream(avatar, input), (opened) => streamText(s.stream(id, body, opened.target.model.id)))
     })
   }
 
@@ -99,8 +99,11 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
             return answer
           }
         }
-        const text = streamText(s.stream(id, body))
-        return async (lane) => lane.stream(await calls.openStream({ ...lane.call(targets), messages, request }), text.frames, text.opening, text.trailer)
+        return async (lane) => {
+          const opened = await calls.openStream({ ...lane.call(targets), messages, request })
+          const text = streamText(s.stream(id, body, opened.target.model.id))
+          return lane.stream(opened, text.frames, text.opening, text.trailer)
+        }
       })
     }
   }

@@ -42,8 +42,13 @@ export const WireToolCall = strict(Schema.Struct({
   arguments: Schema.optional(Schema.String),
   /** The upstream's signature of the call, as the answer gave it (`signature`, or OpenAI-style Gemini's `extra_content.google.thought_signature`). */
   signature: Schema.optional(Signature),
+  /** A stream delta's position, which clients keep when they build the message from a stream: no meaning here. */
+  index: Schema.optional(Schema.Number),
   extra_content: Schema.optional(strict(Schema.Struct({ google: strict(Schema.Struct({ thought_signature: Signature })) })))
 }))
+
+/** The text of a /v1/complete/stream answer: a frame per chunk, no opening or trailer. */
+const gatewayStreamText = { frames: sseFrame, opening: "", trailer: "" }
 
 /** Longest message text accepted (characters). */
 export const MAX_CONTENT = 2_000_000
@@ -246,13 +251,12 @@ const pulledText = (opened: ChatStream, frames: (chunk: StreamChunk) => string, 
  */
 export const streamAnswer = <E, R>(
   open: Effect.Effect<ChatStream, E, R>,
-  frames: (chunk: StreamChunk) => string,
-  opening = "",
-  trailer = ""
+  textOf: (opened: ChatStream) => { readonly frames: (chunk: StreamChunk) => string; readonly opening: string; readonly trailer: string }
 ) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const opened = yield* Scope.extend(open, scope).pipe(Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause))))
+    const { frames, opening, trailer } = textOf(opened)
     const bytes = Stream.ensuring(pulledText(opened, frames, opening, trailer), Scope.close(scope, Exit.void))
     const { "content-type": contentType, ...headers } = SSE_HEADERS
     return HttpServerResponse.stream(bytes, { contentType, headers })
@@ -321,7 +325,7 @@ export const completionRoutes = [
     check: checkCompletion,
     handle: ({ avatar, body }) =>
       Effect.flatMap(toChatMessages(body.messages), (messages) =>
-        streamAnswer(Effect.flatMap(Completions, (c) => c.stream(avatar, toInput(body, messages))), sseFrame)),
+        streamAnswer(Effect.flatMap(Completions, (c) => c.stream(avatar, toInput(body, messages))), () => gatewayStreamText)),
     lane: completionLane("stream")
   }),
   authed({

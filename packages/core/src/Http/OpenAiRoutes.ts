@@ -128,8 +128,8 @@ const knownFields = {
   max_tokens: Schema.optional(Schema.NullOr(MaxTokens)),
   max_completion_tokens: Schema.optional(Schema.NullOr(MaxTokens)),
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
-  // include_obfuscation is refused by name: the gateway writes the stream's chunks itself.
-  stream_options: Schema.optional(Schema.NullOr(strict(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }))))
+  // include_obfuscation: false drops the upstream's `obfuscation` field from the chunks the gateway writes.
+  stream_options: Schema.optional(Schema.NullOr(strict(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean), include_obfuscation: Schema.optional(Schema.Boolean) }))))
 }
 
 /**
@@ -272,6 +272,11 @@ export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequ
   return { ...input, messages, ...(input.tools ? { tools: toolsOf(body, input.tools) } : {}), options: optionsOf(body) }
 }
 
+const withoutKey = (o: Readonly<Record<string, unknown>>, key: string): Readonly<Record<string, unknown>> | undefined => {
+  const { [key]: _dropped, ...rest } = o
+  return Object.keys(rest).length > 0 ? rest : undefined
+}
+
 /** A tool call's signature where Gemini's OpenAI-compatible API puts it, for clients that send it back as they got it. */
 const signatureField = (signature: string | undefined) => signature !== undefined ? { extra_content: { google: { thought_signature: signature } } } : {}
 
@@ -325,7 +330,7 @@ const openAiUsage = (u: Pick<StreamChunk, "promptTokens" | "completionTokens" | 
  * (empty content), sent as soon as the upstream accepted the call; then `convert` per chunk (usage
  * chunk when asked, errors as `error`).
  */
-export const toChunks = (id: string, model: string, includeUsage: boolean) => {
+export const toChunks = (id: string, model: string, includeUsage: boolean, withoutObfuscation = false) => {
   const created = Math.floor(Date.now() / 1000)
   // The fields every chunk repeats, serialised once per stream: a chunk's JSON is this head, then its own
   // fields (the same text as serialising { ...base, ...fields }).
@@ -335,8 +340,9 @@ export const toChunks = (id: string, model: string, includeUsage: boolean) => {
   const opening = chunk({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] })
   const convert = (c: StreamChunk): Array<string> => {
     if (c.error !== undefined) return [JSON.stringify({ error: { message: c.error, type: "api_error", code: "UpstreamFailed" } })]
-    // The upstream chunk's own unmodelled fields (system_fingerprint, ...) after the head, as OpenAI orders them.
-    const own = c.extra?.body
+    // The upstream chunk's own unmodelled fields (system_fingerprint, ...) after the head, as OpenAI orders them;
+    // its padding against length side channels not when the client asked for none (include_obfuscation: false).
+    const own = withoutObfuscation && c.extra?.body?.obfuscation !== undefined ? withoutKey(c.extra.body, "obfuscation") : c.extra?.body
     if (!c.done) {
       // A text chunk (the most frequent) written out directly: the same text as the general form below.
       if (c.toolCalls === undefined && c.extra?.delta === undefined && c.extra?.choice === undefined) {
@@ -527,7 +533,11 @@ const checkedImagesInput = (body: ImagesRequest) => {
 export const completionId = () => `chatcmpl-${crypto.randomUUID().replace(/-/g, "")}`
 
 /** A Chat Completions stream: OpenAI's chunks as `data:` events, ended by `[DONE]`. */
-export const openAiStream = (id: string, body: ChatCompletionBody) => ({ ...toChunks(id, body.model, body.stream_options?.include_usage === true), frame: sseData, trailer: SSE_DONE })
+export const openAiStream = (id: string, body: ChatCompletionBody, model: string) => ({
+  ...toChunks(id, model, body.stream_options?.include_usage === true, body.stream_options?.include_obfuscation === false),
+  frame: sseData,
+  trailer: SSE_DONE
+})
 
 /** Chat Completions over the gateway's one chat call (ChatSurface.ts builds the check, the handler and the fast-lane plan). */
 const chat = chatSurface({

@@ -115,9 +115,9 @@ describe("the OpenAI surface's usage and signatures", () => {
     const refusals: Array<[Record<string, unknown>, string]> = [
       [{ messages: [{ role: "user", content: [{ type: "text", text: "a", extra: 1 }] }] }, "messages.0.content.0.extra: is unexpected"],
       [{ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://x/y.png", size: 2 } }] }] }, "messages.0.content.0.image_url.size: is unexpected"],
-      [{ messages: [{ role: "user", content: "a" }], stream: true, stream_options: { include_usage: true, include_obfuscation: false } }, "stream_options.include_obfuscation: is unexpected"],
+      [{ messages: [{ role: "user", content: "a" }], stream: true, stream_options: { include_usage: true, chunk_size: 2 } }, "stream_options.chunk_size: is unexpected"],
       [{ messages: [{ role: "user", content: "a" }], response_format: { type: "json_schema", json_schema: { name: "x", schema: {}, extra: true } } }, "response_format.json_schema.extra: is unexpected"],
-      [{ messages: [{ role: "user", content: "a" }, { role: "assistant", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" }, index: 0 }] }] }, "messages.1.tool_calls.0.index: is unexpected"],
+      [{ messages: [{ role: "user", content: "a" }, { role: "assistant", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" }, index: 0, extra: 1 }] }] }, "messages.1.tool_calls.0.extra: is unexpected"],
       [{ messages: [{ role: "user", content: "a" }], stream_options: { include_usage: true } }, "stream_options is only allowed when stream is true"],
       [{ messages: [{ role: "user", content: "a" }], max_tokens: 11, max_completion_tokens: 22 }, "max_tokens and max_completion_tokens differ: send one of them"]
     ]
@@ -126,5 +126,17 @@ describe("the OpenAI surface's usage and signatures", () => {
     expect(inputOf({ messages: [{ role: "user", content: "a" }], n: 2 })).toMatchObject({
       message: "Invalid request body: n: n must be 1: the gateway returns one choice per call (send n calls)"
     })
+  })
+
+  it("include_obfuscation: false drops the upstream's obfuscation field from the chunks, and only that", () => {
+    const extra = { body: { system_fingerprint: "fp", obfuscation: "xyz" } }
+    const chunkWith = (without: boolean) => {
+      const { convert } = toChunks("chatcmpl-1", "m", false, without)
+      return JSON.parse(convert({ content: "hi", done: false, extra })[0]!)
+    }
+    expect(chunkWith(false)).toMatchObject({ system_fingerprint: "fp", obfuscation: "xyz" })
+    const without = chunkWith(true)
+    expect(without.system_fingerprint).toBe("fp")
+    expect("obfuscation" in without).toBe(false)
   })
 })

@@ -32,7 +32,7 @@ const driven = () => {
 const frames = (c: StreamChunk) => `data: ${c.content}\n\n`
 
 const webResponse = (open: Effect.Effect<ChatStream, never, Scope.Scope>) =>
-  Effect.runPromise(Effect.map(streamAnswer(open, frames, "data: open\n\n", "data: [DONE]\n\n"), (r) => HttpServerResponse.toWeb(r)))
+  Effect.runPromise(Effect.map(streamAnswer(open, () => ({ frames, opening: "data: open\n\n", trailer: "data: [DONE]\n\n" })), (r) => HttpServerResponse.toWeb(r)))
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 10))
 
