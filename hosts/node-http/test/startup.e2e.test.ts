@@ -11,7 +11,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { groupMembers, processTree } from "./support/attack.ts"
-import { type FailedStart, freePort, hostEnv, startExpectingFailure, startServer } from "./support/server.ts"
+import { call, type FailedStart, freePort, hostEnv, startExpectingFailure, startServer } from "./support/server.ts"
 import { signUp } from "./support/accounts.ts"
 import { startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 // @ts-expect-error: a plain .mjs script without declarations
@@ -262,6 +262,21 @@ describe("npm start under a process manager", () => {
       } catch {
         // the group is gone
       }
+    }
+  }, T)
+})
+
+describe("the AIGW_ADMIN_* avatar", () => {
+  it("is created with the operator's values, one registration would refuse said in a warning", async () => {
+    const server = await startServer({ AIGW_ADMIN_USERNAME: "admin", AIGW_ADMIN_EMAIL: "admin@localhost", AIGW_ADMIN_PASSWORD: "admin" })
+    try {
+      const auth = await call(server.url, "POST", "/api/avatar/authenticate", { body: { username: "admin", password: "admin" } })
+      expect(auth.body).toMatchObject({ isError: false, result: { username: "admin", email: "admin@localhost" } })
+      const profile = await call(server.url, "GET", `/api/avatar/${auth.body.result.id}`, { token: auth.body.result.jwtToken })
+      expect(profile.body.result).toMatchObject({ AvatarType: "Admin" })
+      expect(server.output()).toMatch(/AIGW_ADMIN_\*: registration would refuse these values \(.*email must be a valid e-mail address.*password must be at least 8 characters/)
+    } finally {
+      await server.stop()
     }
   }, T)
 })

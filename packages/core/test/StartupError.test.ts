@@ -84,10 +84,10 @@ describe("start-up checks", () => {
     )
     // Values that used to start and then spin a loop, refuse every body, or make links and mail unusable.
     for (const [name, value, message] of [
-      ["AIGW_WEBHOOK_RETRY_BASE_MS", "-100", "must be a number of milliseconds from 10 to 86400000"],
-      ["AIGW_WORKER_INTERVAL_MS", "0", "must be a number of milliseconds from 10 to 86400000"],
-      ["AIGW_JOB_POLL_MS", "-1", "must be a number of milliseconds from 10 to 86400000"],
-      ["AIGW_MAX_BODY_BYTES", "-5", "must be a number of bytes of at least 1024"],
+      ["AIGW_WEBHOOK_RETRY_BASE_MS", "-100", "must be a number of milliseconds from 1 to 86400000"],
+      ["AIGW_WORKER_INTERVAL_MS", "0", "must be a number of milliseconds from 1 to 86400000"],
+      ["AIGW_JOB_POLL_MS", "-1", "must be a number of milliseconds from 1 to 86400000"],
+      ["AIGW_MAX_BODY_BYTES", "-5", "must be a positive number of bytes"],
       ["PUBLIC_URL", "aigw.example.com", "PUBLIC_URL must be an http:// or https:// URL"],
       ["SMTP_URL", "mailer:hunter2@mail.example.com", "SMTP_URL must be an smtp:// or smtps:// URL"]
     ]) {
@@ -96,14 +96,10 @@ describe("start-up checks", () => {
       expect(line).toContain(`(check ${name})`)
       expect(line).not.toContain("hunter2")
     }
-    // The Admin avatar: all three variables, each by registration's rules.
+    // The Admin avatar: all three variables or none.
     expect(await configFailure({ AIGW_ADMIN_USERNAME: "root_admin", AIGW_ADMIN_EMAIL: "root@example.com" })).toContain(
       "the Admin avatar needs AIGW_ADMIN_USERNAME, AIGW_ADMIN_EMAIL and AIGW_ADMIN_PASSWORD together; AIGW_ADMIN_PASSWORD is not set (check AIGW_ADMIN_PASSWORD)"
     )
-    const admin = { AIGW_ADMIN_USERNAME: "root_admin", AIGW_ADMIN_EMAIL: "root@example.com", AIGW_ADMIN_PASSWORD: "long enough secret" }
-    expect(await configFailure({ ...admin, AIGW_ADMIN_USERNAME: "a" })).toContain("username must be 3 to 32 characters")
-    expect(await configFailure({ ...admin, AIGW_ADMIN_EMAIL: "notanemail" })).toContain("(check AIGW_ADMIN_EMAIL)")
-    expect(await configFailure({ ...admin, AIGW_ADMIN_PASSWORD: "x" })).toContain("password must be at least 8 characters")
     // An SQLite URL naming no file was a temporary database, gone (with every key) at the next start.
     for (const url of ["sqlite:", "sqlite://"]) expect(() => kindOf(url)).toThrow(/DATABASE_URL sqlite: names no file/)
     expect(kindOf("sqlite::memory:")).toBe("sqlite")

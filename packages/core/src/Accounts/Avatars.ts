@@ -2,7 +2,7 @@
  * The avatar (user account) service: register, verify e-mail, authenticate, read, update,
  * soft delete, password reset. HTTP and MCP edges call this; it never sees a request.
  */
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Either, Layer, Option, ParseResult, Redacted, Schema } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, Rejected, TooManyRequests } from "../Errors.ts"
 import * as Templates from "../Mail/Templates.ts"
@@ -15,6 +15,7 @@ import { SendLimitStore } from "../Storage/SendLimitStore.ts"
 import { Jwt } from "./Jwt.ts"
 import { Passwords } from "./Passwords.ts"
 import { randomToken, sha256 } from "./Secrets.ts"
+import { Email, Password, Username } from "./Schemas.ts"
 
 export const VERIFY_TTL_MS = 24 * 60 * 60 * 1000
 export const RESET_TTL_MS = 60 * 60 * 1000
@@ -407,6 +408,13 @@ const makeService = Effect.gen(function*() {
   const bootstrapAdmin = Effect.gen(function*() {
     if (Option.isNone(config.admin) || (yield* store.countAdmins()) > 0) return
     const admin = config.admin.value
+    // The operator's values are taken as given; one registration would refuse is said once, here.
+    const refusals = [
+      Schema.decodeUnknownEither(Username)(admin.username),
+      Schema.decodeUnknownEither(Email)(admin.email),
+      Schema.decodeUnknownEither(Password)(Redacted.value(admin.password))
+    ].flatMap((checked) => Either.isLeft(checked) ? [ParseResult.TreeFormatter.formatErrorSync(checked.left)] : [])
+    if (refusals.length > 0) yield* Effect.logWarning(`AIGW_ADMIN_*: registration would refuse these values (${refusals.join("; ")}); the Admin is created with them`)
     const now = Date.now()
     yield* store.insert(newAvatar({
       username: admin.username,
