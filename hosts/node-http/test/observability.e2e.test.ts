@@ -312,10 +312,14 @@ describe("observability", () => {
     try {
       // Every write to the probe's row fails as a full disk's would.
       db.exec("CREATE TRIGGER fail_probe BEFORE UPDATE ON aigw_probe BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+      // The probes' answers are reused for a second (Health.ts PROBE_TTL).
+      const afterTtl = () => new Promise((resolve) => setTimeout(resolve, 1_100))
+      await afterTtl()
       const refused = await call(server.url, "GET", "/v1/ready")
       expect([refused.status, refused.body]).toEqual([503, { status: "unavailable", checks: { database: "failed", migrations: "ok" } }])
       expect((await call(server.url, "GET", "/v1/health")).status).toBe(200)
       db.exec("DROP TRIGGER fail_probe")
+      await afterTtl()
       expect((await call(server.url, "GET", "/v1/ready")).status).toBe(200)
     } finally {
       db.close()

@@ -23,23 +23,29 @@ const PROBE_TIMEOUT = Duration.seconds(2)
 /** How long a probe's answer is reused: health stays one cached lookup under load. */
 const PROBE_TTL = Duration.seconds(1)
 
-// One cached probe per database client (a process normally has one).
-const probes = new WeakMap<SqlClient.SqlClient, Effect.Effect<boolean>>()
-
-const probeOf = (sql: SqlClient.SqlClient): Effect.Effect<boolean> => {
-  let probe = probes.get(sql)
-  if (probe === undefined) {
-    const once = sql`SELECT 1`.pipe(
-      Effect.timeoutFail({ duration: PROBE_TIMEOUT, onTimeout: () => new Error(`no answer within ${Duration.format(PROBE_TIMEOUT)}`) }),
-      Effect.as(true),
-      Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("health: the database does not answer", cause), false))
-    )
-    // Concurrent callers share one probe in flight and its answer for PROBE_TTL.
-    probe = Effect.runSync(Effect.cachedWithTTL(once, PROBE_TTL))
-    probes.set(sql, probe)
+/**
+ * A probe of the database, cached per database client (a process normally has one): concurrent
+ * callers share one probe in flight and its answer for PROBE_TTL, so an unauthenticated endpoint
+ * polled hard costs the database one probe a second.
+ */
+const cachedProbe = (probe: (sql: SqlClient.SqlClient) => Effect.Effect<unknown, unknown>, failure: string) => {
+  const probes = new WeakMap<SqlClient.SqlClient, Effect.Effect<boolean>>()
+  return (sql: SqlClient.SqlClient): Effect.Effect<boolean> => {
+    let cached = probes.get(sql)
+    if (cached === undefined) {
+      const once = Effect.suspend(() => probe(sql)).pipe(
+        Effect.timeoutFail({ duration: PROBE_TIMEOUT, onTimeout: () => new Error(`no answer within ${Duration.format(PROBE_TIMEOUT)}`) }),
+        Effect.as(true),
+        Effect.catchAllCause((cause) => Effect.as(Effect.logWarning(failure, cause), false))
+      )
+      cached = Effect.runSync(Effect.cachedWithTTL(once, PROBE_TTL))
+      probes.set(sql, cached)
+    }
+    return cached
   }
-  return probe
 }
+
+const probeOf = cachedProbe((sql) => sql`SELECT 1`, "health: the database does not answer")
 
 /** The health object; `status` is `ok` unless the database (when there is one) fails its probe. */
 export const check: Effect.Effect<Health, never, GatewayConfig> = Effect.gen(function*() {
@@ -81,12 +87,7 @@ const migrationsApplied = (sql: SqlClient.SqlClient): Effect.Effect<boolean> =>
  * Whether the database takes a write: one row updated. A database that answers reads but cannot be
  * written (a full disk, a read-only file or replica) would fail every metered call with a 500.
  */
-const takesWrites = (sql: SqlClient.SqlClient): Effect.Effect<boolean> =>
-  sql`UPDATE aigw_probe SET checked_at = ${Date.now()} WHERE id = 1`.pipe(
-    Effect.timeoutFail({ duration: PROBE_TIMEOUT, onTimeout: () => new Error(`no answer within ${Duration.format(PROBE_TIMEOUT)}`) }),
-    Effect.as(true),
-    Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("ready: the database does not take a write", cause), false))
-  )
+const takesWrites = cachedProbe((sql) => sql`UPDATE aigw_probe SET checked_at = ${Date.now()} WHERE id = 1`, "ready: the database does not take a write")
 
 /**
  * Readiness (`GET /v1/ready`): the database answers and takes a write, AND its migrations are applied

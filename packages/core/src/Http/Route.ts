@@ -147,11 +147,13 @@ const parseOptions: ParseOptions = { errors: "all", onExcessProperty: "ignore" }
  */
 export const describeParseError = (error: ParseResult.ParseError): string => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => ({ ...i, at: i.path.join(".") }))
-  const deeper = (a: { readonly at: string; readonly path: ReadonlyArray<unknown> }, b: { readonly at: string; readonly path: ReadonlyArray<unknown> }) =>
-    b.path.length > a.path.length && (a.path.length === 0 || b.at.startsWith(`${a.at}.`))
+  // Every proper prefix of an issue's path: an issue at one of them has a deeper one. A set, so a hostile
+  // body with many problems costs linear time, not a comparison of every pair.
+  const above = new Set<string>()
+  for (const i of issues) for (let n = 0; n < i.path.length; n++) above.add(i.path.slice(0, n).join("."))
   const seen = new Set<string>()
   return issues
-    .filter((i) => !issues.some((other) => deeper(i, other)))
+    .filter((i) => !above.has(i.at))
     .filter((i) => !seen.has(i.at) && seen.add(i.at) !== undefined)
     .slice(0, 10)
     .map((i) => (i.path.length > 0 ? `${i.at}: ${i.message}` : i.message))
