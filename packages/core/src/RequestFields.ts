@@ -1,5 +1,34 @@
 /** Request fields shared by many endpoints and MCP tools. */
-import { Schema } from "effect"
+import { Schema, SchemaAST as AST } from "effect"
 
 /** `provider`: a provider id or `auto` (the default). */
 export const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
+
+/** Any array, its items not looked at (they are decoded once its length is known to be in bounds). */
+const anArray = Schema.declare((u): u is ReadonlyArray<unknown> => Array.isArray(u), { title: "an array" })
+
+/** The bounds of a {@link BoundedArray}, with the messages that name them (a default names the count). */
+export interface ArrayBounds {
+  readonly min?: number
+  readonly max: number
+  readonly minMessage?: string
+  readonly maxMessage?: string
+  readonly description?: string
+}
+
+/**
+ * An array of `min` to `max` items whose length is checked before any item is decoded. A plain
+ * `Schema.Array(item).pipe(Schema.maxItems(max))` decodes every item first (and describes the problems of
+ * each), so a hostile body of many bad items held the event loop for seconds before its length was refused.
+ * Documented (OpenAPI, MCP input schemas) as that plain array.
+ */
+export const BoundedArray = <A, I, R>(item: Schema.Schema<A, I, R>, bounds: ArrayBounds): Schema.Schema<ReadonlyArray<A>, ReadonlyArray<I>, R> => {
+  const { min = 0, max } = bounds
+  const atMost = Schema.maxItems(max, { message: () => bounds.maxMessage ?? `holds at most ${max} items` })
+  const atLeast = Schema.minItems(min, { message: () => bounds.minMessage ?? `must hold at least ${min} item${min === 1 ? "" : "s"}` })
+  const limits = <T extends ReadonlyArray<unknown>, E, C>(array: Schema.Schema<T, E, C>) => min > 0 ? array.pipe(atLeast, atMost) : array.pipe(atMost)
+  const described = bounds.description === undefined ? {} : { description: bounds.description }
+  const documented = limits(Schema.Array(item)).annotations(described)
+  const lengthFirst = Schema.compose(limits(anArray), Schema.Array(item), { strict: false })
+  return lengthFirst.annotations({ ...described, [AST.SurrogateAnnotationId]: documented.ast }) as unknown as Schema.Schema<ReadonlyArray<A>, ReadonlyArray<I>, R>
+}

@@ -2,7 +2,8 @@
  * Attacks on the HTTP edge of the real node host: an anonymous 90,000-entry JSON-RPC batch on /mcp,
  * 50,000-deep JSON on every JSON route (Effect routes, the fast lane, /mcp), NUL characters in
  * strings, paths and queries (on SQLite, and on PostgreSQL when AIGW_TEST_PG_URL is set), and Host
- * header tricks on the fast lane's hand-off to the Effect app. The server must answer at once with
+ * header tricks on the fast lane's hand-off to the Effect app, bodies of millions of wrong items, and text that is
+ * slow to tokenize. The server must answer at once with
  * 400s (JSON-RPC 2.0 errors on /mcp), keep /v1/health fast and its memory bounded, and create nothing.
  */
 import * as http from "node:http"
@@ -152,6 +153,110 @@ describe("edge attacks", () => {
       console.log(`50,000-deep JSON on ${value.length} routes`, figures)
       expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
       expect(server.output().slice(logBefore)).not.toMatch(/Maximum call stack|RangeError|unexpected failure/)
+    })
+  })
+
+  describe("bodies of many wrong items", () => {
+    // Each body is a few megabytes of items the schema refuses. Before, every item was decoded and described
+    // (a 400 KB body held the event loop for 10 s) and the 400 echoed the whole value.
+    const many = (n: number, item: unknown) => Array.from({ length: n }, () => item)
+    const chatMessage = { role: "user", content: "hi" }
+    const cases: ReadonlyArray<{ readonly name: string; readonly path: string; readonly body: unknown; readonly problem: RegExp }> = [
+      { name: "chat: 1,000,000 numbers as messages", path: "/openai/v1/chat/completions", body: { model: "auto", messages: many(1_000_000, 1) }, problem: /messages: holds at most 1000 items/ },
+      {
+        name: "chat: 1,000,000 numbers as a message's parts",
+        path: "/openai/v1/chat/completions",
+        body: { model: "auto", messages: [{ role: "user", content: many(1_000_000, 1) }] },
+        problem: /messages\.0\.content: .*an array of 1000000 items/
+      },
+      { name: "chat: 1,000,000 numbers as stop", path: "/openai/v1/chat/completions", body: { model: "auto", messages: [chatMessage], stop: many(1_000_000, 1) }, problem: /stop: / },
+      {
+        name: "chat: 200,000 tool calls of the wrong shape",
+        path: "/openai/v1/chat/completions",
+        body: { model: "auto", messages: [{ role: "assistant", content: null, tool_calls: many(200_000, { x: 1 }) }, chatMessage] },
+        problem: /messages\.0/
+      },
+      {
+        name: "anthropic: 1,000,000 numbers as a message's blocks",
+        path: "/anthropic/v1/messages",
+        body: { model: "auto", max_tokens: 10, messages: [{ role: "user", content: many(1_000_000, 1) }] },
+        problem: /messages\.0\.content/
+      },
+      {
+        name: "anthropic: 300,000 unexpected fields",
+        path: "/anthropic/v1/messages",
+        body: { model: "auto", max_tokens: 10, messages: [chatMessage], ...Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`f${i}`, 1])) },
+        problem: /f0/
+      },
+      { name: "complete: 300,000 wrong messages", path: "/v1/complete", body: { messages: many(300_000, { x: 1 }) }, problem: /messages: holds at most 1000 items/ },
+      { name: "embeddings: 1,000,000 numbers as texts", path: "/v1/embeddings", body: { texts: many(1_000_000, 1) }, problem: /texts holds at most 2048 strings/ },
+      { name: "a 3 MB string where a number goes", path: "/v1/complete", body: { messages: [chatMessage], temperature: "x".repeat(3_000_000) }, problem: /temperature: / }
+    ]
+
+    it("answers each with a short 400 at once, counting nothing, health fast", async () => {
+      const before = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
+      const { figures, value } = await underAttack(server, async () => {
+        const answers: Array<{ name: string; status: number; message: string; ms: number }> = []
+        for (const c of cases) {
+          const started = performance.now()
+          const res = await call(server.url, "POST", c.path, { raw: JSON.stringify(c.body), apiKey: user.apiKey })
+          answers.push({ name: c.name, status: res.status, message: String(errorMessageOf(c.path, res.body)), ms: performance.now() - started })
+        }
+        const started = performance.now()
+        const tool = await rpc(
+          server,
+          JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "gateway_complete", arguments: { messages: many(1_000_000, 1) } } }),
+          { "x-api-key": user.apiKey }
+        )
+        answers.push({ name: "mcp", status: tool.status, message: tool.body.result?.content?.[0]?.text ?? JSON.stringify(tool.body), ms: performance.now() - started })
+        return answers
+      })
+      console.log("bodies of many wrong items", value.map(({ message, ...a }) => ({ ...a, message: message.slice(0, 100) })), figures)
+      for (const [i, c] of cases.entries()) {
+        const answer = value[i]!
+        expect(answer.status, c.name).toBe(400)
+        expect(answer.message, c.name).toMatch(c.problem)
+        expect(answer.message.length, c.name).toBeLessThan(600)
+      }
+      const tool = value.at(-1)!
+      expect(tool.status).toBe(200)
+      expect(tool.message).toMatch(/^Invalid arguments for gateway_complete: messages: holds at most 1000 items$/)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+      const after = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
+      expect(after.body).toEqual(before.body)
+    })
+  })
+
+  describe("text that is slow to tokenize", () => {
+    // The tokenizer is quadratic in a run without spaces and slow on random words: 80 KB of one letter took
+    // 4.7 s, and 1.2 MB of random words 9.5 s, on the event loop.
+    const randomWords = (n: number) =>
+      Array.from({ length: n }, () => Array.from({ length: 1 + (Math.random() * 9 | 0) }, () => String.fromCharCode(97 + (Math.random() * 26 | 0))).join("")).join(" ")
+    // A message holds at most 2,000,000 characters.
+    const texts = { "2 × 1.9 MB of one letter": ["a".repeat(1_900_000), 2], "2 × 1.8 MB of random words": [randomWords(300_000), 2], "1,000 × 4 KB of one letter": ["b".repeat(4_000), 1_000] } as const
+
+    it("counts them on count_tokens without holding the event loop", async () => {
+      const { figures, value } = await underAttack(server, async () => {
+        const answers: Array<{ name: string; status: number; tokens: number; ms: number }> = []
+        for (const [name, [text, times]] of Object.entries(texts)) {
+          const messages = Array.from({ length: times }, () => ({ role: "user", content: text }))
+          const started = performance.now()
+          const res = await call(server.url, "POST", "/anthropic/v1/messages/count_tokens", { body: { model: "auto", messages }, apiKey: user.apiKey })
+          answers.push({ name, status: res.status, tokens: res.body.input_tokens, ms: performance.now() - started })
+        }
+        return answers
+      })
+      console.log("text that is slow to tokenize", value, figures)
+      for (const a of value) {
+        expect(a.status, a.name).toBe(200)
+        expect(a.tokens, a.name).toBeGreaterThan(0)
+      }
+      // One letter is 8 to a token (o200k); random words about one token per 2 characters.
+      expect(value[0]!.tokens).toBeGreaterThan(400_000)
+      expect(value[0]!.tokens).toBeLessThan(600_000)
+      expect(value[1]!.tokens).toBeGreaterThan(1_000_000)
+      expect(value[2]!.tokens).toBeGreaterThan(400_000)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
     })
   })
 

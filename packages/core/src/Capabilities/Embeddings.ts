@@ -5,14 +5,17 @@ import type { Plan } from "../Plans.ts"
 import * as RequestId from "../RequestId.ts"
 import { routed, Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { BoundedArray } from "../RequestFields.ts"
 
 /** The request of POST /v1/embeddings and the gateway_embed tool. */
 export const EmbeddingsBody = Schema.Struct({
   // An empty text has no embedding: OpenAI refuses it too (and a refusal costs no quota).
-  texts: Schema.Array(Schema.String.pipe(Schema.minLength(1, { message: () => "texts must not hold an empty string" }), Schema.maxLength(200_000))).pipe(
-    Schema.minItems(1, { message: () => "texts must hold at least one string" }),
-    Schema.maxItems(2048, { message: () => "texts holds at most 2048 strings" })
-  ),
+  texts: BoundedArray(Schema.String.pipe(Schema.minLength(1, { message: () => "texts must not hold an empty string" }), Schema.maxLength(200_000)), {
+    min: 1,
+    max: 2048,
+    minMessage: "texts must hold at least one string",
+    maxMessage: "texts holds at most 2048 strings"
+  }),
   provider: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" }),
   model: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(200)), { default: () => "auto" })
 })

@@ -18,6 +18,7 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { DocumentStore, modify } from "../Storage/DocumentStore.ts"
 import { TextEmbedder } from "../Ml/TextEmbedder.ts"
 import { cosine } from "./Memory.ts"
+import { BoundedArray } from "../RequestFields.ts"
 
 export const HOLON = "holon"
 export const ITEM = "holon_item"
@@ -62,13 +63,13 @@ export const Params = {
   getOrCreate: { name: Name, level: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(50)).annotations({ description: "Level name, e.g. continent, country, city, community" }), parentId: Schema.optional(HolonId) },
   membrane: {
     holonId: HolonId,
-    allowTags: Schema.Array(Tag).pipe(Schema.maxItems(100)).annotations({ description: "Tags allowed to propagate upward; [\"*\"] for all" }),
+    allowTags: BoundedArray(Tag, { max: 100, description: "Tags allowed to propagate upward; [\"*\"] for all" }),
     requireConsent: Schema.optionalWith(Schema.Boolean, { default: () => true }).annotations({ description: "Accepted for compatibility; consent is always required: an item recorded without it never propagates" })
   },
   record: {
     holonId: HolonId,
     content: Schema.String.pipe(Schema.minLength(1, { message: () => "content must not be empty" }), Schema.maxLength(20_000)),
-    tags: Schema.optionalWith(Schema.Array(Tag).pipe(Schema.maxItems(50)), { default: () => [] }),
+    tags: Schema.optionalWith(BoundedArray(Tag, { max: 50 }), { default: () => [] }),
     consent: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({ description: "Whether the item may be shared and propagated" })
   },
   propagate: { holonId: HolonId },

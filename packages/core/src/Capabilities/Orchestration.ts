@@ -23,21 +23,22 @@ import { DocumentStore } from "../Storage/DocumentStore.ts"
 import { roughPromptTokens } from "../Tokens.ts"
 import { Agents } from "./Agents.ts"
 import { type CompletionResult, Completions } from "./Completions.ts"
-import { Provider } from "../RequestFields.ts"
+import { BoundedArray, Provider } from "../RequestFields.ts"
 
 // Request schemas, shared by the HTTP routes and the MCP tools.
 const Str = (max: number, name: string) =>
   Schema.String.pipe(Schema.minLength(1, { message: () => `${name} must not be empty` }), Schema.maxLength(max))
 
 export const CrewBody = Schema.Struct({
-  tasks: Schema.Array(
+  tasks: BoundedArray(
     Schema.Struct({
       id: Str(200, "id"),
       agent: Str(2000, "agent"),
       description: Str(50_000, "description"),
       expected_output: Str(10_000, "expected_output")
-    })
-  ).pipe(Schema.minItems(1, { message: () => "tasks must hold at least one task" }), Schema.maxItems(20, { message: () => "a crew runs at most 20 tasks" })),
+    }),
+    { min: 1, max: 20, minMessage: "tasks must hold at least one task", maxMessage: "a crew runs at most 20 tasks" }
+  ),
   process: Schema.optionalWith(Schema.Literal("sequential", "hierarchical").annotations({ message: () => "process must be sequential or hierarchical" }), { default: () => "sequential" as const }),
   provider: Provider
 })
@@ -56,7 +57,7 @@ export const ConversationBody = Schema.Struct({
   model: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(200)), { default: () => "auto" }),
   max_rounds: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100, { message: () => "max_rounds must be an integer from 1 to 100" })), { default: () => 10 }),
   agents: Schema.optional(
-    Schema.Array(ConversationAgent).pipe(Schema.minItems(2, { message: () => "agents must hold 2 to 8 agents" }), Schema.maxItems(8, { message: () => "agents must hold 2 to 8 agents" }))
+    BoundedArray(ConversationAgent, { min: 2, max: 8, minMessage: "agents must hold 2 to 8 agents", maxMessage: "agents must hold 2 to 8 agents" })
   ).annotations({ description: "The participants, speaking round-robin in this order; the first one's answer is the reply. Default: assistant (system_message) and a user_proxy critic." }),
   termination_keyword: Schema.optionalWith(Str(100, "termination_keyword"), { default: () => "TERMINATE" })
 })
@@ -71,7 +72,7 @@ const ThreadId = Str(200, "thread_id")
 export const GraphNodeBody = Schema.Struct({
   node_name: Str(200, "node_name"),
   state: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) }),
-  messages: Schema.optionalWith(Schema.Array(GraphMessage).pipe(Schema.maxItems(1000)), { default: () => [] }),
+  messages: Schema.optionalWith(BoundedArray(GraphMessage, { max: 1000 }), { default: () => [] }),
   next_node: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   provider: Provider,
   thread_id: Schema.optional(ThreadId).annotations({ description: "Checkpoint thread: the node starts from the thread's stored state (also read from state.thread_id or config.configurable.thread_id)" }),

@@ -11,7 +11,7 @@ import type { Lane } from "../Http/Lane.ts"
 import { Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
 import type { Target } from "../Providers/Chat.ts"
-import { Provider } from "../RequestFields.ts"
+import { BoundedArray, Provider } from "../RequestFields.ts"
 import * as RequestId from "../RequestId.ts"
 import { routed, Routing, type RoutingError } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -45,10 +45,12 @@ export const RerankBody = Schema.Struct({
     Schema.minLength(1, { message: () => "query must not be empty" }),
     Schema.maxLength(10_000, { message: () => "query is limited to 10000 characters" })
   ),
-  documents: Schema.Array(Schema.String.pipe(Schema.maxLength(100_000))).pipe(
-    Schema.minItems(1, { message: () => "documents must hold at least one document" }),
-    Schema.maxItems(1000, { message: () => "documents holds at most 1000 documents" })
-  ),
+  documents: BoundedArray(Schema.String.pipe(Schema.maxLength(100_000)), {
+    min: 1,
+    max: 1000,
+    minMessage: "documents must hold at least one document",
+    maxMessage: "documents holds at most 1000 documents"
+  }),
   topN: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1000, { message: () => "topN must be an integer from 1 to 1000" })), { default: () => 5 }),
   provider: Provider,
   /** A rerank model id, or `auto`; with provider `local` only `bm25`. */

@@ -24,7 +24,7 @@ import type { Fallback } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
 import type { UsageEvent } from "../Storage/UsageStore.ts"
-import { countMessages, countText } from "../Tokens.ts"
+import { countMessages, countText, countTexts } from "../Tokens.ts"
 import * as Metrics from "../Metrics.ts"
 import { Exporters } from "../Observability/Exporters.ts"
 import * as RequestId from "../RequestId.ts"
@@ -95,7 +95,8 @@ export interface StreamChunk {
 }
 
 /** Every prompt token of a call, those read from or written to the upstream's prompt cache included (as OpenAI's `prompt_tokens` counts them). */
-export const allPromptTokens = (u: Pick<UsageReport, "totalTokens" | "completionTokens">) => u.totalTokens - u.completionTokens
+export const allPromptTokens = (u: { readonly promptTokens?: number | undefined; readonly cacheCreationTokens?: number | undefined; readonly cacheReadTokens?: number | undefined }) =>
+  (u.promptTokens ?? 0) + (u.cacheCreationTokens ?? 0) + (u.cacheReadTokens ?? 0)
 
 /** Tokenizer counts for a call whose upstream reported no usage. */
 export const estimate = (messages: ReadonlyArray<ChatMessage>, completion: string) =>
@@ -138,7 +139,7 @@ const usageReport = (promptTokens: number, completionTokens: number, estimated: 
   return {
     promptTokens,
     completionTokens,
-    totalTokens: promptTokens + (creation ?? 0) + (read ?? 0) + completionTokens,
+    totalTokens: allPromptTokens({ promptTokens, cacheCreationTokens: creation, cacheReadTokens: read }) + completionTokens,
     estimated,
     ...(creation !== undefined ? { cacheCreationTokens: creation } : {}),
     ...(read !== undefined ? { cacheReadTokens: read } : {}),
@@ -501,7 +502,7 @@ const makeService = Effect.gen(function*() {
   }
 
   /** The tokenizer's count of texts, for upstreams that report none. */
-  const countTexts = (texts: ReadonlyArray<string>) => run(Effect.map(Effect.forEach(texts, countText), (n) => n.reduce((a, b) => a + b, 0)))
+  const countOf = (texts: ReadonlyArray<string>) => run(countTexts(texts))
 
   // Routing only picks targets whose provider serves the call (Providers/Registry.ts).
   const wireOf = (target: Target) => servedBy(target.provider).chat!
@@ -550,7 +551,7 @@ const makeService = Effect.gen(function*() {
     })
     const reported = reportedCount(value.promptTokens)
     const estimated = reported === undefined
-    const promptTokens = reported ?? (await countTexts(call.texts))
+    const promptTokens = reported ?? (await countOf(call.texts))
     const report: UsageReport = { promptTokens, completionTokens: 0, totalTokens: promptTokens, estimated }
     await record(call.avatar, target, "embeddings", report, latencyMs, true, call.requestId)
     return {
@@ -579,7 +580,7 @@ const makeService = Effect.gen(function*() {
     // Cohere: one search unit is a query with up to 100 documents.
     const [tokens, units] = [reportedCount(value.tokens), reportedCount(value.searchUnits)]
     const searchUnits = perSearch ? units ?? Math.ceil(call.documents.length / 100) : undefined
-    const totalTokens = tokens ?? (await countTexts([call.query, ...call.documents]))
+    const totalTokens = tokens ?? (await countOf([call.query, ...call.documents]))
     const estimated = tokens === undefined || (perSearch && units === undefined)
     const costUSD = costOf(target.model, searchUnits ?? totalTokens, 0)
     await recordUsage({

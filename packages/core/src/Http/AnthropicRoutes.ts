@@ -12,8 +12,9 @@ import type { CacheHint, ChatMessage, ChatOptions, ContentPart, FinishReason, Re
 import { chatSurface, headerOf, type RequestHeaders } from "./ChatSurface.ts"
 import { CacheControl, cacheOf, Content, inputOf, MAX_CONTENT, ToolName, type ToolResultBody } from "./CompletionRoutes.ts"
 import { AnthropicMessage } from "./ResponseSchemas.ts"
-import { countMessages, countText } from "../Tokens.ts"
+import { countMessages } from "../Tokens.ts"
 import { authed } from "./Route.ts"
+import { BoundedArray } from "../RequestFields.ts"
 
 const tag = "Anthropic-compatible"
 
@@ -52,7 +53,7 @@ const ToolResultBlock = Schema.Struct({
   type: Schema.Literal("tool_result"),
   tool_use_id: BlockId,
   ...cached,
-  content: Schema.optional(Schema.Union(Content, Schema.Array(TextBlock).pipe(Schema.maxItems(500)))),
+  content: Schema.optional(Schema.Union(Content, BoundedArray(TextBlock, { max: 500 }))),
   // The neutral tool message has no error flag: an error is told in the result's text.
   is_error: Schema.optional(Schema.Literal(false).annotations({
     message: () => "is_error: true has no equivalent on every upstream; say the tool failed in the tool_result's text"
@@ -62,13 +63,13 @@ const ToolResultBlock = Schema.Struct({
 const AnthropicMessageIn = Schema.Union(
   Schema.Struct({
     role: Schema.Literal("user"),
-    content: Schema.Union(Content, Schema.Array(Schema.Union(TextBlock, ImageBlock, ToolResultBlock)).pipe(Schema.maxItems(500)))
+    content: Schema.Union(Content, BoundedArray(Schema.Union(TextBlock, ImageBlock, ToolResultBlock), { max: 500 }))
   }),
   Schema.Struct({
     role: Schema.Literal("assistant"),
     content: Schema.Union(
       Content,
-      Schema.Array(Schema.Union(TextBlock, ToolUseBlock, ThinkingBlock, RedactedThinkingBlock)).pipe(Schema.maxItems(500))
+      BoundedArray(Schema.Union(TextBlock, ToolUseBlock, ThinkingBlock, RedactedThinkingBlock), { max: 500 })
     )
   })
 )
@@ -103,17 +104,14 @@ const ToolChoiceIn = Schema.Union(
 export const MessagesBody = Schema.Struct({
   model: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(300)),
   max_tokens: Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "max_tokens must be an integer from 1 to 1000000" })),
-  messages: Schema.Array(AnthropicMessageIn).pipe(
-    Schema.minItems(1, { message: () => "messages must hold at least one message" }),
-    Schema.maxItems(1000)
-  ),
-  system: Schema.optional(Schema.Union(Content, Schema.Array(TextBlock).pipe(Schema.maxItems(100)))),
+  messages: BoundedArray(AnthropicMessageIn, { min: 1, max: 1000, minMessage: "messages must hold at least one message" }),
+  system: Schema.optional(Schema.Union(Content, BoundedArray(TextBlock, { max: 100 }))),
   temperature: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "temperature must be between 0 and 1" }))),
   top_p: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "top_p must be between 0 and 1" }))),
   top_k: Schema.optional(Schema.Int.pipe(Schema.between(0, 1_000_000, { message: () => "top_k must be a non-negative integer" }))),
   thinking: Schema.optional(Thinking),
-  stop_sequences: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500))).pipe(Schema.maxItems(16))),
-  tools: Schema.optional(Schema.Array(ToolSpec).pipe(Schema.maxItems(128))),
+  stop_sequences: Schema.optional(BoundedArray(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500)), { max: 16 })),
+  tools: Schema.optional(BoundedArray(ToolSpec, { max: 128 })),
   tool_choice: Schema.optional(ToolChoiceIn),
   metadata: Schema.optional(Schema.Struct({ user_id: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(256)))) })),
   stream: Schema.optional(Schema.Boolean),
@@ -391,8 +389,7 @@ export const countTokensOf = (body: typeof CountTokensBody.Type) =>
     if (input instanceof BadRequest) return yield* Effect.fail(input)
     const reasoning = input.messages.flatMap((m) => m.reasoning ?? []).map((p) => (p.type === "thinking" ? p.text : p.data)).join("\n")
     const tools = input.tools && input.tools.length > 0 ? JSON.stringify(input.tools.map(({ cache: _hint, ...t }) => t)) : ""
-    const counts = yield* Effect.all([countMessages(input.messages), countText(reasoning), countText(tools)])
-    return { input_tokens: counts[0] + counts[1] + counts[2] }
+    return { input_tokens: yield* countMessages(input.messages, [reasoning, tools]) }
   })
 
 export const anthropicRoutes = [

@@ -10,6 +10,7 @@ import { SSE_HEADERS, sseFrame } from "./Edge.ts"
 import { chatPlan, type Lane } from "./Lane.ts"
 import { authed } from "./Route.ts"
 import { CompletionResult } from "./ResponseSchemas.ts"
+import { BoundedArray } from "../RequestFields.ts"
 
 const tag = "Completions"
 
@@ -85,7 +86,7 @@ export const ToolDefinitionSchema = Schema.Struct({
 
 export const Temperature = Schema.Number.pipe(Schema.between(0, 2, { message: () => "temperature must be between 0 and 2" }))
 export const MaxTokens = Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "maxTokens must be an integer from 1 to 1000000" }))
-export const Tools = Schema.Array(ToolDefinitionSchema).pipe(Schema.maxItems(128))
+export const Tools = BoundedArray(ToolDefinitionSchema, { max: 128 })
 
 const requestFields = {
   provider: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" }),
@@ -106,15 +107,15 @@ const requestFields = {
   )
 }
 
-const nonEmpty = { message: () => "messages must hold at least one message" }
+const messageBounds = { min: 1, max: 1000, minMessage: "messages must hold at least one message" }
 
 export const CompleteBody = Schema.Struct({
-  messages: Schema.Array(messageSchema("system", "user", "assistant")).pipe(Schema.minItems(1, nonEmpty), Schema.maxItems(1000)),
+  messages: BoundedArray(messageSchema("system", "user", "assistant"), messageBounds),
   ...requestFields
 })
 
 export const ToolResultBody = Schema.Struct({
-  messages: Schema.Array(messageSchema("system", "user", "assistant", "tool")).pipe(Schema.minItems(1, nonEmpty), Schema.maxItems(1000)),
+  messages: BoundedArray(messageSchema("system", "user", "assistant", "tool"), messageBounds),
   ...requestFields
 })
 

@@ -15,7 +15,9 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
 import { BatchAccepted, BatchStatus, FineTuneAccepted, JobView, VideoAccepted } from "./ResponseSchemas.ts"
 import { onLane } from "./Lane.ts"
-import { authed, describeParseError as describe, Reply } from "./Route.ts"
+import { describeParseError as describe } from "./DecodeProblems.ts"
+import { authed, Reply } from "./Route.ts"
+import { BoundedArray } from "../RequestFields.ts"
 
 const CallbackUrl = Schema.String.pipe(Schema.maxLength(2048))
 export const MAX_BATCH = 100
@@ -33,10 +35,12 @@ const VideoBody = Schema.Struct({
 
 const FineTuneBody = Schema.Struct({
   baseModel: Schema.String.pipe(Schema.minLength(1, { message: () => "baseModel is required" }), Schema.maxLength(200)),
-  trainingData: Schema.Array(Schema.Unknown).pipe(
-    Schema.minItems(1, { message: () => "trainingData must hold at least one example" }),
-    Schema.maxItems(MAX_TRAINING_EXAMPLES, { message: () => `trainingData holds at most ${MAX_TRAINING_EXAMPLES} examples` })
-  ),
+  trainingData: BoundedArray(Schema.Unknown, {
+    min: 1,
+    max: MAX_TRAINING_EXAMPLES,
+    minMessage: "trainingData must hold at least one example",
+    maxMessage: `trainingData holds at most ${MAX_TRAINING_EXAMPLES} examples`
+  }),
   provider: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "openai" }),
   suffix: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,40}$/, { message: () => "suffix: 1-40 letters, digits, _ or -" }))),
   callbackUrl: Schema.optional(CallbackUrl)
@@ -66,10 +70,12 @@ const checkTrainingData = (data: ReadonlyArray<unknown>) =>
   })
 
 const BatchBody = Schema.Struct({
-  requests: Schema.Array(CompleteBody).pipe(
-    Schema.minItems(1, { message: () => "requests must hold at least one completion request" }),
-    Schema.maxItems(MAX_BATCH, { message: () => `a batch holds at most ${MAX_BATCH} requests` })
-  ),
+  requests: BoundedArray(CompleteBody, {
+    min: 1,
+    max: MAX_BATCH,
+    minMessage: "requests must hold at least one completion request",
+    maxMessage: `a batch holds at most ${MAX_BATCH} requests`
+  }),
   provider: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" }),
   callbackUrl: Schema.optional(CallbackUrl)
 })

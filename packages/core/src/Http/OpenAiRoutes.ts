@@ -7,6 +7,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabilities/Completions.ts"
+import { allPromptTokens } from "../Engine/ProviderCalls.ts"
 import { Embeddings, EmbeddingsBody, type EmbeddingsInput, type EmbeddingsResult } from "../Capabilities/Embeddings.ts"
 import { ImagesBody, Media } from "../Capabilities/Media.ts"
 import type { ChatMessage, ChatOptions, ContentPart } from "../Providers/Chat.ts"
@@ -34,6 +35,7 @@ import { chatSurface } from "./ChatSurface.ts"
 import { onLane } from "./Lane.ts"
 import { authed, decoderNow } from "./Route.ts"
 import { ChatCompletion, OpenAiEmbeddingList, OpenAiImages, OpenAiModel, OpenAiModelList, OpenAiModeration } from "./ResponseSchemas.ts"
+import { BoundedArray } from "../RequestFields.ts"
 
 const tag = "OpenAI-compatible"
 
@@ -62,7 +64,7 @@ const OtherPart = Schema.Struct(
 )
 
 /** OpenAI content: a string, or an array of parts (text, image_url, others). */
-const OpenAiContent = Schema.Union(Content, Schema.Null, Schema.Array(Schema.Union(TextPart, ImagePart, OtherPart)).pipe(Schema.maxItems(500)))
+const OpenAiContent = Schema.Union(Content, Schema.Null, BoundedArray(Schema.Union(TextPart, ImagePart, OtherPart), { max: 500 }))
 
 /** The fields of a message that map to the neutral message; any other is kept and forwarded (`ChatMessage.extra`). */
 const messageFields = {
@@ -108,13 +110,10 @@ const ToolChoiceSchema = Schema.Union(
 /** The request fields the gateway maps; every other field is kept and forwarded (`ChatRequest.extra`). */
 const knownFields = {
   model: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(300)),
-  messages: Schema.Array(OpenAiMessage).pipe(
-    Schema.minItems(1, { message: () => "messages must hold at least one message" }),
-    Schema.maxItems(1000)
-  ),
+  messages: BoundedArray(OpenAiMessage, { min: 1, max: 1000, minMessage: "messages must hold at least one message" }),
   /** Extension: pin a provider (default auto). */
   provider: Schema.optional(Schema.String.pipe(Schema.maxLength(100))),
-  tools: Schema.optional(Schema.Array(OpenAiTool).pipe(Schema.maxItems(128))),
+  tools: Schema.optional(BoundedArray(OpenAiTool, { max: 128 })),
   tool_choice: Schema.optional(Schema.NullOr(ToolChoiceSchema)),
   parallel_tool_calls: Schema.optional(Schema.NullOr(Schema.Boolean)),
   response_format: Schema.optional(Schema.NullOr(ResponseFormatSchema)),
@@ -123,7 +122,7 @@ const knownFields = {
   frequency_penalty: Schema.optional(Schema.NullOr(Penalty("frequency_penalty"))),
   presence_penalty: Schema.optional(Schema.NullOr(Penalty("presence_penalty"))),
   seed: Schema.optional(Schema.NullOr(Schema.Int)),
-  stop: Schema.optional(Schema.NullOr(Schema.Union(Schema.String, Schema.Array(Schema.String).pipe(Schema.maxItems(16))))),
+  stop: Schema.optional(Schema.NullOr(Schema.Union(Schema.String, BoundedArray(Schema.String, { max: 16 })))),
   n: Schema.optional(Schema.NullOr(Schema.Literal(1).annotations({ message: () => "n must be 1: the gateway returns one choice per call (send n calls)" }))),
   max_tokens: Schema.optional(Schema.NullOr(MaxTokens)),
   max_completion_tokens: Schema.optional(Schema.NullOr(MaxTokens)),
@@ -314,7 +313,7 @@ export const toChatCompletion = (id: string, r: CompletionResult) => ({
  * the reasoning's tokens (part of the completion's) `reasoning_tokens`, when the upstream reported them.
  */
 const openAiUsage = (u: Pick<StreamChunk, "promptTokens" | "completionTokens" | "cacheCreationTokens" | "cacheReadTokens" | "reasoningTokens">) => {
-  const prompt = (u.promptTokens ?? 0) + (u.cacheCreationTokens ?? 0) + (u.cacheReadTokens ?? 0)
+  const prompt = allPromptTokens(u)
   const completion = u.completionTokens ?? 0
   return {
     prompt_tokens: prompt,
@@ -447,10 +446,12 @@ const moderationFields = {
   model: Schema.optional(Schema.NullOr(Model)),
   input: Schema.Union(
     Schema.String.pipe(Schema.minLength(1, { message: () => "input must not be empty" }), Schema.maxLength(100_000)),
-    Schema.Array(Schema.String.pipe(Schema.maxLength(100_000))).pipe(
-      Schema.minItems(1, { message: () => "input must hold at least one string" }),
-      Schema.maxItems(32, { message: () => "input holds at most 32 strings" })
-    )
+    BoundedArray(Schema.String.pipe(Schema.maxLength(100_000)), {
+      min: 1,
+      max: 32,
+      minMessage: "input must hold at least one string",
+      maxMessage: "input holds at most 32 strings"
+    })
   ).annotations({ message: () => "input must be a string or an array of strings (image parts are not supported)" }),
   provider: PinProvider
 }

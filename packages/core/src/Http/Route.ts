@@ -7,8 +7,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Readable } from "node:stream"
-import { Cause, Effect, Option, ParseResult, Schema } from "effect"
-import type { ParseOptions } from "effect/SchemaAST"
+import { Cause, Effect, Option, Schema } from "effect"
 import { Auth } from "../Accounts/Auth.ts"
 import { BadRequest, type GatewayError, isGatewayError } from "../Errors.ts"
 import { GatewayConfig } from "../Config.ts"
@@ -17,6 +16,7 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import type { Lane } from "./Lane.ts"
 import { markRoute } from "./Observability.ts"
 import { jsonTextProblem, NUL_PROBLEM } from "../JsonText.ts"
+import { describeParseError, parseOptions } from "./DecodeProblems.ts"
 import {
   bodyTookLong,
   credentialsOf,
@@ -135,29 +135,6 @@ export interface Route<R = any> {
     never,
     R | HttpServerRequest.HttpServerRequest | HttpServerRequest.ParsedSearchParams | HttpRouter.RouteContext | Auth | Quota | GatewayConfig
   >
-}
-
-const parseOptions: ParseOptions = { errors: "all", onExcessProperty: "ignore" }
-
-/** "field.path: problem; …" from a schema failure. */
-/**
- * The problems of a decoding, one per field: a union's alternatives each report theirs, so only the
- * deepest problems are kept (an alternative that got further says more than one that failed at the
- * field itself), and the first problem of each field.
- */
-export const describeParseError = (error: ParseResult.ParseError): string => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => ({ ...i, at: i.path.join(".") }))
-  // Every proper prefix of an issue's path: an issue at one of them has a deeper one. A set, so a hostile
-  // body with many problems costs linear time, not a comparison of every pair.
-  const above = new Set<string>()
-  for (const i of issues) for (let n = 0; n < i.path.length; n++) above.add(i.path.slice(0, n).join("."))
-  const seen = new Set<string>()
-  return issues
-    .filter((i) => !above.has(i.at))
-    .filter((i) => !seen.has(i.at) && seen.add(i.at) !== undefined)
-    .slice(0, 10)
-    .map((i) => (i.path.length > 0 ? `${i.at}: ${i.message}` : i.message))
-    .join("; ")
 }
 
 /** A decoder for a request part (body, query): the value, or the 400 error naming the problems. */

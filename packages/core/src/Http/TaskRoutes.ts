@@ -13,7 +13,7 @@ import * as Translation from "../Capabilities/Translation.ts"
 import { type GatewayError, UpstreamFailed } from "../Errors.ts"
 import { chatPlan, type Lane, type LaneServices } from "./Lane.ts"
 import { authed } from "./Route.ts"
-import { Provider } from "../RequestFields.ts"
+import { BoundedArray, Provider } from "../RequestFields.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { ClassifyResult, ExtractResult, GuardrailsResult, OptimisePromptResult, RerankResult, TranslateResult } from "./ResponseSchemas.ts"
 
@@ -31,9 +31,12 @@ const TranslateBody = Schema.Struct({
 
 const ClassifyBody = Schema.Struct({
   text: Text(),
-  labels: Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))).pipe(
-    Schema.minItems(2, { message: () => "labels must hold at least two labels" }),
-    Schema.maxItems(100, { message: () => "labels holds at most 100 labels" }),
+  labels: BoundedArray(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)), {
+    min: 2,
+    max: 100,
+    minMessage: "labels must hold at least two labels",
+    maxMessage: "labels holds at most 100 labels"
+  }).pipe(
     Schema.filter((ls) => new Set(ls.map((l) => l.toLowerCase())).size === ls.length || "labels must be unique")
   ),
   provider: Provider,

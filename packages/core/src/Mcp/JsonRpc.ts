@@ -8,7 +8,7 @@
  */
 import * as McpSchema from "@effect/ai/McpSchema"
 import { type Either, type ParseResult, Schema } from "effect"
-import { describeParseError } from "../Http/Route.ts"
+import { describeParseError, parseOptions } from "../Http/DecodeProblems.ts"
 
 export const PARSE_ERROR = -32700
 export const INVALID_REQUEST = -32600
@@ -61,7 +61,7 @@ export const answerIdOf = (message: unknown): Id | null => (isRecord(message) &&
 const validators = new Map<string, (params: unknown) => Either.Either<unknown, ParseResult.ParseError>>(
   Array.from(McpSchema.ClientRequestRpcs.requests.values(), (rpc) => [
     rpc._tag,
-    Schema.decodeUnknownEither(rpc.payloadSchema as Schema.Schema<unknown, unknown, never>, { errors: "all" })
+    Schema.decodeUnknownEither(rpc.payloadSchema as Schema.Schema<unknown, unknown, never>, parseOptions)
   ])
 )
 

@@ -30,7 +30,8 @@ import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
 import { type BadRequest, type GatewayError, isGatewayError, type PayloadTooLarge, Unauthorized } from "../Errors.ts"
 import { credentialsOf, decodeText, tooLargeError } from "../Http/Edge.ts"
-import { describeParseError, readText } from "../Http/Route.ts"
+import { describeParseError, parseOptions } from "../Http/DecodeProblems.ts"
+import { readText } from "../Http/Route.ts"
 import { parseJsonText } from "../JsonText.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
@@ -131,7 +132,7 @@ const dropRefinementTitles = (node: unknown): unknown => {
   return out
 }
 
-const decodeOptions = { errors: "all", onExcessProperty: "error" } as const
+const decodeOptions = { ...parseOptions, onExcessProperty: "error" } as const
 
 /**
  * Registers every tool of the gateway toolkit with the McpServer. Like McpServer.registerToolkit,

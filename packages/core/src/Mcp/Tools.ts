@@ -43,6 +43,7 @@ import { TaskClassification } from "../Ml/TaskClassifier.ts"
 import { MAX_TEXT } from "../Ml/Nlp.ts"
 import { Plan, PlanNames } from "../Plans.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { BoundedArray } from "../RequestFields.ts"
 
 /** The authenticated avatar a tool call runs for (provided per call by the MCP edge). */
 export class CurrentAvatar extends Context.Tag("aigw/Mcp/CurrentAvatar")<CurrentAvatar, AvatarRecord>() {}
@@ -94,10 +95,12 @@ export const ChatMessage = Schema.Struct({
 })
 
 export const CompleteParams = {
-  messages: Schema.Array(ChatMessage).pipe(
-    Schema.minItems(1, { message: () => "messages must hold at least one message" }),
-    Schema.maxItems(1000)
-  ).annotations({ description: "The conversation, oldest first; the last message is usually the user's question" }),
+  messages: BoundedArray(ChatMessage, {
+    min: 1,
+    max: 1000,
+    minMessage: "messages must hold at least one message",
+    description: "The conversation, oldest first; the last message is usually the user's question"
+  }),
   provider: Schema.optionalWith(
     Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)).annotations({
       description: "Provider id (see gateway_list_providers) or auto to let the gateway pick the best fit for the plan",

@@ -178,9 +178,9 @@ const headers = (target: Target, request: ChatRequest) => ({
   ...(request.anthropicBeta !== undefined ? { "anthropic-beta": request.anthropicBeta } : {})
 })
 
-/** The stop sequence that ended an answer (`stop_reason: "stop_sequence"`), of a Message or a message_delta. */
-const stopSequenceOf = (m: any): string | undefined =>
-  m?.stop_reason === "stop_sequence" && typeof m.stop_sequence === "string" ? m.stop_sequence : undefined
+/** The stop sequence that ended an answer (`stop_reason: "stop_sequence"`), of a Message or a message_delta, as a field to spread. */
+const stopSequenceOf = (m: any): { readonly stopSequence?: string } =>
+  m?.stop_reason === "stop_sequence" && typeof m.stop_sequence === "string" ? { stopSequence: m.stop_sequence } : {}
 
 /** Anthropic's usage: input_tokens excludes the cached prompt, reported apart. */
 const usageOf = (u: any): Partial<TokenUsage> => ({
@@ -216,7 +216,7 @@ export const wire: ChatWire = {
         .filter((b) => b.type === "tool_use")
         .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) })),
       finishReason: finishReason(body.stop_reason),
-      ...(stopSequenceOf(body) !== undefined ? { stopSequence: stopSequenceOf(body) } : {}),
+      ...stopSequenceOf(body),
       usage: usage.promptTokens !== undefined ? { completionTokens: 0, ...usage, promptTokens: usage.promptTokens } : undefined,
       ...(reasoning.length > 0 ? { reasoning } : {})
     }
@@ -261,8 +261,7 @@ export const wire: ChatWire = {
         case "message_delta": {
           const out: Array<StreamEvent> = []
           if (data?.delta?.stop_reason) {
-            const stopSequence = stopSequenceOf(data.delta)
-            out.push({ _tag: "Finish", reason: finishReason(data.delta.stop_reason), ...(stopSequence !== undefined ? { stopSequence } : {}) })
+            out.push({ _tag: "Finish", reason: finishReason(data.delta.stop_reason), ...stopSequenceOf(data.delta) })
           }
           // Cumulative counts: output_tokens, and the input and cache counts when Anthropic repeats them here.
           if (data?.usage) {

@@ -212,6 +212,12 @@ const contentOf = (content: unknown): { readonly text: string; readonly fields?:
  * compatible servers) become its text; a call without an id gets one by its position; Gemini's
  * OpenAI-compatible API gives its signature in `extra_content`.
  */
+/** The thought signature Gemini's OpenAI-compatible endpoint puts on a tool call, as the neutral call's `signature`. */
+const signatureOf = (call: any): { readonly signature?: string } => {
+  const signature = call?.extra_content?.google?.thought_signature
+  return typeof signature === "string" ? { signature } : {}
+}
+
 const toolCallOf = (c: any, i: number): ToolCall | string => {
   const name = c?.function?.name
   if (typeof name !== "string" || name === "") return "no function name"
@@ -220,13 +226,7 @@ const toolCallOf = (c: any, i: number): ToolCall | string => {
     ? "{}"
     : typeof args === "string" ? args : typeof args === "object" && !Array.isArray(args) ? JSON.stringify(args) : undefined
   if (text === undefined) return "its arguments are neither JSON text nor an object"
-  const signature = c.extra_content?.google?.thought_signature
-  return {
-    id: typeof c.id === "string" && c.id !== "" ? c.id : `call_${i}`,
-    name,
-    arguments: text,
-    ...(typeof signature === "string" ? { signature } : {})
-  }
+  return { id: typeof c.id === "string" && c.id !== "" ? c.id : `call_${i}`, name, arguments: text, ...signatureOf(c) }
 }
 
 /** What an OpenAI-format answer carries beyond the neutral result (so the OpenAI surface returns it). */
@@ -287,7 +287,7 @@ export const wire: ChatWire = {
         ...(call.id ? { id: String(call.id) } : {}),
         ...(call.function?.name ? { name: String(call.function.name) } : {}),
         arguments: String(call.function?.arguments ?? ""),
-        ...(typeof call.extra_content?.google?.thought_signature === "string" ? { signature: call.extra_content.google.thought_signature } : {})
+        ...signatureOf(call)
       })
     }
     const deltaExtra = contentFields ? { ...fieldsOutside(delta, modelledDelta), ...contentFields } : fieldsOutside(delta, modelledDelta)

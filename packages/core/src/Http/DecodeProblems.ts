@@ -1,0 +1,79 @@
+/** How a request part is decoded, and how its problems are told to the client. */
+import { Option, ParseResult, SchemaAST as AST } from "effect"
+import type { ParseOptions } from "effect/SchemaAST"
+
+/**
+ * The first problem ends a decoding: collecting every problem of a hostile body (hundreds of thousands of
+ * bad items in a few megabytes) and describing each held the event loop for seconds.
+ */
+export const parseOptions: ParseOptions = { errors: "first", onExcessProperty: "ignore" }
+
+/**
+ * A short picture of a value a problem names: the schema library prints the whole value, so a 400 for a
+ * megabyte of wrong items cost as long to write as the body took to send, and echoed all of it.
+ */
+export const preview = (value: unknown, depth = 0): string => {
+  if (typeof value === "string") return value.length > 80 ? `${JSON.stringify(value.slice(0, 80))}… (${value.length} characters)` : JSON.stringify(value)
+  if (Array.isArray(value)) {
+    return depth > 1 || value.length > 8 ? `an array of ${value.length} items` : `[${value.map((v) => preview(v, depth + 1)).join(",")}]`
+  }
+  if (typeof value === "object" && value !== null) {
+    const entries = Object.entries(value)
+    return depth > 1 || entries.length > 8
+      ? `an object of ${entries.length} fields`
+      : `{${entries.map(([k, v]) => `${preview(k, 2)}:${preview(v, depth + 1)}`).join(",")}}`
+  }
+  return String(value)
+}
+
+/** What a schema expects, as the schema library names it (a refinement by its description). */
+const expectedOf = (ast: AST.AST): string =>
+  AST.isRefinement(ast)
+    ? Option.firstSomeOf([AST.getDescriptionAnnotation(ast), AST.getTitleAnnotation(ast), AST.getIdentifierAnnotation(ast)])
+      .pipe(Option.getOrElse(() => String(ast)))
+    : String(ast)
+
+/** The issue with each wrong value's default message written from its preview (a schema's own message still wins). */
+const withPreviews = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
+  switch (issue._tag) {
+    case "Type":
+      return issue.message !== undefined
+        ? issue
+        : new ParseResult.Type(issue.ast, issue.actual, `Expected ${expectedOf(issue.ast)}, actual ${preview(issue.actual)}`)
+    case "Pointer":
+      return new ParseResult.Pointer(issue.path, issue.actual, withPreviews(issue.issue))
+    case "Refinement":
+      return new ParseResult.Refinement(issue.ast, issue.actual, issue.kind, withPreviews(issue.issue))
+    case "Transformation":
+      return new ParseResult.Transformation(issue.ast, issue.actual, issue.kind, withPreviews(issue.issue))
+    case "Composite":
+      return new ParseResult.Composite(
+        issue.ast,
+        issue.actual,
+        Array.isArray(issue.issues) ? issue.issues.map(withPreviews) as [ParseResult.ParseIssue, ...Array<ParseResult.ParseIssue>] : withPreviews(issue.issues as ParseResult.ParseIssue),
+        issue.output
+      )
+    default:
+      return issue
+  }
+}
+
+/**
+ * The problems of a decoding, one per field: a union's alternatives each report theirs, so only the
+ * deepest problems are kept (an alternative that got further says more than one that failed at the
+ * field itself), and the first problem of each field.
+ */
+export const describeParseError = (error: ParseResult.ParseError): string => {
+  const issues = ParseResult.ArrayFormatter.formatIssueSync(withPreviews(error.issue)).map((i) => ({ ...i, at: i.path.join(".") }))
+  // Every proper prefix of an issue's path: an issue at one of them has a deeper one. A set, so a hostile
+  // body with many problems costs linear time, not a comparison of every pair.
+  const above = new Set<string>()
+  for (const i of issues) for (let n = 0; n < i.path.length; n++) above.add(i.path.slice(0, n).join("."))
+  const seen = new Set<string>()
+  return issues
+    .filter((i) => !above.has(i.at))
+    .filter((i) => !seen.has(i.at) && seen.add(i.at) !== undefined)
+    .slice(0, 10)
+    .map((i) => (i.path.length > 0 ? `${i.at}: ${i.message}` : i.message))
+    .join("; ")
+}

@@ -1,0 +1,80 @@
+/** Decoding a hostile body costs what its size costs, and its 400 stays short. */
+import { JSONSchema, Schema } from "effect"
+import { describe, expect, it } from "vitest"
+import { BadRequest } from "../../src/Errors.ts"
+import { describeParseError, parseOptions, preview } from "../../src/Http/DecodeProblems.ts"
+import { ChatCompletionBody } from "../../src/Http/OpenAiRoutes.ts"
+import { decoderNow } from "../../src/Http/Route.ts"
+import { BoundedArray } from "../../src/RequestFields.ts"
+
+/** An item schema that counts how many items it was asked to decode. */
+const counted = () => {
+  let seen = 0
+  const item = Schema.Number.pipe(Schema.filter(() => {
+    seen++
+    return true
+  }))
+  return { item, seen: () => seen }
+}
+
+const messageOf = (result: unknown) => (result instanceof BadRequest ? result.message : "decoded")
+
+describe("BoundedArray", () => {
+  it("refuses a length out of bounds before decoding any item", () => {
+    const { item, seen } = counted()
+    const decode = decoderNow(Schema.Struct({ xs: BoundedArray(item, { min: 2, max: 3 }) }), "body")
+    expect(messageOf(decode({ xs: Array.from({ length: 100_000 }, () => 1) }))).toBe("Invalid body: xs: holds at most 3 items")
+    expect(messageOf(decode({ xs: [1] }))).toBe("Invalid body: xs: must hold at least 2 items")
+    expect(seen()).toBe(0)
+    expect(decode({ xs: [1, 2, 3] })).toEqual({ xs: [1, 2, 3] })
+    expect(seen()).toBe(3)
+    expect(messageOf(decode({ xs: "no" }))).toBe("Invalid body: xs: Expected an array, actual \"no\"")
+    expect(messageOf(decode({ xs: [1, "two"] }))).toBe("Invalid body: xs.1: Expected number, actual \"two\"")
+  })
+
+  it("takes the messages it is given", () => {
+    const decode = decoderNow(Schema.Struct({ xs: BoundedArray(Schema.Number, { min: 1, max: 1, minMessage: "xs needs one", maxMessage: "xs takes one" }) }), "body")
+    expect(messageOf(decode({ xs: [] }))).toBe("Invalid body: xs: xs needs one")
+    expect(messageOf(decode({ xs: [1, 2] }))).toBe("Invalid body: xs: xs takes one")
+  })
+
+  it("is documented as the plain array it is", () => {
+    const plain = Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(5)).annotations({ description: "d" })
+    const bounded = BoundedArray(Schema.String, { min: 1, max: 5, description: "d" })
+    const { $schema: _a, ...a } = JSONSchema.make(plain) as any
+    const { $schema: _b, ...b } = JSONSchema.make(bounded) as any
+    expect(b).toEqual(a)
+    expect(b).toMatchObject({ type: "array", items: { type: "string" }, minItems: 1, maxItems: 5, description: "d" })
+  })
+})
+
+describe("describeParseError", () => {
+  it("names the first problem of a body (not every one)", () => {
+    const decode = Schema.decodeUnknownEither(Schema.Struct({ a: Schema.Number, b: Schema.String }), parseOptions)
+    const result = decode({ a: "x", b: 1 })
+    expect(result._tag).toBe("Left")
+    if (result._tag === "Left") expect(describeParseError(result.left)).toBe("a: Expected number, actual \"x\"")
+  })
+
+  it("shows a wrong value in short, however large", () => {
+    const decode = decoderNow(ChatCompletionBody, "body")
+    const parts = messageOf(decode({ model: "m", messages: [{ role: "user", content: Array.from({ length: 200_000 }, () => 1) }] }))
+    expect(parts).toBe("Invalid body: messages.0.content: Expected string, actual an array of 200000 items")
+    const long = messageOf(decode({ model: "m", messages: [{ role: "user", content: "hi" }], temperature: "x".repeat(1_000_000) }))
+    expect(long).toMatch(/^Invalid body: temperature: .*actual "x{80}"… \(1000000 characters\)/)
+    expect(long.length).toBeLessThan(400)
+  })
+})
+
+describe("preview", () => {
+  it("writes small values whole and large ones as their size", () => {
+    expect(preview(5)).toBe("5")
+    expect(preview(null)).toBe("null")
+    expect(preview("a\"b")).toBe("\"a\\\"b\"")
+    expect(preview([1, "a", { b: [true] }])).toBe("[1,\"a\",{\"b\":an array of 1 items}]")
+    expect(preview({ a: 1, b: [2] })).toBe("{\"a\":1,\"b\":[2]}")
+    expect(preview(Array.from({ length: 9 }, () => 0))).toBe("an array of 9 items")
+    expect(preview(Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`k${i}`, i])))).toBe("an object of 9 fields")
+    expect(preview("y".repeat(81))).toBe(`"${"y".repeat(80)}"… (81 characters)`)
+  })
+})
