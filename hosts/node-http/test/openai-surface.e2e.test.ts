@@ -425,6 +425,16 @@ describe("OpenAI surface with the official clients", () => {
     expect(await used()).toBe(before)
   })
 
+  it("names the field a 400 is about in the error's param, as OpenAI does (null otherwise)", async () => {
+    const refused = (body: Record<string, unknown>) => client(user).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], ...body } as any)
+    await expect(refused({ temperature: 3 })).rejects.toMatchObject({ status: 400, param: "temperature", code: "BadRequest", type: "invalid_request_error" })
+    await expect(refused({ messages: [{ role: "user", content: "hi" }, { role: "user", content: [{ type: "text", text: 5 }] }] }))
+      .rejects.toMatchObject({ status: 400, param: "messages.[1].content.[0].text" })
+    const raw = await call(server.url, "POST", "/openai/v1/chat/completions", { apiKey: user.apiKey, body: { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], stream_options: {} } })
+    expect(raw.status).toBe(400)
+    expect(raw.body.error).toEqual({ message: expect.stringMatching(/stream_options/), type: "invalid_request_error", param: null, code: "BadRequest" })
+  })
+
   it("moderates one text or several, one result each", async () => {
     const one = await client(user).moderations.create({ input: "I will attack and kill them" })
     expect(one.model).toBe("omni-moderation-latest")

@@ -7,7 +7,11 @@ import { Schema } from "effect"
 const fields = { message: Schema.String }
 
 /** The request is malformed: bad JSON, wrong types, missing fields. */
-export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", fields) {}
+export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
+  ...fields,
+  /** The request field the problem is at, written as OpenAI's `param` (`messages.[0].content`), when one is. */
+  param: Schema.optional(Schema.String)
+}) {}
 /** The request parses but is semantically wrong (e.g. a provider that is not configured). */
 export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", fields) {}
 /** No or invalid credentials. */

@@ -58,22 +58,31 @@ const withPreviews = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => 
   }
 }
 
+/** A field's path as OpenAI's error `param` writes it: `messages.[0].content`. */
+const paramOf = (path: ReadonlyArray<PropertyKey>) => path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".")
+
 /**
- * The problems of a decoding, one per field: a union's alternatives each report theirs, so only the
- * deepest problems are kept (an alternative that got further says more than one that failed at the
- * field itself), and the first problem of each field.
+ * The problems of a decoding, one per field, and the field of the first: a union's alternatives each
+ * report theirs, so only the deepest problems are kept (an alternative that got further says more than
+ * one that failed at the field itself), and the first problem of each field.
  */
-export const describeParseError = (error: ParseResult.ParseError): string => {
+export const problemsOf = (error: ParseResult.ParseError): { readonly text: string; readonly param: string | undefined } => {
   const issues = ParseResult.ArrayFormatter.formatIssueSync(withPreviews(error.issue)).map((i) => ({ ...i, at: i.path.join(".") }))
   // Every proper prefix of an issue's path: an issue at one of them has a deeper one. A set, so a hostile
   // body with many problems costs linear time, not a comparison of every pair.
   const above = new Set<string>()
   for (const i of issues) for (let n = 0; n < i.path.length; n++) above.add(i.path.slice(0, n).join("."))
   const seen = new Set<string>()
-  return issues
+  const kept = issues
     .filter((i) => !above.has(i.at))
     .filter((i) => !seen.has(i.at) && seen.add(i.at) !== undefined)
     .slice(0, 10)
-    .map((i) => (i.path.length > 0 ? `${i.at}: ${i.message}` : i.message))
-    .join("; ")
+  const first = kept[0]
+  return {
+    text: kept.map((i) => (i.path.length > 0 ? `${i.at}: ${i.message}` : i.message)).join("; "),
+    param: first !== undefined && first.path.length > 0 ? paramOf(first.path) : undefined
+  }
 }
+
+/** The problems of a decoding, as `field.path: problem; …`. */
+export const describeParseError = (error: ParseResult.ParseError): string => problemsOf(error).text

@@ -222,9 +222,16 @@ const anthropicErrorType = (tag: string): string => {
   }
 }
 
-export const errorBody = (kind: Envelope, error: { readonly _tag: string; readonly message: string }) =>
+export const errorBody = (kind: Envelope, error: { readonly _tag: string; readonly message: string; readonly param?: string | undefined }) =>
   kind === "openai"
-    ? { error: { message: error.message, type: openAiErrorType[error._tag as GatewayError["_tag"]] ?? "invalid_request_error", code: error._tag } }
+    ? {
+      error: {
+        message: error.message,
+        type: openAiErrorType[error._tag as GatewayError["_tag"]] ?? "invalid_request_error",
+        param: error.param ?? null,
+        code: error._tag
+      }
+    }
     : kind === "anthropic"
     ? { type: "error", error: { type: anthropicErrorType(error._tag), message: error.message } }
     : failureOf(kind === "none" ? "gateway" : kind, error.message)

@@ -137,13 +137,13 @@ const errorSchemas = (c: Components) => ({
   }),
   openai: c.named("OpenAiError", {
     type: "object",
-    description: "An OpenAI-shaped failure of the /openai/v1 surface; `code` is the gateway's error kind.",
+    description: "An OpenAI-shaped failure of the /openai/v1 surface; `code` is the gateway's error kind, `param` the request field a 400 is about (`messages.[0].content`) or null.",
     required: ["error"],
     properties: {
       error: {
         type: "object",
-        required: ["message", "type", "code"],
-        properties: { message: { type: "string" }, type: { type: "string" }, code: { type: "string" } }
+        required: ["message", "type", "param", "code"],
+        properties: { message: { type: "string" }, type: { type: "string" }, param: { type: ["string", "null"] }, code: { type: "string" } }
       }
     }
   }),

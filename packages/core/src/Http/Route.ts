@@ -16,7 +16,7 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import type { Lane } from "./Lane.ts"
 import { markRoute } from "./Observability.ts"
 import { jsonTextProblem, NUL_PROBLEM } from "../JsonText.ts"
-import { describeParseError, parseOptions } from "./DecodeProblems.ts"
+import { parseOptions, problemsOf } from "./DecodeProblems.ts"
 import {
   bodyTookLong,
   credentialsOf,
@@ -142,7 +142,9 @@ export const decoderNow = <A>(schema: Schema.Schema<A, any, never>, what: string
   const run = Schema.decodeUnknownEither(schema, parseOptions)
   return (value: unknown): A | BadRequest => {
     const result = run(value)
-    return result._tag === "Right" ? result.right : new BadRequest({ message: `Invalid ${what}: ${describeParseError(result.left)}` })
+    if (result._tag === "Right") return result.right
+    const { param, text } = problemsOf(result.left)
+    return new BadRequest({ message: `Invalid ${what}: ${text}`, ...(param !== undefined ? { param } : {}) })
   }
 }
 

@@ -3,6 +3,7 @@ import { JSONSchema, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { BadRequest } from "../../src/Errors.ts"
 import { describeParseError, parseOptions, preview } from "../../src/Http/DecodeProblems.ts"
+import { errorBody } from "../../src/Http/Edge.ts"
 import { ChatCompletionBody } from "../../src/Http/OpenAiRoutes.ts"
 import { decoderNow } from "../../src/Http/Route.ts"
 import { BoundedArray } from "../../src/RequestFields.ts"
@@ -63,6 +64,20 @@ describe("describeParseError", () => {
     const long = messageOf(decode({ model: "m", messages: [{ role: "user", content: "hi" }], temperature: "x".repeat(1_000_000) }))
     expect(long).toMatch(/^Invalid body: temperature: .*actual "x{80}"… \(1000000 characters\)/)
     expect(long.length).toBeLessThan(400)
+  })
+})
+
+describe("the problem's field", () => {
+  it("is carried as OpenAI's param, and the OpenAI envelope shows it (null when there is none)", () => {
+    const decode = decoderNow(ChatCompletionBody, "body")
+    const bad = decode({ model: "m", messages: [{ role: "user", content: "hi" }, { role: "user", content: [{ type: "text", text: 5 }] }] })
+    expect(bad).toBeInstanceOf(BadRequest)
+    expect((bad as BadRequest).param).toBe("messages.[1].content.[0].text")
+    expect(errorBody("openai", bad as BadRequest)).toEqual({
+      error: { message: (bad as BadRequest).message, type: "invalid_request_error", param: "messages.[1].content.[0].text", code: "BadRequest" }
+    })
+    expect(errorBody("openai", new BadRequest({ message: "m" }))).toEqual({ error: { message: "m", type: "invalid_request_error", param: null, code: "BadRequest" } })
+    expect((decode({ messages: [] }) as BadRequest).param).toBe("model")
   })
 })
 
