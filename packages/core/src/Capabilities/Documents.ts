@@ -44,8 +44,12 @@ export const SUPPORTED = "txt, md, csv, json, html, pdf, docx"
 export const formatOf = (filename: string, mime: string): Format | undefined =>
   byExtension[filename.toLowerCase().split(".").pop() ?? ""] ?? byMime[mime.split(";")[0]!.trim().toLowerCase()]
 
-/** RFC 4180 CSV: quoted fields, doubled quotes, CRLF or LF rows. */
-export const parseCsv = (text: string): Array<Array<string>> => {
+/** The most fields a CSV document may hold: its rows are answered as arrays, a few dozen bytes each. */
+export const MAX_CSV_FIELDS = 1_000_000
+
+/** RFC 4180 CSV: quoted fields, doubled quotes, CRLF or LF rows; undefined past MAX_CSV_FIELDS fields. */
+export const parseCsv = (text: string): Array<Array<string>> | undefined => {
+  let fields = 0
   const rows: Array<Array<string>> = []
   let row: Array<string> = []
   let field = ""
@@ -60,10 +64,12 @@ export const parseCsv = (text: string): Array<Array<string>> => {
       else field += c
     } else if (c === "\"") quoted = true
     else if (c === ",") {
+      if (++fields > MAX_CSV_FIELDS) return undefined
       row.push(field)
       field = ""
     } else if (c === "\n" || c === "\r") {
       if (c === "\r" && text[i + 1] === "\n") i++
+      if (++fields > MAX_CSV_FIELDS) return undefined
       row.push(field)
       rows.push(row)
       row = []
@@ -82,13 +88,34 @@ const entities: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: "\"
 /** A numeric character reference's character; U+FFFD for one outside Unicode (as browsers do). */
 const codePoint = (n: number) => (Number.isInteger(n) && n > 0 && n <= 0x10ffff ? String.fromCodePoint(n) : "\uFFFD")
 
+/**
+ * `html` without its comments and its script, style, noscript and template elements; one left open runs
+ * to the end, as in a browser. A scan from each opening to its close, rather than a lazy regular
+ * expression, which rescanned the rest of the text from every unclosed opening (quadratic).
+ */
+const withoutHiddenParts = (html: string) => {
+  const lower = html.toLowerCase()
+  const opening = /<!--|<(script|style|noscript|template)\b/gi
+  let out = ""
+  let at = 0
+  for (;;) {
+    opening.lastIndex = at
+    const open = opening.exec(html)
+    if (open === null) return out + html.slice(at)
+    out += html.slice(at, open.index)
+    const close = open[1] === undefined ? "-->" : `</${open[1].toLowerCase()}`
+    const end = lower.indexOf(close, open.index + open[0].length)
+    if (end === -1) return out
+    at = open[1] === undefined ? end + close.length : Math.max(end + close.length, lower.indexOf(">", end) + 1)
+  }
+}
+
 /** Visible text of an HTML document: scripts and styles dropped, block elements as line breaks. */
 export const htmlText = (html: string) =>
-  html
-    .replace(/<(script|style|noscript|template)[\s\S]*?<\/\1>/gi, "")
-    .replace(/<!--[\s\S]*?-->/g, "")
-    .replace(/<(br|\/p|\/div|\/h[1-6]|\/li|\/tr|\/section|\/article|\/header|\/footer)\b[^>]*>/gi, "\n")
-    .replace(/<[^>]+>/g, "")
+  withoutHiddenParts(html)
+    // A tag ends at the first `>` or before the next `<`: `[^>]*` rescanned to the end from every unclosed `<`.
+    .replace(/<(br|\/p|\/div|\/h[1-6]|\/li|\/tr|\/section|\/article|\/header|\/footer)\b[^<>]*>/gi, "\n")
+    .replace(/<[^<>]+>/g, "")
     .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) =>
       e[0] === "#" ? codePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : Number(e.slice(1))) : entities[e.toLowerCase()] ?? m)
     .replace(/[ \t]+/g, " ")
@@ -122,7 +149,8 @@ const PDF_MAX_TEXT = 8 * 1024 * 1024
 
 /** A document read and checked as far as is cheap: what `parse` continues from. */
 type Prepared =
-  | { readonly format: "text" | "markdown" | "csv" | "html"; readonly text: string }
+  | { readonly format: "text" | "markdown" | "html"; readonly text: string }
+  | { readonly format: "csv"; readonly text: string; readonly rows: Array<Array<string>> }
   | { readonly format: "json"; readonly data: unknown }
   | { readonly format: "pdf"; readonly bytes: Uint8Array }
   | { readonly format: "docx"; readonly zip: ReturnType<typeof Zip.open> }
@@ -174,9 +202,16 @@ export const validateLocal = (file: File, avatarId: string) =>
     switch (format) {
       case "text":
       case "markdown":
-      case "csv":
       case "html":
         return { format, text: yield* decodeUtf8(bytes) } satisfies Prepared as Prepared
+      case "csv": {
+        const text = yield* decodeUtf8(bytes)
+        const rows = parseCsv(text)
+        if (rows === undefined) {
+          return yield* Effect.fail(new BadRequest({ message: `file holds more than ${MAX_CSV_FIELDS} CSV fields; split it into smaller documents` }))
+        }
+        return { format, text, rows } satisfies Prepared as Prepared
+      }
       case "json": {
         const raw = yield* decodeUtf8(bytes)
         const problem = jsonTextProblem(raw, DOCUMENT_JSON_DEPTH)
@@ -212,6 +247,13 @@ const pdfPages = (bytes: Uint8Array, avatarId: string) =>
     return yield* Effect.fail(new Unprocessable({ message: `The PDF could not be read within the sandbox's limits: ${outcome.error ?? "no answer"}.` }))
   })
 
+/** How many words `text` holds, counted without keeping them. */
+const wordsIn = (text: string) => {
+  let n = 0
+  for (const _ of text.matchAll(/\S+/g)) n++
+  return n
+}
+
 /** The result shape every parse answers (ResponseSchemas.ts DocumentParseResult). */
 const result = (file: File, format: Format, text: string, extra: Record<string, unknown>, provider: string) => ({
   filename: file.name,
@@ -219,7 +261,7 @@ const result = (file: File, format: Format, text: string, extra: Record<string, 
   format,
   text,
   characters: text.length,
-  words: (text.match(/\S+/g) ?? []).length,
+  words: wordsIn(text),
   ...extra,
   provider
 })
@@ -259,13 +301,11 @@ const parsePrepared = (file: File, avatarId: string, prepared: Prepared) =>
       case "markdown":
         text = prepared.text
         break
-      case "csv": {
+      case "csv":
         text = prepared.text
-        const rows = parseCsv(text)
-        extra.rows = rows
-        extra.columns = rows[0] ?? []
+        extra.rows = prepared.rows
+        extra.columns = prepared.rows[0] ?? []
         break
-      }
       case "json":
         extra.data = prepared.data
         text = JSON.stringify(prepared.data, null, 2)

@@ -63,3 +63,33 @@ describe("DOCX through the bounded zip reader", () => {
     expect(await parse(docxOf(broken))).toMatchObject({ _tag: "Left", left: { _tag: "BadRequest" } })
   })
 })
+
+describe("HTML and CSV read in linear time", () => {
+  it("drops comments and hidden elements, an unclosed one to the end, as a browser does", () => {
+    expect(Documents.htmlText("<p>a<!-- x --->b</p><SCRIPT>alert(1)</script >c<br/>d")).toBe("ab\nc\nd")
+    expect(Documents.htmlText("<p>kept</p><style>p{}</style><template><b>t</b></template>after")).toBe("kept\nafter")
+    expect(Documents.htmlText("before<!-- never closed <p>hidden</p>")).toBe("before")
+    expect(Documents.htmlText("before<script>never closed")).toBe("before")
+    expect(Documents.htmlText("a &lt;b&gt; &#x41;&#66; &amp;")).toBe("a <b> AB &")
+  })
+
+  it("reads runs of unclosed openings (which backtracked from each one) as text", () => {
+    for (const run of ["<", "<br", "<!--", "<script>", "<a "]) {
+      const text = Documents.htmlText(run.repeat(30_000))
+      expect(text.length).toBeLessThanOrEqual(run.length * 30_000)
+    }
+    expect(Documents.htmlText("<".repeat(5) + "b>x")).toBe("<<<<x")
+  })
+
+  it("parses CSV up to MAX_CSV_FIELDS fields and refuses a larger one before it is counted", async () => {
+    expect(Documents.parseCsv("a,b\r\n\"c,\"\"d\"\"\",e\n")).toEqual([["a", "b"], ["c,\"d\"", "e"]])
+    expect(Documents.parseCsv("\n".repeat(Documents.MAX_CSV_FIELDS))).toHaveLength(Documents.MAX_CSV_FIELDS)
+    expect(Documents.parseCsv("\n".repeat(Documents.MAX_CSV_FIELDS + 1))).toBeUndefined()
+    const refused = await Effect.runPromise(
+      Effect.either(Documents.validateLocal(new File([",".repeat(Documents.MAX_CSV_FIELDS + 1)], "big.csv", { type: "text/csv" }), "a")).pipe(
+        Effect.provide(Sandboxes.layer.pipe(Layer.provideMerge(GatewayConfig.layer({ limits }))))
+      )
+    )
+    expect(Either.isLeft(refused) && refused.left).toMatchObject({ _tag: "BadRequest", message: "file holds more than 1000000 CSV fields; split it into smaller documents" })
+  })
+})
