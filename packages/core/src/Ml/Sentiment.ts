@@ -4,7 +4,7 @@
  * and for the whole text on a scale from -1 (negative) to +1 (positive).
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { nlp, type Wink } from "./Nlp.ts"
+import { nlp, readable, type Wink } from "./Nlp.ts"
 
 export const SentimentLabel = Schema.Literal("positive", "neutral", "negative")
 export type SentimentLabel = typeof SentimentLabel.Type
@@ -32,7 +32,7 @@ const makeService = Effect.sync(() => {
   // The English model is loaded on the first analysis, not at start (Nlp.ts).
   const analyze = (wink: Wink, text: string): SentimentResult => {
     const its = wink.its
-    const doc = wink.readDoc(text)
+    const doc = wink.readDoc(readable(text))
     const score = round(doc.out(its.sentiment) as unknown as number)
     const texts = doc.sentences().out() as Array<string>
     const scores = doc.sentences().out(its.sentiment) as unknown as Array<number>

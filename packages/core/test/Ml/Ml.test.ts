@@ -1,6 +1,7 @@
 /** The in-process analysers: real models from npm packages, checked on text they never saw. */
 import { Effect } from "effect"
 import { beforeAll, describe, expect, it } from "vitest"
+import { readable } from "../../src/Ml/Nlp.ts"
 import * as Sentiment from "../../src/Ml/Sentiment.ts"
 import * as TaskClassifier from "../../src/Ml/TaskClassifier.ts"
 import { taskExamples, TaskTypes } from "../../src/Ml/taskExamples.data.ts"
@@ -70,5 +71,32 @@ describe("task classifier (naive Bayes)", () => {
   it("learns from its examples: a classifier trained without translation never answers it", async () => {
     const without = await Effect.runPromise(TaskClassifier.train({ ...taskExamples, translation: ["placeholder words only"] }))
     expect(without("Translate this sentence into French").taskType).not.toBe("translation")
+  })
+})
+
+describe("text the NLP pipeline is slow on", () => {
+  it("cuts runs without spaces longer than 40 characters, and leaves words alone", () => {
+    expect(readable("a short sentence, with words.")).toBe("a short sentence, with words.")
+    expect(readable("x".repeat(40))).toBe("x".repeat(40))
+    expect(readable(`see ${"y".repeat(85)} end`)).toBe(`see ${"y".repeat(40)} ${"y".repeat(40)} yyyyy end`)
+    // Characters outside the BMP are not split in half.
+    expect(readable("😀".repeat(41))).toBe(`${"😀".repeat(40)} 😀`)
+  })
+
+  it("classifies a long prompt by its beginning and its end, and reads hostile runs", async () => {
+    const classify = await Effect.runPromise(TaskClassifier.train())
+    const code = "Write a Kotlin function that parses a CSV file. "
+    const middle = "Translate 'see you tomorrow' into German. ".repeat(25_000)
+    expect(classify(middle).taskType).toBe("translation")
+    // Only the first 10,000 and the last 2,000 characters are read: the million in between are not.
+    expect(classify(`${code.repeat(220)}${middle}${code.repeat(50)}`).taskType).toBe("code")
+    for (const run of ["a".repeat(100_000), "a.".repeat(50_000), "a-".repeat(50_000)]) expect(classify(run).taskType).toBeDefined()
+  })
+
+  it("scores hostile runs (a.a.a…, a-a-a…) of the longest accepted text", async () => {
+    for (const run of ["a.".repeat(50_000), "a-".repeat(50_000), "b".repeat(100_000)]) {
+      const result = await analyze(run)
+      expect(result.label).toBe("neutral")
+    }
   })
 })
