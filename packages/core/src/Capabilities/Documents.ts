@@ -44,10 +44,11 @@ export const SUPPORTED = "txt, md, csv, json, html, pdf, docx"
 export const formatOf = (filename: string, mime: string): Format | undefined =>
   byExtension[filename.toLowerCase().split(".").pop() ?? ""] ?? byMime[mime.split(";")[0]!.trim().toLowerCase()]
 
-/** The most fields a CSV document may hold: its rows are answered as arrays, a few dozen bytes each. */
+/** The most fields and rows a CSV document may hold: its rows are answered as arrays, each an object to build and send. */
 export const MAX_CSV_FIELDS = 1_000_000
+export const MAX_CSV_ROWS = 200_000
 
-/** RFC 4180 CSV: quoted fields, doubled quotes, CRLF or LF rows; undefined past MAX_CSV_FIELDS fields. */
+/** RFC 4180 CSV: quoted fields, doubled quotes, CRLF or LF rows; undefined past MAX_CSV_FIELDS fields or MAX_CSV_ROWS rows. */
 export const parseCsv = (text: string): Array<Array<string>> | undefined => {
   let fields = 0
   const rows: Array<Array<string>> = []
@@ -69,7 +70,7 @@ export const parseCsv = (text: string): Array<Array<string>> | undefined => {
       field = ""
     } else if (c === "\n" || c === "\r") {
       if (c === "\r" && text[i + 1] === "\n") i++
-      if (++fields > MAX_CSV_FIELDS) return undefined
+      if (++fields > MAX_CSV_FIELDS || rows.length === MAX_CSV_ROWS) return undefined
       row.push(field)
       rows.push(row)
       row = []
@@ -77,6 +78,7 @@ export const parseCsv = (text: string): Array<Array<string>> | undefined => {
     } else field += c
   }
   if (field !== "" || row.length > 0) {
+    if (++fields > MAX_CSV_FIELDS || rows.length === MAX_CSV_ROWS) return undefined
     row.push(field)
     rows.push(row)
   }
@@ -208,7 +210,9 @@ export const validateLocal = (file: File, avatarId: string) =>
         const text = yield* decodeUtf8(bytes)
         const rows = parseCsv(text)
         if (rows === undefined) {
-          return yield* Effect.fail(new BadRequest({ message: `file holds more than ${MAX_CSV_FIELDS} CSV fields; split it into smaller documents` }))
+          return yield* Effect.fail(
+            new BadRequest({ message: `file holds more than ${MAX_CSV_ROWS} CSV rows or ${MAX_CSV_FIELDS} fields; split it into smaller documents` })
+          )
         }
         return { format, text, rows } satisfies Prepared as Prepared
       }

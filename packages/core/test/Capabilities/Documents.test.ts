@@ -81,15 +81,17 @@ describe("HTML and CSV read in linear time", () => {
     expect(Documents.htmlText("<".repeat(5) + "b>x")).toBe("<<<<x")
   })
 
-  it("parses CSV up to MAX_CSV_FIELDS fields and refuses a larger one before it is counted", async () => {
+  it("parses CSV up to MAX_CSV_ROWS rows and MAX_CSV_FIELDS fields and refuses a larger one before it is counted", async () => {
     expect(Documents.parseCsv("a,b\r\n\"c,\"\"d\"\"\",e\n")).toEqual([["a", "b"], ["c,\"d\"", "e"]])
-    expect(Documents.parseCsv("\n".repeat(Documents.MAX_CSV_FIELDS))).toHaveLength(Documents.MAX_CSV_FIELDS)
-    expect(Documents.parseCsv("\n".repeat(Documents.MAX_CSV_FIELDS + 1))).toBeUndefined()
+    expect(Documents.parseCsv("\n".repeat(Documents.MAX_CSV_ROWS))).toHaveLength(Documents.MAX_CSV_ROWS)
+    expect(Documents.parseCsv("\n".repeat(Documents.MAX_CSV_ROWS + 1))).toBeUndefined()
+    expect(Documents.parseCsv(",".repeat(Documents.MAX_CSV_FIELDS - 1))?.[0]).toHaveLength(Documents.MAX_CSV_FIELDS)
+    expect(Documents.parseCsv(",".repeat(Documents.MAX_CSV_FIELDS))).toBeUndefined()
     const refused = await Effect.runPromise(
       Effect.either(Documents.validateLocal(new File([",".repeat(Documents.MAX_CSV_FIELDS + 1)], "big.csv", { type: "text/csv" }), "a")).pipe(
         Effect.provide(Sandboxes.layer.pipe(Layer.provideMerge(GatewayConfig.layer({ limits }))))
       )
     )
-    expect(Either.isLeft(refused) && refused.left).toMatchObject({ _tag: "BadRequest", message: "file holds more than 1000000 CSV fields; split it into smaller documents" })
+    expect(Either.isLeft(refused) && refused.left).toMatchObject({ _tag: "BadRequest", message: "file holds more than 200000 CSV rows or 1000000 fields; split it into smaller documents" })
   })
 })
