@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { pdfWith } from "../../../packages/core/test/support/pdf.ts"
 import { signUp, type TestAvatar } from "./support/accounts.ts"
+import { LOOP_BLOCKED_MS, underAttack } from "./support/attack.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
 
 const docxWith = async (text: string) => {
@@ -92,6 +93,20 @@ describe("tools", () => {
     expect((await upload("latin1.txt", new Uint8Array([0xff, 0xfe, 0x41]))).status).toBe(400)
     expect((await upload("empty.txt", "")).status).toBe(400)
     expect((await post("/v1/documents/parse", { file: "x" })).status).toBe(400)
+  })
+
+  it("answers over memories of thousands of entities each without holding the event loop", async () => {
+    // 12 memories of 3,000 shared entities: the graph's edges compared every pair of entities (34.9 s for 10,000).
+    const content = Array.from({ length: 3_000 }, (_, i) => `Q${i}`).join(" x ")
+    for (let i = 0; i < 12; i++) await post("/v1/memory/store", { content: `${content} ${i}`, userId: "crowd", provider: "local" })
+    openai.setScenario({ kind: "text", text: "Q1 [1]." })
+    const { figures, value } = await underAttack(server, () => post("/v1/graphrag/query", { query: "What about Q1 and Q2?", userId: "crowd" }))
+    expect(value.status).toBe(200)
+    expect(value.body.result.sources.length).toBeGreaterThan(1)
+    // Entities are read from each memory's first 4,000 characters (GraphRag.READ_CHARS).
+    expect(value.body.result.sources[0].entities.length).toBeLessThan(1_000)
+    expect(value.body.result.graph.edges.length).toBeGreaterThan(0)
+    expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
   })
 
   it("answers a multi-hop question over memories with cited sources", async () => {

@@ -25,6 +25,14 @@ export const entitiesOf = (text: string): Array<string> => {
   return [...found]
 }
 
+/**
+ * Characters of each memory read for its entities and, when it has no vector of the in-process embedder,
+ * its hashed words: every query reads every memory of the window again, so a 100 KB memory cost as much
+ * as 25 of these.
+ */
+export const READ_CHARS = 4_000
+const readOf = (content: string) => (content.length <= READ_CHARS ? content : content.slice(0, READ_CHARS))
+
 export const MAX_CONTEXT_MEMORIES = 12
 /** At most this many seeds, each scoring at least `SEED_RATIO` of the best memory's score. */
 export const MAX_SEEDS = 3
@@ -41,13 +49,20 @@ const makeService = Effect.gen(function*() {
   ) {
     const userId = input.userId ?? avatar.id
     const memories = yield* store.list(avatar.id, userId, QUERY_WINDOW)
-    const entities = memories.map((m) => entitiesOf(m.content))
+    const entities = memories.map((m) => entitiesOf(readOf(m.content)))
     const byEntity = new Map<string, Array<number>>()
-    entities.forEach((es, i) => es.forEach((e) => byEntity.set(e.toLowerCase(), [...(byEntity.get(e.toLowerCase()) ?? []), i])))
+    entities.forEach((es, i) =>
+      es.forEach((e) => {
+        const key = e.toLowerCase()
+        const holders = byEntity.get(key)
+        if (holders === undefined) byEntity.set(key, [i])
+        else if (holders.at(-1) !== i) holders.push(i)
+      })
+    )
     const q = yield* embedder.embedNamed([input.query])
     const lexicalQuery = hashEmbedding(input.query)
     const similarity = (m: (typeof memories)[number]) =>
-      m.embedder === q.name ? cosine(q.vectors[0]!, m.vector) : cosine(lexicalQuery, hashEmbedding(m.content))
+      m.embedder === q.name ? cosine(q.vectors[0]!, m.vector) : cosine(lexicalQuery, hashEmbedding(readOf(m.content)))
     const queryEntities = new Set(entitiesOf(input.query).map((e) => e.toLowerCase()))
     const scored = memories.map((m, i) => ({
       i,
@@ -74,8 +89,10 @@ const makeService = Effect.gen(function*() {
       frontier = next
     }
     const context = [...hops.entries()].map(([i, hop], n) => ({ n: n + 1, hop, memory: memories[i]!, entities: entities[i]! }))
+    // Each memory's entities as a set: comparing every pair of entities was quadratic in a memory's entities.
+    const held = context.map((c) => new Set(c.entities.map((e) => e.toLowerCase())))
     const edges = context.flatMap((a) =>
-      context.filter((b) => b.n > a.n).flatMap((b) => a.entities.filter((e) => b.entities.some((f) => f.toLowerCase() === e.toLowerCase())).map((e) => ({ from: a.memory.id, to: b.memory.id, via: e })))
+      context.filter((b) => b.n > a.n).flatMap((b) => a.entities.filter((e) => held[b.n - 1]!.has(e.toLowerCase())).map((e) => ({ from: a.memory.id, to: b.memory.id, via: e })))
     )
     if (context.length === 0) {
       return { answer: null, message: "No stored memory relates to the question; store memories with /v1/memory/store first.", sources: [], graph: { nodes: [], edges: [] }, searched: memories.length }
