@@ -342,6 +342,25 @@ describe("bedrock (Converse wire format)", () => {
     ])
   })
 
+  it("reassembles a frame of a megabyte that arrives over many reads, with small frames around it", async () => {
+    const big = "x".repeat(1_000_000)
+    mock.answer({
+      kind: "frames",
+      frames: [
+        event("messageStart", { role: "assistant" }),
+        event("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "a" } }),
+        event("contentBlockDelta", { contentBlockIndex: 0, delta: { text: big } }),
+        event("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "b" } }),
+        event("messageStop", { stopReason: "end_turn" })
+      ],
+      pieceBytes: 1_000
+    })
+    const result = await collect(signed, { model: MODEL, messages: [{ role: "user", content: "long?" }] })
+    expect(result._tag).toBe("Right")
+    if (result._tag !== "Right") return
+    expect(result.right).toEqual([{ _tag: "Text", text: "a" }, { _tag: "Text", text: big }, { _tag: "Text", text: "b" }, { _tag: "Finish", reason: "stop" }])
+  })
+
   it("an exception event mid-stream is an UpstreamError naming it", async () => {
     mock.answer({
       kind: "frames",

@@ -39,7 +39,7 @@ export const exception = (type: string, message: string) =>
 export type Reply =
   | { kind: "json"; body: unknown }
   | { kind: "raw"; status: number; contentType: string; body: string }
-  | { kind: "frames"; frames: ReadonlyArray<Uint8Array> }
+  | { kind: "frames"; frames: ReadonlyArray<Uint8Array>; pieceBytes?: number }
 
 export interface Received {
   path: string
@@ -106,8 +106,9 @@ export const startBedrockMock = async (expectedRegion = "us-east-1") => {
     res.writeHead(200, { "content-type": "application/vnd.amazon.eventstream" })
     // Split the frames at odd boundaries so the decoder has to join partial frames.
     const all = Buffer.concat(reply.frames)
-    for (let i = 0; i < all.length; i += 7) {
-      res.write(all.subarray(i, i + 7))
+    const piece = reply.pieceBytes ?? 7
+    for (let i = 0; i < all.length; i += piece) {
+      res.write(all.subarray(i, i + piece))
       await new Promise((r) => setTimeout(r, 0))
     }
     res.end()
