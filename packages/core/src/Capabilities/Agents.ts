@@ -177,16 +177,26 @@ const makeService = Effect.gen(function*() {
     Effect.gen(function*() {
       const embedded = yield* embedder.embedNamed([task])
       const keys = texts.map((t) => `${embedded.name}:${createHash("sha256").update(t).digest("hex")}`)
-      const todo = [...new Set(keys.filter((k) => !vectors.has(k)))]
-      if (todo.length > 0) {
-        const fresh = yield* embedder.embedNamed(todo.map((k) => texts[keys.indexOf(k)]!))
+      // This call's vectors, kept apart from the cache: with more agents than the cache holds, adding the
+      // fresh ones evicted others of this very call (a 500 above 4,096 agents).
+      const mine = new Map<string, ReadonlyArray<number>>()
+      const textOf = new Map<string, string>()
+      keys.forEach((k, i) => {
+        const cached = vectors.get(k)
+        if (cached !== undefined) mine.set(k, cached)
+        else textOf.set(k, texts[i]!)
+      })
+      if (textOf.size > 0) {
+        const todo = [...textOf.keys()]
+        const fresh = yield* embedder.embedNamed(todo.map((k) => textOf.get(k)!))
         if (fresh.name !== embedded.name) return yield* embedForRanking(task, texts)
         todo.forEach((k, i) => {
+          mine.set(k, fresh.vectors[i]!)
           vectors.set(k, fresh.vectors[i]!)
           if (vectors.size > VECTOR_CACHE_SIZE) vectors.delete(vectors.keys().next().value!)
         })
       }
-      return { name: embedded.name, semantic: embedded.semantic, task: embedded.vectors[0]!, agents: keys.map((k) => vectors.get(k)!) }
+      return { name: embedded.name, semantic: embedded.semantic, task: embedded.vectors[0]!, agents: keys.map((k) => mine.get(k)!) }
     })
 
   /** The avatar's agents scored for a task, best first (the module header gives the formula). */

@@ -62,6 +62,19 @@ describe("agent registry", () => {
     expect(listed.agents.map((a) => [a.id, a.score])).toEqual(letter.agents.map((a) => [a.agent.id, a.score]))
   })
 
+  it("ranks more agents than its vector cache holds (the fresh vectors evicted the call's own: a 500)", async () => {
+    const dee = testAvatar("dee")
+    await run((agents) =>
+      Effect.forEach(
+        Array.from({ length: 4_200 }, (_, i) => i),
+        (i) => agents.register(dee, { name: `agent ${i}`, description: `Writes reports about topic ${i}`, skills: ["analysis"], provider: "auto", model: "auto" }),
+        { discard: true }
+      ))
+    const ranked = await run((agents) => agents.rank(dee, { task: "Write a report about topic 7", taskType: "analysis" }))
+    expect(ranked.agents).toHaveLength(4_208)
+    expect(ranked.agents.every((a) => Number.isFinite(a.score.composite))).toBe(true)
+  })
+
   it("moves success rate, latency and cost with recorded dispatches", async () => {
     const dee = testAvatar("dee")
     const task = { task: "Compute the integral of x squared", taskType: "math" as const }
