@@ -63,6 +63,6 @@ describe("the web handler is the application the hosts serve", () => {
     expect(await metrics.text()).toMatch(/aigw_http_requests_total/)
     const unknown = await gateway.handler(new Request("http://localhost/openai/v1/nope"))
     expect(unknown.status).toBe(404)
-    expect(await unknown.json()).toEqual({ error: { message: "No route for GET /openai/v1/nope.", type: "not_found_error", code: "NotFound" } })
+    expect(await unknown.json()).toEqual({ error: { message: "No route for GET /openai/v1/nope.", type: "not_found_error", param: null, code: "NotFound" } })
   })
 })
