@@ -9,6 +9,7 @@
  * estimated from evenly spaced samples of them (docs/quota.md, "Token estimates").
  */
 import { Effect } from "effect"
+import { longRuns, piecesOf } from "./LongRuns.ts"
 import type { ChatMessage } from "./Providers/Chat.ts"
 
 /** Per-message framing overhead of chat formats. */
@@ -33,7 +34,7 @@ const tokenizer = Effect.cached(Effect.promise(async () => {
 }))
 const loaded = Effect.runSync(tokenizer)
 
-const longRun = new RegExp(`\\S{${MAX_RUN + 1},}`, "g")
+const longRun = longRuns(MAX_RUN)
 
 /** The tokenizer's count of a text, its runs without spaces cut into pieces of MAX_RUN characters. */
 export const exactCount = (countTokens: (text: string) => number) => (text: string): number => {
@@ -42,7 +43,7 @@ export const exactCount = (countTokens: (text: string) => number) => (text: stri
   let from = 0
   for (const run of text.matchAll(longRun)) {
     if (run.index > from) total += countTokens(text.slice(from, run.index))
-    for (let i = 0; i < run[0].length; i += MAX_RUN) total += countTokens(run[0].slice(i, i + MAX_RUN))
+    for (const piece of piecesOf(run[0], MAX_RUN)) total += countTokens(piece)
     from = run.index + run[0].length
   }
   return from < text.length ? total + countTokens(text.slice(from)) : total

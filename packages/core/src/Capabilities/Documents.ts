@@ -55,6 +55,17 @@ export const parseCsv = (text: string): Array<Array<string>> | undefined => {
   let row: Array<string> = []
   let field = ""
   let quoted = false
+  // The field ends (and with `endsRow`, its row); false past the bounds.
+  const endField = (endsRow: boolean) => {
+    if (++fields > MAX_CSV_FIELDS || (endsRow && rows.length === MAX_CSV_ROWS)) return false
+    row.push(field)
+    field = ""
+    if (endsRow) {
+      rows.push(row)
+      row = []
+    }
+    return true
+  }
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!
     if (quoted) {
@@ -65,23 +76,13 @@ export const parseCsv = (text: string): Array<Array<string>> | undefined => {
       else field += c
     } else if (c === "\"") quoted = true
     else if (c === ",") {
-      if (++fields > MAX_CSV_FIELDS) return undefined
-      row.push(field)
-      field = ""
+      if (!endField(false)) return undefined
     } else if (c === "\n" || c === "\r") {
       if (c === "\r" && text[i + 1] === "\n") i++
-      if (++fields > MAX_CSV_FIELDS || rows.length === MAX_CSV_ROWS) return undefined
-      row.push(field)
-      rows.push(row)
-      row = []
-      field = ""
+      if (!endField(true)) return undefined
     } else field += c
   }
-  if (field !== "" || row.length > 0) {
-    if (++fields > MAX_CSV_FIELDS || rows.length === MAX_CSV_ROWS) return undefined
-    row.push(field)
-    rows.push(row)
-  }
+  if ((field !== "" || row.length > 0) && !endField(true)) return undefined
   return rows
 }
 

@@ -88,11 +88,16 @@ const makeService = Effect.gen(function*() {
       }
       frontier = next
     }
-    const context = [...hops.entries()].map(([i, hop], n) => ({ n: n + 1, hop, memory: memories[i]!, entities: entities[i]! }))
-    // Each memory's entities as a set: comparing every pair of entities was quadratic in a memory's entities.
-    const held = context.map((c) => new Set(c.entities.map((e) => e.toLowerCase())))
+    // Each memory's entities also as a set: comparing every pair of entities was quadratic in a memory's entities.
+    const context = [...hops.entries()].map(([i, hop], n) => ({
+      n: n + 1,
+      hop,
+      memory: memories[i]!,
+      entities: entities[i]!,
+      held: new Set(entities[i]!.map((e) => e.toLowerCase()))
+    }))
     const edges = context.flatMap((a) =>
-      context.filter((b) => b.n > a.n).flatMap((b) => a.entities.filter((e) => held[b.n - 1]!.has(e.toLowerCase())).map((e) => ({ from: a.memory.id, to: b.memory.id, via: e })))
+      context.filter((b) => b.n > a.n).flatMap((b) => a.entities.filter((e) => b.held.has(e.toLowerCase())).map((e) => ({ from: a.memory.id, to: b.memory.id, via: e })))
     )
     if (context.length === 0) {
       return { answer: null, message: "No stored memory relates to the question; store memories with /v1/memory/store first.", sources: [], graph: { nodes: [], edges: [] }, searched: memories.length }

@@ -271,10 +271,8 @@ export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequ
   return { ...input, messages, ...(input.tools ? { tools: toolsOf(body, input.tools) } : {}), options: optionsOf(body) }
 }
 
-const withoutKey = (o: Readonly<Record<string, unknown>>, key: string): Readonly<Record<string, unknown>> | undefined => {
-  const { [key]: _dropped, ...rest } = o
-  return Object.keys(rest).length > 0 ? rest : undefined
-}
+/** The chunk field `include_obfuscation: false` drops. */
+const OBFUSCATION = new Set(["obfuscation"])
 
 /** A tool call's signature where Gemini's OpenAI-compatible API puts it, for clients that send it back as they got it. */
 const signatureField = (signature: string | undefined) => signature !== undefined ? { extra_content: { google: { thought_signature: signature } } } : {}
@@ -341,7 +339,7 @@ export const toChunks = (id: string, model: string, includeUsage: boolean, witho
     if (c.error !== undefined) return [JSON.stringify({ error: { message: c.error, type: "api_error", code: "UpstreamFailed" } })]
     // The upstream chunk's own unmodelled fields (system_fingerprint, ...) after the head, as OpenAI orders them;
     // its padding against length side channels not when the client asked for none (include_obfuscation: false).
-    const own = withoutObfuscation && c.extra?.body?.obfuscation !== undefined ? withoutKey(c.extra.body, "obfuscation") : c.extra?.body
+    const own = withoutObfuscation && c.extra?.body?.obfuscation !== undefined ? fieldsOutside(c.extra.body, OBFUSCATION) : c.extra?.body
     if (!c.done) {
       // A text chunk (the most frequent) written out directly: the same text as the general form below.
       if (c.toolCalls === undefined && c.extra?.delta === undefined && c.extra?.choice === undefined) {

@@ -6,6 +6,7 @@
  */
 import { Effect } from "effect"
 import type winkNLP from "wink-nlp"
+import { longRuns, piecesOf } from "../LongRuns.ts"
 import { once } from "../Once.ts"
 
 export type Wink = ReturnType<typeof winkNLP>
@@ -21,13 +22,12 @@ export const nlp: Effect.Effect<Wink> = Effect.promise(pipeline.get)
 /** Longest text the in-process analysers accept (characters). */
 export const MAX_TEXT = 100_000
 
-/** The longest run without spaces the pipeline reads whole: its tokenizer and stemmer are quadratic in a token's length. */
+/** The longest run without spaces the pipeline reads whole (LongRuns.ts). */
 const MAX_RUN = 40
-const longRun = new RegExp(`\\S{${MAX_RUN + 1},}`, "gu")
-const cut = new RegExp(`\\S{${MAX_RUN}}(?=\\S)`, "gu")
+const longRun = longRuns(MAX_RUN)
 
 /**
  * `text` with every run of more than MAX_RUN characters without spaces cut by a space every MAX_RUN
  * characters. No word is that long; a run of 10,000 took 7 s to classify and 100,000 (`a.a.a…`) 8 s to score.
  */
-export const readable = (text: string) => text.replace(longRun, (run) => run.replace(cut, "$& "))
+export const readable = (text: string) => text.replace(longRun, (run) => piecesOf(run, MAX_RUN).join(" "))

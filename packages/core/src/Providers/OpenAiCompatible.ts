@@ -207,17 +207,17 @@ const contentOf = (content: unknown): { readonly text: string; readonly fields?:
   return Object.keys(fields).length > 0 ? { text, fields } : { text }
 }
 
-/**
- * A tool call of an OpenAI-format answer, or why it is none. Arguments given as a JSON object (some
- * compatible servers) become its text; a call without an id gets one by its position; Gemini's
- * OpenAI-compatible API gives its signature in `extra_content`.
- */
 /** The thought signature Gemini's OpenAI-compatible endpoint puts on a tool call, as the neutral call's `signature`. */
 const signatureOf = (call: any): { readonly signature?: string } => {
   const signature = call?.extra_content?.google?.thought_signature
   return typeof signature === "string" ? { signature } : {}
 }
 
+/**
+ * A tool call of an OpenAI-format answer, or why it is none. Arguments given as a JSON object (some
+ * compatible servers) become its text; a call without an id gets one by its position; Gemini's
+ * OpenAI-compatible API gives its signature in `extra_content`.
+ */
 const toolCallOf = (c: any, i: number): ToolCall | string => {
   const name = c?.function?.name
   if (typeof name !== "string" || name === "") return "no function name"
