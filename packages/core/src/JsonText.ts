@@ -8,13 +8,16 @@ const isNulEscape = (text: string, at: number) => text.charCodeAt(at + 1) === 0x
 /**
  * Why a JSON text must not be parsed, or undefined: nesting deeper than `maxDepth` (a deep value
  * overflows the stack of every recursive step after JSON.parse), or a NUL character in a string
- * (PostgreSQL cannot store it), raw or as the escape `\u0000`. One linear pass before JSON.parse:
+ * (PostgreSQL cannot store it), raw or as the escape `\u0000`, or more than `maxItems` array
+ * items and object members (counted as commas and opening brackets, an upper bound: what a parse
+ * and every pass after it cost grows with them). One linear pass before JSON.parse:
  * structure is read character by character, a string's contents from escape to escape with
  * indexOf, which searches natively (most of a request's text is inside strings).
  */
-export const jsonTextProblem = (text: string, maxDepth: number): string | undefined => {
+export const jsonTextProblem = (text: string, maxDepth: number, maxItems = Infinity): string | undefined => {
   if (text.indexOf("\u0000") !== -1) return NUL_PROBLEM
   let depth = 0
+  let items = 0
   // The next quote and backslash at or after the position being read, each searched again only
   // once passed (linear in the text): -2 before the first search, -1 once none is left. (Searched
   // first inside the loop: with the first search before it, V8 compiled the loop several times
@@ -41,7 +44,9 @@ export const jsonTextProblem = (text: string, maxDepth: number): string | undefi
       i = quote
     } else if (c === 0x7b || c === 0x5b) {
       if (++depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels.`
+      if (++items > maxItems) return `JSON holds more than ${maxItems} array items and object members.`
     } else if (c === 0x7d || c === 0x5d) depth--
+    else if (c === 0x2c && ++items > maxItems) return `JSON holds more than ${maxItems} array items and object members.`
   }
   return undefined
 }

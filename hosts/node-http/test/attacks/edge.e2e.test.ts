@@ -2,14 +2,16 @@
  * Attacks on the HTTP edge of the real node host: an anonymous 90,000-entry JSON-RPC batch on /mcp,
  * 50,000-deep JSON on every JSON route (Effect routes, the fast lane, /mcp), NUL characters in
  * strings, paths and queries (on SQLite, and on PostgreSQL when AIGW_TEST_PG_URL is set), and Host
- * header tricks on the fast lane's hand-off to the Effect app, bodies of millions of wrong items, and text that is
- * slow to tokenize. The server must answer at once with
+ * header tricks on the fast lane's hand-off to the Effect app, bodies of millions of wrong items, text that is
+ * slow to tokenize, and documents far costlier than their size (JSON of millions of items, long DOCX). The
+ * server must answer at once with
  * 400s (JSON-RPC 2.0 errors on /mcp), keep /v1/health fast and its memory bounded, and create nothing.
  */
 import * as http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../../packages/core/test/support/databases.ts"
 import { signUp, type TestAvatar } from "../support/accounts.ts"
+import { docxWithParagraphs } from "../../../../packages/core/test/support/zip.ts"
 import { LOOP_BLOCKED_MS, MEMORY_EXPLODED_MB, underAttack } from "../support/attack.ts"
 import { call, errorMessageOf, jsonRoutes, type RunningServer, startServer } from "../support/server.ts"
 
@@ -309,6 +311,50 @@ describe("edge attacks", () => {
       expect(classify.isError).toBe(false)
       expect(sentiment.isError).toBe(false)
       expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+    })
+  })
+
+  describe("documents that made the server work far past their size", () => {
+    const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    const upload = async (name: string, type: string, body: string | Buffer) => {
+      const form = new FormData()
+      form.append("file", new File([typeof body === "string" ? body : new Uint8Array(body)], name, { type }))
+      const started = performance.now()
+      const res = await fetch(`${server.url}/v1/documents/parse`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
+      return { status: res.status, body: await res.json() as any, ms: Math.round(performance.now() - started) }
+    }
+
+    it("refuses a JSON document of more than 1,000,000 items before parsing it, and parses one at the bound", async () => {
+      // 10 MB of [0,0,…]: 4.9 million items parsed, printed and answered held the event loop 2.2 s.
+      const { figures, value } = await underAttack(server, async () => [
+        await upload("big.json", "application/json", `[${"0,".repeat(4_900_000)}0]`),
+        await upload("bound.json", "application/json", `[${"0,".repeat(999_999)}0]`)
+      ])
+      console.log("JSON documents", value.map(({ body, ...v }) => ({ ...v, message: body.message })), figures)
+      const [big, bound] = value
+      expect(big!.status).toBe(400)
+      expect(big!.body.message).toMatch(/more than 1000000 array items and object members/)
+      expect(bound!.status).toBe(200)
+      expect(bound!.body.result.data).toHaveLength(1_000_000)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+    })
+
+    it("reads a long DOCX in a sandbox process, not the gateway's, and answers 422 naming the memory limit for one past it", async () => {
+      // mammoth builds a DOM of the whole document: 9 MB of XML took 4.5 s of the gateway's CPU and 730 MB.
+      const long = docxWithParagraphs(20_000)
+      const huge = docxWithParagraphs(150_000)
+      expect(huge.length).toBeLessThan(10 * 1024 * 1024)
+      const { figures, value } = await underAttack(server, async () => [await upload("long.docx", DOCX, long), await upload("huge.docx", DOCX, huge)])
+      console.log("DOCX documents", value.map(({ body, ...v }) => ({ ...v, message: body.message, characters: body.result?.characters })), figures)
+      const [parsed, refused] = value
+      expect(parsed!.status).toBe(200)
+      expect(parsed!.body.result.text).toMatch(/^Paragraph 0 \S+/)
+      expect(parsed!.body.result.text).toContain("Paragraph 19999 ")
+      expect(refused!.status).toBe(422)
+      expect(refused!.body.message).toMatch(/could not be read within the sandbox's limits: .*AIGW_SANDBOX_MEMORY_MB/)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+      // The gateway's own process: the documents' DOMs live in the sandbox's.
+      expect(figures.peakServerRssMb - figures.baselineRssMb).toBeLessThan(150)
     })
   })
 

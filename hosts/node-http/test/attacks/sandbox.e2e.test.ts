@@ -11,6 +11,7 @@ import * as net from "node:net"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { pdfBomb, pdfWith } from "../../../../packages/core/test/support/pdf.ts"
+import { docxWithText } from "../../../../packages/core/test/support/zip.ts"
 import { scratchDir } from "../../../../packages/core/test/support/scratch.ts"
 import { signUp, type TestAvatar } from "../support/accounts.ts"
 import { LOOP_BLOCKED_MS, MEMORY_EXPLODED_MB, underAttack } from "../support/attack.ts"
@@ -173,6 +174,15 @@ for (const { available, mode } of modes) {
       expect(ok.status).toBe(200)
       expect((await ok.json()).result).toMatchObject({ format: "pdf", pages: 1, text: "Hello from a PDF" })
     }, 90_000)
+
+    it("reads DOCX text with mammoth inside the sandbox, under this isolation", async () => {
+      const form = new FormData()
+      const docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+      form.append("file", new File([new Uint8Array(docxWithText("Hello from a DOCX"))], "hello.docx", { type: docx }))
+      const res = await fetch(`${server.url}/v1/documents/parse`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
+      expect(res.status).toBe(200)
+      expect((await res.json()).result).toMatchObject({ format: "docx", text: "Hello from a DOCX", words: 4, provider: "local" })
+    }, 30_000)
 
     it("runs are bounded per avatar (429) and per process (503), with Retry-After", async () => {
       const other = await signUp(server, "sandbox2")

@@ -73,6 +73,8 @@ export interface AttackFigures {
   readonly peakRssMb: number
   /** Resident memory before the attack started (MB). */
   readonly baselineRssMb: number
+  /** Largest resident memory of the server's own process seen (MB): sandbox children not counted. */
+  readonly peakServerRssMb: number
 }
 
 /**
@@ -83,6 +85,7 @@ export const underAttack = async <A>(server: RunningServer, attack: () => Promis
   const baselineRssMb = treeRssMb(server)
   let maxHealthMs = 0
   let peakRssMb = baselineRssMb
+  let peakServerRssMb = rssKb(server.child.pid!) / 1024
   let probes = 0
   let running = true
   const probeLoop = (async () => {
@@ -96,6 +99,7 @@ export const underAttack = async <A>(server: RunningServer, attack: () => Promis
       maxHealthMs = Math.max(maxHealthMs, performance.now() - started)
       probes++
       peakRssMb = Math.max(peakRssMb, treeRssMb(server))
+      peakServerRssMb = Math.max(peakServerRssMb, rssKb(server.child.pid!) / 1024)
       await new Promise((r) => setTimeout(r, intervalMs))
     }
   })()
@@ -106,7 +110,7 @@ export const underAttack = async <A>(server: RunningServer, attack: () => Promis
     running = false
     await probeLoop
   }
-  return { value, figures: { maxHealthMs, probes, peakRssMb, baselineRssMb } }
+  return { value, figures: { maxHealthMs, probes, peakRssMb, baselineRssMb, peakServerRssMb } }
 }
 
 /** Bounds that only a blocked loop or exploding memory break (a busy 2-core CI machine stays well under). */

@@ -2,7 +2,8 @@
  * Document parsing (provider `local`): plain text, Markdown, CSV, JSON and HTML by hand; PDF text
  * with unpdf (PDF.js) in a sandbox process (Sandboxes.ts: PDF.js inflates content streams whole,
  * so a compression bomb meets the sandbox's memory and time limits, not the gateway's); DOCX text
- * with mammoth, reading the zip through Zip.ts
+ * with mammoth in a sandbox process too (it builds a DOM of the whole document: CPU and memory many
+ * times the document's size), from the XML parts the gateway inflates through the bounded Zip.ts
  * (bounded by AIGW_MAX_INFLATED_BYTES and AIGW_MAX_INFLATE_RATIO: 413 above) rather than its own
  * jszip, which inflates whatever the archive holds. Other formats are refused with the list of
  * supported ones.
@@ -125,20 +126,27 @@ export const htmlText = (html: string) =>
     .replace(/\n\s*\n+/g, "\n\n")
     .trim()
 
-/** A DOCX archive as mammoth's zip interface (`{ file }`), read through the bounded Zip reader. */
-const docxFile = (zip: ReturnType<typeof Zip.open>) => ({
-  exists: (name: string) => zip.has(name),
-  read: async (name: string, encoding?: string) => {
-    const bytes = await zip.read(name)
-    if (encoding === "base64") return bytes.toString("base64")
-    return encoding ? new TextDecoder(encoding).decode(bytes) : bytes
-  }
-})
-
 const archiveError = (e: unknown) =>
   e instanceof Zip.InflateLimitExceeded
     ? new PayloadTooLarge({ message: `document refused: ${e.message}` })
     : new BadRequest({ message: "file is not a readable DOCX document" })
+
+/**
+ * A DOCX archive's XML parts (names ending .xml or .rels), inflated through the bounded reader, as
+ * the docx sandbox's job (runner.cjs). mammoth reads nothing else for text: an image part is read
+ * only to be embedded in HTML.
+ */
+const docxParts = (zip: ReturnType<typeof Zip.open>) =>
+  Effect.tryPromise({
+    try: async () => {
+      const parts: Record<string, string> = {}
+      for (const name of zip.names()) {
+        if (/\.(xml|rels)$/i.test(name)) parts[name] = (await zip.read(name)).toString("base64")
+      }
+      return JSON.stringify(parts)
+    },
+    catch: archiveError
+  })
 
 const decodeUtf8 = (bytes: Uint8Array) =>
   Effect.try({
@@ -146,9 +154,9 @@ const decodeUtf8 = (bytes: Uint8Array) =>
     catch: () => new BadRequest({ message: "file is not valid UTF-8 text" })
   })
 
-/** A PDF's time in the sandbox, and the most text it may yield. */
-const PDF_TIMEOUT_MS = 30_000
-const PDF_MAX_TEXT = 8 * 1024 * 1024
+/** A document's time in a sandbox, and the most text it may yield. */
+const SANDBOX_TIMEOUT_MS = 30_000
+const SANDBOX_MAX_TEXT = 8 * 1024 * 1024
 
 /** A document read and checked as far as is cheap: what `parse` continues from. */
 type Prepared =
@@ -178,6 +186,8 @@ const isLocal = (provider: string) => provider === "auto" || provider === "local
 
 /** JSON documents nest at most this deep (a deeper one would overflow the stack when printed back). */
 const DOCUMENT_JSON_DEPTH = 256
+/** JSON documents hold at most this many array items and object members (as CSV's fields: parsing, printing and answering are on the event loop). */
+export const MAX_JSON_ITEMS = 1_000_000
 
 /**
  * The document read as far as is cheap, or the refusal that depends only on the request: provider
@@ -219,7 +229,7 @@ export const validateLocal = (file: File, avatarId: string) =>
       }
       case "json": {
         const raw = yield* decodeUtf8(bytes)
-        const problem = jsonTextProblem(raw, DOCUMENT_JSON_DEPTH)
+        const problem = jsonTextProblem(raw, DOCUMENT_JSON_DEPTH, MAX_JSON_ITEMS)
         if (problem !== undefined) return yield* Effect.fail(new BadRequest({ message: `file is not usable JSON: ${problem}` }))
         const data = yield* Effect.try({ try: () => JSON.parse(raw) as unknown, catch: (e) => new BadRequest({ message: `file is not valid JSON: ${(e as Error).message}` }) })
         return { format, data } satisfies Prepared as Prepared
@@ -228,28 +238,35 @@ export const validateLocal = (file: File, avatarId: string) =>
         if (!Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024)).includes("%PDF-")) {
           return yield* Effect.fail(new BadRequest({ message: "file is not a readable PDF" }))
         }
-        const sandboxes = yield* Sandboxes
-        yield* sandboxes.available("pdf", "unpdf")
-        yield* sandboxes.vacancy(avatarId)
+        yield* sandboxVacancy("pdf", avatarId)
         return { format, bytes } satisfies Prepared as Prepared
       }
       case "docx": {
         const { limits } = yield* GatewayConfig
         const zip = yield* Effect.try({ try: () => Zip.open(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), limits), catch: archiveError })
+        yield* sandboxVacancy("docx", avatarId)
         return { format, zip } satisfies Prepared as Prepared
       }
     }
   })
 
-/** Text per page of an untrusted PDF, read in a sandbox process. */
-const pdfPages = (bytes: Uint8Array, avatarId: string) =>
+/** The document readers that run in a sandbox process, and the package each needs. */
+const readers = { pdf: { name: "PDF", packageName: "unpdf" }, docx: { name: "DOCX document", packageName: "mammoth" } } as const
+
+/** Refuses before admission when the reader of `format` is not installed or has no free slot for `avatarId`. */
+const sandboxVacancy = (format: keyof typeof readers, avatarId: string) =>
+  Effect.flatMap(Sandboxes, (sandboxes) => Effect.zipRight(sandboxes.available(format, readers[format].packageName), sandboxes.vacancy(avatarId)))
+
+/** What the reader of `format` makes of the untrusted document `code` (runner.cjs) in a sandbox process. */
+const readInSandbox = <A>(format: keyof typeof readers, code: string, avatarId: string) =>
   Effect.gen(function*() {
     const sandboxes = yield* Sandboxes
-    const sandbox = yield* sandboxes.available("pdf", "unpdf")
-    const outcome = yield* sandboxes.run(sandbox, "pdf", { code: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64"), timeoutMs: PDF_TIMEOUT_MS, maxOutput: PDF_MAX_TEXT }, avatarId)
-    if (outcome.exitCode === 0 && outcome.result !== null) return JSON.parse(outcome.result) as { readonly totalPages: number; readonly text: ReadonlyArray<string> }
-    if (outcome.error === "file is not a readable PDF") return yield* Effect.fail(new BadRequest({ message: outcome.error }))
-    return yield* Effect.fail(new Unprocessable({ message: `The PDF could not be read within the sandbox's limits: ${outcome.error ?? "no answer"}.` }))
+    const { name, packageName } = readers[format]
+    const sandbox = yield* sandboxes.available(format, packageName)
+    const outcome = yield* sandboxes.run(sandbox, format, { code, timeoutMs: SANDBOX_TIMEOUT_MS, maxOutput: SANDBOX_MAX_TEXT }, avatarId)
+    if (outcome.exitCode === 0 && outcome.result !== null) return JSON.parse(outcome.result) as A
+    if (outcome.error === `file is not a readable ${name}`) return yield* Effect.fail(new BadRequest({ message: outcome.error }))
+    return yield* Effect.fail(new Unprocessable({ message: `The ${name} could not be read within the sandbox's limits: ${outcome.error ?? "no answer"}.` }))
   })
 
 /** How many words `text` holds, counted without keeping them. */
@@ -319,20 +336,20 @@ const parsePrepared = (file: File, avatarId: string, prepared: Prepared) =>
         text = htmlText(prepared.text)
         break
       case "pdf": {
-        const pages = yield* pdfPages(prepared.bytes, avatarId)
+        const { bytes } = prepared
+        const pages = yield* readInSandbox<{ readonly totalPages: number; readonly text: ReadonlyArray<string> }>(
+          "pdf",
+          Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64"),
+          avatarId
+        )
         extra.pages = pages.totalPages
         extra.pageTexts = pages.text
         text = pages.text.join("\n\n")
         break
       }
       case "docx": {
-        const mammoth = yield* Effect.promise(() => import("mammoth"))
-        const result = yield* Effect.tryPromise({
-          // mammoth takes an opened zip as `file` (lib/unzip.js); its typings list only path and buffer.
-          try: () => mammoth.extractRawText({ file: docxFile(prepared.zip) } as unknown as { buffer: Buffer }),
-          catch: archiveError
-        })
-        text = result.value.trim()
+        const read = yield* readInSandbox<{ readonly text: string }>("docx", yield* docxParts(prepared.zip), avatarId)
+        text = read.text
         break
       }
     }

@@ -23,8 +23,8 @@ import { createRequire } from "node:module"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
-/** An interpreter, or `pdf`: PDF.js (unpdf) reading an untrusted document. */
-export type SandboxLanguage = "python" | "javascript" | "pdf"
+/** An interpreter, or a document reader: `pdf` (PDF.js through unpdf), `docx` (mammoth). */
+export type SandboxLanguage = "python" | "javascript" | "pdf" | "docx"
 /** `auto`: bubblewrap when it works on this machine, else a plain child process. */
 export type SandboxMode = "auto" | "bwrap" | "process" | "off"
 export type Isolation = "bwrap" | "process"
@@ -64,10 +64,16 @@ interface Runtime {
 const packageDir = (require: NodeRequire, name: string): string | undefined => {
   let entry: string
   try {
-    entry = require.resolve(name)
+    // A trailing slash skips a built-in module of the same name (readable-stream's string_decoder).
+    entry = require.resolve(`${name}/`)
   } catch {
-    return undefined
+    try {
+      entry = require.resolve(name)
+    } catch {
+      return undefined
+    }
   }
+  if (!path.isAbsolute(entry)) return undefined
   for (let dir = path.dirname(entry); dir !== path.dirname(dir); dir = path.dirname(dir)) {
     const manifest = path.join(dir, "package.json")
     try {
@@ -77,6 +83,22 @@ const packageDir = (require: NodeRequire, name: string): string | undefined => {
     }
   }
   return undefined
+}
+
+/** The directories of package `name` and of everything it depends on, or undefined when one is missing. */
+const packageClosure = (require: NodeRequire, name: string): ReadonlyArray<string> | undefined => {
+  const dirs = new Set<string>()
+  const visit = (from: NodeRequire, dependency: string): boolean => {
+    const dir = packageDir(from, dependency)
+    if (dir === undefined) return false
+    if (dirs.has(dir)) return true
+    dirs.add(dir)
+    const manifest = path.join(dir, "package.json")
+    const dependencies = Object.keys(JSON.parse(fs.readFileSync(manifest, "utf8")).dependencies ?? {})
+    const inside = createRequire(manifest)
+    return dependencies.every((d) => visit(inside, d))
+  }
+  return visit(require, name) ? [...dirs] : undefined
 }
 
 /** Where the runner and the interpreters are installed (absent ones make that language unavailable). */
@@ -93,16 +115,19 @@ const locateRuntime = (): Runtime => {
     pyodide: packageDir(require, "pyodide"),
     unpdf: packageDir(require, "unpdf")
   }
+  // mammoth is plain CommonJS with dependencies of its own, each of which the sandbox must read.
+  const mammoth = packageClosure(require, "mammoth")
   const missing = [
     ...(fs.existsSync(runner) ? [] : ["the sandbox runner"]),
     ...(dirs.quickjs && dirs.variant && dirs.ffi ? [] : ["javascript"]),
     ...(dirs.pyodide ? [] : ["python"]),
-    ...(dirs.unpdf ? [] : ["pdf"])
+    ...(dirs.unpdf ? [] : ["pdf"]),
+    ...(mammoth ? [] : ["docx"])
   ]
   return {
     runner: fs.existsSync(runner) ? fs.realpathSync(runner) : runner,
-    modules: Object.fromEntries(Object.entries(dirs).filter(([, d]) => d !== undefined)) as Record<string, string>,
-    readDirs: [path.dirname(runner), ...Object.values(dirs).filter((d): d is string => d !== undefined)],
+    modules: Object.fromEntries(Object.entries({ ...dirs, mammoth: mammoth?.[0] }).filter(([, d]) => d !== undefined)) as Record<string, string>,
+    readDirs: [path.dirname(runner), ...Object.values(dirs).filter((d): d is string => d !== undefined), ...(mammoth ?? [])],
     missing
   }
 }
@@ -172,7 +197,7 @@ export interface Launcher {
 export const makeLauncher = (mode: SandboxMode, memoryMb: number): Launcher | { readonly unavailable: string } => {
   if (mode === "off") return { unavailable: "Code execution is switched off (AIGW_SANDBOX=off)." }
   const runtime = locateRuntime()
-  if (runtime.missing.includes("the sandbox runner")) return { unavailable: "The code sandbox runner is not part of this deployment." }
+  if (runtime.missing.includes("the sandbox runner")) return { unavailable: "The sandbox runner (code execution, PDF and DOCX documents) is not part of this deployment." }
   const prlimit = which("prlimit")
   const limits = prlimit
     ? [prlimit, `--as=${(RUNTIME_ADDRESS_SPACE_MB + memoryMb) * MB}`, `--cpu=${CPU_SECONDS}`, "--nofile=64", "--fsize=0", "--core=0", "--"]
@@ -315,14 +340,14 @@ const outcomeOf = (m: Record<string, unknown>, maxOutput: number): RunOutcome =>
 /** Why a sandbox process ended without an answer, in the caller's terms. */
 const endedWithout = (e: { code: number | null; signal: NodeJS.Signals | null; stderr: string }, memoryMb: number): string => {
   if (e.signal === "SIGXCPU") return "CPU time limit exceeded"
-  if (/out of memory|Allocation failed|heap limit|OOM/i.test(e.stderr) || e.code === 134) return `memory limit of ${memoryMb} MB exceeded`
+  if (/out of memory|Allocation failed|heap limit|OOM/i.test(e.stderr) || e.code === 134) return `memory limit of ${memoryMb} MB (AIGW_SANDBOX_MEMORY_MB) exceeded`
   // A failed allocation under the address-space limit often ends V8 with a segmentation fault.
-  if (e.code === 139 || e.signal === "SIGSEGV" || e.signal === "SIGABRT") return `the sandbox process crashed, most likely at its memory limit of ${memoryMb} MB`
+  if (e.code === 139 || e.signal === "SIGSEGV" || e.signal === "SIGABRT") return `the sandbox process crashed, most likely at its memory limit of ${memoryMb} MB (AIGW_SANDBOX_MEMORY_MB)`
   if (e.signal === "SIGKILL") return "the sandbox process was killed (output or memory limit)"
   return `the sandbox process ended unexpectedly (${e.signal ?? `exit ${e.code}`})`
 }
 
-/** One job: `code` is the program (for `pdf`, the document in base64); `maxOutput` overrides the default cut. */
+/** One job: `code` is the program (for a document reader, the document: see runner.cjs); `maxOutput` overrides the default cut. */
 export interface SandboxJob {
   readonly code: string
   readonly timeoutMs: number

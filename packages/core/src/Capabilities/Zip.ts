@@ -91,6 +91,7 @@ export const open = (bytes: Buffer, limits: InflateLimits) => {
   }
   let inflated = 0
   return {
+    names: () => [...entries.keys()],
     has: (name: string) => entries.has(name),
     read: async (name: string): Promise<Buffer> => {
       const e = entries.get(name)

@@ -90,3 +90,14 @@ export const docxWithText = (text: string): Buffer => docxOf(entry("word/documen
 
 /** A DOCX whose document.xml inflates to about `size` bytes of text. */
 export const docxBomb = async (size: number): Promise<Buffer> => docxOf(await bombEntry("word/document.xml", size, DOCUMENT_HEAD, DOCUMENT_TAIL))
+
+/** A DOCX of `count` paragraphs of varied words, as a long real document has (it deflates about fivefold, well inside the ratio limit). */
+export const docxWithParagraphs = (count: number): Buffer => {
+  let seed = 7
+  const word = () => {
+    seed = (seed * 48271) % 2147483647
+    return seed.toString(36).slice(0, 3 + (seed % 6))
+  }
+  const paragraphs = Array.from({ length: count }, (_, i) => `Paragraph ${i} ${Array.from({ length: 12 }, word).join(" ")}.`)
+  return docxOf(entry("word/document.xml", DOCUMENT_HEAD + paragraphs.join("</w:t></w:r></w:p><w:p><w:r><w:t>") + DOCUMENT_TAIL))
+}

@@ -1,8 +1,9 @@
 "use strict"
 /**
  * The program inside a sandbox process (started by Sandbox.ts, never in the gateway's process).
- * It loads one interpreter (QuickJS or Pyodide, both WebAssembly) or PDF.js, locks the process
- * down, then runs one untrusted program (or reads one untrusted PDF) and exits.
+ * It loads one interpreter (QuickJS or Pyodide, both WebAssembly) or a document reader (PDF.js,
+ * mammoth), locks the process down, then runs one untrusted program (or reads one untrusted
+ * document) and exits.
  *
  * Protocol on the pipes: argv[2] is the language, argv[3] the interpreter packages' directories; this process writes `{"type":"ready"}` once the
  * interpreter is loaded, reads one job line `{ code, timeoutMs, memoryMb, maxOutput }` from stdin,
@@ -180,7 +181,38 @@ const loadPdf = async () => {
   }
 }
 
-const loaders = { python: loadPython, javascript: loadJavascript, pdf: loadPdf }
+/**
+ * A DOCX document's text with mammoth. The job's code is `{ [part name]: base64 }`: the archive's
+ * XML parts, inflated by the gateway's bounded zip reader (Zip.ts), so no zip is opened here.
+ */
+const loadDocx = async () => {
+  const mammoth = require(modules.mammoth)
+  return async (job) => {
+    const base = { stdout: "", stderr: "", timedOut: false }
+    const parts = new Map(Object.entries(JSON.parse(job.code)).map(([name, data]) => [name, Buffer.from(data, "base64")]))
+    // mammoth's zip interface (lib/unzip.js), which it also takes as `file` in place of a path or buffer.
+    const file = {
+      exists: (name) => parts.has(name),
+      read: async (name, encoding) => {
+        const bytes = parts.get(name)
+        if (bytes === undefined) throw new Error(`no ${name} in the document`)
+        if (encoding === "base64") return bytes.toString("base64")
+        return encoding ? new TextDecoder(encoding).decode(bytes) : bytes
+      }
+    }
+    let text
+    try {
+      text = (await mammoth.extractRawText({ file })).value.trim()
+    } catch {
+      return { ...base, result: null, exitCode: 1, error: "file is not a readable DOCX document" }
+    }
+    const result = JSON.stringify({ text })
+    if (result.length > job.maxOutput) return { ...base, result: null, exitCode: 1, error: `the document's text exceeds ${job.maxOutput} characters` }
+    return { ...base, result, exitCode: 0, error: null }
+  }
+}
+
+const loaders = { python: loadPython, javascript: loadJavascript, pdf: loadPdf, docx: loadDocx }
 
 const main = async () => {
   const run = await loaders[language]()
@@ -192,11 +224,13 @@ const main = async () => {
   // The gateway closed the pipe without a job (it went away, or drops a warm process).
   stdin.on("end", () => running || exit(0))
   stdin.on("data", async (chunk) => {
+    if (running) return
+    // Only the new chunk is searched: a document's job line is megabytes long.
+    const newline = chunk.indexOf("\n")
     buffered += chunk
-    const newline = buffered.indexOf("\n")
-    if (newline < 0 || running) return
+    if (newline < 0) return
     running = true
-    const job = JSON.parse(buffered.slice(0, newline))
+    const job = JSON.parse(buffered.slice(0, buffered.length - chunk.length + newline))
     const result = await run(job)
     writeLine({ type: "result", ...result })
     exit(0)
