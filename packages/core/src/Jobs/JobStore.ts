@@ -86,10 +86,17 @@ export interface JobStoreService {
   readonly get: (id: string) => Effect.Effect<Option.Option<JobRecord>>
   /** Leases up to `limit` due, unfinished jobs until `now + leaseMs`. */
   readonly claimDue: (now: number, limit: number, leaseMs: number) => Effect.Effect<ReadonlyArray<JobRecord>>
-  /** Saves a step's progress and releases the lease. */
-  readonly progress: (id: string, progress: JobProgress, now: number) => Effect.Effect<void>
-  /** Ends the job and enqueues its webhook (if any) in one transaction; no-op if already ended. */
-  readonly finish: (id: string, outcome: JobOutcome, delivery: Option.Option<DeliveryRecord>) => Effect.Effect<boolean>
+  /**
+   * Saves a step's progress and releases the lease, if `lease` (the `lockedUntil` its claim
+   * returned) is still the job's: a step that outlived its lease, while another worker claimed the
+   * job, writes nothing. Answers whether it wrote.
+   */
+  readonly progress: (id: string, lease: number, progress: JobProgress, now: number) => Effect.Effect<boolean>
+  /**
+   * Ends the job and enqueues its webhook (if any) in one transaction, if `lease` is still the
+   * job's (as `progress`); no-op if already ended or leased again. Answers whether it ended the job.
+   */
+  readonly finish: (id: string, lease: number, outcome: JobOutcome, delivery: Option.Option<DeliveryRecord>) => Effect.Effect<boolean>
   /**
    * Leases up to `limit` due, pending deliveries until `now + leaseMs` and counts the attempt about
    * to be made (`attempts` + 1, durably, before anything is sent): an attempt cut short by a crash
@@ -125,10 +132,10 @@ export const makeMemory = Effect.sync((): JobStoreService => {
         for (const j of due) jobs.set(j.id, j)
         return due
       }),
-    progress: (id, p, now) =>
+    progress: (id, lease, p, now) =>
       Effect.sync(() => {
         const j = jobs.get(id)
-        if (!j) return
+        if (!j || j.lockedUntil !== lease) return false
         jobs.set(id, {
           ...j,
           ...(p.status !== undefined ? { status: p.status } : {}),
@@ -141,11 +148,12 @@ export const makeMemory = Effect.sync((): JobStoreService => {
           lockedUntil: null,
           updatedAt: now
         })
+        return true
       }),
-    finish: (id, outcome, delivery) =>
+    finish: (id, lease, outcome, delivery) =>
       Effect.sync(() => {
         const j = jobs.get(id)
-        if (!j || j.status === "completed" || j.status === "failed" || j.status === "cancelled") return false
+        if (!j || j.lockedUntil !== lease || j.status === "completed" || j.status === "failed" || j.status === "cancelled") return false
         jobs.set(id, { ...j, ...outcome, lockedUntil: null, updatedAt: outcome.completedAt })
         if (Option.isSome(delivery)) deliveries.set(delivery.value.id, delivery.value)
         return true

@@ -7,7 +7,7 @@
 import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { WebhookDelivery } from "../Webhooks/Delivery.ts"
-import { type JobOutcome, type JobRecord, JobStore } from "./JobStore.ts"
+import { type JobOutcome, type JobProgress, type JobRecord, JobStore } from "./JobStore.ts"
 import type { JobRunner, Step } from "./Runner.ts"
 import { JobRunners } from "./Runners.ts"
 
@@ -29,6 +29,13 @@ export const webhookBody = (job: JobRecord, outcome: JobOutcome) =>
     error: outcome.error,
     completedAtUtc: completedAtUtc(outcome.completedAt)
   })
+
+/** The lease a claimed job was handed (claimDue sets it). */
+const leaseOf = (job: JobRecord) => job.lockedUntil!
+
+/** A step that outlived its lease: another worker may hold the job now, so nothing of this step is written. */
+const leaseLost = (job: JobRecord, what: string) =>
+  Effect.logWarning(`job ${job.id} (${job.type}): the step outlived its lease (${LEASE_MS} ms) or the job ended; ${what} was not saved`)
 
 const makeService = Effect.gen(function*() {
   const store = yield* JobStore
@@ -52,15 +59,21 @@ const makeService = Effect.gen(function*() {
         lastError: null,
         requestId: job.requestId ?? null
       }))
-      return store.finish(job.id, outcome, delivery).pipe(
-        Effect.tap((ended) => ended ? Effect.logInfo(`job ${job.id} (${job.type}) ${status}${error ? `: ${error}` : ""}`) : Effect.void)
+      return store.finish(job.id, leaseOf(job), outcome, delivery).pipe(
+        Effect.tap((ended) =>
+          ended ? Effect.logInfo(`job ${job.id} (${job.type}) ${status}${error ? `: ${error}` : ""}`) : leaseLost(job, `its ${status} outcome`)
+        )
       )
     })
+
+  /** Saves a step's progress if this worker still holds the job. */
+  const progress = (job: JobRecord, p: JobProgress) =>
+    Effect.tap(store.progress(job.id, leaseOf(job), p, Date.now()), (saved) => saved ? Effect.void : leaseLost(job, "its progress"))
 
   const apply = (job: JobRecord, step: Step) => {
     switch (step._tag) {
       case "Wait":
-        return store.progress(job.id, {
+        return progress(job, {
           status: "running",
           ...(step.upstreamId !== undefined ? { upstreamId: step.upstreamId } : {}),
           ...(step.provider !== undefined ? { provider: step.provider } : {}),
@@ -68,7 +81,7 @@ const makeService = Effect.gen(function*() {
           ...(step.result !== undefined ? { result: step.result } : {}),
           attempts: 0,
           nextRunAt: Date.now() + step.afterMs
-        }, Date.now())
+        })
       case "Done":
         return finish(job, "completed", step.result, null)
       case "Failed":
@@ -86,7 +99,7 @@ const makeService = Effect.gen(function*() {
         const retryable = error._tag === "UpstreamError" && error.retryable
         const attempts = job.attempts + 1
         if (retryable && attempts < MAX_STEP_ATTEMPTS) {
-          return store.progress(job.id, { attempts, nextRunAt: Date.now() + Math.min(300_000, 1000 * 2 ** attempts) }, Date.now())
+          return progress(job, { attempts, nextRunAt: Date.now() + Math.min(300_000, 1000 * 2 ** attempts) })
         }
         return finish(job, "failed", job.result, error.message)
       }),

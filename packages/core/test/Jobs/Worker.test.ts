@@ -1,7 +1,7 @@
-import { Effect, Layer, Logger } from "effect"
+import { Effect, Layer, Logger, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
-import { done } from "../../src/Jobs/Runner.ts"
+import { done, type Step, wait } from "../../src/Jobs/Runner.ts"
 import { JobRunners } from "../../src/Jobs/Runners.ts"
 import * as Worker from "../../src/Jobs/Worker.ts"
 import { loggingStateChanges } from "../../src/Jobs/Worker.ts"
@@ -62,5 +62,44 @@ describe("the job worker's claims", () => {
     }).pipe(Effect.provide(worker)))
     expect([first, second]).toEqual([4, 2])
     expect(new Set(started).size).toBe(6)
+  })
+})
+
+describe("a step that outlives its lease", () => {
+  it("writes nothing once another worker has claimed the job: neither its progress nor its outcome", async () => {
+    const lines: Array<string> = []
+    const capture = Logger.replace(Logger.defaultLogger, Logger.map(jsonLine, (l) => void lines.push(l)))
+    // Each step lets another worker claim the job past the lease before it answers, as a step slower than LEASE_MS would.
+    const stolen = (step: Step) => (job: JobRecord) =>
+      Effect.flatMap(JobStore, (jobs) => Effect.as(jobs.claimDue(job.lockedUntil! + 1, 10, Worker.LEASE_MS), step))
+    const steps = [stolen(wait(1000, { upstreamId: "up_stale" })), stolen(done({ stale: true }))]
+    let n = 0
+    const runner = { advance: (job: JobRecord) => Effect.suspend(() => steps[n++]!(job)) }
+    const worker = Worker.layer.pipe(Layer.provideMerge(Stores.layerMemory), Layer.provide(Layer.succeed(JobRunners, { batch: runner } as any)))
+    const saved = await Effect.runPromise(Effect.gen(function*() {
+      const jobs = yield* JobStore
+      const now = Date.now()
+      const id = crypto.randomUUID()
+      yield* jobs.insert({
+        id, type: "batch", avatarId: crypto.randomUUID(), provider: "openai", upstreamId: null, status: "queued",
+        input: {}, state: null, result: null, error: null, callbackUrl: "https://example.com/hook", attempts: 0, nextRunAt: now, lockedUntil: null,
+        createdAt: now, updatedAt: now, completedAt: null
+      })
+      const w = yield* Worker.JobWorker
+      yield* w.drainJobs
+      const afterWait = yield* jobs.get(id)
+      // The thief's lease has ended too; the next round's step finishes, but it too was claimed away.
+      yield* jobs.insert({ ...Option.getOrThrow(afterWait), lockedUntil: null, nextRunAt: now })
+      yield* w.drainJobs
+      return { afterWait: Option.getOrThrow(afterWait), end: Option.getOrThrow(yield* jobs.get(id)), deliveries: yield* jobs.deliveriesOf(id) }
+    }).pipe(Effect.provide(worker), Effect.provide(capture)))
+    expect([saved.afterWait.status, saved.afterWait.upstreamId]).toEqual(["queued", null])
+    expect([saved.end.status, saved.end.result, saved.end.completedAt]).toEqual(["queued", null, null])
+    expect(saved.deliveries).toEqual([])
+    const warnings = lines.map((l) => JSON.parse(l)).filter((l) => l.level === "WARN").map((l) => l.message)
+    expect(warnings).toEqual([
+      expect.stringMatching(/the step outlived its lease .* its progress was not saved/),
+      expect.stringMatching(/the step outlived its lease .* its completed outcome was not saved/)
+    ])
   })
 })

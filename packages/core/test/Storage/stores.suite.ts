@@ -388,27 +388,35 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           }
         }))
 
-      it.effect("jobs: claim with a lease, progress, finish with its webhook in one step", () =>
+      it.effect("jobs: claim with a lease, progress, finish with its webhook in one step; only the lease holder writes", () =>
         Effect.gen(function*() {
           const jobs = yield* JobStore
           const now = 2_000_000_000_000 + Math.floor(Math.random() * 1e9)
           const job = jobRecord({ nextRunAt: now - 1, createdAt: now, updatedAt: now })
           yield* jobs.insert(job)
-          const claimed = yield* jobs.claimDue(now, 100, 1000)
-          assert.isTrue(claimed.some((j) => j.id === job.id))
-          assert.isFalse((yield* jobs.claimDue(now + 10, 100, 1000)).some((j) => j.id === job.id), "leased")
-          yield* jobs.progress(job.id, { status: "running", upstreamId: "up_1", provider: "luma", state: { step: 2 }, nextRunAt: now + 50 }, now)
+          const leaseOf = (claimed: ReadonlyArray<JobRecord>) => claimed.find((j) => j.id === job.id)?.lockedUntil
+          const first = leaseOf(yield* jobs.claimDue(now, 100, 1000))
+          assert.strictEqual(first, now + 1000)
+          assert.isUndefined(leaseOf(yield* jobs.claimDue(now + 10, 100, 1000)), "leased")
+          assert.isTrue(yield* jobs.progress(job.id, first!, { status: "running", upstreamId: "up_1", provider: "luma", state: { step: 2 }, nextRunAt: now + 50 }, now))
           const saved = Option.getOrThrow(yield* jobs.get(job.id))
           assert.deepStrictEqual([saved.status, saved.upstreamId, saved.provider, saved.state, saved.lockedUntil], ["running", "up_1", "luma", { step: 2 }, null])
-          assert.isFalse((yield* jobs.claimDue(now + 10, 100, 1000)).some((j) => j.id === job.id), "not due yet")
-          assert.isTrue((yield* jobs.claimDue(now + 60, 100, 1000)).some((j) => j.id === job.id), "due again")
-          assert.isTrue((yield* jobs.claimDue(now + 2000, 100, 1000)).some((j) => j.id === job.id), "lease expired: claimable again")
+          assert.isUndefined(leaseOf(yield* jobs.claimDue(now + 10, 100, 1000)), "not due yet")
+          const second = leaseOf(yield* jobs.claimDue(now + 60, 100, 1000))
+          assert.strictEqual(second, now + 1060, "due again")
+          const third = leaseOf(yield* jobs.claimDue(now + 2000, 100, 1000))
+          assert.strictEqual(third, now + 3000, "lease expired: claimable again")
+          // The second claim's step outlived its lease: its progress and its outcome are not written.
+          assert.isFalse(yield* jobs.progress(job.id, second!, { upstreamId: "up_stale", nextRunAt: now + 70 }, now + 2100))
+          assert.isFalse(yield* jobs.finish(job.id, second!, { status: "failed", result: null, error: "stale", completedAt: now + 2100 }, Option.none()))
+          const held = Option.getOrThrow(yield* jobs.get(job.id))
+          assert.deepStrictEqual([held.status, held.upstreamId, held.lockedUntil], ["running", "up_1", third])
           const delivery = {
             id: crypto.randomUUID(), jobId: job.id, url: "https://example.com/hook", event: "video", body: "{\"a\":1}",
             status: "pending" as const, attempts: 0, nextAttemptAt: now, lockedUntil: null, createdAt: now, deliveredAt: null, lastError: null
           }
-          assert.isTrue(yield* jobs.finish(job.id, { status: "completed", result: { url: "x" }, error: null, completedAt: now + 5 }, Option.some(delivery)))
-          assert.isFalse(yield* jobs.finish(job.id, { status: "failed", result: null, error: "late", completedAt: now + 6 }, Option.some({ ...delivery, id: crypto.randomUUID() })), "finished once")
+          assert.isTrue(yield* jobs.finish(job.id, third!, { status: "completed", result: { url: "x" }, error: null, completedAt: now + 5 }, Option.some(delivery)))
+          assert.isFalse(yield* jobs.finish(job.id, third!, { status: "failed", result: null, error: "late", completedAt: now + 6 }, Option.some({ ...delivery, id: crypto.randomUUID() })), "finished once")
           const done = Option.getOrThrow(yield* jobs.get(job.id))
           assert.deepStrictEqual([done.status, done.result, done.completedAt], ["completed", { url: "x" }, now + 5])
           assert.strictEqual((yield* jobs.deliveriesOf(job.id)).length, 1)
@@ -421,8 +429,9 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           const now = 3_000_000_000_000 + Math.floor(Math.random() * 1e9)
           const job = jobRecord({ nextRunAt: now, createdAt: now, updatedAt: now })
           yield* jobs.insert(job)
+          const lease = (yield* jobs.claimDue(now, 100, 1000)).find((j) => j.id === job.id)!.lockedUntil!
           const id = crypto.randomUUID()
-          yield* jobs.finish(job.id, { status: "failed", result: null, error: "boom", completedAt: now }, Option.some({
+          yield* jobs.finish(job.id, lease, { status: "failed", result: null, error: "boom", completedAt: now }, Option.some({
             id, jobId: job.id, url: "https://example.com/h", event: "batch", body: "{}", status: "pending", attempts: 0,
             nextAttemptAt: now, lockedUntil: null, createdAt: now, deliveredAt: null, lastError: null
           }))

@@ -36,7 +36,8 @@ const enqueue = (url: string) =>
       id: crypto.randomUUID(), jobId: job.id, url, event: "batch", body: "{}", status: "pending", attempts: 0,
       nextAttemptAt: now, lockedUntil: null, createdAt: now, deliveredAt: null, lastError: null
     }
-    yield* jobs.finish(job.id, { status: "completed", result: null, error: null, completedAt: now }, Option.some(delivery))
+    const lease = (yield* jobs.claimDue(now, 100, 60_000)).find((j) => j.id === job.id)!.lockedUntil!
+    yield* jobs.finish(job.id, lease, { status: "completed", result: null, error: null, completedAt: now }, Option.some(delivery))
     return { jobId: job.id, deliveryId: delivery.id }
   })
 

@@ -108,7 +108,7 @@ export const make = Effect.gen(function*() {
             WHERE status IN ('queued', 'running') AND next_run_at <= ${now} AND (locked_until IS NULL OR locked_until < ${now})
             ORDER BY next_run_at LIMIT ${limit} ${skipLocked}
           ) RETURNING *`.pipe(Effect.map((rows) => rows.map(jobFromRow)), Effect.orDie),
-    progress: (id, p, now) => {
+    progress: (id, lease, p, now) => {
       const values: Record<string, unknown> = { next_run_at: p.nextRunAt, locked_until: null, updated_at: now }
       if (p.status !== undefined) values.status = p.status
       if (p.upstreamId !== undefined) values.upstream_id = p.upstreamId
@@ -116,9 +116,12 @@ export const make = Effect.gen(function*() {
       if (p.state !== undefined) values.state = toJson(p.state)
       if (p.result !== undefined) values.result = toJson(p.result)
       if (p.attempts !== undefined) values.attempts = p.attempts
-      return sql`UPDATE jobs SET ${sql.update(values)} WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
+      return sql`UPDATE jobs SET ${sql.update(values)} WHERE id = ${id} AND locked_until = ${lease} RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
+      )
     },
-    finish: (id, outcome, delivery) =>
+    finish: (id, lease, outcome, delivery) =>
       sql.withTransaction(
         Effect.gen(function*() {
           const ended = yield* sql`UPDATE jobs SET ${
@@ -130,7 +133,7 @@ export const make = Effect.gen(function*() {
               updated_at: outcome.completedAt,
               locked_until: null
             })
-          } WHERE id = ${id} AND status IN ('queued', 'running') RETURNING id`
+          } WHERE id = ${id} AND locked_until = ${lease} AND status IN ('queued', 'running') RETURNING id`
           if (ended.length === 0) return false
           if (Option.isSome(delivery)) yield* sql`INSERT INTO webhook_deliveries ${sql.insert(deliveryRow(delivery.value))}`
           return true
