@@ -173,6 +173,9 @@ interface ForVendor {
   readonly bytes: Uint8Array
 }
 
+/** What `validate` answers: a document read for the local parsers, or for a vendor. */
+export type Validated = Prepared | ForVendor
+
 /** What a parse request carries: the file, the provider named (`auto` when none) and the caller. */
 export interface DocumentInput {
   readonly file: File
@@ -199,7 +202,7 @@ export const validate = (input: DocumentInput) =>
     if (isLocal(input.provider)) return yield* validateLocal(input.file, input.avatarId)
     const vendor = yield* Effect.flatMap(Routing, (r) => r.providerFor("documents", input.provider, input.plan))
     const format = yield* knownFormat(input.file)
-    return { format, vendor, bytes: new Uint8Array(yield* Effect.promise(() => input.file.arrayBuffer())) } satisfies ForVendor as Prepared | ForVendor
+    return { format, vendor, bytes: new Uint8Array(yield* Effect.promise(() => input.file.arrayBuffer())) } satisfies ForVendor as Validated
   })
 
 const knownFormat = (file: File) => {
@@ -304,12 +307,14 @@ const parseWithVendor = (input: DocumentInput, format: Format, vendor: Configure
     return result(input.file, format, parsed.text, extra, vendor.id)
   })
 
-export const parse = (input: DocumentInput) =>
+/** Parses a document `validate` has read and checked (the route's check hands it over: nothing is read twice). */
+export const parseValidated = (input: DocumentInput, prepared: Validated) =>
   Effect.gen(function*() {
-    const prepared = yield* validate(input)
     if ("vendor" in prepared) return yield* parseWithVendor(input, prepared.format, prepared.vendor, prepared.bytes)
     return yield* parsePrepared(input.file, input.avatarId, prepared)
   })
+
+export const parse = (input: DocumentInput) => Effect.flatMap(validate(input), (prepared) => parseValidated(input, prepared))
 
 /** Parses in-process (provider `local`, and `auto`). */
 export const parseLocal = (file: File, avatarId: string) => Effect.flatMap(validateLocal(file, avatarId), (prepared) => parsePrepared(file, avatarId, prepared))

@@ -84,7 +84,7 @@ interface Common<B, Q> extends Docs {
 
 type Output = unknown
 
-export interface AuthedSpec<B, Q, R, RC = never> extends Common<B, Q> {
+export interface AuthedSpec<B, Q, R, RC = never, C = void> extends Common<B, Q> {
   /** Counts against the daily quota (every capability call). */
   readonly metered?: boolean
   /** How many calls the request counts for (a batch counts its items); default 1. */
@@ -94,9 +94,10 @@ export interface AuthedSpec<B, Q, R, RC = never> extends Common<B, Q> {
   /**
    * Refusals that depend only on the request and configuration (unknown model, provider not
    * configured or not allowed for the plan, a refused URL): answered before the call is counted,
-   * so a refused request costs no quota (docs/quota.md).
+   * so a refused request costs no quota (docs/quota.md). What it answers is handed to `handle` as
+   * `checked`, so work the check did (a document read and parsed) is not done twice.
    */
-  readonly check?: (input: Input<B, Q> & { readonly caller: AvatarRecord; readonly avatar: AvatarRecord }) => Effect.Effect<void, GatewayError, RC>
+  readonly check?: (input: Input<B, Q> & { readonly caller: AvatarRecord; readonly avatar: AvatarRecord }) => Effect.Effect<C, GatewayError, RC>
   /** Served on the node host's fast lane too (Lane.ts, FastLane.ts): same contract, plain functions. */
   readonly lane?: Lane<B>
   readonly handle: (
@@ -105,6 +106,8 @@ export interface AuthedSpec<B, Q, R, RC = never> extends Common<B, Q> {
       /** The avatar the call acts for: the caller, or the avatar an Admin named. */
       readonly avatar: AvatarRecord
       readonly quota: QuotaState
+      /** What `check` answered (undefined without one). */
+      readonly checked: C
     }
   ) => Effect.Effect<Output, GatewayError, R>
 }
@@ -263,7 +266,7 @@ const make = <B, Q, R>(
   spec: Common<B, Q> & {
     readonly avatarIdOf?: ((body: B) => string | undefined) | undefined
     readonly meteredCalls?: ((body: B) => number) | undefined
-    readonly check?: ((input: any) => Effect.Effect<void, GatewayError, R>) | undefined
+    readonly check?: ((input: any) => Effect.Effect<unknown, GatewayError, R>) | undefined
     readonly lane?: Lane<B> | undefined
   },
   auth: "required" | "optional",
@@ -303,12 +306,13 @@ const make = <B, Q, R>(
       if (Option.isSome(caller) && bodyTookLong(checkedAt)) caller = yield* callerNow
       let state: QuotaState | undefined
       let avatar: AvatarRecord | undefined
+      let checked: unknown
       if (Option.isSome(caller)) {
         avatar = spec.avatarIdOf ? yield* authService.actingAs(caller.value, spec.avatarIdOf(body)) : caller.value
         const charged = avatar
         out.charged = charged
         // Validation before admission: a refused request costs no quota.
-        if (spec.check) yield* spec.check({ body, query, params, request, form, caller: caller.value, avatar })
+        if (spec.check) checked = yield* spec.check({ body, query, params, request, form, caller: caller.value, avatar })
         state = metered
           ? yield* admitted(() => quota.admit(charged, meteredCalls(body)))
           : yield* Effect.promise(() => quota.peek(charged))
@@ -322,7 +326,8 @@ const make = <B, Q, R>(
         form,
         caller: auth === "required" ? Option.getOrThrow(caller) : caller,
         avatar,
-        quota: state
+        quota: state,
+        checked
       })
       return respond(envelope, output, out.headers ?? {})
     }).pipe(
@@ -350,7 +355,7 @@ const make = <B, Q, R>(
 }
 
 /** An endpoint that needs credentials (401 without). */
-export const authed = <B = undefined, Q = undefined, R = never, RC = never>(spec: AuthedSpec<B, Q, R, RC>): Route<R | RC> =>
+export const authed = <B = undefined, Q = undefined, R = never, RC = never, C = void>(spec: AuthedSpec<B, Q, R, RC, C>): Route<R | RC> =>
   make<B, Q, R | RC>(spec, "required", spec.metered ?? false, spec.handle)
 
 /** An endpoint open to everyone; credentials, when sent, are still checked. */

@@ -56,8 +56,8 @@ export const toolRoutes = [
     metered: true,
     rawBody: true,
     summary: `Parse a document (multipart \`file\`; ${Documents.SUPPORTED}) into text (plus rows for CSV, data for JSON, pages for PDF), in-process or through a named vendor (\`provider\`)`,
-    check: ({ avatar, form }) => Effect.flatMap(documentInput(form!), (input) => Effect.asVoid(Documents.validate({ ...input, avatarId: avatar.id, plan: avatar.plan }))),
-    handle: ({ avatar, form }) => Effect.flatMap(documentInput(form!), (input) => Documents.parse({ ...input, avatarId: avatar.id, plan: avatar.plan }))
+    check: ({ avatar, form }) => Effect.flatMap(documentInput(form!), (input) => Documents.validate({ ...input, avatarId: avatar.id, plan: avatar.plan })),
+    handle: ({ avatar, checked, form }) => Effect.flatMap(documentInput(form!), (input) => Documents.parseValidated({ ...input, avatarId: avatar.id, plan: avatar.plan }, checked))
   }),
   authed({
     method: "POST",

@@ -23,6 +23,18 @@ describe("jsonTextProblem", () => {
     expect(jsonTextProblem(JSON.stringify({ ok: "\u0001 \\ \" \u00e9" }), 64)).toBeUndefined()
   })
 
+  it("counts array items and object members outside strings against maxItems (commas and openings: a bound from above)", () => {
+    const items = (n: number) => JSON.stringify(Array.from({ length: n }, () => 0))
+    // [0,0,0] is one opening and two commas: three.
+    expect(jsonTextProblem(items(3), 64, 3)).toBeUndefined()
+    expect(jsonTextProblem(items(4), 64, 3)).toBe("JSON holds more than 3 array items and object members.")
+    expect(jsonTextProblem(JSON.stringify({ a: 1, b: 2 }), 64, 2)).toBeUndefined()
+    expect(jsonTextProblem(JSON.stringify({ a: 1, b: [2, 3] }), 64, 3)).toBe("JSON holds more than 3 array items and object members.")
+    // Commas and brackets inside strings do not count; without maxItems nothing is counted.
+    expect(jsonTextProblem(JSON.stringify(["a,b,c,[d,{e", "\",["]), 64, 3)).toBeUndefined()
+    expect(jsonTextProblem(items(100_000), 64)).toBeUndefined()
+  })
+
   it("scans a 10 MB body in well under a second", () => {
     const big = JSON.stringify({ text: "x\\\"".repeat(2_500_000), list: Array.from({ length: 100_000 }, (_, i) => ({ i })) })
     const started = performance.now()
