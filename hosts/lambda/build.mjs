@@ -11,6 +11,10 @@
  *  - `pg-native` (an optional peer of pg, used only with `pg.native`) is left external and absent.
  *  - `@aigw/malloc-trim` (core's optional addon, which only the node and MCP hosts load: MallocTrim.ts) is
  *    left external and absent; a Lambda function's memory is what it is configured with.
+ *  - The document readers of the sandbox (core's Capabilities/Sandbox.ts finds them next to the bundle):
+ *    the runner as dist/Sandbox/runner.cjs, unpdf as it is published (no dependencies), and mammoth
+ *    bundled with its dependencies into one file, so the sandbox reads two package directories. The
+ *    code interpreters (Pyodide, QuickJS) are not shipped: code execution answers 501 on Lambda.
  *
  * Usage: node build.mjs [--sourcemap] [--no-minify] [--meta FILE]; prints the sizes.
  */
@@ -87,6 +91,32 @@ copyPackage("@phc/format", ["index.js", "license"])
 for (const needed of ["argon2/prebuilds/linux-x64/argon2.glibc.node", "argon2/prebuilds/linux-arm64/argon2.armv8.glibc.node"]) {
   if (!fs.existsSync(path.join(dist, "node_modules", needed))) throw new Error(`missing ${needed}: is argon2 installed with its prebuilds?`)
 }
+// The sandbox's document readers (docs/deployment-lambda.md).
+const coreRequire = createRequire(path.join(here, "../../packages/core/package.json"))
+fs.mkdirSync(path.join(dist, "Sandbox"), { recursive: true })
+fs.copyFileSync(path.join(here, "../../packages/core/src/Capabilities/Sandbox/runner.cjs"), path.join(dist, "Sandbox", "runner.cjs"))
+// unpdf exports no package.json: its directory is two above its CommonJS entry (dist/index.cjs).
+const unpdf = path.resolve(path.dirname(coreRequire.resolve("unpdf")), "..")
+for (const file of ["package.json", "LICENSE", "dist/index.cjs", "dist/pdfjs.mjs"]) {
+  fs.mkdirSync(path.dirname(path.join(dist, "node_modules", "unpdf", file)), { recursive: true })
+  fs.copyFileSync(path.join(unpdf, file), path.join(dist, "node_modules", "unpdf", file))
+}
+const mammoth = path.dirname(coreRequire.resolve("mammoth/package.json"))
+const mammothOut = path.join(dist, "node_modules", "mammoth")
+await esbuild.build({
+  entryPoints: [coreRequire.resolve("mammoth")],
+  outfile: path.join(mammothOut, "index.cjs"),
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node20",
+  legalComments: "none",
+  logLevel: "warning"
+})
+const { license, name, version } = JSON.parse(fs.readFileSync(path.join(mammoth, "package.json"), "utf8"))
+fs.writeFileSync(path.join(mammothOut, "package.json"), JSON.stringify({ name, version, license, main: "index.cjs", description: "mammoth and its dependencies in one file (hosts/lambda/build.mjs)" }, null, 2))
+fs.copyFileSync(path.join(mammoth, "LICENSE"), path.join(mammothOut, "LICENSE"))
+
 if (metaFile) fs.writeFileSync(metaFile, JSON.stringify(result.metafile))
 
 const sizeOf = (dir) =>
@@ -96,4 +126,7 @@ const sizeOf = (dir) =>
   )
 const kb = (n) => `${(n / 1024).toFixed(0)} KiB`
 const bundle = fs.statSync(path.join(dist, "handler.mjs")).size
-console.log(`dist/handler.mjs ${kb(bundle)}; dist/ total ${kb(sizeOf(dist))} (argon2 + 2 prebuilds: ${kb(sizeOf(path.join(dist, "node_modules")))})`)
+const modules = (...names) => names.reduce((sum, n) => sum + sizeOf(path.join(dist, "node_modules", n)), 0)
+console.log(
+  `dist/handler.mjs ${kb(bundle)}; dist/ total ${kb(sizeOf(dist))} (argon2 + 2 prebuilds: ${kb(modules("argon2", "node-gyp-build", "@phc"))}; document readers: ${kb(modules("unpdf", "mammoth"))})`
+)

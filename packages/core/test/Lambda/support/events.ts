@@ -16,6 +16,7 @@ export interface Call {
   readonly method: string
   /** path with an optional query string, e.g. "/api/avatar/verify-email?token=x" */
   readonly path: string
+  /** JSON (an object), text, or bytes (a Buffer: sent base64-encoded, as API Gateway sends binary bodies) */
   readonly body?: unknown
   /** send the body base64-encoded (isBase64Encoded: true) */
   readonly base64?: boolean
@@ -34,6 +35,7 @@ const headersOf = (call: Call): Record<string, string> => {
 
 const bodyOf = (call: Call) => {
   if (call.body === undefined) return { body: null, isBase64Encoded: false }
+  if (Buffer.isBuffer(call.body)) return { body: call.body.toString("base64"), isBase64Encoded: true }
   const text = typeof call.body === "string" ? call.body : JSON.stringify(call.body)
   return call.base64
     ? { body: Buffer.from(text, "utf8").toString("base64"), isBase64Encoded: true }
