@@ -5,8 +5,10 @@
  *
  * 1. bubblewrap (`bwrap`), when it works here: new user, PID, network, IPC, UTS and mount
  *    namespaces, no capabilities, only the Node runtime and the interpreter files visible, read-only.
- * 2. OS limits through `prlimit`: address space (which bounds WebAssembly memory), CPU time, open
- *    files, file size 0 (no writes), no core dumps.
+ * 2. OS limits set by `/bin/sh`'s `ulimit` before it execs the rest (any POSIX system has the shell,
+ *    Lambda's runtime included; prlimit is util-linux): address space (which bounds WebAssembly memory
+ *    and the ArrayBuffers a document reader inflates), CPU time, open files, file size 0 (no writes),
+ *    no core dumps.
  * 3. Node's permission model: file reads only of the interpreter files, no writes, no child
  *    processes, no workers, no native addons, no inspector; no code generation from strings (so
  *    Pyodide's bridge cannot run host JavaScript); an empty environment.
@@ -159,6 +161,15 @@ const nodeFlags = (runtime: Runtime, memoryMb: number) => {
   ]
 }
 
+const SHELL = "/bin/sh"
+
+/**
+ * The shell program that sets the OS limits (soft and hard) and execs its arguments. One limit per
+ * `ulimit`: dash takes one option at a time. Sizes in KiB, as both dash and bash read them.
+ */
+const ulimits = (memoryMb: number) =>
+  [`-v ${(RUNTIME_ADDRESS_SPACE_MB + memoryMb) * 1024}`, `-t ${CPU_SECONDS}`, "-n 64", "-f 0", "-c 0"].map((l) => `ulimit ${l}`).join(" && ") + ' && exec "$@"'
+
 /** bubblewrap's arguments: an empty root with the system libraries, Node and the runtime, read-only. */
 const bwrapArgs = (runtime: Runtime) => {
   const binds = new Set<string>(["/usr", ...runtime.readDirs])
@@ -198,10 +209,7 @@ export const makeLauncher = (mode: SandboxMode, memoryMb: number): Launcher | { 
   if (mode === "off") return { unavailable: "Code execution is switched off (AIGW_SANDBOX=off)." }
   const runtime = locateRuntime()
   if (runtime.missing.includes("the sandbox runner")) return { unavailable: "The sandbox runner (code execution, PDF and DOCX documents) is not part of this deployment." }
-  const prlimit = which("prlimit")
-  const limits = prlimit
-    ? [prlimit, `--as=${(RUNTIME_ADDRESS_SPACE_MB + memoryMb) * MB}`, `--cpu=${CPU_SECONDS}`, "--nofile=64", "--fsize=0", "--core=0", "--"]
-    : []
+  const limits = fs.existsSync(SHELL) ? [SHELL, "-c", ulimits(memoryMb), "sandbox-limits"] : []
   const flags = nodeFlags(runtime, memoryMb)
   const plain = (language: SandboxLanguage) => [...flags, runtime.runner, language, JSON.stringify(runtime.modules)]
   let isolation: Isolation = "process"

@@ -1,6 +1,7 @@
-/** The gateway's side of the sandbox protocol, against runners that misbehave (a program that reached the pipe). */
+/** The gateway's side of the sandbox protocol, against runners that misbehave (a program that reached the pipe); the OS limits its launcher sets. */
+import { spawnSync } from "node:child_process"
 import { describe, expect, it } from "vitest"
-import { type Launcher, makeSandbox } from "../../src/Capabilities/Sandbox.ts"
+import { type Launcher, makeLauncher, makeSandbox } from "../../src/Capabilities/Sandbox.ts"
 
 /** A launcher whose "runner" is `script` run by plain node. */
 const fake = (script: string): Launcher => ({ isolation: "process", missing: [], command: () => ({ file: process.execPath, args: ["-e", script] }) })
@@ -28,5 +29,25 @@ describe("sandbox protocol", () => {
     const sandbox = makeSandbox(fake(`${READY} process.stdout.write(JSON.stringify({ type: "ready" }) + "\\n") })`), { memoryMb: 64, maxOutput: 1000 })
     expect((await sandbox.run("javascript", { code: "", timeoutMs: 5000 })).error).toMatch(/broke its protocol \(an unexpected ready\)/)
     sandbox.close()
+  })
+})
+
+describe("the sandbox's OS limits", () => {
+  it("are set by /bin/sh before it execs the sandbox process, in both isolations", () => {
+    for (const mode of ["process", "bwrap"] as const) {
+      const launcher = makeLauncher(mode, 256)
+      if ("unavailable" in launcher) continue
+      const { args, file } = launcher.command("pdf")
+      expect(file).toBe("/bin/sh")
+      const [, program, name] = args
+      // The same prefix, exec'ing `cat` in place of the sandbox: the limits it runs under.
+      const limits = spawnSync(file, ["-c", program!, name!, "cat", "/proc/self/limits"], { encoding: "utf8" }).stdout
+      const row = (label: string) => new RegExp(`^${label}\\s+(\\S+)\\s+(\\S+)`, "m").exec(limits)?.slice(1)
+      expect(row("Max address space"), mode).toEqual([String((1024 + 256) * 1024 * 1024), String((1024 + 256) * 1024 * 1024)])
+      expect(row("Max cpu time"), mode).toEqual(["90", "90"])
+      expect(row("Max open files"), mode).toEqual(["64", "64"])
+      expect(row("Max file size"), mode).toEqual(["0", "0"])
+      expect(row("Max core file size"), mode).toEqual(["0", "0"])
+    }
   })
 })
