@@ -1,7 +1,8 @@
 /**
- * Sandbox processes for untrusted code. Code never runs in the gateway's process: each run gets a
- * fresh child process (runner.cjs) that loads one WebAssembly interpreter and is killed (with its
- * whole process group) when the run ends or overruns. Layers, outermost first (docs/security.md):
+ * Sandbox processes for untrusted code and documents. Neither is read in the gateway's process: each
+ * run gets a fresh child process (runner.cjs) that loads one WebAssembly interpreter or one document
+ * reader and is killed (with its whole process group) when the run ends or overruns. Layers
+ * (docs/security.md):
  *
  * 1. bubblewrap (`bwrap`), when it works here: new user, PID, network, IPC, UTS and mount
  *    namespaces, no capabilities, only the Node runtime and the interpreter files visible, read-only.
