@@ -57,6 +57,16 @@ describe("DOCX through the bounded zip reader", () => {
     expect(() => Zip.open(zipOf(parts.slice(0, 4)), limits)).not.toThrow()
   })
 
+  it("refuses a document whose XML declares nested entities (billion laughs) without expanding them", async () => {
+    const levels = Array.from({ length: 8 }, (_, i) => `<!ENTITY e${i + 1} "${`&e${i};`.repeat(10)}">`).join("")
+    const xml = `<?xml version="1.0"?><!DOCTYPE w:document [<!ENTITY e0 "aaaaaaaaaa">${levels}]>` +
+      `<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>&e8;</w:t></w:r></w:p></w:body></w:document>`
+    const started = performance.now()
+    const result = await parse(docxOf(entry("word/document.xml", xml)))
+    expect(result).toMatchObject({ _tag: "Left", left: { _tag: "BadRequest", message: "file is not a readable DOCX document" } })
+    expect(performance.now() - started).toBeLessThan(10_000)
+  })
+
   it("answers 400 for what is not a zip, or a zip that does not inflate", async () => {
     expect(await parse(Buffer.from("PK not really a zip"))).toMatchObject({ _tag: "Left", left: { _tag: "BadRequest" } })
     const broken = { ...entry("word/document.xml", DOCUMENT_HEAD + "x" + DOCUMENT_TAIL), deflated: Buffer.from("garbage!") }
