@@ -339,6 +339,28 @@ describe("edge attacks", () => {
       expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
     })
 
+    it("refuses a multipart body of 200,000 parts before parsing it, counting none against quota", async () => {
+      // The form parser took 1.25 s for 300,000 fields, all on the event loop.
+      const before = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
+      const boundary = "b"
+      const body = `--${boundary}\r\nContent-Disposition: form-data; name=""\r\n\r\n\r\n`.repeat(200_000) + `--${boundary}--\r\n`
+      expect(body.length).toBeLessThan(10 * 1024 * 1024)
+      const { figures, value } = await underAttack(server, async () => {
+        const started = performance.now()
+        const res = await fetch(`${server.url}/v1/documents/parse`, {
+          method: "POST",
+          headers: { "x-api-key": user.apiKey, "content-type": `multipart/form-data; boundary=${boundary}` },
+          body
+        })
+        return { status: res.status, body: await res.json() as any, ms: Math.round(performance.now() - started) }
+      })
+      console.log("multipart of 200,000 parts", value, figures)
+      expect(value.status).toBe(400)
+      expect(value.body.message).toBe("The multipart/form-data body holds more than 1000 parts.")
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+      expect((await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body).toEqual(before.body)
+    })
+
     it("reads a long DOCX in a sandbox process, not the gateway's, and answers 422 naming the memory limit for one past it", async () => {
       // mammoth builds a DOM of the whole document: 9 MB of XML took 4.5 s of the gateway's CPU and 730 MB.
       const long = docxWithParagraphs(20_000)

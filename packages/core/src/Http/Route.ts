@@ -197,6 +197,22 @@ export const readJson = Effect.gen(function*() {
  * Reads a `multipart/form-data` body within the size limit and parses it with the web
  * FormData parser (files arrive as `File`s in memory).
  */
+/** A multipart body holds at most this many parts: the gateway's forms carry a file and a few fields, and the parser's time grows with the parts. */
+export const MAX_FORM_PARTS = 1_000
+
+/** Whether `body` holds more than `max` parts, counted as delimiters (`--boundary`) with native searches before anything is parsed. */
+export const holdsMoreParts = (body: Buffer, contentType: string, max: number) => {
+  const boundary = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)
+  if (boundary === null) return false
+  const delimiter = Buffer.from(`--${boundary[1] ?? boundary[2]}`)
+  let delimiters = 0
+  // One delimiter before each part and the closing one after the last.
+  for (let at = body.indexOf(delimiter); at !== -1; at = body.indexOf(delimiter, at + delimiter.length)) {
+    if (++delimiters > max + 1) return true
+  }
+  return false
+}
+
 export const readForm = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const contentType = request.headers["content-type"] ?? ""
@@ -204,6 +220,9 @@ export const readForm = Effect.gen(function*() {
     return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data." }))
   }
   const bytes = yield* readBounded(encodingRefusal, (source, limit) => readLimited(source, limit))
+  if (holdsMoreParts(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), contentType, MAX_FORM_PARTS)) {
+    return yield* Effect.fail(new BadRequest({ message: `The multipart/form-data body holds more than ${MAX_FORM_PARTS} parts.` }))
+  }
   return yield* Effect.tryPromise({
     try: () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData(),
     catch: () => new BadRequest({ message: "Malformed multipart/form-data body." })

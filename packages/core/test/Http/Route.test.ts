@@ -1,7 +1,7 @@
 /** The shared JSON body checks of Route.ts: depth and NUL before JSON.parse, for every edge. */
 import { describe, expect, it } from "vitest"
 import { BadRequest } from "../../src/Errors.ts"
-import { jsonTextProblem, parseJsonBody } from "../../src/Http/Route.ts"
+import { holdsMoreParts, jsonTextProblem, parseJsonBody } from "../../src/Http/Route.ts"
 
 const nested = (levels: number) => "[".repeat(levels) + "]".repeat(levels)
 
@@ -99,5 +99,18 @@ describe("parseJsonBody", () => {
     expect(message("{\"a\": [1,")).toMatch(/^Malformed JSON body: /)
     expect(parseJsonBody("{\"a\":[1]}", 64)).toEqual({ a: [1] })
     expect(parseJsonBody(nested(65), 64)).toBeInstanceOf(BadRequest)
+  })
+})
+
+describe("holdsMoreParts", () => {
+  const form = (boundary: string, parts: number) =>
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="f"\r\n\r\nv\r\n`.repeat(parts) + `--${boundary}--\r\n`)
+  it("counts the delimiters of the boundary the Content-Type names, quoted or not", () => {
+    expect(holdsMoreParts(form("xyz", 3), "multipart/form-data; boundary=xyz", 3)).toBe(false)
+    expect(holdsMoreParts(form("xyz", 4), "multipart/form-data; boundary=xyz", 3)).toBe(true)
+    expect(holdsMoreParts(form("a b", 4), 'multipart/form-data; boundary="a b"', 3)).toBe(true)
+    expect(holdsMoreParts(form("a b", 3), 'multipart/form-data; charset=utf-8; boundary="a b"', 3)).toBe(false)
+    // Without a boundary nothing is counted: the parser refuses the body itself.
+    expect(holdsMoreParts(form("xyz", 10), "multipart/form-data", 3)).toBe(false)
   })
 })
