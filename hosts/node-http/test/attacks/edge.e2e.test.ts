@@ -169,20 +169,20 @@ describe("edge attacks", () => {
         name: "chat: 1,000,000 numbers as a message's parts",
         path: "/openai/v1/chat/completions",
         body: { model: "auto", messages: [{ role: "user", content: many(1_000_000, 1) }] },
-        problem: /messages\.0\.content: .*an array of 1000000 items/
+        problem: /messages: holds more than 10000 content parts in all/
       },
       { name: "chat: 1,000,000 numbers as stop", path: "/openai/v1/chat/completions", body: { model: "auto", messages: [chatMessage], stop: many(1_000_000, 1) }, problem: /stop: / },
       {
         name: "chat: 200,000 tool calls of the wrong shape",
         path: "/openai/v1/chat/completions",
         body: { model: "auto", messages: [{ role: "assistant", content: null, tool_calls: many(200_000, { x: 1 }) }, chatMessage] },
-        problem: /messages\.0/
+        problem: /messages: holds more than 4096 tool calls in all/
       },
       {
         name: "anthropic: 1,000,000 numbers as a message's blocks",
         path: "/anthropic/v1/messages",
         body: { model: "auto", max_tokens: 10, messages: [{ role: "user", content: many(1_000_000, 1) }] },
-        problem: /messages\.0\.content/
+        problem: /messages: holds more than 10000 content blocks in all/
       },
       {
         name: "anthropic: 300,000 unexpected fields",
@@ -191,6 +191,37 @@ describe("edge attacks", () => {
         problem: /f0/
       },
       { name: "complete: 300,000 wrong messages", path: "/v1/complete", body: { messages: many(300_000, { x: 1 }) }, problem: /messages: holds at most 1000 items/ },
+      // Valid items in valid counts per message: 450,000 tool calls took 4 s to decode, 740 × 500 parts 1.3 s.
+      {
+        name: "complete: 450,000 tool calls in one message",
+        path: "/v1/complete",
+        body: { messages: [chatMessage, { role: "assistant", toolCalls: many(450_000, { id: "a", name: "f" }) }] },
+        problem: /messages: holds more than 4096 tool calls in all/
+      },
+      {
+        name: "complete: 4,000 tool calls in one message",
+        path: "/v1/complete",
+        body: { messages: [chatMessage, { role: "assistant", toolCalls: many(4_000, { id: "a", name: "f" }) }] },
+        problem: /messages\.1\.toolCalls: holds at most 128 items/
+      },
+      {
+        name: "complete: 1,000 messages of 128 tool calls",
+        path: "/v1/complete",
+        body: { messages: many(1_000, { role: "assistant", toolCalls: many(128, { id: "a", name: "f" }) }) },
+        problem: /messages: holds more than 4096 tool calls in all/
+      },
+      {
+        name: "chat: 740 messages of 500 parts",
+        path: "/openai/v1/chat/completions",
+        body: { model: "auto", messages: many(740, { role: "user", content: many(500, { type: "text", text: "x" }) }) },
+        problem: /messages: holds more than 10000 content parts in all/
+      },
+      {
+        name: "anthropic: 740 messages of 500 blocks",
+        path: "/anthropic/v1/messages",
+        body: { model: "auto", max_tokens: 10, messages: many(740, { role: "user", content: many(500, { type: "text", text: "x" }) }) },
+        problem: /messages: holds more than 10000 content blocks in all/
+      },
       { name: "embeddings: 1,000,000 numbers as texts", path: "/v1/embeddings", body: { texts: many(1_000_000, 1) }, problem: /texts holds at most 2048 strings/ },
       { name: "a 3 MB string where a number goes", path: "/v1/complete", body: { messages: [chatMessage], temperature: "x".repeat(3_000_000) }, problem: /temperature: / }
     ]
@@ -273,7 +304,7 @@ describe("edge attacks", () => {
     const tool = async (name: string, args: Record<string, unknown>) =>
       (await rpc(server, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }), { "x-api-key": user.apiKey })).body.result
 
-    it("answers each at once: guardrails, HTML and CSV documents, extraction schemas, classification and sentiment", async () => {
+    it("answers each at once: guardrails, HTML and CSV documents, extraction schemas, local rerank, classification and sentiment", async () => {
       const { figures, value } = await underAttack(server, async () => {
         const timed = async <A>(name: string, f: () => Promise<A>) => {
           const started = performance.now()
@@ -292,12 +323,18 @@ describe("edge attacks", () => {
               body: { text: "x", schema: { type: "object", patternProperties: Object.fromEntries(Array.from({ length: 3_000 }, (_, i) => [`^k${i}$`, { type: "string" }])) } },
               apiKey: user.apiKey
             })),
+          await timed("rerank: 1,000 documents of 9,900 characters of distinct words", () => {
+            // A map of every word of every document: 2.1 s on the event loop (health 1.95 s).
+            const words = (n: number) => Array.from({ length: n }, () => Math.random().toString(36).slice(2, 8)).join(" ")
+            const documents = Array.from({ length: 1_000 }, () => words(1_414))
+            return call(server.url, "POST", "/v1/rerank", { body: { provider: "local", query: words(1_428), documents, topN: 3 }, apiKey: user.apiKey })
+          }),
           await timed("classify: 100,000 letters", () => tool("gateway_ml_classify_task", { text: "a".repeat(100_000) })),
           await timed("sentiment: a.a.a… of 100,000", () => tool("gateway_ml_sentiment", { text: "a.".repeat(50_000) }))
         ]
       })
       console.log("bodies that made the server work", value.map(({ ms, name, result }) => ({ name, ms, status: (result as any).status ?? "mcp" })), figures)
-      const [guard1, guard2, html1, html2, csv, csvFields, extract, classify, sentiment] = value.map((v) => v.result as any)
+      const [guard1, guard2, html1, html2, csv, csvFields, extract, rerank, classify, sentiment] = value.map((v) => v.result as any)
       expect(guard1.status).toBe(200)
       expect(guard2.status).toBe(200)
       expect(html1.status).toBe(200)
@@ -308,6 +345,8 @@ describe("edge attacks", () => {
       expect(csvFields.status).toBe(400)
       expect(extract.status).toBe(400)
       expect(extract.body.message).toMatch(/schema holds more than 2000 values/)
+      expect(rerank.status).toBe(200)
+      expect(rerank.body.result.results).toHaveLength(3)
       expect(classify.isError).toBe(false)
       expect(sentiment.isError).toBe(false)
       expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)

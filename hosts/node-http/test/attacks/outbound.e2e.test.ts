@@ -52,6 +52,15 @@ describe("outbound replies under attack", () => {
           hooks++
           return void sendGzipBomb(res, GiB)
         }
+        if (req.url === "/v1/moderations") {
+          // 200,000 categories, every one flagged (5.6 MB): each name was looked up in the flagged list.
+          const names = Array.from({ length: 200_000 }, (_, i) => `c${i}`)
+          return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
+            id: "modr-1",
+            model: "omni-moderation-latest",
+            results: [{ flagged: true, categories: Object.fromEntries(names.map((n) => [n, true])), category_scores: Object.fromEntries(names.map((n) => [n, 0.9])) }]
+          }))
+        }
         const stream = JSON.parse(Buffer.concat(chunks).toString() || "{}").stream === true
         if (provider === "bomb") return void sendGzipBomb(res, GiB, stream ? "text/event-stream" : "application/json")
         if (provider === "stall") {
@@ -117,6 +126,19 @@ describe("outbound replies under attack", () => {
       expect(result.content[0].text).toContain(`the reply exceeded ${LIMIT} bytes (AIGW_MAX_UPSTREAM_RESPONSE_BYTES)`)
     }
   }, 150_000)
+
+  it("refuses a moderation answer of 200,000 categories with a 502 naming the bound", async () => {
+    // Each category name was looked up in the list of flagged ones: 34 s on the event loop (32.6 s of health).
+    const { figures, value } = await underAttack(server, async () => {
+      const started = performance.now()
+      const res = await call(server.url, "POST", "/openai/v1/moderations", { body: { input: "x" }, apiKey: user.apiKey })
+      return { res, ms: performance.now() - started }
+    })
+    console.log(`moderation of 200,000 categories: ${Math.round(value.ms)} ms`)
+    expect(value.res.status).toBe(502)
+    expect(value.res.body.error.message).toMatch(/the moderation answer names more than 1000 categories/)
+    expectHeld("moderation of 200,000 categories", figures)
+  })
 
   it("refuses a DOCX whose document.xml inflates to 200 MiB with 413 naming the limit", async () => {
     const bomb = await docxBomb(200 * 1024 * 1024)

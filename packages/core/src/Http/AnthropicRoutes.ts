@@ -104,7 +104,12 @@ const ToolChoiceIn = Schema.Union(
 export const MessagesBody = Schema.Struct({
   model: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(300)),
   max_tokens: Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "max_tokens must be an integer from 1 to 1000000" })),
-  messages: BoundedArray(AnthropicMessageIn, { min: 1, max: 1000, minMessage: "messages must hold at least one message" }),
+  messages: BoundedArray(AnthropicMessageIn, {
+    min: 1,
+    max: 1000,
+    minMessage: "messages must hold at least one message",
+    totals: [{ fields: ["content"], max: 10_000, what: "content blocks" }]
+  }),
   system: Schema.optional(Schema.Union(Content, BoundedArray(TextBlock, { max: 100 }))),
   temperature: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "temperature must be between 0 and 1" }))),
   top_p: Schema.optional(Schema.Number.pipe(Schema.between(0, 1, { message: () => "top_p must be between 0 and 1" }))),

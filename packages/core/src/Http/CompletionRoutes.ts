@@ -56,10 +56,16 @@ export const MAX_CONTENT = 2_000_000
 
 export const Content = Schema.String.pipe(Schema.maxLength(MAX_CONTENT))
 
+/** A message's tool calls: as many as a request may define tools. */
+export const ToolCalls = BoundedArray(WireToolCall, { max: 128 })
+
+/** Bounds on what a conversation's messages hold together (each message's own bounds multiply by 1,000 messages). */
+export const TOOL_CALLS_IN_ALL = { fields: ["toolCalls", "tool_calls"], max: 4096, what: "tool calls" } as const
+
 const messageFields = {
   content: Schema.optionalWith(Schema.NullOr(Content), { default: () => "" }),
-  toolCalls: Schema.optional(Schema.Array(WireToolCall)),
-  tool_calls: Schema.optional(Schema.Array(WireToolCall)),
+  toolCalls: Schema.optional(ToolCalls),
+  tool_calls: Schema.optional(ToolCalls),
   toolCallId: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   tool_call_id: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   name: Schema.optional(Schema.String.pipe(Schema.maxLength(64)))
@@ -107,7 +113,7 @@ const requestFields = {
   )
 }
 
-const messageBounds = { min: 1, max: 1000, minMessage: "messages must hold at least one message" }
+const messageBounds = { min: 1, max: 1000, minMessage: "messages must hold at least one message", totals: [TOOL_CALLS_IN_ALL] }
 
 export const CompleteBody = Schema.Struct({
   messages: BoundedArray(messageSchema("system", "user", "assistant"), messageBounds),

@@ -27,7 +27,8 @@ import {
   ToolDefinitionSchema,
   ToolName,
   type ToolResultBody,
-  WireToolCall
+  TOOL_CALLS_IN_ALL,
+  ToolCalls
 } from "./CompletionRoutes.ts"
 import type { RoutingError } from "../Routing.ts"
 import { SSE_DONE, sseData } from "./Edge.ts"
@@ -72,7 +73,7 @@ const messageFields = {
     message: () => "role must be one of system, developer, user, assistant, tool"
   }),
   content: Schema.optional(OpenAiContent),
-  tool_calls: Schema.optional(Schema.Array(WireToolCall)),
+  tool_calls: Schema.optional(ToolCalls),
   tool_call_id: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   name: Schema.optional(Schema.String.pipe(Schema.maxLength(64)))
 }
@@ -110,7 +111,12 @@ const ToolChoiceSchema = Schema.Union(
 /** The request fields the gateway maps; every other field is kept and forwarded (`ChatRequest.extra`). */
 const knownFields = {
   model: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(300)),
-  messages: BoundedArray(OpenAiMessage, { min: 1, max: 1000, minMessage: "messages must hold at least one message" }),
+  messages: BoundedArray(OpenAiMessage, {
+    min: 1,
+    max: 1000,
+    minMessage: "messages must hold at least one message",
+    totals: [TOOL_CALLS_IN_ALL, { fields: ["content"], max: 10_000, what: "content parts" }]
+  }),
   /** Extension: pin a provider (default auto). */
   provider: Schema.optional(Schema.String.pipe(Schema.maxLength(100))),
   tools: Schema.optional(BoundedArray(OpenAiTool, { max: 128 })),
@@ -478,10 +484,11 @@ const moderate = (avatar: AvatarRecord, body: ModerationRequest) =>
       model: answers[0]!.model,
       provider: answers[0]!.provider,
       results: answers.map((a) => {
-        const names = new Set([...Object.keys(a.categoryScores), ...a.categories])
+        const flagged = new Set(a.categories)
+        const names = new Set([...Object.keys(a.categoryScores), ...flagged])
         return {
           flagged: a.flagged,
-          categories: Object.fromEntries([...names].map((n) => [n, a.categories.includes(n)])),
+          categories: Object.fromEntries([...names].map((n) => [n, flagged.has(n)])),
           category_scores: Object.fromEntries([...names].map((n) => [n, a.categoryScores[n] ?? 0]))
         }
       })

@@ -46,17 +46,32 @@ export const openAiImages = (form: ImageDimensions) => (provider: ConfiguredProv
 /** Image generation in OpenAI's own format (`size: "WxH"`): the client of providers that declare none. */
 export const generateImages = openAiImages("size")
 
+/** How many keys an object of an upstream's answer has (0 for anything else). */
+const keyCount = (value: unknown) => (typeof value === "object" && value !== null ? Object.keys(value).length : 0)
+
 export interface ModerationResult {
   readonly flagged: boolean
   readonly categories: ReadonlyArray<string>
   readonly categoryScores: Readonly<Record<string, number>>
 }
 
+/**
+ * The most categories a moderation answer may name (OpenAI's has 13, Hive's about 50): a hostile or
+ * broken upstream's hundreds of thousands cost the event loop seconds to map and answer.
+ */
+export const MAX_MODERATION_CATEGORIES = 1_000
+
+/** The refusal of an answer naming more than MAX_MODERATION_CATEGORIES categories, if it does. */
+export const tooManyCategories = (providerId: string, count: number) =>
+  count > MAX_MODERATION_CATEGORIES ? protocolError(providerId, `the moderation answer names more than ${MAX_MODERATION_CATEGORIES} categories`) : undefined
+
 export const moderate = (provider: ConfiguredProvider, model: string, text: string): Effect.Effect<ModerationResult, UpstreamError> =>
   postJson(provider.id, `${provider.endpoint}/moderations`, authHeaders(provider), { model, input: text }).pipe(
     Effect.flatMap((body) => {
       const r = body?.results?.[0]
       if (typeof r !== "object" || r === null) return Effect.fail(protocolError(provider.id, "no results in the moderation answer"))
+      const tooMany = tooManyCategories(provider.id, Math.max(keyCount(r.categories), keyCount(r.category_scores)))
+      if (tooMany) return Effect.fail(tooMany)
       const flags = (r.categories ?? {}) as Record<string, unknown>
       const categories = Object.entries(flags).filter(([, v]) => v === true).map(([k]) => k)
       const scores = Object.fromEntries(

@@ -39,6 +39,19 @@ describe("BoundedArray", () => {
     expect(messageOf(decode({ xs: [1, 2] }))).toBe("Invalid body: xs: xs takes one")
   })
 
+  it("refuses what the items hold together past a total before decoding any item", () => {
+    const { item, seen } = counted()
+    const decode = decoderNow(
+      Schema.Struct({ xs: BoundedArray(Schema.Struct({ a: Schema.optional(Schema.Array(item)), b: Schema.optional(Schema.Array(item)) }), { max: 10, totals: [{ fields: ["a", "b"], max: 4, what: "numbers" }] }) }),
+      "body"
+    )
+    expect(messageOf(decode({ xs: [{ a: [1, 2] }, { a: [3], b: [4, 5] }] }))).toBe("Invalid body: xs: holds more than 4 numbers in all")
+    expect(seen()).toBe(0)
+    // What is not an array counts nothing (the item's own schema refuses it).
+    expect(decode({ xs: [{ a: [1, 2] }, { b: [3, 4] }, null as any].slice(0, 2) })).toEqual({ xs: [{ a: [1, 2] }, { b: [3, 4] }] })
+    expect(messageOf(decode({ xs: [{ a: "1,2,3,4,5" }] }))).toMatch(/^Invalid body: xs\.0\.a: Expected/)
+  })
+
   it("is documented as the plain array it is", () => {
     const plain = Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(5)).annotations({ description: "d" })
     const bounded = BoundedArray(Schema.String, { min: 1, max: 5, description: "d" })
@@ -59,8 +72,9 @@ describe("describeParseError", () => {
 
   it("shows a wrong value in short, however large", () => {
     const decode = decoderNow(ChatCompletionBody, "body")
-    const parts = messageOf(decode({ model: "m", messages: [{ role: "user", content: Array.from({ length: 200_000 }, () => 1) }] }))
-    expect(parts).toBe("Invalid body: messages.0.content: Expected string, actual an array of 200000 items")
+    // 9,000 parts: within the 10,000 of all messages, past the 500 of one.
+    const parts = messageOf(decode({ model: "m", messages: [{ role: "user", content: Array.from({ length: 9_000 }, () => 1) }] }))
+    expect(parts).toBe("Invalid body: messages.0.content: Expected string, actual an array of 9000 items")
     const long = messageOf(decode({ model: "m", messages: [{ role: "user", content: "hi" }], temperature: "x".repeat(1_000_000) }))
     expect(long).toMatch(/^Invalid body: temperature: .*actual "x{80}"… \(1000000 characters\)/)
     expect(long.length).toBeLessThan(400)

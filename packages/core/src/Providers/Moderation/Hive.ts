@@ -15,7 +15,7 @@
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { authHeaders, postJson } from "../internal/http.ts"
-import type { ModerationResult } from "../OpenAiMedia.ts"
+import { type ModerationResult, tooManyCategories } from "../OpenAiMedia.ts"
 import type { Served } from "../Served.ts"
 import { protocolError, UpstreamError } from "../UpstreamError.ts"
 
@@ -33,6 +33,8 @@ export const moderate = (provider: ConfiguredProvider, text: string): Effect.Eff
       }
       const classes = task.response?.output?.[0]?.classes
       if (!Array.isArray(classes)) return Effect.fail(protocolError(provider.id, "no classes in the moderation answer"))
+      const tooMany = tooManyCategories(provider.id, classes.length)
+      if (tooMany) return Effect.fail(tooMany)
       const scores: Record<string, number> = {}
       for (const c of classes) {
         if (typeof c?.class === "string" && typeof c?.score === "number" && Number.isFinite(c.score) && c.score >= 0) scores[c.class] = c.score
