@@ -75,6 +75,24 @@ describe("batch jobs and webhooks", () => {
     expect(usage.body.result.dailyCallsUsed).toBe(2)
   })
 
+  it("keeps at most MAX_BATCH_RESULT_CHARS of answers: one past it is an item that says so", async () => {
+    // Answers of 6 MB: each item's result (its text as content and as message.content) is about 12 MB of JSON.
+    const long = "y".repeat(6_000_000)
+    mock.queue({ kind: "text", text: long }, { kind: "text", text: long }, { kind: "text", text: "short" })
+    const submit = await call(server.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body: batch(receiver.url, 3) })
+    const status = await waitForStatus(server, user, submit.body.result.batchId, "completed", 60_000)
+    expect(status.result).toMatchObject({ total: 3, completed: 2, failed: 1 })
+    const [first, second, third] = status.result.items
+    expect(first).toMatchObject({ index: 0, ok: true })
+    expect(first.result.content).toHaveLength(6_000_000)
+    expect(second).toMatchObject({ index: 1, ok: false })
+    expect(second.error).toMatch(/^the answer \(\d+ characters\) was not kept: a batch keeps at most 16777216 characters of answers; the call was made and counted$/)
+    expect(third).toMatchObject({ index: 2, ok: true, result: { content: "short" } })
+    // The status answer carries the kept answer once (about 12 MB), not the one that was not kept.
+    const raw = await fetch(`${server.url}/v1/batch/${submit.body.result.batchId}/status`, { headers: { "x-api-key": user.apiKey } })
+    expect((await raw.text()).length).toBeLessThan(13_000_000)
+  })
+
   it("retries a failing receiver with backoff until it acknowledges, once", async () => {
     receiver.received.length = 0
     receiver.failNext(3)

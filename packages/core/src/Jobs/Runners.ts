@@ -52,10 +52,22 @@ export interface BatchItem {
   readonly error?: string
 }
 
+/**
+ * Where a gateway batch stands: the next request, and the characters of answers its items keep. The
+ * items themselves are kept once, in the job's result (before, in its state too).
+ */
 export interface BatchState {
   readonly next: number
-  readonly items: ReadonlyArray<BatchItem>
+  readonly kept?: number
 }
+
+/**
+ * The most characters of answers (as JSON) a gateway batch keeps. Its result is one record, written
+ * at every step, read whole by every status poll and sent whole in its webhook: a hundred answers of
+ * megabytes held the event loop for seconds at each. An answer past the bound is an item that failed
+ * and says so; the call was made and counted.
+ */
+export const MAX_BATCH_RESULT_CHARS = 16 * 1024 * 1024
 
 export const batchSummary = (total: number, items: ReadonlyArray<BatchItem>) => ({
   total,
@@ -70,11 +82,12 @@ const gatewayBatch = Effect.gen(function*() {
   return (job: JobRecord) =>
     Effect.gen(function*() {
       const input = job.input as BatchInput
-      const state = (job.state as BatchState | null) ?? { next: 0, items: [] }
+      const state = (job.state as BatchState | null) ?? { next: 0 }
+      const before = (job.result as { readonly items?: ReadonlyArray<BatchItem> } | null)?.items ?? []
       const owner = yield* avatars.findById(job.avatarId)
       if (Option.isNone(owner) || !owner.value.isActive) return failed("the batch's avatar no longer exists")
       const slice = input.requests.slice(state.next, state.next + BATCH_STEP_ITEMS)
-      const items = yield* Effect.forEach(
+      const answers = yield* Effect.forEach(
         slice,
         (request, i) =>
           completions.complete(owner.value, request).pipe(
@@ -83,8 +96,18 @@ const gatewayBatch = Effect.gen(function*() {
           ),
         { concurrency: BATCH_CONCURRENCY }
       )
-      const next: BatchState = { next: state.next + slice.length, items: [...state.items, ...items] }
-      const summary = batchSummary(input.requests.length, next.items)
+      let kept = state.kept ?? 0
+      const items = answers.map((item): BatchItem => {
+        if (!item.ok) return item
+        const size = JSON.stringify(item.result).length
+        if (kept + size > MAX_BATCH_RESULT_CHARS) {
+          return { index: item.index, ok: false, error: `the answer (${size} characters) was not kept: a batch keeps at most ${MAX_BATCH_RESULT_CHARS} characters of answers; the call was made and counted` }
+        }
+        kept += size
+        return item
+      })
+      const next: BatchState = { next: state.next + slice.length, kept }
+      const summary = batchSummary(input.requests.length, [...before, ...items])
       return next.next >= input.requests.length ? done(summary) : wait(0, { state: next, result: summary })
     })
 })
