@@ -20,7 +20,7 @@ import type { TaskType } from "../Ml/taskExamples.data.ts"
 import { TaskClassifier, TaskTypeSchema } from "../Ml/TaskClassifier.ts"
 import type { ChatOptions } from "../Providers/Chat.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { Provider } from "../RequestFields.ts"
+import { BoundedArray, Provider } from "../RequestFields.ts"
 import { Agents, builtinId, type RankedAgent } from "./Agents.ts"
 import { Budget, type BudgetLimits, BudgetLimitsSchema, defaultLimits } from "./Budget.ts"
 import { type CompletionResult, Completions } from "./Completions.ts"
@@ -84,12 +84,16 @@ const DECOMPOSE = `Split the problem into subtasks for specialist agents. Answer
 /** A success is a judge score of at least this. */
 export const SUCCESS_SCORE = 0.6
 
+// Lengths checked before items are decoded: the planner's answer is a model's, up to the upstream reply bound.
 const SubtasksAnswer = Schema.Struct({
-  subtasks: Schema.Array(Schema.Struct({
-    id: Schema.Union(Schema.String, Schema.Number),
-    task: Schema.String.pipe(Schema.minLength(1)),
-    dependsOn: Schema.optionalWith(Schema.Array(Schema.Union(Schema.String, Schema.Number)), { default: () => [] })
-  }))
+  subtasks: BoundedArray(
+    Schema.Struct({
+      id: Schema.Union(Schema.String, Schema.Number),
+      task: Schema.String.pipe(Schema.minLength(1)),
+      dependsOn: Schema.optionalWith(BoundedArray(Schema.Union(Schema.String, Schema.Number), { max: 8 * MAX_SUBTASKS }), { default: () => [] })
+    }),
+    { max: MAX_SUBTASKS }
+  )
 })
 
 export interface Subtask {
@@ -106,11 +110,12 @@ export const parseSubtasks = (content: string): Either.Either<ReadonlyArray<Subt
   } catch {
     return Either.left("answered no JSON object")
   }
+  const listed = (json as { readonly subtasks?: unknown } | null)?.subtasks
+  if (Array.isArray(listed) && listed.length > MAX_SUBTASKS) return Either.left(`answered ${listed.length} subtasks (at most ${MAX_SUBTASKS})`)
   const decoded = Schema.decodeUnknownEither(SubtasksAnswer)(json)
   if (Either.isLeft(decoded)) return Either.left("answered JSON that is not {\"subtasks\":[{\"id\",\"task\",\"dependsOn\"}]}")
   const subtasks = decoded.right.subtasks.map((s) => ({ id: String(s.id), task: s.task, dependsOn: [...new Set(s.dependsOn.map(String))] }))
   if (subtasks.length === 0) return Either.left("answered no subtasks")
-  if (subtasks.length > MAX_SUBTASKS) return Either.left(`answered ${subtasks.length} subtasks (at most ${MAX_SUBTASKS})`)
   const ids = new Set(subtasks.map((s) => s.id))
   if (ids.size < subtasks.length) return Either.left("answered duplicate subtask ids")
   for (const s of subtasks) {

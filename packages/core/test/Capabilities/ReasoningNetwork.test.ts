@@ -116,6 +116,9 @@ describe("planner and judge answers", () => {
     expect(wrong(json(Array.from({ length: 9 }, (_, i) => sub(`s${i}`))))).toMatchObject({ value: "answered 9 subtasks (at most 8)" })
     expect(wrong(json([sub("a"), sub("a")]))).toMatchObject({ value: "answered duplicate subtask ids" })
     expect(wrong(json([]))).toMatchObject({ value: "answered no subtasks" })
+    // A hostile answer's length is read before its items are decoded (a million took seconds).
+    expect(wrong(json(Array.from({ length: 1_000_000 }, (_, i) => sub(`s${i}`))))).toMatchObject({ value: "answered 1000000 subtasks (at most 8)" })
+    expect(wrong(json([sub("a", Array.from({ length: 1_000_000 }, () => "a"))]))._tag).toBe("Some")
   })
 
   it("reads the judge's score; success from 0.6", () => {
