@@ -40,7 +40,7 @@ it("reads a JSON answer as the earlier pattern did, on answers made of fences, t
 })
 
 it("reads an unclosed fence followed by a million spaces in linear time", () => {
-  // The pattern backtracked over the spaces from every position: about a minute.
+  // The pattern backtracked over the spaces from every position: quadratic (200,000 spaces took 3 s).
   const started = performance.now()
   expect(parseJsonAnswer("```" + " ".repeat(1_000_000) + "{\"a\":1}")).toEqual({ a: 1 })
   expect(performance.now() - started).toBeLessThan(1_000)
