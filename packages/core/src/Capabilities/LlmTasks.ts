@@ -22,8 +22,8 @@ const callInfo = (r: CompletionResult) => ({ provider: r.provider, model: r.mode
 /** The first JSON object in a model's answer (models sometimes wrap it in a code fence). */
 /**
  * The text between the first code fence and the next, without a `json` tag, or undefined. Searched
- * with indexOf: the pattern it replaces backtracked over whitespace after an unclosed fence, and a
- * model answering three backticks and 20,000 spaces cost 30 ms, 200,000 spaces 3 s (quadratic).
+ * with indexOf: the pattern it replaces backtracked over whitespace after an unclosed fence, quadratic
+ * in its length, and a model's answer is anyone's to shape (docs/security.md).
  */
 const fencedText = (content: string): string | undefined => {
   const open = content.indexOf("```")
