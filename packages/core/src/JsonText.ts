@@ -2,6 +2,8 @@
 
 export const NUL_PROBLEM = "NUL characters (\\u0000) are not accepted."
 
+const tooManyItems = (maxItems: number) => `JSON holds more than ${maxItems} array items and object members.`
+
 /** Whether the escape starting at the backslash at `at` is `\u0000`. */
 const isNulEscape = (text: string, at: number) => text.charCodeAt(at + 1) === 0x75 && text.startsWith("0000", at + 2)
 
@@ -44,9 +46,9 @@ export const jsonTextProblem = (text: string, maxDepth: number, maxItems = Infin
       i = quote
     } else if (c === 0x7b || c === 0x5b) {
       if (++depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels.`
-      if (++items > maxItems) return `JSON holds more than ${maxItems} array items and object members.`
+      if (++items > maxItems) return tooManyItems(maxItems)
     } else if (c === 0x7d || c === 0x5d) depth--
-    else if (c === 0x2c && ++items > maxItems) return `JSON holds more than ${maxItems} array items and object members.`
+    else if (c === 0x2c && ++items > maxItems) return tooManyItems(maxItems)
   }
   return undefined
 }

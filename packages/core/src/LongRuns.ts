@@ -4,8 +4,16 @@
  * is long: both cut such runs into pieces before reading them (Tokens.ts, Ml/Nlp.ts).
  */
 
-/** A pattern of the runs of more than `max` characters without white space. */
-export const longRuns = (max: number) => new RegExp(`\\S{${max + 1},}`, "gu")
+/** The runs of more than `max` characters without white space, and a run in pieces of at most `max`. */
+export interface RunCutter {
+  /** A pattern of the runs longer than `max` (global: for matchAll and replace). */
+  readonly long: RegExp
+  /** `run` in pieces of `max` characters (whole code points: a character outside the BMP is not split). */
+  readonly pieces: (run: string) => Array<string>
+}
 
-/** `run` in pieces of `max` characters (whole code points: a character outside the BMP is not split). */
-export const piecesOf = (run: string, max: number): Array<string> => run.match(new RegExp(`\\S{1,${max}}`, "gu")) ?? []
+/** The cutter of runs longer than `max`, its patterns built once. */
+export const runCutter = (max: number): RunCutter => {
+  const piece = new RegExp(`\\S{1,${max}}`, "gu")
+  return { long: new RegExp(`\\S{${max + 1},}`, "gu"), pieces: (run) => run.match(piece) ?? [] }
+}

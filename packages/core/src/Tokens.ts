@@ -9,7 +9,7 @@
  * estimated from evenly spaced samples of them (docs/quota.md, "Token estimates").
  */
 import { Effect } from "effect"
-import { longRuns, piecesOf } from "./LongRuns.ts"
+import { runCutter } from "./LongRuns.ts"
 import type { ChatMessage } from "./Providers/Chat.ts"
 
 /** Per-message framing overhead of chat formats. */
@@ -34,16 +34,16 @@ const tokenizer = Effect.cached(Effect.promise(async () => {
 }))
 const loaded = Effect.runSync(tokenizer)
 
-const longRun = longRuns(MAX_RUN)
+const runs = runCutter(MAX_RUN)
 
 /** The tokenizer's count of a text, its runs without spaces cut into pieces of MAX_RUN characters. */
 export const exactCount = (countTokens: (text: string) => number) => (text: string): number => {
   if (text === "") return 0
   let total = 0
   let from = 0
-  for (const run of text.matchAll(longRun)) {
+  for (const run of text.matchAll(runs.long)) {
     if (run.index > from) total += countTokens(text.slice(from, run.index))
-    for (const piece of piecesOf(run[0], MAX_RUN)) total += countTokens(piece)
+    for (const piece of runs.pieces(run[0])) total += countTokens(piece)
     from = run.index + run[0].length
   }
   return from < text.length ? total + countTokens(text.slice(from)) : total

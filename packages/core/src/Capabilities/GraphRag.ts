@@ -27,8 +27,7 @@ export const entitiesOf = (text: string): Array<string> => {
 
 /**
  * Characters of each memory read for its entities and, when it has no vector of the in-process embedder,
- * its hashed words: every query reads every memory of the window again, so a 100 KB memory cost as much
- * as 25 of these.
+ * its hashed words: every query reads every memory of the window again, so its cost is bounded per memory.
  */
 export const READ_CHARS = 4_000
 const readOf = (content: string) => (content.length <= READ_CHARS ? content : content.slice(0, READ_CHARS))

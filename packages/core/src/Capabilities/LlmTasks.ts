@@ -19,7 +19,6 @@ export interface TaskTarget {
 /** What every LLM task answer carries about the call that produced it. */
 const callInfo = (r: CompletionResult) => ({ provider: r.provider, model: r.model, usage: r.usage, costUSD: r.costUSD })
 
-/** The first JSON object in a model's answer (models sometimes wrap it in a code fence). */
 /**
  * The text between the first code fence and the next, without a `json` tag, or undefined. Searched
  * with indexOf: the pattern it replaces backtracked over whitespace after an unclosed fence, quadratic
@@ -33,6 +32,7 @@ const fencedText = (content: string): string | undefined => {
   return inside.startsWith("json") ? inside.slice(4) : inside
 }
 
+/** The first JSON object in a model's answer (models sometimes wrap it in a code fence). */
 export const parseJsonAnswer = (content: string): unknown => {
   const text = (fencedText(content) ?? content).trim()
   const start = text.indexOf("{")
@@ -109,7 +109,7 @@ const holdsMoreThan = (value: unknown, limit: number): boolean => {
 
 /**
  * The caller's JSON Schema compiled: a validator, a 400 when it is invalid or larger than MAX_SCHEMA_NODES
- * values (compiling 1,000 `patternProperties` took 0.55 s and 3,000 took 7.5 s), a 422 for a pattern the engine refuses.
+ * values (compiling grows faster than the schema: docs/security.md), a 422 for a pattern the engine refuses.
  */
 export const compileSchema = (ajv: Ajv, schema: Record<string, unknown>) => {
   if (holdsMoreThan(schema, MAX_SCHEMA_NODES)) {
@@ -202,7 +202,7 @@ export const answers = {
     if (label === undefined) return failed(call, "answered a label that is not one of the given labels.")
     const raw = (typeof json.scores === "object" && json.scores !== null ? json.scores : {}) as Record<string, unknown>
     // The first score of each label whatever its case, read once: a search of every score per label was
-    // quadratic in an upstream's answer (100 labels and 100,000 scores took 13 s).
+    // quadratic in an upstream's answer.
     const scoreOf = new Map<string, unknown>()
     for (const [k, v] of Object.entries(raw)) if (!scoreOf.has(k.toLowerCase())) scoreOf.set(k.toLowerCase(), v)
     const scores = input.labels.map((l) => {

@@ -84,16 +84,14 @@ const DECOMPOSE = `Split the problem into subtasks for specialist agents. Answer
 /** A success is a judge score of at least this. */
 export const SUCCESS_SCORE = 0.6
 
-// Lengths checked before items are decoded: the planner's answer is a model's, up to the upstream reply bound.
+// Lengths checked before items are decoded (the subtasks' in parseSubtasks, to name the count): the planner's
+// answer is a model's, up to the upstream reply bound.
 const SubtasksAnswer = Schema.Struct({
-  subtasks: BoundedArray(
-    Schema.Struct({
-      id: Schema.Union(Schema.String, Schema.Number),
-      task: Schema.String.pipe(Schema.minLength(1)),
-      dependsOn: Schema.optionalWith(BoundedArray(Schema.Union(Schema.String, Schema.Number), { max: 8 * MAX_SUBTASKS }), { default: () => [] })
-    }),
-    { max: MAX_SUBTASKS }
-  )
+  subtasks: Schema.Array(Schema.Struct({
+    id: Schema.Union(Schema.String, Schema.Number),
+    task: Schema.String.pipe(Schema.minLength(1)),
+    dependsOn: Schema.optionalWith(BoundedArray(Schema.Union(Schema.String, Schema.Number), { max: 8 * MAX_SUBTASKS }), { default: () => [] })
+  }))
 })
 
 export interface Subtask {

@@ -20,8 +20,8 @@ const tokens = (s: string) => s.toLowerCase().normalize("NFKD").match(/[\p{L}\p{
 
 /**
  * BM25 scores of `documents` for `query`. Only the query's terms are counted in each document (its
- * length is all the rest needs): a map of every word of every document cost seconds for 1,000 long
- * documents of distinct words, on the event loop.
+ * length is all the rest needs): a map of every word of every document grew with every distinct word
+ * the caller sent, on the event loop.
  */
 export const bm25 = (query: string, documents: ReadonlyArray<string>, k1 = 1.2, b = 0.75): Array<number> => {
   const terms = new Set(tokens(query))

@@ -193,10 +193,6 @@ export const readJson = Effect.gen(function*() {
   return parsed instanceof BadRequest ? yield* Effect.fail(parsed) : parsed
 })
 
-/**
- * Reads a `multipart/form-data` body within the size limit and parses it with the web
- * FormData parser (files arrive as `File`s in memory).
- */
 /** A multipart body holds at most this many parts: the gateway's forms carry a file and a few fields, and the parser's time grows with the parts. */
 export const MAX_FORM_PARTS = 1_000
 
@@ -213,6 +209,10 @@ export const holdsMoreParts = (body: Buffer, contentType: string, max: number) =
   return false
 }
 
+/**
+ * Reads a `multipart/form-data` body within the size limit and parses it with the web
+ * FormData parser (files arrive as `File`s in memory).
+ */
 export const readForm = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const contentType = request.headers["content-type"] ?? ""

@@ -6,7 +6,7 @@
  */
 import { Effect } from "effect"
 import type winkNLP from "wink-nlp"
-import { longRuns, piecesOf } from "../LongRuns.ts"
+import { runCutter } from "../LongRuns.ts"
 import { once } from "../Once.ts"
 
 export type Wink = ReturnType<typeof winkNLP>
@@ -24,10 +24,10 @@ export const MAX_TEXT = 100_000
 
 /** The longest run without spaces the pipeline reads whole (LongRuns.ts). */
 const MAX_RUN = 40
-const longRun = longRuns(MAX_RUN)
+const runs = runCutter(MAX_RUN)
 
 /**
  * `text` with every run of more than MAX_RUN characters without spaces cut by a space every MAX_RUN
- * characters. No word is that long; a run of 10,000 took 7 s to classify and 100,000 (`a.a.a…`) 8 s to score.
+ * characters. No word is that long, and wink-nlp is quadratic in a token's length (docs/security.md).
  */
-export const readable = (text: string) => text.replace(longRun, (run) => piecesOf(run, MAX_RUN).join(" "))
+export const readable = (text: string) => text.replace(runs.long, (run) => runs.pieces(run).join(" "))

@@ -52,7 +52,7 @@ const TAIL_CHARS = 2_000
 
 /**
  * The part of a text that is classified. The features of a text cost time linear in its length but
- * large (a 1,000,000-character prompt took 6.6 s), and a task's kind shows in its first and last words.
+ * large (docs/security.md), and a task's kind shows in its first and last words.
  */
 const classified = (text: string) =>
   text.length <= HEAD_CHARS + TAIL_CHARS ? text : `${text.slice(0, HEAD_CHARS)}\n${text.slice(-TAIL_CHARS)}`

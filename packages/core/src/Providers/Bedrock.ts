@@ -277,7 +277,7 @@ const toEvent = (codec: Codec, frame: Uint8Array): SseEvent => {
 /**
  * The event stream decoder for one stream; malformed or truncated frames become one framing-error event.
  * Reads wait, uncopied into one buffer, until the frame they belong to is whole: joining the buffer with
- * every read copied a large frame once per read (an 8 MB frame in 16 KB reads took 12.7 s).
+ * every read copied a large frame once per read (quadratic in the frame's reads).
  */
 export const framing = (): EventParser => {
   const codec = smithy.current()?.codec
