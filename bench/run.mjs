@@ -12,7 +12,7 @@
  *   aigw-pg      the same on PostgreSQL (a throw-away cluster from .ci/pg.sh)
  *   aigw-sqlite-effect, aigw-pg-effect  the same with AIGW_FAST_LANE=false: every request through the
  *                Effect app, the path of the Lambda host, the MCP server and the routes without a lane
- *                (not in the default targets; "-effect-before" and "-effect-xN" combine)
+ *                (not in the default targets; "-effect", "-xN" and "-before" combine in that order)
  * aigw runs its full path: API-key auth, atomic quota admission, routing to provider `openai`
  * (OPENAI_BASE_URL = the mock), usage recording, on POST /openai/v1/chat/completions.
  * Scenarios (SCENARIOS): chat (every target), jwt (the same chat call with the avatar's JWT instead of the
@@ -406,7 +406,7 @@ const main = async () => {
       ], { envExtra: { NODE_ENV: "production" }, readyUrl: `${base}/` })
       url = `${base}/v1/chat/completions`
       headers = ["x-portkey-provider: openai", `x-portkey-custom-host: ${upHost}/v1`, "Authorization: Bearer sk-bench"]
-    } else if (/^aigw-(sqlite|pg)(-effect)?(-before|-x\d+)?$/.test(name)) {
+    } else if (/^aigw-(sqlite|pg)(-effect)?(-x\d+)?(-before)?$/.test(name)) {
       // "-before": the same gateway from AIGW_BEFORE_BUNDLE, interleaved with the current one (A/B of a change)
       const before = name.endsWith("-before")
       if (before && !env.AIGW_BEFORE_BUNDLE) die(`${name} needs AIGW_BEFORE_BUNDLE (node bench/lib/build.mjs --out FILE --overlay DIR)`)
@@ -416,7 +416,7 @@ const main = async () => {
       dataDir = path.join(tmp, name)
       fs.mkdirSync(dataDir, { recursive: true })
       // "-xN": N server processes (AIGW_WORKERS), each with SLICE of a CPU when SLICE is set
-      const workers = Number(/-x(\d+)$/.exec(name)?.[1] ?? 1)
+      const workers = Number(/-x(\d+)(?:-before)?$/.exec(name)?.[1] ?? 1)
       const slice = cfg.slice ? cpuSlice(name, cfg.slice * workers) : undefined
       if (slice) slices.push(slice)
       // Started as `npm start` starts node: through its launcher, which adds --single-threaded-gc on one CPU.

@@ -4,7 +4,8 @@
  *   against the configuration (unknown model or provider, a refused URL, an unusable schema) and
  *   GET /v1/usage still reports the calls made before it;
  * - a caller's JSON-Schema `pattern` cannot block the event loop (ReDoS on /v1/extract);
- * - a database another process keeps locked is a 503 to retry, not a 500;
+ * - a database another process keeps locked is waited for off the event loop (health answers
+ *   meanwhile), and past the wait a 503 to retry, not a 500;
  * - /v1/health is a readiness check: 503 while PostgreSQL is down.
  */
 import Database from "better-sqlite3"
@@ -190,15 +191,17 @@ describe("a refused request costs no quota", () => {
     expect(ok.body.result).toMatchObject({ valid: true })
   }, 60_000)
 
-  it("a metered call while another process keeps SQLite's write lock: a 503 to retry (not a 500), not counted; served once the lock goes", async () => {
+  it("a metered call while another process keeps SQLite's write lock past the wait: a 503 to retry (not a 500), not counted, health answered throughout; served once the lock goes", async () => {
     const before = await used()
     const other = new Database(path.join(server.dataDir, "data", "aigw.sqlite"))
     try {
       other.exec("BEGIN IMMEDIATE")
       for (const route of ["/v1/complete", "/v1/translate"]) {
         const body = route === "/v1/complete" ? { messages, model: "gpt-4o-mini" } : { text: "x", targetLanguage: "de" }
-        const locked = await call(server.url, "POST", route, { apiKey: user.apiKey, body })
+        const { value: locked, figures } = await underAttack(server, () => call(server.url, "POST", route, { apiKey: user.apiKey, body }))
         expect([route, locked.status, locked.headers.get("retry-after")]).toEqual([route, 503, "1"])
+        // The 5 s wait for the lock was spent off the event loop.
+        expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
         expect(locked.body).toMatchObject({ isError: true, message: "The database is locked by another process; retry shortly." })
       }
     } finally {
@@ -207,6 +210,32 @@ describe("a refused request costs no quota", () => {
     }
     expect(await used()).toBe(before)
     expect((await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: { messages, model: "gpt-4o-mini" } })).status).toBe(200)
+  }, 60_000)
+
+  it("while another process keeps SQLite's write lock the server goes on serving; the calls waiting for it are served once it goes", async () => {
+    const before = await used()
+    const other = new Database(path.join(server.dataDir, "data", "aigw.sqlite"))
+    other.exec("BEGIN IMMEDIATE")
+    // Released after 3 s: the driver's own wait for it used to hold the event loop that long.
+    const release = setTimeout(() => other.exec("ROLLBACK"), 3_000)
+    try {
+      const { value, figures } = await underAttack(server, () =>
+        Promise.all([
+          call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: { messages, model: "gpt-4o-mini" } }),
+          call(server.url, "POST", "/v1/complete", { token: user.token, body: { messages, model: "gpt-4o-mini" } }),
+          call(server.url, "POST", "/openai/v1/chat/completions", { apiKey: user.apiKey, body: { messages, model: "gpt-4o-mini" } }),
+          // A write of the avatar API (through the SqlClient, not the metering path).
+          call(server.url, "POST", "/v1/keys", { token: user.token, body: { name: "while locked" } })
+        ]))
+      expect(value.map((r) => r.status)).toEqual([200, 200, 200, 200])
+      expect(figures.probes).toBeGreaterThan(10)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+    } finally {
+      clearTimeout(release)
+      if (other.inTransaction) other.exec("ROLLBACK")
+      other.close()
+    }
+    expect(await used()).toBe(before + 3)
   }, 60_000)
 })
 

@@ -25,6 +25,7 @@ import { uuidv7 } from "./ids.ts"
 import { avatarEntry, KeyCache, keyEntry, type KeyCacheService } from "./KeyCache.ts"
 import { PgPool } from "./Postgres.ts"
 import { SqliteDatabase, type SqliteHandle } from "./Sqlite.ts"
+import { isLocked, LOCK_WAIT_MS, whenUnlocked } from "./SqliteLock.ts"
 import { num } from "./util.ts"
 
 /** A statement's text for each dialect (`?` placeholders on SQLite, `$1`, `$2`… on PostgreSQL) and its prepared-statement name. */
@@ -258,26 +259,24 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService, cache: Option.Opt
     insertEvent().run(...eventRow(e))
     addTotals().run(...totalsRow(e))
   })
-  // Sync work as a promise; a thrown driver error becomes a rejection like the Effect stores' defects.
-  const now = <A>(f: () => A): Promise<A> => {
-    try {
-      return Promise.resolve(f())
-    } catch (e) {
-      return Promise.reject(e)
-    }
-  }
-
   // Group commit: the writes (admissions, usage records) arriving in one turn of the event loop
   // run in one transaction at its end. Each is still atomic and answered only once committed, an
   // admission still sees every earlier one, and the WAL receives the pages of a batch once instead
-  // of once per call (fewer bytes, fewer checkpoints).
+  // of once per call (fewer bytes, fewer checkpoints). While another process holds the write lock
+  // the batch waits for it off the event loop (SqliteLock.ts), and the turns after it wait behind
+  // it and go together as the next batch.
   interface Write {
     readonly run: () => unknown
     readonly fallback: () => Promise<unknown>
+    /** When the write was queued: a batch stops waiting for the lock `LOCK_WAIT_MS` after its oldest write. */
+    readonly since: number
   }
-  const begin = prepared("BEGIN")
+  // IMMEDIATE: the lock is taken here or not at all, so a lock held elsewhere fails the BEGIN
+  // (nothing ran, to be tried again) rather than one of the batch's writes.
+  const begin = prepared("BEGIN IMMEDIATE")
   const commit = prepared("COMMIT")
-  const enqueue = perTurn<Write>((writes) => {
+  /** The batch, committed; throws only when another process's lock kept it from starting (nothing ran). */
+  const commitBatch = (writes: Array<Pending<Write>>): void => {
     if (db.inTransaction) {
       // An Effect transaction holds the connection across a yield: queue behind it.
       for (const w of writes) w.work.fallback().then(w.resolve, w.reject)
@@ -286,15 +285,18 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService, cache: Option.Opt
     if (writes.length === 1) {
       // Alone in its turn (light load): its own statement(s) are already atomic, no BEGIN/COMMIT around.
       const w = writes[0]!
+      let value: unknown
       try {
-        return w.resolve(w.work.run())
+        value = w.work.run()
       } catch (error) {
+        if (isLocked(error) && !db.inTransaction) throw error
         return w.reject(error)
       }
+      return w.resolve(value)
     }
+    begin().run()
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = []
     try {
-      begin().run()
       for (const w of writes) {
         try {
           outcomes.push({ ok: true, value: w.work.run() })
@@ -313,11 +315,18 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService, cache: Option.Opt
       if (o.ok) w.resolve(o.value)
       else w.reject(o.error)
     })
-  })
-  const write = <A>(run: () => A, fallback: () => Promise<A>): Promise<A> => enqueue<A>({ run, fallback })
+  }
+  // One batch out at a time: only a batch waiting for the lock is out past its turn.
+  const enqueue = perTurn<Write>((writes) =>
+    whenUnlocked(db, () => commitBatch(writes), writes[0]!.work.since + LOCK_WAIT_MS).catch((error) => {
+      for (const w of writes) w.reject(error)
+    }), 1)
+  const write = <A>(run: () => A, fallback: () => Promise<A>): Promise<A> => enqueue<A>({ run, fallback, since: Date.now() })
+  /** A read on the connection (a lock held elsewhere is waited for as by the writes). */
+  const read = <A>(f: () => A): Promise<A> => whenUnlocked(db, f)
 
-  const avatarOfKey = cached(cache, keyEntry, (hash) => now(() => activeOwner(keyWithAvatar().get(hash))))
-  const activeAvatar = cached(cache, avatarEntry, (id) => now(() => activeIn(avatarById().get(id))))
+  const avatarOfKey = cached(cache, keyEntry, (hash) => read(() => activeOwner(keyWithAvatar().get(hash))))
+  const activeAvatar = cached(cache, avatarEntry, (id) => read(() => activeIn(avatarById().get(id))))
   return {
     avatarOfKey: (hash) => db.inTransaction ? fallback.avatarOfKey(hash) : avatarOfKey(hash),
     activeAvatar: (id) => db.inTransaction ? fallback.activeAvatar(id) : activeAvatar(id),
@@ -326,7 +335,7 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService, cache: Option.Opt
         ? Promise.resolve(undefined)
         : write(() => admitted((admit().get(avatarId, day, count, limit) as any)?.calls), () => fallback.admit(avatarId, day, limit, count)),
     callsOn: (avatarId, day) =>
-      db.inTransaction ? fallback.callsOn(avatarId, day) : now(() => num((callsOn().get(avatarId, day) as any)?.calls)),
+      db.inTransaction ? fallback.callsOn(avatarId, day) : read(() => num((callsOn().get(avatarId, day) as any)?.calls)),
     record: (event) => write(() => void record(event), () => fallback.record(event))
   }
 }

@@ -17,6 +17,7 @@ import * as Statement from "@effect/sql/Statement"
 import Database from "better-sqlite3"
 import { Context, Effect, Layer, Scope } from "effect"
 import * as KeyCache from "./KeyCache.ts"
+import { isLocked, whenUnlocked } from "./SqliteLock.ts"
 
 /** A better-sqlite3 connection. */
 export interface SqliteHandle extends Database.Database {}
@@ -43,40 +44,44 @@ const failed = (cause: unknown) => new SqlError({ cause, message: "Failed to exe
 
 const makeConnection = (db: Database.Database): Connection => {
   const prepare = preparer(db)
+  /** `f` now, or, while another process holds the lock, once it is free (SqliteLock.ts; an interrupted fiber stops the wait). */
+  const unlocked = <A>(f: () => A): Effect.Effect<A, SqlError> =>
+    Effect.suspend(() => {
+      try {
+        return Effect.succeed(f())
+      } catch (error) {
+        if (!isLocked(error) || db.inTransaction) return Effect.fail(failed(error))
+        return Effect.tryPromise({ try: (signal) => whenUnlocked(db, f, undefined, signal), catch: failed })
+      }
+    })
   const run = (statement: Database.Statement, params: ReadonlyArray<unknown>, raw: boolean) =>
-    Effect.try({
-      try: (): ReadonlyArray<any> => {
-        if (statement.reader) return statement.all(...params)
-        const result = statement.run(...params)
-        return raw ? (result as any) : []
-      },
-      catch: failed
+    unlocked((): ReadonlyArray<any> => {
+      if (statement.reader) return statement.all(...params)
+      const result = statement.run(...params)
+      return raw ? (result as any) : []
     })
   return {
     execute: (sql, params, transformRows) =>
-      Effect.flatMap(Effect.try({ try: () => prepare(sql), catch: failed }), (s) => {
+      Effect.flatMap(unlocked(() => prepare(sql)), (s) => {
         const rows = run(s, params, false)
         return transformRows ? Effect.map(rows, transformRows) : rows
       }),
-    executeRaw: (sql, params) => Effect.flatMap(Effect.try({ try: () => prepare(sql), catch: failed }), (s) => run(s, params, true)),
+    executeRaw: (sql, params) => Effect.flatMap(unlocked(() => prepare(sql)), (s) => run(s, params, true)),
     executeValues: (sql, params) =>
-      Effect.try({
-        try: () => {
-          const statement = prepare(sql)
-          if (!statement.reader) {
-            statement.run(...params)
-            return []
-          }
-          try {
-            return statement.raw(true).all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
-          } finally {
-            statement.raw(false)
-          }
-        },
-        catch: failed
+      unlocked(() => {
+        const statement = prepare(sql)
+        if (!statement.reader) {
+          statement.run(...params)
+          return []
+        }
+        try {
+          return statement.raw(true).all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
+        } finally {
+          statement.raw(false)
+        }
       }),
     executeUnprepared: (sql, params, transformRows) => {
-      const rows = Effect.flatMap(Effect.try({ try: () => db.prepare(sql), catch: failed }), (s) => run(s, params, false))
+      const rows = Effect.flatMap(unlocked(() => db.prepare(sql)), (s) => run(s, params, false))
       return transformRows ? Effect.map(rows, transformRows) : rows
     },
     executeStream: () => Effect.dieMessage("executeStream is not supported on SQLite") as never
@@ -98,6 +103,10 @@ const make = (filename: string) =>
     // gateway's hot pages (keys, avatars, quota counters, the tail of the usage table) fit in it and
     // the operating system's file cache keeps the rest; the 14 MB were resident memory under load.
     db.pragma("cache_size = -2000")
+    // No busy timeout from here on: the driver's wait for another connection's lock would hold the
+    // event loop. A statement that meets the lock fails at once and is tried again after a pause
+    // (SqliteLock.ts). The pragmas above kept the driver's wait: two processes may open the file together.
+    db.pragma("busy_timeout = 0")
     const connection = makeConnection(db)
     const semaphore = yield* Effect.makeSemaphore(1)
     const client = yield* Client.make({
@@ -113,7 +122,7 @@ const make = (filename: string) =>
       ),
       // Take the write lock at BEGIN: a deferred transaction that reads and then writes fails with
       // SQLITE_BUSY when another process wrote in between (migrations of two processes at start);
-      // an immediate one waits for the lock (better-sqlite3's 5 s busy timeout) instead.
+      // an immediate one waits for the lock (SqliteLock.ts) instead.
       beginTransaction: "BEGIN IMMEDIATE",
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
