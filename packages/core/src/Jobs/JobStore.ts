@@ -103,11 +103,18 @@ export interface JobStoreService {
    * still counts, and the next one carries the next number.
    */
   readonly claimDeliveries: (now: number, limit: number, leaseMs: number) => Effect.Effect<ReadonlyArray<DeliveryRecord>>
-  /** Records an attempt's outcome (counted at claim) and the delivery's next state, releasing the lease. */
+  /**
+   * Records an attempt's outcome (counted at claim) and, if `lease` (the `lockedUntil` its claim
+   * returned) is still the delivery's, its next state, releasing the lease. An attempt that outlived
+   * its lease is kept in the history, but another process has claimed the delivery since: its state
+   * is that process's to write (a late "pending" must not undo its "delivered"). Answers whether
+   * the state was written.
+   */
   readonly recordAttempt: (
     attempt: DeliveryAttempt,
+    lease: number,
     next: { readonly status: DeliveryStatus; readonly nextAttemptAt: number; readonly lastError: string | null }
-  ) => Effect.Effect<void>
+  ) => Effect.Effect<boolean>
   readonly deliveriesOf: (jobId: string) => Effect.Effect<ReadonlyArray<DeliveryRecord>>
   readonly attemptsOf: (deliveryId: string) => Effect.Effect<ReadonlyArray<DeliveryAttempt>>
 }
@@ -168,20 +175,21 @@ export const makeMemory = Effect.sync((): JobStoreService => {
         for (const d of due) deliveries.set(d.id, d)
         return due
       }),
-    recordAttempt: (attempt, next) =>
+    recordAttempt: (attempt, lease, next) =>
       Effect.sync(() => {
         attempts.push(attempt)
         const d = deliveries.get(attempt.deliveryId)
-        if (!d) return
+        if (!d || d.lockedUntil !== lease) return false
         deliveries.set(d.id, {
           ...d,
           ...next,
           lockedUntil: null,
           deliveredAt: next.status === "delivered" ? attempt.at : d.deliveredAt
         })
+        return true
       }),
     deliveriesOf: (jobId) => Effect.sync(() => [...deliveries.values()].filter((d) => d.jobId === jobId)),
-    attemptsOf: (deliveryId) => Effect.sync(() => attempts.filter((a) => a.deliveryId === deliveryId))
+    attemptsOf: (deliveryId) => Effect.sync(() => attempts.filter((a) => a.deliveryId === deliveryId).sort((a, b) => a.at - b.at))
   }
 })
 

@@ -86,8 +86,13 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
           : expired
           ? { status: "dead" as const, nextAttemptAt: now, lastError: outcome.error }
           : { status: "pending" as const, nextAttemptAt: now + backoffMs(attempt, options.retryBaseMs), lastError: outcome.error }
-        yield* store.recordAttempt({ deliveryId: d.id, at: started, statusCode: outcome.statusCode, error: outcome.error, durationMs: now - started }, next)
-        if (!delivered) yield* Effect.logWarning(`webhook ${d.id} to ${d.url} attempt ${attempt}: ${outcome.error} -> ${next.status}`)
+        const attemptRecord = { deliveryId: d.id, at: started, statusCode: outcome.statusCode, error: outcome.error, durationMs: now - started }
+        const held = yield* store.recordAttempt(attemptRecord, d.lockedUntil!, next)
+        if (!held) {
+          yield* Effect.logWarning(
+            `webhook ${d.id} attempt ${attempt} outlived its lease: another process claimed the delivery, so its state (not ${next.status}) is that process's to record`
+          )
+        } else if (!delivered) yield* Effect.logWarning(`webhook ${d.id} to ${d.url} attempt ${attempt}: ${outcome.error} -> ${next.status}`)
         return delivered
       })
 

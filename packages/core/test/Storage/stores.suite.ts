@@ -435,15 +435,41 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
             id, jobId: job.id, url: "https://example.com/h", event: "batch", body: "{}", status: "pending", attempts: 0,
             nextAttemptAt: now, lockedUntil: null, createdAt: now, deliveredAt: null, lastError: null
           }))
-          assert.isTrue((yield* jobs.claimDeliveries(now, 10, 1000)).some((d) => d.id === id))
+          const first = (yield* jobs.claimDeliveries(now, 10, 1000)).find((d) => d.id === id)!
+          assert.strictEqual(first.lockedUntil, now + 1000)
           assert.isFalse((yield* jobs.claimDeliveries(now, 10, 1000)).some((d) => d.id === id), "leased")
-          yield* jobs.recordAttempt({ deliveryId: id, at: now, statusCode: 500, error: "HTTP 500", durationMs: 12 }, { status: "pending", nextAttemptAt: now + 100, lastError: "HTTP 500" })
-          assert.isTrue((yield* jobs.claimDeliveries(now + 100, 10, 1000)).some((d) => d.id === id))
-          yield* jobs.recordAttempt({ deliveryId: id, at: now + 100, statusCode: 204, error: null, durationMs: 3 }, { status: "delivered", nextAttemptAt: now + 100, lastError: null })
+          assert.isTrue(yield* jobs.recordAttempt({ deliveryId: id, at: now, statusCode: 500, error: "HTTP 500", durationMs: 12 }, first.lockedUntil!, { status: "pending", nextAttemptAt: now + 100, lastError: "HTTP 500" }))
+          const second = (yield* jobs.claimDeliveries(now + 100, 10, 1000)).find((d) => d.id === id)!
+          assert.isTrue(yield* jobs.recordAttempt({ deliveryId: id, at: now + 100, statusCode: 204, error: null, durationMs: 3 }, second.lockedUntil!, { status: "delivered", nextAttemptAt: now + 100, lastError: null }))
           const [d] = yield* jobs.deliveriesOf(job.id)
           assert.deepStrictEqual([d!.status, d!.attempts, d!.deliveredAt], ["delivered", 2, now + 100])
           assert.deepStrictEqual((yield* jobs.attemptsOf(id)).map((a) => a.statusCode), [500, 204])
           assert.isFalse((yield* jobs.claimDeliveries(now + 10_000, 10, 1000)).some((x) => x.id === id))
+        }))
+
+      it.effect("deliveries: an attempt that outlived its lease is kept in the history but does not write the state", () =>
+        Effect.gen(function*() {
+          const jobs = yield* JobStore
+          const now = 3_100_000_000_000 + Math.floor(Math.random() * 1e9)
+          const job = jobRecord({ nextRunAt: now, createdAt: now, updatedAt: now })
+          yield* jobs.insert(job)
+          const lease = (yield* jobs.claimDue(now, 100, 1000)).find((j) => j.id === job.id)!.lockedUntil!
+          const id = crypto.randomUUID()
+          yield* jobs.finish(job.id, lease, { status: "completed", result: null, error: null, completedAt: now }, Option.some({
+            id, jobId: job.id, url: "https://example.com/h", event: "batch", body: "{}", status: "pending", attempts: 0,
+            nextAttemptAt: now, lockedUntil: null, createdAt: now, deliveredAt: null, lastError: null
+          }))
+          // The first claim's lease runs out; another process claims the delivery and delivers it.
+          const stale = (yield* jobs.claimDeliveries(now, 10, 1000)).find((d) => d.id === id)!
+          const fresh = (yield* jobs.claimDeliveries(now + 2000, 10, 1000)).find((d) => d.id === id)!
+          assert.deepStrictEqual([stale.attempts, fresh.attempts], [1, 2])
+          assert.isTrue(yield* jobs.recordAttempt({ deliveryId: id, at: now + 2000, statusCode: 204, error: null, durationMs: 3 }, fresh.lockedUntil!, { status: "delivered", nextAttemptAt: now + 2000, lastError: null }))
+          // The stale attempt's late failure: in the history, but the delivery stays delivered.
+          assert.isFalse(yield* jobs.recordAttempt({ deliveryId: id, at: now, statusCode: null, error: "no answer", durationMs: 9000 }, stale.lockedUntil!, { status: "pending", nextAttemptAt: now + 9000, lastError: "no answer" }))
+          const [d] = yield* jobs.deliveriesOf(job.id)
+          assert.deepStrictEqual([d!.status, d!.deliveredAt, d!.lastError, d!.lockedUntil], ["delivered", now + 2000, null, null])
+          assert.deepStrictEqual((yield* jobs.attemptsOf(id)).map((a) => a.statusCode), [null, 204])
+          assert.isFalse((yield* jobs.claimDeliveries(now + 100_000, 10, 1000)).some((x) => x.id === id), "never sent again")
         }))
 
       it.effect("memories: stored with vectors, listed per avatar and user, newest first", () =>

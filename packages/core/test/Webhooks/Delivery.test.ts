@@ -1,7 +1,7 @@
 /**
  * Webhook delivery attempts: counted durably before they are sent (an attempt cut short, as by
  * kill -9, is not re-sent under the same number), and a host that does not resolve is retried,
- * not given up.
+ * not given up. An attempt that outlived its lease writes no state (another process holds the delivery).
  */
 import { Effect, Exit, Fiber, Layer, Option } from "effect"
 import * as http from "node:http"
@@ -48,6 +48,7 @@ describe.each(Object.entries(stores))("webhook delivery attempts on %s", (_name,
   let url: string
   const attempts: Array<string> = []
   let hangNext = false
+  let failNext = false
   beforeAll(async () => {
     receiver = http.createServer((req, res) => {
       req.resume()
@@ -55,6 +56,10 @@ describe.each(Object.entries(stores))("webhook delivery attempts on %s", (_name,
       if (hangNext) {
         hangNext = false
         return // holds the request: the sender is cut off mid-attempt
+      }
+      if (failNext) {
+        failNext = false
+        return res.writeHead(500).end()
       }
       res.writeHead(204).end()
     })
@@ -95,6 +100,26 @@ describe.each(Object.entries(stores))("webhook delivery attempts on %s", (_name,
     }))
     expect(headers).toEqual(["1", "2"])
   }, 20_000)
+
+  it("an attempt that outlived its lease does not write the delivery's state: a late failure cannot undo another process's delivery", async () => {
+    attempts.length = 0
+    const state = await run(true, Effect.gen(function*() {
+      const delivery = yield* WebhookDelivery.WebhookDelivery
+      const jobs = yield* JobStore
+      const { jobId, deliveryId } = yield* enqueue(url)
+      const now = Date.now()
+      // Claimed with a lease that runs out at once (a process paused past it), then claimed and delivered by another.
+      const stale = (yield* jobs.claimDeliveries(now, 100, 1)).find((d) => d.id === deliveryId)!
+      const fresh = (yield* jobs.claimDeliveries(now + 10, 100, 60_000)).find((d) => d.id === deliveryId)!
+      expect(yield* delivery.deliver(fresh)).toBe(true)
+      // The stale attempt is sent late and fails.
+      failNext = true
+      expect(yield* delivery.deliver(stale)).toBe(false)
+      return yield* deliveryOf(jobId)
+    }))
+    expect(state).toMatchObject({ status: "delivered", attempts: 2, lastError: null, lockedUntil: null })
+    expect(attempts).toEqual(["2", "1"])
+  })
 
   it("claims only the deliveries it sends at once: the rest stay free for another process", async () => {
     attempts.length = 0

@@ -146,7 +146,7 @@ export const make = Effect.gen(function*() {
             WHERE status = 'pending' AND next_attempt_at <= ${now} AND (locked_until IS NULL OR locked_until < ${now})
             ORDER BY next_attempt_at LIMIT ${limit} ${skipLocked}
           ) RETURNING *`.pipe(Effect.map((rows) => rows.map(deliveryFromRow)), Effect.orDie),
-    recordAttempt: (attempt, next) =>
+    recordAttempt: (attempt, lease, next) =>
       sql.withTransaction(
         Effect.zipRight(
           sql`INSERT INTO webhook_attempts ${
@@ -167,9 +167,9 @@ export const make = Effect.gen(function*() {
               locked_until: null,
               ...(next.status === "delivered" ? { delivered_at: attempt.at } : {})
             })
-          } WHERE id = ${attempt.deliveryId}`
+          } WHERE id = ${attempt.deliveryId} AND locked_until = ${lease} RETURNING id`
         )
-      ).pipe(Effect.asVoid, Effect.orDie),
+      ).pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
     deliveriesOf: (jobId) =>
       sql`SELECT * FROM webhook_deliveries WHERE job_id = ${jobId} ORDER BY created_at`.pipe(
         Effect.map((rows) => rows.map(deliveryFromRow)),
