@@ -15,7 +15,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Cause, Config, ConfigProvider, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import * as ConfigFile from "../ConfigFile.ts"
 import * as HttpApp from "../Http/App.ts"
-import { BadRequest, Busy, type GatewayError } from "../Errors.ts"
+import { BadRequest, Busy, type GatewayError, UpstreamTimeout } from "../Errors.ts"
 import { defectParts, envelopeOfPath, errorParts } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
 import * as Mcp from "../Mcp/Server.ts"
@@ -77,6 +77,13 @@ export const runtimeProblem = (needed: number | undefined, versions: NodeJS.Proc
 
 /** The longest an invocation waits for the usage exporters to send their queue (Observability/Exporters.ts). */
 const EXPORT_FLUSH_MS = 2_000
+
+/**
+ * Time kept at the end of a buffered invocation for its answer: a request still running then is cut
+ * off and answered 504, in its envelope. Past the function's timeout Lambda would end the invocation
+ * itself, and API Gateway would answer its own bare 500 (a 503 on a Function URL) and the container would start cold.
+ */
+export const ANSWER_MARGIN_MS = 1_000
 
 /** Lambda's only writable place; the file mailer and other data-dir users go there by default. */
 const LAMBDA_DATA_DIR = "/tmp/aigw"
@@ -269,12 +276,20 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     await built.runtime.runPromise(Exporters.flushUntil(deadline)).catch(() => undefined)
   }
 
-  /** Event -> Response (400 envelope for an event that is not an HTTP request). */
-  const respond = async (input: unknown, signal?: AbortSignal): Promise<{ format: "v1" | "v2"; response: Response; path?: string }> => {
+  /**
+   * Event -> Response (400 envelope for an event that is not an HTTP request). The response is
+   * answered as soon as it is known, with `format` and `path`; `served` settles when it is.
+   */
+  const respond = (input: unknown, signal?: AbortSignal): {
+    readonly format: "v1" | "v2"
+    readonly path?: string
+    readonly requestId: string | null
+    readonly served: Promise<Response>
+  } => {
     const http = classify(input)
     if (Either.isLeft(http)) {
       log(Effect.logWarning(`aigw: bad event: ${http.left.message}`))
-      return { format: "v2", response: refusal(undefined, new BadRequest({ message: `Bad Lambda event: ${http.left.message}` }), null) }
+      return { format: "v2", requestId: null, served: Promise.resolve(refusal(undefined, new BadRequest({ message: `Bad Lambda event: ${http.left.message}` }), null)) }
     }
     const { format } = http.right
     const path = pathOf(http.right)
@@ -283,26 +298,54 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       request = toRequest(http.right, signal)
     } catch (e) {
       const requestId = headersOf(http.right).get(RequestId.HEADER)
-      if (e instanceof UnroutablePath) return { format, path, response: outsideAnswer({ status: 404, body: HttpApp.notFoundBody(e.method, e.path) }, requestId) }
+      if (e instanceof UnroutablePath) {
+        return { format, path, requestId, served: Promise.resolve(outsideAnswer({ status: 404, body: HttpApp.notFoundBody(e.method, e.path) }, requestId)) }
+      }
       const message = e instanceof BadEvent ? e.message : String(e)
       log(Effect.logWarning(`aigw: bad event: ${message}`))
-      return { format, path, response: refusal(path, new BadRequest({ message: `Bad Lambda event: ${message}` }), requestId) }
+      return { format, path, requestId, served: Promise.resolve(refusal(path, new BadRequest({ message: `Bad Lambda event: ${message}` }), requestId)) }
     }
-    return { format, path, response: await serve(request, path) }
+    return { format, path, requestId: request.headers.get(RequestId.HEADER), served: serve(request, path) }
   }
 
   /**
    * Buffered invocation (API Gateway HTTP API 2.0 / REST API 1.0 / Function URL BUFFERED): the whole
-   * response, SSE streams included, in one result.
+   * response, SSE streams included, in one result. A request still unanswered `ANSWER_MARGIN_MS`
+   * before the invocation's time ends is aborted (its upstream call with it) and answered 504.
    */
   const handler = async (event: unknown, context?: LambdaContext): Promise<HttpResult> => {
-    const { format, path, response } = await respond(event)
+    const abort = new AbortController()
+    const { format, path, requestId, served } = respond(event, abort.signal)
+    const whole = served.then(async (response) => {
+      try {
+        return await toResult(format, response)
+      } catch (e) {
+        if (abort.signal.aborted) throw e
+        log(Effect.logError("aigw: response body failed", Cause.die(e)))
+        return toResult(format, defectAnswer(path, e, response.headers.get(RequestId.HEADER)))
+      }
+    })
+    const remaining = context?.getRemainingTimeInMillis?.()
+    let timer: NodeJS.Timeout | undefined
     try {
-      return await toResult(format, response)
-    } catch (e) {
-      log(Effect.logError("aigw: response body failed", Cause.die(e)))
-      return toResult(format, defectAnswer(path, e, response.headers.get(RequestId.HEADER)))
+      if (remaining === undefined) return await whole
+      const timeUp = new Promise<"time up">((resolve) => {
+        timer = setTimeout(() => resolve("time up"), Math.max(0, remaining - ANSWER_MARGIN_MS))
+      })
+      // The abandoned answer's failure, if it fails once aborted, is expected: nothing waits for it.
+      whole.catch(() => undefined)
+      const first = await Promise.race([whole, timeUp])
+      if (first !== "time up") return first
+      abort.abort()
+      log(Effect.logWarning(`aigw: ${path ?? "request"} did not finish within the invocation's time; answered 504`))
+      const error = new UpstreamTimeout({
+        provider: "lambda",
+        message: `The request did not finish within this Lambda function's time (${Math.round(remaining / 1000)} s left when it started). ` +
+          "Raise the function's Timeout (and the API Gateway integration's), or use the streaming function for long answers."
+      })
+      return await toResult(format, refusal(path, error, requestId))
     } finally {
+      clearTimeout(timer)
       await flushExports(context)
     }
   }
@@ -314,7 +357,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
    */
   const streamingHandler = async (event: unknown, responseStream: ResponseStream, context?: LambdaContext): Promise<void> => {
     const abort = new AbortController()
-    const { response } = await respond(event, abort.signal)
+    const response = await respond(event, abort.signal).served
     await streamResponse(responseStream, response, abort)
     await flushExports(context)
   }
