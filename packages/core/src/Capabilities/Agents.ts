@@ -17,7 +17,7 @@
 import { createHash } from "node:crypto"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { Catalog, openServView } from "../Catalog/Catalog.ts"
-import { NotFound, UpstreamFailed } from "../Errors.ts"
+import { NotFound, Rejected, UpstreamFailed } from "../Errors.ts"
 import { cosine } from "./Memory.ts"
 import { TaskTypeSchema } from "../Ml/TaskClassifier.ts"
 import { TextEmbedder } from "../Ml/TextEmbedder.ts"
@@ -130,6 +130,14 @@ const relative = (values: ReadonlyArray<number | undefined>) => {
   return values.map((v) => (v === undefined || hi === lo ? 0.5 : 1 - (v - lo) / (hi - lo)))
 }
 
+/**
+ * The agents an avatar may hold, built-in, registered and seeded together: every ranking (each
+ * dispatch, each listing) reads and embeds all of them, and there is no tool to remove one.
+ */
+export const MAX_AGENTS = 1_000
+/** What one read of an avatar's agents returns at most: the bound with room for registrations that raced past it. */
+const AGENTS_READ = 5 * MAX_AGENTS
+
 /** Agent-text vectors by embedder name and text hash: bounded, oldest out first. */
 const VECTOR_CACHE_SIZE = 4096
 
@@ -155,14 +163,23 @@ const makeService = Effect.gen(function*() {
   /** The avatar's agents, the built-in roles seeded on first use (insertIfAbsent: idempotent and race-free). */
   const agentsOf = (avatar: AvatarRecord) =>
     Effect.gen(function*() {
-      const stored = (yield* docs.list(AGENT, { owner: avatar.id, limit: 5000 })).map((d) => readAgent(d.data))
+      const stored = (yield* docs.list(AGENT, { owner: avatar.id, limit: AGENTS_READ })).map((d) => readAgent(d.data))
       const have = new Set(stored.map((a) => a.id))
       const missing = roster.map((r) => builtinAgent(avatar.id, r)).filter((a) => !have.has(a.id))
       yield* Effect.forEach(missing, (a) => insertAgent(avatar, a, `builtin:${a.id}`), { discard: true })
       return [...stored, ...missing]
     })
 
+  /** Refused when `adding` more agents would take the avatar past MAX_AGENTS (it holds `held`). */
+  const roomFor = (adding: number, held: number) =>
+    held + adding <= MAX_AGENTS
+      ? Effect.void
+      : Effect.fail(new Rejected({
+        message: `An avatar holds at most ${MAX_AGENTS.toLocaleString("en-US")} agents (built-in, registered and seeded); this one holds ${held.toLocaleString("en-US")}, so ${adding.toLocaleString("en-US")} more do not fit.`
+      }))
+
   const register = Effect.fn("Agents.register")(function*(avatar: AvatarRecord, input: { readonly name: string; readonly description: string; readonly skills: ReadonlyArray<TaskType>; readonly provider: string; readonly model: string }) {
+    yield* roomFor(1, (yield* agentsOf(avatar)).length)
     const agent: Agent = { id: crypto.randomUUID(), ...input, skills: [...new Set(input.skills)], source: "registered", ...noStats }
     yield* insertAgent(avatar, agent, `registered:${agent.id}`)
     return agent
@@ -268,11 +285,13 @@ const makeService = Effect.gen(function*() {
 
   /** One agent per chat model of the third-party catalogue; existing ones are kept. */
   const seedOpenServ = Effect.fn("Agents.seedOpenServ")(function*(avatar: AvatarRecord) {
-    const existing = new Set((yield* docs.list(AGENT, { owner: avatar.id, limit: 5000 })).map((d) => d.key).filter((k) => k?.startsWith("openserv:")))
+    const held = yield* docs.list(AGENT, { owner: avatar.id, limit: AGENTS_READ })
+    const existing = new Set(held.map((d) => d.key).filter((k) => k?.startsWith("openserv:")))
+    const toSeed = catalog.models.filter((x) => x.kind === "chat").map((m) => ({ m, entry: openServView(m) }))
+      .filter(({ entry }) => !existing.has(`openserv:${entry.id}`))
+    yield* roomFor(toSeed.length, held.length)
     let created = 0
-    for (const m of catalog.models.filter((x) => x.kind === "chat")) {
-      const entry = openServView(m)
-      if (existing.has(`openserv:${entry.id}`)) continue
+    for (const { entry, m } of toSeed) {
       const skills: Array<TaskType> = ["general", ...(entry.capabilities.includes("tools") ? (["code"] as const) : []), ...(m.quality >= 4 ? (["analysis", "research"] as const) : []), ...(entry.capabilities.includes("vision") ? (["creative"] as const) : [])]
       yield* insertAgent(avatar, {
         id: crypto.randomUUID(),

@@ -1,11 +1,11 @@
 /**
  * The agent registry's ranking: built-in roles seeded once per avatar, fit from the (lexical)
- * embedder, success rate, latency and cost moving with recorded dispatches, and `list` showing
- * the same scores.
+ * embedder, success rate, latency and cost moving with recorded dispatches, `list` showing
+ * the same scores, and the bound on an avatar's agents.
  */
 import { Effect, Layer } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
-import { Agents, layer as agentsLayer } from "../../src/Capabilities/Agents.ts"
+import { AGENT, Agents, layer as agentsLayer, MAX_AGENTS } from "../../src/Capabilities/Agents.ts"
 import { Learning } from "../../src/Capabilities/Learning.ts"
 import * as TextEmbedder from "../../src/Ml/TextEmbedder.ts"
 import { DocumentStore } from "../../src/Storage/DocumentStore.ts"
@@ -21,7 +21,32 @@ const run = <A, E>(f: (agents: typeof Agents.Service) => Effect.Effect<A, E, any
 
 const plan = "flowchart TD\n  problem --> a\n  a --> answer"
 
+/** `n` registered agents stored directly, as a database from before the bound may hold them. */
+const storeAgents = (owner: string, n: number) =>
+  runtime.runPromise(Effect.flatMap(DocumentStore, (docs) =>
+    Effect.forEach(Array.from({ length: n }, (_, i) => i), (i) => {
+      const id = crypto.randomUUID()
+      const data = { id, name: `agent ${i}`, description: `Writes reports about topic ${i}`, skills: ["analysis"], provider: "auto", model: "auto", source: "registered" }
+      return docs.insert({ kind: AGENT, id, owner, key: `registered:${id}`, data, version: 0, createdAt: i, updatedAt: i })
+    }, { discard: true })))
+
 describe("agent registry", () => {
+  it(`an avatar holds at most ${MAX_AGENTS} agents: a registration or a seeding past that is refused, naming the bound`, async () => {
+    const eve = testAvatar("eve")
+    // With the eight built-in roles seeded on first use, one short of the bound.
+    await storeAgents(eve.id, MAX_AGENTS - 9)
+    const input = { name: "last", description: "The last one that fits", skills: ["analysis" as const], provider: "auto", model: "auto" }
+    const last = await run((agents) => agents.register(eve, input))
+    expect((await run((agents) => agents.list(eve))).total).toBe(MAX_AGENTS)
+    expect(last.name).toBe("last")
+    const refused = await run((agents) => Effect.flip(agents.register(eve, { ...input, name: "one too many" })))
+    expect(refused).toMatchObject({ _tag: "Rejected", message: `An avatar holds at most 1,000 agents (built-in, registered and seeded); this one holds 1,000, so 1 more do not fit.` })
+    const seeding = await run((agents) => Effect.flip(agents.seedOpenServ(eve)))
+    expect(seeding._tag).toBe("Rejected")
+    expect(seeding.message).toMatch(/^An avatar holds at most 1,000 agents .*this one holds 1,000, so \d+ more do not fit\.$/)
+    expect((await run((agents) => agents.list(eve))).total).toBe(MAX_AGENTS)
+  })
+
   it("seeds the eight built-in roles per avatar once, also under concurrent first use", async () => {
     const ana = testAvatar("ana")
     const results = await run((agents) => Effect.all([1, 2, 3].map(() => agents.rank(ana, { task: "Prove it", taskType: "math" })), { concurrency: "unbounded" }))
@@ -64,12 +89,8 @@ describe("agent registry", () => {
 
   it("ranks more agents than its vector cache holds (the fresh vectors evicted the call's own: a 500)", async () => {
     const dee = testAvatar("dee")
-    await run((agents) =>
-      Effect.forEach(
-        Array.from({ length: 4_200 }, (_, i) => i),
-        (i) => agents.register(dee, { name: `agent ${i}`, description: `Writes reports about topic ${i}`, skills: ["analysis"], provider: "auto", model: "auto" }),
-        { discard: true }
-      ))
+    // Stored before registrations were bounded (MAX_AGENTS): such an avatar is still ranked whole.
+    await storeAgents(dee.id, 4_200)
     const ranked = await run((agents) => agents.rank(dee, { task: "Write a report about topic 7", taskType: "analysis" }))
     expect(ranked.agents).toHaveLength(4_208)
     expect(ranked.agents.every((a) => Number.isFinite(a.score.composite))).toBe(true)
