@@ -6,14 +6,15 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import Database from "better-sqlite3"
-import { Effect, Exit, Fiber, Layer, ManagedRuntime } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime } from "effect"
+import { defectParts } from "../../src/Http/Edge.ts"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Db from "../../src/Storage/Database.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
-import { isLocked, whenUnlocked } from "../../src/Storage/Sql/SqliteLock.ts"
+import { isLocked, retryWhenUnlocked, whenUnlocked } from "../../src/Storage/Sql/SqliteLock.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aigw-lock-"))
@@ -96,8 +97,16 @@ describe("whenUnlocked", () => {
     const lock = holdLock(file)
     try {
       const before = count()
+      const busy = (() => {
+        try {
+          insert()
+        } catch (e) {
+          return e
+        }
+      })()
+      expect(isLocked(busy)).toBe(true)
       const abort = new AbortController()
-      const pending = whenUnlocked(db, insert, undefined, abort.signal).then(() => "ran", () => "stopped")
+      const pending = retryWhenUnlocked(db, insert, busy, undefined, abort.signal).then(() => "ran", () => "stopped")
       await new Promise((r) => setTimeout(r, 30))
       abort.abort()
       lock.release()
@@ -105,6 +114,27 @@ describe("whenUnlocked", () => {
       await new Promise((r) => setTimeout(r, 100))
       expect(count()).toBe(before)
     } finally {
+      lock.close()
+    }
+  })
+
+  it("a retry does not join a transaction another caller opened on the connection meanwhile: it waits for it to end", async () => {
+    const lock = holdLock(file)
+    try {
+      const before = count()
+      const pending = whenUnlocked(db, insert)
+      await new Promise((r) => setTimeout(r, 30))
+      // The lock goes, and another caller of this connection opens a transaction that it will roll back.
+      lock.release()
+      db.exec("BEGIN IMMEDIATE")
+      db.prepare("INSERT INTO t (n) VALUES (2)").run()
+      await new Promise((r) => setTimeout(r, 100))
+      db.exec("ROLLBACK")
+      expect(await pending).toBe(1)
+      // The waiting insert ran after the rollback, so it stays.
+      expect(count()).toBe(before + 1)
+    } finally {
+      if (db.inTransaction) db.exec("ROLLBACK")
       lock.close()
     }
   })
@@ -156,7 +186,7 @@ describe("the gateway's SQLite connection while another process holds the lock",
     }
   })
 
-  it("the SqlClient's transactions wait for it the same way; an interrupted one writes nothing and leaves nothing open", async () => {
+  it("the SqlClient's transactions wait for it the same way; past the wait one fails with SQLITE_BUSY (a 503); an interrupted one writes nothing and leaves nothing open", async () => {
     const count = () =>
       runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT count(*) AS n FROM aigw_schema_probe`))
         .then((r) => r[0]!.n)
@@ -171,6 +201,20 @@ describe("the gateway's SQLite connection while another process holds the lock",
       expect(await count()).toBe(1)
     } finally {
       lock.close()
+    }
+
+    // Past the wait, a transaction that never began fails with the SQLITE_BUSY itself (the 503 to retry),
+    // not with the "no transaction is active" of the rollback @effect/sql then runs (a 500).
+    const locked = holdLock(file)
+    try {
+      const exit = await runtime.runPromiseExit(insert)
+      expect(Exit.isFailure(exit)).toBe(true)
+      const failure = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+      expect(isLocked((failure as { cause?: unknown }).cause)).toBe(true)
+      expect(defectParts("gateway", failure).status).toBe(503)
+      expect(await count()).toBe(1)
+    } finally {
+      locked.close()
     }
 
     // @effect/sql begins a transaction uninterruptibly: the interruption waits for the BEGIN, which

@@ -17,7 +17,7 @@ import * as Statement from "@effect/sql/Statement"
 import Database from "better-sqlite3"
 import { Context, Effect, Layer, Scope } from "effect"
 import * as KeyCache from "./KeyCache.ts"
-import { isLocked, whenUnlocked } from "./SqliteLock.ts"
+import { mayRetry, retryWhenUnlocked } from "./SqliteLock.ts"
 
 /** A better-sqlite3 connection. */
 export interface SqliteHandle extends Database.Database {}
@@ -42,31 +42,38 @@ const preparer = (db: Database.Database) => {
 
 const failed = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
 
+/** @effect/sql's rollback statement (its default, which `Client.make` below keeps). */
+const ROLLBACK = "ROLLBACK"
+
 const makeConnection = (db: Database.Database): Connection => {
   const prepare = preparer(db)
-  /** `f` now, or, while another process holds the lock, once it is free (SqliteLock.ts; an interrupted fiber stops the wait). */
+  /**
+   * `f` now, or, while another process holds the lock, once it is free (SqliteLock.ts; an
+   * interrupted fiber stops the wait). A plain statement holds the connection's semaphore only
+   * while it starts, so a retry must not join a transaction another fiber opened meanwhile:
+   * `retryWhenUnlocked` waits for that too.
+   */
   const unlocked = <A>(f: () => A): Effect.Effect<A, SqlError> =>
     Effect.suspend(() => {
       try {
         return Effect.succeed(f())
       } catch (error) {
-        if (!isLocked(error) || db.inTransaction) return Effect.fail(failed(error))
-        return Effect.tryPromise({ try: (signal) => whenUnlocked(db, f, undefined, signal), catch: failed })
+        if (!mayRetry(db, error)) return Effect.fail(failed(error))
+        return Effect.tryPromise({ try: (signal) => retryWhenUnlocked(db, f, error, undefined, signal), catch: failed })
       }
     })
-  const run = (statement: Database.Statement, params: ReadonlyArray<unknown>, raw: boolean) =>
-    unlocked((): ReadonlyArray<any> => {
-      if (statement.reader) return statement.all(...params)
-      const result = statement.run(...params)
-      return raw ? (result as any) : []
-    })
+  /** A statement's rows (a writer's: none, or its result when `raw`); prepared and run under one wait for the lock. */
+  const rowsOf = (statement: Database.Statement, params: ReadonlyArray<unknown>, raw: boolean): ReadonlyArray<any> => {
+    if (statement.reader) return statement.all(...params)
+    const result = statement.run(...params)
+    return raw ? (result as any) : []
+  }
   return {
-    execute: (sql, params, transformRows) =>
-      Effect.flatMap(unlocked(() => prepare(sql)), (s) => {
-        const rows = run(s, params, false)
-        return transformRows ? Effect.map(rows, transformRows) : rows
-      }),
-    executeRaw: (sql, params) => Effect.flatMap(unlocked(() => prepare(sql)), (s) => run(s, params, true)),
+    execute: (sql, params, transformRows) => {
+      const rows = unlocked(() => rowsOf(prepare(sql), params, false))
+      return transformRows ? Effect.map(rows, transformRows) : rows
+    },
+    executeRaw: (sql, params) => unlocked(() => rowsOf(prepare(sql), params, true)),
     executeValues: (sql, params) =>
       unlocked(() => {
         const statement = prepare(sql)
@@ -81,7 +88,10 @@ const makeConnection = (db: Database.Database): Connection => {
         }
       }),
     executeUnprepared: (sql, params, transformRows) => {
-      const rows = Effect.flatMap(unlocked(() => db.prepare(sql)), (s) => run(s, params, false))
+      // @effect/sql rolls back a transaction whose BEGIN failed: with the lock still taken past the
+      // wait there is none, and SQLite's "no transaction is active" would hide the SQLITE_BUSY (a 503) behind a 500.
+      if (sql === ROLLBACK && !db.inTransaction) return Effect.succeed([])
+      const rows = unlocked(() => rowsOf(db.prepare(sql), params, false))
       return transformRows ? Effect.map(rows, transformRows) : rows
     },
     executeStream: () => Effect.dieMessage("executeStream is not supported on SQLite") as never

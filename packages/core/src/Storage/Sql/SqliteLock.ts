@@ -11,7 +11,8 @@
  *
  * Only a statement that left no transaction open is run again: one outside a transaction, or a
  * `BEGIN IMMEDIATE` that could not take the lock (the gateway's transactions take it at BEGIN, so
- * their statements do not meet it afterwards).
+ * their statements do not meet it afterwards). And it is run again only while no other caller has
+ * a transaction open on the connection, which it would otherwise join.
  */
 import type { SqliteHandle } from "./Sqlite.ts"
 
@@ -24,26 +25,50 @@ export const isLocked = (error: unknown): boolean => {
   return typeof code === "string" && code.startsWith("SQLITE_BUSY")
 }
 
-/** The pause before try `n` + 1: short at first (the gateway's own transactions take well under a millisecond), at most 50 ms. */
+/** Whether a statement that failed with `error` may be run again: SQLITE_BUSY, and no transaction left open. */
+export const mayRetry = (db: SqliteHandle, error: unknown): boolean => isLocked(error) && !db.inTransaction
+
+/** The pause before retry `n` + 1: short at first, since the gateway's own transactions are short; at most 50 ms. */
 const pause = (n: number) => Math.min(2 ** n, 50)
 
 /**
- * `run` now; while it fails with SQLITE_BUSY and no transaction is open, again after a pause until
- * `deadline` (default: `LOCK_WAIT_MS` from the first failure), when the last SQLITE_BUSY is the
- * answer. An aborted `signal` stops the waiting before the next try (its reason is the answer), so
- * nothing runs for a caller that is gone.
+ * `run`, which has just failed with `error` (`mayRetry`), again after each pause while it fails so,
+ * until `deadline` (default: `LOCK_WAIT_MS` from now); then the last SQLITE_BUSY is the answer.
+ * A retry runs only while no transaction is open on the connection: one that another caller opened
+ * during a pause is waited for as the lock is (the statement would join it). An aborted `signal`
+ * ends the waiting before the next try, with its reason, so nothing runs for a caller that is gone.
  */
-export const whenUnlocked = <A>(db: SqliteHandle, run: () => A, deadline?: number, signal?: AbortSignal): Promise<A> => {
-  const attempt = (n: number, until: number | undefined): Promise<A> => {
-    if (signal?.aborted) return Promise.reject(signal.reason)
-    try {
-      return Promise.resolve(run())
-    } catch (error) {
-      if (!isLocked(error) || db.inTransaction) return Promise.reject(error)
-      const end = until ?? Date.now() + LOCK_WAIT_MS
-      if (Date.now() >= end) return Promise.reject(error)
-      return new Promise<A>((resolve) => setTimeout(() => resolve(attempt(n + 1, end)), pause(n)))
+export const retryWhenUnlocked = <A>(
+  db: SqliteHandle,
+  run: () => A,
+  error: unknown,
+  deadline = Date.now() + LOCK_WAIT_MS,
+  signal?: AbortSignal
+): Promise<A> =>
+  new Promise<A>((resolve, reject) => {
+    let last = error
+    let n = 0
+    const retry = () => {
+      if (signal?.aborted) return reject(signal.reason)
+      if (!db.inTransaction) {
+        try {
+          return resolve(run())
+        } catch (e) {
+          if (!mayRetry(db, e)) return reject(e)
+          last = e
+        }
+      }
+      if (Date.now() >= deadline) return reject(last)
+      setTimeout(retry, pause(n++))
     }
+    setTimeout(retry, pause(n++))
+  })
+
+/** `run` now, or, when another connection's lock stops it (`mayRetry`), once the lock is free (`retryWhenUnlocked`). */
+export const whenUnlocked = <A>(db: SqliteHandle, run: () => A, deadline?: number): Promise<A> => {
+  try {
+    return Promise.resolve(run())
+  } catch (error) {
+    return mayRetry(db, error) ? retryWhenUnlocked(db, run, error, deadline) : Promise.reject(error)
   }
-  return attempt(0, deadline)
 }
