@@ -81,7 +81,7 @@ const EXPORT_FLUSH_MS = 2_000
 /**
  * Time kept at the end of a buffered invocation for its answer: a request still running then is cut
  * off and answered 504, in its envelope. Past the function's timeout Lambda would end the invocation
- * itself, and API Gateway would answer its own bare 500 (a 503 on a Function URL) and the container would start cold.
+ * itself: the client would get API Gateway's own bare error body, and the next invocation a cold start.
  */
 export const ANSWER_MARGIN_MS = 1_000
 
@@ -305,7 +305,10 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       log(Effect.logWarning(`aigw: bad event: ${message}`))
       return { format, path, requestId, served: Promise.resolve(refusal(path, new BadRequest({ message: `Bad Lambda event: ${message}` }), requestId)) }
     }
-    return { format, path, requestId: request.headers.get(RequestId.HEADER), served: serve(request, path) }
+    // The id settled here, so that an answer made outside the application (the 504) carries the one the application logs.
+    const requestId = RequestId.fromHeader(request.headers.get(RequestId.HEADER))
+    request.headers.set(RequestId.HEADER, requestId)
+    return { format, path, requestId, served: serve(request, path) }
   }
 
   /**
@@ -330,7 +333,8 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     try {
       if (remaining === undefined) return await whole
       const timeUp = new Promise<"time up">((resolve) => {
-        timer = setTimeout(() => resolve("time up"), Math.max(0, remaining - ANSWER_MARGIN_MS))
+        // Halfway for an invocation with less than twice the margin left: every request cut at once would serve none.
+        timer = setTimeout(() => resolve("time up"), Math.max(remaining - ANSWER_MARGIN_MS, remaining / 2))
       })
       // The abandoned answer's failure, if it fails once aborted, is expected: nothing waits for it.
       whole.catch(() => undefined)
