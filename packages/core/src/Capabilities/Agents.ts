@@ -175,7 +175,7 @@ const makeService = Effect.gen(function*() {
     held + adding <= MAX_AGENTS
       ? Effect.void
       : Effect.fail(new Rejected({
-        message: `An avatar holds at most ${MAX_AGENTS.toLocaleString("en-US")} agents (built-in, registered and seeded); this one holds ${held.toLocaleString("en-US")}, so ${adding.toLocaleString("en-US")} more do not fit.`
+        message: `An avatar holds at most ${MAX_AGENTS.toLocaleString("en-US")} agents (built-in, registered and seeded); this one holds ${held.toLocaleString("en-US")}, so ${adding === 1 ? "one more does" : `${adding.toLocaleString("en-US")} more do`} not fit.`
       }))
 
   const register = Effect.fn("Agents.register")(function*(avatar: AvatarRecord, input: { readonly name: string; readonly description: string; readonly skills: ReadonlyArray<TaskType>; readonly provider: string; readonly model: string }) {
@@ -285,8 +285,9 @@ const makeService = Effect.gen(function*() {
 
   /** One agent per chat model of the third-party catalogue; existing ones are kept. */
   const seedOpenServ = Effect.fn("Agents.seedOpenServ")(function*(avatar: AvatarRecord) {
-    const held = yield* docs.list(AGENT, { owner: avatar.id, limit: AGENTS_READ })
-    const existing = new Set(held.map((d) => d.key).filter((k) => k?.startsWith("openserv:")))
+    // All the avatar's agents, the built-ins seeded first, for the count; the stored keys for what is seeded already.
+    const held = yield* agentsOf(avatar)
+    const existing = new Set((yield* docs.list(AGENT, { owner: avatar.id, limit: AGENTS_READ })).map((d) => d.key).filter((k) => k?.startsWith("openserv:")))
     const toSeed = catalog.models.filter((x) => x.kind === "chat").map((m) => ({ m, entry: openServView(m) }))
       .filter(({ entry }) => !existing.has(`openserv:${entry.id}`))
     yield* roomFor(toSeed.length, held.length)

@@ -90,7 +90,7 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
         const held = yield* store.recordAttempt(attemptRecord, d.lockedUntil!, next)
         if (!held) {
           yield* Effect.logWarning(
-            `webhook ${d.id} attempt ${attempt} outlived its lease: another process claimed the delivery, so its state (not ${next.status}) is that process's to record`
+            `webhook ${d.id} attempt ${attempt} outlived its lease: the delivery was claimed again, so its state (not ${next.status}) is the new claim's to record`
           )
         } else if (!delivered) yield* Effect.logWarning(`webhook ${d.id} to ${d.url} attempt ${attempt}: ${outcome.error} -> ${next.status}`)
         return delivered

@@ -40,11 +40,17 @@ describe("agent registry", () => {
     expect((await run((agents) => agents.list(eve))).total).toBe(MAX_AGENTS)
     expect(last.name).toBe("last")
     const refused = await run((agents) => Effect.flip(agents.register(eve, { ...input, name: "one too many" })))
-    expect(refused).toMatchObject({ _tag: "Rejected", message: `An avatar holds at most 1,000 agents (built-in, registered and seeded); this one holds 1,000, so 1 more do not fit.` })
+    expect(refused).toMatchObject({ _tag: "Rejected", message: `An avatar holds at most 1,000 agents (built-in, registered and seeded); this one holds 1,000, so one more does not fit.` })
     const seeding = await run((agents) => Effect.flip(agents.seedOpenServ(eve)))
     expect(seeding._tag).toBe("Rejected")
     expect(seeding.message).toMatch(/^An avatar holds at most 1,000 agents .*this one holds 1,000, so \d+ more do not fit\.$/)
     expect((await run((agents) => agents.list(eve))).total).toBe(MAX_AGENTS)
+    // A fresh avatar's built-ins count before any seeding: with room for all but them, seeding is refused.
+    const fay = testAvatar("fay")
+    await storeAgents(fay.id, MAX_AGENTS - 25)
+    const crowded = await run((agents) => Effect.flip(agents.seedOpenServ(fay)))
+    expect(crowded.message).toMatch(/this one holds 983, so \d+ more do not fit\.$/)
+    expect((await run((agents) => agents.list(fay))).total).toBe(MAX_AGENTS - 17)
   })
 
   it("seeds the eight built-in roles per avatar once, also under concurrent first use", async () => {
