@@ -80,20 +80,29 @@ const makeService = Effect.gen(function*() {
       const now = Date.now()
       return metering.callsOn(avatar.id, utcDay(now)).then((used) => stateOf(avatar, used, now))
     },
-    /** Counts `calls` metered calls (all or none): the new state, or the refusal. */
-    admit: (avatar: AvatarRecord, calls = 1): Promise<QuotaState | QuotaExceeded> => {
+    /**
+     * Counts `calls` metered calls (all or none): the new state, or the refusal. An admission that
+     * finds its caller `gone` when it is made is not (it rejects with CallerGone, Storage/Metering.ts).
+     */
+    admit: (avatar: AvatarRecord, calls = 1, gone?: () => boolean): Promise<QuotaState | QuotaExceeded> => {
       const now = Date.now()
       const limit = limitOf(avatar.plan, avatar.karmaTotal)
-      return metering.admit(avatar.id, utcDay(now), limit, calls).then((used) =>
+      return metering.admit(avatar.id, utcDay(now), limit, calls, gone).then((used) =>
         used === undefined ? quotaExceeded(limit, avatar.plan, calls, now) : stateOf(avatar, used, now)
       )
     }
   }
 })
 
-/** An admission as an Effect (the Effect routes, /mcp): fails with the refusal. */
-export const admitted = (admission: () => Promise<QuotaState | QuotaExceeded>): Effect.Effect<QuotaState, QuotaExceeded> =>
-  Effect.flatMap(Effect.promise(admission), (outcome) => outcome instanceof QuotaExceeded ? Effect.fail(outcome) : Effect.succeed(outcome))
+/**
+ * An admission as an Effect (the Effect routes, /mcp): fails with the refusal. `admission` gets
+ * whether the fiber was interrupted (its request is gone) as its `gone`.
+ */
+export const admitted = (admission: (gone: () => boolean) => Promise<QuotaState | QuotaExceeded>): Effect.Effect<QuotaState, QuotaExceeded> =>
+  Effect.flatMap(
+    Effect.promise((signal) => admission(() => signal.aborted)),
+    (outcome) => outcome instanceof QuotaExceeded ? Effect.fail(outcome) : Effect.succeed(outcome)
+  )
 
 export class Quota extends Context.Tag("aigw/Quota")<Quota, Effect.Effect.Success<typeof makeService>>() {}
 

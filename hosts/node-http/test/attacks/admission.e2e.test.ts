@@ -212,6 +212,35 @@ describe("a refused request costs no quota", () => {
     expect((await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: { messages, model: "gpt-4o-mini" } })).status).toBe(200)
   }, 60_000)
 
+  it("a client that leaves while its call waits for SQLite's write lock is not counted (the fast lane and an Effect route)", async () => {
+    const before = await used()
+    const other = new Database(path.join(server.dataDir, "data", "aigw.sqlite"))
+    other.exec("BEGIN IMMEDIATE")
+    try {
+      const leave = async (route: string, body: unknown) => {
+        const abort = new AbortController()
+        const pending = fetch(`${server.url}${route}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${user.apiKey}` },
+          body: JSON.stringify(body),
+          signal: abort.signal
+        }).then((r) => r.status, () => "left")
+        await new Promise((r) => setTimeout(r, 300))
+        abort.abort()
+        return pending
+      }
+      expect(await leave("/v1/complete", { messages, model: "gpt-4o-mini" })).toBe("left")
+      expect(await leave("/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "gateway_complete", arguments: { messages, model: "gpt-4o-mini" } } })).toBe("left")
+      await new Promise((r) => setTimeout(r, 200))
+    } finally {
+      other.exec("ROLLBACK")
+      other.close()
+    }
+    // The waiting admissions find their callers gone once the lock is free.
+    await new Promise((r) => setTimeout(r, 300))
+    expect(await used()).toBe(before)
+  }, 60_000)
+
   it("while another process keeps SQLite's write lock the server goes on serving; the calls waiting for it are served once it goes", async () => {
     const before = await used()
     const other = new Database(path.join(server.dataDir, "data", "aigw.sqlite"))

@@ -32,6 +32,7 @@ import { headersOf, Quota } from "../Quota.ts"
 import * as RequestId from "../RequestId.ts"
 import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { CallerGone } from "../Storage/Metering.ts"
 import { makeApp, routes as appRoutes } from "./App.ts"
 import {
   bodyTookLong,
@@ -243,7 +244,12 @@ export const make = Effect.gen(function*() {
     const plan = route.lane!.plan(services, caller, body, req.headers)
     if (plan === undefined) return delegate(req, res, text)
     if (typeof plan !== "function") return refuse(plan)
-    const admitted = await quota.admit(caller, route.meteredCalls(body))
+    const admitted = await quota.admit(caller, route.meteredCalls(body), () => clientLeft(res)).catch((e: unknown) => {
+      if (e instanceof CallerGone) return e
+      throw e
+    })
+    // The client left while its admission waited: nothing counted, nobody to answer.
+    if (admitted instanceof CallerGone) return
     if (admitted instanceof QuotaExceeded) return refuse(admitted)
     const headers = headersOf(admitted)
     try {

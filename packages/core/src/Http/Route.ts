@@ -333,7 +333,7 @@ const make = <B, Q, R>(
         // Validation before admission: a refused request costs no quota.
         if (spec.check) checked = yield* spec.check({ body, query, params, request, form, caller: caller.value, avatar })
         state = metered
-          ? yield* admitted(() => quota.admit(charged, meteredCalls(body)))
+          ? yield* admitted((gone) => quota.admit(charged, meteredCalls(body), gone))
           : yield* Effect.promise(() => quota.peek(charged))
         out.headers = headersOf(state)
       }

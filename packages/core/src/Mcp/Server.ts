@@ -188,7 +188,7 @@ export const registerToolkit = Effect.gen(function*() {
         if (Either.isLeft(params)) return errorResult("BadRequest", `Invalid arguments for ${name}: ${params.left}`)
         if (metered && Option.isSome(avatar)) {
           if (admissionCheck) yield* admissionCheck(avatar.value, params.right)
-          yield* admitted(() => quota.admit(avatar.value))
+          yield* admitted((gone) => quota.admit(avatar.value, 1, gone))
         }
         const handled = built.handle(name as never, args as never) as Effect.Effect<Tool.HandlerResult<any>, unknown, CurrentAvatar>
         const result = yield* (Option.isSome(avatar) ? Effect.provideService(handled, CurrentAvatar, avatar.value) : handled) as Effect.Effect<

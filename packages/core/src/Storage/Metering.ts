@@ -20,9 +20,11 @@ export interface MeteringService {
   readonly activeAvatar: (id: string) => Promise<AvatarRecord | undefined>
   /**
    * Adds `count` calls to the avatar's count of `day` if the result stays within `limit`, in one
-   * atomic step: the new count, or undefined when they do not fit (nothing is added then).
+   * atomic step: the new count, or undefined when they do not fit (nothing is added then). `gone`
+   * is asked just before the step: an admission that had to wait (a batch out, SQLite's lock held
+   * elsewhere) for a caller that has left since is not made, and the promise rejects with `CallerGone`.
    */
-  readonly admit: (avatarId: string, day: string, limit: number, count: number) => Promise<number | undefined>
+  readonly admit: (avatarId: string, day: string, limit: number, count: number, gone?: () => boolean) => Promise<number | undefined>
   /** The calls admitted on `day`. */
   readonly callsOn: (avatarId: string, day: string) => Promise<number>
   /** Stores the call's usage event and adds its tokens and cost to the day's totals, atomically. */
@@ -30,6 +32,17 @@ export interface MeteringService {
 }
 
 export class Metering extends Context.Tag("aigw/Metering")<Metering, MeteringService>() {}
+
+/** An admission not made because its caller left before it could be (`MeteringService.admit`'s `gone`): nothing was counted. */
+export class CallerGone extends Error {
+  constructor() {
+    super("the caller left before its call was admitted; nothing was counted")
+  }
+}
+
+/** `admit` for a caller that may be gone: the step, unless `gone` says the caller has left. */
+export const unlessGone = <A>(gone: (() => boolean) | undefined, step: () => Promise<A>): Promise<A> =>
+  gone?.() ? Promise.reject(new CallerGone()) : step()
 
 /**
  * On memory the keys, avatars and daily counters live in the memory stores, so Metering reads and
@@ -47,7 +60,7 @@ export const makeMemory = Effect.gen(function*() {
   return Metering.of({
     avatarOfKey: (hash) => run(avatarOfKey(hash)),
     activeAvatar: (id) => run(activeAvatar(id)),
-    admit: (avatarId, day, limit, count) => run(Effect.map(usage.admit(avatarId, day, limit, count), Option.getOrUndefined)),
+    admit: (avatarId, day, limit, count, gone) => unlessGone(gone, () => run(Effect.map(usage.admit(avatarId, day, limit, count), Option.getOrUndefined))),
     callsOn: (avatarId, day) => run(usage.callsOn(avatarId, day)),
     record: (event) => run(usage.record(event))
   })

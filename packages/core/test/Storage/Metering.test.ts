@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, it } from "vitest"
 import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
 import { AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import * as Database from "../../src/Storage/Database.ts"
-import { Metering } from "../../src/Storage/Metering.ts"
+import { CallerGone, Metering } from "../../src/Storage/Metering.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
 import { UsageStore } from "../../src/Storage/UsageStore.ts"
 import { PgPool } from "../../src/Storage/Sql/Postgres.ts"
@@ -150,6 +150,28 @@ describe.skipIf(!hasPg)("metering on postgresql, group commit", () => {
     assert.deepStrictEqual(outcomes, [1, 2, 3, 4, 5, 6])
     assert.deepStrictEqual(sent, ["aigw_admit_many", "aigw_admit_many"])
     assert.deepStrictEqual((await totals(avatarId)).callsToday, 6)
+  })
+
+  it("an admission whose caller left while it waited behind a batch on the server is not made (CallerGone)", async () => {
+    const avatarId = crypto.randomUUID()
+    sent.length = 0
+    slowNext = 150
+    let left = false
+    const outcomes = await runtime.runPromise(Effect.flatMap(Metering, (m) =>
+      Effect.promise(async () => {
+        const first = m.admit(avatarId, "2026-11-24", 10, 1)
+        await new Promise((r) => setImmediate(r))
+        // Queued while the first statement is out; its caller leaves before the next batch goes.
+        const leaving = m.admit(avatarId, "2026-11-24", 10, 3, () => left).then(() => "admitted", (e) => e)
+        const staying = m.admit(avatarId, "2026-11-24", 10, 1, () => false)
+        left = true
+        return Promise.all([first, leaving, staying])
+      })))
+    assert.strictEqual(outcomes[0], 1)
+    assert.instanceOf(outcomes[1], CallerGone)
+    assert.strictEqual(outcomes[2], 2)
+    assert.deepStrictEqual(sent, ["aigw_admit_many", "aigw_admit_many"])
+    assert.strictEqual((await totals(avatarId)).callsToday, 2)
   })
 
   it("a batch the database refuses fails for each of its callers, is not retried and counts nothing", async () => {

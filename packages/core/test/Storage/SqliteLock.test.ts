@@ -13,7 +13,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Db from "../../src/Storage/Database.ts"
-import { Metering } from "../../src/Storage/Metering.ts"
+import { CallerGone, Metering } from "../../src/Storage/Metering.ts"
 import { isLocked, retryWhenUnlocked, whenUnlocked } from "../../src/Storage/Sql/SqliteLock.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
 
@@ -181,6 +181,26 @@ describe("the gateway's SQLite connection while another process holds the lock",
       expect(value).toEqual([1, 3, undefined])
       expect(ticks).toBeGreaterThan(20)
       expect(await metering.callsOn(avatarId, day)).toBe(3)
+    } finally {
+      lock.close()
+    }
+  })
+
+  it("an admission whose caller left while it waited for the lock is not made: CallerGone, nothing counted", async () => {
+    const metering = await runtime.runPromise(Metering)
+    const avatarId = crypto.randomUUID()
+    const day = "2026-11-29"
+    const lock = holdLock(file)
+    try {
+      let left = false
+      const staying = metering.admit(avatarId, day, 5, 1, () => false)
+      const leaving = metering.admit(avatarId, day, 5, 2, () => left).then(() => "admitted", (e) => e)
+      await new Promise((r) => setTimeout(r, 50))
+      left = true
+      lock.release()
+      expect(await staying).toBe(1)
+      expect(await leaving).toBeInstanceOf(CallerGone)
+      expect(await metering.callsOn(avatarId, day)).toBe(1)
     } finally {
       lock.close()
     }

@@ -18,7 +18,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type BetterSqlite from "better-sqlite3"
 import { Context, Effect, Layer, Option, Runtime } from "effect"
 import type { AvatarRecord } from "../AvatarStore.ts"
-import { Metering, type MeteringService } from "../Metering.ts"
+import { CallerGone, Metering, type MeteringService, unlessGone } from "../Metering.ts"
 import type { UsageEvent } from "../UsageStore.ts"
 import { fromRow as avatarFromRow, recordColumns as avatarColumns } from "./AvatarStore.ts"
 import { uuidv7 } from "./ids.ts"
@@ -202,6 +202,14 @@ export const perTurn = <W>(flush: (batch: Array<Pending<W>>) => Promise<unknown>
     })
 }
 
+/** A batch's items whose caller is still there; the others are answered `CallerGone`, nothing done for them. */
+const present = <W extends { readonly gone?: (() => boolean) | undefined }>(batch: Array<Pending<W>>): Array<Pending<W>> =>
+  batch.filter((p) => {
+    if (!p.work.gone?.()) return true
+    p.reject(new CallerGone())
+    return false
+  })
+
 /** A lookup by id through the cache, if there is one. */
 const cached = (
   cache: Option.Option<KeyCacheService>,
@@ -270,13 +278,17 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService, cache: Option.Opt
     readonly fallback: () => Promise<unknown>
     /** When the write was queued: a batch stops waiting for the lock `LOCK_WAIT_MS` after its oldest write. */
     readonly since: number
+    /** An admission's caller that may have left meanwhile (MeteringService.admit). */
+    readonly gone: (() => boolean) | undefined
   }
   // IMMEDIATE: the lock is taken here or not at all, so a lock held elsewhere fails the BEGIN
   // (nothing ran, to be tried again) rather than one of the batch's writes.
   const begin = prepared("BEGIN IMMEDIATE")
   const commit = prepared("COMMIT")
   /** The batch, committed; throws only when another process's lock kept it from starting (nothing ran). */
-  const commitBatch = (writes: Array<Pending<Write>>): void => {
+  const commitBatch = (all: Array<Pending<Write>>): void => {
+    const writes = present(all)
+    if (writes.length === 0) return
     if (db.inTransaction) {
       // An Effect transaction holds the connection across a yield: queue behind it.
       for (const w of writes) w.work.fallback().then(w.resolve, w.reject)
@@ -321,7 +333,8 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService, cache: Option.Opt
     whenUnlocked(db, () => commitBatch(writes), writes[0]!.work.since + LOCK_WAIT_MS).catch((error) => {
       for (const w of writes) w.reject(error)
     }), 1)
-  const write = <A>(run: () => A, fallback: () => Promise<A>): Promise<A> => enqueue<A>({ run, fallback, since: Date.now() })
+  const write = <A>(run: () => A, fallback: () => Promise<A>, gone?: () => boolean): Promise<A> =>
+    enqueue<A>({ run, fallback, since: Date.now(), gone })
   /** A read on the connection (a lock held elsewhere is waited for as by the writes). */
   const read = <A>(f: () => A): Promise<A> => whenUnlocked(db, f)
 
@@ -330,10 +343,10 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService, cache: Option.Opt
   return {
     avatarOfKey: (hash) => db.inTransaction ? fallback.avatarOfKey(hash) : avatarOfKey(hash),
     activeAvatar: (id) => db.inTransaction ? fallback.activeAvatar(id) : activeAvatar(id),
-    admit: (avatarId, day, limit, count) =>
+    admit: (avatarId, day, limit, count, gone) =>
       count > limit
         ? Promise.resolve(undefined)
-        : write(() => admitted((admit().get(avatarId, day, count, limit) as any)?.calls), () => fallback.admit(avatarId, day, limit, count)),
+        : write(() => admitted((admit().get(avatarId, day, count, limit) as any)?.calls), () => fallback.admit(avatarId, day, limit, count, gone), gone),
     callsOn: (avatarId, day) =>
       db.inTransaction ? fallback.callsOn(avatarId, day) : read(() => num((callsOn().get(avatarId, day) as any)?.calls)),
     record: (event) => write(() => void record(event), () => fallback.record(event))
@@ -369,7 +382,9 @@ const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<Key
   // A failed batch is not retried: unlike a record's id, nothing would tell a retry that the batch
   // had committed after all, and its calls would be counted twice. Each caller gets the error, as a
   // lone admission's would.
-  const enqueueAdmission = perTurn<Admission>((batch) => {
+  const enqueueAdmission = perTurn<Admission & { readonly gone: (() => boolean) | undefined }>((all) => {
+    const batch = present(all)
+    if (batch.length === 0) return
     const ordered = batch.slice().sort((a, b) => byRow(a.work, b.work))
     return pool.query({ name: admitMany.name, text: admitMany.text, values: admissionColumns(ordered.map((p) => p.work)) }).then(
       (r) => ordered.forEach((p, i) => p.resolve(admitted(r.rows[0].calls[i]))),
@@ -379,8 +394,8 @@ const onPg = (pool: Context.Tag.Service<typeof PgPool>, cache: Option.Option<Key
   return {
     avatarOfKey: cached(cache, keyEntry, (hash) => query(statements.keyWithAvatar, [hash]).then((rows) => activeOwner(rows[0]))),
     activeAvatar: cached(cache, avatarEntry, (id) => query(statements.avatarById, [id]).then((rows) => activeIn(rows[0]))),
-    admit: (avatarId, day, limit, count) =>
-      count > limit ? Promise.resolve(undefined) : enqueueAdmission<number | undefined>({ avatarId, day, count, limit }),
+    admit: (avatarId, day, limit, count, gone) =>
+      count > limit ? Promise.resolve(undefined) : enqueueAdmission<number | undefined>({ avatarId, day, count, limit, gone }),
     callsOn: (avatarId, day) => query(statements.callsOn, [avatarId, day]).then((rows) => num(rows[0]?.calls)),
     record: (e) => enqueueRecord<void>({ event: eventRow(e), totals: totalsRow(e) })
   }
@@ -396,7 +411,7 @@ export const make = Effect.gen(function*() {
   const throughClient: MeteringService = {
     avatarOfKey: (hash) => run(client.avatarOfKey(hash)),
     activeAvatar: (id) => run(client.activeAvatar(id)),
-    admit: (avatarId, day, limit, count) => run(client.admit(avatarId, day, limit, count)),
+    admit: (avatarId, day, limit, count, gone) => unlessGone(gone, () => run(client.admit(avatarId, day, limit, count))),
     callsOn: (avatarId, day) => run(client.callsOn(avatarId, day)),
     record: (event) => run(client.record(event))
   }
