@@ -23,7 +23,7 @@ import { BoundedArray } from "../RequestFields.ts"
 export const HOLON = "holon"
 export const ITEM = "holon_item"
 export const EARTH_ID = "earth"
-/** Items a model-backed search embeds (newest first): items carry no stored vectors, each costs ~20 ms of model time. */
+/** Items a model-backed search embeds (newest first): items carry no stored vectors, and each costs model time. */
 export const SEMANTIC_SEARCH_ITEMS = 200
 
 export interface MembraneRule {

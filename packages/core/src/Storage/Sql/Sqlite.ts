@@ -111,7 +111,8 @@ const make = (filename: string) =>
     db.pragma("synchronous = NORMAL")
     // SQLite's own default page cache (2 MB) instead of the 16 MB better-sqlite3 builds in: the
     // gateway's hot pages (keys, avatars, quota counters, the tail of the usage table) fit in it and
-    // the operating system's file cache keeps the rest; the 14 MB were resident memory under load.
+    // the operating system's file cache keeps the rest; the larger cache was resident memory under load
+    // (docs/performance.md).
     db.pragma("cache_size = -2000")
     // No busy timeout from here on: the driver's wait for another connection's lock would hold the
     // event loop. A statement that meets the lock fails at once and is tried again after a pause
