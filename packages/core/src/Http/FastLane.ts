@@ -66,6 +66,11 @@ export interface FastLane {
 const clientGone = new DOMException("The client closed the connection", "AbortError")
 /** The response was closed before it was all written: the client went away. */
 const clientLeft = (res: ServerResponse) => res.destroyed && !res.writableFinished
+/** An admission's CallerGone as its value (the lane answers nobody then); any other failure stays one. */
+const goneAsValue = (e: unknown): CallerGone => {
+  if (e instanceof CallerGone) return e
+  throw e
+}
 
 /** The base hand-offs are parsed against: the request's own path, never its Host header, names the route. */
 const HANDOFF_BASE = "http://aigw.internal"
@@ -152,9 +157,13 @@ export const make = Effect.gen(function*() {
    */
   const laneCall = (route: Route, req: IncomingMessage, avatar: AvatarRecord, requestId: string, res: ServerResponse, headers: Record<string, string>): LaneCall => {
     const cancel = new Cancel()
-    res.once("close", () => {
-      if (clientLeft(res)) cancel.abort(clientGone)
-    })
+    // A client that left while its admission was on its way: its call is counted, but made for nobody.
+    if (clientLeft(res)) cancel.abort(clientGone)
+    else {
+      res.once("close", () => {
+        if (clientLeft(res)) cancel.abort(clientGone)
+      })
+    }
     return {
       call: (targets) => ({ avatar, targets, cancel, requestId }),
       run: (effect) =>
@@ -244,10 +253,7 @@ export const make = Effect.gen(function*() {
     const plan = route.lane!.plan(services, caller, body, req.headers)
     if (plan === undefined) return delegate(req, res, text)
     if (typeof plan !== "function") return refuse(plan)
-    const admitted = await quota.admit(caller, route.meteredCalls(body), () => clientLeft(res)).catch((e: unknown) => {
-      if (e instanceof CallerGone) return e
-      throw e
-    })
+    const admitted = await quota.admit(caller, route.meteredCalls(body), () => clientLeft(res)).catch(goneAsValue)
     // The client left while its admission waited: nothing counted, nobody to answer.
     if (admitted instanceof CallerGone) return
     if (admitted instanceof QuotaExceeded) return refuse(admitted)

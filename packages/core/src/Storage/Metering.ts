@@ -21,8 +21,9 @@ export interface MeteringService {
   /**
    * Adds `count` calls to the avatar's count of `day` if the result stays within `limit`, in one
    * atomic step: the new count, or undefined when they do not fit (nothing is added then). `gone`
-   * is asked just before the step: an admission that had to wait (a batch out, SQLite's lock held
-   * elsewhere) for a caller that has left since is not made, and the promise rejects with `CallerGone`.
+   * is asked when the admission's batch is written (SQL; when the call starts elsewhere): an
+   * admission that had to wait (a batch out, SQLite's lock held elsewhere) for a caller that has
+   * left since is not made, and the promise rejects with `CallerGone`.
    */
   readonly admit: (avatarId: string, day: string, limit: number, count: number, gone?: () => boolean) => Promise<number | undefined>
   /** The calls admitted on `day`. */

@@ -206,6 +206,25 @@ describe("the gateway's SQLite connection while another process holds the lock",
     }
   })
 
+  it("an admission whose caller left is told CallerGone, not SQLITE_BUSY, when the wait ends with the lock still held", async () => {
+    const metering = await runtime.runPromise(Metering)
+    const avatarId = crypto.randomUUID()
+    const lock = holdLock(file)
+    try {
+      let left = false
+      const leaving = metering.admit(avatarId, "2026-11-29", 5, 1, () => left).then(() => "admitted", (e) => e)
+      const staying = metering.admit(avatarId, "2026-11-29", 5, 1, () => false).then(() => "admitted", (e) => e)
+      // Leaves after the batch began waiting; the lock outlasts the wait.
+      await new Promise((r) => setTimeout(r, 100))
+      left = true
+      expect(await leaving).toBeInstanceOf(CallerGone)
+      expect(isLocked(await staying)).toBe(true)
+    } finally {
+      lock.close()
+    }
+    expect(await metering.callsOn(avatarId, "2026-11-29")).toBe(0)
+  })
+
   it("the SqlClient's transactions wait for it the same way; past the wait one fails with SQLITE_BUSY (a 503); an interrupted one writes nothing and leaves nothing open", async () => {
     const count = () =>
       runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT count(*) AS n FROM aigw_schema_probe`))

@@ -203,12 +203,17 @@ export const perTurn = <W>(flush: (batch: Array<Pending<W>>) => Promise<unknown>
 }
 
 /** A batch's items whose caller is still there; the others are answered `CallerGone`, nothing done for them. */
-const present = <W extends { readonly gone?: (() => boolean) | undefined }>(batch: Array<Pending<W>>): Array<Pending<W>> =>
-  batch.filter((p) => {
+const present = <W extends { readonly gone?: (() => boolean) | undefined }>(batch: Array<Pending<W>>): Array<Pending<W>> => {
+  // The batch itself when nobody left (the usual case: no new array).
+  let i = 0
+  while (i < batch.length && !batch[i]!.work.gone?.()) i++
+  if (i === batch.length) return batch
+  return batch.filter((p) => {
     if (!p.work.gone?.()) return true
     p.reject(new CallerGone())
     return false
   })
+}
 
 /** A lookup by id through the cache, if there is one. */
 const cached = (
@@ -331,7 +336,8 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService, cache: Option.Opt
   // One batch out at a time: only a batch waiting for the lock is out past its turn.
   const enqueue = perTurn<Write>((writes) =>
     whenUnlocked(db, () => commitBatch(writes), writes[0]!.work.since + LOCK_WAIT_MS).catch((error) => {
-      for (const w of writes) w.reject(error)
+      // Nothing was written: a caller that left meanwhile is told so, not that the database was locked.
+      for (const w of writes) w.reject(w.work.gone?.() ? new CallerGone() : error)
     }), 1)
   const write = <A>(run: () => A, fallback: () => Promise<A>, gone?: () => boolean): Promise<A> =>
     enqueue<A>({ run, fallback, since: Date.now(), gone })
