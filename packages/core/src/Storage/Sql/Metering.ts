@@ -25,7 +25,7 @@ import { uuidv7 } from "./ids.ts"
 import { avatarEntry, KeyCache, keyEntry, type KeyCacheService } from "./KeyCache.ts"
 import { PgPool } from "./Postgres.ts"
 import { SqliteDatabase, type SqliteHandle } from "./Sqlite.ts"
-import { isLocked, LOCK_WAIT_MS, whenUnlocked } from "./SqliteLock.ts"
+import { LOCK_WAIT_MS, mayRetry, whenUnlocked } from "./SqliteLock.ts"
 import { num } from "./util.ts"
 
 /** A statement's text for each dialect (`?` placeholders on SQLite, `$1`, `$2`… on PostgreSQL) and its prepared-statement name. */
@@ -204,15 +204,17 @@ export const perTurn = <W>(flush: (batch: Array<Pending<W>>) => Promise<unknown>
 
 /** A batch's items whose caller is still there; the others are answered `CallerGone`, nothing done for them. */
 const present = <W extends { readonly gone?: (() => boolean) | undefined }>(batch: Array<Pending<W>>): Array<Pending<W>> => {
-  // The batch itself when nobody left (the usual case: no new array).
   let i = 0
   while (i < batch.length && !batch[i]!.work.gone?.()) i++
+  // The batch itself when nobody left (the usual case: no new array); each caller is asked once.
   if (i === batch.length) return batch
-  return batch.filter((p) => {
-    if (!p.work.gone?.()) return true
-    p.reject(new CallerGone())
-    return false
-  })
+  const kept = batch.slice(0, i)
+  batch[i]!.reject(new CallerGone())
+  for (const p of batch.slice(i + 1)) {
+    if (p.work.gone?.()) p.reject(new CallerGone())
+    else kept.push(p)
+  }
+  return kept
 }
 
 /** A lookup by id through the cache, if there is one. */
@@ -306,7 +308,7 @@ const onSqlite = (db: SqliteHandle, fallback: MeteringService, cache: Option.Opt
       try {
         value = w.work.run()
       } catch (error) {
-        if (isLocked(error) && !db.inTransaction) throw error
+        if (mayRetry(db, error)) throw error
         return w.reject(error)
       }
       return w.resolve(value)
