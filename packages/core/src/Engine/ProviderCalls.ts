@@ -302,6 +302,13 @@ export interface ChatStream {
    * recorded (a writer may hold them and send them with it).
    */
   readonly run: (emit: (chunks: ReadonlyArray<StreamChunk>, upstreamDone: boolean) => void) => Promise<void>
+  /**
+   * Ends the stream now, for a reason of the gateway's own (a host's deadline): the upstream call
+   * is aborted, usage so far is recorded as a failed call, and the final chunk carries `error`.
+   * The provider's health is not touched. A stream already ended, or one not yet run, is ended at
+   * once when it runs.
+   */
+  readonly stop: (error: string) => void
 }
 
 /** What every routed call carries: who pays, the candidates in order, and how to cancel it. */
@@ -616,8 +623,12 @@ const makeService = Effect.gen(function*() {
       return postSseNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.cancel)
     })
     const provider = target.provider.id
+    // A stop asked before the run began waits here for it; once running, `stopRun` ends it.
+    let stopped: string | undefined
+    let stopRun: ((error: string) => void) | undefined
     return {
       target,
+      stop: (error) => (stopRun === undefined ? (stopped ??= error) : stopRun(error)),
       run: (emit) =>
         unfinished(new Promise<void>((resolve, reject) => {
           const wire = wireOf(target)
@@ -628,7 +639,8 @@ const makeService = Effect.gen(function*() {
           let timer: ReturnType<typeof setTimeout> | undefined
           let stopListening: (() => void) | undefined
           // Ends the stream once: records usage, then emits the final chunk unless the caller aborted.
-          const end = (error?: string) => {
+          // `upstreamFault` is false for a stop of the gateway's own, which says nothing of the provider.
+          const end = (error?: string, upstreamFault = true) => {
             if (ended) return
             ended = true
             if (error === undefined && account.finishReason() === "error") error = upstreamFailedAnswer(provider).message
@@ -638,7 +650,7 @@ const makeService = Effect.gen(function*() {
             const aborted = call.cancel.aborted
             if (error === undefined && !aborted) release(body)
             else body.destroy()
-            if (error !== undefined) health.record(provider, false)
+            if (error !== undefined && upstreamFault) health.record(provider, false)
             // The tokenizer (an Effect) only when the upstream did not report usage.
             const reported = account.reported()
             unfinished((reported ? Promise.resolve(reported) : run(account.estimated(call.messages)))
@@ -685,8 +697,10 @@ const makeService = Effect.gen(function*() {
           })
           body.once("error", (e) => end(streamBroke(provider)(e).message))
           // A body that failed before anyone listened keeps its error (nodeFetch's `bounded`).
+          stopRun = (error) => end(error, false)
           if (body.errored) end(streamBroke(provider)(body.errored).message)
           else if (call.cancel.aborted) end()
+          else if (stopped !== undefined) end(stopped, false)
           else {
             stopListening = call.cancel.onAbort(() => end())
             arm()

@@ -8,6 +8,7 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import type { CacheHint, ChatMessage } from "../Providers/Chat.ts"
 import { SSE_HEADERS, sseFrame } from "./Edge.ts"
 import { chatPlan, type Lane } from "./Lane.ts"
+import { RequestDeadline } from "./RequestDeadline.ts"
 import { authed } from "./Route.ts"
 import { CompletionResult } from "./ResponseSchemas.ts"
 import { BoundedArray } from "../RequestFields.ts"
@@ -254,7 +255,9 @@ const pulledText = (opened: ChatStream, frames: (chunk: StreamChunk) => string, 
  * Answers a chat stream on the Effect path: opens the upstream before answering (so routing and
  * upstream refusals still get a status code and an envelope), then streams the same pieces the
  * fast lane writes (Lane.ts's `stream`). The upstream request lives as long as the response
- * stream: a client that disconnects interrupts it, and closing the scope aborts it.
+ * stream: a client that disconnects interrupts it, and closing the scope aborts it. A stream still
+ * running at the request's deadline (RequestDeadline.ts), when its host gives one, is stopped with
+ * the deadline's message in its final chunk.
  */
 export const streamAnswer = <E, R>(
   open: Effect.Effect<ChatStream, E, R>,
@@ -263,6 +266,12 @@ export const streamAnswer = <E, R>(
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const opened = yield* Scope.extend(open, scope).pipe(Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause))))
+    const deadline = yield* Effect.serviceOption(RequestDeadline)
+    if (Option.isSome(deadline)) {
+      const { at, message } = deadline.value
+      const timer = setTimeout(() => opened.stop(message), Math.max(0, at - Date.now()))
+      yield* Scope.addFinalizer(scope, Effect.sync(() => clearTimeout(timer)))
+    }
     const { frames, opening, trailer } = textOf(opened)
     const bytes = Stream.ensuring(pulledText(opened, frames, opening, trailer), Scope.close(scope, Exit.void))
     const { "content-type": contentType, ...headers } = SSE_HEADERS

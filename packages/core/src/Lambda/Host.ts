@@ -12,9 +12,10 @@
  */
 import * as PlatformHttpApp from "@effect/platform/HttpApp"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Cause, Config, ConfigProvider, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
+import { Cause, Config, ConfigProvider, type Context, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import * as ConfigFile from "../ConfigFile.ts"
 import * as HttpApp from "../Http/App.ts"
+import { RequestDeadline } from "../Http/RequestDeadline.ts"
 import { BadRequest, Busy, type GatewayError, UpstreamTimeout } from "../Errors.ts"
 import { defectParts, envelopeOfPath, errorParts } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
@@ -79,11 +80,42 @@ export const runtimeProblem = (needed: number | undefined, versions: NodeJS.Proc
 const EXPORT_FLUSH_MS = 2_000
 
 /**
- * Time kept at the end of a buffered invocation for its answer: a request still running then is cut
- * off and answered 504, in its envelope. Past the function's timeout Lambda would end the invocation
- * itself: the client would get API Gateway's own bare error body, and the next invocation a cold start.
+ * Time kept at the end of an invocation for its answer: a request still unanswered then is cut off
+ * and answered 504, in its envelope. Past the function's timeout Lambda would end the invocation
+ * itself: the client would get API Gateway's own bare error body (or a stream cut without its end),
+ * and the next invocation a cold start.
  */
 export const ANSWER_MARGIN_MS = 1_000
+
+/**
+ * How long before the cut a stream still running is ended with its error chunk, so that it leaves
+ * whole: its usage is recorded first, which may load the tokenizer in a fresh container.
+ */
+const STREAM_STOP_AHEAD_MS = 1_000
+
+const TIME_UP = Symbol("time up")
+
+/**
+ * One request's share of the invocation's time (`remaining` ms when it started): the deadline its
+ * streams stop at (RequestDeadline.ts), and `within`, which settles as the answer does or with
+ * TIME_UP at the cut. With less than twice the margin left the cut is halfway: every request cut at
+ * once would serve none.
+ */
+const invocationTime = (remaining: number, streaming: boolean) => {
+  const cutMs = Math.max(remaining - ANSWER_MARGIN_MS, remaining / 2)
+  const message = `The request did not finish within this Lambda function's time (${Math.round(remaining / 1000)} s left when it started). ` +
+    (streaming
+      ? "Raise the function's Timeout."
+      : "Raise the function's Timeout (and the API Gateway integration's), or use the streaming function for long answers.")
+  let timer: NodeJS.Timeout | undefined
+  return {
+    deadline: RequestDeadline.context({ at: Date.now() + cutMs - Math.min(STREAM_STOP_AHEAD_MS, cutMs / 4), message }),
+    message,
+    within: <A>(answer: Promise<A>): Promise<A | typeof TIME_UP> =>
+      Promise.race([answer, new Promise<typeof TIME_UP>((resolve) => (timer = setTimeout(() => resolve(TIME_UP), cutMs)))]),
+    clear: () => clearTimeout(timer)
+  }
+}
 
 /** Lambda's only writable place; the file mailer and other data-dir users go there by default. */
 const LAMBDA_DATA_DIR = "/tmp/aigw"
@@ -165,7 +197,7 @@ const schemaCheck = Effect.gen(function*() {
 })
 
 interface Built {
-  readonly handle: (request: Request) => Promise<Response>
+  readonly handle: (request: Request, context?: Context.Context<never>) => Promise<Response>
   readonly runtime: ManagedRuntime.ManagedRuntime<GatewayServices, never>
 }
 
@@ -247,8 +279,8 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     return building
   }
 
-  /** Serves one request; never rejects. */
-  const serve = async (request: Request, path: string): Promise<Response> => {
+  /** Serves one request (with its deadline, when the invocation has one); never rejects. */
+  const serve = async (request: Request, path: string, deadline?: Context.Context<never>): Promise<Response> => {
     let built: Built
     try {
       built = await runtime()
@@ -256,7 +288,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       return unavailable(path, (e as Error).message, request.headers.get(RequestId.HEADER))
     }
     try {
-      return await built.handle(request)
+      return await built.handle(request, deadline)
     } catch (e) {
       log(Effect.logError("aigw: request failed outside the application", Cause.die(e)))
       return defectAnswer(path, e, request.headers.get(RequestId.HEADER))
@@ -280,7 +312,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
    * Event -> Response (400 envelope for an event that is not an HTTP request). The response is
    * answered as soon as it is known, with `format` and `path`; `served` settles when it is.
    */
-  const respond = (input: unknown, signal?: AbortSignal): {
+  const respond = (input: unknown, signal?: AbortSignal, deadline?: Context.Context<never>): {
     readonly format: "v1" | "v2"
     readonly path?: string
     readonly requestId: string | null
@@ -308,17 +340,27 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     // The id settled here, so that an answer made outside the application (the 504) carries the one the application logs.
     const requestId = RequestId.fromHeader(request.headers.get(RequestId.HEADER))
     request.headers.set(RequestId.HEADER, requestId)
-    return { format, path, requestId, served: serve(request, path) }
+    return { format, path, requestId, served: serve(request, path, deadline) }
+  }
+
+  /** The 504 of a request cut off by the invocation's time: the request is aborted (its upstream call with it). */
+  const cutOff = (abort: AbortController, path: string | undefined, requestId: string | null, message: string) => {
+    abort.abort()
+    log(Effect.logWarning(`aigw: ${path ?? "request"} did not finish within the invocation's time; answered 504`))
+    return refusal(path, new UpstreamTimeout({ provider: "lambda", message }), requestId)
   }
 
   /**
    * Buffered invocation (API Gateway HTTP API 2.0 / REST API 1.0 / Function URL BUFFERED): the whole
-   * response, SSE streams included, in one result. A request still unanswered `ANSWER_MARGIN_MS`
-   * before the invocation's time ends is aborted (its upstream call with it) and answered 504.
+   * response, SSE streams included, in one result. A stream still running shortly before the
+   * invocation's time ends is ended with its error chunk (and answered with what it sent); a request
+   * still unanswered `ANSWER_MARGIN_MS` before then is cut off and answered 504.
    */
   const handler = async (event: unknown, context?: LambdaContext): Promise<HttpResult> => {
     const abort = new AbortController()
-    const { format, path, requestId, served } = respond(event, abort.signal)
+    const remaining = context?.getRemainingTimeInMillis?.()
+    const time = remaining === undefined ? undefined : invocationTime(remaining, false)
+    const { format, path, requestId, served } = respond(event, abort.signal, time?.deadline)
     const whole = served.then(async (response) => {
       try {
         return await toResult(format, response)
@@ -328,28 +370,14 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
         return toResult(format, defectAnswer(path, e, response.headers.get(RequestId.HEADER)))
       }
     })
-    const remaining = context?.getRemainingTimeInMillis?.()
-    let timer: NodeJS.Timeout | undefined
     try {
-      if (remaining === undefined) return await whole
-      const timeUp = new Promise<"time up">((resolve) => {
-        // Halfway for an invocation with less than twice the margin left: every request cut at once would serve none.
-        timer = setTimeout(() => resolve("time up"), Math.max(remaining - ANSWER_MARGIN_MS, remaining / 2))
-      })
+      if (time === undefined) return await whole
       // The abandoned answer's failure, if it fails once aborted, is expected: nothing waits for it.
       whole.catch(() => undefined)
-      const first = await Promise.race([whole, timeUp])
-      if (first !== "time up") return first
-      abort.abort()
-      log(Effect.logWarning(`aigw: ${path ?? "request"} did not finish within the invocation's time; answered 504`))
-      const error = new UpstreamTimeout({
-        provider: "lambda",
-        message: `The request did not finish within this Lambda function's time (${Math.round(remaining / 1000)} s left when it started). ` +
-          "Raise the function's Timeout (and the API Gateway integration's), or use the streaming function for long answers."
-      })
-      return await toResult(format, refusal(path, error, requestId))
+      const first = await time.within(whole)
+      return first !== TIME_UP ? first : await toResult(format, cutOff(abort, path, requestId, time.message))
     } finally {
-      clearTimeout(timer)
+      time?.clear()
       await flushExports(context)
     }
   }
@@ -357,13 +385,22 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
   /**
    * Streamed invocation (Function URL with InvokeMode RESPONSE_STREAM): status and headers go first
    * as the HTTP integration prelude, then the body as it is produced. A client that goes away
-   * aborts the request, which interrupts the upstream call.
+   * aborts the request, which interrupts the upstream call. As in `handler`, a request whose
+   * status is still unknown at the cut is answered 504, and a stream still running shortly before
+   * it ends with its error chunk.
    */
   const streamingHandler = async (event: unknown, responseStream: ResponseStream, context?: LambdaContext): Promise<void> => {
     const abort = new AbortController()
-    const response = await respond(event, abort.signal).served
-    await streamResponse(responseStream, response, abort)
-    await flushExports(context)
+    const remaining = context?.getRemainingTimeInMillis?.()
+    const time = remaining === undefined ? undefined : invocationTime(remaining, true)
+    const { path, requestId, served } = respond(event, abort.signal, time?.deadline)
+    try {
+      const head = time === undefined ? await served : await time.within(served)
+      await streamResponse(responseStream, head !== TIME_UP ? head : cutOff(abort, path, requestId, time!.message), abort)
+    } finally {
+      time?.clear()
+      await flushExports(context)
+    }
   }
 
   /** Runs every pending migration (a separate function: never on a gateway cold start). */

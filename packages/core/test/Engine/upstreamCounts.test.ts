@@ -50,6 +50,7 @@ describe("what an upstream's answer may claim", () => {
   let url: string
   const recorded: Array<UsageEvent> = []
   let engine: ProviderCalls.ProviderCalls["Type"]
+  let health: ProviderHealth.ProviderHealth["Type"]
 
   beforeAll(async () => {
     server = http.createServer((req, res) => {
@@ -72,8 +73,11 @@ describe("what an upstream's answer may claim", () => {
       callsOn: async () => 0,
       record: async (event) => void recorded.push(event)
     })
-    engine = await Effect.runPromise(
-      Effect.provide(ProviderCalls.ProviderCalls, ProviderCalls.layer.pipe(Layer.provide(Layer.merge(ProviderHealth.layer, metering))))
+    ;[engine, health] = await Effect.runPromise(
+      Effect.provide(
+        Effect.all([ProviderCalls.ProviderCalls, ProviderHealth.ProviderHealth]),
+        ProviderCalls.layer.pipe(Layer.provideMerge(Layer.merge(ProviderHealth.layer, metering)))
+      )
     )
   })
   afterAll(() => {
@@ -161,6 +165,39 @@ describe("what an upstream's answer may claim", () => {
       expect(last.error).toBeUndefined()
       expect(record.ok).toBe(true)
     }
+  })
+
+  it("a stream the gateway stops (a host's deadline) ends with the stop's error, recorded as failed with what was sent; the upstream connection closed, the provider's health untouched", async () => {
+    let closed!: Promise<void>
+    answer = {
+      script: async (res) => {
+        closed = new Promise((resolve) => res.on("close", () => resolve()))
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        // The first words, then the upstream goes on thinking: only the stop ends this stream.
+        res.write(chunk({ role: "assistant", content: "the first words " }))
+      }
+    }
+    const stopped = { ...call(), targets: [{ ...target(), provider: { ...target().provider, id: "stopped" } }] }
+    const opened = await engine.openStream(stopped)
+    const chunks: Array<ProviderCalls.StreamChunk> = []
+    await opened.run((c) => {
+      chunks.push(...c)
+      if (c.some((x) => x.content === "the first words ")) opened.stop("out of time")
+    })
+    expect(chunks.map((c) => c.content).join("")).toBe("the first words ")
+    expect(chunks.at(-1)).toMatchObject({ done: true, finishReason: "error", error: "out of time", provider: "stopped" })
+    expect(recorded.at(-1)).toMatchObject({ provider: "stopped", ok: false, estimated: true })
+    expect(recorded.at(-1)!.completionTokens).toBeGreaterThan(0)
+    await closed
+    expect(health.status("stopped")).toBe("up")
+    // A stop asked before the run ends the stream as soon as it runs.
+    answer = { script: async (res) => void res.writeHead(200, { "content-type": "text/event-stream" }).write(chunk({ role: "assistant", content: "x" })) }
+    const early = await engine.openStream(stopped)
+    early.stop("out of time, early")
+    const last: Array<ProviderCalls.StreamChunk> = []
+    await early.run((c) => last.push(...c))
+    expect(last.at(-1)).toMatchObject({ done: true, error: "out of time, early" })
+    expect(health.status("stopped")).toBe("up")
   })
 
   it("an embedding answer's count that is no count is estimated", async () => {

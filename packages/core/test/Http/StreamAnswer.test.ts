@@ -9,12 +9,13 @@ import { Effect, type Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import type { ChatStream, StreamChunk } from "../../src/Engine/ProviderCalls.ts"
 import { streamAnswer } from "../../src/Http/CompletionRoutes.ts"
+import { RequestDeadline } from "../../src/Http/RequestDeadline.ts"
 
 const chunk = (content: string, done = false): StreamChunk => ({ content, done })
 
-/** A chat stream the test drives: `send` emits, `finish` resolves the run; `closed` counts scope closes, `started` runs. */
+/** A chat stream the test drives: `send` emits, `finish` resolves the run; `closed` counts scope closes, `started` runs, `stops` the stops asked. */
 const driven = () => {
-  const state = { closed: 0, started: 0 }
+  const state = { closed: 0, started: 0, stops: [] as Array<string> }
   let emit!: (chunks: ReadonlyArray<StreamChunk>, upstreamDone: boolean) => void
   let finish!: () => void
   const stream: ChatStream = {
@@ -23,7 +24,8 @@ const driven = () => {
       state.started++
       emit = e
       return new Promise<void>((resolve) => (finish = resolve))
-    }
+    },
+    stop: (error) => void state.stops.push(error)
   }
   const open = Effect.as(Effect.addFinalizer(() => Effect.sync(() => void state.closed++)), stream)
   return { state, open, send: (...chunks: Array<StreamChunk>) => emit(chunks, false), finish: () => finish() }
@@ -31,8 +33,12 @@ const driven = () => {
 
 const frames = (c: StreamChunk) => `data: ${c.content}\n\n`
 
-const webResponse = (open: Effect.Effect<ChatStream, never, Scope.Scope>) =>
-  Effect.runPromise(Effect.map(streamAnswer(open, () => ({ frames, opening: "data: open\n\n", trailer: "data: [DONE]\n\n" })), (r) => HttpServerResponse.toWeb(r)))
+const webResponse = (open: Effect.Effect<ChatStream, never, Scope.Scope>, deadline?: typeof RequestDeadline.Service) =>
+  Effect.runPromise(
+    Effect.map(streamAnswer(open, () => ({ frames, opening: "data: open\n\n", trailer: "data: [DONE]\n\n" })), (r) => HttpServerResponse.toWeb(r)).pipe(
+      deadline === undefined ? (e) => e : Effect.provideService(RequestDeadline, deadline)
+    )
+  )
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 10))
 
@@ -76,11 +82,45 @@ describe("streamAnswer as a web Response (the Lambda host's form)", () => {
 
   it("a run that fails ends the body with an error, and the scope closes", async () => {
     const state = { closed: 0 }
-    const failing: ChatStream = { target: undefined as never, run: () => Promise.reject(new Error("engine broke")) }
+    const failing: ChatStream = { target: undefined as never, run: () => Promise.reject(new Error("engine broke")), stop: () => undefined }
     const open = Effect.as(Effect.addFinalizer(() => Effect.sync(() => void state.closed++)), failing)
     const response = await webResponse(open)
     await expect(response.text()).rejects.toThrow()
     await settle()
     expect(state.closed).toBe(1)
+  })
+
+  it("a stream still running at the request's deadline is stopped with the deadline's message; one that ended before is not", async () => {
+    const message = "out of time"
+    const late = driven()
+    const response = await webResponse(late.open, { at: Date.now() + 80, message })
+    const reader = response.body!.getReader()
+    await reader.read()
+    late.send(chunk("a"))
+    await reader.read()
+    expect(late.state.stops).toEqual([])
+    await new Promise((resolve) => setTimeout(resolve, 120))
+    expect(late.state.stops).toEqual([message])
+    // The engine's stop emits the final chunk and ends the run; the stream then ends as any other.
+    late.send(chunk("", true))
+    late.finish()
+    for (let r = await reader.read(); !r.done; r = await reader.read());
+    await settle()
+    expect(late.state.closed).toBe(1)
+
+    const early = driven()
+    const answered = await webResponse(early.open, { at: Date.now() + 80, message })
+    const text = answered.text()
+    await settle()
+    early.send(chunk("", true))
+    early.finish()
+    await text
+    await new Promise((resolve) => setTimeout(resolve, 120))
+    expect(early.state.stops).toEqual([])
+
+    const past = driven()
+    await webResponse(past.open, { at: Date.now() - 1, message })
+    await settle()
+    expect(past.state.stops).toEqual([message])
   })
 })

@@ -205,6 +205,71 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     expect(json(answered).result.content).toBe("in time")
   })
 
+  it("a stream still running near the end of the invocation's time ends with its error chunk, in its own format (streamed and buffered)", async () => {
+    // 40 pieces 150 ms apart: about 6 s of answer against 5 s left, so each stream stops at 3 s (a
+    // second before the 4 s cut) with what it sent and its error. The four run side by side.
+    const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ")
+    upstream.setScenario({ kind: "text", text: words, usage: { prompt: 2, completion: 40 }, pieces: 40 })
+    const context = { getRemainingTimeInMillis: () => 5_000 }
+    const closedBefore = upstream.closedSockets
+    const usageBefore = json(await v2({ method: "GET", path: "/v1/usage", apiKey })).result
+    const timed = async <A>(f: () => Promise<A>) => {
+      const started = performance.now()
+      const value = await f()
+      return { value, took: performance.now() - started }
+    }
+    const streamed = (path: string, body: unknown) =>
+      timed(async () => {
+        const stream = new RecordingStream()
+        await host.streamingHandler(functionUrlEvent({ method: "POST", path, apiKey, body }), stream, context)
+        return stream.parts()
+      })
+    const [gateway, openai, anthropic, buffered] = await Promise.all([
+      streamed("/v1/complete/stream", { messages: hi, provider: "openai", model: "gpt-4o-mini" }),
+      streamed("/openai/v1/chat/completions", { model: "gpt-4o-mini", messages: hi, stream: true }),
+      streamed("/anthropic/v1/messages", { model: "gpt-4o-mini", max_tokens: 100, messages: hi, stream: true }),
+      timed(() => host.handler(v2Event({ method: "POST", path: "/v1/complete/stream", apiKey, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } }), context))
+    ])
+    for (const { took } of [gateway, openai, anthropic, buffered]) {
+      expect(took).toBeGreaterThanOrEqual(2_950)
+      expect(took).toBeLessThan(4_000)
+    }
+    expect(gateway.value.metadata.statusCode).toBe(200)
+    const chunks = sseData(gateway.value.body).map((f) => JSON.parse(f))
+    const sent = chunks.slice(0, -1).map((c) => c.content).join("")
+    expect(sent.length).toBeGreaterThan(0)
+    expect(words.startsWith(sent)).toBe(true)
+    expect(sent).not.toBe(words)
+    expect(chunks.at(-1)).toMatchObject({
+      done: true,
+      finishReason: "error",
+      error: expect.stringMatching(/did not finish within this Lambda function's time \(5 s left when it started\)\. Raise the function's Timeout\.$/)
+    })
+    // The OpenAI and Anthropic surfaces end with their own error events.
+    const openaiEvents = sseData(openai.value.body)
+    expect(openaiEvents.at(-1)).toBe("[DONE]")
+    expect(JSON.parse(openaiEvents.at(-2)!).error).toMatchObject({ type: "api_error", message: expect.stringMatching(/did not finish within this Lambda function's time/) })
+    expect(anthropic.value.body).toMatch(/event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"The request did not finish within this Lambda function's time/)
+    // Buffered: the stream's text so far and its error, with status 200, before the cut's 504 could come.
+    expect(buffered.value.statusCode).toBe(200)
+    expect(sseData(buffered.value.body).map((f) => JSON.parse(f)).at(-1)).toMatchObject({ done: true, error: expect.stringMatching(/or use the streaming function for long answers\.$/) })
+    // Each stopped stream closed its upstream connection, and counted as a call.
+    for (let i = 0; i < 50 && upstream.closedSockets < closedBefore + 4; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(upstream.closedSockets).toBeGreaterThanOrEqual(closedBefore + 4)
+    const usageAfter = json(await v2({ method: "GET", path: "/v1/usage", apiKey })).result
+    expect(usageAfter.dailyCallsUsed - usageBefore.dailyCallsUsed).toBe(4)
+  })
+
+  it("RESPONSE_STREAM: a request whose status is still unknown near the end of the invocation's time is answered 504 in its envelope", async () => {
+    upstream.setScenario({ kind: "hang" })
+    const stream = new RecordingStream()
+    const started = performance.now()
+    await host.streamingHandler(functionUrlEvent({ method: "POST", path: "/openai/v1/chat/completions", apiKey, body: { model: "gpt-4o-mini", messages: hi, stream: true } }), stream, { getRemainingTimeInMillis: () => 2_600 })
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1_550)
+    expect(stream.parts().metadata.statusCode).toBe(504)
+    expect(JSON.parse(stream.parts().body).error).toMatchObject({ type: "api_error", code: "UpstreamTimeout", message: expect.stringMatching(/Raise the function's Timeout\.$/) })
+  })
+
   it("RESPONSE_STREAM: prelude first, then SSE frames as the upstream produces them", async () => {
     upstream.setScenario({ kind: "text", text: "alpha beta gamma delta", usage: { prompt: 2, completion: 4 } })
     const stream = new RecordingStream()

@@ -69,7 +69,8 @@ export interface MockUsage {
 }
 
 export type Scenario =
-  | { kind: "text"; text: string; usage?: MockUsage }
+  /** `pieces`: how many content chunks a stream splits the text into (3 unless given; the OpenAI wire). */
+  | { kind: "text"; text: string; usage?: MockUsage; pieces?: number }
   | { kind: "tool"; name: string; arguments: Record<string, unknown>; id?: string; usage?: MockUsage }
   /** `midStream: true` on a streaming request answers 200, streams a little, then sends the provider's in-stream error */
   | { kind: "error"; status: number; message?: string; midStream?: boolean }
@@ -273,7 +274,7 @@ const startMock = async (
 
 /** a successful answer, normalised: usage filled in and the stop cause decided */
 type Answer =
-  | { kind: "text"; text: string; usage: MockUsage; stop: "end" | "length" }
+  | { kind: "text"; text: string; usage: MockUsage; stop: "end" | "length"; pieces?: number | undefined }
   | { kind: "tool"; name: string; args: Record<string, unknown>; id: string | undefined; usage: MockUsage; stop: "tool" }
 
 /** per-request facts a provider needs to shape its reply */
@@ -302,9 +303,9 @@ const toAnswer = (s: Scenario & { kind: "text" | "tool" | "stream-then-drop" }, 
   const usage = { ...(("usage" in s && s.usage) || DEFAULT_USAGE) }
   if (s.kind === "tool") return { kind: "tool", name: s.name, args: s.arguments, id: s.id, usage, stop: "tool" }
   if (limit !== undefined && usage.completion > limit) {
-    return { kind: "text", text: s.text, usage: { ...usage, completion: limit }, stop: "length" }
+    return { kind: "text", text: s.text, usage: { ...usage, completion: limit }, stop: "length", pieces: "pieces" in s ? s.pieces : undefined }
   }
-  return { kind: "text", text: s.text, usage, stop: "end" }
+  return { kind: "text", text: s.text, usage, stop: "end", pieces: "pieces" in s ? s.pieces : undefined }
 }
 
 const serve = async (ex: Exchange, call: Call, wire: Wire): Promise<void> => {
@@ -482,7 +483,7 @@ const openAiWire = (): Wire => {
       const frames: string[] = []
       if (a.kind === "text") {
         frames.push(sse(chunk(call, { role: "assistant", content: "", refusal: null }, null)))
-        for (const piece of splitText(a.text)) frames.push(sse(chunk(call, { content: piece }, null)))
+        for (const piece of splitText(a.text, a.pieces)) frames.push(sse(chunk(call, { content: piece }, null)))
       } else {
         frames.push(
           sse(
