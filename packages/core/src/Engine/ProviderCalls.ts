@@ -305,8 +305,8 @@ export interface ChatStream {
   /**
    * Ends the stream now, for a reason of the gateway's own (a host's deadline): the upstream call
    * is aborted, usage so far is recorded as a failed call, and the final chunk carries `error`.
-   * The provider's health is not touched. A stream already ended, or one not yet run, is ended at
-   * once when it runs.
+   * The provider's health is not touched. A stream that has ended is left as it is; one not yet
+   * run ends this way as soon as it runs.
    */
   readonly stop: (error: string) => void
 }

@@ -264,18 +264,21 @@ export const streamAnswer = <E, R>(
   textOf: (opened: ChatStream) => { readonly frames: (chunk: StreamChunk) => string; readonly opening: string; readonly trailer: string }
 ) =>
   Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const opened = yield* Scope.extend(open, scope).pipe(Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause))))
     const deadline = yield* Effect.serviceOption(RequestDeadline)
-    if (Option.isSome(deadline)) {
-      const { at, message } = deadline.value
-      const timer = setTimeout(() => opened.stop(message), Math.max(0, at - Date.now()))
-      yield* Scope.addFinalizer(scope, Effect.sync(() => clearTimeout(timer)))
-    }
-    const { frames, opening, trailer } = textOf(opened)
-    const bytes = Stream.ensuring(pulledText(opened, frames, opening, trailer), Scope.close(scope, Exit.void))
-    const { "content-type": contentType, ...headers } = SSE_HEADERS
-    return HttpServerResponse.stream(bytes, { contentType, headers })
+    const scope = yield* Scope.make()
+    // Until the response holds the scope (its stream closes it), any exit closes it here.
+    return yield* Effect.gen(function*() {
+      const opened = yield* Scope.extend(open, scope)
+      if (Option.isSome(deadline)) {
+        const { at, message } = deadline.value
+        const timer = setTimeout(() => opened.stop(message), Math.max(0, at - Date.now()))
+        yield* Scope.addFinalizer(scope, Effect.sync(() => clearTimeout(timer)))
+      }
+      const { frames, opening, trailer } = textOf(opened)
+      const bytes = Stream.ensuring(pulledText(opened, frames, opening, trailer), Scope.close(scope, Exit.void))
+      const { "content-type": contentType, ...headers } = SSE_HEADERS
+      return HttpServerResponse.stream(bytes, { contentType, headers })
+    }).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))))
   })
 
 const completeWith = (body: typeof ToolResultBody.Type, avatar: AvatarRecord) =>

@@ -287,6 +287,8 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     } catch (e) {
       return unavailable(path, (e as Error).message, request.headers.get(RequestId.HEADER))
     }
+    // A request cut off while the runtime was being built is not started: its abort has passed.
+    if (request.signal.aborted) return refusal(path, new Busy({ message: "The request was cut off before it started.", retryAfterSeconds: 1 }), request.headers.get(RequestId.HEADER))
     try {
       return await built.handle(request, deadline)
     } catch (e) {
@@ -396,7 +398,13 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     const { path, requestId, served } = respond(event, abort.signal, time?.deadline)
     try {
       const head = time === undefined ? await served : await time.within(served)
-      await streamResponse(responseStream, head !== TIME_UP ? head : cutOff(abort, path, requestId, time!.message), abort)
+      if (head === TIME_UP) {
+        // An answer that comes after the cut is not read: its body (a stream) is cancelled, which ends its upstream call.
+        void served.then((late) => late.body?.cancel().catch(() => undefined))
+        await streamResponse(responseStream, cutOff(abort, path, requestId, time!.message), abort)
+      } else {
+        await streamResponse(responseStream, head, abort)
+      }
     } finally {
       time?.clear()
       await flushExports(context)

@@ -93,13 +93,13 @@ describe("streamAnswer as a web Response (the Lambda host's form)", () => {
   it("a stream still running at the request's deadline is stopped with the deadline's message; one that ended before is not", async () => {
     const message = "out of time"
     const late = driven()
-    const response = await webResponse(late.open, { at: Date.now() + 80, message })
+    const response = await webResponse(late.open, { at: Date.now() + 300, message })
     const reader = response.body!.getReader()
     await reader.read()
     late.send(chunk("a"))
     await reader.read()
     expect(late.state.stops).toEqual([])
-    await new Promise((resolve) => setTimeout(resolve, 120))
+    await new Promise((resolve) => setTimeout(resolve, 400))
     expect(late.state.stops).toEqual([message])
     // The engine's stop emits the final chunk and ends the run; the stream then ends as any other.
     late.send(chunk("", true))
@@ -109,13 +109,13 @@ describe("streamAnswer as a web Response (the Lambda host's form)", () => {
     expect(late.state.closed).toBe(1)
 
     const early = driven()
-    const answered = await webResponse(early.open, { at: Date.now() + 80, message })
+    const answered = await webResponse(early.open, { at: Date.now() + 300, message })
     const text = answered.text()
     await settle()
     early.send(chunk("", true))
     early.finish()
     await text
-    await new Promise((resolve) => setTimeout(resolve, 120))
+    await new Promise((resolve) => setTimeout(resolve, 400))
     expect(early.state.stops).toEqual([])
 
     const past = driven()

@@ -211,6 +211,9 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ")
     upstream.setScenario({ kind: "text", text: words, usage: { prompt: 2, completion: 40 }, pieces: 40 })
     const context = { getRemainingTimeInMillis: () => 5_000 }
+    // The stopped streams' usage is estimated by the tokenizer: loaded here first, so that its first load
+    // (a few hundred ms, within the second kept for it) does not eat the test's margins on a busy machine.
+    await v2({ method: "POST", path: "/anthropic/v1/messages/count_tokens", apiKey, body: { model: "gpt-4o-mini", messages: hi } })
     const closedBefore = upstream.closedSockets
     const usageBefore = json(await v2({ method: "GET", path: "/v1/usage", apiKey })).result
     const timed = async <A>(f: () => Promise<A>) => {
@@ -268,6 +271,17 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(1_550)
     expect(stream.parts().metadata.statusCode).toBe(504)
     expect(JSON.parse(stream.parts().body).error).toMatchObject({ type: "api_error", code: "UpstreamTimeout", message: expect.stringMatching(/Raise the function's Timeout\.$/) })
+    // Cut off during a cold start (the runtime takes longer than the 50 ms before the cut): answered 504, and
+    // the request is not started once the runtime is ready.
+    upstream.setScenario({ kind: "text", text: "too late", usage: { prompt: 1, completion: 2 } })
+    await host.dispose()
+    const requestsBefore = upstream.requests.length
+    const cold = new RecordingStream()
+    await host.streamingHandler(functionUrlEvent({ method: "POST", path: "/openai/v1/chat/completions", apiKey, body: { model: "gpt-4o-mini", messages: hi, stream: true } }), cold, { getRemainingTimeInMillis: () => 100 })
+    expect(cold.parts().metadata.statusCode).toBe(504)
+    await host.warm()
+    await new Promise((r) => setTimeout(r, 200))
+    expect(upstream.requests.length).toBe(requestsBefore)
   })
 
   it("RESPONSE_STREAM: prelude first, then SSE frames as the upstream produces them", async () => {
