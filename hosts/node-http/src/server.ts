@@ -24,7 +24,7 @@ const ServerLive = Layer.unwrapEffect(
       Config.validate({ message: "AIGW_SHUTDOWN_GRACE_SECONDS must be a number of seconds above 0, at most 86400", validation: (n) => n > 0 && n <= 86_400 }),
       Config.withDefault(8)
     )
-    const server = () => new ShutdownDeadline.BoundedServer(graceSeconds * 1000)
+    const server = yield* ShutdownDeadline.serverOf(graceSeconds * 1000)
     if (!fastLane) return NodeHttpServer.layer(server, { port, host })
     const lane = yield* FastLane.make
     return NodeHttpServer.layer(() => FastLane.attach(server(), lane), { port, host })

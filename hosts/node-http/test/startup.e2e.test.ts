@@ -282,6 +282,16 @@ describe("the AIGW_ADMIN_* avatar", () => {
 })
 
 describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
+  /** Reads the stopped server's SQLite database. */
+  const readDatabase = <A>(server: { readonly dataDir: string }, read: (db: Database.Database) => A): A => {
+    const db = new Database(path.join(server.dataDir, "data", "aigw.sqlite"), { readonly: true })
+    try {
+      return read(db)
+    } finally {
+      db.close()
+    }
+  }
+
   // A process manager SIGKILLs a process that has not stopped after its grace period (10 s for Docker
   // and Podman): a request whose upstream stalls must not hold the stop until its own timeout.
   it.each(["true", "false"])("closes the connections still open after the grace period, records their calls, then exits 0 (fast lane %s)", async (fastLane) => {
@@ -302,14 +312,66 @@ describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
       expect(await server.stop(), server.output()).toBe(0)
       expect(await Promise.all(pending)).toEqual(["closed", "closed"])
       // The two calls cut at the deadline were counted: their usage records were written before the database closed.
-      const db = new Database(path.join(server.dataDir, "data", "aigw.sqlite"), { readonly: true })
-      try {
-        const calls = db.prepare("SELECT SUM(calls) AS n FROM daily_usage WHERE avatar_id = ?").get(user.id) as { n: number }
-        const records = db.prepare("SELECT ok FROM usage_events WHERE avatar_id = ?").all(user.id)
-        expect([calls.n, records], server.output()).toEqual([2, [{ ok: 0 }, { ok: 0 }]])
-      } finally {
-        db.close()
-      }
+      const [calls, records] = readDatabase(server, (db) => [
+        db.prepare("SELECT SUM(calls) AS n FROM daily_usage WHERE avatar_id = ?").get(user.id) as { n: number },
+        db.prepare("SELECT ok FROM usage_events WHERE avatar_id = ?").all(user.id)
+      ] as const)
+      expect([calls.n, records], server.output()).toEqual([2, [{ ok: 0 }, { ok: 0 }]])
+    } finally {
+      await server.kill().catch(() => undefined)
+      await openai.close()
+    }
+  }, T)
+
+  it.each(["true", "false"])("ends the chat streams still running a little before the cut with their own error ending (fast lane %s)", async (fastLane) => {
+    // 200 pieces 100 ms apart: a 20 s answer against a 2 s grace, whose notice comes half a second before the cut.
+    const openai = await startOpenAiMock({ apiKey: "sk-stop", chunkDelayMs: 100 })
+    const server = await startServer({ OPENAI_API_KEY: "sk-stop", OPENAI_BASE_URL: openai.url, AIGW_SHUTDOWN_GRACE_SECONDS: "2", AIGW_FAST_LANE: fastLane })
+    try {
+      const user = await signUp(server, "streamstop")
+      const words = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ")
+      openai.setScenario({ kind: "text", text: words, usage: { prompt: 2, completion: 200 }, pieces: 200 })
+      const streams = [
+        ["/v1/complete/stream", { messages: [{ role: "user", content: "hi" }], model: "gpt-4o-mini" }],
+        ["/openai/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], model: "gpt-4o-mini", stream: true }]
+      ] as const
+      let firstData = 0
+      const texts = streams.map(async ([p, body]) => {
+        const res = await fetch(`${server.url}${p}`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": user.apiKey }, body: JSON.stringify(body) })
+        const reader = res.body!.getReader()
+        const decoder = new TextDecoder()
+        let text = ""
+        let counted = false
+        try {
+          for (let r = await reader.read(); !r.done; r = await reader.read()) {
+            text += decoder.decode(r.value, { stream: true })
+            if (!counted && text.includes("w1")) {
+              counted = true
+              firstData++
+            }
+          }
+        } catch {
+          text += "<cut>"
+        }
+        return text
+      })
+      for (let i = 0; i < 100 && firstData < 2; i++) await new Promise((r) => setTimeout(r, 50))
+      expect(firstData).toBe(2)
+      const stopped = performance.now()
+      expect(await server.stop(), server.output()).toBe(0)
+      expect(performance.now() - stopped).toBeLessThan(5_000)
+      const [gateway, chat] = await Promise.all(texts)
+      const data = (text: string) => text.split("\n\n").filter((b) => b.startsWith("data: ")).map((b) => b.slice(6))
+      expect(gateway).not.toContain("<cut>")
+      expect(JSON.parse(data(gateway).at(-1)!)).toMatchObject({ done: true, finishReason: "error", error: expect.stringMatching(/^The gateway is shutting down/) })
+      expect(chat).not.toContain("<cut>")
+      expect(data(chat).at(-1)).toBe("[DONE]")
+      expect(JSON.parse(data(chat).at(-2)!).error).toMatchObject({ type: "api_error", message: expect.stringMatching(/^The gateway is shutting down/) })
+      // Both were recorded as failed calls with the text they sent.
+      const records = readDatabase(server, (db) =>
+        db.prepare("SELECT ok, completion_tokens AS completion FROM usage_events WHERE avatar_id = ?").all(user.id) as Array<{ ok: number; completion: number }>)
+      expect(records.map((r) => r.ok), server.output()).toEqual([0, 0])
+      for (const r of records) expect(r.completion).toBeGreaterThan(0)
     } finally {
       await server.kill().catch(() => undefined)
       await openai.close()

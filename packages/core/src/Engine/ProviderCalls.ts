@@ -616,6 +616,19 @@ const makeService = Effect.gen(function*() {
 
   const idleMs = Duration.toMillis(STREAM_IDLE_TIMEOUT)
 
+  // Set by `stopStreams`: every stream still running ends with it at its next upstream read.
+  let stopping: string | undefined
+
+  /**
+   * Ends the streams still running, each at its next upstream read (a keep-alive comment too), as
+   * `ChatStream.stop` does, and any stream run from now on at once: for a server about to close its
+   * connections (Http/ShutdownDeadline.ts), so that its clients get the stream's own error ending
+   * rather than a cut. A stream whose upstream stays silent is not reached.
+   */
+  const stopStreams = (error: string) => {
+    stopping ??= error
+  }
+
   const openStream = async (call: ChatCall): Promise<ChatStream> => {
     const started = performance.now()
     const { target, value: body } = await firstSuccess(call, "chat", async (t) => {
@@ -681,9 +694,12 @@ const makeService = Effect.gen(function*() {
             if (ended) return
             arm()
             const events = parser.push(bytes)
-            if (events.length === 0) return
-            anyEvent = true
-            take(events)
+            if (events.length > 0) {
+              anyEvent = true
+              take(events)
+            }
+            // The gateway is stopping (`stopStreams`): the stream ends at its next read, keep-alive comments included.
+            if (stopping !== undefined) end(stopping, false)
           }
           body.on("data", onData)
           body.once("end", () => {
@@ -700,7 +716,7 @@ const makeService = Effect.gen(function*() {
           stopRun = (error) => end(error, false)
           if (body.errored) end(streamBroke(provider)(body.errored).message)
           else if (call.cancel.aborted) end()
-          else if (stopped !== undefined) end(stopped, false)
+          else if ((stopped ?? stopping) !== undefined) end(stopped ?? stopping, false)
           else {
             stopListening = call.cancel.onAbort(() => end())
             arm()
@@ -709,7 +725,7 @@ const makeService = Effect.gen(function*() {
     }
   }
 
-  return { complete, embed, rerank, openStream, exchange, firstSuccess, record, recordUsage }
+  return { complete, embed, rerank, openStream, stopStreams, exchange, firstSuccess, record, recordUsage }
 })
 
 export class ProviderCalls extends Context.Tag("aigw/ProviderCalls")<ProviderCalls, Effect.Effect.Success<typeof makeService>>() {}

@@ -5,21 +5,38 @@
  * records nothing of the calls it was serving. So once `close` has waited `graceMs`, the
  * connections still open are closed: their calls end as abandoned ones do (the upstream request
  * aborted, the usage recorded), and the layers are released before the manager's SIGKILL.
+ * A second before that cut (a quarter of the grace, when it is shorter than 4 s) `beforeCut` runs:
+ * the host ends its chat streams there with their own error ending (ProviderCalls `stopStreams`).
  */
+import { Effect } from "effect"
 import { Server } from "node:http"
+import { ProviderCalls } from "../Engine/ProviderCalls.ts"
+
+/** How long before the cut the streams still running are asked to end. */
+const STOP_AHEAD_MS = 1_000
+
+/** The message a stream ended by a graceful stop closes with. */
+export const STOPPING_MESSAGE = "The gateway is shutting down and ended this stream before the answer was complete; send the request again."
 
 /** A node:http server whose `close` ends the connections still open after `graceMs`. */
 export class BoundedServer extends Server {
-  constructor(readonly graceMs: number) {
+  constructor(readonly graceMs: number, private readonly beforeCut: () => void = () => undefined) {
     super()
   }
 
   override close(callback?: (error?: Error) => void): this {
+    const notice = setTimeout(this.beforeCut, this.graceMs - Math.min(STOP_AHEAD_MS, this.graceMs / 4))
     const deadline = setTimeout(() => this.closeAllConnections(), this.graceMs)
+    notice.unref()
     deadline.unref()
     return super.close((error) => {
+      clearTimeout(notice)
       clearTimeout(deadline)
       callback?.(error)
     })
   }
 }
+
+/** The server factory of a host: each server's `beforeCut` ends the engine's chat streams with STOPPING_MESSAGE. */
+export const serverOf = (graceMs: number) =>
+  Effect.map(ProviderCalls, (calls) => () => new BoundedServer(graceMs, () => calls.stopStreams(STOPPING_MESSAGE)))
