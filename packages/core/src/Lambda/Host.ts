@@ -16,7 +16,7 @@ import { Cause, Config, ConfigProvider, type Context, Effect, Either, Exit, Laye
 import * as ConfigFile from "../ConfigFile.ts"
 import * as HttpApp from "../Http/App.ts"
 import { RequestDeadline } from "../Http/RequestDeadline.ts"
-import { BadRequest, Busy, type GatewayError, UpstreamTimeout } from "../Errors.ts"
+import { BadRequest, Busy, type GatewayError, UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
 import { defectParts, envelopeOfPath, errorParts } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
 import * as Mcp from "../Mcp/Server.ts"
@@ -94,6 +94,28 @@ export const ANSWER_MARGIN_MS = 1_000
 const STREAM_STOP_AHEAD_MS = 1_000
 
 const TIME_UP = Symbol("time up")
+
+/**
+ * The largest result a buffered invocation may return (its JSON, body included): Lambda refuses a
+ * larger one, and API Gateway then answers its own bare 502.
+ */
+export const BUFFERED_RESULT_LIMIT = 6 * 1024 * 1024
+
+/** The result's size as Lambda counts it (its JSON in UTF-8), measured only when it could pass the limit. */
+const overLimit = (result: HttpResult): number | undefined => {
+  // A JSON string escape takes at most 6 bytes per UTF-16 unit of the body; headers are small.
+  if (result.body.length * 6 + 65_536 <= BUFFERED_RESULT_LIMIT) return undefined
+  const bytes = Buffer.byteLength(JSON.stringify(result))
+  return bytes > BUFFERED_RESULT_LIMIT ? bytes : undefined
+}
+
+/** The error of an answer larger than a buffered invocation may return. */
+const tooLarge = (bytes: number) =>
+  new UpstreamFailed({
+    provider: "lambda",
+    message: `The answer is ${(bytes / 1024 / 1024).toFixed(1)} MB as this Lambda function's result, over the 6 MB a buffered Lambda function may return. ` +
+      "Use the streaming function (a Function URL with InvokeMode RESPONSE_STREAM, up to 200 MB), or ask for a smaller answer (fewer or smaller images, a URL instead of base64)."
+  })
 
 /**
  * One request's share of the invocation's time (`remaining` ms when it started): the deadline its
@@ -365,7 +387,11 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     const { format, path, requestId, served } = respond(event, abort.signal, time?.deadline)
     const whole = served.then(async (response) => {
       try {
-        return await toResult(format, response)
+        const result = await toResult(format, response)
+        const bytes = overLimit(result)
+        if (bytes === undefined) return result
+        log(Effect.logWarning(`aigw: ${path ?? "request"} answered ${bytes} bytes, over a buffered result's limit; answered 502`))
+        return await toResult(format, refusal(path, tooLarge(bytes), response.headers.get(RequestId.HEADER)))
       } catch (e) {
         if (abort.signal.aborted) throw e
         log(Effect.logError("aigw: response body failed", Cause.die(e)))
