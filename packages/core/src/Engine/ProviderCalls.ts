@@ -616,17 +616,16 @@ const makeService = Effect.gen(function*() {
 
   const idleMs = Duration.toMillis(STREAM_IDLE_TIMEOUT)
 
-  // Set by `stopStreams`: every stream still running ends with it at its next upstream read.
-  let stopping: string | undefined
+  // The stops of the streams running now (each removed when its stream ends), for `stopStreams`.
+  const running = new Set<(error: string) => void>()
 
   /**
-   * Ends the streams still running, each at its next upstream read (a keep-alive comment too), as
-   * `ChatStream.stop` does, and any stream run from now on at once: for a server about to close its
+   * Ends every stream running now as `ChatStream.stop` does: for a server about to close its
    * connections (Http/ShutdownDeadline.ts), so that its clients get the stream's own error ending
-   * rather than a cut. A stream whose upstream stays silent is not reached.
+   * rather than a cut, whatever their upstreams are doing.
    */
   const stopStreams = (error: string) => {
-    stopping ??= error
+    for (const stop of running) stop(error)
   }
 
   const openStream = async (call: ChatCall): Promise<ChatStream> => {
@@ -656,6 +655,7 @@ const makeService = Effect.gen(function*() {
           const end = (error?: string, upstreamFault = true) => {
             if (ended) return
             ended = true
+            running.delete(stopRun!)
             if (error === undefined && account.finishReason() === "error") error = upstreamFailedAnswer(provider).message
             clearTimeout(timer)
             body.off("data", onData)
@@ -694,12 +694,9 @@ const makeService = Effect.gen(function*() {
             if (ended) return
             arm()
             const events = parser.push(bytes)
-            if (events.length > 0) {
-              anyEvent = true
-              take(events)
-            }
-            // The gateway is stopping (`stopStreams`): the stream ends at its next read, keep-alive comments included.
-            if (stopping !== undefined) end(stopping, false)
+            if (events.length === 0) return
+            anyEvent = true
+            take(events)
           }
           body.on("data", onData)
           body.once("end", () => {
@@ -716,9 +713,10 @@ const makeService = Effect.gen(function*() {
           stopRun = (error) => end(error, false)
           if (body.errored) end(streamBroke(provider)(body.errored).message)
           else if (call.cancel.aborted) end()
-          else if ((stopped ?? stopping) !== undefined) end(stopped ?? stopping, false)
+          else if (stopped !== undefined) end(stopped, false)
           else {
             stopListening = call.cancel.onAbort(() => end())
+            running.add(stopRun)
             arm()
           }
         }))

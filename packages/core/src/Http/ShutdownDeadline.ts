@@ -24,7 +24,12 @@ export class BoundedServer extends Server {
     super()
   }
 
+  #closing = false
+
   override close(callback?: (error?: Error) => void): this {
+    // A second call waits for the same close: the deadline is the first call's.
+    if (this.#closing) return super.close(callback)
+    this.#closing = true
     const notice = setTimeout(this.beforeCut, this.graceMs - Math.min(STOP_AHEAD_MS, this.graceMs / 4))
     const deadline = setTimeout(() => this.closeAllConnections(), this.graceMs)
     notice.unref()

@@ -101,19 +101,24 @@ const TIME_UP = Symbol("time up")
  */
 export const BUFFERED_RESULT_LIMIT = 6 * 1024 * 1024
 
-/** The result's size as Lambda counts it (its JSON in UTF-8), measured only when it could pass the limit. */
-const overLimit = (result: HttpResult): number | undefined => {
-  // A JSON string escape takes at most 6 bytes per UTF-16 unit of the body; headers are small.
+/**
+ * The result's size as Lambda counts it (its JSON in UTF-8) when it passes the limit, else undefined.
+ * Serialised only when the body alone does not decide: a JSON string escape takes at most 6 bytes per
+ * UTF-16 unit and headers are small, while every unit takes at least one byte (then the size given is
+ * the body's, a lower bound: `atLeast`).
+ */
+const overLimit = (result: HttpResult): { readonly bytes: number; readonly atLeast: boolean } | undefined => {
   if (result.body.length * 6 + 65_536 <= BUFFERED_RESULT_LIMIT) return undefined
+  if (result.body.length > BUFFERED_RESULT_LIMIT) return { bytes: result.body.length, atLeast: true }
   const bytes = Buffer.byteLength(JSON.stringify(result))
-  return bytes > BUFFERED_RESULT_LIMIT ? bytes : undefined
+  return bytes > BUFFERED_RESULT_LIMIT ? { bytes, atLeast: false } : undefined
 }
 
 /** The error of an answer larger than a buffered invocation may return. */
-const tooLarge = (bytes: number) =>
+const tooLarge = ({ atLeast, bytes }: { readonly bytes: number; readonly atLeast: boolean }) =>
   new UpstreamFailed({
     provider: "lambda",
-    message: `The answer is ${(bytes / 1024 / 1024).toFixed(1)} MB as this Lambda function's result, over the 6 MB a buffered Lambda function may return. ` +
+    message: `The answer is ${atLeast ? "at least " : ""}${(bytes / 1e6).toFixed(1)} MB as this Lambda function's result, over the 6 MB a buffered Lambda function may return. ` +
       "Use the streaming function (a Function URL with InvokeMode RESPONSE_STREAM, up to 200 MB), or ask for a smaller answer (fewer or smaller images, a URL instead of base64)."
   })
 
@@ -388,10 +393,10 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     const whole = served.then(async (response) => {
       try {
         const result = await toResult(format, response)
-        const bytes = overLimit(result)
-        if (bytes === undefined) return result
-        log(Effect.logWarning(`aigw: ${path ?? "request"} answered ${bytes} bytes, over a buffered result's limit; answered 502`))
-        return await toResult(format, refusal(path, tooLarge(bytes), response.headers.get(RequestId.HEADER)))
+        const over = overLimit(result)
+        if (over === undefined) return result
+        log(Effect.logWarning(`aigw: ${path ?? "request"} answered ${over.bytes} bytes, over a buffered result's limit; answered 502`))
+        return await toResult(format, refusal(path, tooLarge(over), response.headers.get(RequestId.HEADER)))
       } catch (e) {
         if (abort.signal.aborted) throw e
         log(Effect.logError("aigw: response body failed", Cause.die(e)))

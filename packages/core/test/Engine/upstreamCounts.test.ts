@@ -200,6 +200,20 @@ describe("what an upstream's answer may claim", () => {
     expect(health.status("stopped")).toBe("up")
   })
 
+  it("stopStreams ends every stream running now, also one whose upstream is silent, and none that ended or runs later", async () => {
+    answer = { script: async (res) => void res.writeHead(200, { "content-type": "text/event-stream" }).write(chunk({ role: "assistant", content: "thinking" })) }
+    const silent = await Promise.all([engine.openStream(call()), engine.openStream(call())])
+    const chunks: Array<Array<ProviderCalls.StreamChunk>> = [[], []]
+    const runs = silent.map((s, i) => s.run((c) => chunks[i]!.push(...c)))
+    for (let i = 0; i < 100 && chunks.some((c) => c.length === 0); i++) await new Promise((r) => setTimeout(r, 10))
+    engine.stopStreams("the gateway is stopping")
+    await Promise.all(runs)
+    for (const c of chunks) expect(c.at(-1)).toMatchObject({ done: true, finishReason: "error", error: "the gateway is stopping" })
+    // A stream run afterwards is not stopped by it.
+    const after = await stream(chunk({ role: "assistant", content: "a" }) + finish() + DONE)
+    expect(after.last.error).toBeUndefined()
+  })
+
   it("an embedding answer's count that is no count is estimated", async () => {
     answer = { json: { object: "list", data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2] }], model: "m", usage: { prompt_tokens: -5, total_tokens: -5 } } }
     const embedded = await engine.embed({ avatar: { id: "a" } as AvatarRecord, targets: [{ ...target(), model: data.models.find((m) => m.id === "text-embedding-3-small")! }], cancel: new Cancel(), texts: ["some text to embed"] })

@@ -285,15 +285,15 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
   })
 
   it("a buffered answer over Lambda's 6 MB result limit is a 502 in its envelope naming the limit; the streaming function sends it whole", async () => {
-    // 3.5 MB of text: /v1/complete carries it twice (`content` and `message.content`), 7 MB, over the limit;
-    // the OpenAI surface once, 3.5 MB, under it.
-    const big = "word ".repeat(700_000)
-    upstream.setScenario({ kind: "text", text: big, usage: { prompt: 1, completion: 700_000 } })
+    // 1.6 million "é", 3.2 MB in UTF-8: /v1/complete carries them twice (`content` and `message.content`),
+    // 6.4 MB, over the limit (measured: 3.2 million characters alone could fit); the OpenAI surface once, under it.
+    const big = "é".repeat(1_600_000)
+    upstream.setScenario({ kind: "text", text: big, usage: { prompt: 1, completion: 800_000 } })
     const buffered = await v2({ method: "POST", path: "/v1/complete", apiKey, headers: { "x-request-id": "too-large-1" }, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } })
     expect(buffered.statusCode).toBe(502)
     expect(buffered.headers["x-request-id"]).toBe("too-large-1")
     expect(json(buffered)).toMatchObject({ isError: true, result: null })
-    expect(json(buffered).message).toMatch(/^The answer is 6\.7 MB as this Lambda function's result, over the 6 MB a buffered Lambda function may return\. Use the streaming function/)
+    expect(json(buffered).message).toMatch(/^The answer is 6\.4 MB as this Lambda function's result, over the 6 MB a buffered Lambda function may return\. Use the streaming function/)
     const openai = await host.handler(v1Event({ method: "POST", path: "/openai/v1/chat/completions", apiKey, body: { model: "gpt-4o-mini", messages: hi } }))
     expect(openai.statusCode).toBe(200)
     expect(json(openai).choices[0].message.content).toBe(big)
@@ -301,6 +301,11 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     await host.streamingHandler(functionUrlEvent({ method: "POST", path: "/v1/complete", apiKey, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } }), streamed)
     expect(streamed.parts().metadata.statusCode).toBe(200)
     expect(JSON.parse(streamed.parts().body).result.content).toBe(big)
+    // A body longer than the limit is over it without being measured: its size is given as a lower bound.
+    upstream.setScenario({ kind: "text", text: "word ".repeat(1_400_000), usage: { prompt: 1, completion: 1_400_000 } })
+    const twice = await host.handler(v1Event({ method: "POST", path: "/openai/v1/chat/completions", apiKey, body: { model: "gpt-4o-mini", messages: hi } }))
+    expect(twice.statusCode).toBe(502)
+    expect(json(twice).error).toMatchObject({ type: "api_error", code: "UpstreamFailed", message: expect.stringMatching(/^The answer is at least 7\.0 MB as this Lambda function's result/) })
   })
 
   it("RESPONSE_STREAM: prelude first, then SSE frames as the upstream produces them", async () => {
