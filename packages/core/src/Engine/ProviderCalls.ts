@@ -616,7 +616,10 @@ const makeService = Effect.gen(function*() {
 
   const idleMs = Duration.toMillis(STREAM_IDLE_TIMEOUT)
 
-  // The stops of the streams running now (each removed when its stream ends), for `stopStreams`.
+  // The stops of the streams running now, for `stopStreams`: each leaves the set when its stream ends.
+  // Unlike the calls' promises (see `underWay`), a running stream's state is already reachable from its
+  // upstream socket's listener, so holding its stop here keeps nothing longer (docs/performance.md,
+  // twenty-seventh session).
   const running = new Set<(error: string) => void>()
 
   /**
