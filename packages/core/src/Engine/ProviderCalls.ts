@@ -401,7 +401,7 @@ const makeService = Effect.gen(function*() {
   // stop: the connections cut at its deadline abort their calls, which then record their usage) before
   // the database they write to is released.
   // A count, not a set of the calls: a long-lived collection holding each call's promise would keep
-  // every call's state from the young generation's collections (measured: streams at half the rate).
+  // every call's state from the young generation's collections (docs/performance.md, twenty-third session).
   let underWay = 0
   let whenNoneUnderWay: (() => void) | undefined
   const settled = () => {
@@ -621,13 +621,17 @@ const makeService = Effect.gen(function*() {
   // upstream socket's listener, so holding its stop here keeps nothing longer (docs/performance.md,
   // twenty-seventh session).
   const running = new Set<(error: string) => void>()
+  // Set by `stopStreams`: a stream run afterwards ends at once.
+  let stopping: string | undefined
 
   /**
-   * Ends every stream running now as `ChatStream.stop` does: for a server about to close its
-   * connections (Http/ShutdownDeadline.ts), so that its clients get the stream's own error ending
-   * rather than a cut, whatever their upstreams are doing.
+   * Ends every stream running now as `ChatStream.stop` does, and every stream run afterwards at once:
+   * for a server about to close its connections (Http/ShutdownDeadline.ts), so that its clients get the
+   * stream's own error ending rather than a cut, whatever their upstreams are doing. A stopping server
+   * does not resume: this engine's streams stay stopped.
    */
   const stopStreams = (error: string) => {
+    stopping ??= error
     for (const stop of running) stop(error)
   }
 
@@ -712,11 +716,11 @@ const makeService = Effect.gen(function*() {
             end(account.finished() ? undefined : protocolError(provider, "the stream ended before the answer did (no finish reason, no end marker)").message)
           })
           body.once("error", (e) => end(streamBroke(provider)(e).message))
-          // A body that failed before anyone listened keeps its error (nodeFetch's `bounded`).
           stopRun = (error) => end(error, false)
+          // A body that failed before anyone listened keeps its error (nodeFetch's `bounded`).
           if (body.errored) end(streamBroke(provider)(body.errored).message)
           else if (call.cancel.aborted) end()
-          else if (stopped !== undefined) end(stopped, false)
+          else if ((stopped ?? stopping) !== undefined) end(stopped ?? stopping, false)
           else {
             stopListening = call.cancel.onAbort(() => end())
             running.add(stopRun)

@@ -11,9 +11,7 @@
 import { Effect } from "effect"
 import { Server } from "node:http"
 import { ProviderCalls } from "../Engine/ProviderCalls.ts"
-
-/** How long before the cut the streams still running are asked to end. */
-const STOP_AHEAD_MS = 1_000
+import { stopBefore } from "./RequestDeadline.ts"
 
 /** The message a stream ended by a graceful stop closes with. */
 export const STOPPING_MESSAGE = "The gateway is shutting down and ended this stream before the answer was complete; send the request again."
@@ -30,7 +28,7 @@ export class BoundedServer extends Server {
     // A second call waits for the same close: the deadline is the first call's.
     if (this.#closing) return super.close(callback)
     this.#closing = true
-    const notice = setTimeout(this.beforeCut, this.graceMs - Math.min(STOP_AHEAD_MS, this.graceMs / 4))
+    const notice = setTimeout(this.beforeCut, stopBefore(this.graceMs))
     const deadline = setTimeout(() => this.closeAllConnections(), this.graceMs)
     notice.unref()
     deadline.unref()

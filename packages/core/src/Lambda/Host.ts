@@ -15,7 +15,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Cause, Config, ConfigProvider, type Context, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import * as ConfigFile from "../ConfigFile.ts"
 import * as HttpApp from "../Http/App.ts"
-import { RequestDeadline } from "../Http/RequestDeadline.ts"
+import { RequestDeadline, stopBefore } from "../Http/RequestDeadline.ts"
 import { BadRequest, Busy, type GatewayError, UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
 import { defectParts, envelopeOfPath, errorParts } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
@@ -87,12 +87,6 @@ const EXPORT_FLUSH_MS = 2_000
  */
 export const ANSWER_MARGIN_MS = 1_000
 
-/**
- * How long before the cut a stream still running is ended with its error chunk, so that it leaves
- * whole: its usage is recorded first, which may load the tokenizer in a fresh container.
- */
-const STREAM_STOP_AHEAD_MS = 1_000
-
 const TIME_UP = Symbol("time up")
 
 /**
@@ -118,7 +112,7 @@ const overLimit = (result: HttpResult): { readonly bytes: number; readonly atLea
 const tooLarge = ({ atLeast, bytes }: { readonly bytes: number; readonly atLeast: boolean }) =>
   new UpstreamFailed({
     provider: "lambda",
-    message: `The answer is ${atLeast ? "at least " : ""}${(bytes / 1e6).toFixed(1)} MB as this Lambda function's result, over the 6 MB a buffered Lambda function may return. ` +
+    message: `The answer is ${atLeast ? "at least " : ""}${(bytes / 1e6).toFixed(1)} MB as this Lambda function's result, over the 6 MB (6,291,456 bytes) a buffered Lambda function may return. ` +
       "Use the streaming function (a Function URL with InvokeMode RESPONSE_STREAM, up to 200 MB), or ask for a smaller answer (fewer or smaller images, a URL instead of base64)."
   })
 
@@ -136,7 +130,7 @@ const invocationTime = (remaining: number, streaming: boolean) => {
       : "Raise the function's Timeout (and the API Gateway integration's), or use the streaming function for long answers.")
   let timer: NodeJS.Timeout | undefined
   return {
-    deadline: RequestDeadline.context({ at: Date.now() + cutMs - Math.min(STREAM_STOP_AHEAD_MS, cutMs / 4), message }),
+    deadline: RequestDeadline.context({ at: Date.now() + stopBefore(cutMs), message }),
     message,
     within: <A>(answer: Promise<A>): Promise<A | typeof TIME_UP> =>
       Promise.race([answer, new Promise<typeof TIME_UP>((resolve) => (timer = setTimeout(() => resolve(TIME_UP), cutMs)))]),
@@ -395,7 +389,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
         const result = await toResult(format, response)
         const over = overLimit(result)
         if (over === undefined) return result
-        log(Effect.logWarning(`aigw: ${path ?? "request"} answered ${over.bytes} bytes, over a buffered result's limit; answered 502`))
+        log(Effect.logWarning(`aigw: ${path ?? "request"} answered ${over.atLeast ? "at least " : ""}${over.bytes} bytes, over a buffered result's limit; answered 502`))
         return await toResult(format, refusal(path, tooLarge(over), response.headers.get(RequestId.HEADER)))
       } catch (e) {
         if (abort.signal.aborted) throw e

@@ -51,6 +51,7 @@ describe("what an upstream's answer may claim", () => {
   const recorded: Array<UsageEvent> = []
   let engine: ProviderCalls.ProviderCalls["Type"]
   let health: ProviderHealth.ProviderHealth["Type"]
+  let metering: Layer.Layer<Metering>
 
   beforeAll(async () => {
     server = http.createServer((req, res) => {
@@ -66,7 +67,7 @@ describe("what an upstream's answer may claim", () => {
     })
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    const metering = Layer.succeed(Metering, {
+    metering = Layer.succeed(Metering, {
       avatarOfKey: async () => undefined,
       activeAvatar: async () => undefined,
       admit: async () => 1,
@@ -200,18 +201,24 @@ describe("what an upstream's answer may claim", () => {
     expect(health.status("stopped")).toBe("up")
   })
 
-  it("stopStreams ends every stream running now, also one whose upstream is silent, and none that ended or runs later", async () => {
+  it("stopStreams ends every stream running now, also one whose upstream is silent, and every stream run later at once", async () => {
+    // An engine of its own: a stopped engine stays stopped.
+    const stopping = await Effect.runPromise(Effect.provide(ProviderCalls.ProviderCalls, ProviderCalls.layer.pipe(Layer.provide(Layer.merge(ProviderHealth.layer, metering)))))
     answer = { script: async (res) => void res.writeHead(200, { "content-type": "text/event-stream" }).write(chunk({ role: "assistant", content: "thinking" })) }
-    const silent = await Promise.all([engine.openStream(call()), engine.openStream(call())])
+    const silent = await Promise.all([stopping.openStream(call()), stopping.openStream(call())])
     const chunks: Array<Array<ProviderCalls.StreamChunk>> = [[], []]
     const runs = silent.map((s, i) => s.run((c) => chunks[i]!.push(...c)))
     for (let i = 0; i < 100 && chunks.some((c) => c.length === 0); i++) await new Promise((r) => setTimeout(r, 10))
-    engine.stopStreams("the gateway is stopping")
+    stopping.stopStreams("the gateway is stopping")
     await Promise.all(runs)
     for (const c of chunks) expect(c.at(-1)).toMatchObject({ done: true, finishReason: "error", error: "the gateway is stopping" })
-    // A stream run afterwards is not stopped by it.
-    const after = await stream(chunk({ role: "assistant", content: "a" }) + finish() + DONE)
-    expect(after.last.error).toBeUndefined()
+    // A stream opened afterwards ends at once when it runs; the other engine's streams are not touched.
+    const later = await stopping.openStream(call())
+    const laterChunks: Array<ProviderCalls.StreamChunk> = []
+    await later.run((c) => laterChunks.push(...c))
+    expect(laterChunks.at(-1)).toMatchObject({ done: true, error: "the gateway is stopping" })
+    const other = await stream(chunk({ role: "assistant", content: "a" }) + finish() + DONE)
+    expect(other.last.error).toBeUndefined()
   })
 
   it("an embedding answer's count that is no count is estimated", async () => {

@@ -212,7 +212,7 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     upstream.setScenario({ kind: "text", text: words, usage: { prompt: 2, completion: 40 }, pieces: 40 })
     const context = { getRemainingTimeInMillis: () => 5_000 }
     // The stopped streams' usage is estimated by the tokenizer: loaded here first, so that its first load
-    // (a few hundred ms, within the second kept for it) does not eat the test's margins on a busy machine.
+    // (part of the second kept before the cut) does not eat the test's margins on a busy machine.
     await v2({ method: "POST", path: "/anthropic/v1/messages/count_tokens", apiKey, body: { model: "gpt-4o-mini", messages: hi } })
     const closedBefore = upstream.closedSockets
     const usageBefore = json(await v2({ method: "GET", path: "/v1/usage", apiKey })).result
@@ -286,14 +286,15 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
 
   it("a buffered answer over Lambda's 6 MB result limit is a 502 in its envelope naming the limit; the streaming function sends it whole", async () => {
     // 1.6 million "é", 3.2 MB in UTF-8: /v1/complete carries them twice (`content` and `message.content`),
-    // 6.4 MB, over the limit (measured: 3.2 million characters alone could fit); the OpenAI surface once, under it.
+    // 6.4 MB, over the limit though its 3.2 million characters alone would fit (so the result is measured);
+    // the OpenAI surface once, under it.
     const big = "é".repeat(1_600_000)
     upstream.setScenario({ kind: "text", text: big, usage: { prompt: 1, completion: 800_000 } })
     const buffered = await v2({ method: "POST", path: "/v1/complete", apiKey, headers: { "x-request-id": "too-large-1" }, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } })
     expect(buffered.statusCode).toBe(502)
     expect(buffered.headers["x-request-id"]).toBe("too-large-1")
     expect(json(buffered)).toMatchObject({ isError: true, result: null })
-    expect(json(buffered).message).toMatch(/^The answer is 6\.4 MB as this Lambda function's result, over the 6 MB a buffered Lambda function may return\. Use the streaming function/)
+    expect(json(buffered).message).toMatch(/^The answer is 6\.4 MB as this Lambda function's result, over the 6 MB \(6,291,456 bytes\) a buffered Lambda function may return\. Use the streaming function/)
     const openai = await host.handler(v1Event({ method: "POST", path: "/openai/v1/chat/completions", apiKey, body: { model: "gpt-4o-mini", messages: hi } }))
     expect(openai.statusCode).toBe(200)
     expect(json(openai).choices[0].message.content).toBe(big)
