@@ -117,12 +117,14 @@ const tooLarge = ({ atLeast, bytes }: { readonly bytes: number; readonly atLeast
   })
 
 /**
- * One request's share of the invocation's time (`remaining` ms when it started): the deadline its
- * streams stop at (RequestDeadline.ts), and `within`, which settles as the answer does or with
- * TIME_UP at the cut. With less than twice the margin left the cut is halfway: every request cut at
- * once would serve none.
+ * One request's share of the invocation's time (the context's remaining time when it started;
+ * undefined without one): the deadline its streams stop at (RequestDeadline.ts), and `within`,
+ * which settles as the answer does or with TIME_UP at the cut. With less than twice the margin left
+ * the cut is halfway: every request cut at once would serve none.
  */
-const invocationTime = (remaining: number, streaming: boolean) => {
+const invocationTime = (context: LambdaContext | undefined, streaming: boolean) => {
+  const remaining = context?.getRemainingTimeInMillis?.()
+  if (remaining === undefined) return undefined
   const cutMs = Math.max(remaining - ANSWER_MARGIN_MS, remaining / 2)
   const message = `The request did not finish within this Lambda function's time (${Math.round(remaining / 1000)} s left when it started). ` +
     (streaming
@@ -381,8 +383,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
    */
   const handler = async (event: unknown, context?: LambdaContext): Promise<HttpResult> => {
     const abort = new AbortController()
-    const remaining = context?.getRemainingTimeInMillis?.()
-    const time = remaining === undefined ? undefined : invocationTime(remaining, false)
+    const time = invocationTime(context, false)
     const { format, path, requestId, served } = respond(event, abort.signal, time?.deadline)
     const whole = served.then(async (response) => {
       try {
@@ -418,8 +419,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
    */
   const streamingHandler = async (event: unknown, responseStream: ResponseStream, context?: LambdaContext): Promise<void> => {
     const abort = new AbortController()
-    const remaining = context?.getRemainingTimeInMillis?.()
-    const time = remaining === undefined ? undefined : invocationTime(remaining, true)
+    const time = invocationTime(context, true)
     const { path, requestId, served } = respond(event, abort.signal, time?.deadline)
     try {
       const head = time === undefined ? await served : await time.within(served)
