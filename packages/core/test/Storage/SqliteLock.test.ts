@@ -13,7 +13,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Db from "../../src/Storage/Database.ts"
-import { CallerGone, Metering } from "../../src/Storage/Metering.ts"
+import { CallerGone, Metering, type MeteringService } from "../../src/Storage/Metering.ts"
 import { isLocked, retryWhenUnlocked, whenUnlocked } from "../../src/Storage/Sql/SqliteLock.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
 
@@ -169,29 +169,34 @@ describe("the gateway's SQLite connection while another process holds the lock",
   })
   afterAll(() => runtime?.dispose())
 
-  it("the metering path's writes of one turn wait together and are answered in order once it goes", async () => {
+  /** `test` with the metering service and a fresh avatar while another process holds the lock (closed after). */
+  const underLock = async (test: (metering: MeteringService, avatarId: string, lock: ReturnType<typeof holdLock>) => Promise<void>) => {
     const metering = await runtime.runPromise(Metering)
     const avatarId = crypto.randomUUID()
-    const day = "2026-11-29"
     const lock = holdLock(file)
     try {
+      await test(metering, avatarId, lock)
+    } finally {
+      lock.close()
+    }
+    return { metering, avatarId }
+  }
+
+  it("the metering path's writes of one turn wait together and are answered in order once it goes", async () => {
+    const day = "2026-11-29"
+    await underLock(async (metering, avatarId, lock) => {
       setTimeout(lock.release, 300)
       const { value, ticks } = await ticking(() =>
         Promise.all([metering.admit(avatarId, day, 3, 1), metering.admit(avatarId, day, 3, 2), metering.admit(avatarId, day, 3, 1)]))
       expect(value).toEqual([1, 3, undefined])
       expect(ticks).toBeGreaterThan(20)
       expect(await metering.callsOn(avatarId, day)).toBe(3)
-    } finally {
-      lock.close()
-    }
+    })
   })
 
   it("an admission whose caller left while it waited for the lock is not made: CallerGone, nothing counted", async () => {
-    const metering = await runtime.runPromise(Metering)
-    const avatarId = crypto.randomUUID()
     const day = "2026-11-29"
-    const lock = holdLock(file)
-    try {
+    await underLock(async (metering, avatarId, lock) => {
       let left = false
       const staying = metering.admit(avatarId, day, 5, 1, () => false)
       const leaving = metering.admit(avatarId, day, 5, 2, () => left).then(() => "admitted", (e) => e)
@@ -201,16 +206,11 @@ describe("the gateway's SQLite connection while another process holds the lock",
       expect(await staying).toBe(1)
       expect(await leaving).toBeInstanceOf(CallerGone)
       expect(await metering.callsOn(avatarId, day)).toBe(1)
-    } finally {
-      lock.close()
-    }
+    })
   })
 
   it("an admission whose caller left is told CallerGone, not SQLITE_BUSY, when the wait ends with the lock still held", async () => {
-    const metering = await runtime.runPromise(Metering)
-    const avatarId = crypto.randomUUID()
-    const lock = holdLock(file)
-    try {
+    const { avatarId, metering } = await underLock(async (metering, avatarId) => {
       let left = false
       const leaving = metering.admit(avatarId, "2026-11-29", 5, 1, () => left).then(() => "admitted", (e) => e)
       const staying = metering.admit(avatarId, "2026-11-29", 5, 1, () => false).then(() => "admitted", (e) => e)
@@ -219,9 +219,7 @@ describe("the gateway's SQLite connection while another process holds the lock",
       left = true
       expect(await leaving).toBeInstanceOf(CallerGone)
       expect(isLocked(await staying)).toBe(true)
-    } finally {
-      lock.close()
-    }
+    })
     expect(await metering.callsOn(avatarId, "2026-11-29")).toBe(0)
   })
 
