@@ -21,6 +21,7 @@ import { jsonTextProblem } from "../JsonText.ts"
 import type { Plan } from "../Plans.ts"
 import { servedBy } from "../Providers/Registry.ts"
 import { Routing } from "../Routing.ts"
+import type { SandboxFile } from "./Sandbox.ts"
 import { Sandboxes } from "./Sandboxes.ts"
 import { vendorCall } from "./VendorCall.ts"
 import * as Zip from "./Zip.ts"
@@ -133,17 +134,17 @@ const archiveError = (e: unknown) =>
 
 /**
  * A DOCX archive's XML parts (names ending .xml or .rels), inflated through the bounded reader, as
- * the docx sandbox's job (runner.cjs). mammoth reads nothing else for text: an image part is read
+ * the docx sandbox's files (runner.cjs). mammoth reads nothing else for text: an image part is read
  * only to be embedded in HTML.
  */
 const docxParts = (zip: ReturnType<typeof Zip.open>) =>
   Effect.tryPromise({
     try: async () => {
-      const parts: Record<string, string> = {}
+      const parts: Array<SandboxFile> = []
       for (const name of zip.names()) {
-        if (/\.(xml|rels)$/i.test(name)) parts[name] = (await zip.read(name)).toString("base64")
+        if (/\.(xml|rels)$/i.test(name)) parts.push({ name, bytes: await zip.read(name) })
       }
-      return JSON.stringify(parts)
+      return parts
     },
     catch: archiveError
   })
@@ -260,13 +261,13 @@ const readers = { pdf: { name: "PDF", packageName: "unpdf" }, docx: { name: "DOC
 const sandboxVacancy = (format: keyof typeof readers, avatarId: string) =>
   Effect.flatMap(Sandboxes, (sandboxes) => Effect.zipRight(sandboxes.available(format, readers[format].packageName), sandboxes.vacancy(avatarId)))
 
-/** What the reader of `format` makes of the untrusted document `code` (runner.cjs) in a sandbox process. */
-const readInSandbox = <A>(format: keyof typeof readers, code: string, avatarId: string) =>
+/** What the reader of `format` makes of the untrusted document `files` (runner.cjs) in a sandbox process. */
+const readInSandbox = <A>(format: keyof typeof readers, files: ReadonlyArray<SandboxFile>, avatarId: string) =>
   Effect.gen(function*() {
     const sandboxes = yield* Sandboxes
     const { name, packageName } = readers[format]
     const sandbox = yield* sandboxes.available(format, packageName)
-    const outcome = yield* sandboxes.run(sandbox, format, { code, timeoutMs: SANDBOX_TIMEOUT_MS, maxOutput: SANDBOX_MAX_TEXT }, avatarId)
+    const outcome = yield* sandboxes.run(sandbox, format, { code: "", files, timeoutMs: SANDBOX_TIMEOUT_MS, maxOutput: SANDBOX_MAX_TEXT }, avatarId)
     if (outcome.exitCode === 0 && outcome.result !== null) return JSON.parse(outcome.result) as A
     if (outcome.error === `file is not a readable ${name}`) return yield* Effect.fail(new BadRequest({ message: outcome.error }))
     return yield* Effect.fail(new Unprocessable({ message: `The ${name} could not be read within the sandbox's limits: ${outcome.error ?? "no answer"}.` }))
@@ -341,10 +342,9 @@ const parsePrepared = (file: File, avatarId: string, prepared: Prepared) =>
         text = htmlText(prepared.text)
         break
       case "pdf": {
-        const { bytes } = prepared
         const pages = yield* readInSandbox<{ readonly totalPages: number; readonly text: ReadonlyArray<string> }>(
           "pdf",
-          Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64"),
+          [{ name: "document.pdf", bytes: prepared.bytes }],
           avatarId
         )
         extra.pages = pages.totalPages

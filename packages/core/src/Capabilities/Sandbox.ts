@@ -356,11 +356,20 @@ const endedWithout = (e: { code: number | null; signal: NodeJS.Signals | null; s
   return `the sandbox process ended unexpectedly (${e.signal ?? `exit ${e.code}`})`
 }
 
-/** One job: `code` is the program (for a document reader, the document: see runner.cjs); `maxOutput` overrides the default cut. */
+/**
+ * One job: `code` is the program; `files` are a document reader's bytes (runner.cjs), sent raw after
+ * the job line so the gateway holds no encoded copy of them; `maxOutput` overrides the default cut.
+ */
 export interface SandboxJob {
   readonly code: string
+  readonly files?: ReadonlyArray<SandboxFile>
   readonly timeoutMs: number
   readonly maxOutput?: number
+}
+
+export interface SandboxFile {
+  readonly name: string
+  readonly bytes: Uint8Array
 }
 
 export interface Sandbox {
@@ -369,6 +378,15 @@ export interface Sandbox {
   readonly run: (language: SandboxLanguage, job: SandboxJob, signal?: AbortSignal) => Promise<RunOutcome>
   /** Kills the warm processes. */
   readonly close: () => void
+}
+
+/** The job line (the files' names and sizes in it), then each file's bytes as they are. */
+const writeJob = (stdin: NodeJS.WritableStream, job: SandboxJob, memoryMb: number, maxOutput: number) => {
+  const files = job.files ?? []
+  const header = { code: job.code, timeoutMs: job.timeoutMs, memoryMb, maxOutput, files: files.map((f) => ({ name: f.name, size: f.bytes.byteLength })) }
+  stdin.write(`${JSON.stringify(header)}\n`)
+  for (const f of files) stdin.write(f.bytes)
+  stdin.end()
 }
 
 export const makeSandbox = (launcher: Launcher, limits: SandboxLimits): Sandbox => {
@@ -430,7 +448,7 @@ export const makeSandbox = (launcher: Launcher, limits: SandboxLimits): Sandbox 
           // QuickJS stops itself at the deadline; the kill is the hard bound for both languages.
           const grace = language === "javascript" ? 1_000 : 0
           timer = setTimeout(() => finish(failed(`time limit of ${job.timeoutMs} ms exceeded`, true)), job.timeoutMs + grace)
-          proc.child.stdin!.end(`${JSON.stringify({ code: job.code, timeoutMs: job.timeoutMs, memoryMb: limits.memoryMb, maxOutput })}\n`)
+          writeJob(proc.child.stdin!, job, limits.memoryMb, maxOutput)
         },
         (e: Error) => finish(failed(`the sandbox could not start: ${e.message}`))
       )

@@ -8,7 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { Busy, NotAvailable, TooManyRequests } from "../Errors.ts"
 import { sandboxRefusals, sandboxRunsActive } from "../Metrics.ts"
-import { type Launcher, makeLauncher, makeSandbox, type RunOutcome, type Sandbox, type SandboxLanguage } from "./Sandbox.ts"
+import { type Launcher, makeLauncher, makeSandbox, type RunOutcome, type Sandbox, type SandboxJob, type SandboxLanguage } from "./Sandbox.ts"
 
 /** Output beyond this is cut (and said so). */
 export const MAX_OUTPUT = 100_000
@@ -79,7 +79,7 @@ const makeService = Effect.gen(function*() {
     })
 
   /** Runs one job in a slot of `avatarId`; an interruption kills the sandbox process. */
-  const run = (sandbox: Sandbox, language: SandboxLanguage, job: { readonly code: string; readonly timeoutMs: number; readonly maxOutput?: number }, avatarId: string) =>
+  const run = (sandbox: Sandbox, language: SandboxLanguage, job: SandboxJob, avatarId: string) =>
     Effect.acquireUseRelease(
       acquire(avatarId),
       () =>

@@ -6,8 +6,8 @@
  * document) and exits.
  *
  * Protocol on the pipes: argv[2] is the language, argv[3] the interpreter packages' directories; this process writes `{"type":"ready"}` once the
- * interpreter is loaded, reads one job line `{ code, timeoutMs, memoryMb, maxOutput }` from stdin,
- * and writes one result line. It exits when the job is done or when stdin closes (its gateway
+ * interpreter is loaded, reads one job line `{ code, timeoutMs, memoryMb, maxOutput, files: [{ name, size }] }` from
+ * stdin followed by the files' bytes as they are (a document reader's input), and writes one result line. It exits when the job is done or when stdin closes (its gateway
  * went away).
  *
  * The lockdown is the in-process layer only; the outer layers (empty environment, Node's permission
@@ -159,14 +159,15 @@ const loadPython = async () => {
   }
 }
 
-/** A PDF's text per page with PDF.js (unpdf); the document arrives in base64 as the job's code. */
+/** A PDF's text per page with PDF.js (unpdf); the document is the job's one file. */
 const loadPdf = async () => {
   const { extractText, getDocumentProxy } = require(modules.unpdf)
   return async (job) => {
     const base = { stdout: "", stderr: "", timedOut: false }
     let pdf
     try {
-      pdf = await getDocumentProxy(new Uint8Array(Buffer.from(job.code, "base64")))
+      const [bytes] = job.files.values()
+      pdf = await getDocumentProxy(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
     } catch {
       return { ...base, result: null, exitCode: 1, error: "file is not a readable PDF" }
     }
@@ -182,14 +183,14 @@ const loadPdf = async () => {
 }
 
 /**
- * A DOCX document's text with mammoth. The job's code is `{ [part name]: base64 }`: the archive's
- * XML parts, inflated by the gateway's bounded zip reader (Zip.ts), so no zip is opened here.
+ * A DOCX document's text with mammoth. The job's files are the archive's XML parts, inflated by the
+ * gateway's bounded zip reader (Zip.ts), so no zip is opened here.
  */
 const loadDocx = async () => {
   const mammoth = require(modules.mammoth)
   return async (job) => {
     const base = { stdout: "", stderr: "", timedOut: false }
-    const parts = new Map(Object.entries(JSON.parse(job.code)).map(([name, data]) => [name, Buffer.from(data, "base64")]))
+    const parts = job.files
     // mammoth's zip interface (lib/unzip.js), which it also takes as `file` in place of a path or buffer.
     const file = {
       exists: (name) => parts.has(name),
@@ -218,19 +219,32 @@ const main = async () => {
   const run = await loaders[language]()
   lockDown()
   writeLine({ type: "ready" })
-  let buffered = ""
+  const chunks = []
+  let received = 0
+  let job
+  let filesAt = 0
+  let needed = Infinity
   let running = false
-  stdin.setEncoding("utf8")
   // The gateway closed the pipe without a job (it went away, or drops a warm process).
   stdin.on("end", () => running || exit(0))
   stdin.on("data", async (chunk) => {
     if (running) return
-    // Only the new chunk is searched: a document's job line is megabytes long.
-    const newline = chunk.indexOf("\n")
-    buffered += chunk
-    if (newline < 0) return
+    chunks.push(chunk)
+    received += chunk.length
+    // Only the new chunk is searched for the line's end: a program's job line may be megabytes long.
+    const newline = job === undefined ? chunk.indexOf(10) : -1
+    if (newline >= 0) {
+      const lineEnd = received - chunk.length + newline
+      job = JSON.parse(Buffer.concat(chunks).toString("utf8", 0, lineEnd))
+      filesAt = lineEnd + 1
+      needed = filesAt + job.files.reduce((n, f) => n + f.size, 0)
+    }
+    if (received < needed) return
     running = true
-    const job = JSON.parse(buffered.slice(0, buffered.length - chunk.length + newline))
+    const input = Buffer.concat(chunks)
+    chunks.length = 0
+    let at = filesAt
+    job.files = new Map(job.files.map((f) => [f.name, input.subarray(at, (at += f.size))]))
     const result = await run(job)
     writeLine({ type: "result", ...result })
     exit(0)
