@@ -5,7 +5,7 @@ import * as Documents from "../../src/Capabilities/Documents.ts"
 import * as Sandboxes from "../../src/Capabilities/Sandboxes.ts"
 import * as Zip from "../../src/Capabilities/Zip.ts"
 import * as GatewayConfig from "../../src/Config.ts"
-import { bombEntry, docxBomb, docxOf, docxWithText, DOCUMENT_HEAD, DOCUMENT_TAIL, entry, zipOf } from "../support/zip.ts"
+import { bombEntry, CONTENT_TYPES, docxBomb, docxOf, docxWithText, DOCUMENT_HEAD, DOCUMENT_TAIL, entry, RELS, zipOf } from "../support/zip.ts"
 
 const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 const limits = { ...GatewayConfig.defaultLimits, maxInflatedBytes: 4 * 1024 * 1024, maxInflateRatio: 100 }
@@ -21,6 +21,16 @@ describe("DOCX through the bounded zip reader", () => {
   it("parses a normal document", async () => {
     const result = await parse(docxWithText("Dear reader"))
     expect(Either.getOrThrow(result)).toMatchObject({ format: "docx", text: "Dear reader", words: 2 })
+  })
+
+  it("hands the sandbox the parts' bytes as they are: multi-byte text over many pipe chunks, odd part names beside it", async () => {
+    // The job line names each part and its size; the bytes follow it raw (Sandbox.ts writeJob, runner.cjs).
+    const text = "Grüße, 日本語 — ".repeat(20_000).trim()
+    const odd = entry("word/\"odd\"\nnamé.xml", Buffer.from([0xff, 0x0a, 0x00, 0xc3]))
+    const bytes = zipOf([entry("[Content_Types].xml", CONTENT_TYPES), entry("_rels/.rels", RELS), odd, entry("word/document.xml", DOCUMENT_HEAD + text + DOCUMENT_TAIL)])
+    const result = Either.getOrThrow(await parse(bytes))
+    expect(result.text).toBe(text)
+    expect(Buffer.byteLength(text)).toBeGreaterThan(256 * 1024)
   })
 
   it("refuses a bomb from its central directory with 413 naming the limit, before inflating", async () => {
