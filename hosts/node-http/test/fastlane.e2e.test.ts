@@ -412,9 +412,12 @@ describe("fast lane", () => {
       // A check that has to wait (the callback's host is looked up) leaves the request to the route.
       ["/v1/batch/submit", { requests: [{ messages: hi }], callbackUrl: "https://hooks.example.invalid/aigw" }, 422, 0]
     ]
+    // The batches' ids on each server: waited for below, so that their calls do not run into the next tests.
+    const batches: Array<{ readonly url: string; readonly id: string }> = []
     for (const [path, body, status, calls] of cases) {
       const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
       const { viaRoute, viaLane } = await both(user, { body }, path)
+      if (path === "/v1/batch/submit" && status === 200) batches.push({ url: routeServer.url, id: viaRoute.body.result.batchId }, { url: server.url, id: viaLane.body.result.batchId })
       expect([path, body, viaRoute.status]).toEqual([path, body, status])
       expect([path, body, viaLane.status]).toEqual([path, body, status])
       expect(viaLane.headers.get("content-type")).toBe(viaRoute.headers.get("content-type"))
@@ -426,8 +429,17 @@ describe("fast lane", () => {
     // The lane runs them as the request: its id reaches the upstream, as on the route.
     const moderated = await call(server.url, "POST", "/v1/moderation", { body: { text: "tea", provider: "openai" }, apiKey: user.apiKey, headers: { "x-request-id": "lane-effects-1" } })
     expect(moderated.headers.get("x-request-id")).toBe("lane-effects-1")
-    // The batches above still send their chat calls in the background: the last moderation request is the one.
+    // The batches above may still send their chat calls in the background: the last moderation request is the one.
     expect(openai.requests.filter((r) => r.path === "/v1/moderations").at(-1)).toMatchObject({ headers: { "x-request-id": "lane-effects-1" } })
+    for (const { url, id } of batches) {
+      const until = Date.now() + 30_000
+      let state = ""
+      while (state !== "completed" && Date.now() < until) {
+        state = (await call(url, "GET", `/v1/batch/${id}/status`, { apiKey: user.apiKey })).body.result?.status
+        if (state !== "completed") await new Promise((r) => setTimeout(r, 100))
+      }
+      expect([url, id, state]).toEqual([url, id, "completed"])
+    }
   })
 
   it("serves the task endpoints like their routes: answers, models that do not comply, schema refusals, counted once", async () => {
