@@ -294,29 +294,52 @@ describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
 
   // A process manager SIGKILLs a process that has not stopped after its grace period (10 s for Docker
   // and Podman): a request whose upstream stalls must not hold the stop until its own timeout.
-  it.each(["true", "false"])("closes the connections still open after the grace period, records their calls, then exits 0 (fast lane %s)", async (fastLane) => {
+  it.each(["true", "false"])("answers the calls still waiting for their upstream with a 503 a little before the cut, records every call, then exits 0 (fast lane %s)", async (fastLane) => {
     const openai = await startOpenAiMock({ apiKey: "sk-stop" })
     const server = await startServer({ OPENAI_API_KEY: "sk-stop", OPENAI_BASE_URL: openai.url, AIGW_SHUTDOWN_GRACE_SECONDS: "1", AIGW_FAST_LANE: fastLane })
     try {
       const user = await signUp(server, "stopper")
       openai.setScenario({ kind: "hang" })
-      const pending = Array.from({ length: 2 }, (_, i) =>
-        fetch(`${server.url}${i === 0 ? "/v1/complete" : "/v1/complete/stream"}`, {
-          method: "POST",
-          headers: { "content-type": "application/json", "x-api-key": user.apiKey },
-          body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], model: "gpt-4o-mini" })
-        }).then((r) => r.text()).then(() => "answered", () => "closed"))
-      for (let i = 0; i < 100 && openai.requests.length < 2; i++) await new Promise((r) => setTimeout(r, 50))
-      expect(openai.requests.length).toBe(2)
+      const chat = { messages: [{ role: "user", content: "hi" }], model: "gpt-4o-mini" }
+      const calls = [
+        ["/v1/complete", chat],
+        ["/v1/complete/stream", chat],
+        ["/openai/v1/chat/completions", chat],
+        ["/openai/v1/chat/completions", { ...chat, stream: true }],
+        // An adapter's Effect call, not the engine's.
+        ["/openai/v1/images/generations", { prompt: "a lighthouse" }]
+      ] as const
+      const pending = calls.map(([p, body]) =>
+        fetch(`${server.url}${p}`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": user.apiKey }, body: JSON.stringify(body) })
+          .then(async (r) => ({ status: r.status, retryAfter: r.headers.get("retry-after"), body: await r.json() as any }), () => "closed" as const))
+      // A request whose body never comes: no call to answer, so its connection is closed at the cut.
+      const port = Number(new URL(server.url).port)
+      const unfinished = net.connect(port, "127.0.0.1")
+      unfinished.write(`POST /v1/complete HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: ${user.apiKey}\r\ncontent-length: 100\r\n\r\n{"messages"`)
+      const unfinishedEnd = new Promise<string>((resolve) => {
+        let text = ""
+        unfinished.on("data", (b) => (text += b.toString()))
+        unfinished.on("close", () => resolve(text))
+      })
+      for (let i = 0; i < 100 && openai.requests.length < calls.length; i++) await new Promise((r) => setTimeout(r, 50))
+      expect(openai.requests.length).toBe(calls.length)
       // The helper SIGKILLs after 15 s (exit code null); the upstream would hang for minutes.
       expect(await server.stop(), server.output()).toBe(0)
-      expect(await Promise.all(pending)).toEqual(["closed", "closed"])
-      // The two calls cut at the deadline were counted: their usage records were written before the database closed.
-      const [calls, records] = readDatabase(server, (db) => [
+      expect(await unfinishedEnd).toBe("")
+      const [gateway, gatewayStream, openAi, openAiStream, image] = await Promise.all(pending)
+      const stopped = /^The gateway is shutting down and ended this call before its upstream answered/
+      for (const answer of [gateway, gatewayStream]) {
+        expect(answer).toMatchObject({ status: 503, retryAfter: "1", body: { isError: true, message: expect.stringMatching(stopped) } })
+      }
+      for (const answer of [openAi, openAiStream, image]) {
+        expect(answer).toMatchObject({ status: 503, retryAfter: "1", body: { error: { type: "server_error", code: "Busy", message: expect.stringMatching(stopped) } } })
+      }
+      // Every call was counted, and recorded as failed before the database closed.
+      const [counted, records] = readDatabase(server, (db) => [
         db.prepare("SELECT SUM(calls) AS n FROM daily_usage WHERE avatar_id = ?").get(user.id) as { n: number },
         db.prepare("SELECT ok FROM usage_events WHERE avatar_id = ?").all(user.id)
       ] as const)
-      expect([calls.n, records], server.output()).toEqual([2, [{ ok: 0 }, { ok: 0 }]])
+      expect([counted.n, records], server.output()).toEqual([calls.length, calls.map(() => ({ ok: 0 }))])
     } finally {
       await server.kill().catch(() => undefined)
       await openai.close()

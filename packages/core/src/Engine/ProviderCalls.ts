@@ -15,10 +15,11 @@ import { type GatewayError, isGatewayError } from "../Errors.ts"
 import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ChunkExtra, FinishReason, StreamEvent, Target, TokenUsage, WireRequest } from "../Providers/Chat.ts"
 import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
 import { Cancel } from "../Providers/internal/cancel.ts"
+import { stopWaitingRequests } from "../Providers/internal/nodeFetch.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { authorize, servedBy } from "../Providers/Registry.ts"
-import { protocolError, toGatewayError, UpstreamError } from "../Providers/UpstreamError.ts"
+import { protocolError, stoppedError, toGatewayError, UpstreamError } from "../Providers/UpstreamError.ts"
 import { utcDay } from "../Quota.ts"
 import type { Fallback } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -456,6 +457,30 @@ const makeService = Effect.gen(function*() {
       ok
     }, requestId)
 
+  // A graceful stop's end of the calls under way (`stopCalls`). The stops of the streams running now are in
+  // a set, each leaving it when its stream ends. Unlike the calls' promises (see `underWay`), a running
+  // stream's state is already reachable from its upstream socket's listener, so holding its stop here keeps
+  // nothing longer (docs/performance.md, twenty-seventh session). Calls still waiting for their upstream's
+  // answer are reached through the upstream agents instead (nodeFetch `stopWaitingRequests`): a set of them
+  // cost a third of the stream rate (twenty-eighth session).
+  const running = new Set<(error: string) => void>()
+  // Set by `stopCalls`: a stream run afterwards ends at once, a request's attempt made afterwards fails at once.
+  let stopping: { readonly stream: string; readonly call: string } | undefined
+
+  /**
+   * For a server about to close its connections (Http/ShutdownDeadline.ts), so that its clients get an
+   * answer rather than a cut, whatever their upstreams are doing: every stream running now ends as
+   * `ChatStream.stop(streamError)` does, and every upstream request made for a client's request and still
+   * waiting for its answer (a JSON call, a stream not yet started, an image) fails with `callError`, a 503
+   * in its route's envelope. Streams run and the engine's attempts for a request made afterwards end so at
+   * once. A stopping server does not resume: this engine's calls stay stopped.
+   */
+  const stopCalls = (streamError: string, callError: string) => {
+    stopping ??= { stream: streamError, call: callError }
+    for (const stop of running) stop(streamError)
+    stopWaitingRequests(callError)
+  }
+
   /**
    * Tries the targets in order with `attempt`; the next only after a retryable failure. Rejects
    * with the gateway error of the last failure (or the abort, untouched). A call that no target
@@ -471,6 +496,8 @@ const makeService = Effect.gen(function*() {
     for (let i = 0; ; i++) {
       const target = call.targets[i]!
       try {
+        // A client's call begun after a graceful stop's notice (background work's has no request id and goes on).
+        if (stopping !== undefined && call.requestId !== undefined) throw stoppedError(target.provider.id, stopping.call)
         const value = await attempt(target)
         recordAttempt(health, target.provider.id)
         return { target, value, fallbacks }
@@ -616,25 +643,6 @@ const makeService = Effect.gen(function*() {
 
   const idleMs = Duration.toMillis(STREAM_IDLE_TIMEOUT)
 
-  // The stops of the streams running now, for `stopStreams`: each leaves the set when its stream ends.
-  // Unlike the calls' promises (see `underWay`), a running stream's state is already reachable from its
-  // upstream socket's listener, so holding its stop here keeps nothing longer (docs/performance.md,
-  // twenty-seventh session).
-  const running = new Set<(error: string) => void>()
-  // Set by `stopStreams`: a stream run afterwards ends at once.
-  let stopping: string | undefined
-
-  /**
-   * Ends every stream running now as `ChatStream.stop` does, and every stream run afterwards at once:
-   * for a server about to close its connections (Http/ShutdownDeadline.ts), so that its clients get the
-   * stream's own error ending rather than a cut, whatever their upstreams are doing. A stopping server
-   * does not resume: this engine's streams stay stopped.
-   */
-  const stopStreams = (error: string) => {
-    stopping ??= error
-    for (const stop of running) stop(error)
-  }
-
   const openStream = async (call: ChatCall): Promise<ChatStream> => {
     const started = performance.now()
     const { target, value: body } = await firstSuccess(call, "chat", async (t) => {
@@ -720,7 +728,7 @@ const makeService = Effect.gen(function*() {
           // A body that failed before anyone listened keeps its error (nodeFetch's `bounded`).
           if (body.errored) end(streamBroke(provider)(body.errored).message)
           else if (call.cancel.aborted) end()
-          else if ((stopped ?? stopping) !== undefined) end(stopped ?? stopping, false)
+          else if (stopped !== undefined || stopping !== undefined) end(stopped ?? stopping!.stream, false)
           else {
             stopListening = call.cancel.onAbort(() => end())
             running.add(stopRun)
@@ -730,7 +738,7 @@ const makeService = Effect.gen(function*() {
     }
   }
 
-  return { complete, embed, rerank, openStream, stopStreams, exchange, firstSuccess, record, recordUsage }
+  return { complete, embed, rerank, openStream, stopCalls, exchange, firstSuccess, record, recordUsage }
 })
 
 export class ProviderCalls extends Context.Tag("aigw/ProviderCalls")<ProviderCalls, Effect.Effect.Success<typeof makeService>>() {}

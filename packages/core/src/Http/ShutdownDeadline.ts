@@ -6,7 +6,8 @@
  * connections still open are closed: their calls end as abandoned ones do (the upstream request
  * aborted, the usage recorded), and the layers are released before the manager's SIGKILL.
  * A second before that cut (a quarter of the grace, when it is shorter than 4 s) `beforeCut` runs:
- * the host ends its chat streams there with their own error ending (ProviderCalls `stopStreams`).
+ * the host ends its calls there (ProviderCalls `stopCalls`): chat streams with their own error
+ * ending, calls still waiting for their upstream's answer with a 503 in their route's envelope.
  */
 import { Effect } from "effect"
 import { Server } from "node:http"
@@ -15,6 +16,9 @@ import { stopBefore } from "./RequestDeadline.ts"
 
 /** The message a stream ended by a graceful stop closes with. */
 export const STOPPING_MESSAGE = "The gateway is shutting down and ended this stream before the answer was complete; send the request again."
+
+/** The message of a call a graceful stop ended before its upstream answered (a 503 with Retry-After). */
+export const STOPPED_CALL_MESSAGE = "The gateway is shutting down and ended this call before its upstream answered; send the request again."
 
 /** A node:http server whose `close` ends the connections still open after `graceMs`. */
 export class BoundedServer extends Server {
@@ -40,6 +44,6 @@ export class BoundedServer extends Server {
   }
 }
 
-/** The server factory of a host: each server's `beforeCut` ends the engine's chat streams with STOPPING_MESSAGE. */
+/** The server factory of a host: each server's `beforeCut` ends the engine's calls (STOPPING_MESSAGE, STOPPED_CALL_MESSAGE). */
 export const serverOf = (graceMs: number) =>
-  Effect.map(ProviderCalls, (calls) => () => new BoundedServer(graceMs, () => calls.stopStreams(STOPPING_MESSAGE)))
+  Effect.map(ProviderCalls, (calls) => () => new BoundedServer(graceMs, () => calls.stopCalls(STOPPING_MESSAGE, STOPPED_CALL_MESSAGE)))

@@ -3,11 +3,12 @@
  * `retryable` decides fallback: connect errors, timeouts, 408, 429 and 5xx.
  */
 import { Data } from "effect"
-import { UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
+import { Busy, UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
 
 export class UpstreamError extends Data.TaggedError("UpstreamError")<{
   readonly provider: string
-  readonly kind: "connect" | "timeout" | "http" | "protocol"
+  /** `stopped`: the gateway ended the attempt itself (a graceful stop), which says nothing of the provider. */
+  readonly kind: "connect" | "timeout" | "http" | "protocol" | "stopped"
   readonly status?: number | undefined
   readonly message: string
   readonly retryable: boolean
@@ -58,8 +59,14 @@ export const connectFailed = (provider: string, cause: unknown) =>
 export const protocolError = (provider: string, detail: string) =>
   new UpstreamError({ provider, kind: "protocol", message: `${provider} sent an unexpected answer: ${detail}`, retryable: false })
 
-/** To the gateway's error set: timeouts 504, everything else 502. */
+/** An attempt the gateway ended itself with `message` (not retried on another provider). */
+export const stoppedError = (provider: string, message: string) =>
+  new UpstreamError({ provider, kind: "stopped", message, retryable: false })
+
+/** To the gateway's error set: timeouts 504, attempts the gateway stopped 503 (with Retry-After), everything else 502. */
 export const toGatewayError = (e: UpstreamError) =>
   e.kind === "timeout"
     ? new UpstreamTimeout({ message: e.message, provider: e.provider })
+    : e.kind === "stopped"
+    ? new Busy({ message: e.message, retryAfterSeconds: 1 })
     : new UpstreamFailed({ message: e.message, provider: e.provider, status: e.status })

@@ -26,8 +26,9 @@ let answer: {
   readonly script?: (res: http.ServerResponse) => Promise<void>
   readonly hang?: true
 } = {}
-/** The body of the upstream's last request. */
+/** The body of the upstream's last request, and how many it has had. */
 let received: any
+let requests = 0
 
 const chunk = (delta: unknown, extra: Record<string, unknown> = {}) =>
   `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`
@@ -59,6 +60,7 @@ describe("what an upstream's answer may claim", () => {
       req.on("data", (b: Buffer) => body.push(b))
       req.on("end", () => {
         received = JSON.parse(Buffer.concat(body).toString() || "null")
+        requests++
         if (answer.hang) return
         if (answer.script) return void answer.script(res)
         if (answer.sse !== undefined) return res.writeHead(200, { "content-type": "text/event-stream" }).end(answer.sse)
@@ -201,24 +203,45 @@ describe("what an upstream's answer may claim", () => {
     expect(health.status("stopped")).toBe("up")
   })
 
-  it("stopStreams ends every stream running now, also one whose upstream is silent, and every stream run later at once", async () => {
+  it("stopCalls ends every stream running now (a silent one too) and every call waiting for its answer, and those begun later at once", async () => {
     // An engine of its own: a stopped engine stays stopped.
     const stopping = await Effect.runPromise(Effect.provide(ProviderCalls.ProviderCalls, ProviderCalls.layer.pipe(Layer.provide(Layer.merge(ProviderHealth.layer, metering)))))
-    answer = { script: async (res) => void res.writeHead(200, { "content-type": "text/event-stream" }).write(chunk({ role: "assistant", content: "thinking" })) }
-    const silent = await Promise.all([stopping.openStream(call()), stopping.openStream(call())])
+    // Streams get their first chunk and then nothing; JSON calls get no answer at all.
+    answer = { script: async (res) => void (received.stream ? res.writeHead(200, { "content-type": "text/event-stream" }).write(chunk({ role: "assistant", content: "thinking" })) : undefined) }
+    const [notRun, ...silent] = await Promise.all([stopping.openStream(call()), stopping.openStream(call()), stopping.openStream(call())])
     const chunks: Array<Array<ProviderCalls.StreamChunk>> = [[], []]
     const runs = silent.map((s, i) => s.run((c) => chunks[i]!.push(...c)))
     for (let i = 0; i < 100 && chunks.some((c) => c.length === 0); i++) await new Promise((r) => setTimeout(r, 10))
-    stopping.stopStreams("the gateway is stopping")
+    // Two targets: a stop is no reason to try the next one.
+    const before = requests
+    // A call made for a request (it has the request's id) is stopped; background work's is not (below).
+    const waiting = stopping.complete({ ...call(), targets: [target(), target()], requestId: "r1" }).then(() => "answered", (e: unknown) => e)
+    for (let i = 0; i < 100 && requests === before; i++) await new Promise((r) => setTimeout(r, 10))
+    const stopped = { _tag: "Busy", message: "the gateway is stopping this call", retryAfterSeconds: 1 }
+    const recordedBefore = recorded.length
+    stopping.stopCalls("the gateway is stopping", stopped.message)
     await Promise.all(runs)
     for (const c of chunks) expect(c.at(-1)).toMatchObject({ done: true, finishReason: "error", error: "the gateway is stopping" })
-    // A stream opened afterwards ends at once when it runs; the other engine's streams are not touched.
-    const later = await stopping.openStream(call())
+    expect(await waiting).toMatchObject(stopped)
+    expect(requests - before).toBe(1)
+    // Three failed calls recorded: the two streams with what they sent, the waiting call with nothing.
+    const since = recorded.slice(recordedBefore).map((r) => [r.ok, r.completionTokens > 0])
+    expect(since.sort()).toEqual([[false, false], [false, true], [false, true]])
+    // Calls begun afterwards fail at once, sending nothing; a stream opened before the stop ends at once when it runs;
+    // the other engine's calls are not touched.
+    await expect(stopping.complete({ ...call(), requestId: "r2" })).rejects.toMatchObject(stopped)
+    await expect(stopping.openStream({ ...call(), requestId: "r3" })).rejects.toMatchObject(stopped)
+    expect(requests - before).toBe(1)
+    // A call without a request (a batch job's step) is left to run: a stopped process's job step is run again by the next one.
+    const background = stopping.complete(call()).then(() => "answered", (e: unknown) => e)
+    for (let i = 0; i < 100 && requests - before === 1; i++) await new Promise((r) => setTimeout(r, 10))
+    expect(requests - before).toBe(2)
     const laterChunks: Array<ProviderCalls.StreamChunk> = []
-    await later.run((c) => laterChunks.push(...c))
+    await notRun!.run((c) => laterChunks.push(...c))
     expect(laterChunks.at(-1)).toMatchObject({ done: true, error: "the gateway is stopping" })
     const other = await stream(chunk({ role: "assistant", content: "a" }) + finish() + DONE)
     expect(other.last.error).toBeUndefined()
+    void background
   })
 
   it("an embedding answer's count that is no count is estimated", async () => {

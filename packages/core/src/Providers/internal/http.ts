@@ -9,9 +9,9 @@
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { GatewayConfig } from "../../Config.ts"
-import { connectFailed, fromHttp, protocolError, UpstreamError } from "../UpstreamError.ts"
+import { connectFailed, fromHttp, protocolError, stoppedError, UpstreamError } from "../UpstreamError.ts"
 import { Cancel } from "./cancel.ts"
-import { isUndecodable, nodeFetch, ReplyTooLarge, setReplyLimit, UpstreamResponse } from "./nodeFetch.ts"
+import { isUndecodable, nodeFetch, ReplyTooLarge, setReplyLimit, StoppedByGateway, UpstreamResponse } from "./nodeFetch.ts"
 import type { SseEvent } from "./sse.ts"
 import * as RequestId from "../../RequestId.ts"
 import { Readable } from "node:stream"
@@ -53,7 +53,11 @@ const send = (provider: string, url: string, headers: Record<string, string>, bo
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
     body: JSON.stringify(body)
-  }, cancel).catch((cause) => Promise.reject(connectFailed(provider, cause)))
+  }, cancel).catch(sendFailed(provider))
+
+/** A request that got no answer: the gateway's own stop (nodeFetch `stopWaitingRequests`), else a connect failure. */
+const sendFailed = (provider: string) => (cause: unknown) =>
+  Promise.reject(cause instanceof StoppedByGateway ? stoppedError(provider, cause.message) : connectFailed(provider, cause))
 
 /**
  * One request/answer exchange: sends, reads the whole body, maps non-2xx answers with `fromHttp`
@@ -86,7 +90,7 @@ const fetchAnswer = async <A>(
   read: (res: Response) => Promise<A>,
   cancel: Cancel
 ): Promise<A> => {
-  const res = await nodeFetch(url, init, cancel).catch((cause) => Promise.reject(connectFailed(provider, cause)))
+  const res = await nodeFetch(url, init, cancel).catch(sendFailed(provider))
   if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""))
   return read(res)
 }

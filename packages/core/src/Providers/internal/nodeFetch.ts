@@ -41,6 +41,29 @@ const utf8 = new TextDecoder()
 
 const abortError = (cancel: Cancel): unknown => cancel.reason ?? new DOMException("This operation was aborted", "AbortError")
 
+/** A request the gateway ended itself before its answer came (a graceful stop); `message` is for the client. */
+export class StoppedByGateway extends Error {}
+
+/**
+ * Ends, with StoppedByGateway(message), every request on the pooled agents that was made for a
+ * client's request (it carries that request's `x-request-id`; background work's carry none) and has
+ * no answer yet. The agents already hold each request in flight (a socket's current request), so no
+ * list of calls is kept for this: a long-lived collection of per-call objects costs every call
+ * (docs/performance.md, twenty-eighth session). Requests sent through fetch (multipart and stream
+ * bodies) are not reached.
+ */
+export const stopWaitingRequests = (message: string): void => {
+  for (const agent of [httpAgent, httpsAgent]) {
+    for (const sockets of Object.values(agent.sockets)) {
+      for (const socket of sockets ?? []) {
+        // node:http's current request of a socket, and its answer once one came (not public API: the graceful stop's e2e test covers it).
+        const req = (socket as unknown as { _httpMessage?: http.ClientRequest | null })._httpMessage
+        if (req && (req as unknown as { res?: unknown }).res == null && req.getHeader("x-request-id") !== undefined) req.destroy(new StoppedByGateway(message))
+      }
+    }
+  }
+}
+
 /** A reply body that passed its byte limit. */
 export class ReplyTooLarge extends Error {
   constructor(readonly limit: number) {
