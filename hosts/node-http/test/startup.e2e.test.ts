@@ -296,7 +296,8 @@ describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
   // and Podman): a request whose upstream stalls must not hold the stop until its own timeout.
   it.each(["true", "false"])("answers the calls still waiting for their upstream with a 503 a little before the cut, records every call, then exits 0 (fast lane %s)", async (fastLane) => {
     const openai = await startOpenAiMock({ apiKey: "sk-stop" })
-    const server = await startServer({ OPENAI_API_KEY: "sk-stop", OPENAI_BASE_URL: openai.url, AIGW_SHUTDOWN_GRACE_SECONDS: "1", AIGW_FAST_LANE: fastLane })
+    // A 3 s grace: the notice comes a second before the cut, time enough for the answers on a loaded machine.
+    const server = await startServer({ OPENAI_API_KEY: "sk-stop", OPENAI_BASE_URL: openai.url, AIGW_SHUTDOWN_GRACE_SECONDS: "3", AIGW_FAST_LANE: fastLane })
     try {
       const user = await signUp(server, "stopper")
       openai.setScenario({ kind: "hang" })
