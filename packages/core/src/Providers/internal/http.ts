@@ -53,11 +53,7 @@ const send = (provider: string, url: string, headers: Record<string, string>, bo
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
     body: JSON.stringify(body)
-  }, cancel).catch(sendFailed(provider))
-
-/** A request that got no answer: the gateway's own stop (nodeFetch `stopWaitingRequests`), else a connect failure. */
-const sendFailed = (provider: string) => (cause: unknown) =>
-  Promise.reject(cause instanceof StoppedByGateway ? stoppedError(provider, cause.message) : connectFailed(provider, cause))
+  }, cancel).catch((cause) => Promise.reject(upstreamError(provider, cause)))
 
 /**
  * One request/answer exchange: sends, reads the whole body, maps non-2xx answers with `fromHttp`
@@ -90,15 +86,21 @@ const fetchAnswer = async <A>(
   read: (res: Response) => Promise<A>,
   cancel: Cancel
 ): Promise<A> => {
-  const res = await nodeFetch(url, init, cancel).catch(sendFailed(provider))
+  const res = await nodeFetch(url, init, cancel).catch((cause) => Promise.reject(upstreamError(provider, cause)))
   if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""))
   return read(res)
 }
 
-/** A failure of the transport as an UpstreamError; a reply over the limit, or one that does not decode, is the upstream's fault, not a connect error. */
+/**
+ * A failure of the transport as an UpstreamError; a reply over the limit, or one that does not decode, is the
+ * upstream's fault, not a connect error; a request the gateway's graceful stop ended (nodeFetch
+ * `stopWaitingRequests`) is `stopped`.
+ */
 const upstreamError = (provider: string, e: unknown): UpstreamError =>
   e instanceof UpstreamError
     ? e
+    : e instanceof StoppedByGateway
+    ? stoppedError(provider, e.message)
     : e instanceof ReplyTooLarge
     ? protocolError(provider, e.message)
     : isUndecodable(e)
