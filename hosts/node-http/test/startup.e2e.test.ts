@@ -387,10 +387,10 @@ describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
       const [gateway, chat] = await Promise.all(texts)
       const data = (text: string) => text.split("\n\n").filter((b) => b.startsWith("data: ")).map((b) => b.slice(6))
       expect(gateway).not.toContain("<cut>")
-      expect(JSON.parse(data(gateway).at(-1)!)).toMatchObject({ done: true, finishReason: "error", error: expect.stringMatching(/^The gateway is shutting down/) })
+      expect(JSON.parse(data(gateway).at(-1)!)).toMatchObject({ done: true, finishReason: "error", errorCode: "Busy", error: expect.stringMatching(/^The gateway is shutting down/) })
       expect(chat).not.toContain("<cut>")
       expect(data(chat).at(-1)).toBe("[DONE]")
-      expect(JSON.parse(data(chat).at(-2)!).error).toMatchObject({ type: "api_error", message: expect.stringMatching(/^The gateway is shutting down/) })
+      expect(JSON.parse(data(chat).at(-2)!).error).toMatchObject({ type: "server_error", code: "Busy", message: expect.stringMatching(/^The gateway is shutting down/) })
       // Both were recorded as failed calls with the text they sent.
       const records = readDatabase(server, (db) =>
         db.prepare("SELECT ok, completion_tokens AS completion FROM usage_events WHERE avatar_id = ?").all(user.id) as Array<{ ok: number; completion: number }>)

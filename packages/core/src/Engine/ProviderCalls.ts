@@ -81,6 +81,8 @@ export interface StreamChunk {
   /** False when the model has no known price (costUSD is then 0). */
   readonly costKnown?: boolean
   readonly error?: string
+  /** With `error`: what ended the stream, as the gateway error a call failing so before the stream would have been (`StreamError`). */
+  readonly errorCode?: StreamError["code"]
   /**
    * OpenAI-format fields the chunk does not model, of its delta and choice (`reasoning_content`,
    * `logprobs`) and of the chunk itself (`system_fingerprint`): the OpenAI surface passes them on.
@@ -94,6 +96,19 @@ export interface StreamChunk {
   /** The stop sequence that ended the answer, when the upstream said which (final chunk). */
   readonly stopSequence?: string
 }
+
+/**
+ * What ended a stream early: its message, and the gateway error a call failing so before its stream
+ * began would have been. The surfaces label their error event with it (OpenAI's `code`, Anthropic's
+ * `type`): an upstream's failure, an upstream that went quiet, or a stop of the gateway's own.
+ */
+export interface StreamError {
+  readonly message: string
+  readonly code: "UpstreamFailed" | "UpstreamTimeout" | "Busy"
+}
+
+/** An upstream failure as the error that ends a stream. */
+const streamErrorOf = (e: UpstreamError): StreamError => ({ message: e.message, code: toGatewayError(e)._tag })
 
 /** Every prompt token of a call, those read from or written to the upstream's prompt cache included (as OpenAI's `prompt_tokens` counts them). */
 export const allPromptTokens = (u: { readonly promptTokens?: number | undefined; readonly cacheCreationTokens?: number | undefined; readonly cacheReadTokens?: number | undefined }) =>
@@ -243,12 +258,12 @@ export const makeStreamAccount = () => {
      * The chunks of the upstream events of one read, decoded by the wire's `decode`, and `stop` when
      * one of them ends the stream: null for its end marker, the message of an error it carried.
      */
-    onRead: (events: ReadonlyArray<SseEvent>, decode: ReturnType<ChatWire["events"]>): { chunks: Array<StreamChunk>; stop?: string | null } => {
+    onRead: (events: ReadonlyArray<SseEvent>, decode: ReturnType<ChatWire["events"]>): { chunks: Array<StreamChunk>; stop?: UpstreamError | null } => {
       const chunks: Array<StreamChunk> = []
       for (const event of events) {
         const decoded = decode(event)
         if (decoded === null) return { chunks, stop: null }
-        if (decoded instanceof UpstreamError) return { chunks, stop: decoded.message }
+        if (decoded instanceof UpstreamError) return { chunks, stop: decoded }
         onEvents(decoded, chunks)
       }
       return { chunks }
@@ -273,7 +288,7 @@ export const makeStreamAccount = () => {
 }
 
 /** The last chunk of a stream: totals, or the error that ended it (with the upstream's trailing chunk-level fields). */
-export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport, error?: string, extra?: ChunkExtra, stopSequence?: string): StreamChunk => ({
+export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport, error?: StreamError, extra?: ChunkExtra, stopSequence?: string): StreamChunk => ({
   content: "",
   done: true,
   promptTokens: r.promptTokens,
@@ -287,7 +302,7 @@ export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport,
   ...(r.cacheCreationTokens !== undefined ? { cacheCreationTokens: r.cacheCreationTokens } : {}),
   ...(r.cacheReadTokens !== undefined ? { cacheReadTokens: r.cacheReadTokens } : {}),
   ...(r.reasoningTokens !== undefined ? { reasoningTokens: r.reasoningTokens } : {}),
-  ...(error !== undefined ? { error } : {}),
+  ...(error !== undefined ? { error: error.message, errorCode: error.code } : {}),
   ...(extra !== undefined ? { extra } : {}),
   ...(stopSequence !== undefined && error === undefined ? { stopSequence } : {})
 })
@@ -309,7 +324,7 @@ export interface ChatStream {
    * The provider's health is not touched. A stream that has ended is left as it is; one not yet
    * run ends this way as soon as it runs.
    */
-  readonly stop: (error: string) => void
+  readonly stop: (error: StreamError) => void
 }
 
 /** What every routed call carries: who pays, the candidates in order, and how to cancel it. */
@@ -463,9 +478,9 @@ const makeService = Effect.gen(function*() {
   // nothing longer (docs/performance.md, twenty-seventh session). Calls still waiting for their upstream's
   // answer are reached through the upstream agents instead (nodeFetch `stopWaitingRequests`): a set of them
   // cost a third of the stream rate (twenty-eighth session).
-  const running = new Set<(error: string) => void>()
+  const running = new Set<(error: StreamError) => void>()
   // Set by `stopCalls`: a stream run afterwards ends at once, a request's attempt made afterwards fails at once.
-  let stopping: { readonly stream: string; readonly call: string } | undefined
+  let stopping: { readonly stream: StreamError; readonly call: string } | undefined
 
   /**
    * For a server about to close its connections (Http/ShutdownDeadline.ts), so that its clients get an
@@ -475,7 +490,7 @@ const makeService = Effect.gen(function*() {
    * in its route's envelope. Streams run and the engine's attempts for a request made afterwards end so at
    * once. A stopping server does not resume: this engine's calls stay stopped.
    */
-  const stopCalls = (streamError: string, callError: string) => {
+  const stopCalls = (streamError: StreamError, callError: string) => {
     stopping ??= { stream: streamError, call: callError }
     for (const stop of running) stop(streamError)
     stopWaitingRequests(callError)
@@ -651,8 +666,8 @@ const makeService = Effect.gen(function*() {
     })
     const provider = target.provider.id
     // A stop asked before the run began waits here for it; once running, `stopRun` ends it.
-    let stopped: string | undefined
-    let stopRun: ((error: string) => void) | undefined
+    let stopped: StreamError | undefined
+    let stopRun: ((error: StreamError) => void) | undefined
     return {
       target,
       stop: (error) => (stopRun === undefined ? (stopped ??= error) : stopRun(error)),
@@ -667,11 +682,11 @@ const makeService = Effect.gen(function*() {
           let stopListening: (() => void) | undefined
           // Ends the stream once: records usage, then emits the final chunk unless the caller aborted.
           // `upstreamFault` is false for a stop of the gateway's own, which says nothing of the provider.
-          const end = (error?: string, upstreamFault = true) => {
+          const end = (error?: StreamError, upstreamFault = true) => {
             if (ended) return
             ended = true
             running.delete(stopRun!)
-            if (error === undefined && account.finishReason() === "error") error = upstreamFailedAnswer(provider).message
+            if (error === undefined && account.finishReason() === "error") error = streamErrorOf(upstreamFailedAnswer(provider))
             clearTimeout(timer)
             body.off("data", onData)
             stopListening?.()
@@ -695,12 +710,12 @@ const makeService = Effect.gen(function*() {
           const take = (events: ReadonlyArray<SseEvent>, upstreamDone = false) => {
             const { chunks, stop } = account.onRead(events, decode)
             if (chunks.length > 0) emit(chunks, upstreamDone || stop !== undefined)
-            if (stop !== undefined) end(stop ?? undefined)
+            if (stop !== undefined) end(stop === null ? undefined : streamErrorOf(stop))
           }
           // The idle timer restarts on every read (refresh: no new timer), keep-alive comments
           // included: upstreams send them while the answer waits for capacity (DeepSeek, OpenRouter).
           const arm = () => {
-            if (timer === undefined) timer = setTimeout(() => end(idleError(provider)().message), idleMs)
+            if (timer === undefined) timer = setTimeout(() => end(streamErrorOf(idleError(provider)())), idleMs)
             else timer.refresh()
           }
           // A body with no event in it (an error page, a JSON answer to a stream request) is no empty answer.
@@ -717,16 +732,16 @@ const makeService = Effect.gen(function*() {
           body.once("end", () => {
             if (ended) return
             const last = parser.end()
-            if (!anyEvent && last.length === 0) return end(protocolError(provider, "the stream ended without any event").message)
+            if (!anyEvent && last.length === 0) return end(streamErrorOf(protocolError(provider, "the stream ended without any event")))
             take(last, true)
             if (ended) return
             // Neither the wire's end marker nor a finish reason: the upstream stopped mid-answer.
-            end(account.finished() ? undefined : protocolError(provider, "the stream ended before the answer did (no finish reason, no end marker)").message)
+            end(account.finished() ? undefined : streamErrorOf(protocolError(provider, "the stream ended before the answer did (no finish reason, no end marker)")))
           })
-          body.once("error", (e) => end(streamBroke(provider)(e).message))
+          body.once("error", (e) => end(streamErrorOf(streamBroke(provider)(e))))
           stopRun = (error) => end(error, false)
           // A body that failed before anyone listened keeps its error (nodeFetch's `bounded`).
-          if (body.errored) end(streamBroke(provider)(body.errored).message)
+          if (body.errored) end(streamErrorOf(streamBroke(provider)(body.errored)))
           else if (call.cancel.aborted) end()
           else if (stopped !== undefined || stopping !== undefined) end(stopped ?? stopping!.stream, false)
           else {

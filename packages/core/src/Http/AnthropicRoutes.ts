@@ -10,6 +10,7 @@ import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabili
 import { BadRequest, UpstreamFailed } from "../Errors.ts"
 import type { CacheHint, ChatMessage, ChatOptions, ContentPart, FinishReason, ReasoningPart } from "../Providers/Chat.ts"
 import { chatSurface, headerOf, type RequestHeaders } from "./ChatSurface.ts"
+import { errorBody } from "./Edge.ts"
 import { CacheControl, cacheOf, Content, inputOf, MAX_CONTENT, ToolName, type ToolResultBody } from "./CompletionRoutes.ts"
 import { AnthropicMessage } from "./ResponseSchemas.ts"
 import { countMessages } from "../Tokens.ts"
@@ -320,7 +321,7 @@ export const toEvents = (id: string, model: string) => {
   let open: { readonly index: number; readonly tool: number | undefined; readonly reasoning?: number } | undefined
   const toolBlocks = new Map<number, number>()
   const convert = (c: StreamChunk): Array<{ readonly type: string }> => {
-    if (c.error !== undefined) return [{ type: "error", error: { type: "api_error", message: c.error } } as { type: string }]
+    if (c.error !== undefined) return [errorBody("anthropic", { _tag: c.errorCode ?? "UpstreamFailed", message: c.error }) as { type: string }]
     const out: Array<{ type: string; [k: string]: unknown }> = []
     const close = () => {
       if (open !== undefined) out.push({ type: "content_block_stop", index: open.index })

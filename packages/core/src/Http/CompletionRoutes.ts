@@ -271,7 +271,8 @@ export const streamAnswer = <E, R>(
       const opened = yield* Scope.extend(open, scope)
       if (Option.isSome(deadline)) {
         const { at, message } = deadline.value
-        const timer = setTimeout(() => opened.stop(message), Math.max(0, at - Date.now()))
+        // The invocation's time running out is answered as a request not answered in time is (UpstreamTimeout).
+        const timer = setTimeout(() => opened.stop({ message, code: "UpstreamTimeout" }), Math.max(0, at - Date.now()))
         yield* Scope.addFinalizer(scope, Effect.sync(() => clearTimeout(timer)))
       }
       const { frames, opening, trailer } = textOf(opened)

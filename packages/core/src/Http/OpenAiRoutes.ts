@@ -31,7 +31,7 @@ import {
   ToolCalls
 } from "./CompletionRoutes.ts"
 import type { RoutingError } from "../Routing.ts"
-import { SSE_DONE, sseData } from "./Edge.ts"
+import { errorBody, SSE_DONE, sseData } from "./Edge.ts"
 import { chatSurface } from "./ChatSurface.ts"
 import { onLane } from "./Lane.ts"
 import { authed, decoderNow } from "./Route.ts"
@@ -342,7 +342,7 @@ export const toChunks = (id: string, model: string, includeUsage: boolean, witho
   const chunk = (fields: { readonly choices: ReadonlyArray<unknown>; readonly usage?: unknown }, h = head) => `${h},${JSON.stringify(fields).slice(1)}`
   const opening = chunk({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] })
   const convert = (c: StreamChunk): Array<string> => {
-    if (c.error !== undefined) return [JSON.stringify({ error: { message: c.error, type: "api_error", code: "UpstreamFailed" } })]
+    if (c.error !== undefined) return [JSON.stringify(errorBody("openai", { _tag: c.errorCode ?? "UpstreamFailed", message: c.error }))]
     // The upstream chunk's own unmodelled fields (system_fingerprint, ...) after the head, as OpenAI orders them;
     // its padding against length side channels not when the client asked for none (include_obfuscation: false).
     const own = withoutObfuscation && c.extra?.body?.obfuscation !== undefined ? fieldsOutside(c.extra.body, OBFUSCATION) : c.extra?.body

@@ -11,11 +11,14 @@
  */
 import { Effect } from "effect"
 import { Server } from "node:http"
-import { ProviderCalls } from "../Engine/ProviderCalls.ts"
+import { ProviderCalls, type StreamError } from "../Engine/ProviderCalls.ts"
 import { stopBefore } from "./RequestDeadline.ts"
 
 /** The message a stream ended by a graceful stop closes with. */
 export const STOPPING_MESSAGE = "The gateway is shutting down and ended this stream before the answer was complete; send the request again."
+
+/** A stream's end at a graceful stop: `Busy`, as a call stopped before its stream began is answered. */
+export const STOPPING: StreamError = { message: STOPPING_MESSAGE, code: "Busy" }
 
 /** The message of a call a graceful stop ended before its upstream answered (a 503 with Retry-After). */
 export const STOPPED_CALL_MESSAGE = "The gateway is shutting down and ended this call before its upstream answered; send the request again."
@@ -44,6 +47,6 @@ export class BoundedServer extends Server {
   }
 }
 
-/** The server factory of a host: each server's `beforeCut` ends the engine's calls (STOPPING_MESSAGE, STOPPED_CALL_MESSAGE). */
+/** The server factory of a host: each server's `beforeCut` ends the engine's calls (STOPPING, STOPPED_CALL_MESSAGE). */
 export const serverOf = (graceMs: number) =>
-  Effect.map(ProviderCalls, (calls) => () => new BoundedServer(graceMs, () => calls.stopCalls(STOPPING_MESSAGE, STOPPED_CALL_MESSAGE)))
+  Effect.map(ProviderCalls, (calls) => () => new BoundedServer(graceMs, () => calls.stopCalls(STOPPING, STOPPED_CALL_MESSAGE)))

@@ -157,7 +157,7 @@ describe("what an upstream's answer may claim", () => {
   it("a stream that ends without its end marker or a finish reason is an error, recorded as failed", async () => {
     const cut = await stream(chunk({ role: "assistant", content: "the first " }) + chunk({ content: "half" }))
     expect(cut.chunks.map((c) => c.content).join("")).toBe("the first half")
-    expect(cut.last).toMatchObject({ done: true, finishReason: "error", error: "p sent an unexpected answer: the stream ended before the answer did (no finish reason, no end marker)" })
+    expect(cut.last).toMatchObject({ done: true, finishReason: "error", errorCode: "UpstreamFailed", error: "p sent an unexpected answer: the stream ended before the answer did (no finish reason, no end marker)" })
     expect(cut.record.ok).toBe(false)
     // An unterminated last event without a finish reason too.
     const partial = await stream(chunk({ content: "a" }) + chunk({ content: "b" }).trimEnd())
@@ -185,10 +185,10 @@ describe("what an upstream's answer may claim", () => {
     const chunks: Array<ProviderCalls.StreamChunk> = []
     await opened.run((c) => {
       chunks.push(...c)
-      if (c.some((x) => x.content === "the first words ")) opened.stop("out of time")
+      if (c.some((x) => x.content === "the first words ")) opened.stop({ message: "out of time", code: "UpstreamTimeout" })
     })
     expect(chunks.map((c) => c.content).join("")).toBe("the first words ")
-    expect(chunks.at(-1)).toMatchObject({ done: true, finishReason: "error", error: "out of time", provider: "stopped" })
+    expect(chunks.at(-1)).toMatchObject({ done: true, finishReason: "error", error: "out of time", errorCode: "UpstreamTimeout", provider: "stopped" })
     expect(recorded.at(-1)).toMatchObject({ provider: "stopped", ok: false, estimated: true })
     expect(recorded.at(-1)!.completionTokens).toBeGreaterThan(0)
     await closed
@@ -196,10 +196,10 @@ describe("what an upstream's answer may claim", () => {
     // A stop asked before the run ends the stream as soon as it runs.
     answer = { script: async (res) => void res.writeHead(200, { "content-type": "text/event-stream" }).write(chunk({ role: "assistant", content: "x" })) }
     const early = await engine.openStream(stopped)
-    early.stop("out of time, early")
+    early.stop({ message: "out of time, early", code: "Busy" })
     const last: Array<ProviderCalls.StreamChunk> = []
     await early.run((c) => last.push(...c))
-    expect(last.at(-1)).toMatchObject({ done: true, error: "out of time, early" })
+    expect(last.at(-1)).toMatchObject({ done: true, error: "out of time, early", errorCode: "Busy" })
     expect(health.status("stopped")).toBe("up")
   })
 
@@ -219,9 +219,9 @@ describe("what an upstream's answer may claim", () => {
     for (let i = 0; i < 100 && requests === before; i++) await new Promise((r) => setTimeout(r, 10))
     const stopped = { _tag: "Busy", message: "the gateway is stopping this call", retryAfterSeconds: 1 }
     const recordedBefore = recorded.length
-    stopping.stopCalls("the gateway is stopping", stopped.message)
+    stopping.stopCalls({ message: "the gateway is stopping", code: "Busy" }, stopped.message)
     await Promise.all(runs)
-    for (const c of chunks) expect(c.at(-1)).toMatchObject({ done: true, finishReason: "error", error: "the gateway is stopping" })
+    for (const c of chunks) expect(c.at(-1)).toMatchObject({ done: true, finishReason: "error", error: "the gateway is stopping", errorCode: "Busy" })
     expect(await waiting).toMatchObject(stopped)
     expect(requests - before).toBe(1)
     // Three failed calls recorded: the two streams with what they sent, the waiting call with nothing.
@@ -397,6 +397,7 @@ describe("what an upstream's answer may claim", () => {
       answer = { script: waitThenAnswer(async () => void (await sleep(720))) }
       const silent = await streamed()
       expect(silent.last.error).toBe("p did not send the next chunk in time")
+      expect(silent.last.errorCode).toBe("UpstreamTimeout")
     } finally {
       globalThis.setTimeout = real
     }

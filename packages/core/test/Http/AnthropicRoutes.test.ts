@@ -118,6 +118,9 @@ describe("Anthropic surface", () => {
       { type: "message_stop" }
     ])
     expect(toEvents("msg_2", "m").convert({ content: "", done: true, error: "boom" })).toEqual([{ type: "error", error: { type: "api_error", message: "boom" } }])
+    // A stop of the gateway's own is Anthropic's overloaded_error (a 503 before the stream began); a timeout an api_error.
+    expect(toEvents("msg_2", "m").convert({ content: "", done: true, error: "stopping", errorCode: "Busy" })).toEqual([{ type: "error", error: { type: "overloaded_error", message: "stopping" } }])
+    expect(toEvents("msg_2", "m").convert({ content: "", done: true, error: "quiet", errorCode: "UpstreamTimeout" })).toEqual([{ type: "error", error: { type: "api_error", message: "quiet" } }])
   })
 
   it("answers failures in Anthropic's error shape with the error type of each status", () => {

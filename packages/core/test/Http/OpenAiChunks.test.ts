@@ -33,6 +33,13 @@ describe("toChunks", () => {
     }
   })
 
+  it("an error that ends the stream is an error event labelled with its code: an upstream's failure, a timeout, a stop of the gateway's own", () => {
+    const errorOf = (c: StreamChunk) => JSON.parse(convert(c)[0]!).error
+    expect(errorOf({ content: "", done: true, error: "boom" })).toEqual({ message: "boom", type: "api_error", param: null, code: "UpstreamFailed" })
+    expect(errorOf({ content: "", done: true, error: "quiet", errorCode: "UpstreamTimeout" })).toEqual({ message: "quiet", type: "api_error", param: null, code: "UpstreamTimeout" })
+    expect(errorOf({ content: "", done: true, error: "stopping", errorCode: "Busy" })).toEqual({ message: "stopping", type: "server_error", param: null, code: "Busy" })
+  })
+
   it("the text chunk's text is the general form's: a chunk with an empty delta extra takes the general path", () => {
     const direct = convert({ content: "same", done: false })[0]!
     // Only delta or choice fields (or tool calls) send a text chunk down the general path since chunk-level fields exist.

@@ -7,7 +7,7 @@
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, type Scope } from "effect"
 import { describe, expect, it } from "vitest"
-import type { ChatStream, StreamChunk } from "../../src/Engine/ProviderCalls.ts"
+import type { ChatStream, StreamChunk, StreamError } from "../../src/Engine/ProviderCalls.ts"
 import { streamAnswer } from "../../src/Http/CompletionRoutes.ts"
 import { RequestDeadline } from "../../src/Http/RequestDeadline.ts"
 
@@ -15,7 +15,7 @@ const chunk = (content: string, done = false): StreamChunk => ({ content, done }
 
 /** A chat stream the test drives: `send` emits, `finish` resolves the run; `closed` counts scope closes, `started` runs, `stops` the stops asked. */
 const driven = () => {
-  const state = { closed: 0, started: 0, stops: [] as Array<string> }
+  const state = { closed: 0, started: 0, stops: [] as Array<StreamError> }
   let emit!: (chunks: ReadonlyArray<StreamChunk>, upstreamDone: boolean) => void
   let finish!: () => void
   const stream: ChatStream = {
@@ -100,7 +100,7 @@ describe("streamAnswer as a web Response (the Lambda host's form)", () => {
     await reader.read()
     expect(late.state.stops).toEqual([])
     await new Promise((resolve) => setTimeout(resolve, 400))
-    expect(late.state.stops).toEqual([message])
+    expect(late.state.stops).toEqual([{ message, code: "UpstreamTimeout" }])
     // The engine's stop emits the final chunk and ends the run; the stream then ends as any other.
     late.send(chunk("", true))
     late.finish()
@@ -121,6 +121,6 @@ describe("streamAnswer as a web Response (the Lambda host's form)", () => {
     const past = driven()
     await webResponse(past.open, { at: Date.now() - 1, message })
     await settle()
-    expect(past.state.stops).toEqual([message])
+    expect(past.state.stops).toEqual([{ message, code: "UpstreamTimeout" }])
   })
 })

@@ -246,12 +246,13 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     expect(chunks.at(-1)).toMatchObject({
       done: true,
       finishReason: "error",
+      errorCode: "UpstreamTimeout",
       error: expect.stringMatching(/did not finish within this Lambda function's time \(5 s left when it started\)\. Raise the function's Timeout\.$/)
     })
     // The OpenAI and Anthropic surfaces end with their own error events.
     const openaiEvents = sseData(openai.value.body)
     expect(openaiEvents.at(-1)).toBe("[DONE]")
-    expect(JSON.parse(openaiEvents.at(-2)!).error).toMatchObject({ type: "api_error", message: expect.stringMatching(/did not finish within this Lambda function's time/) })
+    expect(JSON.parse(openaiEvents.at(-2)!).error).toMatchObject({ type: "api_error", code: "UpstreamTimeout", message: expect.stringMatching(/did not finish within this Lambda function's time/) })
     expect(anthropic.value.body).toMatch(/event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"The request did not finish within this Lambda function's time/)
     // Buffered: the stream's text so far and its error, with status 200, before the cut's 504 could come.
     expect(buffered.value.statusCode).toBe(200)
