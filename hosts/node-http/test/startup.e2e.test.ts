@@ -310,9 +310,14 @@ describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
         // An adapter's Effect call, not the engine's.
         ["/openai/v1/images/generations", { prompt: "a lighthouse" }]
       ] as const
+      const answerOf = (r: Response) => r.json().then((body: any) => ({ status: r.status, retryAfter: r.headers.get("retry-after"), body }))
       const pending = calls.map(([p, body]) =>
         fetch(`${server.url}${p}`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": user.apiKey }, body: JSON.stringify(body) })
-          .then(async (r) => ({ status: r.status, retryAfter: r.headers.get("retry-after"), body: await r.json() as any }), () => "closed" as const))
+          .then(answerOf, () => "closed" as const))
+      // An upload: sent upstream through fetch (a multipart body), not the pooled agents.
+      const audio = new FormData()
+      audio.append("file", new File([new Uint8Array([73, 68, 51, 1, 2, 3])], "hello.mp3", { type: "audio/mpeg" }))
+      pending.push(fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: audio }).then(answerOf, () => "closed" as const))
       // A request whose body never comes: no call to answer, so its connection is closed at the cut.
       const port = Number(new URL(server.url).port)
       const unfinished = net.connect(port, "127.0.0.1")
@@ -322,14 +327,14 @@ describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
         unfinished.on("data", (b) => (text += b.toString()))
         unfinished.on("close", () => resolve(text))
       })
-      for (let i = 0; i < 100 && openai.requests.length < calls.length; i++) await new Promise((r) => setTimeout(r, 50))
-      expect(openai.requests.length).toBe(calls.length)
+      for (let i = 0; i < 100 && openai.requests.length < pending.length; i++) await new Promise((r) => setTimeout(r, 50))
+      expect(openai.requests.length).toBe(pending.length)
       // The helper SIGKILLs after 15 s (exit code null); the upstream would hang for minutes.
       expect(await server.stop(), server.output()).toBe(0)
       expect(await unfinishedEnd).toBe("")
-      const [gateway, gatewayStream, openAi, openAiStream, image] = await Promise.all(pending)
+      const [gateway, gatewayStream, openAi, openAiStream, image, upload] = await Promise.all(pending)
       const stopped = /^The gateway is shutting down and ended this call before its upstream answered/
-      for (const answer of [gateway, gatewayStream]) {
+      for (const answer of [gateway, gatewayStream, upload]) {
         expect(answer).toMatchObject({ status: 503, retryAfter: "1", body: { isError: true, message: expect.stringMatching(stopped) } })
       }
       for (const answer of [openAi, openAiStream, image]) {
@@ -340,7 +345,7 @@ describe("a graceful stop is bounded (AIGW_SHUTDOWN_GRACE_SECONDS)", () => {
         db.prepare("SELECT SUM(calls) AS n FROM daily_usage WHERE avatar_id = ?").get(user.id) as { n: number },
         db.prepare("SELECT ok FROM usage_events WHERE avatar_id = ?").all(user.id)
       ] as const)
-      expect([counted.n, records], server.output()).toEqual([calls.length, calls.map(() => ({ ok: 0 }))])
+      expect([counted.n, records], server.output()).toEqual([pending.length, pending.map(() => ({ ok: 0 }))])
     } finally {
       await server.kill().catch(() => undefined)
       await openai.close()

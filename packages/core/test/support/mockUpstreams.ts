@@ -662,6 +662,9 @@ export const startOpenAiMock = (opts: MockOptions = {}): Promise<MockUpstream> =
       if (!(file instanceof Blob) || typeof form.get("model") !== "string") {
         return ex.json(400, openAiErrorBody("Missing required parameter: 'file' or 'model'.", "invalid_request_error", "file", "missing_required_parameter"))
       }
+      const s = ex.scenario()
+      if (s.kind === "hang") return ex.hang()
+      if (s.kind === "error") return ex.json(s.status, openAiError(s.status, s.message))
       const name = (file as File).name ?? "audio"
       return ex.json(200, { text: `Transcript of ${name} (${file.size} bytes)${form.get("language") ? ` in ${form.get("language")}` : ""}.` })
     }

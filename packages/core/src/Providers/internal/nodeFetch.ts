@@ -45,14 +45,21 @@ const abortError = (cancel: Cancel): unknown => cancel.reason ?? new DOMExceptio
 export class StoppedByGateway extends Error {}
 
 /**
- * Ends, with StoppedByGateway(message), every request on the pooled agents that was made for a
- * client's request (it carries that request's `x-request-id`; background work's carry none) and has
- * no answer yet. The agents already hold each request in flight (a socket's current request), so no
- * list of calls is kept for this: a long-lived collection of per-call objects costs every call
- * (docs/performance.md, twenty-eighth session). Requests sent through fetch (multipart and stream
- * bodies) are not reached.
+ * The requests sent through the global fetch (multipart and stream bodies: uploads) for a client's
+ * request, until their answer came: undici's sockets are not ours to walk, so these few are kept
+ * here, each with the stop that ends it. The calls of the plain path are not (see below).
+ */
+const waitingUploads = new Set<AbortController>()
+
+/**
+ * Ends, with StoppedByGateway(message), every request made for a client's request (it carries that
+ * request's `x-request-id`; background work's carry none) that has no answer yet. On the pooled
+ * agents, which already hold each request in flight (a socket's current request), no list of calls
+ * is kept for this: a long-lived collection of per-call objects costs every call
+ * (docs/performance.md, twenty-eighth session). Uploads sent through fetch are in `waitingUploads`.
  */
 export const stopWaitingRequests = (message: string): void => {
+  for (const upload of waitingUploads) upload.abort(new StoppedByGateway(message))
   for (const agent of [httpAgent, httpsAgent]) {
     for (const sockets of Object.values(agent.sockets)) {
       for (const socket of sockets ?? []) {
@@ -306,6 +313,20 @@ const exchange = (attempt: Attempt, cancel: Cancel | undefined, retried = false)
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
+/** A request sent through the global fetch; one made for a client's request is in `waitingUploads` until its answer came. */
+const uploaded = async (input: string | URL, init: RequestInit, cancel: Cancel | undefined): Promise<Response> => {
+  if (headerRecord(init.headers)["x-request-id"] === undefined) return fetch(input, cancel === undefined ? init : { ...init, signal: cancel.signal() })
+  const stop = new AbortController()
+  waitingUploads.add(stop)
+  try {
+    return await fetch(input, { ...init, signal: cancel === undefined ? stop.signal : AbortSignal.any([cancel.signal(), stop.signal]) })
+  } catch (e) {
+    throw stop.signal.aborted ? stop.signal.reason : e
+  } finally {
+    waitingUploads.delete(stop)
+  }
+}
+
 /**
  * `fetch` for upstream calls; see the module comment for what is handled here. The answer is an
  * `UpstreamResponse` (typed as the `Response` subset it implements) or, for the rest, fetch's own.
@@ -328,7 +349,7 @@ const send = async (input: string | URL, init: RequestInit, cancel: Cancel | und
   const url = new URL(input)
   const { body } = init
   if ((url.protocol !== "http:" && url.protocol !== "https:") || !isPlainBody(body) || init.redirect === "manual" || init.redirect === "error") {
-    const res = await fetch(input, cancel === undefined ? init : { ...init, signal: cancel.signal() })
+    const res = await uploaded(input, init, cancel)
     if (res.body === null) {
       release()
       return res
