@@ -7,7 +7,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { Catalog, type ConfiguredProvider, type EndpointType, type ModelEntry, uncataloguedModel } from "./Catalog/Catalog.ts"
 import { defaultModelData } from "./Catalog/defaultModels.data.ts"
 import { envPrefix } from "./Config.ts"
-import { Forbidden, type GatewayError, NotFound, Unprocessable } from "./Errors.ts"
+import { BadRequest, Forbidden, type GatewayError, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
 import type { Target } from "./Providers/Chat.ts"
 import { failureWarning, fallbackAfter, recordAttempt } from "./Engine/UpstreamOutcome.ts"
@@ -37,7 +37,7 @@ export interface ChatNeeds {
 }
 
 /** Why routing found no target. */
-export type RoutingError = NotFound | Forbidden | Unprocessable
+export type RoutingError = BadRequest | NotFound | Forbidden | Unprocessable
 
 /**
  * Why a provider or model cannot serve a call, as the error to answer with, made only when it is
@@ -149,13 +149,25 @@ const makeService = Effect.gen(function*() {
     }
     if (Option.isNone(catalog.provider(providerId))) return new NotFound({ message: `Unknown provider ${providerId}. See GET /v1/providers.` })
     const upstream = prefixed ? name.slice(slash + 1) : name
+    if (upstream.trim() === "") {
+      return new BadRequest({ message: `model ${JSON.stringify(named)} names no model after its provider: name one, or ${providerId}/auto.`, param: "model" })
+    }
     const known = catalog.model(upstream)
     if (Option.isSome(known) && known.value.provider === providerId) return known.value
     return uncataloguedModel(providerId, upstream, kind)
   }
 
+  /** `provider/auto` with no provider named: that provider with model auto, as the two fields would say it. */
+  const spelledApart = (needs: ChatNeeds): ChatNeeds => {
+    const slash = needs.model.indexOf("/")
+    if (slash <= 0 || !isAuto(needs.provider) || needs.model.slice(slash + 1) !== "auto") return needs
+    const provider = needs.model.slice(0, slash)
+    return Option.isSome(catalog.provider(provider)) ? { ...needs, provider, model: "auto" } : needs
+  }
+
   /** Candidates in the order to try them (at least one), or the error that says why there is none. */
-  const targets = (needs: ChatNeeds): ReadonlyArray<Target> | RoutingError => {
+  const targets = (asked: ChatNeeds): ReadonlyArray<Target> | RoutingError => {
+    const needs = spelledApart(asked)
     const preference = needs.preference ?? preferenceOf(needs.plan)
     const kind = needs.kind ?? "chat"
     if (!isAuto(needs.model)) {

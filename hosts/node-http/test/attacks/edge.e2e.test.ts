@@ -8,6 +8,7 @@
  * 400s (JSON-RPC 2.0 errors on /mcp), keep /v1/health fast and its memory bounded, and create nothing.
  */
 import * as http from "node:http"
+import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../../packages/core/test/support/databases.ts"
 import { signUp, type TestAvatar } from "../support/accounts.ts"
@@ -420,6 +421,61 @@ describe("edge attacks", () => {
   })
 
   nulSuite(() => ({ server, user }))
+
+  describe("requests node's parser refuses, and repeated headers", () => {
+    /** Sends `text` as it is on a new connection; resolves with the status line's code, the headers and the body. */
+    const rawExchange = (text: string) =>
+      new Promise<{ status: number; head: string; body: string }>((resolve, reject) => {
+        const socket = net.connect(server.port, "127.0.0.1")
+        let got = ""
+        socket.on("data", (d) => (got += d.toString("latin1")))
+        socket.on("error", reject)
+        socket.on("close", () => {
+          const [head = "", body = ""] = got.split("\r\n\r\n")
+          resolve({ status: Number(head.split(" ")[1]), head, body })
+        })
+        socket.end(text)
+      })
+    const chat = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] })
+    const post = (path: string, headers: string, body = chat) =>
+      `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n${headers}content-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`
+
+    it("answers them with their status in the envelope of the request's path, counting nothing, and stays up", async () => {
+      const used = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+      const before = await used()
+      const key = `x-api-key: ${user.apiKey}\r\n`
+      // Two Host lines (RFC 9112 §3.2), on the lane's route and on an Effect route.
+      for (const path of ["/openai/v1/chat/completions", "/v1/complete"]) {
+        const twice = await rawExchange(post(path, `host: evil.example\r\n${key}`))
+        expect([path, twice.status]).toEqual([path, 400])
+        expect(twice.body).toContain("Invalid Host header.")
+      }
+      // Two API keys are no API key.
+      const keys = await rawExchange(post("/openai/v1/chat/completions", `${key}x-api-key: aigw_other\r\n`))
+      expect(keys.status).toBe(401)
+      // Headers past node's limit: 431, in the gateway's envelope, or OpenAI's on its path.
+      const big = `x-filler: ${"a".repeat(20_000)}\r\n`
+      const gateway = await rawExchange(post("/v1/complete", big + key))
+      expect(gateway.status).toBe(431)
+      expect(gateway.head).toMatch(/content-type: application\/json/i)
+      expect(JSON.parse(gateway.body)).toMatchObject({ isError: true, message: expect.stringMatching(/^The request could not be read: its header section is larger/) })
+      const openai = await rawExchange(post("/openai/v1/chat/completions", big + key))
+      expect(openai.status).toBe(431)
+      expect(JSON.parse(openai.body).error).toMatchObject({ type: "invalid_request_error", message: expect.stringMatching(/^The request could not be read/) })
+      // Not an HTTP method; conflicting framing; an expectation the server cannot meet.
+      const method = await rawExchange(`FOO /v1/complete HTTP/1.1\r\nhost: 127.0.0.1\r\n${key}content-length: 0\r\n\r\n`)
+      expect(method.status).toBe(400)
+      expect(JSON.parse(method.body)).toMatchObject({ isError: true, message: expect.stringMatching(/method/) })
+      const framing = await rawExchange(post("/v1/complete", `${key}transfer-encoding: chunked\r\n`))
+      expect(framing.status).toBe(400)
+      expect(JSON.parse(framing.body).isError).toBe(true)
+      const expectation = await rawExchange(post("/api/avatar/authenticate", "expect: 200-ok\r\n", "{}"))
+      expect(expectation.status).toBe(417)
+      expect(JSON.parse(expectation.body)).toMatchObject({ isError: true, isWarning: false, message: "Expect: 200-ok is not supported; only 100-continue is." })
+      expect(await used()).toBe(before)
+      expect((await call(server.url, "GET", "/v1/health")).status).toBe(200)
+    })
+  })
 
   describe("Host header on the fast lane", () => {
     const keyNames = async () => ((await call(server.url, "GET", "/v1/keys", { apiKey: user.apiKey })).body.result as Array<{ name: string }>).map((k) => k.name)

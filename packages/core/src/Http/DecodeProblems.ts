@@ -26,12 +26,39 @@ export const preview = (value: unknown, depth = 0): string => {
   return String(value)
 }
 
-/** What a schema expects, as the schema library names it (a refinement by its description). */
-const expectedOf = (ast: AST.AST): string =>
-  AST.isRefinement(ast)
+/** Longer than this, the schema library's name of a schema is the schema written out: told by its kind instead. */
+const NAME_LIMIT = 100
+
+/**
+ * What a schema expects, as the schema library names it (a refinement by its description), or, where
+ * that name would write out a whole body's schema (an object, an array, a union of them), by its
+ * kind: "an object", "an array", "a string or an array".
+ */
+const expectedOf = (ast: AST.AST): string => {
+  const named = AST.isRefinement(ast)
     ? Option.firstSomeOf([AST.getDescriptionAnnotation(ast), AST.getTitleAnnotation(ast), AST.getIdentifierAnnotation(ast)])
       .pipe(Option.getOrElse(() => String(ast)))
     : String(ast)
+  return named.length <= NAME_LIMIT ? named : kindOf(ast)
+}
+
+const kindOf = (ast: AST.AST): string => {
+  switch (ast._tag) {
+    case "TypeLiteral":
+      return "an object"
+    case "TupleType":
+      return "an array"
+    case "Union":
+      return [...new Set(ast.types.map(expectedOf))].join(" or ")
+    case "Refinement":
+    case "Transformation":
+      return expectedOf(ast.from)
+    case "Suspend":
+      return expectedOf(ast.f())
+    default:
+      return String(ast).slice(0, NAME_LIMIT)
+  }
+}
 
 /** The issue with each wrong value's default message written from its preview (a schema's own message still wins). */
 const withPreviews = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {

@@ -13,6 +13,7 @@ import { Effect } from "effect"
 import { Server } from "node:http"
 import { ProviderCalls, type StreamError } from "../Engine/ProviderCalls.ts"
 import { stopBefore } from "./RequestDeadline.ts"
+import { answerUnreadableRequests } from "./UnreadableRequests.ts"
 
 /** The message a stream ended by a graceful stop closes with. */
 export const STOPPING_MESSAGE = "The gateway is shutting down and ended this stream before the answer was complete; send the request again."
@@ -26,7 +27,9 @@ export const STOPPED_CALL_MESSAGE = "The gateway is shutting down and ended this
 /** A node:http server whose `close` ends the connections still open after `graceMs`. */
 export class BoundedServer extends Server {
   constructor(readonly graceMs: number, private readonly beforeCut: () => void = () => undefined) {
-    super()
+    // A header sent twice reaches the gateway as both values joined (node keeps the first otherwise): two
+    // Host lines are then an invalid Host (RFC 9112 §3.2: 400), two credentials no credential.
+    super({ joinDuplicateHeaders: true })
   }
 
   #closing = false
@@ -47,6 +50,6 @@ export class BoundedServer extends Server {
   }
 }
 
-/** The server factory of a host: each server's `beforeCut` ends the engine's calls (STOPPING, STOPPED_CALL_MESSAGE). */
+/** The server factory of a host: each server's `beforeCut` ends the engine's calls (STOPPING, STOPPED_CALL_MESSAGE); the parser's refusals are answered in envelopes. */
 export const serverOf = (graceMs: number) =>
-  Effect.map(ProviderCalls, (calls) => () => new BoundedServer(graceMs, () => calls.stopCalls(STOPPING, STOPPED_CALL_MESSAGE)))
+  Effect.map(ProviderCalls, (calls) => () => answerUnreadableRequests(new BoundedServer(graceMs, () => calls.stopCalls(STOPPING, STOPPED_CALL_MESSAGE))))

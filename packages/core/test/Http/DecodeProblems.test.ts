@@ -81,6 +81,24 @@ describe("describeParseError", () => {
   })
 })
 
+describe("what a problem says was expected", () => {
+  it("names a body's schema by its kind, not written out: an object, an array, a union of kinds", () => {
+    const decode = decoderNow(ChatCompletionBody, "body")
+    for (const body of [null, 5, "text", [1, 2]]) {
+      const message = messageOf(decode(body))
+      expect(message).toMatch(/^Invalid body: Expected an object, actual /)
+      expect(message.length).toBeLessThan(120)
+    }
+    const notAnArray = messageOf(decode({ model: "m", messages: { role: "user" } }))
+    expect(notAnArray).toMatch(/^Invalid body: messages: Expected an array, actual \{"role":"user"\}$/)
+    const part = messageOf(decode({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "hi" }, 5] }] }))
+    expect(part.length).toBeLessThan(300)
+    expect(part).not.toMatch(/readonly/)
+    // A short name stays as the schema library writes it.
+    expect(messageOf(decoderNow(Schema.Struct({ a: Schema.Literal("x") }), "body")({ a: "z" }))).toBe("Invalid body: a: Expected \"x\", actual \"z\"")
+  })
+})
+
 describe("the problem's field", () => {
   it("is carried as OpenAI's param, and the OpenAI envelope shows it (null when there is none)", () => {
     const decode = decoderNow(ChatCompletionBody, "body")

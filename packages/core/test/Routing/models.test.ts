@@ -66,6 +66,17 @@ describe("model resolution", () => {
     expect(targetsOf(routing.targets(needs(`openai/${catalogued.id}`)))).toEqual([{ provider: "openai", model: catalogued.id, priced: true }])
   })
 
+  it("reads provider/auto as the provider with model auto, and refuses a provider/ that names no model", () => {
+    expect(targetsOf(routing.targets(needs("openai/auto")))).toEqual(targetsOf(routing.targets(needs("auto", "openai"))))
+    expect(targetsOf(routing.targets(needs("openai/auto", "auto", "embeddings")))).toEqual(targetsOf(routing.targets(needs("auto", "openai", "embeddings"))))
+    for (const model of ["openai/", "openai/ ", "openai/\t"]) {
+      const refused = routing.targets(needs(model)) as Routing.RoutingError
+      expect(refused).toMatchObject({ _tag: "BadRequest", param: "model", message: expect.stringMatching(/names no model after its provider: name one, or openai\/auto/) })
+    }
+    // With the provider named, the whole name is the upstream's model (an OpenRouter id has a slash of its own).
+    expect(targetsOf(routing.targets(needs("openai/auto", "openrouter")))).toEqual([{ provider: "openrouter", model: "openai/auto", priced: false }])
+  })
+
   it("refuses an unknown model without a provider, saying how to name one, and an unknown provider", () => {
     const unknown = routing.targets(needs("gpt-4.1-nano")) as Routing.RoutingError
     expect(unknown._tag).toBe("NotFound")

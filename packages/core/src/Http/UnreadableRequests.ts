@@ -1,0 +1,58 @@
+/**
+ * Requests node's HTTP parser refuses before any route sees them (headers past node's size limit, an
+ * unknown method, a malformed request line, conflicting framing, a body cut off mid-send) and
+ * `Expect` values other than 100-continue. Node answers these with a status and an empty body; here
+ * they get the same status with the envelope of the request's path, like every other refusal.
+ */
+import type { Server } from "node:http"
+import type { Duplex } from "node:stream"
+import { errorBody, envelopeOfPath } from "./Edge.ts"
+
+/** The status and the reason of a parser's refusal, by node's error code. */
+const refusalOf = (code: string | undefined): readonly [number, string] => {
+  switch (code) {
+    case "HPE_HEADER_OVERFLOW":
+      return [431, "its header section is larger than the server accepts (16 KB by default: node's --max-http-header-size)"]
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return [408, "it did not arrive in time"]
+    case "HPE_INVALID_METHOD":
+      return [400, "its method is not an HTTP method"]
+    case "HPE_UNEXPECTED_CONTENT_LENGTH":
+      return [400, "it has both Content-Length and Transfer-Encoding"]
+    default:
+      return [400, "it is not well-formed HTTP/1.1"]
+  }
+}
+
+const REASONS: Readonly<Record<number, string>> = { 400: "Bad Request", 408: "Request Timeout", 417: "Expectation Failed", 431: "Request Header Fields Too Large" }
+
+/** The path of a raw request's first line, when it has one ("/" otherwise): it picks the envelope. */
+const pathOf = (raw: Buffer | undefined): string => {
+  const target = raw?.toString("latin1", 0, Math.min(raw.length, 4096)).split("\r\n", 1)[0]?.split(" ")[1]
+  return target?.startsWith("/") ? target.split("?", 1)[0]! : "/"
+}
+
+/** A complete HTTP/1.1 answer with the envelope of `path`, closing the connection (the parser's state is lost). */
+const answerText = (status: number, path: string, message: string): string => {
+  const body = JSON.stringify(errorBody(envelopeOfPath(path), { _tag: status === 431 ? "PayloadTooLarge" : "BadRequest", message }))
+  return `HTTP/1.1 ${status} ${REASONS[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+}
+
+/** Answers the parser's refusals and unmet expectations of `server` in envelopes (see the module comment). */
+export const answerUnreadableRequests = <S extends Server>(server: S): S => {
+  server.on("clientError", (error: Error & { code?: string; rawPacket?: Buffer }, socket: Duplex) => {
+    // A reset, or a refusal after an answer began (node's own rule), gets nothing more.
+    const answering = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage
+    if (error.code === "ECONNRESET" || !socket.writable || answering?.headersSent) return void socket.destroy()
+    const [status, reason] = refusalOf(error.code)
+    socket.end(answerText(status, pathOf(error.rawPacket), `The request could not be read: ${reason}.`))
+  })
+  server.on("checkExpectation", (req, res) => {
+    const body = JSON.stringify(errorBody(envelopeOfPath((req.url ?? "/").split("?", 1)[0]!), {
+      _tag: "BadRequest",
+      message: `Expect: ${req.headers.expect} is not supported; only 100-continue is.`
+    }))
+    res.writeHead(417, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" }).end(body)
+  })
+  return server
+}
