@@ -477,6 +477,32 @@ describe("edge attacks", () => {
     })
   })
 
+  describe("methods", () => {
+    it("answers a served path asked with another method 405 with Allow, in the path's envelope; an unknown path 404", async () => {
+      for (const [method, path, allow] of [
+        ["PUT", "/v1/complete", "POST"],
+        ["DELETE", "/openai/v1/chat/completions", "POST"],
+        ["GET", "/anthropic/v1/messages", "POST"],
+        ["POST", "/v1/health", "GET"],
+        ["PATCH", "/v1/keys", "GET, POST"],
+        ["POST", "/v1/batch/123/status", "GET"],
+        ["POST", "/api/avatar/0190a0a0-0000-7000-8000-000000000000", "GET, PUT, DELETE"]
+      ] as const) {
+        const res = await fetch(`${server.url}${path}`, { method, headers: { "x-api-key": user.apiKey } })
+        expect([method, path, res.status, res.headers.get("allow")?.split(", ").sort().join(", ")]).toEqual([method, path, 405, allow.split(", ").sort().join(", ")])
+        const text = JSON.stringify(await res.json())
+        expect(text).toContain(`${method} is not served on ${path}`)
+      }
+      const openai = await fetch(`${server.url}/openai/v1/chat/completions`, { method: "GET" })
+      expect(await openai.json()).toMatchObject({ error: { code: "MethodNotAllowed", type: "invalid_request_error" } })
+      const anthropic = await fetch(`${server.url}/anthropic/v1/messages`, { method: "GET" })
+      expect(await anthropic.json()).toMatchObject({ type: "error", error: { type: "invalid_request_error" } })
+      const unknown = await fetch(`${server.url}/v1/nowhere`, { method: "POST" })
+      expect(unknown.status).toBe(404)
+      expect(unknown.headers.get("allow")).toBeNull()
+    })
+  })
+
   describe("Host header on the fast lane", () => {
     const keyNames = async () => ((await call(server.url, "GET", "/v1/keys", { apiKey: user.apiKey })).body.result as Array<{ name: string }>).map((k) => k.name)
 

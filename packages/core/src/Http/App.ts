@@ -32,6 +32,29 @@ const pathOf = (request: HttpServerRequest.HttpServerRequest) => request.url.spl
 const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
   HttpServerResponse.unsafeJson(notFoundBody(request.method, pathOf(request)), { status: 404 }))
 
+/** A path pattern of the router (`:name` one segment, `*` the rest) as a test of a request's path. */
+const matcherOf = (pattern: string): (path: string) => boolean => {
+  const segments = pattern.split("/").map((s) => (s === "*" ? ".*" : s.startsWith(":") ? "[^/]+" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+  const re = new RegExp(`^${segments.join("/")}$`)
+  return (path) => re.test(path)
+}
+
+/**
+ * The answer to a request no route takes: 405 with `Allow` when its path is served with other methods
+ * (RFC 9110 §15.5.6), else 404; either in the path's envelope.
+ */
+const unrouted = (served: ReadonlyArray<{ readonly method: string; readonly path: string }>) => {
+  const patterns = served.map((r) => ({ method: r.method, matches: matcherOf(r.path) }))
+  return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const path = pathOf(request)
+    const allowed = [...new Set(patterns.filter((p) => p.matches(path)).map((p) => p.method))]
+    if (allowed.length === 0) return notFound
+    const message = `${request.method} is not served on ${path}; it takes ${allowed.join(" and ")}.`
+    const body = errorBody(envelopeOfPath(path), { _tag: "MethodNotAllowed", message })
+    return Effect.succeed(HttpServerResponse.unsafeJson(body, { status: 405, headers: { allow: allowed.join(", ") } }))
+  })
+}
+
 /**
  * /mcp and its discovery documents are served when the host provides McpHttpApp
  * (Mcp.layerHttp); otherwise they answer 404 like any unknown route.
@@ -57,8 +80,10 @@ export const makeRouter = (all: ReadonlyArray<Route> = routes, options: { readon
     // Prometheus metrics, unauthenticated (docs/observability.md: not for the public internet).
     if (options.metrics) router = HttpRouter.get(router, Observability.METRICS_PATH, Observability.metricsResponse)
     for (const r of all) router = HttpRouter.append(router, HttpRouter.makeRoute(r.method, r.path as any, r.run))
+    // /mcp (any method) answers its own methods.
+    const served = [...router.routes].filter((r) => r.method !== "*").map((r) => ({ method: r.method, path: r.path }))
     // Routes are declared with open requirements; all of them are core services.
-    return router.pipe(Effect.catchTag("RouteNotFound", () => notFound)) as HttpApp.Default<never, CoreServices>
+    return router.pipe(Effect.catchTag("RouteNotFound", () => unrouted(served))) as HttpApp.Default<never, CoreServices>
   })
 
 /**
