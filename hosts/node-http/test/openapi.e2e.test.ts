@@ -160,7 +160,8 @@ export const text = (c: Completion): string => c.content
     await ok("GET", "/v1/providers", await get("/v1/providers"))
     await ok("GET", "/v1/openserv/models", await get("/v1/openserv/models"))
     await ok("GET", "/v1/keys", await get("/v1/keys"))
-    const created = await post("/v1/keys", { name: "second" })
+    // Keys are made with a signed-in session (an API key gets 403).
+    const created = await post("/v1/keys", { name: "second" }, { token: user.token })
     await ok("POST", "/v1/keys", created)
     await ok("DELETE", "/v1/keys/{id}", await call(server.url, "DELETE", `/v1/keys/${created.body.result.id}`, { apiKey: user.apiKey }))
     await ok("POST", "/v1/estimate", await post("/v1/estimate", { provider: "openai", model: "gpt-4o-mini", promptTokens: 1000 }))

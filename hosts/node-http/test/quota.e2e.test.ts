@@ -63,7 +63,7 @@ describe("quota, keys and headers (SQLite)", () => {
     expect(preview.body.result).toMatchObject({ dailyCallLimit: 28, karmaMultiplier: 4.12, plan: "Gold", whatIf: true, enforced: { plan: "Free", dailyCallLimit: 3 } })
     expect(preview.headers.get("x-ratelimit-limit")).toBe("3")
     expect((await call(server.url, "POST", "/v1/complete", { body: complete, apiKey: user.apiKey })).status).toBe(429)
-    for (const q of ["plan=Platinum", "karma=abc", "karma=1.5", "plan="]) {
+    for (const q of ["plan=Platinum", "karma=abc", "karma=1.5", "plan=", "karma=0x10", "karma=0b11", "karma=1e3", "karma=+5", "karma=%205"]) {
       const bad = await call(server.url, "GET", `/v1/usage?${q}`, { apiKey: user.apiKey })
       expect(bad.status, q).toBe(400)
       expect(bad.body.isError).toBe(true)

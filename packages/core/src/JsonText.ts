@@ -96,6 +96,12 @@ export const protoKeyProblem = (text: string, value: unknown): string | undefine
 }
 
 /** A request's JSON text parsed, or why it is refused: `malformed` for text JSON.parse rejects. */
+/**
+ * V8's parse error without the stretch of the body it quotes (`…, ..."password":MySecretPa"... is not valid
+ * JSON`): a body may hold a password or a key, and an error message is shown and logged.
+ */
+const withoutQuote = (message: string) => message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, "")
+
 export type ParsedJson = { readonly value: unknown } | { readonly problem: string; readonly malformed: boolean }
 
 /**
@@ -109,7 +115,7 @@ export const parseJsonText = (text: string, maxDepth: number): ParsedJson => {
   try {
     value = JSON.parse(text)
   } catch (e) {
-    return { problem: (e as Error).message, malformed: true }
+    return { problem: withoutQuote((e as Error).message), malformed: true }
   }
   const proto = protoKeyProblem(text, value)
   return proto === undefined ? { value } : { problem: proto, malformed: false }

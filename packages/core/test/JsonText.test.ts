@@ -1,6 +1,6 @@
 /** The checks on JSON bodies before and after parsing (JsonText.ts): prototype keys; the fields outside a known set. */
 import { describe, expect, it } from "vitest"
-import { fieldsOutside, protoKeyProblem } from "../src/JsonText.ts"
+import { fieldsOutside, parseJsonText, protoKeyProblem } from "../src/JsonText.ts"
 
 const problemOf = (text: string) => protoKeyProblem(text, JSON.parse(text))
 
@@ -37,5 +37,17 @@ describe("fieldsOutside", () => {
     expect(Object.getOwnPropertyDescriptor(out, "__proto__")?.value).toEqual({ polluted: true })
     expect(JSON.stringify(out)).toBe(`{"__proto__":{"polluted":true},"z":1}`)
     expect(({} as any).polluted).toBeUndefined()
+  })
+})
+
+describe("parseJsonText's malformed-body problem", () => {
+  it("never quotes the body: a password or key in it stays out of the message", () => {
+    for (const text of ['{"username":"a","password":MySecretPassw0rd}', "MySecretPassw0rd", '{"key":"aigw_secret"}x', '{"password":"MySecret\u0001"}']) {
+      const parsed = parseJsonText(text, 64)
+      expect("problem" in parsed && parsed.malformed).toBe(true)
+      const problem = "problem" in parsed ? parsed.problem : ""
+      expect(problem).not.toMatch(/MySecret|aigw_secret|password/)
+      expect(problem.length).toBeGreaterThan(0)
+    }
   })
 })

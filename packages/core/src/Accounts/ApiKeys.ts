@@ -3,8 +3,8 @@ import { Context, Effect, Layer, Option } from "effect"
 import { NotFound, Unauthorized } from "../Errors.ts"
 import { type ApiKeyRecord, ApiKeyStore } from "../Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
-// A cycle (Auth imports Http/Edge, which imports KEY_PREFIX from here): INVALID is read only when a call runs.
-import { INVALID } from "./Auth.ts"
+// A cycle (Auth imports Http/Edge, which imports KEY_PREFIX from here): Auth's values are read only when a call runs.
+import { INVALID, type Proof, requireSession } from "./Auth.ts"
 import { randomToken, sha256 } from "./Secrets.ts"
 
 export const KEY_PREFIX = "aigw_"
@@ -41,8 +41,12 @@ const makeService = Effect.gen(function*() {
      * moved, AvatarStore.revokeTokens) or the avatar is gone, the key is revoked and the call refused.
      * Otherwise every later revocation writes its generation after that read, then revokes every key,
      * this one included.
+     *
+     * `proof` is how the caller signed in: a key makes no key (one made with a leaked key would
+     * outlive its revocation), only a signed-in session does (Auth.requireSession).
      */
-    create: Effect.fn("ApiKeys.create")(function*(owner: AvatarRecord, name: string) {
+    create: Effect.fn("ApiKeys.create")(function*(owner: AvatarRecord, name: string, proof: Proof) {
+      yield* requireSession(proof, "Creating an API key")
       const secret = `${KEY_PREFIX}${randomToken()}`
       const avatarId = owner.id
       const record: ApiKeyRecord = {

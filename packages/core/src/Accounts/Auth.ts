@@ -3,8 +3,9 @@
  * or `X-Api-Key`. Deleted avatars, revoked keys and tokens from before the avatar's last
  * revocation (its tokensValidAfter) are refused.
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Runtime } from "effect"
 import { Forbidden, NotFound, Unauthorized } from "../Errors.ts"
+import { ApiKeyStore, LAST_USED_GRANULARITY_MS } from "../Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
 import { type Presented, presented } from "../Http/Edge.ts"
@@ -30,6 +31,24 @@ export type KeyOrToken = Extract<Presented, { readonly _tag: "ApiKey" | "Jwt" }>
 export const revoked = (claims: JwtClaims, avatar: AvatarRecord): boolean =>
   claims.tva !== undefined ? claims.tva < avatar.tokensValidAfter : claims.aat < avatar.tokensValidAfter
 
+/** How a caller proved who it is: a signed-in session (a JWT from authenticate) or an API key. */
+export type Proof = "session" | "apiKey"
+
+/** The proof of credentials that named a caller (an API key wins over a token, as in `presented`). */
+export const proofOf = (c: Credentials): Proof => (presented(c)._tag === "Jwt" ? "session" : "apiKey")
+
+/**
+ * API keys are gateway credentials. What would let a leaked key take the account over (a new e-mail
+ * address or login name, a new key that outlives the leaked one) needs a signed-in session: 403 otherwise.
+ */
+export const requireSession = (proof: Proof, action: string): Effect.Effect<void, Forbidden> =>
+  proof === "session"
+    ? Effect.void
+    : Effect.fail(new Forbidden({ message: `${action} needs a signed-in session (JWT): send Authorization: Bearer <JWT> from POST /api/avatar/authenticate; an API key is not enough.` }))
+
+/** At most this many keys' last stored use are remembered per process (least recently written dropped first). */
+const MAX_REMEMBERED_USES = 10_000
+
 export const MISSING = "Authentication required: send Authorization: Bearer <JWT> or X-Api-Key: <API key>."
 export const INVALID = "Invalid or expired credentials."
 
@@ -37,7 +56,31 @@ const makeService = Effect.gen(function*() {
   const jwt = yield* Jwt
   const avatars = yield* AvatarStore
   const metering = yield* Metering
+  const keys = yield* ApiKeyStore
+  const run = Runtime.runPromise(yield* Effect.runtime<never>())
   const invalid = new Unauthorized({ message: INVALID })
+
+  /** Each key's last use as stored, as far as this process knows (only keys that named an active avatar). */
+  const storedUses = new Map<string, number>()
+  const remember = (hash: string, at: number) => {
+    storedUses.delete(hash)
+    if (storedUses.size >= MAX_REMEMBERED_USES) storedUses.delete(storedUses.keys().next().value!)
+    storedUses.set(hash, at)
+  }
+  /**
+   * A key's `lastUsedAt`, kept to the hour without a write per call: the row is written only when the
+   * use it holds (as this process last knew it) is an hour old, by a conditional write that other
+   * processes' writes of the same hour make a no-op. Not awaited: the call does not wait for it.
+   */
+  const noteUse = (hash: string) => {
+    const now = Date.now()
+    const known = storedUses.get(hash)
+    if (known !== undefined && now - known < LAST_USED_GRANULARITY_MS) return
+    // At once, so the calls made while the write is out do not write too.
+    remember(hash, now)
+    // A failed write is not retried before the hour is out: the field is a hint, the call goes on.
+    run(keys.markUsed(hash, now)).then((stored) => remember(hash, stored ?? now), () => {})
+  }
 
   // Metering holds the one definition of a valid key (exists, not revoked, owner active) and of a
   // token's avatar (exists, active), and runs them on the database directly (or its cache) where it can.
@@ -52,9 +95,17 @@ const makeService = Effect.gen(function*() {
     return avatar === undefined || revoked(claims, avatar) ? undefined : avatar
   }
 
+  /** The avatar of an API key, or undefined when it does not hold (unknown, revoked, its avatar gone or inactive). */
+  const ownerOfKey = async (secret: string): Promise<AvatarRecord | undefined> => {
+    const hash = sha256(secret)
+    const avatar = await metering.avatarOfKey(hash)
+    if (avatar !== undefined) noteUse(hash)
+    return avatar
+  }
+
   /** The caller an API key or a token names, or undefined when it does not hold (a promise: the fast lane's too). */
   const ownerOf = (credentials: KeyOrToken): Promise<AvatarRecord | undefined> =>
-    credentials._tag === "ApiKey" ? metering.avatarOfKey(sha256(credentials.secret)) : ownerOfToken(credentials.token)
+    credentials._tag === "ApiKey" ? ownerOfKey(credentials.secret) : ownerOfToken(credentials.token)
 
   /** The caller, or None when no credentials were sent; fails on bad credentials. */
   const resolve = (c: Credentials): Effect.Effect<Option.Option<AvatarRecord>, Unauthorized> => {

@@ -12,6 +12,7 @@ import { ApiKeyStore } from "../Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore, type AvatarType } from "../Storage/AvatarStore.ts"
 import { OneTimeTokenStore, type TokenPurpose } from "../Storage/OneTimeTokenStore.ts"
 import { SendLimitStore } from "../Storage/SendLimitStore.ts"
+import { type Proof, requireSession } from "./Auth.ts"
 import { Jwt } from "./Jwt.ts"
 import { Passwords } from "./Passwords.ts"
 import { randomToken, sha256 } from "./Secrets.ts"
@@ -130,6 +131,33 @@ export interface AuthResult {
   readonly expiresAtUtc: string
 }
 
+/** The same address, as e-mail addresses are compared here (case-insensitively). */
+const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
+
+/**
+ * What a PUT's `email` does to an avatar: nothing (absent, or the current address with no change
+ * waiting), cancel the change waiting (the current address: the owner's way out), or request a change.
+ */
+type EmailEffect =
+  | { readonly _tag: "None" }
+  | { readonly _tag: "Cancel" }
+  | { readonly _tag: "Change"; readonly address: string }
+
+const emailEffectOf = (avatar: AvatarRecord, requested: string | undefined): EmailEffect =>
+  requested === undefined
+    ? { _tag: "None" }
+    : !sameAddress(requested, avatar.email)
+    ? { _tag: "Change", address: requested }
+    : avatar.pendingEmail !== null
+    ? { _tag: "Cancel" }
+    : { _tag: "None" }
+
+/** A mail-limit event that was recorded, so that it can be taken back. */
+interface Recorded {
+  readonly key: string
+  readonly at: number
+}
+
 export const INVALID_CREDENTIALS = "Invalid credentials."
 export const TOO_MANY_LOGINS = "Too many failed sign-ins. Try again later."
 export const VERIFICATION_PENDING =
@@ -163,14 +191,31 @@ const makeService = Effect.gen(function*() {
 
   const resetLink = (token: string) => `${config.publicUrl}/api/avatar/reset-password?token=${encodeURIComponent(token)}`
 
-  /** At most three mails of a kind per address (or other key) per hour, counted in storage. */
-  const admitSend = (kind: string, address: string, refusal = "Too many e-mails requested for this address: at most 3 per hour. Try again later.") =>
-    limits.tryRecord(`${kind}:${address.toLowerCase()}`, Date.now(), SEND_WINDOW_MS).pipe(
+  /** At most three mails of a kind per address (or other key) per hour, counted in storage; the event recorded. */
+  const admitSend = (kind: string, address: string, refusal = "Too many e-mails requested for this address: at most 3 per hour. Try again later.") => {
+    const recorded: Recorded = { key: `${kind}:${address.toLowerCase()}`, at: Date.now() }
+    return limits.tryRecord(recorded.key, recorded.at, SEND_WINDOW_MS).pipe(
       Effect.filterOrFail(
         (ok) => ok,
         () => new TooManyRequests({ message: refusal, retryAfterSeconds: 3600 })
-      )
+      ),
+      Effect.as(recorded)
     )
+  }
+
+  /** Takes back mail-limit events whose request was refused after all: a refused request does not count. */
+  const giveBack = (events: ReadonlyArray<Recorded>) => Effect.forEach(events, (e) => limits.unrecord(e.key, e.at), { discard: true })
+
+  /**
+   * An e-mail change mails the new address, so it is limited like resend: 3 changes per hour per
+   * avatar, and the new address's resend budget. Both are recorded, or neither.
+   */
+  const admitEmailChange = (avatarId: string, address: string) =>
+    Effect.gen(function*() {
+      const change = yield* admitSend("email-change", avatarId, "Too many e-mail address changes: at most 3 per hour. Try again later.")
+      const verify = yield* admitSend("verify", address).pipe(Effect.tapError(() => giveBack([change])))
+      return [change, verify]
+    })
 
   const findExisting = (id: string) =>
     store.findById(id).pipe(
@@ -299,7 +344,23 @@ const makeService = Effect.gen(function*() {
     return (yield* store.list()).map(view)
   })
 
-  const update = Effect.fn("Avatars.update")(function*(caller: AvatarRecord, id: string, input: UpdateInput) {
+  /**
+   * The mails of a requested e-mail change: the link to the new address, or, when that address
+   * belongs to another avatar, a notice to its owner instead (no link: the change can never be
+   * confirmed, and the answer looks the same). The current address, if verified, is told either way.
+   */
+  const mailEmailChange = (before: AvatarRecord, after: AvatarRecord, address: string, taken: Option.Option<AvatarRecord>) =>
+    Effect.gen(function*() {
+      if (Option.isNone(taken)) yield* sendVerification(after, address)
+      else if (taken.value.isActive) yield* mailer.send(Templates.addressClaimed(taken.value.email, taken.value.username))
+      if (before.emailVerified) yield* mailer.send(Templates.emailChangeRequested(before.email, before.username, address))
+    })
+
+  /**
+   * Updates a profile. `proof` is how the caller signed in: changing the username (a login name) or
+   * the e-mail address needs a session, not an API key (Auth.requireSession).
+   */
+  const update = Effect.fn("Avatars.update")(function*(caller: AvatarRecord, id: string, input: UpdateInput, proof: Proof) {
     const isAdmin = caller.avatarType === "Admin"
     if (!isAdmin && caller.id !== id) {
       return yield* Effect.fail(new Forbidden({ message: "Only the owning avatar or an Admin can update this avatar." }))
@@ -309,18 +370,12 @@ const makeService = Effect.gen(function*() {
     }
     const avatar = yield* findExisting(id)
     if (!avatar.isActive) return yield* Effect.fail(new NotFound({ message: `Avatar ${id} is deleted.` }))
-    const emailChange = input.email !== undefined && input.email.toLowerCase() !== avatar.email.toLowerCase()
-      ? input.email
-      : undefined
-    // Each change mails the new address: 3 changes per hour per avatar, and the resend limit of that
-    // address, both checked first. A taken address is answered like a free one (pending, never
-    // verifiable: no link is sent to it) and its owner is told, so the answer reveals nothing.
-    let addressTaken: Option.Option<AvatarRecord> = Option.none()
-    if (emailChange !== undefined) {
-      yield* admitSend("email-change", id, "Too many e-mail address changes: at most 3 per hour. Try again later.")
-      yield* admitSend("verify", emailChange)
-      addressTaken = yield* store.findByEmail(emailChange)
-    }
+    const email = emailEffectOf(avatar, input.email)
+    const renamed = input.username !== undefined && input.username !== avatar.username
+    if (renamed || email._tag !== "None") yield* requireSession(proof, "Changing the username or the e-mail address")
+    // Limits first; a taken address is answered like a free one (the answer reveals nothing).
+    const recorded = email._tag === "Change" ? yield* admitEmailChange(id, email.address) : []
+    const taken = email._tag === "Change" ? yield* store.findByEmail(email.address) : Option.none<AvatarRecord>()
     const updated = yield* store.update(id, {
       ...(input.title !== undefined ? { title: input.title } : {}),
       ...(input.description !== undefined ? { description: input.description } : {}),
@@ -330,14 +385,13 @@ const makeService = Effect.gen(function*() {
       ...(input.AvatarType !== undefined ? { avatarType: input.AvatarType } : {}),
       ...(input.karmaTotal !== undefined ? { karmaTotal: input.karmaTotal } : {}),
       ...(input.plan !== undefined ? { plan: input.plan } : {}),
-      ...(emailChange !== undefined ? { pendingEmail: emailChange } : {}),
+      ...(email._tag === "Change" ? { pendingEmail: email.address } : email._tag === "Cancel" ? { pendingEmail: null } : {}),
       updatedAt: Date.now()
-    })
+    }).pipe(Effect.tapError(() => giveBack(recorded)))
     const record = Option.getOrThrow(updated)
-    if (emailChange !== undefined) {
-      if (Option.isNone(addressTaken)) yield* sendVerification(record, emailChange)
-      else if (addressTaken.value.isActive) yield* mailer.send(Templates.addressClaimed(addressTaken.value.email, addressTaken.value.username))
-    }
+    // The link of the change this one replaces or cancels dies with it.
+    if (email._tag !== "None") yield* tokens.revokeAll(id, "verify")
+    if (email._tag === "Change") yield* mailEmailChange(avatar, record, email.address, taken)
     return view(record)
   })
 
@@ -351,21 +405,33 @@ const makeService = Effect.gen(function*() {
     return view(Option.getOrThrow(updated))
   })
 
+  /**
+   * Swaps a confirmed change in, only while it is still the one waiting (a reset or a cancel since the
+   * link was mailed wins). Reset links went to the old address: they die with it. The old address, if
+   * verified, is told.
+   */
+  const confirmChange = (avatar: AvatarRecord, pending: string, invalid: Rejected) =>
+    Effect.gen(function*() {
+      const confirmed = yield* store.confirmPendingEmail(avatar.id, pending, Date.now()).pipe(
+        Effect.catchTag("Conflict", () => Effect.fail(new Conflict({ message: "That e-mail address was registered by another avatar meanwhile." })))
+      )
+      if (Option.isNone(confirmed)) return yield* Effect.fail(invalid)
+      yield* tokens.revokeAll(avatar.id, "reset")
+      if (avatar.emailVerified) yield* mailer.send(Templates.emailChanged(avatar.email, avatar.username, pending))
+      return confirmed.value
+    })
+
   const verifyEmail = Effect.fn("Avatars.verifyEmail")(function*(token: string) {
     const invalid = new Rejected({ message: "This verification link is invalid, expired or already used." })
     const consumed = yield* tokens.consume(sha256(token), "verify", Date.now())
     if (Option.isNone(consumed)) return yield* Effect.fail(invalid)
-    const avatar = yield* store.findById(consumed.value.avatarId)
-    if (Option.isNone(avatar) || !avatar.value.isActive) return yield* Effect.fail(invalid)
-    const address = consumed.value.email ?? avatar.value.email
-    const now = Date.now()
-    const isPending = avatar.value.pendingEmail !== null && address.toLowerCase() === avatar.value.pendingEmail.toLowerCase()
-    if (!isPending && address.toLowerCase() !== avatar.value.email.toLowerCase()) return yield* Effect.fail(invalid)
-    const updated = yield* store.update(avatar.value.id, {
-      emailVerified: true,
-      updatedAt: now,
-      ...(isPending ? { email: avatar.value.pendingEmail!, pendingEmail: null } : {})
-    }).pipe(Effect.catchTag("Conflict", () => Effect.fail(new Conflict({ message: "That e-mail address was registered by another avatar meanwhile." }))))
+    const found = yield* store.findById(consumed.value.avatarId)
+    if (Option.isNone(found) || !found.value.isActive) return yield* Effect.fail(invalid)
+    const avatar = found.value
+    const address = consumed.value.email ?? avatar.email
+    if (avatar.pendingEmail !== null && sameAddress(address, avatar.pendingEmail)) return view(yield* confirmChange(avatar, avatar.pendingEmail, invalid))
+    if (!sameAddress(address, avatar.email)) return yield* Effect.fail(invalid)
+    const updated = yield* store.update(avatar.id, { emailVerified: true, updatedAt: Date.now() })
     return view(Option.getOrThrow(updated))
   })
 
@@ -392,16 +458,21 @@ const makeService = Effect.gen(function*() {
     if (Option.isNone(consumed)) return yield* Effect.fail(invalid)
     const passwordHash = yield* passwords.hash(password)
     const now = Date.now()
+    const before = yield* store.findById(consumed.value.avatarId)
     // One atomic write: the new hash, and a token generation greater than any a login could have
     // read with the old hash, so every JWT from such a login is refused however late it is signed.
-    // Following the link proves control of the mailbox, so the address counts as verified.
-    const updated = yield* store.revokeTokens(consumed.value.avatarId, { passwordHash, updatedAt: now, emailVerified: true }, now)
+    // Following the link proves control of the mailbox, so the address counts as verified. A change
+    // of address waiting for confirmation may be an intruder's (made with a stolen session): it goes.
+    const updated = yield* store.revokeTokens(consumed.value.avatarId, { passwordHash, updatedAt: now, emailVerified: true, pendingEmail: null }, now)
     if (Option.isNone(updated) || !updated.value.isActive) return yield* Effect.fail(invalid)
     // Whoever knew the old password may have made keys: they go with the sessions. After the write
     // above, so a key made with a credential checked before it is either revoked here or refused at
-    // its creation (ApiKeys.create).
+    // its creation (ApiKeys.create). The links still out go too: the cancelled change's verification
+    // link (were it followed, confirmChange would find nothing waiting) and any other reset link.
     yield* apiKeys.revokeAll(updated.value.id, Date.now())
-    yield* mailer.send(Templates.passwordChanged(updated.value.email, updated.value.username))
+    yield* tokens.revokeAll(updated.value.id)
+    const cancelled = Option.flatMapNullable(before, (a) => a.pendingEmail)
+    yield* mailer.send(Templates.passwordChanged(updated.value.email, updated.value.username, Option.getOrNull(cancelled)))
   })
 
   /** Creates the configured Admin at start when no Admin exists. */

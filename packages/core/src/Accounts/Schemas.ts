@@ -1,5 +1,6 @@
 /** Field rules of the avatar API, shared by the HTTP payloads and the service. */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
+import { BadRequest } from "../Errors.ts"
 
 export const Username = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9_]{3,32}$/, {
@@ -7,22 +8,63 @@ export const Username = Schema.String.pipe(
   })
 )
 
-// A pragmatic address check: one @, no spaces, a dot in the domain, at most 254 characters.
+// Characters of a dot-atom (RFC 5322 atext), letters and digits of any script included (RFC 6531).
+const atom = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\p{L}\\p{M}\\p{N}-]+"
+// A domain label: letters and digits, hyphens only inside.
+const label = "[\\p{L}\\p{M}\\p{N}](?:[\\p{L}\\p{M}\\p{N}-]*[\\p{L}\\p{M}\\p{N}])?"
+/**
+ * A mailbox as mail servers deliver it: a dot-atom local part (no leading, trailing or double dots,
+ * no quotes, brackets or angle brackets) and a domain of at least two labels whose last is not all
+ * digits (no address literals such as `[127.0.0.1]`).
+ */
+const MAILBOX = new RegExp(`^${atom}(?:\\.${atom})*@(?:${label}\\.)+(?=[\\p{L}\\p{M}\\p{N}-]*[\\p{L}\\p{M}])${label}$`, "u")
+
 export const Email = Schema.Trim.pipe(
   Schema.maxLength(254, { message: () => "email must be at most 254 characters" }),
-  Schema.pattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: () => "email must be a valid e-mail address" })
+  Schema.pattern(MAILBOX, { message: () => "email must be a valid e-mail address" })
 )
 
-export const Password = Schema.String.pipe(
-  Schema.minLength(8, { message: () => "password must be at least 8 characters" }),
-  Schema.maxLength(1024, { message: () => "password must be at most 1024 characters" })
-)
+/** What is wrong with a secret field's value, told by its type and length only. */
+const secretProblem = (field: string, value: unknown, minLength: number, maxLength: number) =>
+  typeof value !== "string"
+    ? `${field} must be a string`
+    : value.length < minLength
+    ? `${field} must be at least ${minLength} characters`
+    : `${field} must be at most ${maxLength} characters`
+
+/**
+ * A secret field (a password, a token): a string of `minLength` to `maxLength` characters whose
+ * problems name the field and the rule only. The schema library's own messages quote the value sent
+ * (`actual "…"`), whatever its type, so one message overrides every one of them.
+ */
+export const secretString = (field: string, minLength: number, maxLength: number) =>
+  Schema.String.pipe(Schema.minLength(minLength), Schema.maxLength(maxLength)).annotations({
+    message: (issue) => ({ message: secretProblem(field, issue.actual, minLength, maxLength), override: true })
+  })
+
+/** A new password (register, reset). */
+export const Password = secretString("password", 8, 1024)
+
+/** ISO 8601 `YYYY-MM-DD` that names a day of the calendar (no February 30th). */
+const isCalendarDate = (s: string) => {
+  const [year, month, day] = s.slice(0, 10).split("-").map(Number) as [number, number, number]
+  const date = new Date(0)
+  date.setUTCFullYear(year, month - 1, day)
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day
+}
 
 /** ISO 8601 calendar date (`YYYY-MM-DD`, optionally with a time part). */
 export const IsoDate = Schema.String.pipe(
-  Schema.filter((s) => /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) && !Number.isNaN(Date.parse(s)), {
-    message: () => "dob must be an ISO 8601 date such as 1990-04-23"
-  })
+  Schema.filter(
+    (s) => /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) && isCalendarDate(s) && !Number.isNaN(Date.parse(s)),
+    { message: () => "dob must be an ISO 8601 date such as 1990-04-23" }
+  )
 )
 
 export const AvatarTypeSchema = Schema.Literal("User", "Admin")
+
+const Uuid = Schema.UUID.annotations({ message: () => "id must be a UUID" })
+
+/** A path's `:id` (an avatar, an API key): a UUID, else 400 before anything is looked up. */
+export const idParam = (id: string | undefined) =>
+  Schema.decodeUnknown(Uuid)(id).pipe(Effect.mapError(() => new BadRequest({ message: "Path parameter id must be a UUID." })))

@@ -1,11 +1,14 @@
 /** Gateway access: API keys, plans, usage, cost estimate and the catalogues. None of these is metered. */
 import { Effect, Schema } from "effect"
 import { ApiKeys } from "../Accounts/ApiKeys.ts"
+import { proofOf } from "../Accounts/Auth.ts"
 import { Avatars } from "../Accounts/Avatars.ts"
-import { EstimateRequest, estimateCost, getModel, listModels, listProviders, openServModels } from "../Catalog/Queries.ts"
+import { idParam } from "../Accounts/Schemas.ts"
+import { EstimateRequest, estimateCost, getModel, listModels, listProviders, ModelCapability, openServModels } from "../Catalog/Queries.ts"
 import { Forbidden } from "../Errors.ts"
 import { Plan, PlanNames } from "../Plans.ts"
 import { Usage } from "../Usage.ts"
+import { credentialsOf } from "./Edge.ts"
 import { authed, Reply } from "./Route.ts"
 import { ApiKeyCreated, ApiKeyList, ApiKeyRevoked, CostEstimate, ModelDetail, ModelList, OpenServModelList, PlanSet, ProviderList, UsageSummary } from "./ResponseSchemas.ts"
 
@@ -19,8 +22,9 @@ const KeyBody = Schema.Struct({
 
 const UsageQuery = Schema.Struct({
   plan: Schema.optional(PlanQuery),
+  // Decimal digits only: Number() would also read 0x10, 0b11, 1e3 and " 5 ".
   karma: Schema.optional(
-    Schema.NumberFromString.pipe(Schema.int(), Schema.between(-1e12, 1e12), Schema.annotations({ message: () => "karma must be an integer" }))
+    Schema.String.pipe(Schema.pattern(/^-?\d{1,13}$/), Schema.compose(Schema.NumberFromString), Schema.between(-1e12, 1e12), Schema.annotations({ message: () => "karma must be a whole number written in decimal digits" }))
   )
 })
 
@@ -31,9 +35,10 @@ export const accessRoutes = [
     success: ApiKeyCreated,
     tag: "API keys",
     summary: "Create an API key for the calling avatar (the secret is shown only in this answer)",
+    description: "Needs a signed-in session (Authorization: Bearer <JWT>): an API key cannot create keys (403).",
     body: KeyBody,
-    handle: ({ body, caller }) =>
-      Effect.flatMap(ApiKeys, (k) => k.create(caller, body.name)).pipe(
+    handle: ({ body, caller, request }) =>
+      Effect.flatMap(ApiKeys, (k) => k.create(caller, body.name, proofOf(credentialsOf(request.headers)))).pipe(
         Effect.map((key) => new Reply(key, "API key created. Store the key now: it is not shown again."))
       )
   }),
@@ -52,7 +57,10 @@ export const accessRoutes = [
     tag: "API keys",
     summary: "Revoke one of the calling avatar's API keys",
     handle: ({ caller, params }) =>
-      Effect.flatMap(ApiKeys, (k) => k.revoke(caller.id, params.id ?? "")).pipe(Effect.as(new Reply({ id: params.id, revoked: true }, "API key revoked.")))
+      idParam(params.id).pipe(
+        Effect.flatMap((id) => Effect.flatMap(ApiKeys, (k) => k.revoke(caller.id, id))),
+        Effect.as(new Reply({ id: params.id, revoked: true }, "API key revoked."))
+      )
   }),
   authed({
     method: "PUT",
@@ -61,10 +69,10 @@ export const accessRoutes = [
     tag: "Plans",
     summary: "Set an avatar's plan (Admin only)",
     body: Schema.Struct({ plan: PlanQuery }),
-    handle: ({ body, caller, params }) =>
+    handle: ({ body, caller, params, request }) =>
       caller.avatarType !== "Admin"
         ? Effect.fail(new Forbidden({ message: "Only an Admin can set plans." }))
-        : Effect.flatMap(Avatars, (a) => a.update(caller, params.id ?? "", { plan: body.plan })).pipe(
+        : Effect.flatMap(Avatars, (a) => a.update(caller, params.id ?? "", { plan: body.plan }, proofOf(credentialsOf(request.headers)))).pipe(
           Effect.map((avatar) => new Reply({ id: avatar.id, plan: avatar.plan }, `Plan set to ${avatar.plan}.`))
         )
   }),
@@ -84,9 +92,12 @@ export const accessRoutes = [
     path: "/v1/models",
     success: ModelList,
     tag: "Catalogue",
-    summary: "Model catalogue, optionally filtered to the models available on a plan",
-    query: Schema.Struct({ plan: Schema.optional(PlanQuery) }),
-    handle: ({ query }) => listModels({ plan: query.plan })
+    summary: "Model catalogue, optionally filtered to the models available on a plan and/or by capability (chat, embeddings, rerank, tools, vision)",
+    query: Schema.Struct({
+      plan: Schema.optional(PlanQuery),
+      capability: Schema.optional(ModelCapability.annotations({ message: () => "capability must be one of chat, embeddings, rerank, tools, vision" }))
+    }),
+    handle: ({ query }) => listModels({ plan: query.plan, capability: query.capability })
   }),
   authed({
     method: "GET",

@@ -1,23 +1,23 @@
 /** The avatar account API (spec: avatar-api.md), served under /api. */
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { type Context, Effect, Either, Schema } from "effect"
+import { proofOf } from "../Accounts/Auth.ts"
 import { Avatars } from "../Accounts/Avatars.ts"
 import { clientAddress } from "../Accounts/ClientAddress.ts"
-import { AvatarTypeSchema, Email, IsoDate, Password, Username } from "../Accounts/Schemas.ts"
+import { AvatarTypeSchema, Email, idParam, IsoDate, Password, secretString, Username } from "../Accounts/Schemas.ts"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, type GatewayError, statusOf } from "../Errors.ts"
 import { Plan } from "../Plans.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import * as Pages from "./Pages.ts"
+import { credentialsOf } from "./Edge.ts"
 import { authed, decoderNow, type Docs, type Method, open, readText, Reply } from "./Route.ts"
 import { AuthResult, AvatarList, AvatarOrPublicView, AvatarView } from "./ResponseSchemas.ts"
 
 const tag = "Avatar accounts"
 const envelope = "avatar" as const
-const Uuid = Schema.UUID.annotations({ message: () => "id must be a UUID" })
-
-const uuidParam = (id: string | undefined) =>
-  Schema.decodeUnknown(Uuid)(id).pipe(Effect.mapError(() => new BadRequest({ message: "Path parameter id must be a UUID." })))
+/** A link's one-time token: a secret, never quoted back. */
+const Token = secretString("token", 1, 200)
 
 const RegisterBody = Schema.Struct({
   username: Username,
@@ -30,8 +30,12 @@ const RegisterBody = Schema.Struct({
 const AuthenticateBody = Schema.Struct({
   username: Schema.optional(Schema.String.pipe(Schema.maxLength(254))),
   email: Schema.optional(Schema.String.pipe(Schema.maxLength(254))),
-  password: Schema.String.pipe(Schema.maxLength(1024))
+  password: secretString("password", 0, 1024)
 })
+
+/** The login a sign-in names: `username`, else `email` (an empty or blank one counts as not sent). */
+const loginOf = (body: { readonly username?: string | undefined; readonly email?: string | undefined }) =>
+  [body.username, body.email].find((login) => login !== undefined && login.trim() !== "")
 
 const UpdateBody = Schema.Struct({
   title: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
@@ -45,12 +49,12 @@ const UpdateBody = Schema.Struct({
   plan: Schema.optional(Plan)
 })
 
-const TokenQuery = Schema.Struct({ token: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)) })
+const TokenQuery = Schema.Struct({ token: Token })
 const EmailBody = Schema.Struct({ email: Email })
 const ResetBody = Schema.Struct({
-  token: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  token: Token,
   password: Password,
-  confirmPassword: Schema.String
+  confirmPassword: secretString("confirmPassword", 0, 1024)
 })
 
 const decodeResetForm = decoderNow(ResetBody, "form")
@@ -100,12 +104,15 @@ type AvatarsApi = Context.Tag.Service<typeof Avatars>
 
 /**
  * A route on the avatar the path names (`:id`, a UUID, else 400): `call` acts on it and the
- * answer is the avatar it returns, with `message`.
+ * answer is the avatar it returns, with `message` (written from the avatar and the request's body).
  */
 const avatarById = <A, B = undefined>(
   method: Method,
-  call: (a: AvatarsApi, input: { readonly caller: AvatarRecord; readonly id: string; readonly body: B }) => Effect.Effect<A, GatewayError>,
-  message: (avatar: A) => string,
+  call: (
+    a: AvatarsApi,
+    input: { readonly caller: AvatarRecord; readonly id: string; readonly body: B; readonly request: HttpServerRequest.HttpServerRequest }
+  ) => Effect.Effect<A, GatewayError>,
+  message: (avatar: A, body: B) => string,
   docs: Omit<Docs, "tag"> & { readonly body?: Schema.Schema<B, any, never> }
 ) =>
   authed({
@@ -114,10 +121,10 @@ const avatarById = <A, B = undefined>(
     tag,
     envelope,
     ...docs,
-    handle: ({ body, caller, params }) =>
-      uuidParam(params.id).pipe(
-        Effect.flatMap((id) => Effect.flatMap(Avatars, (a) => call(a, { caller, id, body }))),
-        Effect.map((avatar) => new Reply(avatar, message(avatar)))
+    handle: ({ body, caller, params, request }) =>
+      idParam(params.id).pipe(
+        Effect.flatMap((id) => Effect.flatMap(Avatars, (a) => call(a, { caller, id, body, request }))),
+        Effect.map((avatar) => new Reply(avatar, message(avatar, body)))
       )
   })
 
@@ -149,8 +156,8 @@ export const avatarRoutes = [
       "`username` or `email` may hold either a username or an e-mail address (an e-mail address only once verified). Failed sign-ins are limited per account and per client address: over the limit, 429 with Retry-After.",
     body: AuthenticateBody,
     handle: ({ body, request }) => {
-      const login = body.username ?? body.email
-      if (!login) return Effect.fail(new BadRequest({ message: "username or email is required." }))
+      const login = loginOf(body)
+      if (login === undefined) return Effect.fail(new BadRequest({ message: "username or email is required." }))
       return Effect.gen(function*() {
         const address = yield* addressOf(request)
         const result = yield* Effect.flatMap(Avatars, (a) => a.authenticate(login, body.password, address))
@@ -181,13 +188,16 @@ export const avatarRoutes = [
   }),
   open({
     method: "POST",
-    path: "/api/avatar/resend-verification-email/:email",
+    // A wildcard, not `:email`: the router refuses a path parameter of more than 100 characters
+    // (find-my-way's maxParamLength) and an address may have 254. Everything after the slash is the address.
+    path: "/api/avatar/resend-verification-email/*",
     success: Schema.Null,
     tag,
     envelope,
     summary: "Send the verification e-mail again (at most 3 per hour per address)",
+    description: "The rest of the path is the e-mail address (URL-encoded), up to the 254 characters registration accepts.",
     handle: ({ params }) =>
-      Schema.decodeUnknown(Email)(params.email).pipe(
+      Schema.decodeUnknown(Email)(params["*"]).pipe(
         Effect.mapError(() => new BadRequest({ message: "email must be a valid e-mail address" })),
         Effect.flatMap((email) => Effect.flatMap(Avatars, (a) => a.resendVerification(email))),
         Effect.as(new Reply(null, "If an unverified avatar uses this address, a new verification e-mail is on its way."))
@@ -210,7 +220,8 @@ export const avatarRoutes = [
     method: "GET",
     path: "/api/avatar/reset-password",
     tag,
-    envelope: "none",
+    // A page when it works; the avatar API's envelope for what is refused before (a missing token).
+    envelope,
     summary: "HTML form for the password-reset link",
     query: TokenQuery,
     contentType: "text/html",
@@ -234,7 +245,8 @@ export const avatarRoutes = [
     method: "POST",
     path: "/api/avatar/reset-password-form",
     tag,
-    envelope: "none",
+    // Pages for the form; the avatar API's envelope for an API client that sent anything else.
+    envelope,
     summary: "Reset the password from the HTML form without JavaScript",
     description:
       "What the reset page's form posts when JavaScript is off: `application/x-www-form-urlencoded` fields `token`, `password` and `confirmPassword` (as for POST /api/avatar/reset-password, within AIGW_MAX_BODY_BYTES). Answers an HTML page: the password was changed; or the form again with the problem (e.g. passwords that do not match); or why the link cannot be used.",
@@ -258,13 +270,18 @@ export const avatarRoutes = [
   }),
   avatarById(
     "PUT",
-    (a, { body, caller, id }) => a.update(caller, id, body),
-    (avatar) => avatar.pendingEmail ? "Avatar updated. Confirm the new e-mail address with the link we sent to it." : "Avatar updated.",
+    (a, { body, caller, id, request }) => a.update(caller, id, body, proofOf(credentialsOf(request.headers))),
+    // A change is waiting after a PUT that sent `email` exactly when this PUT asked for it (the
+    // current address would have cancelled it): only then was a link sent.
+    (avatar, body) =>
+      body.email !== undefined && avatar.pendingEmail !== null
+        ? "Avatar updated. Confirm the new e-mail address with the link we sent to it."
+        : "Avatar updated.",
     {
       success: AvatarView,
       summary: "Update an avatar (owner or Admin)",
       description:
-        "A new `email` is stored as pending and a verification e-mail goes to it; the old address stays in force until the link is followed. E-mail changes are limited to 3 per hour per avatar and share the resend limit of the new address (429). Only Admins may change AvatarType, karmaTotal and plan.",
+        "A new `email` is stored as pending and a verification e-mail goes to it (the current address gets a notice); the old address stays in force until the link is followed. Sending the current address cancels a pending change. E-mail changes are limited to 3 per hour per avatar and share the resend limit of the new address (429). Changing `username` or `email` needs a signed-in session (JWT); with an API key it is 403. Only Admins may change AvatarType, karmaTotal and plan.",
       body: UpdateBody
     }
   ),

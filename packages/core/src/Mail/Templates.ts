@@ -25,10 +25,36 @@ export const passwordReset = (to: string, username: string, link: string): Mail 
     "someone asked to reset the password of your aigw avatar. If it was you, follow the link within one hour; otherwise ignore this mail."
   ], { href: link, label: "Choose a new password" })
 
-export const passwordChanged = (to: string, username: string): Mail =>
+/**
+ * An address as a notice may show it: its first character and its domain (`t***@example.com`), enough
+ * for the owner to recognise it, not to hand it on.
+ */
+export const maskAddress = (address: string) => {
+  const at = address.lastIndexOf("@")
+  return `${address.slice(0, Math.min(1, at))}***${address.slice(at)}`
+}
+
+/** `cancelledChange`: the new address of an e-mail change the reset cancelled, if one was waiting. */
+export const passwordChanged = (to: string, username: string, cancelledChange: string | null = null): Mail =>
   page(to, "Your password was changed", [
     `Hello ${username},`,
-    "the password of your aigw avatar was just changed: every earlier session was signed out and every API key of your avatar was revoked (create new keys after signing in). If this was not you, reset your password now."
+    "the password of your aigw avatar was just changed: every earlier session was signed out and every API key of your avatar was revoked (create new keys after signing in).",
+    ...(cancelledChange === null ? [] : [`The change of your e-mail address to ${maskAddress(cancelledChange)} that was waiting for confirmation was cancelled; its link no longer works.`]),
+    "If this was not you, reset your password now."
+  ])
+
+export const emailChangeRequested = (to: string, username: string, newAddress: string): Mail =>
+  page(to, "A change of your e-mail address was requested", [
+    `Hello ${username},`,
+    `a change of this aigw avatar's e-mail address to ${maskAddress(newAddress)} was requested. It takes effect only once the link sent to that address is followed; until then this address stays in force.`,
+    "If it was not you, reset your password now (use \"forgot password\" with this address): that cancels the change and signs out every session and API key."
+  ])
+
+export const emailChanged = (to: string, username: string, newAddress: string): Mail =>
+  page(to, "Your e-mail address was changed", [
+    `Hello ${username},`,
+    `the e-mail address of your aigw avatar was changed to ${maskAddress(newAddress)}. This address no longer signs in, receives the avatar's mails or resets its password, and password-reset links sent to it before no longer work.`,
+    "If it was not you, contact the operator of this service."
   ])
 
 export const addressClaimed = (to: string, username: string): Mail =>

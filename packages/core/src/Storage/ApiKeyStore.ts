@@ -16,6 +16,12 @@ export interface ApiKeyRecord {
   readonly revokedAt: number | null
 }
 
+/** A key's `lastUsedAt` moves in steps of at least this much (an hour): see `markUsed`. */
+export const LAST_USED_GRANULARITY_MS = 60 * 60 * 1000
+
+/** Whether a stored last use is due to be replaced by a use at `at`. */
+export const lastUseDue = (stored: number | null, at: number) => stored === null || stored <= at - LAST_USED_GRANULARITY_MS
+
 export interface ApiKeyStoreService {
   readonly insert: (key: ApiKeyRecord) => Effect.Effect<void>
   /** The key with this hash, revoked or not (authentication asks Metering.avatarOfKey instead). */
@@ -25,6 +31,12 @@ export interface ApiKeyStoreService {
   readonly revoke: (avatarId: string, id: string, now: number) => Effect.Effect<boolean>
   /** Revokes every active key of the avatar (password reset); returns how many. */
   readonly revokeAll: (avatarId: string, now: number) => Effect.Effect<number>
+  /**
+   * Stores `at` as the active key's last use if the stored one is at least LAST_USED_GRANULARITY_MS
+   * older (or none), in one conditional write, so processes sharing the database write a key at most
+   * once per period between them. Returns the stored last use afterwards (null: no such active key, or never used).
+   */
+  readonly markUsed: (hash: string, at: number) => Effect.Effect<number | null>
 }
 
 export class ApiKeyStore extends Context.Tag("aigw/ApiKeyStore")<ApiKeyStore, ApiKeyStoreService>() {}
@@ -59,6 +71,14 @@ export const makeMemory = Effect.sync((): ApiKeyStoreService => {
           n++
         }
         return n
+      }),
+    markUsed: (hash, at) =>
+      Effect.sync(() => {
+        const key = byId.get(byHash.get(hash) ?? "")
+        if (!key || key.revokedAt !== null) return null
+        if (!lastUseDue(key.lastUsedAt, at)) return key.lastUsedAt
+        byId.set(key.id, { ...key, lastUsedAt: at })
+        return at
       })
   }
 })

@@ -67,11 +67,21 @@ export interface AvatarStoreService {
    * (password reset, deletion). None when the avatar does not exist.
    */
   readonly revokeTokens: (id: string, patch: RevokingPatch, at: number) => Effect.Effect<Option.Option<AvatarRecord>>
+  /**
+   * Makes `pending` the avatar's verified e-mail and clears `pendingEmail`, only while `pendingEmail`
+   * is still exactly `pending`: a password reset or a cancel that cleared or replaced it meanwhile
+   * wins. None when it is not (or the avatar does not exist); Conflict when another avatar has the address.
+   */
+  readonly confirmPendingEmail: (id: string, pending: string, updatedAt: number) => Effect.Effect<Option.Option<AvatarRecord>, Conflict>
   /** Sets the password hash only while it is still `expected` (a rehash at login); false when it changed meanwhile. */
   readonly replacePasswordHash: (id: string, expected: string, passwordHash: string) => Effect.Effect<boolean>
 }
 
 export class AvatarStore extends Context.Tag("aigw/AvatarStore")<AvatarStore, AvatarStoreService>() {}
+
+/** What confirming a pending address writes (`confirmPendingEmail`). */
+export const confirmedEmail = (pending: string, updatedAt: number) =>
+  ({ email: pending, pendingEmail: null, emailVerified: true, updatedAt }) satisfies AvatarPatch
 
 export const usernameTaken = new Conflict({ message: "That username is already taken." })
 export const emailTaken = new Conflict({ message: "That e-mail address is already registered." })
@@ -87,6 +97,16 @@ export const makeMemory = Effect.sync((): AvatarStoreService => {
     }
     return Option.none()
   }
+  /** Keeps `next` in place of the record of its id, unless its username or e-mail is another avatar's. */
+  const store = (next: AvatarRecord): Effect.Effect<Option.Option<AvatarRecord>, Conflict> =>
+    Option.match(clash(next), {
+      onSome: Effect.fail,
+      onNone: () =>
+        Effect.sync(() => {
+          byId.set(next.id, next)
+          return Option.some(next)
+        })
+    })
   return {
     insert: (avatar) =>
       Option.match(clash(avatar), {
@@ -110,16 +130,7 @@ export const makeMemory = Effect.sync((): AvatarStoreService => {
     update: (id, patch) =>
       Effect.suspend(() => {
         const current = byId.get(id)
-        if (!current) return Effect.succeed(Option.none())
-        const next = { ...current, ...patch }
-        return Option.match(clash(next), {
-          onSome: Effect.fail,
-          onNone: () =>
-            Effect.sync(() => {
-              byId.set(id, next)
-              return Option.some(next)
-            })
-        })
+        return current ? store({ ...current, ...patch }) : Effect.succeed(Option.none())
       }),
     countAdmins: () => Effect.sync(() => [...byId.values()].filter((a) => a.avatarType === "Admin").length),
     revokeTokens: (id, patch, at) =>
@@ -129,6 +140,12 @@ export const makeMemory = Effect.sync((): AvatarStoreService => {
         const next = { ...current, ...patch, tokensValidAfter: nextGeneration(current.tokensValidAfter, at) }
         byId.set(id, next)
         return Option.some(next)
+      }),
+    confirmPendingEmail: (id, pending, updatedAt) =>
+      Effect.suspend(() => {
+        const current = byId.get(id)
+        if (!current || current.pendingEmail !== pending) return Effect.succeed(Option.none())
+        return store({ ...current, ...confirmedEmail(pending, updatedAt) })
       }),
     replacePasswordHash: (id, expected, passwordHash) =>
       Effect.sync(() => {

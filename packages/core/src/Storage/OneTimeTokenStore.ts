@@ -21,8 +21,11 @@ export interface OneTimeTokenStoreService {
   readonly issue: (token: OneTimeToken) => Effect.Effect<void>
   /** Marks the token used if it exists, is unused and unexpired; returns it, else None. */
   readonly consume: (hash: string, purpose: TokenPurpose, now: number) => Effect.Effect<Option.Option<OneTimeToken>>
-  /** Removes every token of the avatar (e.g. on soft delete). */
-  readonly revokeAll: (avatarId: string) => Effect.Effect<void>
+  /**
+   * Removes every token of the avatar (soft delete, password reset), or only those of `purpose`
+   * (the verification link of a cancelled e-mail change, the reset links of a replaced address).
+   */
+  readonly revokeAll: (avatarId: string, purpose?: TokenPurpose) => Effect.Effect<void>
 }
 
 export class OneTimeTokenStore extends Context.Tag("aigw/OneTimeTokenStore")<
@@ -48,9 +51,9 @@ export const makeMemory = Effect.sync((): OneTimeTokenStoreService => {
         const { used: _, ...token } = t
         return Option.some(token)
       }),
-    revokeAll: (avatarId) =>
+    revokeAll: (avatarId, purpose) =>
       Effect.sync(() => {
-        for (const [hash, t] of tokens) if (t.avatarId === avatarId) tokens.delete(hash)
+        for (const [hash, t] of tokens) if (t.avatarId === avatarId && (purpose === undefined || t.purpose === purpose)) tokens.delete(hash)
       })
   }
 })

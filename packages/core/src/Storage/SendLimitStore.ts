@@ -28,6 +28,12 @@ export interface SendLimitStoreService {
    */
   readonly tryRecord: (key: string, now: number, windowMs: number) => Effect.Effect<boolean>
   /**
+   * Takes back the event `tryRecord` admitted for `key` at `at` (what it was for was refused after
+   * all), so it does not count. The instant it had pushed out of the window was already outside it,
+   * so nothing needs to come back in its place.
+   */
+  readonly unrecord: (key: string, at: number) => Effect.Effect<void>
+  /**
    * Counts an event for `key` if its current window holds fewer than `limit`; a key without a
    * window (or whose window ended) starts one of `windowMs` at `now`.
    */
@@ -49,6 +55,12 @@ export const makeMemory = Effect.sync((): SendLimitStoreService => {
         if (last.length >= SEND_LIMIT && last[last.length - SEND_LIMIT]! > now - windowMs) return false
         slots.set(key, [...last, now].slice(-SEND_LIMIT))
         return true
+      }),
+    unrecord: (key, at) =>
+      Effect.sync(() => {
+        const last = slots.get(key) ?? []
+        const i = last.lastIndexOf(at)
+        if (i >= 0) slots.set(key, [...last.slice(0, i), ...last.slice(i + 1)])
       }),
     tryCount: (key, now, windowMs, limit) =>
       Effect.sync(() => {

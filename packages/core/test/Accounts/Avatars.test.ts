@@ -6,7 +6,7 @@
  * check can be held until the revocation has answered).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Either, Fiber, Layer, Option, Redacted } from "effect"
+import { type Context, Deferred, Effect, Either, Fiber, Layer, Option, Redacted } from "effect"
 import * as ApiKeys from "../../src/Accounts/ApiKeys.ts"
 import * as Auth from "../../src/Accounts/Auth.ts"
 import { type AuthResult, Avatars, INVALID_CREDENTIALS, layer as avatarsLayer, TOO_MANY_LOGINS, VERIFICATION_PENDING } from "../../src/Accounts/Avatars.ts"
@@ -105,6 +105,24 @@ const resetToken = (email: string) =>
     return tokenIn(lastMail(sent, (m) => m.to === email && /reset/i.test(m.subject)).text)
   })
 
+/** The stored record of an avatar: the caller Auth would resolve for its credentials. */
+const recordOf = (id: string) => Effect.flatMap(AvatarStore, (s) => s.findById(id)).pipe(Effect.map(Option.getOrThrow))
+
+/** The outcome of a PUT as a label: "ok" or the error's tag. */
+const put = (id: string, input: Parameters<Context.Tag.Service<typeof Avatars>["update"]>[2], proof: Auth.Proof = "session") =>
+  Effect.gen(function*() {
+    const avatars = yield* Avatars
+    return yield* avatars.update(yield* recordOf(id), id, input, proof).pipe(Effect.as("ok"), Effect.catchAll((e) => Effect.succeed(e._tag)))
+  })
+
+/** The outcome of following a verification link: "ok" or the error's tag. */
+const follow = (token: string) =>
+  Effect.flatMap(Avatars, (a) => a.verifyEmail(token)).pipe(Effect.as("ok"), Effect.catchAll((e) => Effect.succeed(e._tag)))
+
+/** The token of the newest verification mail sent to `address`. */
+const verificationTokenFor = (address: string) =>
+  Effect.map(Mailer.MemoryMailbox, ({ sent }) => tokenIn(lastMail(sent, (m) => m.to === address && /verify/i.test(m.subject)).text))
+
 describe("Avatars", () => {
   it.layer(TestLayer, { timeout: 60_000 })((it) => {
     it.effect("register with a taken e-mail: the answer and its avatar behave like a fresh registration's", () =>
@@ -197,7 +215,7 @@ describe("Avatars", () => {
         const keys = yield* ApiKeys.ApiKeys
         const { sent } = yield* Mailer.MemoryMailbox
         const a = yield* verifiedAvatar
-        const key = yield* keys.create(Option.getOrThrow(yield* Effect.flatMap(AvatarStore, (s) => s.findById(a.id))), "ci")
+        const key = yield* keys.create(Option.getOrThrow(yield* Effect.flatMap(AvatarStore, (s) => s.findById(a.id))), "ci", "session")
         assert.isTrue(Option.isSome(yield* keys.resolve(key.key)))
         yield* avatars.forgotPassword(a.email)
         const token = tokenIn(lastMail(sent, (m) => m.to === a.email && /reset/i.test(m.subject)).text)
@@ -246,20 +264,21 @@ describe("Avatars", () => {
         const a = yield* verifiedAvatar
         const jwt = (yield* avatars.authenticate(a.username, a.password, noAddress)).jwtToken
         const byJwt = yield* auth.require({ authorization: `Bearer ${jwt}` })
-        const key = yield* keys.create(byJwt, "before")
+        const key = yield* keys.create(byJwt, "before", "session")
         const byKey = yield* auth.require({ apiKey: key.key })
         // Both callers were checked (POST /v1/keys's Auth step) before the reset; their handlers run after it answered.
         yield* avatars.resetPassword(yield* resetToken(a.email), "new password 2", "new password 2")
-        for (const caller of [byJwt, byKey]) {
-          const made = yield* Effect.either(keys.create(caller, "raced"))
-          assert.isTrue(Either.isLeft(made) && made.left._tag === "Unauthorized", "refused")
-        }
+        const raced = yield* Effect.either(keys.create(byJwt, "raced", "session"))
+        assert.isTrue(Either.isLeft(raced) && raced.left._tag === "Unauthorized", "refused")
+        // A key makes no key at all, before or after a reset.
+        const byKeyMade = yield* Effect.either(keys.create(byKey, "raced", "apiKey"))
+        assert.isTrue(Either.isLeft(byKeyMade) && byKeyMade.left._tag === "Forbidden", "a key cannot make keys")
         const listed = yield* keys.list(a.id)
-        assert.deepStrictEqual([listed.length, listed.filter((k) => k.revokedAt === null).length], [3, 0], "the keys stored meanwhile are revoked")
+        assert.deepStrictEqual([listed.length, listed.filter((k) => k.revokedAt === null).length], [2, 0], "the key stored meanwhile is revoked")
         assert.strictEqual(yield* presented({ apiKey: key.key }), "Unauthorized")
         // A caller checked after the reset makes keys as usual.
         const fresh = yield* auth.require({ authorization: `Bearer ${(yield* avatars.authenticate(a.username, "new password 2", noAddress)).jwtToken}` })
-        const made = yield* keys.create(fresh, "after")
+        const made = yield* keys.create(fresh, "after", "session")
         assert.strictEqual(yield* presented({ apiKey: made.key }), "accepted")
       }))
 
@@ -285,15 +304,168 @@ describe("Avatars", () => {
         const caller = Option.getOrThrow(yield* store.findById(a.id))
         const victim = `victim_${unique()}@example.com`
         const tries = yield* Effect.all(Array.from({ length: 5 }, (_, i) =>
-          avatars.update(caller, a.id, { email: i % 2 === 0 ? victim : victim.toUpperCase() }).pipe(Effect.as("ok"), Effect.catchAll((e) => Effect.succeed(e._tag)))
+          avatars.update(caller, a.id, { email: i % 2 === 0 ? victim : victim.toUpperCase() }, "session").pipe(Effect.as("ok"), Effect.catchAll((e) => Effect.succeed(e._tag)))
         ))
         assert.deepStrictEqual(tries, ["ok", "ok", "ok", "TooManyRequests", "TooManyRequests"])
         assert.strictEqual(sent.filter((m) => m.to.toLowerCase() === victim).length, 3)
         // The target address's budget is shared with resend and with other avatars.
         const b = yield* verifiedAvatar
         const other = Option.getOrThrow(yield* store.findById(b.id))
-        const third = yield* avatars.update(other, b.id, { email: victim }).pipe(Effect.as("ok"), Effect.catchAll((e) => Effect.succeed(e._tag)))
+        const third = yield* avatars.update(other, b.id, { email: victim }, "session").pipe(Effect.as("ok"), Effect.catchAll((e) => Effect.succeed(e._tag)))
         assert.strictEqual(third, "TooManyRequests")
+      }))
+
+    it.effect("a password reset cancels a pending e-mail change: its link no longer changes the address", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const { sent } = yield* Mailer.MemoryMailbox
+        const a = yield* verifiedAvatar
+        // An intruder with a session asks for their own address; the owner then resets the password.
+        const thief = `thief_${unique()}@example.com`
+        assert.strictEqual(yield* put(a.id, { email: thief }), "ok")
+        const link = yield* verificationTokenFor(thief)
+        yield* avatars.resetPassword(yield* resetToken(a.email), "owner password 9", "owner password 9")
+        assert.match(lastMail(sent, (m) => m.to === a.email).text, /change of your e-mail address to t\*\*\*@example\.com .* was cancelled/)
+        assert.strictEqual(yield* follow(link), "Rejected")
+        const after = yield* recordOf(a.id)
+        assert.deepStrictEqual([after.email, after.pendingEmail], [a.email, null])
+        assert.strictEqual(yield* attempt(thief, "owner password 9"), "invalid")
+      }))
+
+    it.effect("a PUT with the current address cancels the pending change and its link", () =>
+      Effect.gen(function*() {
+        const a = yield* verifiedAvatar
+        const thief = `thief_${unique()}@example.com`
+        assert.strictEqual(yield* put(a.id, { email: thief }), "ok")
+        const link = yield* verificationTokenFor(thief)
+        assert.strictEqual(yield* put(a.id, { email: a.email.toUpperCase() }), "ok")
+        assert.strictEqual((yield* recordOf(a.id)).pendingEmail, null)
+        assert.strictEqual(yield* follow(link), "Rejected")
+        assert.strictEqual((yield* recordOf(a.id)).email, a.email)
+      }))
+
+    it.effect("a change confirmed after its change was replaced or cleared does not swap the address in", () =>
+      Effect.gen(function*() {
+        const store = yield* AvatarStore
+        const a = yield* verifiedAvatar
+        const first = `first_${unique()}@example.com`
+        assert.strictEqual(yield* put(a.id, { email: first }), "ok")
+        // What a reset writes, landing between the link's check and its swap.
+        yield* store.update(a.id, { pendingEmail: null })
+        assert.isTrue(Option.isNone(yield* store.confirmPendingEmail(a.id, first, Date.now())))
+        assert.strictEqual((yield* recordOf(a.id)).email, a.email)
+      }))
+
+    it.effect("an API key cannot change the e-mail address or username, nor make keys; other fields it can", () =>
+      Effect.gen(function*() {
+        const keys = yield* ApiKeys.ApiKeys
+        const { sent } = yield* Mailer.MemoryMailbox
+        const a = yield* verifiedAvatar
+        const thief = `thief_${unique()}@example.com`
+        assert.deepStrictEqual(
+          [yield* put(a.id, { email: thief }, "apiKey"), yield* put(a.id, { username: `x_${unique()}` }, "apiKey")],
+          ["Forbidden", "Forbidden"]
+        )
+        const message = yield* Effect.flip(Effect.flatMap(Avatars, (s) => Effect.flatMap(recordOf(a.id), (caller) => s.update(caller, a.id, { email: thief }, "apiKey"))))
+        assert.match(message.message, /signed-in session \(JWT\)/)
+        assert.isFalse(sent.some((m) => m.to === thief), "nothing mailed")
+        const unchanged = yield* recordOf(a.id)
+        assert.deepStrictEqual([unchanged.email, unchanged.pendingEmail], [a.email, null])
+        // The profile's other fields, and the current username and address sent back unchanged, are fine with a key.
+        assert.strictEqual(yield* put(a.id, { title: "t", dob: "1990-04-23", username: a.username, email: a.email }, "apiKey"), "ok")
+        const made = yield* Effect.either(keys.create(yield* recordOf(a.id), "from a key", "apiKey"))
+        assert.isTrue(Either.isLeft(made) && made.left._tag === "Forbidden")
+        assert.strictEqual((yield* keys.list(a.id)).length, 0, "nothing stored")
+        assert.isTrue(Either.isRight(yield* Effect.either(keys.create(yield* recordOf(a.id), "from a session", "session"))))
+      }))
+
+    it.effect("an e-mail change is announced to the current address, and its completion to the old one, without secrets", () =>
+      Effect.gen(function*() {
+        const { sent } = yield* Mailer.MemoryMailbox
+        const a = yield* verifiedAvatar
+        const next = `next_${unique()}@example.org`
+        assert.strictEqual(yield* put(a.id, { email: next }), "ok")
+        const requested = lastMail(sent, (m) => m.to === a.email)
+        assert.match(requested.subject, /change of your e-mail address was requested/)
+        assert.include(requested.text, "n***@example.org")
+        assert.notInclude(requested.text, next)
+        assert.notMatch(requested.text + requested.html, /token=|https?:/)
+        // To an address another avatar has: answered alike, and the current address is told alike.
+        const other = yield* verifiedAvatar
+        const before = sent.length
+        assert.strictEqual(yield* put(a.id, { email: other.email }), "ok")
+        assert.deepStrictEqual(sent.slice(before).map((m) => m.to).sort(), [a.email, other.email].sort())
+        assert.strictEqual(yield* put(a.id, { email: next }), "ok")
+        assert.strictEqual(yield* follow(yield* verificationTokenFor(next)), "ok")
+        const changed = lastMail(sent, (m) => m.to === a.email)
+        assert.match(changed.subject, /e-mail address was changed/)
+        assert.include(changed.text, "n***@example.org")
+        assert.notMatch(changed.text, /token=|https?:/)
+      }))
+
+    it.effect("confirming an e-mail change voids the reset links mailed to the old address", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const { sent } = yield* Mailer.MemoryMailbox
+        const a = yield* verifiedAvatar
+        const forgotLink = yield* resetToken(a.email)
+        const next = `next_${unique()}@example.com`
+        assert.strictEqual(yield* put(a.id, { email: next }), "ok")
+        assert.strictEqual(yield* follow(yield* verificationTokenFor(next)), "ok")
+        const used = yield* Effect.either(avatars.resetPassword(forgotLink, "taken over 1", "taken over 1"))
+        assert.isTrue(Either.isLeft(used) && used.left._tag === "Rejected", "the forgot-password link")
+        // The link of an "already have an account" mail too.
+        yield* avatars.register({ username: `p_${unique()}`, email: next, password: "probe password" })
+        const alreadyLink = tokenIn(lastMail(sent, (m) => m.to === next && /already have an account/.test(m.subject)).text)
+        const last = `last_${unique()}@example.com`
+        assert.strictEqual(yield* put(a.id, { email: last }), "ok")
+        assert.strictEqual(yield* follow(yield* verificationTokenFor(last)), "ok")
+        const again = yield* Effect.either(avatars.resetPassword(alreadyLink, "taken over 2", "taken over 2"))
+        assert.isTrue(Either.isLeft(again) && again.left._tag === "Rejected", "the already-registered link")
+        assert.strictEqual(yield* attempt(a.username, a.password), "ok", "the password is unchanged")
+      }))
+
+    it.effect("a refused e-mail change does not use up one of the avatar's changes", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const a = yield* verifiedAvatar
+        // The target address's budget is spent (resends count for any address).
+        const spent = `spent_${unique()}@example.com`
+        for (let i = 0; i < 3; i++) yield* avatars.resendVerification(spent)
+        const refused = yield* Effect.all(Array.from({ length: 3 }, () => put(a.id, { email: spent })))
+        assert.deepStrictEqual(refused, ["TooManyRequests", "TooManyRequests", "TooManyRequests"])
+        const fresh = yield* Effect.all(Array.from({ length: 3 }, () => put(a.id, { email: `fresh_${unique()}@example.com` })))
+        assert.deepStrictEqual(fresh, ["ok", "ok", "ok"], "the avatar's three changes are all still there")
+        // Refused by the avatar's limit: the new address's budget is not spent either.
+        const untouched = `untouched_${unique()}@example.com`
+        assert.strictEqual(yield* put(a.id, { email: untouched }), "TooManyRequests")
+        for (let i = 0; i < 3; i++) yield* avatars.resendVerification(untouched)
+        // A PUT refused after the limits (a taken username) gives both back.
+        const b = yield* verifiedAvatar
+        const target = `target_${unique()}@example.com`
+        assert.strictEqual(yield* put(b.id, { email: target, username: a.username }), "Conflict")
+        assert.strictEqual((yield* recordOf(b.id)).pendingEmail, null)
+        for (let i = 0; i < 3; i++) yield* avatars.resendVerification(target)
+      }))
+
+    it.effect("an API key's lastUsedAt is set at its first use and then at most once an hour", () =>
+      Effect.gen(function*() {
+        const keys = yield* ApiKeys.ApiKeys
+        const auth = yield* Auth.Auth
+        const a = yield* verifiedAvatar
+        const key = yield* keys.create(yield* recordOf(a.id), "ci", "session")
+        assert.isNull((yield* keys.list(a.id))[0]!.lastUsedAt)
+        const before = Date.now()
+        yield* auth.require({ apiKey: key.key })
+        // The write is not awaited by the call: give it its turn.
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+        const first = (yield* keys.list(a.id))[0]!.lastUsedAt
+        assert.isNotNull(first)
+        assert.isAtLeast(Date.parse(first!), before - 1)
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+        yield* auth.require({ apiKey: key.key })
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+        assert.strictEqual((yield* keys.list(a.id))[0]!.lastUsedAt, first, "not written again within the hour")
       }))
 
     it.effect("the configured limits are the ones used", () =>

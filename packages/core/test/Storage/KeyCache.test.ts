@@ -337,13 +337,22 @@ describe("key cache on SQLite", () => {
     assert.strictEqual(readsA.key - before, 0, "still cached")
   })
 
+  it("a key's last use (its hourly lastUsedAt) leaves it alone, from this gateway or another", async () => {
+    const { key, avatarId } = await cachedKey(a, readsA)
+    assert.isNotNull(await b.runPromise(Effect.flatMap(ApiKeyStore, (s) => s.markUsed(key.hash, Date.now()))))
+    assert.isNotNull(await a.runPromise(Effect.flatMap(ApiKeyStore, (s) => s.markUsed(key.hash, Date.now() + 2 * 3_600_000))))
+    const before = readsA.key
+    assert.strictEqual((await ownerOf(a, key.hash))?.id, avatarId)
+    assert.strictEqual(readsA.key - before, 0, "still cached")
+  })
+
   describe("an operator's changes to the counting", () => {
     const file = freshSqliteUrl()
     let g: SqliteGateway
     let reads: Reads
     let db: BetterSqlite.Database
     let operator: BetterSqlite.Database
-    const updateTrigger = SQLITE_TRIGGERS.find((t) => t.sql.includes("AFTER UPDATE ON api_keys"))!
+    const updateTrigger = SQLITE_TRIGGERS.find((t) => t.name === "aigw_api_keys_update_counted")!
     beforeAll(async () => {
       g = gateway({}, file)
       reads = await countReads(g)

@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
-import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
+import { ApiKeyStore, LAST_USED_GRANULARITY_MS } from "../../src/Storage/ApiKeyStore.ts"
 import { DocumentStore, modify } from "../../src/Storage/DocumentStore.ts"
 import { MemoryStore } from "../../src/Storage/MemoryStore.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
@@ -128,6 +128,45 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.deepStrictEqual(Option.getOrThrow(yield* store.findById(a.id)), { ...a, passwordHash: "$argon2id$rehashed" })
         }))
 
+      it.effect("avatars: confirmPendingEmail swaps the address in only while it is still the pending one", () =>
+        Effect.gen(function*() {
+          const store = yield* AvatarStore
+          const pending = `new_${unique()}@example.com`
+          const a = avatar({ emailVerified: true, pendingEmail: pending })
+          yield* store.insert(a)
+          assert.isTrue(Option.isNone(yield* store.confirmPendingEmail(a.id, `other_${unique()}@example.com`, 5)), "another address")
+          yield* store.update(a.id, { pendingEmail: null })
+          assert.isTrue(Option.isNone(yield* store.confirmPendingEmail(a.id, pending, 5)), "cleared meanwhile (a reset, a cancel)")
+          assert.deepStrictEqual(Option.getOrThrow(yield* store.findById(a.id)), { ...a, pendingEmail: null })
+          yield* store.update(a.id, { pendingEmail: pending })
+          const confirmed = Option.getOrThrow(yield* store.confirmPendingEmail(a.id, pending, 7))
+          assert.deepStrictEqual(confirmed, { ...a, email: pending, pendingEmail: null, emailVerified: true, updatedAt: 7 })
+          assert.strictEqual(Option.getOrThrow(yield* store.findByEmail(pending.toUpperCase())).id, a.id)
+          // An address another avatar registered meanwhile.
+          const taken = `taken_${unique()}@example.com`
+          const b = avatar({ pendingEmail: taken })
+          yield* store.insert(b)
+          yield* store.insert(avatar({ email: taken }))
+          const clash = yield* Effect.flip(store.confirmPendingEmail(b.id, taken, 9))
+          assert.strictEqual(clash._tag, "Conflict")
+          assert.isTrue(Option.isNone(yield* store.confirmPendingEmail(crypto.randomUUID(), taken, 9)), "no such avatar")
+        }))
+
+      it.effect("one-time tokens: revokeAll of one purpose leaves the other", () =>
+        Effect.gen(function*() {
+          const tokens = yield* OneTimeTokenStore
+          const avatarId = crypto.randomUUID()
+          const now = Date.now()
+          const verify = { hash: `v_${unique()}`, avatarId, purpose: "verify" as const, email: "a@b.co", expiresAt: now + 1000, createdAt: now }
+          const reset = { ...verify, hash: `r_${unique()}`, purpose: "reset" as const, email: null }
+          const otherAvatar = { ...reset, hash: `o_${unique()}`, avatarId: crypto.randomUUID() }
+          for (const t of [verify, reset, otherAvatar]) yield* tokens.issue(t)
+          yield* tokens.revokeAll(avatarId, "reset")
+          assert.isTrue(Option.isNone(yield* tokens.consume(reset.hash, "reset", now)), "revoked")
+          assert.isTrue(Option.isSome(yield* tokens.consume(otherAvatar.hash, "reset", now)), "another avatar's")
+          assert.isTrue(Option.isSome(yield* tokens.consume(verify.hash, "verify", now)), "the other purpose")
+        }))
+
       it.effect("one-time tokens: single use, expiry, superseded by a newer one", () =>
         Effect.gen(function*() {
           const tokens = yield* OneTimeTokenStore
@@ -165,6 +204,31 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.isTrue(yield* limits.tryRecord(key, t0 + hour, hour), "oldest left the window")
           assert.isFalse(yield* limits.tryRecord(key, t0 + hour + 5, hour))
           assert.isTrue(yield* limits.tryRecord(`other_${unique()}`, t0, hour))
+        }))
+
+      it.effect("send limit: an event taken back does not count, wherever it is among the three", () =>
+        Effect.gen(function*() {
+          const limits = yield* SendLimitStore
+          const hour = 3_600_000
+          const t0 = 1_000_000_000_000
+          for (const position of [0, 1, 2]) {
+            const key = `u_${unique()}`
+            const times = [t0, t0 + 10, t0 + 20]
+            for (const t of times) assert.isTrue(yield* limits.tryRecord(key, t, hour))
+            assert.isFalse(yield* limits.tryRecord(key, t0 + 30, hour))
+            yield* limits.unrecord(key, times[position]!)
+            assert.isTrue(yield* limits.tryRecord(key, t0 + 40, hour), `taken back at ${position}: its place is free`)
+            assert.isFalse(yield* limits.tryRecord(key, t0 + 50, hour), "and only its place")
+            yield* limits.unrecord(key, t0 + 1)
+            assert.isFalse(yield* limits.tryRecord(key, t0 + 60, hour), "an instant never recorded frees nothing")
+          }
+          // An instant left outside the window still counts for nothing after a taking back.
+          const key = `w_${unique()}`
+          for (const t of [t0, t0 + hour, t0 + hour + 10]) assert.isTrue(yield* limits.tryRecord(key, t, hour))
+          yield* limits.unrecord(key, t0 + hour + 10)
+          assert.isTrue(yield* limits.tryRecord(key, t0 + hour + 20, hour))
+          assert.isTrue(yield* limits.tryRecord(key, t0 + hour + 30, hour), "two in the window")
+          assert.isFalse(yield* limits.tryRecord(key, t0 + hour + 40, hour))
         }))
 
       it.effect("send limit: concurrent attempts admit exactly three", () =>
@@ -225,6 +289,25 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.isTrue(yield* keys.revoke(avatarId, key.id, 7))
           assert.isFalse(yield* keys.revoke(avatarId, key.id, 8), "already revoked")
           assert.strictEqual(Option.getOrThrow(yield* keys.findByHash(key.hash)).revokedAt, 7)
+        }))
+
+      it.effect("api keys: markUsed writes a key's last use at most once per hour, only for active keys", () =>
+        Effect.gen(function*() {
+          const keys = yield* ApiKeyStore
+          const hour = LAST_USED_GRANULARITY_MS
+          const t0 = 1_000_000_000_000
+          const key = { id: crypto.randomUUID(), avatarId: crypto.randomUUID(), name: "k", prefix: "aigw_lu", hash: `hash_${unique()}`, createdAt: 1, lastUsedAt: null, revokedAt: null }
+          yield* keys.insert(key)
+          assert.strictEqual(yield* keys.markUsed(key.hash, t0), t0, "the first use")
+          assert.strictEqual(yield* keys.markUsed(key.hash, t0 + hour - 1), t0, "within the hour: the stored use stays")
+          assert.strictEqual(Option.getOrThrow(yield* keys.findByHash(key.hash)).lastUsedAt, t0)
+          assert.strictEqual(yield* keys.markUsed(key.hash, t0 + hour), t0 + hour)
+          assert.strictEqual(yield* keys.markUsed(key.hash, t0 + 10), t0 + hour, "never backwards")
+          assert.strictEqual((yield* keys.listByAvatar(key.avatarId))[0]!.lastUsedAt, t0 + hour)
+          yield* keys.revoke(key.avatarId, key.id, t0 + hour + 1)
+          assert.isNull(yield* keys.markUsed(key.hash, t0 + 3 * hour), "a revoked key")
+          assert.strictEqual(Option.getOrThrow(yield* keys.findByHash(key.hash)).lastUsedAt, t0 + hour)
+          assert.isNull(yield* keys.markUsed(`unknown_${unique()}`, t0), "an unknown key")
         }))
 
       it.effect("api keys: revoke all of one avatar", () =>

@@ -1,6 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
-import { type ApiKeyRecord, ApiKeyStore } from "../ApiKeyStore.ts"
+import { type ApiKeyRecord, ApiKeyStore, LAST_USED_GRANULARITY_MS } from "../ApiKeyStore.ts"
 import { invalidating, KeyCache } from "./KeyCache.ts"
 import { viaClient } from "./Metering.ts"
 import { num, numOrNull } from "./util.ts"
@@ -54,7 +54,19 @@ export const make = Effect.gen(function*() {
         Effect.map((rows) => rows.length),
         Effect.orDie,
         invalidate(avatarId)
-      )
+      ),
+    // Not dropped from the credential cache here: the key's owner and validity did not change. The
+    // row's triggers still count it as a key change (SQLite) or notify its avatar (PostgreSQL), which
+    // is why this writes at most once an hour. An UPDATE that matches no row fires neither.
+    markUsed: (hash, at) =>
+      Effect.gen(function*() {
+        const written = yield* sql`UPDATE api_keys SET last_used_at = ${at}
+          WHERE hash = ${hash} AND revoked_at IS NULL AND (last_used_at IS NULL OR last_used_at <= ${at - LAST_USED_GRANULARITY_MS})
+          RETURNING id`
+        if (written.length > 0) return at
+        const stored = yield* sql`SELECT last_used_at FROM api_keys WHERE hash = ${hash} AND revoked_at IS NULL`
+        return numOrNull(stored[0]?.last_used_at)
+      }).pipe(Effect.orDie)
   })
 })
 

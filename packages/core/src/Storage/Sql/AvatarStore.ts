@@ -1,12 +1,15 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Option } from "effect"
 import type { Plan } from "../../Plans.ts"
+import type { Conflict } from "../../Errors.ts"
 import {
   type AvatarPatch,
   type AvatarRecord,
   AvatarStore,
   type AvatarStoreService,
   type AvatarType,
+  confirmedEmail,
   emailTaken,
   usernameTaken
 } from "../AvatarStore.ts"
@@ -87,6 +90,15 @@ export const make = Effect.gen(function*() {
       Effect.map((rows) => (rows.length > 0 ? usernameTaken : emailTaken))
     )
 
+  /** A write's unique violations as the Conflicts they mean; any other failure is a defect. */
+  const conflicts = <A>(write: Effect.Effect<A, SqlError>): Effect.Effect<A, Conflict> =>
+    Effect.catchAll(write, (error) =>
+      isUniqueViolation(error, "username")
+        ? Effect.fail(usernameTaken)
+        : isUniqueViolation(error, "email")
+        ? Effect.fail(emailTaken)
+        : Effect.die(error))
+
   const service: AvatarStoreService = {
     insert: (avatar) =>
       Effect.gen(function*() {
@@ -105,17 +117,11 @@ export const make = Effect.gen(function*() {
     update: (id, patch) => {
       const values = toColumns(patch)
       if (Object.keys(values).length === 0) return service.findById(id)
-      return sql`UPDATE avatars SET ${sql.update(values)} WHERE id = ${id} RETURNING *`.pipe(
-        Effect.map(one),
-        Effect.catchTag("SqlError", (error) =>
-          isUniqueViolation(error, "username")
-            ? Effect.fail(usernameTaken)
-            : isUniqueViolation(error, "email")
-            ? Effect.fail(emailTaken)
-            : Effect.die(error)),
-        invalidate(id)
-      )
+      return sql`UPDATE avatars SET ${sql.update(values)} WHERE id = ${id} RETURNING *`.pipe(Effect.map(one), conflicts, invalidate(id))
     },
+    confirmPendingEmail: (id, pending, updatedAt) =>
+      sql`UPDATE avatars SET ${sql.update(toColumns(confirmedEmail(pending, updatedAt)))}
+          WHERE id = ${id} AND pending_email = ${pending} RETURNING *`.pipe(Effect.map(one), conflicts, invalidate(id)),
     countAdmins: () =>
       sql`SELECT COUNT(*) AS n FROM avatars WHERE avatar_type = 'Admin'`.pipe(
         Effect.map((rows) => num(rows[0]?.n)),

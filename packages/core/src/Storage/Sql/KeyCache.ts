@@ -236,7 +236,8 @@ export const SQLITE_TRIGGERS: ReadonlyArray<{ readonly name: string; readonly sq
   },
   {
     name: "aigw_api_keys_update_counted",
-    sql: "CREATE TRIGGER aigw_api_keys_update_counted AFTER UPDATE ON api_keys BEGIN INSERT INTO aigw_key_changes (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1; END"
+    // Not a key's last use (its hourly `last_used_at`): that changes no caller, and would empty every cache.
+    sql: "CREATE TRIGGER aigw_api_keys_update_counted AFTER UPDATE OF avatar_id, hash, revoked_at ON api_keys BEGIN INSERT INTO aigw_key_changes (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1; END"
   },
   {
     name: "aigw_api_keys_delete_counted",

@@ -248,7 +248,25 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0010_readiness_probe": statements(`
     CREATE TABLE aigw_probe (id INTEGER PRIMARY KEY, checked_at BIGINT NOT NULL);
     INSERT INTO aigw_probe (id, checked_at) VALUES (1, 0)
-  `)
+  `),
+  /**
+   * A key's hourly `last_used_at` (ApiKeyStore `markUsed`) is no change of who a key names: the key
+   * triggers of 0007 and 0009 fire only on the columns that are (its avatar, hash and revocation).
+   */
+  "0011_key_use_not_a_key_change": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        Effect.zipRight(
+          sql.unsafe(`DROP TRIGGER ${KEY_OWNER_TRIGGERS[0]} ON api_keys`),
+          sql.unsafe(`CREATE TRIGGER ${KEY_OWNER_TRIGGERS[0]} AFTER UPDATE OF avatar_id, hash, revoked_at OR DELETE ON api_keys
+            FOR EACH ROW EXECUTE FUNCTION aigw_notify_key_owner('avatar_id')`)
+        ),
+      sqlite: () => {
+        const update = KEY_CHANGES_TRIGGERS.find((t) => t.name === "aigw_api_keys_update_counted")!
+        return Effect.zipRight(sql.unsafe(`DROP TRIGGER IF EXISTS ${update.name}`), sql.unsafe(update.sql))
+      },
+      orElse: () => Effect.void
+    }))
 }
 
 const TABLE = "aigw_migrations"

@@ -39,8 +39,10 @@ export const make = Effect.gen(function*() {
         ),
         Effect.orDie
       ),
-    revokeAll: (avatarId) =>
-      sql`DELETE FROM one_time_tokens WHERE avatar_id = ${avatarId}`.pipe(Effect.asVoid, Effect.orDie)
+    revokeAll: (avatarId, purpose) =>
+      (purpose === undefined
+        ? sql`DELETE FROM one_time_tokens WHERE avatar_id = ${avatarId}`
+        : sql`DELETE FROM one_time_tokens WHERE avatar_id = ${avatarId} AND purpose = ${purpose}`).pipe(Effect.asVoid, Effect.orDie)
   })
 })
 

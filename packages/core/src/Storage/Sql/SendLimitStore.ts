@@ -15,6 +15,14 @@ export const make = Effect.gen(function*() {
           ON CONFLICT (key) DO UPDATE SET t1 = send_limits.t2, t2 = send_limits.t3, t3 = excluded.t3
           WHERE send_limits.t1 IS NULL OR send_limits.t1 <= ${now - windowMs}
           RETURNING key`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+    // The instant leaves its place and the older ones move up into it (every right-hand side reads
+    // the row as it was); the oldest place is left empty.
+    unrecord: (key, at) =>
+      sql`UPDATE send_limits SET
+            t3 = CASE WHEN t3 = ${at} THEN t2 ELSE t3 END,
+            t2 = CASE WHEN t3 = ${at} OR t2 = ${at} THEN t1 ELSE t2 END,
+            t1 = CASE WHEN t3 = ${at} OR t2 = ${at} OR t1 = ${at} THEN NULL ELSE t1 END
+          WHERE key = ${key} AND (t1 = ${at} OR t2 = ${at} OR t3 = ${at})`.pipe(Effect.asVoid, Effect.orDie),
     // One upsert: a new or ended window restarts at 1, a running one counts up while below the
     // limit (the WHERE is re-checked under the row lock, as above). No row back = refused.
     tryCount: (key, now, windowMs, limit) =>

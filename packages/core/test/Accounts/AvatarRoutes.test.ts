@@ -1,0 +1,175 @@
+/**
+ * The avatar API and API-key routes over HTTP, in process (the web handler the hosts serve, on memory
+ * stores): what reaches the client — messages that never quote a secret, envelopes, path limits,
+ * the routes that need a signed-in session rather than an API key.
+ */
+import { Layer, Option, Redacted } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as GatewayConfig from "../../src/Config.ts"
+import { makeWebHandler } from "../../src/Embed.ts"
+import * as Layers from "../../src/Layers.ts"
+import * as Mailer from "../../src/Mail/Mailer.ts"
+
+const gateway = makeWebHandler(
+  Layers.layerMemory.pipe(
+    Layer.provideMerge(Mailer.layerMemory),
+    Layer.provideMerge(GatewayConfig.layer({ publicUrl: "https://gw.example.test", jwtSecret: Option.some(Redacted.make("s".repeat(40))) }))
+  )
+)
+afterAll(() => gateway.dispose())
+
+interface Answer {
+  readonly status: number
+  readonly body: any
+}
+
+const call = async (method: string, path: string, options: { body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Answer> => {
+  const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
+  const response = await gateway.handler(
+    new Request(`http://localhost${path}`, {
+      method,
+      headers: { ...(body !== undefined ? { "content-type": "application/json" } : {}), ...options.headers },
+      ...(body !== undefined ? { body } : {})
+    })
+  )
+  const text = await response.text()
+  return { status: response.status, body: text.startsWith("{") ? JSON.parse(text) : text }
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+const unique = () => Math.random().toString(36).slice(2, 9)
+
+/** The link of the newest mail to `to` whose subject matches, as a path on this handler. */
+const linkIn = async (to: string, subject: RegExp) => {
+  const { sent } = await gateway.run(Mailer.MemoryMailbox)
+  const mail = [...sent].reverse().find((m) => m.to === to && subject.test(m.subject))!
+  const url = new URL(/https:\/\/gw\.example\.test\S+/.exec(mail.text)![0])
+  return `${url.pathname}${url.search}`
+}
+
+interface Account {
+  readonly id: string
+  readonly username: string
+  readonly email: string
+  readonly password: string
+  readonly jwt: string
+  readonly apiKey: string
+}
+
+/** Registers, verifies by the mailed link, signs in and makes an API key with the session. */
+const signUp = async (): Promise<Account> => {
+  const u = `r_${unique()}`
+  const input = { username: u, email: `${u}@example.com`, password: "correct horse 1" }
+  const registered = await call("POST", "/api/avatar/register", { body: input })
+  expect(registered.status).toBe(200)
+  expect((await call("GET", await linkIn(input.email, /verify/i))).body.isError).toBe(false)
+  const jwt = (await call("POST", "/api/avatar/authenticate", { body: { username: u, password: input.password } })).body.result.jwtToken
+  const key = await call("POST", "/v1/keys", { body: { name: "ci" }, headers: bearer(jwt) })
+  expect(key.status).toBe(200)
+  return { ...input, id: registered.body.result.id, jwt, apiKey: key.body.result.key }
+}
+
+describe("avatar routes", () => {
+  let alice: Account
+  beforeAll(async () => {
+    alice = await signUp()
+  }, 30_000)
+
+  it("never quote a password, its confirmation or a token in a 400, whatever its type or length", async () => {
+    const secret = "MySecretPassw0rd"
+    const cases: Array<[string, string, unknown, RegExp]> = [
+      ["POST", "/api/avatar/authenticate", { username: alice.username, password: `${secret}-${"x".repeat(1100)}` }, /password must be at most 1024 characters/],
+      ["POST", "/api/avatar/authenticate", { username: alice.username, password: [secret] }, /password must be a string/],
+      ["POST", "/api/avatar/authenticate", { username: alice.username, password: { p: secret } }, /password must be a string/],
+      ["POST", "/api/avatar/register", { username: `n_${unique()}`, email: `n_${unique()}@example.com`, password: { p: secret } }, /password must be a string/],
+      ["POST", "/api/avatar/register", { username: `n_${unique()}`, email: `n_${unique()}@example.com`, password: [secret] }, /password must be a string/],
+      ["POST", "/api/avatar/register", { username: `n_${unique()}`, email: `n_${unique()}@example.com`, password: `${secret}-${"x".repeat(1100)}` }, /password must be at most 1024/],
+      ["POST", "/api/avatar/reset-password", { token: "t", password: "long enough 1", confirmPassword: [secret] }, /confirmPassword must be a string/],
+      ["POST", "/api/avatar/reset-password", { token: "t", password: "long enough 1", confirmPassword: `${secret}${"x".repeat(1100)}` }, /confirmPassword must be at most/],
+      ["POST", "/api/avatar/reset-password", { token: secret.repeat(20), password: "long enough 1", confirmPassword: "long enough 1" }, /token must be at most 200/],
+      ["POST", "/api/avatar/reset-password", { token: { t: secret }, password: "long enough 1", confirmPassword: "long enough 1" }, /token must be a string/]
+    ]
+    for (const [method, path, body, rule] of cases) {
+      const res = await call(method, path, { body })
+      expect([res.status, res.body.isError], JSON.stringify(body).slice(0, 80)).toEqual([400, true])
+      expect(res.body.message).toMatch(rule)
+      expect(JSON.stringify(res.body)).not.toContain(secret)
+    }
+    for (const path of ["/api/avatar/reset-password", "/api/avatar/verify-email"]) {
+      const res = await call("GET", `${path}?token=${secret.repeat(20)}`)
+      expect([res.status, res.body.message]).toEqual([400, "Invalid query: token: token must be at most 200 characters"])
+    }
+  })
+
+  it("resend accepts every address registration accepts, up to 254 characters", async () => {
+    const long = `${"a".repeat(64)}@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(57)}.com`
+    expect(long.length).toBe(254)
+    for (const email of [`${"x".repeat(110)}_${unique()}@example.com`, long]) {
+      const registered = await call("POST", "/api/avatar/register", { body: { username: `l_${unique()}`, email, password: "correct horse 1" } })
+      expect(registered.status).toBe(200)
+      const resend = await call("POST", `/api/avatar/resend-verification-email/${encodeURIComponent(email)}`)
+      expect([resend.status, resend.body.isError]).toEqual([200, false])
+    }
+    expect((await call("POST", `/api/avatar/resend-verification-email/${"y".repeat(300)}%40example.com`)).status).toBe(400)
+    expect((await call("POST", "/api/avatar/resend-verification-email/not-an-email")).status).toBe(400)
+  })
+
+  it("answer what is refused before a reset page with the avatar envelope", async () => {
+    const json = await call("POST", "/api/avatar/reset-password-form", { body: { token: "t", password: "p", confirmPassword: "p" } })
+    expect(json.status).toBe(400)
+    expect(json.body).toEqual({ isError: true, isWarning: false, message: expect.stringContaining("x-www-form-urlencoded"), detailedMessage: "", result: null })
+    const noToken = await call("GET", "/api/avatar/reset-password")
+    expect(noToken.status).toBe(400)
+    expect(noToken.body).toMatchObject({ isError: true, isWarning: false, detailedMessage: "", result: null })
+  })
+
+  it("sign in by e-mail when the username sent is empty", async () => {
+    for (const username of ["", "  "]) {
+      const res = await call("POST", "/api/avatar/authenticate", { body: { username, email: alice.email, password: alice.password } })
+      expect([res.status, res.body.isError, res.body.result?.id]).toEqual([200, false, alice.id])
+    }
+    expect((await call("POST", "/api/avatar/authenticate", { body: { username: "", email: "", password: "x" } })).body.message).toBe("username or email is required.")
+  })
+
+  it("refuse addresses mail servers do not deliver to, and impossible dates of birth", async () => {
+    for (const email of ["<a@x.com>", "a..b@x.com", ".a@x.com", "a.@x.com", "a@x..com", "a@[127.0.0.1]", "a@127.0.0.1", "\"a b\"@x.com"]) {
+      const res = await call("POST", "/api/avatar/register", { body: { username: `e_${unique()}`, email, password: "correct horse 1" } })
+      expect([email, res.status, res.body.message]).toEqual([email, 400, "Invalid request body: email: email must be a valid e-mail address"])
+    }
+    for (const [dob, status] of [["2000-02-30", 400], ["2001-02-29", 400], ["1990-13-01", 400], ["2000-02-29", 200]] as const) {
+      expect([dob, (await call("PUT", `/api/avatar/${alice.id}`, { body: { dob }, headers: bearer(alice.jwt) })).status]).toEqual([dob, status])
+    }
+  })
+
+  it("a PUT says a link was sent only when it asked for a change; the current address cancels it", async () => {
+    const a = await signUp()
+    const put = (body: unknown) => call("PUT", `/api/avatar/${a.id}`, { body, headers: bearer(a.jwt) })
+    const next = `next_${unique()}@example.com`
+    const changed = await put({ email: next })
+    expect([changed.body.message, changed.body.result.pendingEmail]).toEqual(["Avatar updated. Confirm the new e-mail address with the link we sent to it.", next])
+    const dob = await put({ dob: "1990-04-23" })
+    expect([dob.body.message, dob.body.result.pendingEmail]).toEqual(["Avatar updated.", next])
+    const cancelled = await put({ email: a.email })
+    expect([cancelled.body.message, cancelled.body.result.pendingEmail]).toEqual(["Avatar updated.", null])
+  })
+
+  it("an API key may change the profile but not the e-mail address or username, nor make keys (403)", async () => {
+    const a = await signUp()
+    for (const headers of [{ "x-api-key": a.apiKey }, bearer(a.apiKey)]) {
+      const email = await call("PUT", `/api/avatar/${a.id}`, { body: { email: `thief_${unique()}@example.com` }, headers })
+      expect([email.status, email.body.isError]).toEqual([403, true])
+      expect(email.body.message).toMatch(/needs a signed-in session \(JWT\)/)
+      expect((await call("PUT", `/api/avatar/${a.id}`, { body: { username: `x_${unique()}` }, headers })).status).toBe(403)
+      expect((await call("PUT", `/api/avatar/${a.id}`, { body: { title: "by key" }, headers })).body.result.title).toBe("by key")
+      const key = await call("POST", "/v1/keys", { body: { name: "more" }, headers })
+      expect([key.status, key.body.message]).toEqual([403, expect.stringMatching(/^Creating an API key needs a signed-in session/)])
+    }
+    expect((await call("GET", "/v1/keys", { headers: bearer(a.jwt) })).body.result).toHaveLength(1)
+  })
+
+  it("revoking a key by a malformed id is 400, like every other id in a path; an unknown one 404", async () => {
+    const bad = await call("DELETE", "/v1/keys/not-a-uuid", { headers: bearer(alice.jwt) })
+    expect([bad.status, bad.body.message]).toEqual([400, "Path parameter id must be a UUID."])
+    expect((await call("DELETE", `/v1/keys/${crypto.randomUUID()}`, { headers: bearer(alice.jwt) })).status).toBe(404)
+  })
+})
