@@ -215,7 +215,13 @@ describe("completions", () => {
       [{ messages: hi, model: "gpt-5.5" }, 403, /plan Gold/],
       [{ messages: hi, provider: "openai", model: "gpt-4o-mini", maxTokens: 900_000 }, 422, /maxTokens/],
       [{ messages: hi, avatarId: crypto.randomUUID() }, 403, /avatarId/],
-      [{ messages: hi, avatarId: "not-a-uuid" }, 400, /avatarId/]
+      [{ messages: hi, avatarId: "not-a-uuid" }, 400, /avatarId/],
+      // A field the gateway does not take is refused by name, at any depth, not dropped.
+      [{ messages: hi, temprature: 0.2 }, 400, /^Invalid request body: temprature: is unexpected/],
+      [{ messages: hi, routing: { preferance: "quality" } }, 400, /^Invalid request body: routing\.preferance: is unexpected/],
+      [{ messages: hi, tools: [{ type: "function", function: { name: "f" }, cache: true }] }, 400, /tools\.0\.cache: is unexpected/],
+      [{ messages: hi, model: "openai/" }, 400, /names no model after its provider/],
+      [null, 400, /^Invalid request body: Expected an object, actual null$/]
     ]
     for (const [body, status, pattern] of cases) {
       const res = await post("/v1/complete", body)
@@ -234,6 +240,15 @@ describe("completions", () => {
     const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
     // Only requests that passed validation were admitted (routing refusals count: they are real calls).
     expect(after - used).toBeLessThanOrEqual(9)
+  })
+
+  it("forwards a tool function's strict and a message's name on /v1/complete, as the OpenAI surface does", async () => {
+    const tools = [{ type: "function", function: { name: "get_weather", parameters: { type: "object", properties: {} }, strict: true } }]
+    const res = await post("/v1/complete", { provider: "openai", model: "gpt-4o-mini", messages: [{ role: "user", content: "Hello", name: "ann" }], tools })
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    const sent = openai.requests.at(-1)!.body as any
+    expect(sent.tools[0].function).toMatchObject({ name: "get_weather", strict: true })
+    expect(sent.messages.at(-1)).toMatchObject({ role: "user", content: "Hello", name: "ann" })
   })
 
   it("lets an Admin act for another avatar and charges that avatar", async () => {

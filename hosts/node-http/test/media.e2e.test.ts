@@ -41,6 +41,27 @@ describe("media", () => {
     expect((await post("/v1/moderation", {})).status).toBe(400)
   })
 
+  it("refuses a catalogued chat or embeddings model for images and moderation, and a model where the route takes none, counting nothing", async () => {
+    const used = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+    const before = await used()
+    const sent = openai.requests.length
+    for (const [path, body] of [
+      ["/v1/images/generate", { prompt: "x", model: "gpt-4o-mini" }],
+      ["/openai/v1/images/generations", { prompt: "x", model: "text-embedding-3-small" }],
+      ["/openai/v1/moderations", { input: "x", model: "gpt-4o-mini" }]
+    ] as const) {
+      const res = await post(path, body)
+      expect([path, res.status]).toEqual([path, 422])
+      expect(JSON.stringify(res.body)).toMatch(new RegExp(`Model ${body.model} is an? (chat|embeddings) model, not a (images|moderation) model`))
+    }
+    for (const [path, body] of [["/v1/moderation", { text: "x", model: "gpt-4o-mini" }], ["/v1/audio/speech", { text: "x", model: "tts-1" }]] as const) {
+      const res = await post(path, body)
+      expect([path, res.status, res.body.message]).toEqual([path, 400, expect.stringMatching(/^Invalid request body: model: is unexpected/)])
+    }
+    expect(openai.requests.length).toBe(sent)
+    expect(await used()).toBe(before)
+  })
+
   it("synthesises speech as audio bytes, errors as envelopes", async () => {
     const res = await fetch(`${server.url}/v1/audio/speech`, {
       method: "POST",
@@ -74,6 +95,26 @@ describe("media", () => {
     badLang.append("file", new File(["abc"], "a.wav"))
     badLang.append("language", "english")
     expect((await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: badLang })).status).toBe(400)
+  })
+
+  it("refuses a form field given twice or one the route does not take, naming it, counting nothing", async () => {
+    const used = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+    const before = await used()
+    const file = (name: string) => new File([new TextEncoder().encode(`text of ${name}`)], name, { type: "text/plain" })
+    const send = async (path: string, fields: ReadonlyArray<readonly [string, string | File]>) => {
+      const form = new FormData()
+      for (const [name, value] of fields) form.append(name, value)
+      const res = await fetch(`${server.url}${path}`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
+      return { status: res.status, body: await res.json() as any }
+    }
+    for (const path of ["/v1/documents/parse", "/v1/audio/transcriptions"]) {
+      const twice = await send(path, [["file", file("a.txt")], ["file", file("b.txt")]])
+      expect([path, twice.status, twice.body.message]).toEqual([path, 400, "file is given 2 times; send it once (one request per file)."])
+      const unknown = await send(path, [["file", file("a.txt")], ["model", "whisper-1"]])
+      expect([path, unknown.status]).toEqual([path, 400])
+      expect(unknown.body.message).toMatch(/^"model" is not a field of this form; it takes file, /)
+    }
+    expect(await used()).toBe(before)
   })
 
   it("transcribes through Mistral: a provider served by one registry entry (docs/architecture.md)", async () => {

@@ -5,7 +5,7 @@
  * failure (Routing.firstSuccessEffect).
  */
 import { Context, Effect, Either, Layer, Option, Schema } from "effect"
-import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
+import { Catalog, type ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
@@ -37,6 +37,7 @@ const makeService = Effect.gen(function*() {
   const routing = yield* Routing
   const usage = yield* Usage
   const config = yield* GatewayConfig
+  const catalog = yield* Catalog
 
   /** The provider's model: the request's, else the provider's default (Providers/Registry.ts). */
   const modelOf = (provider: ConfiguredProvider, capability: MediaCapability, model?: string) => {
@@ -58,6 +59,9 @@ const makeService = Effect.gen(function*() {
     targetOf: (provider: ConfiguredProvider, model: string) => Effect.Effect<T, BadRequest | Unprocessable>
   ) =>
     Effect.gen(function*() {
+      // The catalogue lists chat, embeddings and rerank models: one of those is no model of this capability.
+      const other = requested === undefined ? Option.none() : catalog.model(requested)
+      if (Option.isSome(other)) return yield* Effect.fail(new Unprocessable({ message: `Model ${requested} is a ${other.value.kind} model, not a ${capability} model.` }))
       const providers = yield* routing.providersFor(capability, named, avatar.plan as Plan)
       const tried = yield* Effect.forEach(requested === undefined ? providers : providers.slice(0, 1), (provider) =>
         Effect.either(Effect.flatMap(modelOf(provider, capability, requested), (model) => Effect.map(targetOf(provider, model), (target) => ({ ...target, provider, model })))))

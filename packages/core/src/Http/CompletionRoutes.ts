@@ -3,6 +3,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Chunk, Effect, Exit, Option, Schema, Scope, Stream } from "effect"
 import { type CompletionInput, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest } from "../Errors.ts"
+import { fieldsOutside } from "../JsonText.ts"
 import type { ChatStream } from "../Engine/ProviderCalls.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import type { CacheHint, ChatMessage } from "../Providers/Chat.ts"
@@ -80,16 +81,31 @@ const messageSchema = <R extends ReadonlyArray<string>>(...roles: R) =>
     ...messageFields
   })
 
-export const ToolDefinitionSchema = Schema.Struct({
-  type: Schema.optionalWith(Schema.Literal("function"), { default: () => "function" as const }),
-  function: Schema.Struct({
-    name: ToolName,
-    description: Schema.optional(Schema.String.pipe(Schema.maxLength(10_000))),
-    parameters: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), {
-      default: () => ({ type: "object", properties: {} })
-    })
+const toolFunctionFields = {
+  name: ToolName,
+  description: Schema.optional(Schema.String.pipe(Schema.maxLength(10_000))),
+  parameters: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), {
+    default: () => ({ type: "object", properties: {} })
   })
-})
+}
+const toolFunctionKeys: ReadonlySet<string> = new Set(Object.keys(toolFunctionFields))
+
+/**
+ * A tool in OpenAI's function-calling schema, on every surface: `type` and `function`. The function's
+ * fields beyond those mapped (`strict`, ...) are kept and forwarded (`toolsOf`: ToolDefinition.extra); a
+ * field of the tool itself no wire carries, so it is refused by name.
+ */
+export const ToolDefinitionSchema = strict(Schema.Struct({
+  type: Schema.optionalWith(Schema.Literal("function"), { default: () => "function" as const }),
+  function: Schema.Struct(toolFunctionFields, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+}))
+
+/** The call's tools, each with its function's unmapped fields (e.g. `strict`) to forward. */
+export const toolsOf = (tools: ReadonlyArray<typeof ToolDefinitionSchema.Type> | undefined): CompletionInput["tools"] =>
+  tools?.map((t) => {
+    const extra = fieldsOutside(t.function, toolFunctionKeys)
+    return { name: t.function.name, description: t.function.description, parameters: t.function.parameters, ...(extra ? { extra } : {}) }
+  })
 
 export const Temperature = Schema.Number.pipe(Schema.between(0, 2, { message: () => "temperature must be between 0 and 2" }))
 export const MaxTokens = Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "maxTokens must be an integer from 1 to 1000000" }))
@@ -158,7 +174,9 @@ export const chatMessagesOf = (wire: ReadonlyArray<WireMessage>): Array<ChatMess
       role: m.role as ChatMessage["role"],
       content: m.content ?? "",
       ...(toolCalls.length > 0 ? { toolCalls } : {}),
-      ...(m.role === "tool" ? { toolCallId, ...(m.name ? { name: m.name } : {}) } : {})
+      ...(m.role === "tool" ? { toolCallId, ...(m.name ? { name: m.name } : {}) } : {}),
+      // A participant's name (OpenAI's `name` on other messages) goes on as it came, as the OpenAI surface sends it.
+      ...(m.role !== "tool" && m.name ? { extra: { name: m.name } } : {})
     })
   }
   return out
@@ -180,7 +198,7 @@ export const toInput = (body: typeof ToolResultBody.Type, messages: ReadonlyArra
   messages,
   provider: body.provider,
   model: body.model,
-  tools: body.tools?.map((t) => ({ name: t.function.name, description: t.function.description, parameters: t.function.parameters })),
+  tools: toolsOf(body.tools),
   temperature: body.temperature,
   maxTokens: body.maxTokens,
   injectAvatarContext: body.injectAvatarContext,

@@ -9,6 +9,14 @@ import type { ParseOptions } from "effect/SchemaAST"
 export const parseOptions: ParseOptions = { errors: "first", onExcessProperty: "ignore" }
 
 /**
+ * `parseOptions` for the gateway's own API, whose every field is the gateway's to map: a field it does not
+ * take is refused by name (`temprature: is unexpected`) rather than dropped without a word. The OpenAI and
+ * Anthropic surfaces keep their own rules (unknown fields forwarded to upstreams of their wire, else refused
+ * by name), and the avatar API its spec's leniency.
+ */
+export const strictParseOptions: ParseOptions = { errors: "first", onExcessProperty: "error" }
+
+/**
  * A short picture of a value a problem names: the schema library prints the whole value, so a 400 for a
  * megabyte of wrong items cost as long to write as the body took to send, and echoed all of it.
  */
@@ -30,19 +38,11 @@ export const preview = (value: unknown, depth = 0): string => {
 const NAME_LIMIT = 100
 
 /**
- * What a schema expects, as the schema library names it (a refinement by its description), or, where
- * that name would write out a whole body's schema (an object, an array, a union of them), by its
- * kind: "an object", "an array", "a string or an array".
+ * What a schema expects: an object, an array or a union of them by its kind ("an object", "a string or
+ * an array"), never written out as the whole schema; a refinement by its description; anything else as
+ * the schema library names it.
  */
 const expectedOf = (ast: AST.AST): string => {
-  const named = AST.isRefinement(ast)
-    ? Option.firstSomeOf([AST.getDescriptionAnnotation(ast), AST.getTitleAnnotation(ast), AST.getIdentifierAnnotation(ast)])
-      .pipe(Option.getOrElse(() => String(ast)))
-    : String(ast)
-  return named.length <= NAME_LIMIT ? named : kindOf(ast)
-}
-
-const kindOf = (ast: AST.AST): string => {
   switch (ast._tag) {
     case "TypeLiteral":
       return "an object"
@@ -50,13 +50,18 @@ const kindOf = (ast: AST.AST): string => {
       return "an array"
     case "Union":
       return [...new Set(ast.types.map(expectedOf))].join(" or ")
-    case "Refinement":
     case "Transformation":
       return expectedOf(ast.from)
     case "Suspend":
       return expectedOf(ast.f())
-    default:
-      return String(ast).slice(0, NAME_LIMIT)
+    case "Refinement": {
+      const named = Option.firstSomeOf([AST.getDescriptionAnnotation(ast), AST.getTitleAnnotation(ast), AST.getIdentifierAnnotation(ast)])
+      return Option.isSome(named) && named.value.length <= NAME_LIMIT ? named.value : expectedOf(ast.from)
+    }
+    default: {
+      const named = String(ast)
+      return named.length <= NAME_LIMIT ? named : `${named.slice(0, NAME_LIMIT)}…`
+    }
   }
 }
 

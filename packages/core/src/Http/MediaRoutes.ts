@@ -4,7 +4,7 @@ import { Effect, Schema } from "effect"
 import { ImagesBody, Media } from "../Capabilities/Media.ts"
 import { languageName } from "../Capabilities/LlmTasks.ts"
 import { BadRequest } from "../Errors.ts"
-import { authed } from "./Route.ts"
+import { authed, formProblem } from "./Route.ts"
 import { onLane } from "./Lane.ts"
 import { Provider } from "../RequestFields.ts"
 import { ImagesResult, ModerationResult, TranscriptionResult } from "./ResponseSchemas.ts"
@@ -28,6 +28,8 @@ export const MAX_AUDIO_BYTES = 25 * 1024 * 1024
 /** The transcription request from its multipart form, or what is wrong with it. */
 const transcriptionInput = (form: FormData) =>
   Effect.suspend(() => {
+    const problem = formProblem(form, ["file", "language", "provider"])
+    if (problem) return Effect.fail(problem)
     const file = form.get("file")
     if (!(file instanceof File) || file.size === 0) return Effect.fail(new BadRequest({ message: "file (a non-empty audio file) is required" }))
     if (file.size > MAX_AUDIO_BYTES) return Effect.fail(new BadRequest({ message: `file is limited to ${MAX_AUDIO_BYTES} bytes` }))

@@ -24,7 +24,7 @@ import {
   MaxTokens,
   strict,
   Temperature,
-  ToolDefinitionSchema,
+  Tools,
   ToolName,
   type ToolResultBody,
   TOOL_CALLS_IN_ALL,
@@ -95,14 +95,6 @@ const ResponseFormatSchema = Schema.Union(
   }))
 )
 
-/** A tool as OpenAI sends it, its other fields kept: `function`'s are forwarded (ToolDefinition.extra), the tool's own refused by name. */
-const OpenAiTool = Schema.Struct(
-  { type: ToolDefinitionSchema.fields.type, function: Schema.Struct(ToolDefinitionSchema.fields.function.fields, Schema.Record({ key: Schema.String, value: Schema.Unknown })) },
-  Schema.Record({ key: Schema.String, value: Schema.Unknown })
-)
-const toolKeys: ReadonlySet<string> = new Set(Object.keys(ToolDefinitionSchema.fields))
-const toolFunctionKeys: ReadonlySet<string> = new Set(Object.keys(ToolDefinitionSchema.fields.function.fields))
-
 const ToolChoiceSchema = Schema.Union(
   Schema.Literal("auto", "none", "required"),
   strict(Schema.Struct({ type: Schema.Literal("function"), function: strict(Schema.Struct({ name: ToolName })) }))
@@ -119,7 +111,7 @@ const knownFields = {
   }),
   /** Extension: pin a provider (default auto). */
   provider: Schema.optional(Schema.String.pipe(Schema.maxLength(100))),
-  tools: Schema.optional(BoundedArray(OpenAiTool, { max: 128 })),
+  tools: Schema.optional(Tools),
   tool_choice: Schema.optional(Schema.NullOr(ToolChoiceSchema)),
   parallel_tool_calls: Schema.optional(Schema.NullOr(Schema.Boolean)),
   response_format: Schema.optional(Schema.NullOr(ResponseFormatSchema)),
@@ -237,22 +229,6 @@ export const optionsOf = (body: ChatCompletionBody): ChatOptions => {
   }
 }
 
-/** The first field of a tool beyond type and function: no wire carries one, so it is refused by name. */
-const toolFieldOf = (body: ChatCompletionBody): string | undefined => {
-  for (const [i, t] of (body.tools ?? []).entries()) {
-    const top = Object.keys(fieldsOutside(t, toolKeys) ?? {})[0]
-    if (top !== undefined) return `tools[${i}].${top}`
-  }
-  return undefined
-}
-
-/** The call's tools, each with its function's unmapped fields (e.g. `strict`) to forward. */
-const toolsOf = (body: ChatCompletionBody, tools: NonNullable<CompletionInput["tools"]>) =>
-  tools.map((t, i) => {
-    const extra = fieldsOutside(body.tools?.[i]?.function ?? {}, toolFunctionKeys)
-    return extra ? { ...t, extra } : t
-  })
-
 /** The chat call's input: gateway body, then checked messages with their parts and forwarded fields, then the options. */
 export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequest => {
   // Refused rather than one of them dropped unseen; and stream_options as OpenAI refuses it.
@@ -262,10 +238,6 @@ export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequ
   if (body.stream_options != null && body.stream !== true) {
     return new BadRequest({ message: "stream_options is only allowed when stream is true" })
   }
-  const toolField = toolFieldOf(body)
-  if (toolField !== undefined) {
-    return new BadRequest({ message: `${toolField} is not supported: a tool carries type and function; remove it` })
-  }
   const converted = gatewayBodyOf(body)
   if (converted instanceof BadRequest) return converted
   const input = inputOf(converted.gatewayBody)
@@ -274,7 +246,7 @@ export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequ
     const rich = converted.richness[i]!
     return rich.parts || rich.extra ? { ...m, ...rich } : m
   })
-  return { ...input, messages, ...(input.tools ? { tools: toolsOf(body, input.tools) } : {}), options: optionsOf(body) }
+  return { ...input, messages, options: optionsOf(body) }
 }
 
 /** The chunk field `include_obfuscation: false` drops. */

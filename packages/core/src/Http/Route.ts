@@ -16,7 +16,7 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import type { Lane } from "./Lane.ts"
 import { markRoute } from "./Observability.ts"
 import { jsonTextProblem, NUL_PROBLEM } from "../JsonText.ts"
-import { parseOptions, problemsOf } from "./DecodeProblems.ts"
+import { parseOptions, problemsOf, strictParseOptions } from "./DecodeProblems.ts"
 import {
   bodyTookLong,
   credentialsOf,
@@ -141,8 +141,8 @@ export interface Route<R = any> {
 }
 
 /** A decoder for a request part (body, query): the value, or the 400 error naming the problems. */
-export const decoderNow = <A>(schema: Schema.Schema<A, any, never>, what: string) => {
-  const run = Schema.decodeUnknownEither(schema, parseOptions)
+export const decoderNow = <A>(schema: Schema.Schema<A, any, never>, what: string, options = parseOptions) => {
+  const run = Schema.decodeUnknownEither(schema, options)
   return (value: unknown): A | BadRequest => {
     const result = run(value)
     if (result._tag === "Right") return result.right
@@ -229,6 +229,20 @@ export const readForm = Effect.gen(function*() {
   })
 })
 
+/**
+ * A form's problem with the fields a route takes: a name it does not take, or one given twice (a second
+ * file would otherwise be dropped without a word); undefined when there is none.
+ */
+export const formProblem = (form: FormData, takes: ReadonlyArray<string>): BadRequest | undefined => {
+  const counts = new Map<string, number>()
+  for (const name of form.keys()) counts.set(name, (counts.get(name) ?? 0) + 1)
+  for (const [name, count] of counts) {
+    if (!takes.includes(name)) return new BadRequest({ message: `${JSON.stringify(name).slice(0, 100)} is not a field of this form; it takes ${takes.join(", ")}.`, param: name })
+    if (count > 1) return new BadRequest({ message: `${name} is given ${count} times; send it once (one request per file).`, param: name })
+  }
+  return undefined
+}
+
 const json = (status: number, body: unknown, headers: Record<string, string>) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
 
@@ -294,8 +308,9 @@ const make = <B, Q, R>(
 ): Route<R> => {
   const envelope = spec.envelope ?? "gateway"
   // Decoders built once per route, not per request.
-  const decodeQuery = spec.query ? decoderNow(spec.query, "query") : undefined
-  const decodeBody = spec.body && !spec.rawBody ? decoderNow(spec.body, "request body") : undefined
+  const options = envelope === "gateway" ? strictParseOptions : parseOptions
+  const decodeQuery = spec.query ? decoderNow(spec.query, "query", options) : undefined
+  const decodeBody = spec.body && !spec.rawBody ? decoderNow(spec.body, "request body", options) : undefined
   const meteredCalls = (body: B) => (spec.meteredCalls ? spec.meteredCalls(body) : 1)
   const run = Effect.suspend(() => {
     // Rate-limit headers go on every answer to an authenticated caller, errors included: those of

@@ -6,7 +6,7 @@ import * as Documents from "../Capabilities/Documents.ts"
 import { GraphRag } from "../Capabilities/GraphRag.ts"
 import { BadRequest } from "../Errors.ts"
 import { CODE_LANGUAGES } from "../Providers/Sandboxes/CodeEndpoint.ts"
-import { authed } from "./Route.ts"
+import { authed, formProblem } from "./Route.ts"
 import { onLane } from "./Lane.ts"
 import { Provider } from "../RequestFields.ts"
 import { DocumentParseResult, ExecutionResult, GraphRagResult } from "./ResponseSchemas.ts"
@@ -15,6 +15,8 @@ import { DocumentParseResult, ExecutionResult, GraphRagResult } from "./Response
 /** The parse request from its multipart form, or what is wrong with it. */
 const documentInput = (form: FormData) =>
   Effect.suspend(() => {
+    const problem = formProblem(form, ["file", "provider"])
+    if (problem) return Effect.fail(problem)
     const file = form.get("file")
     if (!(file instanceof File) || file.size === 0) return Effect.fail(new BadRequest({ message: "file (a non-empty document) is required" }))
     const provider = form.get("provider")

@@ -317,8 +317,8 @@ export const ListModels = readOnly(
     parameters: {
       plan: optional(PlanParam),
       capability: optional(ModelCapability.annotations({
-        description: "chat or embeddings (model kind), tools (function calling) or vision (image input)",
-        message: () => ({ message: "capability must be one of chat, embeddings, tools, vision", override: true })
+        description: "chat, embeddings or rerank (model kind), tools (function calling) or vision (image input)",
+        message: () => ({ message: "capability must be one of chat, embeddings, rerank, tools, vision", override: true })
       }))
     },
     success: Schema.Unknown,
