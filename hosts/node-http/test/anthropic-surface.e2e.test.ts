@@ -318,6 +318,10 @@ describe("Anthropic-compatible surface", () => {
     expect(after).toBe(before)
     const anonymous = await call(server.url, "POST", "/anthropic/v1/messages/count_tokens", { body: { model: "m", messages: [{ role: "user", content: "x" }] } })
     expect(anonymous.status).toBe(401)
+    // A model the Messages request would refuse as unknown is refused here too.
+    const unknown = await call(server.url, "POST", "/anthropic/v1/messages/count_tokens", { apiKey: user.apiKey, body: { model: "nope", messages: [{ role: "user", content: "x" }] } })
+    expect(unknown.status).toBe(404)
+    expect(unknown.body).toMatchObject({ type: "error", error: { type: "not_found_error", message: expect.stringMatching(/^Unknown model nope/) } })
   })
 
   it("accepts the gateway key as a Bearer token too", async () => {

@@ -350,8 +350,8 @@ describe("OpenAI surface with the official clients", () => {
       messages: [{ role: "user", content: "hi" }],
       tools: [{ ...weatherTool, cache_control: { type: "ephemeral" } } as OpenAI.ChatCompletionTool]
     })
-    await expect(tagged).rejects.toMatchObject({ status: 400 })
-    await expect(tagged).rejects.toThrow(/tools\[0\]\.cache_control/)
+    await expect(tagged).rejects.toMatchObject({ status: 400, error: { param: "tools.[0].cache_control" } })
+    await expect(tagged).rejects.toThrow(/tools\.0\.cache_control: is unexpected/)
     expect(upstream.chats.length).toBe(before)
   })
 

@@ -500,6 +500,12 @@ describe("edge attacks", () => {
       const unknown = await fetch(`${server.url}/v1/nowhere`, { method: "POST" })
       expect(unknown.status).toBe(404)
       expect(unknown.headers.get("allow")).toBeNull()
+      expect(unknown.headers.get("x-ratelimit-limit")).toBeNull()
+      // A caller's answers carry its day's rate-limit headers, these too.
+      for (const [method, path, status] of [["POST", "/v1/nowhere", 404], ["PUT", "/v1/complete", 405], ["GET", "/anthropic/v1/nope", 404]] as const) {
+        const res = await fetch(`${server.url}${path}`, { method, headers: { "x-api-key": user.apiKey } })
+        expect([path, res.status, res.headers.get("x-ratelimit-plan"), res.headers.get("x-ratelimit-limit")]).toEqual([path, status, "Free", expect.stringMatching(/^\d+$/)])
+      }
     })
   })
 

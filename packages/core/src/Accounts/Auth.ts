@@ -96,11 +96,12 @@ const makeService = Effect.gen(function*() {
   }
 
   /** The avatar of an API key, or undefined when it does not hold (unknown, revoked, its avatar gone or inactive). */
-  const ownerOfKey = async (secret: string): Promise<AvatarRecord | undefined> => {
+  const ownerOfKey = (secret: string): Promise<AvatarRecord | undefined> => {
     const hash = sha256(secret)
-    const avatar = await metering.avatarOfKey(hash)
-    if (avatar !== undefined) noteUse(hash)
-    return avatar
+    const found = metering.avatarOfKey(hash)
+    // Beside the answer, not before it: the call does not wait a turn for the note.
+    found.then((avatar) => avatar !== undefined && noteUse(hash), () => {})
+    return found
   }
 
   /** The caller an API key or a token names, or undefined when it does not hold (a promise: the fast lane's too). */

@@ -16,6 +16,8 @@ import { AnthropicMessage } from "./ResponseSchemas.ts"
 import { countMessages } from "../Tokens.ts"
 import { authed } from "./Route.ts"
 import { BoundedArray } from "../RequestFields.ts"
+import type { Plan } from "../Plans.ts"
+import { Routing, type RoutingError } from "../Routing.ts"
 
 const tag = "Anthropic-compatible"
 
@@ -425,6 +427,11 @@ export const anthropicRoutes = [
     description:
       "Takes the Messages request's model, messages, system, tools, tool_choice and thinking and answers `{ input_tokens }`, counted by the gateway's tokenizer: an estimate for every upstream, Anthropic included (its own counter is not called). Not counted against the quota.",
     body: CountTokensBody,
-    handle: ({ body }) => countTokensOf(body)
+    // A model or provider the Messages request would be refused as unknown is refused here too (404).
+    handle: ({ body, caller }) =>
+      Effect.flatMap(Routing, (routing) => {
+        const found = routing.targets({ provider: body.provider ?? "auto", model: body.model, plan: caller.plan as Plan, needsTools: false, contextTokens: 0 })
+        return !Array.isArray(found) && (found as RoutingError)._tag === "NotFound" ? Effect.fail(found as RoutingError) : countTokensOf(body)
+      })
   })
 ]

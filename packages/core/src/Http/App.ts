@@ -18,7 +18,7 @@ import { docsPage, openApiDocument } from "./OpenApi.ts"
 import * as Observability from "./Observability.ts"
 import { BadRequest, NotFound } from "../Errors.ts"
 import { envelopeOfPath, errorBody, errorParts, validHost } from "./Edge.ts"
-import type { Route } from "./Route.ts"
+import { type Route, unroutedHeaders } from "./Route.ts"
 
 export const routes: ReadonlyArray<Route> = [...gatewayRoutes, ...avatarRoutes, ...anthropicRoutes]
 
@@ -29,8 +29,10 @@ export const notFoundBody = (method: string, path: string): unknown =>
 /** A request's path, without its query: the envelope and the messages name it. */
 const pathOf = (request: HttpServerRequest.HttpServerRequest) => request.url.split("?")[0] ?? "/"
 
-const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-  HttpServerResponse.unsafeJson(notFoundBody(request.method, pathOf(request)), { status: 404 }))
+/** A 404 in the path's envelope (with the caller's rate-limit headers, as every answer to a caller has). */
+const notFound = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+  Effect.map(unroutedHeaders(request), (headers) =>
+    HttpServerResponse.unsafeJson(notFoundBody(request.method, pathOf(request)), { status: 404, headers })))
 
 /** A path pattern of the router (`:name` one segment, `*` the rest) as a test of a request's path. */
 const matcherOf = (pattern: string): (path: string) => boolean => {
@@ -51,7 +53,8 @@ const unrouted = (served: ReadonlyArray<{ readonly method: string; readonly path
     if (allowed.length === 0) return notFound
     const message = `${request.method} is not served on ${path}; it takes ${allowed.join(" and ")}.`
     const body = errorBody(envelopeOfPath(path), { _tag: "MethodNotAllowed", message })
-    return Effect.succeed(HttpServerResponse.unsafeJson(body, { status: 405, headers: { allow: allowed.join(", ") } }))
+    return Effect.map(unroutedHeaders(request), (headers) =>
+      HttpServerResponse.unsafeJson(body, { status: 405, headers: { ...headers, allow: allowed.join(", ") } }))
   })
 }
 

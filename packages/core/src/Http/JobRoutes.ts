@@ -145,7 +145,7 @@ export const jobRoutes = [
         const jobs = yield* Jobs
         const job = yield* jobs.get(caller, params.batchId ?? "", "batch")
         if (query.provider !== undefined && query.provider !== job.provider) {
-          return yield* Effect.fail(new NotFound({ message: `Batch ${job.id} does not belong to provider ${query.provider}.` }))
+          return yield* Effect.fail(new NotFound({ message: `Batch ${job.id} was submitted with provider ${job.provider}, not ${query.provider}.` }))
         }
         const view = yield* jobs.view(job)
         return { batchId: job.id, ...view }

@@ -428,7 +428,7 @@ const moderationFields = {
       minMessage: "input must hold at least one string",
       maxMessage: "input holds at most 32 strings"
     })
-  ).annotations({ message: () => "input must be a string or an array of strings (image parts are not supported)" }),
+  ).annotations({ message: () => ({ message: "input must be a non-empty string or an array of 1 to 32 strings (image parts are not supported)", override: true }) }),
   provider: PinProvider
 }
 const ModerationRequest = Schema.Struct(moderationFields, Open)

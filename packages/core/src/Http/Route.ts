@@ -289,6 +289,17 @@ export const nulRefusal = (
 ): BadRequest | undefined =>
   hasNul(params) || hasNul(query) ? new BadRequest({ message: `Invalid path or query: ${NUL_PROBLEM}` }) : undefined
 
+/**
+ * The rate-limit headers of a request no route takes (404, 405): its caller's day as it stands when its
+ * credentials name one, else none. Bad or stale credentials are not refused here: the answer is the
+ * route's absence either way.
+ */
+export const unroutedHeaders = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.flatMap(Auth, (auth) => auth.resolve(credentialsOf(request.headers))).pipe(
+    Effect.orElseSucceed(() => Option.none<AvatarRecord>()),
+    Effect.flatMap(Option.match({ onNone: () => Effect.succeed({}), onSome: (caller) => refusalHeaders(undefined, caller) }))
+  )
+
 /** The rate-limit headers of a refusal: the admission's, else the charged avatar's day as it stands, else none (no caller). */
 const refusalHeaders = (admitted: Record<string, string> | undefined, charged: AvatarRecord | undefined) =>
   admitted !== undefined || charged === undefined

@@ -17,8 +17,8 @@ import { BoundedArray, Provider } from "../RequestFields.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { ClassifyResult, ExtractResult, GuardrailsResult, OptimisePromptResult, RerankResult, TranslateResult } from "./ResponseSchemas.ts"
 
-const Text = (max = 100_000) =>
-  Schema.String.pipe(Schema.minLength(1, { message: () => "text must not be empty" }), Schema.maxLength(max, { message: () => `text is limited to ${max} characters` }))
+const Text = (max = 100_000, name = "text") =>
+  Schema.String.pipe(Schema.minLength(1, { message: () => `${name} must not be empty` }), Schema.maxLength(max, { message: () => `${name} is limited to ${max} characters` }))
 const Model = Schema.optional(Schema.String.pipe(Schema.maxLength(200)))
 
 const TranslateBody = Schema.Struct({
@@ -50,7 +50,7 @@ const ExtractBody = Schema.Struct({
   model: Model
 })
 
-const OptimiseBody = Schema.Struct({ prompt: Text(50_000), provider: Provider, model: Model })
+const OptimiseBody = Schema.Struct({ prompt: Text(50_000, "prompt"), provider: Provider, model: Model })
 const GuardrailsBody = Schema.Struct({ text: Text(), provider: Provider })
 type LlmTasksApi = Context.Tag.Service<typeof LlmTasks>
 type TaskCall<B, A> = (avatar: AvatarRecord, body: B) => Effect.Effect<A, GatewayError>
