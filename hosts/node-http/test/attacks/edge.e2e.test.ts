@@ -450,6 +450,14 @@ describe("edge attacks", () => {
         expect([path, twice.status]).toEqual([path, 400])
         expect(twice.body).toContain("Invalid Host header.")
       }
+      // HTTP/1.1 without Host: 400 in the envelope (RFC 9112 §3.2); HTTP/1.0 may go without.
+      const hostless = await rawExchange(`GET /v1/health HTTP/1.1\r\nconnection: close\r\n\r\n`)
+      expect(hostless.status).toBe(400)
+      expect(JSON.parse(hostless.body)).toMatchObject({ isError: true, message: "Invalid Host header." })
+      const laneHostless = await rawExchange(post("/openai/v1/chat/completions", key).replace("host: 127.0.0.1\r\n", ""))
+      expect(laneHostless.status).toBe(400)
+      expect(JSON.parse(laneHostless.body).error).toMatchObject({ message: "Invalid Host header." })
+      expect((await rawExchange(`GET /v1/health HTTP/1.0\r\n\r\n`)).status).toBe(200)
       // Two API keys are no API key.
       const keys = await rawExchange(post("/openai/v1/chat/completions", `${key}x-api-key: aigw_other\r\n`))
       expect(keys.status).toBe(401)

@@ -96,7 +96,8 @@ export const makeRouter = (all: ReadonlyArray<Route> = routes, options: { readon
  */
 const requireValidHost = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    if (validHost(request.headers.host)) return app
+    // The node host's request is node's own (its HTTP version known); a web request's is not.
+    if (validHost(request.headers.host, (request.source as { readonly httpVersion?: string }).httpVersion)) return app
     const refused = errorParts(envelopeOfPath(pathOf(request)), new BadRequest({ message: "Invalid Host header." }))
     return Effect.succeed(HttpServerResponse.unsafeJson(refused.body, { status: refused.status, headers: refused.headers }))
   })

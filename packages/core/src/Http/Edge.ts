@@ -30,11 +30,12 @@ type HeaderValue = string | ReadonlyArray<string> | undefined
 export type RequestHeaders = Readonly<Record<string, HeaderValue>>
 
 /**
- * A syntactically valid Host header (RFC 3986 host and optional port), or none (HTTP/1.0). RFC 9112
- * §3.2: a request with an invalid Host is answered 400.
+ * A syntactically valid Host header (RFC 3986 host and optional port), or none where the request's HTTP
+ * version allows none (HTTP/1.0; `httpVersion` unknown: a host that routes requests without one, as
+ * Lambda's events). RFC 9112 §3.2: an HTTP/1.1 request without Host, or with an invalid one, is answered 400.
  */
-export const validHost = (host: string | undefined) =>
-  host === undefined || /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(?::\d{0,5})?$/.test(host)
+export const validHost = (host: string | undefined, httpVersion?: string) =>
+  host === undefined ? httpVersion !== "1.1" : /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(?::\d{0,5})?$/.test(host)
 
 /** A request's headers (node's, each name once, lowercase) as web Headers, repeated values appended. */
 export const webHeaders = (headers: RequestHeaders): Headers => {

@@ -280,7 +280,7 @@ export const make = Effect.gen(function*() {
     // Missing or malformed credentials, and an invalid Host header, are the Effect app's to refuse.
     const credentials = presented(credentialsOf(req.headers))
     if (credentials._tag !== "ApiKey" && credentials._tag !== "Jwt") return false
-    if (!validHost(req.headers.host)) return false
+    if (!validHost(req.headers.host, req.httpVersion)) return false
     const started = performance.now()
     // The request id (RequestId.ts): on every answer, and in the headers a hand-off passes on.
     const requestId = RequestId.fromHeader(req.headers[RequestId.HEADER])

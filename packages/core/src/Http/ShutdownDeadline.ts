@@ -29,7 +29,8 @@ export class BoundedServer extends Server {
   constructor(readonly graceMs: number, private readonly beforeCut: () => void = () => undefined) {
     // A header sent twice reaches the gateway as both values joined (node keeps the first otherwise): two
     // Host lines are then an invalid Host (RFC 9112 §3.2: 400), two credentials no credential.
-    super({ joinDuplicateHeaders: true })
+    // An HTTP/1.1 request without Host is the gateway's to refuse (in its envelope), not node's (empty body).
+    super({ joinDuplicateHeaders: true, requireHostHeader: false })
   }
 
   #closing = false
