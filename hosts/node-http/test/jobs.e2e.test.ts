@@ -131,6 +131,16 @@ describe("batch jobs and webhooks", () => {
       expect(res.status, JSON.stringify(body).slice(0, 80)).toBe(400)
       expect(res.body.isError).toBe(true)
     }
+    // A request the gateway would refuse as a call is refused with the batch, before anything is counted.
+    for (const [body, status, message] of [
+      [{ requests: [{ messages: [{ role: "user", content: "x" }] }], provider: "nope" }, 404, /^Unknown provider nope/],
+      [{ requests: [{ messages: [{ role: "user", content: "x" }] }, { messages: [{ role: "user", content: "x" }], provider: "nope" }] }, 404, /^Unknown provider nope/],
+      [{ requests: [{ messages: [{ role: "user", content: "x" }], model: "nope-model" }] }, 404, /^Unknown model nope-model/],
+      [{ requests: [{ messages: [{ role: "user", content: "x" }], provider: "mistral" }] }, 422, /MISTRAL_API_KEY/]
+    ] as const) {
+      const res = await call(server.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body })
+      expect([res.status, res.body.message], JSON.stringify(body).slice(0, 120)).toEqual([status, expect.stringMatching(message)])
+    }
     const after = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
     expect(after).toBe(before)
   })

@@ -390,14 +390,25 @@ describe("OpenAI surface with the official clients", () => {
     const vector = Array.from({ length: bytes.byteLength / 4 }, (_, i) => view.getFloat32(i * 4, true))
     vector.forEach((v, j) => expect(v).toBeCloseTo(floats.data[0]!.embedding[j]!, 6))
 
-    for (const [body, field] of [
-      [{ model: "text-embedding-3-small", input: [[1, 2, 3]] }, /token-id input/],
-      [{ model: "text-embedding-3-small", input: "x", dimensions: 4 }, /dimensions/],
-      [{ model: "text-embedding-3-small", input: "x", encoding_format: "int8" }, /encoding_format/]
+    for (const [body, field, param] of [
+      [{ model: "text-embedding-3-small", input: [[1, 2, 3]] }, /token-id input/, "input"],
+      [{ model: "text-embedding-3-small", input: "x", dimensions: 4 }, /dimensions/, "dimensions"],
+      [{ model: "text-embedding-3-small", input: "x", user: "u" }, /user/, "user"],
+      [{ model: "text-embedding-3-small", input: "x", encoding_format: "int8" }, /encoding_format/, "encoding_format"]
     ] as const) {
       const res = await call(server.url, "POST", "/openai/v1/embeddings", { apiKey: user.apiKey, body })
       expect(res.status).toBe(400)
       expect(res.body.error.message).toMatch(field)
+      expect(res.body.error.param).toBe(param)
+    }
+    // The chat surface's own refusals name their field as OpenAI's param too.
+    const hi = [{ role: "user", content: "hi" }]
+    for (const [body, param] of [
+      [{ model: "gpt-4o-mini", messages: hi, max_tokens: 10, max_completion_tokens: 11 }, "max_completion_tokens"],
+      [{ model: "gpt-4o-mini", messages: hi, stream_options: { include_usage: true } }, "stream_options"]
+    ] as const) {
+      const res = await call(server.url, "POST", "/openai/v1/chat/completions", { apiKey: user.apiKey, body })
+      expect([res.status, res.body.error.param]).toEqual([400, param])
     }
   })
 
@@ -425,14 +436,14 @@ describe("OpenAI surface with the official clients", () => {
     expect(await used()).toBe(before)
   })
 
-  it("names the field a 400 is about in the error's param, as OpenAI does (null otherwise)", async () => {
+  it("names the field a 400 is about in the error's param, as OpenAI does", async () => {
     const refused = (body: Record<string, unknown>) => client(user).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], ...body } as any)
     await expect(refused({ temperature: 3 })).rejects.toMatchObject({ status: 400, param: "temperature", code: "BadRequest", type: "invalid_request_error" })
     await expect(refused({ messages: [{ role: "user", content: "hi" }, { role: "user", content: [{ type: "text", text: 5 }] }] }))
       .rejects.toMatchObject({ status: 400, param: "messages.[1].content.[0].text" })
     const raw = await call(server.url, "POST", "/openai/v1/chat/completions", { apiKey: user.apiKey, body: { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], stream_options: {} } })
     expect(raw.status).toBe(400)
-    expect(raw.body.error).toEqual({ message: expect.stringMatching(/stream_options/), type: "invalid_request_error", param: null, code: "BadRequest" })
+    expect(raw.body.error).toEqual({ message: expect.stringMatching(/stream_options/), type: "invalid_request_error", param: "stream_options", code: "BadRequest" })
   })
 
   it("moderates one text or several, one result each", async () => {

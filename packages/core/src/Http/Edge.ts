@@ -173,12 +173,19 @@ export const readLimitedText = async (
   return bytes === TOO_LARGE ? bytes : decodeText(bytes, decoder)
 }
 
-/** A JSON body's text -> value, or the 400 error of an empty, too deep, NUL-carrying, malformed or prototype-keyed body. */
-export const parseJsonBody = (text: string, maxDepth: number): unknown | BadRequest => {
+/**
+ * A JSON body's text -> value, or the 400 error of an empty, too deep, NUL-carrying, malformed or
+ * prototype-keyed body. A malformed body sent as something else than JSON (a form, say) is told so: its
+ * `Content-Type` is named. Bodies are read as JSON whatever their type, as curl's `-d` sends JSON as a form.
+ */
+export const parseJsonBody = (text: string, maxDepth: number, contentType?: string): unknown | BadRequest => {
   if (text.trim() === "") return new BadRequest({ message: "Request body is required (JSON)." })
   const parsed = parseJsonText(text, maxDepth)
   if ("value" in parsed) return parsed.value
-  return new BadRequest({ message: parsed.malformed ? `Malformed JSON body: ${parsed.problem}` : `Invalid request body: ${parsed.problem}` })
+  if (!parsed.malformed) return new BadRequest({ message: `Invalid request body: ${parsed.problem}` })
+  const type = contentType?.split(";", 1)[0]!.trim().toLowerCase()
+  const sentAs = type && type !== "application/x-www-form-urlencoded" && !type.includes("json") ? ` (sent as ${type.slice(0, 100)}; this route takes application/json)` : ""
+  return new BadRequest({ message: `Malformed JSON body: ${parsed.problem}${sentAs}` })
 }
 
 /** The body of a successful answer: the result as it is (raw APIs) or in the API's envelope. */

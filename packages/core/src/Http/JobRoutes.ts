@@ -1,7 +1,7 @@
 /** Long-running endpoints: batch, video and fine-tuning. Each answers the job id at once. */
 import { Effect, Option, Schema } from "effect"
 import { Catalog, data } from "../Catalog/Catalog.ts"
-import type { CompletionInput } from "../Capabilities/Completions.ts"
+import { type CompletionInput, Completions } from "../Capabilities/Completions.ts"
 import { NotFound } from "../Errors.ts"
 import { Jobs } from "../Jobs/Jobs.ts"
 import type { BatchInput } from "../Jobs/Runners.ts"
@@ -93,6 +93,11 @@ const fineTuneProvider = (avatar: AvatarRecord, provider: string) =>
 const batchApiOf = (provider: string) =>
   Effect.map(Catalog, (c) => Option.match(c.provider(provider), { onNone: () => undefined, onSome: (p) => servedBy(p).batchApi }))
 
+/** A batch's requests as completion inputs, each on the batch's provider unless it names its own. */
+const batchRequestsOf = (body: typeof BatchBody.Type) =>
+  Effect.forEach(body.requests, (r) =>
+    Effect.map(toChatMessages(r.messages), (messages): CompletionInput => toInput({ ...r, provider: r.provider === "auto" ? body.provider : r.provider }, messages)))
+
 const jobView = (type: "video" | "finetune") => ({ caller, params }: { readonly caller: AvatarRecord; readonly params: Readonly<Record<string, string | undefined>> }) =>
   Effect.flatMap(Jobs, (jobs) => Effect.flatMap(jobs.get(caller, params.jobId ?? "", type), jobs.view))
 
@@ -110,18 +115,17 @@ export const jobRoutes = [
     ...onLane(BatchBody, {
       check: ({ avatar, body }) =>
         Effect.gen(function*() {
-          for (const r of body.requests) yield* toChatMessages(r.messages)
+          const requests = yield* batchRequestsOf(body)
           // The upstream Batch API needs the provider configured and allowed now, not at the first step.
           if (yield* batchApiOf(body.provider)) yield* Effect.flatMap(Routing, (r) => r.providerFor("batch", body.provider, avatar.plan))
+          // Each request's refusals that depend only on it and the configuration (an unknown model or provider, a
+          // provider not configured): now, before the batch is counted, not as failed items of an accepted batch.
+          yield* Effect.flatMap(Completions, (c) => Effect.forEach(requests, (r) => c.check(avatar, r), { discard: true }))
           yield* checkUrl(body.callbackUrl, "callbackUrl")
         }),
       handle: ({ avatar, body }) =>
         Effect.gen(function*() {
-          const requests: Array<CompletionInput> = []
-          for (const r of body.requests) {
-            const messages = yield* toChatMessages(r.messages)
-            requests.push(toInput({ ...r, provider: r.provider === "auto" ? body.provider : r.provider }, messages))
-          }
+          const requests = yield* batchRequestsOf(body)
           const mode = (yield* batchApiOf(body.provider)) ?? "gateway"
           const input: BatchInput = { mode, requests }
           const jobs = yield* Jobs

@@ -233,10 +233,10 @@ export const optionsOf = (body: ChatCompletionBody): ChatOptions => {
 export const chatInputOf = (body: ChatCompletionBody): CompletionInput | BadRequest => {
   // Refused rather than one of them dropped unseen; and stream_options as OpenAI refuses it.
   if (body.max_tokens != null && body.max_completion_tokens != null && body.max_tokens !== body.max_completion_tokens) {
-    return new BadRequest({ message: "max_tokens and max_completion_tokens differ: send one of them" })
+    return new BadRequest({ message: "max_tokens and max_completion_tokens differ: send one of them", param: "max_completion_tokens" })
   }
   if (body.stream_options != null && body.stream !== true) {
-    return new BadRequest({ message: "stream_options is only allowed when stream is true" })
+    return new BadRequest({ message: "stream_options is only allowed when stream is true", param: "stream_options" })
   }
   const converted = gatewayBodyOf(body)
   if (converted instanceof BadRequest) return converted
@@ -361,7 +361,7 @@ export const toChunks = (id: string, model: string, includeUsage: boolean, witho
 /** The first field of `body` outside `known` (null is absent), refused by name: the route cannot carry it. */
 const refuseUnmapped = (body: Readonly<Record<string, unknown>>, known: ReadonlySet<string>, path: string, why: string) => {
   const field = Object.keys(fieldsOutside(body, known) ?? {})[0]
-  return field === undefined ? undefined : new BadRequest({ message: `${field} is not supported on ${path}: ${why}; remove it` })
+  return field === undefined ? undefined : new BadRequest({ message: `${field} is not supported on ${path}: ${why}; remove it`, param: field })
 }
 
 /** A request conversion as an Effect: its value, or its 400. */
@@ -395,9 +395,9 @@ const embeddingsInputOf = (body: EmbeddingsRequest): EmbeddingsInput | BadReques
   if (refused) return refused
   const texts = typeof body.input === "string" ? [body.input] : body.input
   if (!texts.every((t) => typeof t === "string")) {
-    return new BadRequest({ message: "input must be a string or an array of strings: token-id input (arrays of integers) is not supported, send the text" })
+    return new BadRequest({ message: "input must be a string or an array of strings: token-id input (arrays of integers) is not supported, send the text", param: "input" })
   }
-  if (texts.length === 0 || texts.includes("")) return new BadRequest({ message: "input must not be empty, nor hold an empty string" })
+  if (texts.length === 0 || texts.includes("")) return new BadRequest({ message: "input must not be empty, nor hold an empty string", param: "input" })
   return decodeEmbeddings({ texts, model: body.model, provider: body.provider ?? "auto" })
 }
 

@@ -189,7 +189,8 @@ export const readText = readBounded(textDecoderOf, readLimitedText)
 export const readJson = Effect.gen(function*() {
   const text = yield* readText
   const { limits } = yield* GatewayConfig
-  const parsed = parseJsonBody(text, limits.maxJsonDepth)
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const parsed = parseJsonBody(text, limits.maxJsonDepth, request.headers["content-type"])
   return parsed instanceof BadRequest ? yield* Effect.fail(parsed) : parsed
 })
 

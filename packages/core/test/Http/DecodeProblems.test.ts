@@ -3,7 +3,7 @@ import { JSONSchema, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { BadRequest } from "../../src/Errors.ts"
 import { describeParseError, parseOptions, preview } from "../../src/Http/DecodeProblems.ts"
-import { errorBody } from "../../src/Http/Edge.ts"
+import { errorBody, parseJsonBody } from "../../src/Http/Edge.ts"
 import { ChatCompletionBody } from "../../src/Http/OpenAiRoutes.ts"
 import { decoderNow } from "../../src/Http/Route.ts"
 import { BoundedArray } from "../../src/RequestFields.ts"
@@ -123,5 +123,17 @@ describe("preview", () => {
     expect(preview(Array.from({ length: 9 }, () => 0))).toBe("an array of 9 items")
     expect(preview(Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`k${i}`, i])))).toBe("an object of 9 fields")
     expect(preview("y".repeat(81))).toBe(`"${"y".repeat(80)}"… (81 characters)`)
+  })
+})
+
+describe("a malformed body's Content-Type", () => {
+  it("is named when the body was sent as something other than JSON (a form's curl -d excepted), never otherwise", () => {
+    const messageOf = (contentType?: string) => (parseJsonBody("--xyz\r\ncontent-disposition: form-data", 64, contentType) as BadRequest).message
+    expect(messageOf("multipart/form-data; boundary=xyz")).toMatch(/^Malformed JSON body: .* \(sent as multipart\/form-data; this route takes application\/json\)$/)
+    expect(messageOf("text/plain")).toMatch(/\(sent as text\/plain; this route takes application\/json\)$/)
+    for (const plain of [undefined, "application/json", "application/json; charset=utf-8", "application/vnd.api+json", "application/x-www-form-urlencoded"]) {
+      expect(messageOf(plain)).not.toMatch(/sent as/)
+    }
+    expect(parseJsonBody('{"a":1}', 64, "text/plain")).toEqual({ a: 1 })
   })
 })
