@@ -99,6 +99,20 @@ describe("completions", () => {
     expect(openai.requests.length).toBe(before + 1)
   })
 
+  it("passes an upstream's short Retry-After on with the 502 of its rate limit, on the route and the lane", async () => {
+    for (const [path, body] of [
+      ["/v1/complete", { messages: hi, provider: "openai", model: "gpt-4o-mini" }],
+      ["/openai/v1/chat/completions", { messages: hi, provider: "openai", model: "gpt-4o-mini" }]
+    ] as const) {
+      openai.queue({ kind: "error", status: 429, message: "Rate limit reached", retryAfter: "2" })
+      const limited = await post(path, body)
+      expect([path, limited.status, limited.headers.get("retry-after"), limited.headers.get("x-should-retry")]).toEqual([path, 502, "2", null])
+      // A wait past a minute is the upstream's own (a daily limit): not passed on.
+      openai.queue({ kind: "error", status: 429, message: "Daily limit reached", retryAfter: "86400" })
+      expect((await post(path, body)).headers.get("retry-after")).toBeNull()
+    }
+  })
+
   it("streams chunks with the spec's contract and the upstream's token counts", async () => {
     openai.setScenario({ kind: "text", text: "one two three four", usage: { prompt: 7, completion: 4 } })
     const res = await fetch(`${server.url}/v1/complete/stream`, {

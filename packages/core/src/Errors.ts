@@ -45,7 +45,9 @@ export class Busy extends Schema.TaggedError<Busy>()("Busy", {
 export class UpstreamFailed extends Schema.TaggedError<UpstreamFailed>()("UpstreamFailed", {
   message: Schema.String,
   provider: Schema.String,
-  status: Schema.optional(Schema.Number)
+  status: Schema.optional(Schema.Number),
+  /** The upstream's own short `Retry-After` (a rate limit, an overload), passed on to the client. */
+  retryAfterSeconds: Schema.optional(Schema.Number)
 }) {}
 export class UpstreamTimeout extends Schema.TaggedError<UpstreamTimeout>()("UpstreamTimeout", {
   message: Schema.String,

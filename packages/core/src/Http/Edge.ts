@@ -251,7 +251,8 @@ export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<
   if (error._tag === "QuotaExceeded") quotaRefusals.inc()
   // The avatar API answers business rejections with 200 + isError, as its spec describes.
   if (kind === "avatar" && (error._tag === "Rejected" || error._tag === "Conflict")) status = 200
-  const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests" || error._tag === "Busy"
+  const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests" || error._tag === "Busy" ||
+      (error._tag === "UpstreamFailed" && error.retryAfterSeconds !== undefined)
     ? { "retry-after": String(error.retryAfterSeconds) }
     : {}
   // The OpenAI and Anthropic SDKs retry 429s and 5xx, after any Retry-After however long (Anthropic's up to

@@ -12,7 +12,23 @@ export class UpstreamError extends Data.TaggedError("UpstreamError")<{
   readonly status?: number | undefined
   readonly message: string
   readonly retryable: boolean
+  /** The upstream's own `Retry-After` on a 429 or 503, when it is a minute or less (`retryAfterOf`). */
+  readonly retryAfterSeconds?: number | undefined
 }> {}
+
+/** Past this, an upstream's wait is its own business (a daily limit): clients are not told to sit it out. */
+const MAX_PASSED_RETRY_AFTER_SECONDS = 60
+
+/**
+ * An upstream's `Retry-After` (delta seconds or an HTTP date) as whole seconds, when it is at most a
+ * minute: the wait a client retrying through the gateway should keep. Undefined otherwise.
+ */
+export const retryAfterOf = (header: string | null | undefined, now = Date.now()): number | undefined => {
+  if (header == null || header.trim() === "") return undefined
+  const text = header.trim()
+  const seconds = /^\d+$/.test(text) ? Number(text) : Math.ceil((Date.parse(text) - now) / 1000)
+  return Number.isFinite(seconds) && seconds >= 0 && seconds <= MAX_PASSED_RETRY_AFTER_SECONDS ? seconds : undefined
+}
 
 export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500
 
@@ -39,14 +55,17 @@ export const upstreamMessage = (body: string): string => {
   return message.replace(ECHOED_CREDENTIALS, "$1 [redacted]")
 }
 
-export const fromHttp = (provider: string, status: number, body: string) =>
-  new UpstreamError({
+export const fromHttp = (provider: string, status: number, body: string, retryAfter?: string | null) => {
+  const wait = status === 429 || status === 503 ? retryAfterOf(retryAfter) : undefined
+  return new UpstreamError({
     provider,
     kind: "http",
     status,
     message: `${provider} answered HTTP ${status}: ${upstreamMessage(body)}`,
-    retryable: isRetryableStatus(status)
+    retryable: isRetryableStatus(status),
+    ...(wait !== undefined ? { retryAfterSeconds: wait } : {})
   })
+}
 
 export const connectFailed = (provider: string, cause: unknown) =>
   new UpstreamError({
@@ -69,4 +88,4 @@ export const toGatewayError = (e: UpstreamError) =>
     ? new UpstreamTimeout({ message: e.message, provider: e.provider })
     : e.kind === "stopped"
     ? new Busy({ message: e.message, retryAfterSeconds: 1 })
-    : new UpstreamFailed({ message: e.message, provider: e.provider, status: e.status })
+    : new UpstreamFailed({ message: e.message, provider: e.provider, status: e.status, retryAfterSeconds: e.retryAfterSeconds })

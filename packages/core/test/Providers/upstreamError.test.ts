@@ -4,7 +4,8 @@
  * body, an HTML error page named but not shown, and never an Authorization credential it echoes.
  */
 import { describe, expect, it } from "vitest"
-import { fromHttp, upstreamMessage } from "../../src/Providers/UpstreamError.ts"
+import { errorParts } from "../../src/Http/Edge.ts"
+import { fromHttp, retryAfterOf, toGatewayError, upstreamMessage } from "../../src/Providers/UpstreamError.ts"
 
 describe("upstreamMessage", () => {
   it("reads the message of the usual JSON error shapes", () => {
@@ -31,5 +32,28 @@ describe("upstreamMessage", () => {
     expect(upstreamMessage("bad request; headers: Authorization: Bearer sk-live-123456789abcdef")).toBe("bad request; headers: Authorization: Bearer [redacted]")
     expect(upstreamMessage(JSON.stringify({ error: { message: "denied for basic dXNlcjpwYXNz, retry" } }))).toBe("denied for basic [redacted], retry")
     expect(fromHttp("p", 401, "Authorization: Bearer sk-secret-0123456789").message).not.toContain("sk-secret")
+  })
+})
+
+describe("an upstream's Retry-After", () => {
+  it("is kept from a 429 or 503 when it is a minute or less, as seconds or an HTTP date", () => {
+    const now = Date.parse("2026-11-30T12:00:00Z")
+    expect(retryAfterOf("7", now)).toBe(7)
+    expect(retryAfterOf("0", now)).toBe(0)
+    expect(retryAfterOf("Mon, 30 Nov 2026 12:00:20 GMT", now)).toBe(20)
+    for (const ignored of ["61", "3600", "-1", "1.5", "soon", "", null, undefined, "Mon, 30 Nov 2026 13:00:00 GMT"]) expect(retryAfterOf(ignored, now)).toBeUndefined()
+    expect(fromHttp("openai", 429, "{}", "3").retryAfterSeconds).toBe(3)
+    expect(fromHttp("openai", 503, "{}", "3").retryAfterSeconds).toBe(3)
+    expect(fromHttp("openai", 500, "{}", "3").retryAfterSeconds).toBeUndefined()
+    expect(fromHttp("openai", 429, "{}", "86400").retryAfterSeconds).toBeUndefined()
+  })
+
+  it("goes on to the client on the 502 it becomes, in every envelope", () => {
+    const failed = toGatewayError(fromHttp("openai", 429, JSON.stringify({ error: { message: "Rate limit reached" } }), "2"))
+    for (const kind of ["gateway", "openai", "anthropic"] as const) {
+      const parts = errorParts(kind, failed)
+      expect([parts.status, parts.headers["retry-after"], parts.headers["x-should-retry"]]).toEqual([502, "2", undefined])
+    }
+    expect(errorParts("openai", toGatewayError(fromHttp("openai", 429, "{}"))).headers["retry-after"]).toBeUndefined()
   })
 })

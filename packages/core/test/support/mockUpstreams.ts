@@ -73,7 +73,7 @@ export type Scenario =
   | { kind: "text"; text: string; usage?: MockUsage; pieces?: number }
   | { kind: "tool"; name: string; arguments: Record<string, unknown>; id?: string; usage?: MockUsage }
   /** `midStream: true` on a streaming request answers 200, streams a little, then sends the provider's in-stream error */
-  | { kind: "error"; status: number; message?: string; midStream?: boolean }
+  | { kind: "error"; status: number; message?: string; midStream?: boolean; retryAfter?: string }
   | { kind: "hang" }
   | { kind: "stream-then-drop"; text: string }
 
@@ -320,7 +320,7 @@ const serve = async (ex: Exchange, call: Call, wire: Wire): Promise<void> => {
         const out = [...frames.slice(0, partial), wire.streamError(s.status, s.message, call)]
         return ex.stream(wire.streamContentType(call), out, undefined, headers)
       }
-      return ex.json(s.status, wire.error(s.status, s.message), headers)
+      return ex.json(s.status, wire.error(s.status, s.message), s.retryAfter === undefined ? headers : { ...headers, "retry-after": s.retryAfter })
     }
     case "stream-then-drop": {
       const a = toAnswer(s, call.limit)

@@ -87,7 +87,7 @@ const fetchAnswer = async <A>(
   cancel: Cancel
 ): Promise<A> => {
   const res = await nodeFetch(url, init, cancel).catch((cause) => Promise.reject(upstreamError(provider, cause)))
-  if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""))
+  if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""), res.headers.get("retry-after"))
   return read(res)
 }
 
@@ -220,7 +220,7 @@ export const postBytes = (provider: string, url: string, headers: Record<string,
 /** Sends a streaming request; a non-2xx answer rejects with its UpstreamError. */
 const startSse = async (provider: string, url: string, headers: Record<string, string>, body: unknown, cancel: Cancel) => {
   const res = await send(provider, url, headers, body, cancel)
-  if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""))
+  if (!res.ok) throw fromHttp(provider, res.status, await res.text().catch(() => ""), res.headers.get("retry-after"))
   return res
 }
 
