@@ -55,7 +55,8 @@ describe("orchestrators", () => {
 
     it("runs each role on the model that fits it, passing earlier outputs on", async () => {
       respond(() => text("crew step output"))
-      const res = await post("/v1/orchestrate/crew", { tasks })
+      // CrewAI's own settings ride along (an agent's backstory, verbose): they configure the framework, not the call.
+      const res = await post("/v1/orchestrate/crew", { tasks: tasks.map((t) => ({ ...t, async_execution: false, context: [] })), verbose: true, agents: [{ role: "x", backstory: "y" }] })
       expect(res.body.result).toMatchObject({ raw: "crew step output", process: "sequential" })
       const [code, summary] = res.body.result.tasks_output
       expect(code).toMatchObject({ id: "t1", taskType: "code", provider: "openai", model: "gpt-5.4", assignment: { taskType: "code", reason: expect.stringMatching(/highest-quality tools-capable model on plan Silver/) } })
@@ -166,6 +167,14 @@ describe("orchestrators", () => {
       expect(res.body.result.state.messages.at(-1)).toMatchObject({ role: "assistant", content: "node reply" })
       const end = await post("/v1/orchestrate/graph-node", { node_name: "final" })
       expect(end.body.result.nextNode).toBe("__end__")
+      // A framework's own settings ride along as the framework sends them (LangGraph's RunnableConfig, a message id).
+      const configured = await post("/v1/orchestrate/graph-node", {
+        node_name: "final",
+        messages: [{ role: "user", content: "hi", id: "m1" }],
+        config: { recursion_limit: 25, tags: ["t"], configurable: { thread_id: undefined, checkpoint_ns: "" } },
+        interrupt_before: []
+      })
+      expect(configured.status, JSON.stringify(configured.body)).toBe(200)
       expect((await post("/v1/orchestrate/graph-node", { state: {} })).status).toBe(400)
     })
 

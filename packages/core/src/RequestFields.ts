@@ -4,6 +4,15 @@ import { Schema, SchemaAST as AST } from "effect"
 /** `provider`: a provider id or `auto` (the default). */
 export const Provider = Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" })
 
+/**
+ * A body in a framework's own shape (CrewAI's crew, AutoGen's conversation, LangGraph's node and its
+ * RunnableConfig): it carries the framework's other settings (callbacks, recursion limits, an agent's
+ * backstory), which configure the framework, not the model call. They are passed over, at every depth,
+ * where the rest of the gateway's own API refuses a field it does not take (DecodeProblems.strictParseOptions).
+ */
+export const frameworkPayload = <S extends Schema.Schema.Any>(schema: S): S =>
+  schema.annotations({ parseOptions: { onExcessProperty: "ignore" } }) as S
+
 /** Any array, its items not looked at (they are decoded once its length is known to be in bounds). */
 const anArray = Schema.declare((u): u is ReadonlyArray<unknown> => Array.isArray(u), { title: "an array" })
 

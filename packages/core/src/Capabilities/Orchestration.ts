@@ -23,13 +23,13 @@ import { DocumentStore } from "../Storage/DocumentStore.ts"
 import { roughPromptTokens } from "../Tokens.ts"
 import { Agents } from "./Agents.ts"
 import { type CompletionResult, Completions } from "./Completions.ts"
-import { BoundedArray, Provider } from "../RequestFields.ts"
+import { BoundedArray, frameworkPayload, Provider } from "../RequestFields.ts"
 
 // Request schemas, shared by the HTTP routes and the MCP tools.
 const Str = (max: number, name: string) =>
   Schema.String.pipe(Schema.minLength(1, { message: () => `${name} must not be empty` }), Schema.maxLength(max))
 
-export const CrewBody = Schema.Struct({
+export const CrewBody = frameworkPayload(Schema.Struct({
   tasks: BoundedArray(
     Schema.Struct({
       id: Str(200, "id"),
@@ -41,7 +41,7 @@ export const CrewBody = Schema.Struct({
   ),
   process: Schema.optionalWith(Schema.Literal("sequential", "hierarchical").annotations({ message: () => "process must be sequential or hierarchical" }), { default: () => "sequential" as const }),
   provider: Provider
-})
+}))
 
 const ConversationAgent = Schema.Struct({
   name: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "an agent's name must be 1-64 letters, digits, _ or -" })),
@@ -50,7 +50,7 @@ const ConversationAgent = Schema.Struct({
   model: Schema.optional(Schema.String.pipe(Schema.maxLength(200))).annotations({ description: "Default: the request's model" })
 })
 
-export const ConversationBody = Schema.Struct({
+export const ConversationBody = frameworkPayload(Schema.Struct({
   initial_message: Str(100_000, "initial_message"),
   system_message: Schema.optional(Schema.String.pipe(Schema.maxLength(50_000))),
   provider: Provider,
@@ -60,7 +60,7 @@ export const ConversationBody = Schema.Struct({
     BoundedArray(ConversationAgent, { min: 2, max: 8, minMessage: "agents must hold 2 to 8 agents", maxMessage: "agents must hold 2 to 8 agents" })
   ).annotations({ description: "The participants, speaking round-robin in this order; the first one's answer is the reply. Default: assistant (system_message) and a user_proxy critic." }),
   termination_keyword: Schema.optionalWith(Str(100, "termination_keyword"), { default: () => "TERMINATE" })
-})
+}))
 
 const GraphMessage = Schema.Struct({
   role: Schema.Literal("system", "user", "assistant").annotations({ message: () => "role must be one of system, user, assistant" }),
@@ -69,7 +69,7 @@ const GraphMessage = Schema.Struct({
 
 const ThreadId = Str(200, "thread_id")
 
-export const GraphNodeBody = Schema.Struct({
+export const GraphNodeBody = frameworkPayload(Schema.Struct({
   node_name: Str(200, "node_name"),
   state: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) }),
   messages: Schema.optionalWith(BoundedArray(GraphMessage, { max: 1000 }), { default: () => [] }),
@@ -78,7 +78,7 @@ export const GraphNodeBody = Schema.Struct({
   thread_id: Schema.optional(ThreadId).annotations({ description: "Checkpoint thread: the node starts from the thread's stored state (also read from state.thread_id or config.configurable.thread_id)" }),
   config: Schema.optional(Schema.Struct({ configurable: Schema.optional(Schema.Struct({ thread_id: Schema.optional(ThreadId) })) }))
     .annotations({ description: "LangGraph's RunnableConfig; only configurable.thread_id is used" })
-})
+}))
 
 export interface CrewTask {
   readonly id: string
