@@ -244,6 +244,12 @@ describe("OpenAI surface with the official clients", () => {
       store: false
     })
     expect(answer.choices[0]!.message.tool_calls![0]).toMatchObject({ type: "function", function: { name: "get_weather", arguments: "{\"city\":\"sample\"}" } })
+    // An earlier refusal goes back as OpenAI wrote it: content null beside the refusal.
+    await client(user).chat.completions.create({
+      model: "gpt-4o-mini",
+      messages: [{ role: "user", content: "hi" }, { role: "assistant", content: null, refusal: "no" }, { role: "user", content: "please" }]
+    })
+    expect((upstream.chats.at(-1) as any).messages[1]).toEqual({ role: "assistant", content: null, refusal: "no" })
   })
 
   it("returns the upstream's logprobs, refusal, annotations and system_fingerprint; streams reasoning_content", async () => {

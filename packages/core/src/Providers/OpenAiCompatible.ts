@@ -46,19 +46,21 @@ const toWirePart = (p: ContentPart) =>
 
 const wireContent = (m: ChatMessage) => (m.parts !== undefined ? m.parts.map(toWirePart) : m.content)
 
+/**
+ * An assistant message's empty content as OpenAI writes it where something else is the answer: null beside
+ * tool calls, a refusal or an audio answer (the neutral message holds "" for all of these).
+ */
+const answeredElsewhere = (m: ChatMessage) =>
+  m.role === "assistant" && m.content === "" && m.parts === undefined &&
+  ((m.toolCalls !== undefined && m.toolCalls.length > 0) || m.extra?.refusal != null || m.extra?.audio != null)
+
 const toWireMessage = (m: ChatMessage) => {
   // Fields the neutral message does not model go back as they came (OpenAI-format callers only).
   const base = m.extra ?? {}
   if (m.role === "tool") return { ...base, role: "tool", tool_call_id: m.toolCallId ?? "", content: wireContent(m) }
-  if (m.role === "assistant" && m.toolCalls && m.toolCalls.length > 0) {
-    return {
-      ...base,
-      role: "assistant",
-      content: m.content === "" && m.parts === undefined ? null : wireContent(m),
-      tool_calls: wireToolCalls(m.toolCalls)
-    }
-  }
-  return { ...base, role: m.role, content: wireContent(m) }
+  const content = answeredElsewhere(m) ? null : wireContent(m)
+  if (m.role === "assistant" && m.toolCalls && m.toolCalls.length > 0) return { ...base, role: "assistant", content, tool_calls: wireToolCalls(m.toolCalls) }
+  return { ...base, role: m.role, content }
 }
 
 /** OpenAI-format `tool_calls` of an assistant message (also Cohere's). */
