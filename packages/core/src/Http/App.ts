@@ -41,20 +41,29 @@ const matcherOf = (pattern: string): (path: string) => boolean => {
   return (path) => re.test(path)
 }
 
-/**
- * The answer to a request no route takes: 405 with `Allow` when its path is served with other methods
- * (RFC 9110 §15.5.6), else 404; either in the path's envelope.
- */
-const unrouted = (served: ReadonlyArray<{ readonly method: string; readonly path: string }>) => {
+/** The methods `served` takes on a path: none when no route has it. */
+export const methodsOn = (served: ReadonlyArray<{ readonly method: string; readonly path: string }>) => {
   const patterns = served.map((r) => ({ method: r.method, matches: matcherOf(r.path) }))
+  return (path: string): ReadonlyArray<string> => [...new Set(patterns.filter((p) => p.matches(path)).map((p) => p.method))]
+}
+
+/** The 405 of a served path asked with another method (RFC 9110 §15.5.6), in the path's envelope, with `Allow`. */
+export const methodNotAllowed = (method: string, path: string, allowed: ReadonlyArray<string>) => ({
+  status: 405,
+  body: errorBody(envelopeOfPath(path), { _tag: "MethodNotAllowed", message: `${method} is not served on ${path}; it takes ${allowed.join(" and ")}.` }),
+  headers: { allow: allowed.join(", ") }
+})
+
+/** The answer to a request no route takes: 405 when its path is served with other methods, else 404. */
+const unrouted = (served: ReadonlyArray<{ readonly method: string; readonly path: string }>) => {
+  const allowedOn = methodsOn(served)
   return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const path = pathOf(request)
-    const allowed = [...new Set(patterns.filter((p) => p.matches(path)).map((p) => p.method))]
+    const allowed = allowedOn(path)
     if (allowed.length === 0) return notFound
-    const message = `${request.method} is not served on ${path}; it takes ${allowed.join(" and ")}.`
-    const body = errorBody(envelopeOfPath(path), { _tag: "MethodNotAllowed", message })
+    const refused = methodNotAllowed(request.method, path, allowed)
     return Effect.map(unroutedHeaders(request), (headers) =>
-      HttpServerResponse.unsafeJson(body, { status: 405, headers: { ...headers, allow: allowed.join(", ") } }))
+      HttpServerResponse.unsafeJson(refused.body, { status: refused.status, headers: { ...headers, ...refused.headers } }))
   })
 }
 

@@ -126,7 +126,8 @@ const decodeBody = (body: string | null | undefined, base64: boolean | null | un
  */
 export class UnroutablePath extends Error {
   readonly _tag = "UnroutablePath"
-  constructor(readonly method: string, readonly path: string) {
+  /** `onlyTheMethod`: the path is as sent, its method one a web Request cannot carry. */
+  constructor(readonly method: string, readonly path: string, readonly onlyTheMethod = false) {
     super(`no route for ${method} ${path}`)
   }
 }
@@ -149,16 +150,12 @@ const decodedPath = (path: string) => {
  */
 const asOnTheWire = (value: string) => (/[^\u0000-\u00ff]/.test(value) ? Buffer.from(value, "utf8").toString("latin1") : value)
 
-/** Headers node keeps once (the first), as its IncomingMessage does; the others are joined. */
-const FIRST_ONLY = new Set([
-  "age", "authorization", "content-length", "content-type", "etag", "expires", "from", "host", "if-modified-since",
-  "if-unmodified-since", "last-modified", "location", "max-forwards", "proxy-authorization", "referer", "retry-after",
-  "server", "user-agent"
-])
-
-/** Appends a header as node would hold it, skipping names the Fetch API rejects (the AWS samples carry an empty name). */
+/**
+ * Appends a header as the node host holds it: a repeated one joined (its server's `joinDuplicateHeaders`:
+ * two Host lines are an invalid Host, two credentials none), skipping names the Fetch API rejects (the AWS
+ * samples carry an empty name).
+ */
 const append = (headers: Headers, name: string, value: string) => {
-  if (FIRST_ONLY.has(name.toLowerCase()) && headers.has(name)) return
   try {
     headers.append(name, asOnTheWire(value))
   } catch {
@@ -247,7 +244,8 @@ export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
   if (!url) throw new BadEvent(`cannot form a URL from the path "${target}"`)
   const path = target.split("?")[0]!
   // Methods a web Request cannot carry (CONNECT, TRACE, TRACK) have no route either.
-  if (decodedPath(url.pathname) !== decodedPath(path) || UNSERVED_METHODS.has(method)) throw new UnroutablePath(method, path)
+  if (decodedPath(url.pathname) !== decodedPath(path)) throw new UnroutablePath(method, path)
+  if (UNSERVED_METHODS.has(method)) throw new UnroutablePath(method, path, true)
   const body = method === "GET" || method === "HEAD" ? undefined : decodeBody(http.event.body, http.event.isBase64Encoded)
   return new Request(url, { method, headers, body: body as BodyInit | undefined, signal })
 }

@@ -229,6 +229,9 @@ interface Built {
  * envelope of the request's path (the gateway's when the event has none) and the request's id (the
  * caller's `x-request-id` when valid).
  */
+/** The methods the application's routes take on a path (HttpApp.methodsOn), for the answers made here. */
+const allowedOn = HttpApp.methodsOn(HttpApp.routes)
+
 const outsideAnswer = (
   { body, headers = {}, status }: { readonly status: number; readonly body: unknown; readonly headers?: Record<string, string> },
   requestId: string | null | undefined
@@ -356,7 +359,10 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     } catch (e) {
       const requestId = headersOf(http.right).get(RequestId.HEADER)
       if (e instanceof UnroutablePath) {
-        return { format, path, requestId, served: Promise.resolve(outsideAnswer({ status: 404, body: HttpApp.notFoundBody(e.method, e.path) }, requestId)) }
+        // A method a web Request cannot carry, on a served path: 405 with Allow, as the node host answers it.
+        const allowed = e.onlyTheMethod ? allowedOn(e.path) : []
+        const answer = allowed.length > 0 ? HttpApp.methodNotAllowed(e.method, e.path, allowed) : { status: 404, body: HttpApp.notFoundBody(e.method, e.path) }
+        return { format, path, requestId, served: Promise.resolve(outsideAnswer(answer, requestId)) }
       }
       const message = e instanceof BadEvent ? e.message : String(e)
       log(Effect.logWarning(`aigw: bad event: ${message}`))

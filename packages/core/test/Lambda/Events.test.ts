@@ -112,12 +112,13 @@ describe("events -> Request, as the node host would see the request", () => {
     expect(request.headers.get("host")).toBe(Buffer.from("ex✓.com", "utf8").toString("latin1"))
   })
 
-  it("a repeated Authorization (REST API multi-value headers) keeps the first, as node does; other repeats are joined", () => {
+  it("a repeated header (REST API multi-value headers) is joined, as the node host's server joins it", () => {
     const event = v1Event({ method: "GET", path: "/v1/usage" })
-    event.multiValueHeaders = { Authorization: ["Bearer first", "Bearer second"], "X-Tag": ["a", "b"] }
+    event.multiValueHeaders = { Authorization: ["Bearer first", "Bearer second"], "X-Tag": ["a", "b"], Host: ["a.example", "b.example"] }
     const request = requestOf(event)
-    expect(request.headers.get("authorization")).toBe("Bearer first")
+    expect(request.headers.get("authorization")).toBe("Bearer first, Bearer second")
     expect(request.headers.get("x-tag")).toBe("a, b")
+    expect(request.headers.get("host")).toBe("a.example, b.example")
   })
 })
 

@@ -40,13 +40,18 @@ describe("paths it cannot route as sent", () => {
     const openai = await host.handler(v1Event({ method: "POST", path: "/openai/v1/../v1/models" }))
     expect(openai.statusCode).toBe(404)
     expect(json(openai)).toMatchObject({ error: { code: "NotFound", message: "No route for POST /openai/v1/../v1/models." } })
-    // Methods a web Request cannot carry are routes nobody serves, as on the node host; answers made here carry a request id.
+    // Methods a web Request cannot carry: 405 with Allow on a served path, as the node host answers them, else 404;
+    // answers made here carry a request id.
     for (const method of ["TRACE", "CONNECT"]) {
       const answer = await host.handler(v2Event({ method, path: "/v1/health" }))
-      expect([method, answer.statusCode]).toEqual([method, 404])
-      expect(json(answer)).toMatchObject({ isError: true, message: `No route for ${method} /v1/health.` })
+      expect([method, answer.statusCode, answer.headers?.["allow"]]).toEqual([method, 405, "GET"])
+      expect(json(answer)).toMatchObject({ isError: true, message: `${method} is not served on /v1/health; it takes GET.` })
       expect(answer.headers?.["x-request-id"]).toMatch(/\S/)
+      const nowhere = await host.handler(v2Event({ method, path: "/v1/nowhere" }))
+      expect([nowhere.statusCode, json(nowhere).message]).toEqual([404, `No route for ${method} /v1/nowhere.`])
     }
+    const openaiTrace = await host.handler(v1Event({ method: "TRACE", path: "/openai/v1/chat/completions" }))
+    expect([openaiTrace.statusCode, json(openaiTrace).error.code]).toEqual([405, "MethodNotAllowed"])
   })
 })
 
