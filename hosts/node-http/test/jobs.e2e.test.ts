@@ -79,6 +79,7 @@ describe("batch jobs and webhooks", () => {
     // Answers of 6 MB: each item's result (its text as content and as message.content) is about 12 MB of JSON.
     const long = "y".repeat(6_000_000)
     mock.queue({ kind: "text", text: long }, { kind: "text", text: long }, { kind: "text", text: "short" })
+    const seen = receiver.received.length
     const submit = await call(server.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body: batch(receiver.url, 3) })
     const status = await waitForStatus(server, user, submit.body.result.batchId, "completed", 60_000)
     expect(status.result).toMatchObject({ total: 3, completed: 2, failed: 1 })
@@ -91,6 +92,8 @@ describe("batch jobs and webhooks", () => {
     // The status answer carries the kept answer once (about 12 MB), not the one that was not kept.
     const raw = await fetch(`${server.url}/v1/batch/${submit.body.result.batchId}/status`, { headers: { "x-api-key": user.apiKey } })
     expect((await raw.text()).length).toBeLessThan(13_000_000)
+    // Its webhook, delivered after the job completed, arrives here, not in the next test's receiver.
+    await receiver.waitFor(seen + 1)
   })
 
   it("retries a failing receiver with backoff until it acknowledges, once", async () => {
