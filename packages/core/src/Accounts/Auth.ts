@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer, Option, Runtime } from "effect"
 import { Forbidden, NotFound, Unauthorized } from "../Errors.ts"
-import { ApiKeyStore, LAST_USED_GRANULARITY_MS } from "../Storage/ApiKeyStore.ts"
+import { ApiKeyStore, lastUseDue } from "../Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
 import { type Presented, presented } from "../Http/Edge.ts"
@@ -74,8 +74,7 @@ const makeService = Effect.gen(function*() {
    */
   const noteUse = (hash: string) => {
     const now = Date.now()
-    const known = storedUses.get(hash)
-    if (known !== undefined && now - known < LAST_USED_GRANULARITY_MS) return
+    if (!lastUseDue(storedUses.get(hash) ?? null, now)) return
     // At once, so the calls made while the write is out do not write too.
     remember(hash, now)
     // A failed write is not retried before the hour is out: the field is a hint, the call goes on.
