@@ -86,6 +86,10 @@ export const rank = (models: ReadonlyArray<ModelEntry>, preference: Preference):
     }
   })
 
+/** The refusal of a model asked for a kind of call it is not for (a chat model for images). */
+export const wrongKind = (model: Pick<ModelEntry, "id" | "kind">, wanted: string) =>
+  new Unprocessable({ message: `Model ${model.id} is ${/^[aeiou]/.test(model.kind) ? "an" : "a"} ${model.kind} model, not a ${wanted} model.` })
+
 const isAuto = (s: string) => s === "" || s === "auto"
 
 const makeService = Effect.gen(function*() {
@@ -107,7 +111,7 @@ const makeService = Effect.gen(function*() {
 
   const modelProblem = (m: ModelEntry, needs: ChatNeeds): Problem | undefined => {
     const kind = needs.kind ?? "chat"
-    if (m.kind !== kind) return () => new Unprocessable({ message: `Model ${m.id} is a ${m.kind} model, not a ${kind} model.` })
+    if (m.kind !== kind) return () => wrongKind(m, kind)
     if (!planAllows(needs.plan, m.minPlan)) return () => new Forbidden({ message: `Model ${m.id} needs plan ${m.minPlan} or higher (yours: ${needs.plan}).` })
     if (needs.needsTools && !m.supportsFunctions) return () => new Unprocessable({ message: `Model ${m.id} does not support tools.` })
     if (needs.minQuality !== undefined && m.quality < needs.minQuality) {

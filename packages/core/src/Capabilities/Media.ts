@@ -13,7 +13,7 @@ import { generateImages, moderate, synthesize, transcribe } from "../Providers/O
 import { servedBy } from "../Providers/Registry.ts"
 import type { ImageRequest, SpeechFormat, SpeechRequest, TranscriptionRequest } from "../Providers/Served.ts"
 import type { UpstreamError } from "../Providers/UpstreamError.ts"
-import { type FallbackCandidate, Routing } from "../Routing.ts"
+import { type FallbackCandidate, Routing, wrongKind } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
 import { recordedCall } from "./VendorCall.ts"
@@ -61,7 +61,7 @@ const makeService = Effect.gen(function*() {
     Effect.gen(function*() {
       // The catalogue lists chat, embeddings and rerank models: one of those is no model of this capability.
       const other = requested === undefined ? Option.none() : catalog.model(requested)
-      if (Option.isSome(other)) return yield* Effect.fail(new Unprocessable({ message: `Model ${requested} is a ${other.value.kind} model, not a ${capability} model.` }))
+      if (Option.isSome(other)) return yield* Effect.fail(wrongKind(other.value, capability))
       const providers = yield* routing.providersFor(capability, named, avatar.plan as Plan)
       const tried = yield* Effect.forEach(requested === undefined ? providers : providers.slice(0, 1), (provider) =>
         Effect.either(Effect.flatMap(modelOf(provider, capability, requested), (model) => Effect.map(targetOf(provider, model), (target) => ({ ...target, provider, model })))))

@@ -41,10 +41,16 @@ const matcherOf = (pattern: string): (path: string) => boolean => {
   return (path) => re.test(path)
 }
 
-/** The methods `served` takes on a path: none when no route has it. */
+/**
+ * The methods `served` takes on a path: none when no route has it. The patterns are compiled on the
+ * first question, so a host that never answers an unroutable request (a cold Lambda) never builds them.
+ */
 export const methodsOn = (served: ReadonlyArray<{ readonly method: string; readonly path: string }>) => {
-  const patterns = served.map((r) => ({ method: r.method, matches: matcherOf(r.path) }))
-  return (path: string): ReadonlyArray<string> => [...new Set(patterns.filter((p) => p.matches(path)).map((p) => p.method))]
+  let patterns: ReadonlyArray<{ readonly method: string; readonly matches: (path: string) => boolean }> | undefined
+  return (path: string): ReadonlyArray<string> => {
+    patterns ??= served.map((r) => ({ method: r.method, matches: matcherOf(r.path) }))
+    return [...new Set(patterns.filter((p) => p.matches(path)).map((p) => p.method))]
+  }
 }
 
 /** The 405 of a served path asked with another method (RFC 9110 §15.5.6), in the path's envelope, with `Allow`. */

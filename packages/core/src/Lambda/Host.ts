@@ -224,13 +224,14 @@ interface Built {
   readonly runtime: ManagedRuntime.ManagedRuntime<GatewayServices, never>
 }
 
+/** The methods the application's routes take on a path (HttpApp.methodsOn), for the answers made here. */
+const allowedOn = HttpApp.methodsOn(HttpApp.routes)
+
 /**
  * An answer made here, outside the application, as the application would make it: the body in the
  * envelope of the request's path (the gateway's when the event has none) and the request's id (the
  * caller's `x-request-id` when valid).
  */
-/** The methods the application's routes take on a path (HttpApp.methodsOn), for the answers made here. */
-const allowedOn = HttpApp.methodsOn(HttpApp.routes)
 
 const outsideAnswer = (
   { body, headers = {}, status }: { readonly status: number; readonly body: unknown; readonly headers?: Record<string, string> },
