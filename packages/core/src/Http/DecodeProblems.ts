@@ -37,6 +37,9 @@ export const preview = (value: unknown, depth = 0): string => {
 /** Longer than this, the schema library's name of a schema is the schema written out: told by its kind instead. */
 const NAME_LIMIT = 100
 
+/** The values of a union of literals a problem lists before it says how many there are. */
+const LITERALS_LISTED = 20
+
 /**
  * What a schema expects: an object, an array or a union of them by its kind ("an object", "a string or
  * an array"), never written out as the whole schema; a refinement by its description; anything else as
@@ -48,8 +51,15 @@ const expectedOf = (ast: AST.AST): string => {
       return "an object"
     case "TupleType":
       return "an array"
-    case "Union":
-      return [...new Set(ast.types.map(expectedOf))].join(" or ")
+    case "Union": {
+      // JSON has no `undefined`: an optional field's alternative the client cannot send is not named.
+      const sendable = ast.types.filter((t) => t._tag !== "UndefinedKeyword")
+      if (sendable.length > 0 && sendable.every((t) => t._tag === "Literal")) {
+        const listed = sendable.slice(0, LITERALS_LISTED).map((t) => String(t)).join(", ")
+        return `one of ${listed}${sendable.length > LITERALS_LISTED ? `, … (${sendable.length} values)` : ""}`
+      }
+      return [...new Set((sendable.length > 0 ? sendable : ast.types).map(expectedOf))].join(" or ")
+    }
     case "Transformation":
       return expectedOf(ast.from)
     case "Suspend":
@@ -65,11 +75,42 @@ const expectedOf = (ast: AST.AST): string => {
   }
 }
 
-/** The issue with each wrong value's default message written from its preview (a schema's own message still wins). */
+const issuesOf = (composite: ParseResult.Composite): ReadonlyArray<ParseResult.ParseIssue> =>
+  Array.isArray(composite.issues) ? composite.issues : [composite.issues as ParseResult.ParseIssue]
+
+/**
+ * Whether an issue is the value refused at its field itself: a wrong type, or a union whose every
+ * alternative refused it so (`"zzz"` for one of several literals), rather than an alternative that got
+ * further into the value.
+ */
+const refusedHere = (issue: ParseResult.ParseIssue): boolean =>
+  issue._tag === "Type" || (issue._tag === "Composite" && issue.ast._tag === "Union" && issuesOf(issue).every(refusedHere))
+
+const hasMessage = (ast: AST.AST) => Option.isSome(AST.getMessageAnnotation(ast))
+
+/**
+ * The schema whose words refuse a value a union refused at its field: the union's own message, else the
+ * one alternative with a message of its own (`n must be 1` of an optional, nullable 1), else the union.
+ */
+const refusingSchema = (ast: AST.AST): AST.AST => {
+  if (ast._tag !== "Union" || hasMessage(ast)) return ast
+  const alternatives = (t: AST.AST): ReadonlyArray<AST.AST> => (t._tag === "Union" && !hasMessage(t) ? t.types.flatMap(alternatives) : [t])
+  const told = alternatives(ast).filter(hasMessage)
+  return told.length === 1 ? told[0]! : ast
+}
+
+/**
+ * The issue with each wrong value's default message written from its preview (a schema's own message
+ * still wins). A union that refused a value at its field is one problem naming what the union takes, not
+ * its first alternative's (`Expected one of "code", "math", …`, or the union's own message).
+ */
 const withPreviews = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
+  if (issue._tag === "Composite" && issue.ast._tag === "Union" && refusedHere(issue)) {
+    return withPreviews(new ParseResult.Type(refusingSchema(issue.ast), issue.actual))
+  }
   switch (issue._tag) {
     case "Type":
-      return issue.message !== undefined
+      return issue.message !== undefined || hasMessage(issue.ast)
         ? issue
         : new ParseResult.Type(issue.ast, issue.actual, `Expected ${expectedOf(issue.ast)}, actual ${preview(issue.actual)}`)
     case "Pointer":
@@ -82,7 +123,7 @@ const withPreviews = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => 
       return new ParseResult.Composite(
         issue.ast,
         issue.actual,
-        Array.isArray(issue.issues) ? issue.issues.map(withPreviews) as [ParseResult.ParseIssue, ...Array<ParseResult.ParseIssue>] : withPreviews(issue.issues as ParseResult.ParseIssue),
+        issuesOf(issue).map(withPreviews) as [ParseResult.ParseIssue, ...Array<ParseResult.ParseIssue>],
         issue.output
       )
     default:

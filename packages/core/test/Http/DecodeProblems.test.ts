@@ -137,3 +137,28 @@ describe("a malformed body's Content-Type", () => {
     expect(parseJsonBody('{"a":1}', 64, "text/plain")).toEqual({ a: 1 })
   })
 })
+
+describe("a value no alternative of a union takes", () => {
+  const problem = (schema: Schema.Schema.Any, value: unknown) => {
+    const decode = decoderNow(Schema.Struct({ t: schema }) as Schema.Schema<unknown, any>, "body")
+    return messageOf(decode({ t: value }))
+  }
+  it("names every literal the field takes, not the first", () => {
+    expect(problem(Schema.Literal("code", "math", "research"), "zzz")).toBe(`Invalid body: t: Expected one of "code", "math", "research", actual "zzz"`)
+    expect(problem(Schema.optional(Schema.Literal("a", "b")), 3)).toBe(`Invalid body: t: Expected one of "a", "b", actual 3`)
+    const many = Schema.Literal(...Array.from({ length: 30 }, (_, i) => `v${i}`))
+    expect(problem(many, "x")).toMatch(/Expected one of "v0", .*"v19", … \(30 values\), actual "x"$/)
+    expect(problem(Schema.Union(Schema.Literal("a"), Schema.Number), "zzz")).toBe(`Invalid body: t: Expected "a" or number, actual "zzz"`)
+  })
+  it("uses the union's own message, or its one alternative's, also on an optional field", () => {
+    const taskType = Schema.Literal("code", "math").annotations({ message: () => "taskType must be one of code, math" })
+    expect(problem(taskType, "zzz")).toBe("Invalid body: t: taskType must be one of code, math")
+    expect(problem(Schema.optional(taskType), "zzz")).toBe("Invalid body: t: taskType must be one of code, math")
+    const one = Schema.optional(Schema.NullOr(Schema.Literal(1).annotations({ message: () => "n must be 1" })))
+    expect(problem(one, 2)).toBe("Invalid body: t: n must be 1")
+  })
+  it("still reports the alternative that got further into an object", () => {
+    const shape = Schema.Union(Schema.Struct({ kind: Schema.Literal("a"), x: Schema.Number }), Schema.String)
+    expect(problem(shape, { kind: "a", x: "no" })).toBe(`Invalid body: t.x: Expected number, actual "no"`)
+  })
+})
