@@ -24,6 +24,7 @@ import { checkConversation, checkGraphNode, Orchestration } from "../Capabilitie
 import { ReasoningNetwork } from "../Capabilities/ReasoningNetwork.ts"
 import { estimateCost, getModel, listModels, listProviders, openServModels } from "../Catalog/Queries.ts"
 import { check } from "../Health.ts"
+import { inOwnTurn } from "../Ml/Nlp.ts"
 import { Sentiment } from "../Ml/Sentiment.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
 import { karmaMultiplier } from "../Plans.ts"
@@ -148,8 +149,8 @@ export const layerHandlers = GatewayToolkit.toLayer(
         })),
       gateway_list_openserv_models: () => withServices(Effect.map(openServModels, (models) => ({ total: models.length, models }))),
       gateway_health: () => withServices(check),
-      gateway_ml_classify_task: (params) => classifier.classify(params.text),
-      gateway_ml_sentiment: (params) => sentiment.analyze(params.text)
+      gateway_ml_classify_task: (params) => inOwnTurn(classifier.classify(params.text)),
+      gateway_ml_sentiment: (params) => inOwnTurn(sentiment.analyze(params.text))
     }
   })
 )

@@ -38,7 +38,7 @@ import {
   UpstreamTimeout
 } from "../Errors.ts"
 import { Health } from "../Health.ts"
-import { SentimentResult } from "../Ml/Sentiment.ts"
+import { MAX_SENTENCES, MAX_SENTIMENT_TEXT, SentimentResult } from "../Ml/Sentiment.ts"
 import { TaskClassification } from "../Ml/TaskClassifier.ts"
 import { MAX_TEXT } from "../Ml/Nlp.ts"
 import { Plan, PlanNames } from "../Plans.ts"
@@ -80,10 +80,10 @@ const PlanParam = Plan.annotations({
   message: () => ({ message: `plan must be one of ${PlanNames.join(", ")}`, override: true })
 })
 
-const Text = (what: string) =>
+const Text = (what: string, max = MAX_TEXT) =>
   Schema.String.pipe(
     Schema.minLength(1, { message: () => `${what} must not be empty` }),
-    Schema.maxLength(MAX_TEXT, { message: () => `${what} is limited to ${MAX_TEXT} characters` })
+    Schema.maxLength(max, { message: () => `${what} is limited to ${max} characters` })
   )
 
 export const ChatMessage = Schema.Struct({
@@ -429,11 +429,11 @@ export const HealthTool = readOnly(
 )
 
 /** An in-process ML tool on one text: reads only, but counts against the quota like its HTTP endpoint. */
-const mlTool = <const N extends string, S extends Schema.Schema.Any>(name: N, title: string, success: S, text: string, description: string) =>
+const mlTool = <const N extends string, S extends Schema.Schema.Any>(name: N, title: string, success: S, text: string, description: string, maxText = MAX_TEXT) =>
   readOnly(
     Tool.make(name, {
       description,
-      parameters: { text: Text("text").annotations({ description: text }) },
+      parameters: { text: Text("text", maxText).annotations({ description: text }) },
       success,
       failure: ToolFailure,
       dependencies: [CurrentAvatar]
@@ -444,8 +444,8 @@ const mlTool = <const N extends string, S extends Schema.Schema.Any>(name: N, ti
 export const ClassifyTask = mlTool("gateway_ml_classify_task", "Classify task", TaskClassification, "The request or prompt to classify",
   "Classify what kind of task a request is (code, math, research, creative, analysis, summarization, translation, general) with an in-process naive Bayes classifier; returns the task type, its probability and every type's probability. No upstream call. Counts against the daily quota.")
 
-export const SentimentTool = mlTool("gateway_ml_sentiment", "Sentiment", SentimentResult, "English text to analyse",
-  "In-process English sentiment analysis (lexicon with negation and emoji handling): score from -1 (negative) to +1 (positive), label positive/neutral/negative, and per-sentence scores. No upstream call. Counts against the daily quota.")
+export const SentimentTool = mlTool("gateway_ml_sentiment", "Sentiment", SentimentResult, `English text to analyse, at most ${MAX_SENTIMENT_TEXT} characters`,
+  `In-process English sentiment analysis (lexicon with negation and emoji handling): score from -1 (negative) to +1 (positive), label positive/neutral/negative, and the scores of the first ${MAX_SENTENCES} sentences with sentenceCount, how many there are. No upstream call. Counts against the daily quota.`, MAX_SENTIMENT_TEXT)
 
 export const GatewayToolkit = Toolkit.make(
   Complete,

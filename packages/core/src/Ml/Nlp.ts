@@ -19,8 +19,24 @@ const pipeline = once(async (): Promise<Wink> => {
 /** The pipeline, loaded on the first call; a failed load is retried by the next call. */
 export const nlp: Effect.Effect<Wink> = Effect.promise(pipeline.get)
 
-/** Longest text the in-process analysers accept (characters). */
+/** Longest text the in-process analysers accept (characters); sentiment takes less (Sentiment.ts). */
 export const MAX_TEXT = 100_000
+
+const nextTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const turn = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(turn))
+})
+
+/** One analysis at a time: analyses waiting for the same turn would all run in it. */
+const analysing = Effect.unsafeMakeSemaphore(1)
+
+/**
+ * `analysis` in a turn of the event loop of its own, one analysis per turn, with the network read in
+ * between: a batch of analyses would otherwise run back to back in one turn, and every other request,
+ * health probe and stream chunk would wait for the last of them.
+ */
+export const inOwnTurn = <A, E, R>(analysis: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  analysing.withPermits(1)(Effect.zipRight(nextTurn, analysis))
 
 /** The longest run without spaces the pipeline reads whole (LongRuns.ts). */
 const MAX_RUN = 40

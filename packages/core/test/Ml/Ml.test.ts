@@ -26,6 +26,15 @@ describe("sentiment (wink-nlp)", () => {
   })
 })
 
+describe("sentiment of many sentences", () => {
+  it("lists the first 100 sentences and counts them all", async () => {
+    const r = await analyze("Good. Bad. ".repeat(150))
+    expect(r.sentenceCount).toBe(300)
+    expect(r.sentences).toHaveLength(Sentiment.MAX_SENTENCES)
+    expect(r.sentences.slice(0, 2).map((s) => s.label)).toEqual(["positive", "negative"])
+  })
+})
+
 describe("task classifier (naive Bayes)", () => {
   let classify: (text: string) => TaskClassifier.TaskClassification
   beforeAll(async () => {

@@ -161,7 +161,7 @@ const validCalls = (username: () => string): ReadonlyArray<readonly [string, Rec
     expect(r.confidence).toBeGreaterThan(0.3)
   }],
   ["gateway_ml_sentiment", { text: "I love this gateway, it is wonderful! The docs are not bad either." }, (r) => {
-    expect(r).toMatchObject({ label: "positive", sentences: [{ label: "positive" }, { label: "positive" }] })
+    expect(r).toMatchObject({ label: "positive", sentences: [{ label: "positive" }, { label: "positive" }], sentenceCount: 2 })
     expect(r.score).toBeGreaterThan(0)
   }]
 ]
@@ -190,7 +190,8 @@ export const invalidCalls: ReadonlyArray<readonly [string, Record<string, unknow
   ["gateway_list_openserv_models", { page: 2 }, /this tool takes no arguments/],
   ["gateway_health", { verbose: true }, /this tool takes no arguments/],
   ["gateway_ml_classify_task", { text: "" }, /text: text must not be empty/],
-  ["gateway_ml_sentiment", { text: 42 }, /text: Expected string, actual 42/]
+  ["gateway_ml_sentiment", { text: 42 }, /text: Expected string, actual 42/],
+  ["gateway_ml_sentiment", { text: "x".repeat(20_001) }, /text: text is limited to 20000 characters/]
 ]
 
 export const mcpToolSuite = (target: McpSuiteTarget) => {
