@@ -11,7 +11,7 @@ import * as net from "node:net"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { pdfBomb, pdfWith } from "../../../../packages/core/test/support/pdf.ts"
-import { docxWithText } from "../../../../packages/core/test/support/zip.ts"
+import { CONTENT_TYPES, docxWithText, entry, zipOf } from "../../../../packages/core/test/support/zip.ts"
 import { scratchDir } from "../../../../packages/core/test/support/scratch.ts"
 import { signUp, type TestAvatar } from "../support/accounts.ts"
 import { LOOP_BLOCKED_MS, MEMORY_EXPLODED_MB, underAttack } from "../support/attack.ts"
@@ -208,5 +208,31 @@ for (const { available, mode } of modes) {
       // Slots are given back: the next run goes through.
       expect((await execute({ language: "javascript", code: "1" })).status).toBe(200)
     }, 30_000)
+
+    it("a burst from one avatar is refused before it is counted: only the runs and documents that got a slot count", async () => {
+      // All at once, they all passed a check that only looked for a free slot, were counted, and then
+      // found the slot taken (6 runs: one 200, five 429s, 2 to 6 counted).
+      const burst = await signUp(server, "burst")
+      const usedBy = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: burst.apiKey })).body.result.dailyCallsUsed as number
+      const parseDocx = async (bytes: Uint8Array) => {
+        const form = new FormData()
+        form.append("file", new File([bytes as BlobPart], "a.docx", { type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document" }))
+        const res = await fetch(`${server.url}/v1/documents/parse`, { method: "POST", headers: { "x-api-key": burst.apiKey }, body: form })
+        return { status: res.status, body: await res.json() as any }
+      }
+      const runs = await Promise.all(Array.from({ length: 6 }, () => execute({ language: "javascript", code: "1" }, burst.apiKey)))
+      const docs = await Promise.all(Array.from({ length: 6 }, () => parseDocx(new Uint8Array(docxWithText("burst")))))
+      const statuses = [...runs, ...docs].map((r) => r.status)
+      expect(statuses.every((s) => s === 200 || s === 429), String(statuses)).toBe(true)
+      expect(runs.some((r) => r.status === 429) && docs.some((r) => r.status === 429)).toBe(true)
+      expect(await usedBy()).toBe(statuses.filter((s) => s === 200).length)
+      // An archive without a main document part is refused before it is counted too.
+      const before = await usedBy()
+      const empty = await parseDocx(new Uint8Array(zipOf([entry("[Content_Types].xml", CONTENT_TYPES), entry("word/other.xml", "<x/>")])))
+      expect([empty.status, empty.body.message]).toEqual([400, "file is not a readable DOCX document: it has no main document part"])
+      expect(await usedBy()).toBe(before)
+      // Every slot was given back.
+      expect((await execute({ language: "javascript", code: "1" }, burst.apiKey)).status).toBe(200)
+    }, 60_000)
   })
 }

@@ -9,7 +9,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { GatewayConfig } from "../Config.ts"
-import { type Forbidden, type NotAvailable, type NotFound, Unprocessable } from "../Errors.ts"
+import { type Busy, type Forbidden, type NotAvailable, type NotFound, type TooManyRequests, Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
 import type { CodeLanguage } from "../Providers/Sandboxes/CodeEndpoint.ts"
 import { daytona } from "../Providers/Sandboxes/Daytona.ts"
@@ -19,7 +19,7 @@ import { Routing } from "../Routing.ts"
 import type { Usage } from "../Usage.ts"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { text as cut, type RunOutcome, type Sandbox } from "./Sandbox.ts"
-import { MAX_OUTPUT, Sandboxes } from "./Sandboxes.ts"
+import { MAX_OUTPUT, Sandboxes, type Slot } from "./Sandboxes.ts"
 import { vendorCall } from "./VendorCall.ts"
 
 export type Language = CodeLanguage
@@ -48,6 +48,8 @@ const makeService = Effect.gen(function*() {
   type Prepared =
     | { readonly local: true; readonly language: "python" | "javascript"; readonly sandbox: Sandbox }
     | { readonly local: false; readonly vendor: ConfiguredProvider }
+  /** What `check` hands the run: a local run holds its sandbox slot. */
+  type Checked = Extract<Prepared, { local: false }> | (Extract<Prepared, { local: true }> & Slot)
 
   /** The local sandbox for a language it runs, or the refusal naming the vendors that run it. */
   const localFor = (language: Language): Effect.Effect<Prepared, Refusal> =>
@@ -70,9 +72,14 @@ const makeService = Effect.gen(function*() {
   const prepare = (input: Input, plan: Plan): Effect.Effect<Prepared, Refusal> =>
     Effect.suspend(() => (isLocal(input.provider) ? localFor(input.language) : vendorFor(input, plan)))
 
-  /** Refusals answered before the call is counted (docs/quota.md), a full local sandbox pool among them. */
+  /**
+   * What the run needs, or the refusals answered before the call is counted (docs/quota.md), a full local
+   * sandbox pool among them: the local sandbox's slot is taken here and held until the request ends
+   * (Route.ts `Held`), so a burst cannot all pass the check and then be refused once counted.
+   */
   const check = (input: Input, avatarId: string, plan: Plan) =>
-    Effect.flatMap(prepare(input, plan), (p) => (p.local ? sandboxes.vacancy(avatarId) : Effect.void))
+    Effect.flatMap(prepare(input, plan), (p): Effect.Effect<Checked, Refusal | Busy | TooManyRequests> =>
+      p.local ? Effect.map(sandboxes.reserve(avatarId), (slot) => ({ ...p, release: slot.release })) : Effect.succeed(p))
 
   const runRemote = (input: Input, vendor: ConfiguredProvider, avatarId: string, started: number) =>
     Effect.map(
@@ -93,15 +100,15 @@ const makeService = Effect.gen(function*() {
 
   type RunError = Effect.Effect.Error<ReturnType<typeof runRemote>> | Effect.Effect.Error<ReturnType<typeof sandboxes.run>>
 
-  const execute = (input: Input, avatarId: string, plan: Plan) =>
-    Effect.flatMap(prepare(input, plan), (p): Effect.Effect<ExecutionResult, RunError, Usage> => {
-      const started = performance.now()
-      if (!p.local) return runRemote(input, p.vendor, avatarId, started)
-      return Effect.map(
-        sandboxes.run(p.sandbox, p.language, { code: input.code, timeoutMs: input.timeoutMs }, avatarId),
-        (r): ExecutionResult => ({ ...r, language: p.language, durationMs: Math.round(performance.now() - started), provider: "local", isolation: p.sandbox.isolation })
-      )
-    })
+  /** Runs the code `check` prepared (in its slot, locally). */
+  const execute = (input: Input, avatarId: string, p: Checked): Effect.Effect<ExecutionResult, RunError, Usage> => {
+    const started = performance.now()
+    if (!p.local) return runRemote(input, p.vendor, avatarId, started)
+    return Effect.map(
+      sandboxes.run(p.sandbox, p.language, { code: input.code, timeoutMs: input.timeoutMs }, p),
+      (r): ExecutionResult => ({ ...r, language: p.language, durationMs: Math.round(performance.now() - started), provider: "local", isolation: p.sandbox.isolation })
+    )
+  }
 
   return { check, execute }
 })

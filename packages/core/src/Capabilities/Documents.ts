@@ -22,7 +22,7 @@ import type { Plan } from "../Plans.ts"
 import { servedBy } from "../Providers/Registry.ts"
 import { Routing } from "../Routing.ts"
 import type { SandboxFile } from "./Sandbox.ts"
-import { Sandboxes } from "./Sandboxes.ts"
+import { Sandboxes, type Slot } from "./Sandboxes.ts"
 import { vendorCall } from "./VendorCall.ts"
 import * as Zip from "./Zip.ts"
 
@@ -138,16 +138,21 @@ const archiveError = (e: unknown) =>
  * only to be embedded in HTML.
  */
 const docxParts = (zip: ReturnType<typeof Zip.open>) =>
-  Effect.tryPromise({
-    try: async () => {
-      const parts: Array<SandboxFile> = []
-      for (const name of zip.names()) {
-        if (/\.(xml|rels)$/i.test(name)) parts.push({ name, bytes: await zip.read(name) })
-      }
-      return parts
-    },
-    catch: archiveError
-  })
+  Effect.filterOrFail(
+    Effect.tryPromise({
+      try: async () => {
+        const parts: Array<SandboxFile> = []
+        for (const name of zip.names()) {
+          if (/\.(xml|rels)$/i.test(name)) parts.push({ name, bytes: await zip.read(name) })
+        }
+        return parts
+      },
+      catch: archiveError
+    }),
+    // mammoth finds the main part through _rels/.rels, else at word/document.xml: without either there is no document.
+    (parts) => parts.some((p) => p.name === "_rels/.rels" || p.name === "word/document.xml"),
+    () => new BadRequest({ message: "file is not a readable DOCX document: it has no main document part" })
+  )
 
 const decodeUtf8 = (bytes: Uint8Array) =>
   Effect.try({
@@ -164,8 +169,8 @@ type Prepared =
   | { readonly format: "text" | "markdown" | "html"; readonly text: string }
   | { readonly format: "csv"; readonly text: string; readonly rows: Array<Array<string>> }
   | { readonly format: "json"; readonly data: unknown }
-  | { readonly format: "pdf"; readonly bytes: Uint8Array }
-  | { readonly format: "docx"; readonly zip: ReturnType<typeof Zip.open> }
+  | { readonly format: "pdf"; readonly bytes: Uint8Array; readonly release: Effect.Effect<void> }
+  | { readonly format: "docx"; readonly parts: ReadonlyArray<SandboxFile>; readonly release: Effect.Effect<void> }
 
 /** A document a vendor parses: its bytes as they came. */
 interface ForVendor {
@@ -242,14 +247,16 @@ export const validateLocal = (file: File, avatarId: string) =>
         if (!Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024)).includes("%PDF-")) {
           return yield* Effect.fail(new BadRequest({ message: "file is not a readable PDF" }))
         }
-        yield* sandboxVacancy("pdf", avatarId)
-        return { format, bytes } satisfies Prepared as Prepared
+        const slot = yield* sandboxSlot("pdf", avatarId)
+        return { format, bytes, release: slot.release } satisfies Prepared as Prepared
       }
       case "docx": {
         const { limits } = yield* GatewayConfig
         const zip = yield* Effect.try({ try: () => Zip.open(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), limits), catch: archiveError })
-        yield* sandboxVacancy("docx", avatarId)
-        return { format, zip } satisfies Prepared as Prepared
+        // Inflated in the slot: the slots bound how many archives are inflated at once, not only how far each is.
+        const slot = yield* sandboxSlot("docx", avatarId)
+        const parts = yield* Effect.onError(docxParts(zip), () => slot.release)
+        return { format, parts, release: slot.release } satisfies Prepared as Prepared
       }
     }
   })
@@ -257,17 +264,20 @@ export const validateLocal = (file: File, avatarId: string) =>
 /** The document readers that run in a sandbox process, and the package each needs. */
 const readers = { pdf: { name: "PDF", packageName: "unpdf" }, docx: { name: "DOCX document", packageName: "mammoth" } } as const
 
-/** Refuses before admission when the reader of `format` is not installed or has no free slot for `avatarId`. */
-const sandboxVacancy = (format: keyof typeof readers, avatarId: string) =>
-  Effect.flatMap(Sandboxes, (sandboxes) => Effect.zipRight(sandboxes.available(format, readers[format].packageName), sandboxes.vacancy(avatarId)))
+/**
+ * A sandbox slot for `avatarId` to read a document of `format` in, taken before admission (Sandboxes.reserve),
+ * or the refusal: its reader is not installed, or no slot is free.
+ */
+const sandboxSlot = (format: keyof typeof readers, avatarId: string) =>
+  Effect.flatMap(Sandboxes, (sandboxes) => Effect.zipRight(sandboxes.available(format, readers[format].packageName), sandboxes.reserve(avatarId)))
 
-/** What the reader of `format` makes of the untrusted document `files` (runner.cjs) in a sandbox process. */
-const readInSandbox = <A>(format: keyof typeof readers, files: ReadonlyArray<SandboxFile>, avatarId: string) =>
+/** What the reader of `format` makes of the untrusted document `files` (runner.cjs) in a sandbox process, in the reserved `slot`. */
+const readInSandbox = <A>(format: keyof typeof readers, files: ReadonlyArray<SandboxFile>, slot: Slot) =>
   Effect.gen(function*() {
     const sandboxes = yield* Sandboxes
     const { name, packageName } = readers[format]
     const sandbox = yield* sandboxes.available(format, packageName)
-    const outcome = yield* sandboxes.run(sandbox, format, { code: "", files, timeoutMs: SANDBOX_TIMEOUT_MS, maxOutput: SANDBOX_MAX_TEXT }, avatarId)
+    const outcome = yield* sandboxes.run(sandbox, format, { code: "", files, timeoutMs: SANDBOX_TIMEOUT_MS, maxOutput: SANDBOX_MAX_TEXT }, slot)
     if (outcome.exitCode === 0 && outcome.result !== null) return JSON.parse(outcome.result) as A
     if (outcome.error === `file is not a readable ${name}`) return yield* Effect.fail(new BadRequest({ message: outcome.error }))
     return yield* Effect.fail(new Unprocessable({ message: `The ${name} could not be read within the sandbox's limits: ${outcome.error ?? "no answer"}.` }))
@@ -312,15 +322,19 @@ const parseWithVendor = (input: DocumentInput, format: Format, vendor: Configure
 export const parseValidated = (input: DocumentInput, prepared: Validated) =>
   Effect.gen(function*() {
     if ("vendor" in prepared) return yield* parseWithVendor(input, prepared.format, prepared.vendor, prepared.bytes)
-    return yield* parsePrepared(input.file, input.avatarId, prepared)
+    return yield* parsePrepared(input.file, prepared)
   })
 
-export const parse = (input: DocumentInput) => Effect.flatMap(validate(input), (prepared) => parseValidated(input, prepared))
+/** `use` of a validated document, after which its sandbox slot, if it holds one, is given back. */
+const releasing = <A, E, R>(prepared: Validated, use: Effect.Effect<A, E, R>) => ("release" in prepared ? Effect.ensuring(use, prepared.release) : use)
+
+export const parse = (input: DocumentInput) => Effect.flatMap(validate(input), (prepared) => releasing(prepared, parseValidated(input, prepared)))
 
 /** Parses in-process (provider `local`, and `auto`). */
-export const parseLocal = (file: File, avatarId: string) => Effect.flatMap(validateLocal(file, avatarId), (prepared) => parsePrepared(file, avatarId, prepared))
+export const parseLocal = (file: File, avatarId: string) =>
+  Effect.flatMap(validateLocal(file, avatarId), (prepared) => releasing(prepared, parsePrepared(file, prepared)))
 
-const parsePrepared = (file: File, avatarId: string, prepared: Prepared) =>
+const parsePrepared = (file: File, prepared: Prepared) =>
   Effect.gen(function*() {
     let text = ""
     const extra: Record<string, unknown> = {}
@@ -345,7 +359,7 @@ const parsePrepared = (file: File, avatarId: string, prepared: Prepared) =>
         const pages = yield* readInSandbox<{ readonly totalPages: number; readonly text: ReadonlyArray<string> }>(
           "pdf",
           [{ name: "document.pdf", bytes: prepared.bytes }],
-          avatarId
+          prepared
         )
         extra.pages = pages.totalPages
         extra.pageTexts = pages.text
@@ -353,7 +367,7 @@ const parsePrepared = (file: File, avatarId: string, prepared: Prepared) =>
         break
       }
       case "docx": {
-        const read = yield* readInSandbox<{ readonly text: string }>("docx", yield* docxParts(prepared.zip), avatarId)
+        const read = yield* readInSandbox<{ readonly text: string }>("docx", prepared.parts, prepared)
         text = read.text
         break
       }

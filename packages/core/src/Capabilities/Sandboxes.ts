@@ -8,7 +8,12 @@ import { Context, Effect, Layer } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { Busy, NotAvailable, TooManyRequests } from "../Errors.ts"
 import { sandboxRefusals, sandboxRunsActive } from "../Metrics.ts"
-import { type Launcher, makeLauncher, makeSandbox, type RunOutcome, type Sandbox, type SandboxJob, type SandboxLanguage } from "./Sandbox.ts"
+import { type Launcher, makeLauncher, makeSandbox, type Sandbox, type SandboxJob, type SandboxLanguage } from "./Sandbox.ts"
+
+/** A sandbox slot taken for a request (`reserve`): given back by `release`, once, whoever calls it first. */
+export interface Slot {
+  readonly release: Effect.Effect<void>
+}
 
 /** Output beyond this is cut (and said so). */
 export const MAX_OUTPUT = 100_000
@@ -52,45 +57,42 @@ const makeService = Effect.gen(function*() {
     }
     return undefined
   }
-  /** Whether a slot is free for `avatarId` now, without taking it: checked before admission, so a full pool costs no quota. */
-  const vacancy = (avatarId: string) =>
-    Effect.suspend((): Effect.Effect<void, Busy | TooManyRequests> => {
-      const refused = refusal(avatarId)
-      return refused ? Effect.fail(refused) : Effect.void
-    })
-  /** Takes a slot for `avatarId`, or says why not. */
-  const acquire = (avatarId: string) =>
-    Effect.suspend((): Effect.Effect<void, Busy | TooManyRequests> => {
+  /**
+   * Takes a slot for `avatarId` now, or says why not (429, 503). Taken before admission, so a full pool
+   * costs no quota and a burst cannot pass the check together and be refused after it was counted; held
+   * until `release` (idempotent), which the request's end calls whatever happened (Route.ts `Held`).
+   */
+  const reserve = (avatarId: string) =>
+    Effect.suspend((): Effect.Effect<Slot, Busy | TooManyRequests> => {
       const refused = refusal(avatarId)
       if (refused) return Effect.fail(refused)
-      const mine = perAvatar.get(avatarId) ?? 0
       running++
       sandboxRunsActive.inc()
-      perAvatar.set(avatarId, mine + 1)
-      return Effect.void
-    })
-  const release = (avatarId: string) =>
-    Effect.sync(() => {
-      running--
-      sandboxRunsActive.dec()
-      const mine = (perAvatar.get(avatarId) ?? 1) - 1
-      if (mine > 0) perAvatar.set(avatarId, mine)
-      else perAvatar.delete(avatarId)
+      perAvatar.set(avatarId, (perAvatar.get(avatarId) ?? 0) + 1)
+      let held = true
+      const release = Effect.sync(() => {
+        if (!held) return
+        held = false
+        running--
+        sandboxRunsActive.dec()
+        const mine = (perAvatar.get(avatarId) ?? 1) - 1
+        if (mine > 0) perAvatar.set(avatarId, mine)
+        else perAvatar.delete(avatarId)
+      })
+      return Effect.succeed({ release })
     })
 
-  /** Runs one job in a slot of `avatarId`; an interruption kills the sandbox process. */
-  const run = (sandbox: Sandbox, language: SandboxLanguage, job: SandboxJob, avatarId: string) =>
-    Effect.acquireUseRelease(
-      acquire(avatarId),
-      () =>
-        Effect.tryPromise({
-          try: (signal) => sandbox.run(language, job, signal),
-          catch: (e) => new NotAvailable({ message: `The sandbox failed: ${String(e)}` })
-        }),
-      () => release(avatarId)
-    ) as Effect.Effect<RunOutcome, NotAvailable | Busy | TooManyRequests>
+  /** Runs one job in a reserved slot, which it gives back when the job ends; an interruption kills the sandbox process. */
+  const run = (sandbox: Sandbox, language: SandboxLanguage, job: SandboxJob, slot: Slot) =>
+    Effect.ensuring(
+      Effect.tryPromise({
+        try: (signal) => sandbox.run(language, job, signal),
+        catch: (e) => new NotAvailable({ message: `The sandbox failed: ${String(e)}` })
+      }),
+      slot.release
+    )
 
-  return { available, vacancy, run }
+  return { available, reserve, run }
 })
 
 export class Sandboxes extends Context.Tag("aigw/Sandboxes")<Sandboxes, Effect.Effect.Success<typeof makeService>>() {}

@@ -84,6 +84,18 @@ interface Common<B, Q> extends Docs {
 
 type Output = unknown
 
+/**
+ * A check's answer that holds something for the request (a sandbox slot, taken before admission so a
+ * burst cannot all pass the check and be refused once counted): released when the request ends, whether
+ * admission refused it, the handler failed or it answered.
+ */
+export interface Held {
+  readonly release: Effect.Effect<void>
+}
+
+const isHeld = (checked: unknown): checked is Held =>
+  typeof checked === "object" && checked !== null && Effect.isEffect((checked as { release?: unknown }).release)
+
 export interface AuthedSpec<B, Q, R, RC = never, C = void> extends Common<B, Q> {
   /** Counts against the daily quota (every capability call). */
   readonly metered?: boolean
@@ -359,22 +371,28 @@ const make = <B, Q, R>(
         out.charged = charged
         // Validation before admission: a refused request costs no quota.
         if (spec.check) checked = yield* spec.check({ body, query, params, request, form, caller: caller.value, avatar })
-        state = metered
-          ? yield* admitted((gone) => quota.admit(charged, meteredCalls(body), gone))
-          : yield* Effect.promise(() => quota.peek(charged))
-        out.headers = headersOf(state)
       }
-      const output = yield* handle({
-        body,
-        query,
-        params,
-        request,
-        form,
-        caller: auth === "required" ? Option.getOrThrow(caller) : caller,
-        avatar,
-        quota: state,
-        checked
+      const handled = Effect.gen(function*() {
+        if (avatar !== undefined) {
+          const charged = avatar
+          state = metered
+            ? yield* admitted((gone) => quota.admit(charged, meteredCalls(body), gone))
+            : yield* Effect.promise(() => quota.peek(charged))
+          out.headers = headersOf(state)
+        }
+        return yield* handle({
+          body,
+          query,
+          params,
+          request,
+          form,
+          caller: auth === "required" ? Option.getOrThrow(caller) : caller,
+          avatar,
+          quota: state,
+          checked
+        })
       })
+      const output = yield* (isHeld(checked) ? Effect.ensuring(handled, checked.release) : handled)
       return respond(envelope, output, out.headers ?? {})
     }).pipe(
       Effect.catchIf(isGatewayError, (e) =>

@@ -45,10 +45,10 @@ export const toolRoutes = [
     metered: true,
     summary: "Run code in a sandbox: locally python (Pyodide/WebAssembly, default) or javascript (QuickJS/WebAssembly), or at a named remote sandbox vendor (riza, daytona); stdout, stderr, exit code",
     description: "Locally: no network or host file system inside the sandbox; timeoutMs (default 5000, at most 30000) bounds the run. typescript, ruby, php and bash run only at a named vendor (provider riza or daytona), which receives the code; auto and local never send code off the machine.",
-    ...onLane(CodeBody, {
-      check: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.check(body, avatar.id, avatar.plan)),
-      handle: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.execute(body, avatar.id, avatar.plan))
-    })
+    // Not on the lane: the check takes a sandbox slot the request holds until it ends (Route.ts `Held`).
+    body: CodeBody,
+    check: ({ avatar, body }) => Effect.flatMap(CodeExecution, (c) => c.check(body, avatar.id, avatar.plan)),
+    handle: ({ avatar, body, checked }) => Effect.flatMap(CodeExecution, (c) => c.execute(body, avatar.id, checked))
   }),
   authed({
     method: "POST",
