@@ -318,6 +318,10 @@ const makeService = Effect.gen(function*() {
     return { agentId, taskCategory: category, version: 0, document: initialSkill(agent, category), history: [] } satisfies SkillDocument
   })
 
+  /** An evolution's refusals before admission: an agent the caller does not have, or no model to route it to. */
+  const checkEvolve = (avatar: AvatarRecord, input: { readonly agentId: string }) =>
+    Effect.flatMap(owned(avatar, input.agentId), (agent) => completions.check(avatar, { provider: agent.provider, model: agent.model, messages: [] }))
+
   /** One evolution epoch: a routed model rewrites the skill document with the feedback. */
   const evolveSkill = Effect.fn("Agents.evolveSkill")(function*(avatar: AvatarRecord, input: { readonly agentId: string; readonly taskCategory: TaskType; readonly feedback: string; readonly success?: boolean | undefined }) {
     const agent = yield* owned(avatar, input.agentId)
@@ -348,7 +352,7 @@ const makeService = Effect.gen(function*() {
     return { ...next, provider: result.provider, model: result.model, usage: result.usage }
   })
 
-  return { register, list, rank, addStats, seedOpenServ, getSkill, evolveSkill }
+  return { register, list, rank, addStats, seedOpenServ, getSkill, evolveSkill, checkEvolve }
 })
 
 export class Agents extends Context.Tag("aigw/Agents")<Agents, Effect.Effect.Success<typeof makeService>>() {}

@@ -8,14 +8,14 @@
  * propagate one level up: consented items whose tags the rule allows; an item recorded without
  * consent never propagates, whatever the rule says (docs/authorization.md). Propagation copies
  * items to the parent, once. Search ranks the items the caller may see by cosine similarity of
- * in-process embeddings (Ml/TextEmbedder.ts), computed at query time: with the sentence model, the
- * newest `SEMANTIC_SEARCH_ITEMS` items; with hashed words (no model), all of them.
+ * in-process embeddings (Ml/TextEmbedder.ts), computed at query time over the newest items
+ * (`SEMANTIC_SEARCH_ITEMS` with the sentence model, `SEARCH_ITEMS` with hashed words).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { Forbidden, NotFound } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { DocumentStore, modify } from "../Storage/DocumentStore.ts"
+import { type DocumentRecord, DocumentStore, modify } from "../Storage/DocumentStore.ts"
 import { TextEmbedder } from "../Ml/TextEmbedder.ts"
 import { cosine } from "./Memory.ts"
 import { BoundedArray } from "../RequestFields.ts"
@@ -23,8 +23,16 @@ import { BoundedArray } from "../RequestFields.ts"
 export const HOLON = "holon"
 export const ITEM = "holon_item"
 export const EARTH_ID = "earth"
-/** Items a model-backed search embeds (newest first): items carry no stored vectors, and each costs model time. */
+/**
+ * Items a search reads, newest first, of the caller's own and again of everyone's (the visible ones of
+ * those): with a model, items carry no stored vectors and each costs model time; with hashed words, the
+ * hashing is on the event loop. A holon anyone may record into cannot make a search read all it holds,
+ * nor push the caller's own items out of it.
+ */
 export const SEMANTIC_SEARCH_ITEMS = 200
+export const SEARCH_ITEMS = 1_000
+/** Items propagation reads from the store at a time. */
+const PAGE = 500
 
 export interface MembraneRule {
   /** Tags allowed through; ["*"] lets every tag through. */
@@ -105,9 +113,18 @@ const makeService = Effect.gen(function*() {
     Effect.flatMap(id === EARTH_ID ? Effect.zipRight(put(earth), docs.get(HOLON, id)) : docs.get(HOLON, id), (d) =>
       Option.isSome(d) ? Effect.succeed(d.value.data as Holon) : Effect.fail(new NotFound({ message: `No holon ${id}.` })))
 
-  const items = (holonId: string) => Effect.map(docs.list(ITEM, { key: holonId, limit: 10_000 }), (list) => list.map((d) => d.data as HolonItem))
+  const itemsOf = (list: ReadonlyArray<DocumentRecord>) => list.map((d) => d.data as HolonItem)
 
-  const describe = (h: Holon) => Effect.map(items(h.id), (xs) => ({ ...h, items: xs.length }))
+  const describe = (h: Holon) => Effect.map(docs.count(ITEM, { key: h.id }), (items) => ({ ...h, items }))
+
+  /** Every item of a holon, a page at a time (newest first), each page handed to `f`. */
+  const eachPage = (holonId: string, f: (items: ReadonlyArray<HolonItem>) => Effect.Effect<void>) =>
+    Effect.iterate({ after: undefined as DocumentRecord | undefined, done: false }, {
+      while: (state) => !state.done,
+      body: ({ after }) =>
+        Effect.flatMap(docs.list(ITEM, { key: holonId, limit: PAGE, after }), (page) =>
+          Effect.as(f(itemsOf(page)), { after: page.at(-1), done: page.length < PAGE }))
+    })
 
   const getEarth = Effect.flatMap(getHolon(EARTH_ID), describe)
 
@@ -162,14 +179,19 @@ const makeService = Effect.gen(function*() {
     Effect.gen(function*() {
       if (holon.parentId === null) return { from: holon.id, to: null, propagated: 0, reason: "the root has no parent" }
       if (holon.membrane === null) return { from: holon.id, to: holon.parentId, propagated: 0, reason: "no membrane rule: nothing may pass" }
+      const { membrane, parentId } = holon
       let propagated = 0
-      for (const item of yield* items(holon.id)) {
-        if (!permitted(holon.membrane, item)) continue
-        const origin = item.origin ?? { holonId: holon.id, itemId: item.id }
-        const copy: HolonItem = { ...item, id: digest(`${holon.parentId}/${origin.holonId}:${origin.itemId}`), holonId: holon.parentId, origin }
-        const now = Date.now()
-        if (yield* docs.insertIfAbsent({ kind: ITEM, id: copy.id, owner: item.authorAvatarId, key: holon.parentId, data: copy, version: 0, createdAt: now, updatedAt: now })) propagated++
-      }
+      yield* eachPage(holon.id, (page) =>
+        Effect.forEach(page, (item) => {
+          if (!permitted(membrane, item)) return Effect.void
+          const origin = item.origin ?? { holonId: holon.id, itemId: item.id }
+          const copy: HolonItem = { ...item, id: digest(`${parentId}/${origin.holonId}:${origin.itemId}`), holonId: parentId, origin }
+          const now = Date.now()
+          return Effect.map(
+            docs.insertIfAbsent({ kind: ITEM, id: copy.id, owner: item.authorAvatarId, key: parentId, data: copy, version: 0, createdAt: now, updatedAt: now }),
+            (inserted) => void (inserted && propagated++)
+          )
+        }, { discard: true }))
       return { from: holon.id, to: holon.parentId, propagated, reason: null }
     })
 
@@ -187,8 +209,15 @@ const makeService = Effect.gen(function*() {
 
   const search = Effect.fn("Holons.search")(function*(avatar: AvatarRecord, input: { readonly holonId: string; readonly query: string; readonly topK: number }) {
     const holon = yield* getHolon(input.holonId)
-    const visible = (yield* items(holon.id)).filter((i) => i.consent || i.authorAvatarId === avatar.id)
-    const searched = embedder.semantic ? [...visible].sort((a, b) => b.createdAtUtc.localeCompare(a.createdAtUtc)).slice(0, SEMANTIC_SEARCH_ITEMS) : visible
+    const limit = embedder.semantic ? SEMANTIC_SEARCH_ITEMS : SEARCH_ITEMS
+    // The caller's own items are read apart: however many others record here, they cannot push them out.
+    const [own, recent] = yield* Effect.all([
+      docs.list(ITEM, { key: holon.id, owner: avatar.id, limit }),
+      docs.list(ITEM, { key: holon.id, limit })
+    ])
+    const visible = new Map<string, HolonItem>()
+    for (const i of itemsOf([...own, ...recent])) if (i.consent || i.authorAvatarId === avatar.id) visible.set(i.id, i)
+    const searched = [...visible.values()]
     // One call for the query and the items: their vectors come from the same embedder.
     const embedded = yield* embedder.embedNamed([input.query, ...searched.map((i) => i.content)])
     const [q, ...vectors] = embedded.vectors
@@ -199,7 +228,10 @@ const makeService = Effect.gen(function*() {
     return { holonId: holon.id, path: holon.path, embedder: embedded.name, results, searched: searched.length }
   })
 
-  return { getEarth, getOrCreate, setMembrane, record, propagate, propagateUp, search }
+  /** The refusal of a write to a holon that does not exist, answered before admission. */
+  const checkHolon = (input: { readonly holonId: string }) => Effect.asVoid(getHolon(input.holonId))
+
+  return { getEarth, getOrCreate, setMembrane, record, propagate, propagateUp, search, checkHolon }
 })
 
 export class Holons extends Context.Tag("aigw/Holons")<Holons, Effect.Effect.Success<typeof makeService>>() {}

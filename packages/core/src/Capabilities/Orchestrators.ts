@@ -91,11 +91,20 @@ const makeService = Effect.gen(function*() {
       catch: (e) => new UpstreamFailed({ provider: endpoint.name, message: `orchestrator ${endpoint.name} failed: ${(e as Error)?.message ?? e}` })
     }).pipe(Effect.timeoutFail({ duration: INVOKE_TIMEOUT, onTimeout: () => new UpstreamTimeout({ provider: endpoint.name, message: `orchestrator ${endpoint.name} did not answer in time` }) }))
 
+  /** The caller's endpoint `orchestratorId` with a URL still allowed, or the refusal (answered before admission too). */
+  const invocable = (avatar: AvatarRecord, orchestratorId: string) =>
+    Effect.gen(function*() {
+      const doc = yield* docs.get(KIND, orchestratorId)
+      if (Option.isNone(doc) || doc.value.owner !== avatar.id) return yield* Effect.fail(new NotFound({ message: `No orchestrator ${orchestratorId}.` }))
+      const endpoint = doc.value.data as OrchestratorEndpoint
+      yield* checkUrl(endpoint.url)
+      return endpoint
+    })
+
+  const checkInvoke = (avatar: AvatarRecord, input: { readonly orchestratorId: string }) => Effect.asVoid(invocable(avatar, input.orchestratorId))
+
   const invoke = Effect.fn("Orchestrators.invoke")(function*(avatar: AvatarRecord, input: { readonly orchestratorId: string; readonly input: string; readonly payload?: Record<string, unknown> | undefined }) {
-    const doc = yield* docs.get(KIND, input.orchestratorId)
-    if (Option.isNone(doc) || doc.value.owner !== avatar.id) return yield* Effect.fail(new NotFound({ message: `No orchestrator ${input.orchestratorId}.` }))
-    const endpoint = doc.value.data as OrchestratorEndpoint
-    yield* checkUrl(endpoint.url)
+    const endpoint = yield* invocable(avatar, input.orchestratorId)
     const started = performance.now()
     const answer = yield* (() => {
       switch (endpoint.protocol) {
@@ -121,7 +130,7 @@ const makeService = Effect.gen(function*() {
     return { orchestratorId: endpoint.id, name: endpoint.name, protocol: endpoint.protocol, ...answer, latencyMs: Math.round(performance.now() - started) }
   })
 
-  return { register, list, invoke }
+  return { register, list, invoke, checkInvoke }
 })
 
 export class Orchestrators extends Context.Tag("aigw/Orchestrators")<Orchestrators, Effect.Effect.Success<typeof makeService>>() {}

@@ -58,6 +58,9 @@ export const makeAdmissionChecks = Effect.gen(function*() {
   const embeddings = yield* Embeddings
   const media = yield* Media
   const memory = yield* Memory
+  const agents = yield* Agents
+  const holons = yield* Holons
+  const orchestrators = yield* Orchestrators
   const reranking = yield* Effect.context<Routing>()
   const routing = (avatar: AvatarRecord, provider: string, model = "auto") => completions.check(avatar, { provider, model, messages: [] })
   const checks: Record<string, AdmissionCheck> = {
@@ -71,7 +74,12 @@ export const makeAdmissionChecks = Effect.gen(function*() {
     gateway_fahrn_dispatch: (avatar, params) => routing(avatar, params.provider),
     gateway_orchestrate_crew: (avatar, params) => routing(avatar, params.provider),
     gateway_orchestrate_conversation: (avatar, params) => Effect.provideService(checkConversation(avatar, params), Completions, completions),
-    gateway_orchestrate_graph_node: (avatar, params) => Effect.provideService(checkGraphNode(avatar, params), Completions, completions)
+    gateway_orchestrate_graph_node: (avatar, params) => Effect.provideService(checkGraphNode(avatar, params), Completions, completions),
+    gateway_orchestrator_invoke: (avatar, params) => orchestrators.checkInvoke(avatar, params),
+    gateway_fahrn_evolve_agent_skill: (avatar, params) => agents.checkEvolve(avatar, params),
+    gateway_memory_record: (_, params) => holons.checkHolon(params),
+    gateway_memory_propagate: (_, params) => holons.checkHolon(params),
+    gateway_memory_propagate_up: (_, params) => holons.checkHolon(params)
   }
   return checks
 })

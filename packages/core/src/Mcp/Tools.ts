@@ -278,9 +278,14 @@ export const BraidRecordOutcome = dataTool("gateway_braid_record_outcome", "Reco
 export const MemoryGetEarthHolon = dataTool("gateway_memory_get_earth_holon", "Earth holon", "Get (creating it on first use) the top-level planetary memory unit, id \"earth\".", {}, true)
 export const MemoryGetOrCreateHolon = dataTool("gateway_memory_get_or_create_holon", "Get or create holon", "Find or create a memory unit by name under a parent (default earth) at any level (continent, country, city, community, household …). Idempotent: the id derives from parent, owner and name, so each avatar gets its own holon of a name.", HolonParams.getOrCreate)
 export const MemorySetMembraneRule = dataTool("gateway_memory_set_membrane_rule", "Set membrane rule", "Set a holon's consent-governed upward-propagation rule: which tags may pass to the parent and whether the author's consent is required (always true: an item without its author's consent never propagates). Owner or Admin only.", HolonParams.membrane)
-export const MemoryRecord = dataTool("gateway_memory_record", "Record memory", "Record a memory item at a holon, with tags and consent (without consent it stays private to you and never propagates).", HolonParams.record)
-export const MemoryPropagate = dataTool("gateway_memory_propagate", "Propagate memories", "Propagate the holon's permitted memories (per its membrane rule) one level up; each item once.", HolonParams.propagate)
-export const MemoryPropagateUp = dataTool("gateway_memory_propagate_up", "Propagate memories up", "Propagate permitted memories level by level, N levels up or to the root; each level applies its own membrane rule.", HolonParams.propagateUp)
+// Writes to holons anyone may write to (earth, another avatar's holon) count against the daily quota: unmetered,
+// one avatar filled a shared holon with tens of thousands of items at no cost.
+export const MemoryRecord = dataTool("gateway_memory_record", "Record memory", "Record a memory item at a holon, with tags and consent (without consent it stays private to you and never propagates). Counts against the daily quota.", HolonParams.record)
+  .annotate(Metered, true)
+export const MemoryPropagate = dataTool("gateway_memory_propagate", "Propagate memories", "Propagate the holon's permitted memories (per its membrane rule) one level up; each item once. Counts against the daily quota.", HolonParams.propagate)
+  .annotate(Metered, true)
+export const MemoryPropagateUp = dataTool("gateway_memory_propagate_up", "Propagate memories up", "Propagate permitted memories level by level, N levels up or to the root; each level applies its own membrane rule. Counts against the daily quota.", HolonParams.propagateUp)
+  .annotate(Metered, true)
 export const MemorySearch = dataTool("gateway_memory_search", "Search holon", "Semantic search (local embeddings, cosine) over the memory items of a holon that you may see: yours and consented ones.", HolonParams.search, true)
 export const MemoryExternalListProviders = dataTool("gateway_memory_external_list_providers", "External memory providers", "List the external memory providers (mem0, zep, letta, supermemory): whether each is configured, and when not what to set. gateway_memory_external_add and gateway_memory_external_search use them.", {}, true)
 export const MemoryExternalAdd = capabilityTool(

@@ -22,6 +22,8 @@ export interface DocumentQuery {
   readonly owner?: string | null | undefined
   readonly key?: string | undefined
   readonly limit?: number | undefined
+  /** Only documents after this one in `list`'s order (older, or as old with a smaller id): the next page. */
+  readonly after?: Pick<DocumentRecord, "createdAt" | "id"> | undefined
 }
 
 export interface DocumentStoreService {
@@ -29,13 +31,22 @@ export interface DocumentStoreService {
   /** Inserts unless a document of that kind and id exists; true when inserted. */
   readonly insertIfAbsent: (doc: DocumentRecord) => Effect.Effect<boolean>
   readonly get: (kind: string, id: string) => Effect.Effect<Option.Option<DocumentRecord>>
-  /** Newest first. `owner: null` selects shared documents; undefined does not filter. */
+  /** Newest first (then by id, descending). `owner: null` selects shared documents; undefined does not filter. */
   readonly list: (kind: string, query?: DocumentQuery) => Effect.Effect<ReadonlyArray<DocumentRecord>>
+  /** How many documents `list` would find without a limit. */
+  readonly count: (kind: string, query?: Pick<DocumentQuery, "owner" | "key">) => Effect.Effect<number>
   /** Replaces the data if the stored version is `expectedVersion`; false when another write won. */
   readonly update: (kind: string, id: string, expectedVersion: number, data: unknown, now: number) => Effect.Effect<boolean>
 }
 
 export class DocumentStore extends Context.Tag("aigw/DocumentStore")<DocumentStore, DocumentStoreService>() {}
+
+const matches = (d: DocumentRecord, kind: string, q: Pick<DocumentQuery, "owner" | "key">) =>
+  d.kind === kind && (q.owner === undefined || d.owner === q.owner) && (q.key === undefined || d.key === q.key)
+
+/** `list`'s order, as the SQL stores sort: newest first, then by id (code units), descending. */
+const newestFirst = (a: Pick<DocumentRecord, "createdAt" | "id">, b: Pick<DocumentRecord, "createdAt" | "id">) =>
+  b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
 
 export const makeMemory = Effect.sync((): DocumentStoreService => {
   const docs = new Map<string, DocumentRecord>()
@@ -50,12 +61,14 @@ export const makeMemory = Effect.sync((): DocumentStoreService => {
       }),
     get: (kind, id) => Effect.sync(() => Option.fromNullable(docs.get(keyOf(kind, id)))),
     list: (kind, q = {}) =>
-      Effect.sync(() =>
-        [...docs.values()]
-          .filter((d) => d.kind === kind && (q.owner === undefined || d.owner === q.owner) && (q.key === undefined || d.key === q.key))
-          .sort((a, b) => b.createdAt - a.createdAt || b.id.localeCompare(a.id))
+      Effect.sync(() => {
+        const { after } = q
+        return [...docs.values()]
+          .filter((d) => matches(d, kind, q) && (after === undefined || newestFirst(after, d) < 0))
+          .sort(newestFirst)
           .slice(0, q.limit ?? 1000)
-      ),
+      }),
+    count: (kind, q = {}) => Effect.sync(() => [...docs.values()].filter((d) => matches(d, kind, q)).length),
     update: (kind, id, expected, data, now) =>
       Effect.sync(() => {
         const d = docs.get(keyOf(kind, id))

@@ -14,6 +14,7 @@ import * as Layers from "../../src/Layers.ts"
 import * as Mailer from "../../src/Mail/Mailer.ts"
 import * as Mcp from "../../src/Mcp/index.ts"
 import type { AvatarRecord } from "../../src/Storage/AvatarStore.ts"
+import { DocumentStore } from "../../src/Storage/DocumentStore.ts"
 import { type MockUpstream, startOpenAiMock } from "../support/mockUpstreams.ts"
 
 const avatar = (id: string, username: string, avatarType: "User" | "Admin" = "User"): AvatarRecord => ({
@@ -174,6 +175,43 @@ describe("stateful MCP tools", () => {
     expect((await call("gateway_memory_record", { holonId: "nowhere", content: "x" })).isError).toBe(true)
     const ext = await call("gateway_memory_external_list_providers", {})
     expect(ext.data.providers.map((p: any) => p.id)).toContain("mem0")
+  })
+
+  it("others' items flooding a holon neither hide the caller's own from a search nor come free; unknown targets are refused before counting", async () => {
+    const dora = avatar("00000000-0000-4000-8000-0000000000d4", "dora")
+    const eve = avatar("00000000-0000-4000-8000-0000000000e5", "eve")
+    const used = async (who: AvatarRecord) => (await call("gateway_get_usage", {}, who)).data.dailyCallsUsed as number
+    const porto = (await call("gateway_memory_get_or_create_holon", { name: "Porto", level: "city" }, dora)).data
+    await call("gateway_memory_record", { holonId: porto.id, content: "dentist appointment on tuesday" }, dora)
+    // Eve records once through the tool (counted), then 10,500 more items are in the holon (more than a search or a count read before), newer than dora's.
+    const before = await used(eve)
+    expect((await call("gateway_memory_record", { holonId: porto.id, content: "z", consent: true }, eve)).isError).toBe(false)
+    expect(await used(eve)).toBe(before + 1)
+    await runtime.runPromise(Effect.flatMap(DocumentStore, (docs) =>
+      Effect.forEach(Array.from({ length: 10_500 }, (_, i) => i), (i) => {
+        const item = { id: `flood-${i}`, holonId: porto.id, content: "z", tags: [], consent: i % 2 === 0, authorAvatarId: eve.id, origin: null, createdAtUtc: new Date(Date.now() + 1_000 + i).toISOString() }
+        return docs.insert({ kind: "holon_item", id: item.id, owner: eve.id, key: porto.id, data: item, version: 0, createdAt: Date.now() + 1_000 + i, updatedAt: 0 })
+      }, { discard: true })))
+    const found = (await call("gateway_memory_search", { holonId: porto.id, query: "dentist tuesday", topK: 1 }, dora)).data
+    expect(found.results.map((r: any) => r.content)).toEqual(["dentist appointment on tuesday"])
+    expect(found.searched).toBeLessThanOrEqual(2 * 1_000)
+    expect((await call("gateway_memory_get_or_create_holon", { name: "Porto", level: "city" }, dora)).data.items).toBe(10_502)
+    // Propagation reads every item, a page at a time: all 5,251 consented ones move up.
+    await call("gateway_memory_set_membrane_rule", { holonId: porto.id, allowTags: ["*"] }, dora)
+    expect((await call("gateway_memory_propagate", { holonId: porto.id }, dora)).data.propagated).toBe(5_251)
+    // Unknown holons, orchestrators and agents are refused before they are counted.
+    const counted = await used(eve)
+    for (const [tool, args] of [
+      ["gateway_memory_record", { holonId: "nowhere", content: "x" }],
+      ["gateway_memory_propagate", { holonId: "nowhere" }],
+      ["gateway_memory_propagate_up", { holonId: "nowhere" }],
+      ["gateway_orchestrator_invoke", { orchestratorId: "nope", input: "hi" }],
+      ["gateway_fahrn_evolve_agent_skill", { agentId: "nope", taskCategory: "code", feedback: "x" }]
+    ] as const) {
+      const refused = await call(tool, args, eve)
+      expect([tool, refused.isError, refused.data.error.kind]).toEqual([tool, true, "NotFound"])
+    }
+    expect(await used(eve)).toBe(counted)
   })
 
   it("registers orchestrators and invokes them over OpenAI chat and A2A", async () => {
