@@ -121,6 +121,22 @@ describe("MCP over streamable HTTP", () => {
     const post = (body: string, headers: Record<string, string> = {}) =>
       fetch(`${server.url}/mcp`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body })
 
+    it("refuses a protocol version it does not speak (400), and a protocol method it does not serve with -32601", async () => {
+      const ping = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })
+      const old = await post(ping, { "mcp-protocol-version": "1999-01-01" })
+      expect(old.status).toBe(400)
+      expect(await old.json()).toMatchObject({ id: null, error: { code: -32600, message: expect.stringMatching(/MCP-Protocol-Version 1999-01-01 is not supported/) } })
+      for (const version of ["2025-06-18", "2025-03-26", "2024-11-05"]) expect((await post(ping, { "mcp-protocol-version": version })).status).toBe(200)
+      const unserved = await post(JSON.stringify([
+        { jsonrpc: "2.0", id: 2, method: "logging/setLevel", params: { level: "info" } },
+        { jsonrpc: "2.0", id: 3, method: "resources/subscribe", params: { uri: "x:y" } }
+      ]), { authorization: `Bearer ${gold.token}` })
+      expect(await unserved.json()).toEqual([
+        { jsonrpc: "2.0", id: 2, error: { code: -32601, message: "Method not found: logging/setLevel" } },
+        { jsonrpc: "2.0", id: 3, error: { code: -32601, message: "Method not found: resources/subscribe" } }
+      ])
+    })
+
     it("answers 202 to notifications, 405 to GET and DELETE, 413 to oversized bodies, 400 to bodies it cannot read as sent", async () => {
       const note = await post(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))
       expect(note.status).toBe(202)

@@ -37,7 +37,7 @@ export const errorResponse = (id: Id | null, code: number, message: string): Res
 /** One request of the body: answered here, or forwarded to the MCP server as request `internalId`. */
 export type Slot =
   | { readonly _tag: "Answer"; readonly response: Response }
-  | { readonly _tag: "Forward"; readonly id: Id; readonly internalId: number; readonly message: unknown }
+  | { readonly _tag: "Forward"; readonly id: Id; readonly internalId: number; readonly message: { readonly method: string; readonly [field: string]: unknown } }
 
 export interface Plan {
   readonly batch: boolean
@@ -145,6 +145,9 @@ export const answers = (slots: ReadonlyArray<Slot>, outputs: ReadonlyArray<unkno
     const error = output.error
     if (error === undefined || error === null) return { jsonrpc: "2.0", id: slot.id, result: output.result }
     if (isRecord(error) && typeof error.code === "number" && STANDARD.has(error.code) && typeof error.message === "string") {
+      // A method of the protocol the server does not serve (logging/setLevel, resources/subscribe: capabilities
+      // it does not announce) is a method not found, not an internal error.
+      if (error.code === INTERNAL_ERROR && error.message === "Not implemented") return errorResponse(slot.id, METHOD_NOT_FOUND, `Method not found: ${slot.message.method}`)
       return errorResponse(slot.id, error.code, error.message)
     }
     onInternal(error)

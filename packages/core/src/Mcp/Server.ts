@@ -35,7 +35,7 @@ import { readText } from "../Http/Route.ts"
 import { parseJsonText } from "../JsonText.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
-import { admitted, Quota } from "../Quota.ts"
+import { admitted, nextUtcMidnight, Quota } from "../Quota.ts"
 import { quotaRefusals } from "../Metrics.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { layerHandlers, makeAdmissionChecks } from "./Handlers.ts"
@@ -44,6 +44,8 @@ import { CurrentAvatar, GatewayToolkit, Metered, RequiresAuth } from "./Tools.ts
 
 export const SERVER_NAME = "aigw"
 export const PROTOCOL_VERSION = "2025-06-18"
+/** The versions `initialize` negotiates (@effect/ai's McpServer answers any of these with itself). */
+export const SUPPORTED_PROTOCOL_VERSIONS: ReadonlyArray<string> = [PROTOCOL_VERSION, "2025-03-26", "2024-11-05", "2024-10-07"]
 
 export const AUTH_REQUIRED =
   "Authentication required: connect to /mcp with Authorization: Bearer <JWT or API key> (or X-Api-Key: <API key>), or start the stdio server with AIGW_API_KEY. Only gateway_health works without credentials."
@@ -92,7 +94,8 @@ export const gatewayErrorResult = (error: GatewayError) => {
     case "TooManyRequests":
       return errorResult(error._tag, error.message, {
         retryAfterSeconds: error.retryAfterSeconds,
-        resetsAt: new Date(Date.now() + error.retryAfterSeconds * 1000).toISOString()
+        // The day's quota resets at UTC midnight itself, not at now plus the whole seconds to it.
+        resetsAt: new Date(error._tag === "QuotaExceeded" ? nextUtcMidnight(Date.now()) : Date.now() + error.retryAfterSeconds * 1000).toISOString()
       })
     case "UpstreamFailed":
     case "UpstreamTimeout":
@@ -345,6 +348,11 @@ export const layerHttp = layerOver((front) =>
           return jsonRpcError(405, -32000, `Method ${request.method} is not allowed: this MCP endpoint takes JSON-RPC over POST (no server-initiated stream, no sessions).`, {
             allow: "POST"
           })
+        }
+        // Streamable HTTP: a client names the protocol version it negotiated; one the server does not speak is a 400.
+        const version = request.headers["mcp-protocol-version"]
+        if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+          return jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: MCP-Protocol-Version ${version.slice(0, 40)} is not supported; this server speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}.`)
         }
         const caller = yield* Effect.either(auth.resolve(credentialsOf(request.headers)))
         if (caller._tag === "Left") {

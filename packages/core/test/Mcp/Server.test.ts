@@ -121,7 +121,7 @@ layer(TestLayer)("MCP tool calls", (it) => {
       const error = (refused.structuredContent as any).error
       assert.strictEqual(error.kind, "QuotaExceeded")
       assert.isAbove(error.retryAfterSeconds, 0)
-      assert.match(error.resetsAt, /T/)
+      assert.match(error.resetsAt, /^\d{4}-\d\d-\d\dT00:00:00\.000Z$/)
       // Unmetered tools keep working, and a decode failure costs nothing.
       assert.isFalse((yield* call("gateway_list_models", {}, carol)).isError)
       const usage = yield* call("gateway_get_usage", {}, carol)
