@@ -8,6 +8,7 @@
 import { Cause, Config, ConfigError, Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { makeDirectory } from "./Directories.ts"
 
 /** A start-up problem whose message already says what to change. */
 export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string }> {}
@@ -89,7 +90,7 @@ export const reasonOf = (error: unknown): string => {
 export const ensureWritableDir = (dir: string, variable: string, what = "the data directory") =>
   Effect.try({
     try: () => {
-      fs.mkdirSync(dir, { recursive: true })
+      makeDirectory(dir)
       const probe = path.join(dir, `.aigw-write-check-${process.pid}`)
       fs.writeFileSync(probe, "")
       fs.rmSync(probe, { force: true })
@@ -99,7 +100,7 @@ export const ensureWritableDir = (dir: string, variable: string, what = "the dat
 
 const lowerFirst = (s: string) => (/^[A-Z][a-z]/.test(s) ? s[0]!.toLowerCase() + s.slice(1) : s)
 
-const configLeaves = (error: ConfigError.ConfigError): Array<{ readonly name: string; readonly problem: string }> => {
+const configLeaves = (error: ConfigError.ConfigError): Array<{ readonly name: string; readonly problem: string; readonly missing: boolean }> => {
   switch (error._op) {
     case "And":
     case "Or":
@@ -110,7 +111,7 @@ const configLeaves = (error: ConfigError.ConfigError): Array<{ readonly name: st
       const problem = error._op === "MissingData"
         ? `${name} is not set`
         : message.includes(name) ? message : `${name}: ${lowerFirst(message)}`
-      return [{ name, problem }]
+      return [{ name, problem, missing: error._op === "MissingData" }]
     }
   }
 }
@@ -118,7 +119,10 @@ const configLeaves = (error: ConfigError.ConfigError): Array<{ readonly name: st
 /** `invalid configuration: PORT: expected an integer value but received "abc" (check PORT)`. */
 const describeConfigError = (error: ConfigError.ConfigError): string => {
   const seen = new Set<string>()
-  const leaves = configLeaves(error).filter((l) => (seen.has(l.problem) ? false : (seen.add(l.problem), true)))
+  const all = configLeaves(error)
+  // A value that is there but wrong (a file's `true` where a number goes) is not also "not set" by another source.
+  const wrong = new Set(all.filter((l) => !l.missing).map((l) => l.name))
+  const leaves = all.filter((l) => !(l.missing && wrong.has(l.name))).filter((l) => (seen.has(l.problem) ? false : (seen.add(l.problem), true)))
   const names = [...new Set(leaves.map((l) => l.name))]
   return `invalid configuration: ${leaves.map((l) => l.problem).join("; ")} (check ${names.join(", ")})`
 }

@@ -43,6 +43,17 @@ describe("describeStartupFailure", () => {
     )
   })
 
+  it("a value that is there but wrong (from the AIGW_CONFIG file) is not also reported as unset", () => {
+    const error = ConfigError.Or(
+      ConfigError.MissingData(["AIGW_MAX_BODY_BYTES"], "Expected AIGW_MAX_BODY_BYTES to exist"),
+      ConfigError.InvalidData(["AIGW_MAX_BODY_BYTES"], 'Expected an integer value but received "true"')
+    )
+    expect(describeStartupFailure(Cause.fail(error))).toBe(
+      'aigw: invalid configuration: AIGW_MAX_BODY_BYTES: expected an integer value but received "true" (check AIGW_MAX_BODY_BYTES)'
+    )
+    expect(describeStartupFailure(Cause.fail(ConfigError.MissingData(["JWT_SECRET"], "missing")))).toBe("aigw: invalid configuration: JWT_SECRET is not set (check JWT_SECRET)")
+  })
+
   it("a configuration error (failure or defect) names the variable", () => {
     const error = ConfigError.InvalidData(["PORT"], 'Expected an integer value but received "abc"')
     const expected = 'aigw: invalid configuration: PORT: expected an integer value but received "abc" (check PORT)'
@@ -149,6 +160,11 @@ describe("start-up checks", () => {
     await Effect.runPromise(ensureWritableDir(path.join(dir, "fresh", "data"), "AIGW_DATA_DIR"))
     expect(fs.readdirSync(path.join(dir, "fresh", "data"))).toEqual([])
   })
+
+  it.runIf(fs.existsSync("/proc/self"))("a data directory under /proc is refused at once (node's recursive mkdir spins there forever)", async () => {
+    const line = await configFailure({ AIGW_DATA_DIR: "/proc/aigw-test/data" })
+    expect(line).toBe("aigw: cannot write to the data directory /proc/aigw-test/data: no such file or directory (check AIGW_DATA_DIR)")
+  }, 5_000)
 
   it("an unreachable PostgreSQL names the URL without its password and DATABASE_URL", async () => {
     const port = await new Promise<number>((resolve) => {

@@ -10,6 +10,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { GatewayConfig } from "../Config.ts"
 import { StartupError, startupError } from "../StartupError.ts"
+import { makeDirectory } from "../Directories.ts"
 
 export const ISSUER = "aigw"
 export const AUDIENCE = "aigw-api"
@@ -51,7 +52,7 @@ interface KeyMaterial {
 /** Reads the generated secret under `dataDir`, creating it (mode 0600) on first use. */
 const generatedSecret = (dataDir: string): Uint8Array => {
   const file = path.join(dataDir, "jwt-secret")
-  fs.mkdirSync(dataDir, { recursive: true })
+  makeDirectory(dataDir)
   try {
     fs.writeFileSync(file, crypto.randomBytes(48).toString("base64url"), { flag: "wx", mode: 0o600 })
   } catch (e) {

@@ -115,14 +115,15 @@ const decodeBody = (body: string | null | undefined, base64: boolean | null | un
   if (body === undefined || body === null) return undefined
   if (!base64) return Buffer.from(body, "utf8")
   const compact = body.replace(/\s+/g, "")
-  if (!BASE64.test(compact)) throw new BadEvent("isBase64Encoded is true but the body is not base64")
+  // One character past whole groups of four carries no byte: Buffer would drop it without a word.
+  if (!BASE64.test(compact) || compact.replace(/=+$/, "").length % 4 === 1) throw new BadEvent("isBase64Encoded is true but the body is not base64")
   return Buffer.from(compact, "base64")
 }
 
 /**
- * A request path the gateway cannot route as sent: dot segments, backslashes or a leading `//`,
- * which a URL resolves into another path (`/v1/x/../health` into `/v1/health`). The node host routes
- * the path as sent and finds no route; so does this host (404).
+ * A request path the gateway cannot route as sent: dot segments or backslashes, which a URL resolves
+ * into another path (`/v1/x/../health` into `/v1/health`). The node host routes the path as sent and
+ * finds no route; so does this host (404).
  */
 export class UnroutablePath extends Error {
   readonly _tag = "UnroutablePath"
@@ -236,13 +237,14 @@ export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
   const url = [headers.get("host"), domain, "localhost"].reduce<URL | undefined>((found, host) => {
     if (found || !host) return found
     try {
-      return new URL(target, `${proto}://${host}`)
+      // Appended, not resolved against the origin: a path that starts with `//` stays a path (the node host routes it).
+      return new URL(`${proto}://${host}${target}`)
     } catch {
       return undefined
     }
   }, undefined)
   if (!url) throw new BadEvent(`cannot form a URL from the path "${target}"`)
-  const path = target.split("?")[0]!
+  const path = target.split(/[?#]/)[0]!
   // Methods a web Request cannot carry (CONNECT, TRACE, TRACK) have no route either.
   if (decodedPath(url.pathname) !== decodedPath(path)) throw new UnroutablePath(method, path)
   if (UNSERVED_METHODS.has(method)) throw new UnroutablePath(method, path, true)

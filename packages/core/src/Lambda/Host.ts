@@ -11,11 +11,13 @@
  * that was briefly unreachable does not poison the container).
  */
 import * as PlatformHttpApp from "@effect/platform/HttpApp"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Cause, Config, ConfigProvider, type Context, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import * as ConfigFile from "../ConfigFile.ts"
 import * as HttpApp from "../Http/App.ts"
 import { RequestDeadline, stopBefore } from "../Http/RequestDeadline.ts"
+import { unroutedHeaders } from "../Http/Route.ts"
 import { BadRequest, Busy, type GatewayError, UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
 import { defectParts, envelopeOfPath, errorParts } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
@@ -306,6 +308,22 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     return building
   }
 
+  /**
+   * The rate-limit headers of the caller a request's headers name (none without credentials, and
+   * then no runtime is built), which the application's own 404 and 405 carry (Route.ts
+   * `unroutedHeaders`), for those answered here.
+   */
+  const callerHeaders = async (headers: Headers): Promise<Record<string, string>> => {
+    if (!headers.has("authorization") && !headers.has("x-api-key")) return {}
+    try {
+      const built = await runtime()
+      const request = HttpServerRequest.fromWeb(new Request("https://lambda.invalid/", { headers }))
+      return await built.runtime.runPromise(unroutedHeaders(request))
+    } catch {
+      return {}
+    }
+  }
+
   /** Serves one request (with its deadline, when the invocation has one); never rejects. */
   const serve = async (request: Request, path: string, deadline?: Context.Context<never>): Promise<Response> => {
     let built: Built
@@ -362,8 +380,11 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       if (e instanceof UnroutablePath) {
         // A method a web Request cannot carry, on a served path: 405 with Allow, as the node host answers it.
         const allowed = e.onlyTheMethod ? allowedOn(e.path) : []
-        const answer = allowed.length > 0 ? HttpApp.methodNotAllowed(e.method, e.path, allowed) : { status: 404, body: HttpApp.notFoundBody(e.method, e.path) }
-        return { format, path, requestId, served: Promise.resolve(outsideAnswer(answer, requestId)) }
+        const answer: { readonly status: number; readonly body: unknown; readonly headers?: Record<string, string> } = allowed.length > 0
+          ? HttpApp.methodNotAllowed(e.method, e.path, allowed)
+          : { status: 404, body: HttpApp.notFoundBody(e.method, e.path) }
+        const served = callerHeaders(headersOf(http.right)).then((headers) => outsideAnswer({ ...answer, headers: { ...headers, ...answer.headers } }, requestId))
+        return { format, path, requestId, served }
       }
       const message = e instanceof BadEvent ? e.message : String(e)
       log(Effect.logWarning(`aigw: bad event: ${message}`))

@@ -6,6 +6,7 @@
 import { Context, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { makeDirectory } from "../Directories.ts"
 
 export interface Mail {
   readonly to: string
@@ -39,7 +40,7 @@ export const layerFile = (dataDir: string) =>
         const dir = path.join(dataDir, "mail")
         const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, "-")}-${crypto.randomUUID().slice(0, 8)}.eml`)
         yield* Effect.sync(() => {
-          fs.mkdirSync(dir, { recursive: true })
+          makeDirectory(dir)
           fs.writeFileSync(file, `To: ${mail.to}\nSubject: ${mail.subject}\n\n${mail.text}\n`)
         })
         yield* Effect.logInfo(`mail to ${mail.to}: ${mail.subject} (saved to ${file})\n${mail.text}`)

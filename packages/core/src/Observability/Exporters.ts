@@ -13,7 +13,7 @@
  */
 import { Context, Effect, Layer, Option, Redacted, Runtime } from "effect"
 import { createHash, createHmac, randomBytes } from "node:crypto"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Catalog, type ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { GatewayConfig } from "../Config.ts"
@@ -25,6 +25,7 @@ import type { UsageEvent } from "../Storage/UsageStore.ts"
 import * as Braintrust from "./Braintrust.ts"
 import * as Langfuse from "./Langfuse.ts"
 import * as PromptLayer from "./PromptLayer.ts"
+import { makeDirectory } from "../Directories.ts"
 
 /** What the engine hands over: its usage record (ProviderCalls.ts `UsageRecord`). */
 export type ObservedUsage = Omit<UsageEvent, "day" | "at">
@@ -154,7 +155,7 @@ export const saltOf = (jwtSecret: Option.Option<Redacted.Redacted>, dataDir: str
     return salt
   }
   if (existsSync(file)) return read()
-  mkdirSync(dataDir, { recursive: true })
+  makeDirectory(dataDir)
   try {
     writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600, flag: "wx" })
   } catch (e) {

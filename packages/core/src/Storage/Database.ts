@@ -4,12 +4,12 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Cause, Effect, Layer } from "effect"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { migrate } from "./Sql/Migrations.ts"
 import * as Postgres from "./Sql/Postgres.ts"
 import * as Sqlite from "./Sql/Sqlite.ts"
 import { reasonOf, redactUrls, startupError } from "../StartupError.ts"
+import { makeDirectory } from "../Directories.ts"
 
 export type DatabaseKind = "sqlite" | "pg"
 
@@ -54,7 +54,7 @@ export const layerClient = (url: string, options: DatabaseOptions = {}): Layer.L
   const filename = url.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "")
   return Layer.unwrapEffect(
     Effect.sync(() => {
-      if (filename !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true })
+      if (filename !== ":memory:") makeDirectory(path.dirname(path.resolve(filename)))
       return Sqlite.layer(filename, keyCacheMs) as Layer.Layer<SqlClient.SqlClient>
     })
   ).pipe(unavailable("cannot open the database at"), Layer.orDie)

@@ -86,8 +86,8 @@ describe("events -> Request (AWS sample payloads)", () => {
 })
 
 describe("events -> Request, as the node host would see the request", () => {
-  it("a path a URL would resolve into another (dot segments, backslashes, a leading //) is not routed: UnroutablePath", () => {
-    for (const path of ["/v1/x/../health", "/v1/x/%2e%2e/health", "/v1/./health", "/v1\\health", "//evil.example/v1/health"]) {
+  it("a path a URL would resolve into another (dot segments, backslashes) is not routed: UnroutablePath", () => {
+    for (const path of ["/v1/x/../health", "/v1/x/%2e%2e/health", "/v1/./health", "/v1\\health"]) {
       for (const event of [v2Event({ method: "GET", path }), v1Event({ method: "GET", path })]) {
         let thrown: unknown
         try {
@@ -98,6 +98,12 @@ describe("events -> Request, as the node host would see the request", () => {
         expect([path, thrown]).toEqual([path, expect.any(UnroutablePath)])
         expect((thrown as UnroutablePath).path).toBe(path)
       }
+    }
+    // A leading // stays the path (the router sees it as the node host's does), never another host.
+    for (const event of [v2Event({ method: "GET", path: "//evil.example/v1/health" }), v1Event({ method: "GET", path: "//evil.example/v1/health" })]) {
+      const url = new URL(requestOf(event).url)
+      expect(url.host).not.toBe("evil.example")
+      expect(url.pathname).toBe("//evil.example/v1/health")
     }
     // Encoding differences alone still route: REST API paths arrive decoded.
     expect(new URL(requestOf(v1Event({ method: "GET", path: "/api/avatar/resend-verification-email/a b@example.com" })).url).pathname)
@@ -145,7 +151,9 @@ describe("malformed events", () => {
     ["1.0 without path", { httpMethod: "GET" }],
     ["1.0 with a non-string body", { ...fixture("rest-api-v1"), body: { a: 1 } }],
     ["headers that are not strings", { ...fixture("http-api-v2"), headers: { a: 1 } }],
-    ["a body flagged base64 that is not", { ...fixture("http-api-v2"), body: "not base64!!", isBase64Encoded: true }]
+    ["a body flagged base64 that is not", { ...fixture("http-api-v2"), body: "not base64!!", isBase64Encoded: true }],
+    ["a base64 body with a character past its last group of four", { ...fixture("http-api-v2"), body: Buffer.from("{\"a\":1}").toString("base64") + "A", isBase64Encoded: true }],
+    ["a base64 body of one character", { ...fixture("http-api-v2"), body: "A", isBase64Encoded: true }]
   ])("%s is a BadEvent", (_name, event) => {
     expect(bad(event)).toBeInstanceOf(BadEvent)
   })

@@ -129,6 +129,18 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     expect(usage.result.dailyCallsUsed).toBeGreaterThanOrEqual(3)
   })
 
+  it("answers made outside the application carry a caller's rate-limit headers; paths are routed as the node host routes them", async () => {
+    // TRACE cannot travel as a web Request: the host answers it, as the node host does, with the caller's headers.
+    const trace = await v2({ method: "TRACE", path: "/v1/complete", apiKey })
+    expect([trace.statusCode, trace.headers["allow"], trace.headers["x-ratelimit-plan"]]).toEqual([405, "POST", "Free"])
+    expect(trace.headers["x-ratelimit-remaining"]).toMatch(/^\d+$/)
+    const dotted = await v1({ method: "GET", path: "/v1/x/../health", apiKey })
+    expect([dotted.statusCode, dotted.headers["x-ratelimit-limit"]]).toEqual([404, expect.stringMatching(/^\d+$/)])
+    expect((await v2({ method: "TRACE", path: "/v1/complete" })).headers["x-ratelimit-limit"]).toBeUndefined()
+    // Repeated slashes, a leading // too, reach the route as on the node host.
+    for (const path of ["//v1/health", "/v1//health"]) expect([path, (await v2({ method: "GET", path })).statusCode]).toEqual([path, 200])
+  })
+
   it("each invocation sends its usage to the exporters before it returns (buffered and streamed)", async () => {
     const generations = () =>
       langfuse.requests.flatMap((r) => r.status === 207 ? r.body.batch : []).filter((e: any) => e.type === "generation-create").map((e: any) => e.body.usageDetails)
