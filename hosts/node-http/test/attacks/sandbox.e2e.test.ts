@@ -127,6 +127,18 @@ for (const { available, mode } of modes) {
       expect(globals.body.result.result).toBe("\"undefined,undefined,undefined,undefined,undefined\"")
     })
 
+    it("a program's own failures keep its output and say what happened: deep recursion, a result nested too deep, a shell command, bytes that are not UTF-8", async () => {
+      // Each ended the sandbox process before (output lost, "ended unexpectedly"), or mangled the output.
+      const recursion = await execute({ language: "javascript", code: "console.log('before'); function f(){f()} f()" })
+      expect(recursion.body.result).toMatchObject({ stdout: "before", exitCode: 1, error: expect.stringMatching(/stack overflow/) })
+      const deep = await execute({ language: "javascript", code: "let o = {}; for (let i = 0; i < 1e5; i++) o = { a: o }; o" })
+      expect(deep.body.result).toMatchObject({ exitCode: 1, error: "RangeError: the result nests too deeply (stack overflow)" })
+      const shell = await execute({ language: "python", code: "import os\nprint('before')\nprint(os.system('id'))" })
+      expect(shell.body.result).toMatchObject({ stdout: "before\n32512", exitCode: 0, error: null })
+      const bytes = await execute({ language: "python", code: "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe raw\\n\\xc3')\nsys.stdout.buffer.write(b'ok \\xe2\\x82')\nsys.stdout.buffer.write(b'\\xac\\n')\nsys.stdout.buffer.flush()" })
+      expect(bytes.body.result.stdout).toBe("\uFFFD\uFFFD raw\n\uFFFDok \u20AC")
+    }, 30_000)
+
     it("a JavaScript busy loop does not block the gateway and is stopped at its deadline", async () => {
       const { figures, value: res } = await underAttack(server, () => execute({ language: "javascript", code: "for(;;){}", timeoutMs: 4000 }))
       expect(res.body.result).toMatchObject({ timedOut: true })

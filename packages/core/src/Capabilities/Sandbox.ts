@@ -333,8 +333,15 @@ const start = (launcher: Launcher, language: SandboxLanguage): SandboxProcess =>
 /** A sandbox's output cut to `max` characters, marked when cut (also for remote sandboxes: CodeExecution.ts). */
 export const text = (value: unknown, max: number): string => {
   const s = typeof value === "string" ? value : ""
-  return s.length > max ? `${s.slice(0, max)}\n[output truncated]` : s
+  // Well-formed: a lone surrogate (bytes a program wrote that are not UTF-8, or a cut through a pair) is U+FFFD,
+  // which every JSON parser takes; a strict one refuses a lone surrogate.
+  return wellFormed(s.length > max ? `${s.slice(0, max)}\n[output truncated]` : s)
 }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+/** `s` with each lone surrogate replaced by U+FFFD (String.prototype.toWellFormed, which TypeScript's ES2022 library does not type). */
+const wellFormed = (s: string) => s.replace(LONE_SURROGATE, "\uFFFD")
 
 /** The runner's result line as a RunOutcome: fields typed and cut, whatever the line held. */
 const outcomeOf = (m: Record<string, unknown>, maxOutput: number): RunOutcome => ({

@@ -53,6 +53,11 @@ const lockDown = () => {
   }
   // The parent passes an empty environment; bubblewrap adds PWD.
   for (const key of Object.keys(process.env)) delete process.env[key]
+  // The permission model refuses child processes; Pyodide's os.system takes that refusal as fatal (the run
+  // ended without its output), so a command is answered as a shell that cannot run it would be: status 127.
+  const childProcess = require("node:child_process")
+  for (const m of ["spawn", "exec", "execFile", "fork", "execSync", "execFileSync"]) childProcess[m] = refuse("processes")
+  childProcess.spawnSync = () => ({ pid: 0, output: [null, null, null], stdout: null, stderr: null, status: 127, signal: null, error: new Error("processes are not available in the sandbox") })
   process.kill = refuse("process.kill")
   process._kill = refuse("process.kill")
   process.dlopen = refuse("native addons")
@@ -81,7 +86,8 @@ const loadJavascript = async () => {
     const started = performance.now()
     const runtime = module.newRuntime()
     runtime.setMemoryLimit(job.memoryMb * 1024 * 1024)
-    runtime.setMaxStackSize(1024 * 1024)
+    // Under the sandbox process's own stack (about 1 MB, which QuickJS's frames in WebAssembly use too).
+    runtime.setMaxStackSize(256 * 1024)
     const deadline = Date.now() + job.timeoutMs
     runtime.setInterruptHandler(core.shouldInterruptAfterDeadline(deadline))
     const vm = runtime.newContext()
@@ -104,17 +110,37 @@ const loadJavascript = async () => {
     }
     vm.setProp(vm.global, "console", consoleObject)
     consoleObject.dispose()
-    const outcome = vm.evalCode(job.code, "main.js")
+    const output = () => ({ stdout: clip(stdout.join("\n"), job.maxOutput), stderr: clip(stderr.join("\n"), job.maxOutput), durationMs: Math.round(performance.now() - started) })
+    // Recursion past QuickJS's stack limit is the program's error; Node's own stack, which a deeper limit would
+    // reach first (the process ended and the output was lost), is caught the same way.
+    const tooDeep = (where) => ({ ...output(), result: null, exitCode: 1, error: `RangeError: ${where} nests too deeply (stack overflow)`, timedOut: false })
+    let outcome
+    try {
+      outcome = vm.evalCode(job.code, "main.js")
+    } catch (e) {
+      if (e instanceof RangeError) return tooDeep("the program")
+      throw e
+    }
     const timedOut = Date.now() >= deadline
-    const base = { stdout: clip(stdout.join("\n"), job.maxOutput), stderr: clip(stderr.join("\n"), job.maxOutput), durationMs: Math.round(performance.now() - started) }
+    const base = output()
     if (outcome.error) {
-      const err = vm.dump(outcome.error)
-      outcome.error.dispose()
+      let err
+      try {
+        err = vm.dump(outcome.error)
+      } catch (e) {
+        if (e instanceof RangeError) return tooDeep("the error thrown")
+        throw e
+      }
       const message = typeof err === "object" && err !== null ? `${err.name ?? "Error"}: ${err.message ?? JSON.stringify(err)}` : String(err)
       return { ...base, result: null, exitCode: 1, error: timedOut ? `time limit of ${job.timeoutMs} ms exceeded` : message, timedOut }
     }
-    const value = vm.dump(outcome.value)
-    outcome.value.dispose()
+    let value
+    try {
+      value = vm.dump(outcome.value)
+    } catch (e) {
+      if (e instanceof RangeError) return tooDeep("the result")
+      throw e
+    }
     const result = value === undefined ? null : JSON.stringify(value) ?? null
     return { ...base, result: result === null ? null : clip(result, job.maxOutput), exitCode: 0, error: null, timedOut: false }
   }
@@ -138,21 +164,35 @@ const loadPython = async () => {
     printed += s.length
     list.push(s)
   }
+  // The program's bytes, decoded as a stream: a character split across writes stays whole, and bytes that are
+  // not UTF-8 become U+FFFD (Pyodide's line batching decoded each write alone, dropping and mangling characters).
+  const decoders = []
+  const bytesTo = (list) => {
+    const decoder = new TextDecoder("utf-8")
+    const push = sink(list)
+    decoders.push(() => push(decoder.decode()))
+    return { write: (bytes) => (push(decoder.decode(bytes, { stream: true })), bytes.length) }
+  }
   const py = await loadPyodide({ jsglobals: {}, stdout: sink(out), stderr: sink(err) })
-  py.setStdout({ batched: sink(out) })
-  py.setStderr({ batched: sink(err) })
+  py.setStdout(bytesTo(out))
+  py.setStderr(bytesTo(err))
+  /** What the program wrote, as `print` lines joined: without the last line's newline. */
+  const written = (list) => list.join("").replace(/\n$/, "")
   // The interpreter's own API (file systems that mount host directories, the loader) stays out of reach.
   py.unregisterJsModule("pyodide_js")
   py.runPython("import sys\nfor name in [m for m in sys.modules if m == 'pyodide_js' or m.startswith('pyodide_js.')]:\n    sys.modules.pop(name)")
   return async (job) => {
     const started = performance.now()
-    const base = () => ({ stdout: clip(out.join("\n"), job.maxOutput), stderr: clip(err.join("\n"), job.maxOutput), result: null, timedOut: false, durationMs: Math.round(performance.now() - started) })
+    const base = () => {
+      for (const flush of decoders) flush()
+      return { stdout: clip(written(out), job.maxOutput), stderr: clip(written(err), job.maxOutput), result: null, timedOut: false, durationMs: Math.round(performance.now() - started) }
+    }
     try {
       await py.runPythonAsync(job.code)
       return { ...base(), exitCode: 0, error: null }
     } catch (e) {
       const trace = userTrace(String((e && e.message) || e))
-      err.push(trace)
+      err.push(`${err.length > 0 && !err.at(-1).endsWith("\n") ? "\n" : ""}${trace}`)
       const lines = trace.split("\n")
       return { ...base(), exitCode: 1, error: lines[lines.length - 1] }
     }
