@@ -111,36 +111,34 @@ const loadJavascript = async () => {
     vm.setProp(vm.global, "console", consoleObject)
     consoleObject.dispose()
     const output = () => ({ stdout: clip(stdout.join("\n"), job.maxOutput), stderr: clip(stderr.join("\n"), job.maxOutput), durationMs: Math.round(performance.now() - started) })
-    // Recursion past QuickJS's stack limit is the program's error; Node's own stack, which a deeper limit would
-    // reach first (the process ended and the output was lost), is caught the same way.
-    const tooDeep = (where) => ({ ...output(), result: null, exitCode: 1, error: `RangeError: ${where} nests too deeply (stack overflow)`, timedOut: false })
-    let outcome
-    try {
-      outcome = vm.evalCode(job.code, "main.js")
-    } catch (e) {
-      if (e instanceof RangeError) return tooDeep("the program")
-      throw e
+    /**
+     * `step()`, or, when it overflows a stack, the program's RangeError naming `what`: recursion past QuickJS's
+     * limit is the program's own error, and Node's stack, which a deeper limit would reach first (the process
+     * ended and the output was lost), is caught the same way.
+     */
+    const unlessTooDeep = (what, step) => {
+      try {
+        return { value: step() }
+      } catch (e) {
+        if (!(e instanceof RangeError)) throw e
+        return { failed: { ...output(), result: null, exitCode: 1, error: `RangeError: ${what} nests too deeply (stack overflow)`, timedOut: false } }
+      }
     }
+    const ran = unlessTooDeep("the program", () => vm.evalCode(job.code, "main.js"))
+    if (ran.failed) return ran.failed
+    const outcome = ran.value
     const timedOut = Date.now() >= deadline
     const base = output()
     if (outcome.error) {
-      let err
-      try {
-        err = vm.dump(outcome.error)
-      } catch (e) {
-        if (e instanceof RangeError) return tooDeep("the error thrown")
-        throw e
-      }
+      const thrown = unlessTooDeep("the error thrown", () => vm.dump(outcome.error))
+      if (thrown.failed) return thrown.failed
+      const err = thrown.value
       const message = typeof err === "object" && err !== null ? `${err.name ?? "Error"}: ${err.message ?? JSON.stringify(err)}` : String(err)
       return { ...base, result: null, exitCode: 1, error: timedOut ? `time limit of ${job.timeoutMs} ms exceeded` : message, timedOut }
     }
-    let value
-    try {
-      value = vm.dump(outcome.value)
-    } catch (e) {
-      if (e instanceof RangeError) return tooDeep("the result")
-      throw e
-    }
+    const dumped = unlessTooDeep("the result", () => vm.dump(outcome.value))
+    if (dumped.failed) return dumped.failed
+    const value = dumped.value
     const result = value === undefined ? null : JSON.stringify(value) ?? null
     return { ...base, result: result === null ? null : clip(result, job.maxOutput), exitCode: 0, error: null, timedOut: false }
   }
