@@ -52,7 +52,11 @@ export interface PlanOptions {
 }
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-const isId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
+/**
+ * MCP's request ids are strings or integers; an integer beyond 2^53 − 1 cannot be echoed as sent (JSON.parse
+ * rounds it), so it is refused rather than answered under another id.
+ */
+const isId = (u: unknown): u is Id => typeof u === "string" || Number.isSafeInteger(u)
 
 /** The id an error answer to `message` carries: its own when it is a valid one, else null. */
 export const answerIdOf = (message: unknown): Id | null => (isRecord(message) && isId(message.id) ? message.id : null)
@@ -82,7 +86,7 @@ const slotOf = (message: unknown, internalId: number, options: PlanOptions): Slo
   // Notifications are no-ops on this stateless server (no session to initialise, no request of theirs to cancel).
   if (!hasId) return undefined
   const id = message.id
-  if (!isId(id)) return answer(null, INVALID_REQUEST, "Invalid Request: id must be a string or a number.")
+  if (!isId(id)) return answer(null, INVALID_REQUEST, "Invalid Request: id must be a string or an integer (at most 2^53 − 1 in size).")
   const validate = validators.get(message.method)
   if (validate === undefined) return answer(id, METHOD_NOT_FOUND, `Method not found: ${message.method.slice(0, 100)}`)
   let params = message.params

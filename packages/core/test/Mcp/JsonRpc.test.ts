@@ -29,6 +29,11 @@ describe("JsonRpc.plan", () => {
     expect(slotsOf([{ jsonrpc: "2.0", method: "notifications/initialized" }, { jsonrpc: "2.0", method: "nope" }])).toEqual([])
     expect(slotsOf({ jsonrpc: "2.0", id: null, method: "ping" })).toMatchObject([{ response: { id: null, error: { code: -32600 } } }])
     expect(slotsOf({ jsonrpc: "1.0", id: 1, method: "ping" })).toMatchObject([{ response: { id: 1, error: { code: -32600 } } }])
+    // MCP ids are strings or integers, and one that JSON.parse rounded (past 2^53 − 1) cannot be echoed as sent.
+    for (const id of [1.5, JSON.parse("9007199254740993"), -Infinity]) {
+      expect(slotsOf({ jsonrpc: "2.0", id, method: "ping" })).toMatchObject([{ response: { id: null, error: { code: -32600, message: expect.stringMatching(/id must be a string or an integer/) } } }])
+    }
+    expect(slotsOf({ jsonrpc: "2.0", id: 9007199254740991, method: "ping" })).toMatchObject([{ _tag: "Forward", id: 9007199254740991 }])
   })
 
   it("refuses anonymous calls of tools that need credentials before decoding anything, and renumbers the rest", () => {
