@@ -362,37 +362,43 @@ const make = <B, Q, R>(
       const body = decodeBody ? yield* Effect.flatMap(readJson, (j) => asEffect(decodeBody(j))) : (undefined as B)
       const form = spec.rawBody ? yield* readForm : undefined
       if (Option.isSome(caller) && bodyTookLong(checkedAt)) caller = yield* callerNow
-      let state: QuotaState | undefined
       let avatar: AvatarRecord | undefined
-      let checked: unknown
       if (Option.isSome(caller)) {
         avatar = spec.avatarIdOf ? yield* authService.actingAs(caller.value, spec.avatarIdOf(body)) : caller.value
-        const charged = avatar
-        out.charged = charged
-        // Validation before admission: a refused request costs no quota.
-        if (spec.check) checked = yield* spec.check({ body, query, params, request, form, caller: caller.value, avatar })
+        out.charged = avatar
       }
-      const handled = Effect.gen(function*() {
-        if (avatar !== undefined) {
-          const charged = avatar
-          state = metered
-            ? yield* admitted((gone) => quota.admit(charged, meteredCalls(body), gone))
-            : yield* Effect.promise(() => quota.peek(charged))
-          out.headers = headersOf(state)
-        }
-        return yield* handle({
-          body,
-          query,
-          params,
-          request,
-          form,
-          caller: auth === "required" ? Option.getOrThrow(caller) : caller,
-          avatar,
-          quota: state,
-          checked
+      /** Admission, then the handler, given what the check answered. */
+      const admittedAndHandled = (checked: unknown) =>
+        Effect.gen(function*() {
+          let state: QuotaState | undefined
+          if (avatar !== undefined) {
+            const charged = avatar
+            state = metered
+              ? yield* admitted((gone) => quota.admit(charged, meteredCalls(body), gone))
+              : yield* Effect.promise(() => quota.peek(charged))
+            out.headers = headersOf(state)
+          }
+          return yield* handle({
+            body,
+            query,
+            params,
+            request,
+            form,
+            caller: auth === "required" ? Option.getOrThrow(caller) : caller,
+            avatar,
+            quota: state,
+            checked
+          })
         })
-      })
-      const output = yield* (isHeld(checked) ? Effect.ensuring(handled, checked.release) : handled)
+      // Validation before admission: a refused request costs no quota. What the check holds (`Held`) is
+      // released whatever follows, an interruption between the two included.
+      const output = yield* (avatar !== undefined && spec.check
+        ? Effect.acquireUseRelease(
+          spec.check({ body, query, params, request, form, caller: Option.getOrThrow(caller), avatar }),
+          admittedAndHandled,
+          (checked) => (isHeld(checked) ? checked.release : Effect.void)
+        )
+        : admittedAndHandled(undefined))
       return respond(envelope, output, out.headers ?? {})
     }).pipe(
       Effect.catchIf(isGatewayError, (e) =>
