@@ -11,7 +11,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { GatewayConfig } from "../../Config.ts"
 import { connectFailed, fromHttp, protocolError, stoppedError, UpstreamError } from "../UpstreamError.ts"
 import { Cancel } from "./cancel.ts"
-import { isUndecodable, nodeFetch, ReplyTooLarge, setReplyLimit, StoppedByGateway, UpstreamResponse } from "./nodeFetch.ts"
+import { isUndecodable, nodeFetch, RedirectRefused, ReplyTooLarge, setReplyLimit, StoppedByGateway, UpstreamResponse } from "./nodeFetch.ts"
 import type { SseEvent } from "./sse.ts"
 import * as RequestId from "../../RequestId.ts"
 import { Readable } from "node:stream"
@@ -101,7 +101,7 @@ const upstreamError = (provider: string, e: unknown): UpstreamError =>
     ? e
     : e instanceof StoppedByGateway
     ? stoppedError(provider, e.message)
-    : e instanceof ReplyTooLarge
+    : e instanceof ReplyTooLarge || e instanceof RedirectRefused
     ? protocolError(provider, e.message)
     : isUndecodable(e)
     ? protocolError(provider, `its body did not decode by its Content-Encoding: ${(e as Error).message}`)

@@ -8,8 +8,9 @@
  * `ok`, `headers`, `text()`, `arrayBuffer()`, `json()` and `body` (a web ReadableStream, created
  * only when asked for). Like fetch it sends fetch's default headers (`accept`, `accept-encoding`,
  * `user-agent`, a text content type for string bodies) and decodes gzip / deflate / br,
- * follows up to 20 redirects (303, and 301/302 after a POST, continue as GET without body; an
- * `authorization` header is not sent on to another origin), and aborts on the signal (or the
+ * follows up to 20 redirects (303, and 301/302 after a POST, continue as GET without body; to another
+ * origin only headers that carry no credential go on, and never into private address space from a public
+ * one: `RedirectRefused`), and aborts on the signal (or the
  * Cancel given instead, cancel.ts), before and after the answer arrived. Anything else (FormData, Blob and stream bodies, other schemes) goes to
  * the global fetch, whose answer gets the same bounded body.
  *
@@ -17,11 +18,14 @@
  * are not read) goes through `bounded`: decompression is streamed and stops, with the connection
  * destroyed, once the decoded bytes pass the limit (`config.limits.maxUpstreamResponseBytes`).
  */
+import * as dns from "node:dns"
 import * as http from "node:http"
 import * as https from "node:https"
+import * as net from "node:net"
 import { pipeline, Readable, type Transform } from "node:stream"
 import * as zlib from "node:zlib"
 import { defaultLimits } from "../../Config.ts"
+import { isBlockedAddress } from "../../UrlGuard.ts"
 import { Cancel } from "./cancel.ts"
 
 const agentOptions = {
@@ -313,8 +317,45 @@ const exchange = (attempt: Attempt, cancel: Cancel | undefined, retried = false)
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
+/**
+ * A redirect the transport does not follow: to another origin at a private or loopback address (from a
+ * public one), or to a scheme other than http(s). Answered as the upstream's fault (internal/http.ts).
+ */
+export class RedirectRefused extends Error {}
+
+/** The headers sent on to another origin: none that can carry a credential (x-api-key, x-goog-api-key, api-key, …). */
+const CROSS_ORIGIN_HEADERS = new Set(["accept", "accept-encoding", "accept-language", "user-agent", "content-type", "content-length", "content-encoding", "content-language", "x-request-id", "traceparent"])
+
+const lookup = (hostname: string) => dns.promises.lookup(hostname, { all: true, verbatim: true }).then((found) => found.map((a) => a.address), () => [] as Array<string>)
+
+/**
+ * Whether any address `url`'s host names is one a public request must not reach (UrlGuard.isBlockedAddress);
+ * `unresolved` when its name resolves to nothing.
+ */
+const reachesPrivate = async (url: URL, unresolved: boolean) => {
+  const host = url.hostname.replace(/^\[|\]$/g, "")
+  const addresses = net.isIP(host) ? [host] : await lookup(host)
+  return addresses.length === 0 ? unresolved : addresses.some(isBlockedAddress)
+}
+
+/**
+ * The refusal of a redirect from `from` (the chain began at `origin`) to another origin `to`, if refused:
+ * a provider's base URL is the operator's choice, a redirect's target is the upstream's, so it may lead
+ * into private address space only from a chain that began there (a self-hosted upstream).
+ */
+export const crossOriginRefusal = async (origin: URL, to: URL): Promise<RedirectRefused | undefined> => {
+  if (to.protocol !== "http:" && to.protocol !== "https:") return new RedirectRefused(`redirected to a ${to.protocol} URL, which is not followed`)
+  if (!(await reachesPrivate(origin, false)) && (await reachesPrivate(to, true))) {
+    return new RedirectRefused(`redirected to ${to.host}, a private or loopback address, which is not followed`)
+  }
+  return undefined
+}
+
 /** A request sent through the global fetch; one made for a client's request is in `waitingUploads` until its answer came. */
-const uploaded = async (input: string | URL, init: RequestInit, cancel: Cancel | undefined): Promise<Response> => {
+const uploaded = async (input: string | URL, given: RequestInit, cancel: Cancel | undefined): Promise<Response> => {
+  // fetch would carry every header but `authorization` through a redirect to another origin: a redirect is
+  // answered as it came (the adapters read a 3xx as a failed call).
+  const init: RequestInit = { redirect: "manual", ...given }
   if (headerRecord(init.headers)["x-request-id"] === undefined) return fetch(input, cancel === undefined ? init : { ...init, signal: cancel.signal() })
   const stop = new AbortController()
   waitingUploads.add(stop)
@@ -383,11 +424,17 @@ const send = async (input: string | URL, init: RequestInit, cancel: Cancel | und
     bounded(message, replyLimit).resume()
     if (redirects === 20) throw new TypeError("fetch failed: redirect count exceeded")
     const next = new URL(location, attempt.url)
+    const crossOrigin = next.origin !== attempt.url.origin
+    if (crossOrigin) {
+      const refused = await crossOriginRefusal(url, next)
+      if (refused !== undefined) throw refused
+    }
     const status = message.statusCode!
     const toGet = status === 303 ? attempt.method !== "HEAD" : (status === 301 || status === 302) && attempt.method === "POST"
-    const nextHeaders = { ...attempt.headers }
+    // To another origin only headers that carry no credential go on (fetch drops `authorization` alone; the
+    // gateway's keys also travel as x-api-key, x-goog-api-key, api-key).
+    const nextHeaders = crossOrigin ? Object.fromEntries(Object.entries(attempt.headers).filter(([h]) => CROSS_ORIGIN_HEADERS.has(h))) : { ...attempt.headers }
     if (toGet) for (const h of ["content-type", "content-length", "content-encoding", "content-language", "content-location"]) delete nextHeaders[h]
-    if (next.origin !== attempt.url.origin) delete nextHeaders["authorization"]
     attempt = { url: next, method: toGet ? "GET" : attempt.method, headers: nextHeaders, body: toGet ? undefined : attempt.body }
   }
 }

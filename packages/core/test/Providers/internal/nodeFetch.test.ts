@@ -15,7 +15,7 @@ import { postJsonNow, postMultipart, postSseNow } from "../../../src/Providers/i
 import * as ProviderHealth from "../../../src/Providers/ProviderHealth.ts"
 import type { AvatarRecord } from "../../../src/Storage/AvatarStore.ts"
 import { Metering } from "../../../src/Storage/Metering.ts"
-import { nodeFetch, readWebBody, ReplyTooLarge, setReplyLimit } from "../../../src/Providers/internal/nodeFetch.ts"
+import { crossOriginRefusal, nodeFetch, readWebBody, ReplyTooLarge, setReplyLimit } from "../../../src/Providers/internal/nodeFetch.ts"
 import { GiB, sendGzipBomb } from "../../support/bombs.ts"
 import { Cancel } from "../../../src/Providers/internal/cancel.ts"
 import { getEventListeners } from "node:events"
@@ -186,5 +186,58 @@ describe("bounded reply bodies", () => {
     const { port } = await a.json()
     const b = await nodeFetch(`${url}/port`)
     expect(await b.text()).toBe(JSON.stringify({ port }))
+  })
+})
+
+describe("redirects of upstream calls", () => {
+  const servers: Array<http.Server> = []
+  const listen = async (handler: http.RequestListener) => {
+    const server = http.createServer(handler)
+    servers.push(server)
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+    return server.address() as AddressInfo
+  }
+  afterAll(() => {
+    for (const s of servers) s.close()
+  })
+
+  it("send no credential header on to another origin, and the body and its credentials on within one", async () => {
+    const seen: Array<{ readonly host: string; readonly headers: http.IncomingHttpHeaders }> = []
+    const target = await listen((req, res) => {
+      seen.push({ host: "target", headers: req.headers })
+      res.writeHead(200, { "content-type": "application/json" }).end("{\"ok\":true}")
+    })
+    const origin = await listen((req, res) => {
+      seen.push({ host: "origin", headers: req.headers })
+      // First to itself (same origin), then to the other server (localhost: another origin).
+      res.writeHead(307, { location: req.url === "/first" ? "/second" : `http://localhost:${target.port}/landed` }).end()
+    })
+    const credentials = { "authorization": "Bearer sk-a", "x-api-key": "sk-b", "x-goog-api-key": "sk-c", "api-key": "sk-d", "anthropic-version": "2023-06-01" }
+    const res = await nodeFetch(`http://127.0.0.1:${origin.port}/first`, { method: "POST", headers: { ...credentials, "content-type": "application/json" }, body: "{}" })
+    expect(await res.json()).toEqual({ ok: true })
+    expect(seen.map((s) => s.host)).toEqual(["origin", "origin", "target"])
+    expect(seen[1]!.headers).toMatchObject(credentials)
+    for (const name of Object.keys(credentials)) expect(seen[2]!.headers[name], name).toBeUndefined()
+    expect(seen[2]!.headers["content-type"]).toBe("application/json")
+  })
+
+  it("never lead from a public origin into private or loopback address space, nor to another scheme", async () => {
+    const publicOrigin = new URL("https://93.184.216.34/v1/messages")
+    for (const to of ["http://127.0.0.1:9/latest/meta-data/", "http://169.254.169.254/", "http://10.0.0.5/x", "http://[::1]/x", "http://[::ffff:127.0.0.1]/"]) {
+      expect((await crossOriginRefusal(publicOrigin, new URL(to)))?.message, to).toMatch(/a private or loopback address, which is not followed/)
+    }
+    expect((await crossOriginRefusal(publicOrigin, new URL("file:///etc/passwd")))?.message).toMatch(/a file: URL/)
+    expect(await crossOriginRefusal(publicOrigin, new URL("https://93.184.216.35/v1/messages"))).toBeUndefined()
+    // A self-hosted upstream (a private base URL, the operator's choice) may redirect within private space.
+    expect(await crossOriginRefusal(new URL("http://10.0.0.4:8000/v1"), new URL("http://10.0.0.5:8000/v1"))).toBeUndefined()
+  })
+
+  it("answer a refused redirect as the upstream's fault, naming it", async () => {
+    const origin = await listen((_req, res) => res.writeHead(302, { location: "ftp://127.0.0.1/x" }).end())
+    const failed = await Effect.runPromise(Effect.flip(Effect.tryPromise({
+      try: () => postJsonNow("anthropic", `http://127.0.0.1:${origin.port}/v1/messages`, { "x-api-key": "sk-x" }, {}, new Cancel()),
+      catch: (e) => e
+    })))
+    expect(String((failed as Error).message)).toMatch(/anthropic.*redirected to a ftp: URL, which is not followed/)
   })
 })
