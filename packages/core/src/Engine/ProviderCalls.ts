@@ -13,6 +13,7 @@ import { Context, Duration, Effect, Layer, Option, Runtime } from "effect"
 import { costKnown, costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
 import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ChunkExtra, FinishReason, StreamEvent, Target, TokenUsage, WireRequest } from "../Providers/Chat.ts"
+import { reportedCount } from "../Providers/Chat.ts"
 import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
 import { Cancel } from "../Providers/internal/cancel.ts"
 import { stopWaitingRequests } from "../Providers/internal/nodeFetch.ts"
@@ -127,22 +128,14 @@ export const estimate = (messages: ReadonlyArray<ChatMessage>, completion: strin
  * An answer whose finish reason says the upstream failed to finish it (Mistral's `error`, Cohere's
  * `ERROR`, Gemini's `MALFORMED_FUNCTION_CALL`, …): a failed call, not a short success.
  */
-const upstreamFailedAnswer = (provider: string) => protocolError(provider, "the answer ended in an error (its finish reason says so)")
+const upstreamFailedAnswer = (provider: string, usage?: Partial<TokenUsage>) => {
+  const { kind, message, retryable } = protocolError(provider, "the answer ended in an error (its finish reason says so)")
+  return new UpstreamError({ provider, kind, message, retryable, usage })
+}
 
 /** How long closing the engine waits for the calls and usage records under way (all cut by then at a graceful stop). */
 const RECORDS_AT_CLOSE = Duration.seconds(5)
 
-/** Above any model's context: a larger count for one call is not believed. */
-const MAX_TOKENS_PER_CALL = 1_000_000_000
-
-/**
- * A count an upstream reported, when it can be one: a whole number from 0 to MAX_TOKENS_PER_CALL.
- * Anything else (negative, fractional, huge, not a number) is an upstream's mistake that must not
- * reach quota, cost or usage: the gateway counts with its tokenizer instead, as for a count the
- * upstream did not report (docs/quota.md).
- */
-export const reportedCount = (n: unknown): number | undefined =>
-  typeof n === "number" && Number.isInteger(n) && n >= 0 && n <= MAX_TOKENS_PER_CALL ? n : undefined
 
 /**
  * A usage report of the counts given, with the upstream's believable cache and reasoning counts;
@@ -162,6 +155,9 @@ const usageReport = (promptTokens: number, completionTokens: number, estimated: 
     ...(reasoning !== undefined && reasoning <= completionTokens ? { reasoningTokens: reasoning } : {})
   }
 }
+
+/** The usage of a failed answer: the counts it reported believably, none for the rest (no tokenizer for a failure). */
+const failedUsage = (u: Partial<TokenUsage>): UsageReport => usageReport(reportedCount(u.promptTokens) ?? 0, reportedCount(u.completionTokens) ?? 0, false, u)
 
 /** The usage as the upstream reported it, when it reported both counts believably (no tokenizer needed). */
 export const reportedUsage = (u: Partial<TokenUsage> | undefined): UsageReport | undefined => {
@@ -527,7 +523,9 @@ const makeService = Effect.gen(function*() {
             continue
           }
         }
-        await record(call.avatar, target, capability, NO_USAGE, Math.round(performance.now() - started), false, call.requestId)
+        // An answer that failed by its finish reason is recorded with the counts it reported (as a failed stream's).
+        const used = upstream && e.usage !== undefined ? failedUsage(e.usage) : NO_USAGE
+        await record(call.avatar, target, capability, used, Math.round(performance.now() - started), false, call.requestId)
         throw upstream ? toGatewayError(e) satisfies GatewayError : e
       }
     }
@@ -566,7 +564,7 @@ const makeService = Effect.gen(function*() {
         request: wire.request(t, call.request(t), false),
         result: (provider, body) => {
           const answer = wire.result(provider, body)
-          return !(answer instanceof UpstreamError) && answer.finishReason === "error" ? upstreamFailedAnswer(provider) : answer
+          return !(answer instanceof UpstreamError) && answer.finishReason === "error" ? upstreamFailedAnswer(provider, answer.usage) : answer
         }
       }
     })

@@ -9,7 +9,7 @@ import { Completions } from "../Capabilities/Completions.ts"
 import { GatewayConfig } from "../Config.ts"
 import { Catalog, type ConfiguredProvider, data } from "../Catalog/Catalog.ts"
 import { costOf } from "../Cost.ts"
-import { reportedCount } from "../Engine/ProviderCalls.ts"
+import { reportedCount } from "../Providers/Chat.ts"
 import * as OpenAiCompatible from "../Providers/OpenAiCompatible.ts"
 import {
   batchInputLine,

@@ -217,7 +217,8 @@ export const wire: ChatWire = {
         .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) })),
       finishReason: finishReason(body.stop_reason),
       ...stopSequenceOf(body),
-      usage: usage.promptTokens !== undefined ? { completionTokens: 0, ...usage, promptTokens: usage.promptTokens } : undefined,
+      // A count left out is counted by the gateway (ProviderCalls.estimatedUsage), never taken as 0.
+      usage,
       ...(reasoning.length > 0 ? { reasoning } : {})
     }
   },

@@ -142,6 +142,18 @@ export interface TokenUsage {
   readonly reasoningTokens?: number | undefined
 }
 
+/** Above any model's context: a larger count for one call is not believed. */
+const MAX_TOKENS_PER_CALL = 1_000_000_000
+
+/**
+ * A count an upstream reported, when it can be one: a whole number from 0 to MAX_TOKENS_PER_CALL.
+ * Anything else (negative, fractional, huge, not a number) is an upstream's mistake that must not
+ * reach quota, cost or usage: the gateway counts with its tokenizer instead, as for a count the
+ * upstream did not report (docs/quota.md). Adapters that do arithmetic on counts take only these.
+ */
+export const reportedCount = (n: unknown): number | undefined =>
+  typeof n === "number" && Number.isInteger(n) && n >= 0 && n <= MAX_TOKENS_PER_CALL ? n : undefined
+
 export interface ChatResult {
   readonly content: string
   readonly toolCalls: ReadonlyArray<ToolCall>

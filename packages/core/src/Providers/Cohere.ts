@@ -90,10 +90,11 @@ const unsupported = (r: ChatRequest): string | undefined => {
   return undefined
 }
 
-const usageOf = (u: any): TokenUsage | undefined => {
+/** The counts Cohere reports (billed units, else tokens); one left out is counted by the gateway, never taken as 0. */
+const usageOf = (u: any): Partial<TokenUsage> | undefined => {
   const counts = u?.billed_units?.input_tokens !== undefined ? u.billed_units : u?.tokens
   return typeof counts?.input_tokens === "number"
-    ? { promptTokens: counts.input_tokens, completionTokens: typeof counts.output_tokens === "number" ? counts.output_tokens : 0 }
+    ? { promptTokens: counts.input_tokens, ...(counts.output_tokens !== undefined ? { completionTokens: counts.output_tokens } : {}) }
     : undefined
 }
 

@@ -6,7 +6,7 @@
  * ("Translation across wire formats").
  */
 import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, StreamEvent, Target, TokenUsage, ToolCall } from "./Chat.ts"
-import { refusal } from "./Chat.ts"
+import { refusal, reportedCount } from "./Chat.ts"
 import { geminiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import { answerSchemaOf, commonRefusal, dataUrlOf, hasTools, imagesOfRequest, imageTypeOfUrl, toolArgumentsOf, toolChoiceMatters } from "./internal/translation.ts"
@@ -214,13 +214,18 @@ const callsOf = (parts: Array<any>, offset: number): Array<ToolCall> =>
  * Thinking tokens are output tokens, billed as such.
  */
 const usageOf = (u: any): Partial<TokenUsage> | undefined => {
-  if (typeof u?.promptTokenCount !== "number") return undefined
-  const cached = typeof u.cachedContentTokenCount === "number" && u.cachedContentTokenCount <= u.promptTokenCount ? u.cachedContentTokenCount : undefined
-  const thoughts = typeof u.thoughtsTokenCount === "number" ? u.thoughtsTokenCount : undefined
+  // Only counts that are counts take part in the arithmetic: a negative cache count would raise the prompt's.
+  const prompt = reportedCount(u?.promptTokenCount)
+  if (prompt === undefined) return undefined
+  const cached = reportedCount(u.cachedContentTokenCount)
+  const read = cached !== undefined && cached <= prompt ? cached : undefined
+  const thoughts = reportedCount(u.thoughtsTokenCount)
+  const candidates = reportedCount(u.candidatesTokenCount)
   return {
-    promptTokens: u.promptTokenCount - (cached ?? 0),
-    completionTokens: (u.candidatesTokenCount ?? 0) + (thoughts ?? 0),
-    ...(cached !== undefined ? { cacheReadTokens: cached } : {}),
+    promptTokens: prompt - (read ?? 0),
+    // Left out, the completion is counted by the gateway (ProviderCalls.estimatedUsage), never taken as 0.
+    ...(candidates !== undefined ? { completionTokens: candidates + (thoughts ?? 0) } : {}),
+    ...(read !== undefined ? { cacheReadTokens: read } : {}),
     ...(thoughts !== undefined ? { reasoningTokens: thoughts } : {})
   }
 }

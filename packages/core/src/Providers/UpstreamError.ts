@@ -4,6 +4,7 @@
  */
 import { Data } from "effect"
 import { Busy, UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
+import type { TokenUsage } from "./Chat.ts"
 
 export class UpstreamError extends Data.TaggedError("UpstreamError")<{
   readonly provider: string
@@ -14,6 +15,8 @@ export class UpstreamError extends Data.TaggedError("UpstreamError")<{
   readonly retryable: boolean
   /** The upstream's own `Retry-After` on a 429 or 503, when it is a minute or less (`retryAfterOf`). */
   readonly retryAfterSeconds?: number | undefined
+  /** The counts an answer reported that failed all the same (its finish reason says so): the failure's usage record keeps them. */
+  readonly usage?: Partial<TokenUsage> | undefined
 }> {}
 
 /** Past this, an upstream's wait is its own business (a daily limit): clients are not told to sit it out. */

@@ -141,6 +141,14 @@ describe("what an upstream's answer may claim", () => {
     expect(reported.usage).toEqual({ promptTokens: 7, completionTokens: 3, totalTokens: 10, estimated: false })
   })
 
+  it("a JSON answer whose finish reason says it failed is a 502, recorded as failed with the counts it reported", async () => {
+    answer = { json: { ...completion({ prompt_tokens: 30, completion_tokens: 40 }), choices: [{ index: 0, message: { role: "assistant", content: "half an" }, finish_reason: "error" }] } }
+    const failed = await engine.complete(call()).then(() => undefined, (e) => e)
+    expect(failed).toMatchObject({ _tag: "UpstreamFailed", message: expect.stringMatching(/its finish reason says so/) })
+    expect(recorded.at(-1)).toMatchObject({ ok: false, promptTokens: 30, completionTokens: 40 })
+    expect(recorded.at(-1)!.costUSD).toBeGreaterThan(0)
+  })
+
   it("a stream's usage that is no count is not believed either", async () => {
     for (const bad of [-1_000_000, 0.25, 1e308]) {
       const { last, record } = await stream(chunk({ role: "assistant", content: "some words" }) + finish() + usageEvent({ prompt_tokens: bad, completion_tokens: bad }) + DONE)

@@ -1,0 +1,35 @@
+/**
+ * Token counts as adapters read them: only counts that are counts take part in an adapter's own
+ * arithmetic, and a count the upstream leaves out stays out (the engine counts it, marked estimated),
+ * never 0. A negative Gemini cache count once raised the prompt to a billion tokens.
+ */
+import { describe, expect, it } from "vitest"
+import * as Anthropic from "../../src/Providers/Anthropic.ts"
+import type { ChatResult } from "../../src/Providers/Chat.ts"
+import * as Cohere from "../../src/Providers/Cohere.ts"
+import * as Gemini from "../../src/Providers/Gemini.ts"
+
+const usageOf = (result: unknown) => (result as ChatResult).usage
+
+describe("usage counts read by adapters", () => {
+  const gemini = (usageMetadata: unknown) =>
+    usageOf(Gemini.wire.result("google", { candidates: [{ content: { parts: [{ text: "hi" }] }, finishReason: "STOP" }], usageMetadata }))
+
+  it("Gemini: a cache or thinking count that is no count takes no part; a missing candidates count stays out", () => {
+    expect(gemini({ promptTokenCount: 10, candidatesTokenCount: 200, cachedContentTokenCount: -999_999_990 })).toEqual({ promptTokens: 10, completionTokens: 200 })
+    expect(gemini({ promptTokenCount: 10, candidatesTokenCount: 200, thoughtsTokenCount: -200 })).toEqual({ promptTokens: 10, completionTokens: 200 })
+    expect(gemini({ promptTokenCount: 10, candidatesTokenCount: 200, thoughtsTokenCount: 1.5 })).toEqual({ promptTokens: 10, completionTokens: 200 })
+    expect(gemini({ promptTokenCount: 7 })).toEqual({ promptTokens: 7 })
+    expect(gemini({ promptTokenCount: -7, candidatesTokenCount: 3 })).toBeUndefined()
+    // Believable counts still do their arithmetic.
+    expect(gemini({ promptTokenCount: 100, candidatesTokenCount: 20, cachedContentTokenCount: 60, thoughtsTokenCount: 5 }))
+      .toEqual({ promptTokens: 40, completionTokens: 25, cacheReadTokens: 60, reasoningTokens: 5 })
+  })
+
+  it("Anthropic and Cohere: a missing output count stays out, not 0", () => {
+    const anthropic = Anthropic.wire.result("anthropic", { content: [{ type: "text", text: "hi" }], stop_reason: "end_turn", usage: { input_tokens: 7 } })
+    expect(usageOf(anthropic)).toEqual({ promptTokens: 7 })
+    const cohere = Cohere.wire.result("cohere", { message: { content: [{ type: "text", text: "hi" }] }, finish_reason: "COMPLETE", usage: { billed_units: { input_tokens: 7 } } })
+    expect(usageOf(cohere)).toEqual({ promptTokens: 7 })
+  })
+})
