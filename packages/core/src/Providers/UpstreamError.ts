@@ -37,12 +37,35 @@ export const isRetryableStatus = (status: number) => status === 408 || status ==
 
 /** Credentials an upstream may echo back (a proxy's error page showing the request's headers). */
 const ECHOED_CREDENTIALS = /\b(Bearer|Basic)\s+[^\s"',;<]+/gi
+/** The headers the gateway's keys travel in, echoed as `name: value` or `name=value`. */
+const ECHOED_KEY_HEADERS = /\b(x-api-key|x-goog-api-key|api-key|x-auth-token|authorization|proxy-authorization)(["']?\s*[:=]\s*["']?)(?!Bearer\b|Basic\b)[^\s"',;&<]+/gi
+/** Keys in a URL's query. */
+const ECHOED_QUERY_KEYS = /([?&](?:key|api_key|apikey|token|access_token)=)[^\s"'&#<]+/gi
+/** Key formats that are secrets wherever they appear (OpenAI and Anthropic `sk-…`, Google `AIza…`, Groq `gsk_…`, xAI `xai-…`). */
+const KEY_FORMATS = /\b(?:sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,})/g
+
+/** Longest upstream text shown to a caller (an error message, a stream's error event): the rest is counted, not sent or logged. */
+const SHOWN_CHARACTERS = 1_000
+
+/**
+ * Text an upstream wrote, as a caller may see it: an HTML page (a proxy's or a framework's error page,
+ * often with internals) named, not shown; credentials it echoes redacted (an `Authorization` scheme's,
+ * the key headers', query keys, well-known key formats); cut at SHOWN_CHARACTERS.
+ */
+export const shownUpstreamText = (text: string): string => {
+  if (/^\s*</.test(text)) return `an HTML page of ${text.length} characters (not shown)`
+  const cut = text.length > SHOWN_CHARACTERS ? `${text.slice(0, SHOWN_CHARACTERS)}… (${text.length} characters)` : text
+  return cut
+    .replace(ECHOED_CREDENTIALS, "$1 [redacted]")
+    .replace(ECHOED_KEY_HEADERS, "$1$2[redacted]")
+    .replace(ECHOED_QUERY_KEYS, "$1[redacted]")
+    .replace(KEY_FORMATS, "[redacted]")
+}
 
 /**
  * The human message of an upstream's error body, for the caller: the message field of the usual
- * JSON shapes (OpenAI, Anthropic, Gemini, Cohere, plain), else the start of a plain-text body. An
- * HTML page (a proxy's or a framework's error page, often with internals) is named, not shown, and
- * an `Authorization` credential echoed anywhere in the message is redacted.
+ * JSON shapes (OpenAI, Anthropic, Gemini, Cohere, plain), else the start of a plain-text body, as
+ * `shownUpstreamText` shows it.
  */
 export const upstreamMessage = (body: string): string => {
   let message: string | undefined
@@ -54,8 +77,7 @@ export const upstreamMessage = (body: string): string => {
   } catch {
     // not JSON
   }
-  message ??= /^\s*</.test(body) ? `an HTML page of ${body.length} characters (not shown)` : body.slice(0, 300) || "no error body"
-  return message.replace(ECHOED_CREDENTIALS, "$1 [redacted]")
+  return shownUpstreamText(message ?? (/^\s*</.test(body) ? body : body.slice(0, 300)) ?? "") || "no error body"
 }
 
 export const fromHttp = (provider: string, status: number, body: string, retryAfter?: string | null) => {
@@ -78,8 +100,9 @@ export const connectFailed = (provider: string, cause: unknown) =>
     retryable: true
   })
 
+/** An answer that is not what the wire says; `detail` may quote the upstream (a stream's error event), shown as `shownUpstreamText` shows it. */
 export const protocolError = (provider: string, detail: string) =>
-  new UpstreamError({ provider, kind: "protocol", message: `${provider} sent an unexpected answer: ${detail}`, retryable: false })
+  new UpstreamError({ provider, kind: "protocol", message: `${provider} sent an unexpected answer: ${shownUpstreamText(detail)}`, retryable: false })
 
 /** An attempt the gateway ended itself with `message` (not retried on another provider). */
 export const stoppedError = (provider: string, message: string) =>

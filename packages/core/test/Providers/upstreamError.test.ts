@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { errorParts } from "../../src/Http/Edge.ts"
-import { fromHttp, retryAfterOf, toGatewayError, upstreamMessage } from "../../src/Providers/UpstreamError.ts"
+import { fromHttp, protocolError, retryAfterOf, toGatewayError, upstreamMessage } from "../../src/Providers/UpstreamError.ts"
 
 describe("upstreamMessage", () => {
   it("reads the message of the usual JSON error shapes", () => {
@@ -32,6 +32,25 @@ describe("upstreamMessage", () => {
     expect(upstreamMessage("bad request; headers: Authorization: Bearer sk-live-123456789abcdef")).toBe("bad request; headers: Authorization: Bearer [redacted]")
     expect(upstreamMessage(JSON.stringify({ error: { message: "denied for basic dXNlcjpwYXNz, retry" } }))).toBe("denied for basic [redacted], retry")
     expect(fromHttp("p", 401, "Authorization: Bearer sk-secret-0123456789").message).not.toContain("sk-secret")
+  })
+
+  it("redacts the key headers, query keys and well-known key formats too, in error bodies and in stream errors", () => {
+    const echoed = "denied: x-api-key: sk-ant-SECRET456 / x-goog-api-key=AIzaGOOGLESECRET789abcdefghij / https://h/v1?key=co-SECRET000&x=1 / api-key: \"az-SECRET\" / gsk_abcdefghijklmnopqrstuvwx"
+    const shown = upstreamMessage(JSON.stringify({ error: { message: echoed } }))
+    for (const secret of ["SECRET456", "AIzaGOOGLE", "co-SECRET000", "az-SECRET", "gsk_abc"]) expect(shown, secret).not.toContain(secret)
+    expect(shown).toContain("x-api-key: [redacted]")
+    expect(shown).toContain("?key=[redacted]&x=1")
+    // A stream's error event reaches the client through protocolError: the same rules.
+    const inStream = protocolError("openai", "stream error: overloaded Bearer sk-oa-SECRET123 x-api-key: sk-ant-SECRET456").message
+    expect(inStream).toBe("openai sent an unexpected answer: stream error: overloaded Bearer [redacted] x-api-key: [redacted]")
+  })
+
+  it("cuts a long message and names an HTML one, also inside JSON", () => {
+    const long = upstreamMessage(JSON.stringify({ error: { message: `bad ${"A".repeat(3_000_000)}` } }))
+    expect(long.length).toBeLessThan(1_100)
+    expect(long).toMatch(/… \(3000004 characters\)$/)
+    expect(upstreamMessage(JSON.stringify({ message: "<html><pre>Traceback at /srv/app.py</pre></html>" }))).toMatch(/^an HTML page of \d+ characters \(not shown\)$/)
+    expect(protocolError("p", `stream error: ${"x".repeat(200_000)}`).message.length).toBeLessThan(1_200)
   })
 })
 
