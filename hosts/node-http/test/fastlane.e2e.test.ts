@@ -526,6 +526,28 @@ describe("fast lane", () => {
     expect(server.output()).not.toMatch(/unexpected failure|closed the connection/)
     expect(routeServer.output()).not.toMatch(/unexpected failure|closed the connection/)
   })
+
+  it("a client that leaves with pipelined requests waiting cancels their calls too, on the lane as on the route", async () => {
+    // The second request's answer waits for the first: it had no socket and heard nothing, so its upstream call
+    // ran on for nobody and was recorded as a success.
+    openai.setScenario({ kind: "hang" })
+    for (const target of [server, routeServer]) {
+      const closed = openai.closedSockets
+      const received = openai.requests.length
+      const body = JSON.stringify({ model: "gpt-4o-mini", messages: hi })
+      const request = `POST ${PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      const socket = net.connect(new URL(target.url).port as unknown as number, "127.0.0.1")
+      await new Promise<void>((r) => socket.once("connect", () => r()))
+      socket.write(request + request)
+      const until = Date.now() + 5000
+      while (openai.requests.length < received + 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+      expect([target.url, openai.requests.length - received]).toEqual([target.url, 2])
+      socket.destroy()
+      while (openai.closedSockets < closed + 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+      expect([target.url, openai.closedSockets - closed]).toEqual([target.url, 2])
+    }
+    openai.setScenario({ kind: "text", text: "still here" })
+  })
 })
 
 describe("fast lane: rerank and guardrails", () => {
