@@ -303,6 +303,13 @@ export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport,
   ...(stopSequence !== undefined && error === undefined ? { stopSequence } : {})
 })
 
+/**
+ * What a stream's reader answers `emit` when it cannot take more yet (a client that does not read):
+ * the call by which it says when it can. The upstream is not read meanwhile (its TCP window closes),
+ * so an answer waits at the upstream, not in the gateway's memory.
+ */
+export type WhenReady = (resume: () => void) => void
+
 /** An opened stream: the target that accepted it, and `run`, which delivers its chunks. */
 export interface ChatStream {
   readonly target: Target
@@ -313,7 +320,7 @@ export interface ChatStream {
    * read that completed the upstream's answer on: only the final chunk follows, once usage is
    * recorded (a writer may hold them and send them with it).
    */
-  readonly run: (emit: (chunks: ReadonlyArray<StreamChunk>, upstreamDone: boolean) => void) => Promise<void>
+  readonly run: (emit: (chunks: ReadonlyArray<StreamChunk>, upstreamDone: boolean) => WhenReady | void) => Promise<void>
   /**
    * Ends the stream now, for a reason of the gateway's own (a host's deadline): the upstream call
    * is aborted, usage so far is recorded as a failed call, and the final chunk carries `error`.
@@ -707,8 +714,22 @@ const makeService = Effect.gen(function*() {
           }
           const take = (events: ReadonlyArray<SseEvent>, upstreamDone = false) => {
             const { chunks, stop } = account.onRead(events, decode)
-            if (chunks.length > 0) emit(chunks, upstreamDone || stop !== undefined)
+            if (chunks.length > 0) {
+              const whenReady = emit(chunks, upstreamDone || stop !== undefined)
+              if (whenReady !== undefined && !upstreamDone && stop === undefined) holdUpstream(whenReady)
+            }
             if (stop !== undefined) end(stop === null ? undefined : streamErrorOf(stop))
+          }
+          // The reader is full: the upstream is not read, nor timed for idleness, until it can take more.
+          const holdUpstream = (whenReady: WhenReady) => {
+            body.pause()
+            clearTimeout(timer)
+            timer = undefined
+            whenReady(() => {
+              if (ended) return
+              arm()
+              body.resume()
+            })
           }
           // The idle timer restarts on every read (refresh: no new timer), keep-alive comments
           // included: upstreams send them while the answer waits for capacity (DeepSeek, OpenRouter).

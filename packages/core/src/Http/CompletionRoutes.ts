@@ -209,6 +209,9 @@ export const toInput = (body: typeof ToolResultBody.Type, messages: ReadonlyArra
 
 const encoder = new TextEncoder()
 
+/** Text held for a stream's consumer past which the upstream is not read until it pulls (ProviderCalls.WhenReady). */
+const HELD_CHARACTERS = 64 * 1024
+
 /**
  * A chat stream's text as an Effect stream: `opening`, the frames of its chunks, `trailer`. What
  * the run emitted since the consumer last pulled leaves as one piece (one socket write). The run
@@ -222,10 +225,15 @@ const pulledText = (opened: ChatStream, frames: (chunk: StreamChunk) => string, 
     let ended = false
     let failure: { readonly cause: unknown } | undefined
     let waiting: ((next: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>>) => void) | undefined
+    // The run waits while more than HELD_CHARACTERS are held for a consumer that does not pull (a client that does not read).
+    let resumeRun: (() => void) | undefined
     const next = (): Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> | undefined => {
       if (held !== "") {
         const text = held
         held = ""
+        const resume = resumeRun
+        resumeRun = undefined
+        resume?.()
         return Effect.succeed(Chunk.of(encoder.encode(text)))
       }
       if (failure !== undefined) return Effect.die(failure.cause)
@@ -244,6 +252,7 @@ const pulledText = (opened: ChatStream, frames: (chunk: StreamChunk) => string, 
       opened.run((chunks) => {
         for (const chunk of chunks) held += frames(chunk)
         wake()
+        return held.length > HELD_CHARACTERS ? (resume: () => void) => void (resumeRun = resume) : undefined
       }).then(
         () => {
           held += trailer

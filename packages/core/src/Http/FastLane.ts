@@ -210,6 +210,8 @@ export const make = Effect.gen(function*() {
           for (const chunk of chunks) out += frames(chunk)
           holding ||= upstreamDone && serving > 1
           if (out !== "") send(out, process.nextTick)
+          // A client that does not read: the upstream waits with it (ProviderCalls.WhenReady).
+          return res.writableNeedDrain ? (resume: () => void) => void res.once("drain", resume) : undefined
         })
         res.end(trailer)
         return STREAMED

@@ -110,7 +110,7 @@ describe("what an upstream's answer may claim", () => {
   }
   const streamed = async (family?: string, model?: string) => {
     const chunks: Array<ProviderCalls.StreamChunk> = []
-    await (await engine.openStream(call(family, model))).run((c) => chunks.push(...c))
+    await (await engine.openStream(call(family, model))).run((c) => void chunks.push(...c))
     return { chunks, last: chunks.at(-1)!, record: recorded.at(-1)! }
   }
   const stream = (sse: string, family?: string, model?: string) => {
@@ -147,6 +147,41 @@ describe("what an upstream's answer may claim", () => {
     expect(failed).toMatchObject({ _tag: "UpstreamFailed", message: expect.stringMatching(/its finish reason says so/) })
     expect(recorded.at(-1)).toMatchObject({ ok: false, promptTokens: 30, completionTokens: 40 })
     expect(recorded.at(-1)!.costUSD).toBeGreaterThan(0)
+  })
+
+  it("a reader that cannot take more holds the upstream: its answer waits there, not in the gateway's memory", async () => {
+    // A client that did not read made the gateway read a whole 32 MiB answer into memory, per stream.
+    const piece = chunk({ content: "x".repeat(8_000) })
+    const pieces = 3_500
+    let written = 0
+    answer = {
+      script: async (res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        for (let i = 0; i < pieces; i++) {
+          written += piece.length
+          if (!res.write(piece)) await new Promise((r) => res.once("drain", r))
+        }
+        res.end(finish() + DONE)
+      }
+    }
+    let release: (() => void) | undefined
+    let content = 0
+    const opened = await engine.openStream(call())
+    const ran = opened.run((chunks) => {
+      for (const c of chunks) content += c.content?.length ?? 0
+      // Full after the first read, until the test says otherwise.
+      return release === undefined ? (resume) => void (release = resume) : undefined
+    })
+    await new Promise((r) => setTimeout(r, 1_000))
+    expect(release).toBeDefined()
+    expect(written).toBeLessThan((pieces * piece.length) / 2)
+    const heldAt = written
+    await new Promise((r) => setTimeout(r, 300))
+    expect(written).toBe(heldAt)
+    release!()
+    await ran
+    expect(content).toBe(pieces * 8_000)
+    expect(recorded.at(-1)!.ok).toBe(true)
   })
 
   it("a stream's usage that is no count is not believed either", async () => {
@@ -206,7 +241,7 @@ describe("what an upstream's answer may claim", () => {
     const early = await engine.openStream(stopped)
     early.stop({ message: "out of time, early", code: "Busy" })
     const last: Array<ProviderCalls.StreamChunk> = []
-    await early.run((c) => last.push(...c))
+    await early.run((c) => void last.push(...c))
     expect(last.at(-1)).toMatchObject({ done: true, error: "out of time, early", errorCode: "Busy" })
     expect(health.status("stopped")).toBe("up")
   })
@@ -218,7 +253,7 @@ describe("what an upstream's answer may claim", () => {
     answer = { script: async (res) => void (received.stream ? res.writeHead(200, { "content-type": "text/event-stream" }).write(chunk({ role: "assistant", content: "thinking" })) : undefined) }
     const [notRun, ...silent] = await Promise.all([stopping.openStream(call()), stopping.openStream(call()), stopping.openStream(call())])
     const chunks: Array<Array<ProviderCalls.StreamChunk>> = [[], []]
-    const runs = silent.map((s, i) => s.run((c) => chunks[i]!.push(...c)))
+    const runs = silent.map((s, i) => s.run((c) => void chunks[i]!.push(...c)))
     for (let i = 0; i < 100 && chunks.some((c) => c.length === 0); i++) await new Promise((r) => setTimeout(r, 10))
     // Two targets: a stop is no reason to try the next one.
     const before = requests
@@ -249,7 +284,7 @@ describe("what an upstream's answer may claim", () => {
     backgroundCall.cancel.abort()
     expect(await background).not.toBe("answered")
     const laterChunks: Array<ProviderCalls.StreamChunk> = []
-    await notRun!.run((c) => laterChunks.push(...c))
+    await notRun!.run((c) => void laterChunks.push(...c))
     expect(laterChunks.at(-1)).toMatchObject({ done: true, error: "the gateway is stopping" })
     const other = await stream(chunk({ role: "assistant", content: "a" }) + finish() + DONE)
     expect(other.last.error).toBeUndefined()

@@ -116,7 +116,7 @@ describe("bounded reply bodies", () => {
       messages,
       request: (t) => ({ model: t.model.id, messages })
     })
-    await stream.run((c) => chunks.push(...c))
+    await stream.run((c) => void chunks.push(...c))
     return chunks
   }
 
