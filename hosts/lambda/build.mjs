@@ -9,7 +9,7 @@
  *    Storage/Sql/Sqlite.ts) is replaced by a stub that throws if used; the handler refuses
  *    non-PostgreSQL DATABASE_URLs before any layer is built, so the stub is never reached.
  *  - `pg-native` (an optional peer of pg, used only with `pg.native`) is left external and absent.
- *  - `@aigw/malloc-trim` (core's optional addon, which only the node and MCP hosts load: MallocTrim.ts) is
+ *  - `@aigw/malloc-trim` (the node and MCP hosts' optional addon, which only they load: MallocTrim.ts) is
  *    left external and absent; a Lambda function's memory is what it is configured with.
  *  - The document readers of the sandbox (core's Capabilities/Sandbox.ts finds them next to the bundle):
  *    the runner as dist/Sandbox/runner.cjs, unpdf as it is published (no dependencies), and mammoth

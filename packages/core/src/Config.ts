@@ -152,8 +152,21 @@ export const defaults = (overrides: Partial<GatewayOptions> = {}): GatewayOption
   ...overrides
 })
 
-/** Options given directly (tests, embedding). */
+/** Options given directly (tests, embedding); no provider is configured unless given (`providersFromEnv`). */
 export const layer = (overrides: Partial<GatewayOptions> = {}) => Layer.succeed(GatewayConfig, defaults(overrides))
+
+/**
+ * The providers an environment configures, as the hosts read them (`<ID>_API_KEY`, `<ID>_BASE_URL`, and
+ * the settings some providers take, e.g. `AZURE_OPENAI_API_VERSION`), for `layer` when embedding:
+ * `GatewayConfig.layer({ ...providersFromEnv() })`. An empty value is an unset one.
+ */
+export const providersFromEnv = (env: Readonly<Record<string, string | undefined>> = process.env): Pick<GatewayOptions, "providerEnv" | "setting"> => {
+  const value = (name: string) => Option.fromNullable(env[name]).pipe(Option.filter((v) => v !== ""))
+  return {
+    providerEnv: (id) => ({ apiKey: Option.map(value(`${envPrefix(id)}_API_KEY`), Redacted.make), baseUrl: value(`${envPrefix(id)}_BASE_URL`) }),
+    setting: value
+  }
+}
 
 const nonEmpty = <A>(config: Config.Config<A>) => Config.option(config)
 

@@ -49,3 +49,22 @@ describe("GET /v1/providers' baseUrl", () => {
     expect(shownBaseUrl("https://a@b@host/x?y#z")).toBe("https://host/x")
   })
 })
+
+describe("GatewayConfig.providersFromEnv (embedding)", () => {
+  it("configures the providers an environment names, as the hosts read them; an empty value is unset", async () => {
+    const { Effect, Layer } = await import("effect")
+    const Catalog = await import("../../src/Catalog/Catalog.ts")
+    const GatewayConfig = await import("../../src/Config.ts")
+    const env = { OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: "http://127.0.0.1:9/v1", TOGETHER_AI_API_KEY: "", GROQ_API_KEY: "gsk" }
+    const catalog = await Effect.runPromise(Effect.provide(Catalog.Catalog, Catalog.layer.pipe(Layer.provide(GatewayConfig.layer({ ...GatewayConfig.providersFromEnv(env) })))))
+    const configured = catalog.providers.filter((p) => p.configured).map((p) => p.id)
+    expect(configured).toContain("openai")
+    expect(configured).toContain("groq")
+    expect(configured).not.toContain("together-ai")
+    expect(catalog.providers.find((p) => p.id === "openai")!.endpoint).toBe("http://127.0.0.1:9/v1")
+    // GatewayConfig.layer alone configures none (tests stay off the network).
+    const bare = await Effect.runPromise(Effect.provide(Catalog.Catalog, Catalog.layer.pipe(Layer.provide(GatewayConfig.layer()))))
+    expect(bare.providers.filter((p) => p.configured).map((p) => p.id)).not.toContain("openai")
+    expect(bare.providers.filter((p) => p.configured).map((p) => p.id)).not.toContain("groq")
+  })
+})
