@@ -45,7 +45,10 @@ export const answerUnreadableRequests = <S extends Server>(server: S): S => {
     const answering = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage
     if (error.code === "ECONNRESET" || !socket.writable || answering?.headersSent) return void socket.destroy()
     const [status, reason] = refusalOf(error.code)
-    socket.end(answerText(status, pathOf(error.rawPacket), `The request could not be read: ${reason}.`))
+    // A request whose head was read and whose body did not come in time has no raw packet: the parser's request has its path.
+    const receiving = (socket as Duplex & { parser?: { incoming?: { url?: string } | null } | null }).parser?.incoming?.url
+    const path = error.rawPacket === undefined && receiving?.startsWith("/") ? receiving.split("?", 1)[0]! : pathOf(error.rawPacket)
+    socket.end(answerText(status, path, `The request could not be read: ${reason}.`))
   })
   server.on("checkExpectation", (req, res) => {
     const body = JSON.stringify(errorBody(envelopeOfPath((req.url ?? "/").split("?", 1)[0]!), {

@@ -1,0 +1,38 @@
+/** The parser's refusals in the envelope of the request line's path, also when the head came and the body did not. */
+import * as http from "node:http"
+import * as net from "node:net"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { answerUnreadableRequests } from "../../src/Http/UnreadableRequests.ts"
+
+describe("a request whose body did not come in time", () => {
+  let server: http.Server
+  let port = 0
+  beforeAll(async () => {
+    server = answerUnreadableRequests(http.createServer({ requestTimeout: 300, connectionsCheckingInterval: 50 }, (req) => req.resume()))
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+    port = (server.address() as AddressInfo).port
+  })
+  afterAll(() => server.close())
+
+  const answerTo = (text: string) =>
+    new Promise<string>((resolve) => {
+      let got = ""
+      const socket = net.connect(port, "127.0.0.1", () => socket.write(text))
+      socket.on("data", (d) => (got += d))
+      socket.on("close", () => resolve(got))
+    })
+
+  it("is answered 408 in the envelope of its path (the OpenAI surface's here), not the gateway's", async () => {
+    const got = await answerTo("POST /openai/v1/chat/completions?x=1 HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"mo")
+    expect(got).toMatch(/^HTTP\/1\.1 408 Request Timeout/)
+    const body = JSON.parse(got.slice(got.indexOf("\r\n\r\n") + 4))
+    expect(body).toMatchObject({ error: { message: "The request could not be read: it did not arrive in time." } })
+  })
+
+  it("and a head that did not come in time, in the gateway's", async () => {
+    const got = await answerTo("POST /v1/complete HTTP/1.1\r\nHost: a\r\n")
+    expect(got).toMatch(/^HTTP\/1\.1 408 Request Timeout/)
+    expect(JSON.parse(got.slice(got.indexOf("\r\n\r\n") + 4))).toMatchObject({ isError: true })
+  })
+})
