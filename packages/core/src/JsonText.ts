@@ -124,8 +124,9 @@ export const parseJsonText = (text: string, maxDepth: number): ParsedJson => {
 /**
  * The fields of a parsed JSON object outside `known` (null counts as absent), or undefined when there
  * are none: what a request carries beyond the modelled fields, or an upstream answer beyond the
- * neutral result, to forward or refuse. A "__proto__" field is defined, not assigned: an assignment
- * would make it the copy's prototype, and the field would be lost from the copy.
+ * neutral result, to forward or refuse. A "__proto__" field is left out: a request with one is refused
+ * before it gets here (`protoKeyProblem`), and one an upstream sends would reach clients, where merging
+ * the answer into an object makes it that object's prototype.
  */
 export const fieldsOutside = (o: unknown, known: ReadonlySet<string>): Record<string, unknown> | undefined => {
   if (typeof o !== "object" || o === null) return undefined
@@ -134,9 +135,8 @@ export const fieldsOutside = (o: unknown, known: ReadonlySet<string>): Record<st
   // (and a pair per field). JSON.parse's objects have no enumerable inherited keys.
   for (const k in o) {
     const v = (o as Record<string, unknown>)[k]
-    if (known.has(k) || v === null || v === undefined) continue
-    if (k === PROTO) Object.defineProperty((out ??= {}), k, { value: v, enumerable: true, writable: true, configurable: true })
-    else (out ??= {})[k] = v
+    if (known.has(k) || k === PROTO || v === null || v === undefined) continue
+    ;(out ??= {})[k] = v
   }
   return out
 }
