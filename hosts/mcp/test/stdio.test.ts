@@ -170,7 +170,8 @@ describe("MCP over stdio (hosts/mcp)", () => {
     // The session goes on, and ids keep their type.
     expect(await exchange(ping("abc"), ++n)).toEqual({ jsonrpc: "2.0", id: "abc", result: {} })
     expect(await exchange(ping("7"), ++n)).toEqual({ jsonrpc: "2.0", id: "7", result: {} })
-    expect(await exchange(ping(1.5), ++n)).toEqual({ jsonrpc: "2.0", id: 1.5, result: {} })
+    // MCP's ids are strings or integers: a fractional one is an invalid request, as on /mcp.
+    expect(await exchange(ping(1.5), ++n)).toMatchObject({ id: null, error: { code: -32600, message: expect.stringMatching(/id must be a string or an integer/) } })
     expect(await exchange(ping(null), ++n)).toMatchObject({ id: null, error: { code: -32600 } })
     expect(await exchange(JSON.stringify({ id: 6, method: "ping" }), ++n)).toMatchObject({ id: 6, error: { code: -32600 } })
     expect(await exchange(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "nope/x" }), ++n)).toEqual({ jsonrpc: "2.0", id: 3, error: { code: -32601, message: "Method not found: nope/x" } })
