@@ -77,7 +77,8 @@ export const upstreamMessage = (body: string): string => {
   } catch {
     // not JSON
   }
-  return shownUpstreamText(message ?? (/^\s*</.test(body) ? body : body.slice(0, 300)) ?? "") || "no error body"
+  // A whole HTML page goes in, so that its length is told; other text is cut to its start.
+  return shownUpstreamText(message ?? (/^\s*</.test(body) ? body : body.slice(0, 300))) || "no error body"
 }
 
 export const fromHttp = (provider: string, status: number, body: string, retryAfter?: string | null) => {

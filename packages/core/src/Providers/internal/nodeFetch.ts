@@ -18,14 +18,13 @@
  * are not read) goes through `bounded`: decompression is streamed and stops, with the connection
  * destroyed, once the decoded bytes pass the limit (`config.limits.maxUpstreamResponseBytes`).
  */
-import * as dns from "node:dns"
 import * as http from "node:http"
 import * as https from "node:https"
 import * as net from "node:net"
 import { pipeline, Readable, type Transform } from "node:stream"
 import * as zlib from "node:zlib"
 import { defaultLimits } from "../../Config.ts"
-import { isBlockedAddress } from "../../UrlGuard.ts"
+import { isBlockedAddress, systemResolver } from "../../UrlGuard.ts"
 import { Cancel } from "./cancel.ts"
 
 const agentOptions = {
@@ -326,7 +325,8 @@ export class RedirectRefused extends Error {}
 /** The headers sent on to another origin: none that can carry a credential (x-api-key, x-goog-api-key, api-key, …). */
 const CROSS_ORIGIN_HEADERS = new Set(["accept", "accept-encoding", "accept-language", "user-agent", "content-type", "content-length", "content-encoding", "content-language", "x-request-id", "traceparent"])
 
-const lookup = (hostname: string) => dns.promises.lookup(hostname, { all: true, verbatim: true }).then((found) => found.map((a) => a.address), () => [] as Array<string>)
+/** The host's addresses (UrlGuard's resolver), none when its name does not resolve. */
+const lookup = (hostname: string) => systemResolver(hostname).catch((): ReadonlyArray<string> => [])
 
 /**
  * Whether any address `url`'s host names is one a public request must not reach (UrlGuard.isBlockedAddress);
