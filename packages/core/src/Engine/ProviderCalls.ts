@@ -20,7 +20,7 @@ import { stopWaitingRequests } from "../Providers/internal/nodeFetch.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { authorize, servedBy } from "../Providers/Registry.ts"
-import { protocolError, stoppedError, toGatewayError, UpstreamError } from "../Providers/UpstreamError.ts"
+import { protocolError, stoppedError, toGatewayError, unreadableAnswer, UpstreamError } from "../Providers/UpstreamError.ts"
 import { utcDay } from "../Quota.ts"
 import type { Fallback } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -543,7 +543,13 @@ const makeService = Effect.gen(function*() {
     firstSuccess(call, capability, async (t) => {
       const { request, result } = exchangeOf(t)
       const { body, headers, url } = await authorized(t, request, call)
-      const answer = result(t.provider.id, await postJsonNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.cancel))
+      const json = await postJsonNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.cancel)
+      let answer: A | UpstreamError
+      try {
+        answer = result(t.provider.id, json)
+      } catch (e) {
+        answer = unreadableAnswer(t.provider.id, e)
+      }
       if (answer instanceof UpstreamError) throw answer
       return answer
     })
@@ -739,23 +745,35 @@ const makeService = Effect.gen(function*() {
           }
           // A body with no event in it (an error page, a JSON answer to a stream request) is no empty answer.
           let anyEvent = false
+          // Reading runs in the body's event handlers: what throws there ends this stream, not the process.
           const onData = (bytes: Uint8Array) => {
             if (ended) return
             arm()
-            const events = parser.push(bytes)
-            if (events.length === 0) return
-            anyEvent = true
-            take(events)
+            try {
+              const events = parser.push(bytes)
+              if (events.length === 0) return
+              anyEvent = true
+              take(events)
+            } catch (e) {
+              end(streamErrorOf(unreadableAnswer(provider, e)))
+            }
           }
-          body.on("data", onData)
-          body.once("end", () => {
-            if (ended) return
+          const onEnd = () => {
             const last = parser.end()
             if (!anyEvent && last.length === 0) return end(streamErrorOf(protocolError(provider, "the stream ended without any event")))
             take(last, true)
             if (ended) return
             // Neither the wire's end marker nor a finish reason: the upstream stopped mid-answer.
             end(account.finished() ? undefined : streamErrorOf(protocolError(provider, "the stream ended before the answer did (no finish reason, no end marker)")))
+          }
+          body.on("data", onData)
+          body.once("end", () => {
+            if (ended) return
+            try {
+              onEnd()
+            } catch (e) {
+              end(streamErrorOf(unreadableAnswer(provider, e)))
+            }
           })
           body.once("error", (e) => end(streamErrorOf(streamBroke(provider)(e))))
           stopRun = (error) => end(error, false)

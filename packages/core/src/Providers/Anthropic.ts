@@ -4,8 +4,8 @@
  * `output_config.format`, SSE with typed events. What it refuses, and why, is in
  * docs/providers.md ("Translation across wire formats").
  */
-import type { CacheHint, ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ReasoningPart, StreamEvent, Target, TokenUsage } from "./Chat.ts"
-import { refusal } from "./Chat.ts"
+import type { CacheHint, ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ReasoningPart, StreamEvent, Target, TokenUsage, ToolCall } from "./Chat.ts"
+import { refusal, wireText, wireToolCall, wireToolCallDelta } from "./Chat.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import { answerSchemaOf, commonRefusal, dataUrlOf, pushTurn, toolArgumentsOf, toolChoiceMatters } from "./internal/translation.ts"
 import type { Served } from "./Served.ts"
@@ -190,15 +190,23 @@ const usageOf = (u: any): Partial<TokenUsage> => ({
   ...(typeof u?.cache_read_input_tokens === "number" ? { cacheReadTokens: u.cache_read_input_tokens } : {})
 })
 
-/** thinking and redacted_thinking blocks as reasoning parts. */
-const reasoningOf = (blocks: Array<any>): Array<ReasoningPart> =>
-  blocks.flatMap((b): Array<ReasoningPart> =>
-    b.type === "thinking"
-      ? [{ type: "thinking", text: String(b.thinking ?? ""), signature: String(b.signature ?? "") }]
-      : b.type === "redacted_thinking"
-      ? [{ type: "redacted_thinking", data: String(b.data ?? "") }]
-      : []
-  )
+/** thinking and redacted_thinking blocks as reasoning parts, or the first one's field that is not text. */
+const reasoningOf = (blocks: Array<any>): Array<ReasoningPart> | string => {
+  const parts: Array<ReasoningPart> = []
+  for (const [i, b] of blocks.entries()) {
+    if (b?.type === "thinking") {
+      const text = wireText(b.thinking)
+      const signature = wireText(b.signature)
+      if (text === undefined || signature === undefined) return `content[${i}]: a thinking block's thinking or signature is not text`
+      parts.push({ type: "thinking", text, signature })
+    } else if (b?.type === "redacted_thinking") {
+      const data = wireText(b.data)
+      if (data === undefined) return `content[${i}]: a redacted_thinking block's data is not text`
+      parts.push({ type: "redacted_thinking", data })
+    }
+  }
+  return parts
+}
 const url = (target: Target) => `${target.provider.endpoint}/messages`
 
 export const wire: ChatWire = {
@@ -208,13 +216,25 @@ export const wire: ChatWire = {
   result: (provider, body) => {
     if (!Array.isArray(body?.content)) return protocolError(provider, "no content array")
     const blocks: Array<any> = body.content
+    let content = ""
+    const toolCalls: Array<ToolCall> = []
+    for (const [i, b] of blocks.entries()) {
+      if (b?.type === "text") {
+        const text = wireText(b.text)
+        if (text === undefined) return protocolError(provider, `content[${i}].text is not text`)
+        content += text
+      } else if (b?.type === "tool_use") {
+        const call = wireToolCall(b.id, b.name, b.input, `call_${toolCalls.length}`)
+        if (typeof call === "string") return protocolError(provider, `content[${i}]: ${call}`)
+        toolCalls.push(call)
+      }
+    }
     const reasoning = reasoningOf(blocks)
+    if (typeof reasoning === "string") return protocolError(provider, reasoning)
     const usage = usageOf(body.usage)
     return {
-      content: blocks.filter((b) => b.type === "text").map((b) => String(b.text)).join(""),
-      toolCalls: blocks
-        .filter((b) => b.type === "tool_use")
-        .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) })),
+      content,
+      toolCalls,
       finishReason: finishReason(body.stop_reason),
       ...stopSequenceOf(body),
       // A count left out is counted by the gateway (ProviderCalls.estimatedUsage), never taken as 0.
@@ -225,6 +245,12 @@ export const wire: ChatWire = {
   events: (provider) => {
     // Content block index -> tool ordinal, so tool deltas carry OpenAI-like indexes.
     const toolIndex = new Map<number, number>()
+    // The event of a field's text (none for an empty one unless `keepEmpty`), or the protocol error naming `what`.
+    const textEvent = (value: unknown, what: string, event: (text: string) => StreamEvent, keepEmpty = false): ReadonlyArray<StreamEvent> | UpstreamError => {
+      const text = wireText(value)
+      if (text === undefined) return protocolError(provider, `${what} carries no text`)
+      return text === "" && !keepEmpty ? [] : [event(text)]
+    }
     return (event): ReadonlyArray<StreamEvent> | UpstreamError | null => {
       if (event.event === "message_stop") return null
       if (event.event === "ping") return []
@@ -241,23 +267,30 @@ export const wire: ChatWire = {
         case "content_block_start": {
           const block = data?.content_block
           if (block?.type === "tool_use") {
-            const ordinal = toolIndex.size
-            toolIndex.set(data.index, ordinal)
-            return [{ _tag: "ToolCallDelta", index: ordinal, id: String(block.id), name: String(block.name), arguments: "" }]
+            if (typeof block.name !== "string" || block.name === "") return protocolError(provider, "a tool_use block without a name")
+            const piece = wireToolCallDelta(toolIndex.size, block.id, block.name, undefined)
+            if (typeof piece === "string") return protocolError(provider, piece)
+            toolIndex.set(data.index, piece.index)
+            return [piece]
           }
-          if (block?.type === "thinking") return block.thinking ? [{ _tag: "Reasoning", index: data.index, text: String(block.thinking) }] : []
-          if (block?.type === "redacted_thinking") return [{ _tag: "Reasoning", index: data.index, redacted: String(block.data ?? "") }]
-          return block?.type === "text" && block.text ? [{ _tag: "Text", text: String(block.text) }] : []
+          if (block?.type === "thinking") return textEvent(block.thinking, "a thinking block", (text) => ({ _tag: "Reasoning", index: data.index, text }))
+          if (block?.type === "redacted_thinking") return textEvent(block.data, "a redacted_thinking block", (redacted) => ({ _tag: "Reasoning", index: data.index, redacted }), true)
+          return block?.type === "text" ? textEvent(block.text, "a text block", (text) => ({ _tag: "Text", text })) : []
         }
         case "content_block_delta": {
           const delta = data?.delta
-          if (delta?.type === "text_delta") return [{ _tag: "Text", text: String(delta.text) }]
-          if (delta?.type === "thinking_delta") return [{ _tag: "Reasoning", index: data.index, text: String(delta.thinking ?? "") }]
-          if (delta?.type === "signature_delta") return [{ _tag: "Reasoning", index: data.index, signature: String(delta.signature ?? "") }]
-          if (delta?.type === "input_json_delta") {
-            return [{ _tag: "ToolCallDelta", index: toolIndex.get(data.index) ?? 0, arguments: String(delta.partial_json ?? "") }]
+          switch (delta?.type) {
+            case "text_delta":
+              return textEvent(delta.text, "a text_delta", (text) => ({ _tag: "Text", text }))
+            case "thinking_delta":
+              return textEvent(delta.thinking, "a thinking_delta", (text) => ({ _tag: "Reasoning", index: data.index, text }), true)
+            case "signature_delta":
+              return textEvent(delta.signature, "a signature_delta", (signature) => ({ _tag: "Reasoning", index: data.index, signature }), true)
+            case "input_json_delta":
+              return textEvent(delta.partial_json, "an input_json_delta", (text) => ({ _tag: "ToolCallDelta", index: toolIndex.get(data.index) ?? 0, arguments: text }))
+            default:
+              return []
           }
-          return []
         }
         case "message_delta": {
           const out: Array<StreamEvent> = []

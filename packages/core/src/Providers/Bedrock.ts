@@ -5,8 +5,8 @@
  * requests carry either a Bedrock API key (bearer) or an AWS SigV4 signature (Smithy's signer).
  */
 import { once } from "../Once.ts"
-import type { ChatMessage, ChatRequest, ChatWire, EventParser, FinishReason, StreamEvent, Target } from "./Chat.ts"
-import { refusal } from "./Chat.ts"
+import type { ChatMessage, ChatRequest, ChatWire, EventParser, FinishReason, StreamEvent, Target, ToolCall } from "./Chat.ts"
+import { refusal, wireText, wireToolCall, wireToolCallDelta } from "./Chat.ts"
 import { eventJson } from "./internal/http.ts"
 import type { SseEvent } from "./internal/sse.ts"
 import { commonRefusal, dataUrlOf, hasTools, imagesOfRequest, pushTurn, toolArgumentsOf, toolChoiceMatters } from "./internal/translation.ts"
@@ -196,23 +196,31 @@ const streamEvents = (provider: string) => {
     switch (event.event) {
       case "contentBlockStart": {
         const tool = data?.start?.toolUse
-        if (tool === undefined) return []
+        if (tool === undefined || tool === null) return []
         if (tool.name === ANSWER_TOOL) {
           answerBlocks.add(data.contentBlockIndex)
           return []
         }
-        const ordinal = toolIndex.size
-        toolIndex.set(data.contentBlockIndex, ordinal)
-        return [{ _tag: "ToolCallDelta", index: ordinal, id: String(tool.toolUseId), name: String(tool.name), arguments: "" }]
+        if (typeof tool.name !== "string" || tool.name === "") return protocolError(provider, "a toolUse block without a name")
+        const piece = wireToolCallDelta(toolIndex.size, tool.toolUseId, tool.name, undefined)
+        if (typeof piece === "string") return protocolError(provider, piece)
+        toolIndex.set(data.contentBlockIndex, piece.index)
+        return [piece]
       }
       case "contentBlockDelta": {
         const delta = data?.delta
-        if (typeof delta?.text === "string") return delta.text === "" ? [] : [{ _tag: "Text", text: delta.text }]
+        if (delta?.text !== undefined) {
+          const text = wireText(delta.text)
+          if (text === undefined) return protocolError(provider, "a contentBlockDelta's text is not text")
+          return text === "" ? [] : [{ _tag: "Text", text }]
+        }
         // Reasoning models' thinking, as OpenAI-format providers stream it (`reasoning_content`).
         if (typeof delta?.reasoningContent?.text === "string") return [{ _tag: "Extra", extra: { delta: { reasoning_content: delta.reasoningContent.text } } }]
         if (delta?.toolUse !== undefined) {
-          if (answerBlocks.has(data.contentBlockIndex)) return [{ _tag: "Text", text: String(delta.toolUse.input ?? "") }]
-          return [{ _tag: "ToolCallDelta", index: toolIndex.get(data.contentBlockIndex) ?? 0, arguments: String(delta.toolUse.input ?? "") }]
+          const input = wireText(delta.toolUse?.input)
+          if (input === undefined) return protocolError(provider, "a contentBlockDelta's toolUse.input is not text")
+          if (answerBlocks.has(data.contentBlockIndex)) return [{ _tag: "Text", text: input }]
+          return [{ _tag: "ToolCallDelta", index: toolIndex.get(data.contentBlockIndex) ?? 0, arguments: input }]
         }
         return []
       }
@@ -366,16 +374,27 @@ export const wire: ChatWire = {
   result: (provider, body) => {
     const content = body?.output?.message?.content
     if (!Array.isArray(content)) return protocolError(provider, "no output.message.content array")
-    const blocks: Array<any> = content
-    const uses = blocks.filter((b) => typeof b?.toolUse === "object" && b.toolUse !== null).map((b) => b.toolUse)
-    const answer = uses.find((u) => u.name === ANSWER_TOOL)
-    const calls = uses.filter((u) => u.name !== ANSWER_TOOL)
-    const reasoning = blocks.map((b) => b?.reasoningContent?.reasoningText?.text).filter((t) => typeof t === "string").join("")
+    let text = ""
+    let answer: string | undefined
+    const calls: Array<ToolCall> = []
+    for (const [i, b] of (content as Array<any>).entries()) {
+      if (b?.text !== undefined) {
+        const piece = wireText(b.text)
+        if (piece === undefined) return protocolError(provider, `output.message.content[${i}].text is not text`)
+        text += piece
+      } else if (typeof b?.toolUse === "object" && b.toolUse !== null) {
+        const u = b.toolUse
+        const call = wireToolCall(u.toolUseId, u.name, u.input, `call_${calls.length}`)
+        if (typeof call === "string") return protocolError(provider, `output.message.content[${i}]: ${call}`)
+        // The answer tool's input is the structured answer itself (response_format).
+        if (call.name === ANSWER_TOOL) answer = call.arguments
+        else calls.push(call)
+      }
+    }
+    const reasoning = (content as Array<any>).map((b) => b?.reasoningContent?.reasoningText?.text).filter((t) => typeof t === "string").join("")
     return {
-      content: answer !== undefined
-        ? JSON.stringify(answer.input ?? {})
-        : blocks.filter((b) => typeof b?.text === "string").map((b) => b.text as string).join(""),
-      toolCalls: calls.map((u) => ({ id: String(u.toolUseId), name: String(u.name), arguments: JSON.stringify(u.input ?? {}) })),
+      content: answer ?? text,
+      toolCalls: calls,
       finishReason: finishReason(body.stopReason, calls.length > 0),
       usage: usageOf(body.usage),
       ...(reasoning !== "" ? { extra: { message: { reasoning_content: reasoning } } } : {})

@@ -154,6 +154,55 @@ const MAX_TOKENS_PER_CALL = 1_000_000_000
 export const reportedCount = (n: unknown): number | undefined =>
   typeof n === "number" && Number.isInteger(n) && n >= 0 && n <= MAX_TOKENS_PER_CALL ? n : undefined
 
+/**
+ * An upstream's text field: the string as it came, absent or null as "". Anything else (an object,
+ * a number) is no text: undefined, for the adapter to answer with a protocol error naming the
+ * field, never `"[object Object]"` relayed as a success.
+ */
+export const wireText = (value: unknown): string | undefined =>
+  typeof value === "string" ? value : value === undefined || value === null ? "" : undefined
+
+/**
+ * A tool call's arguments as JSON text: text as it came, an object as its JSON text (some upstreams
+ * send one, and Anthropic, Gemini and Bedrock always do), absent or null as `absent`; anything else
+ * undefined (a protocol error).
+ */
+export const wireArguments = (args: unknown, absent: string): string | undefined =>
+  args === undefined || args === null
+    ? absent
+    : typeof args === "string" ? args : typeof args === "object" && !Array.isArray(args) ? JSON.stringify(args) : undefined
+
+/**
+ * A whole tool call of an upstream's answer, or why it is none: a non-empty name, arguments as
+ * `wireArguments` reads them (`{}` when absent), and the upstream's id, or `fallbackId` when it gave
+ * none (some compatible servers).
+ */
+export const wireToolCall = (id: unknown, name: unknown, args: unknown, fallbackId: string): ToolCall | string => {
+  if (typeof name !== "string" || name === "") return "a tool call without a name"
+  const text = wireArguments(args, "{}")
+  if (text === undefined) return `tool call ${name}: its arguments are neither JSON text nor an object`
+  if (id !== undefined && id !== null && typeof id !== "string") return `tool call ${name}: its id is not a string`
+  return { id: typeof id === "string" && id !== "" ? id : fallbackId, name, arguments: text }
+}
+
+/**
+ * A piece of a streamed tool call, or why it is none: the id and name (on its first piece) must be
+ * strings when given, the arguments text (or an object, taken whole) or absent.
+ */
+export const wireToolCallDelta = (index: number, id: unknown, name: unknown, args: unknown): ToolCallDelta | string => {
+  if (id !== undefined && id !== null && typeof id !== "string") return `tool call ${index}: its id is not a string`
+  if (name !== undefined && name !== null && typeof name !== "string") return `tool call ${index}: its name is not a string`
+  const text = wireArguments(args, "")
+  if (text === undefined) return `tool call ${index}: its arguments are neither JSON text nor an object`
+  return {
+    _tag: "ToolCallDelta",
+    index,
+    ...(typeof id === "string" && id !== "" ? { id } : {}),
+    ...(typeof name === "string" && name !== "" ? { name } : {}),
+    arguments: text
+  }
+}
+
 export interface ChatResult {
   readonly content: string
   readonly toolCalls: ReadonlyArray<ToolCall>
@@ -175,6 +224,9 @@ export interface ChatResult {
     readonly message?: Readonly<Record<string, unknown>>
   } | undefined
 }
+
+/** A piece of a streamed tool call: its id and name come on the first. */
+export type ToolCallDelta = Extract<StreamEvent, { readonly _tag: "ToolCallDelta" }>
 
 /** Events of a streamed answer, already normalised. */
 export type StreamEvent =

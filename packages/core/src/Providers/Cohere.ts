@@ -10,8 +10,8 @@
  * is SSE whose JSON events are typed: content-delta, tool-plan-delta, tool-call-start/-delta,
  * message-end (finish reason and usage); the connection closes after message-end.
  */
-import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ContentPart, FinishReason, StreamEvent, TokenUsage } from "./Chat.ts"
-import { extraFieldOf, refusal } from "./Chat.ts"
+import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ContentPart, FinishReason, StreamEvent, TokenUsage, ToolCall } from "./Chat.ts"
+import { extraFieldOf, refusal, wireText, wireToolCall, wireToolCallDelta } from "./Chat.ts"
 import { cohereEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import { wireToolCalls, wireTools } from "./OpenAiCompatible.ts"
@@ -98,17 +98,34 @@ const usageOf = (u: any): Partial<TokenUsage> | undefined => {
     : undefined
 }
 
-const textOf = (content: unknown) =>
-  Array.isArray(content) ? content.filter((c: any) => c?.type === "text" && typeof c.text === "string").map((c: any) => c.text).join("") : ""
+/** The text of a message's content (its `text` items), or why it has none that can be read. */
+const textOf = (content: unknown): string | { readonly problem: string } => {
+  if (content === undefined || content === null) return ""
+  if (!Array.isArray(content)) return { problem: "message.content is not an array" }
+  let text = ""
+  for (const [i, c] of content.entries()) {
+    if (c?.type !== "text") continue
+    const piece = wireText(c.text)
+    if (piece === undefined) return { problem: `message.content[${i}].text is not text` }
+    text += piece
+  }
+  return text
+}
 
 const result = (provider: string, body: any): ChatResult | UpstreamError => {
   const message = body?.message
   if (typeof message !== "object" || message === null) return protocolError(provider, "no message in the chat answer")
-  const calls: Array<any> = Array.isArray(message.tool_calls) ? message.tool_calls : []
   const text = textOf(message.content)
+  if (typeof text !== "string") return protocolError(provider, text.problem)
+  const toolCalls: Array<ToolCall> = []
+  for (const [i, c] of (Array.isArray(message.tool_calls) ? message.tool_calls : []).entries()) {
+    const call = wireToolCall(c?.id, c?.function?.name, c?.function?.arguments, `call_${i}`)
+    if (typeof call === "string") return protocolError(provider, `message.tool_calls[${i}]: ${call}`)
+    toolCalls.push(call)
+  }
   return {
-    content: text === "" && calls.length > 0 && typeof message.tool_plan === "string" ? message.tool_plan : text,
-    toolCalls: calls.map((c) => ({ id: String(c?.id ?? ""), name: String(c?.function?.name ?? ""), arguments: String(c?.function?.arguments ?? "{}") })),
+    content: text === "" && toolCalls.length > 0 && typeof message.tool_plan === "string" ? message.tool_plan : text,
+    toolCalls,
     finishReason: finishReason(body.finish_reason),
     usage: usageOf(body.usage)
   }
@@ -123,19 +140,15 @@ const events: ChatWire["events"] = (provider) => (event) => {
   switch (chunk.type) {
     case "content-delta":
     case "tool-plan-delta": {
-      const text = chunk.type === "content-delta" ? delta?.content?.text : delta?.tool_plan
-      return typeof text === "string" && text !== "" ? [{ _tag: "Text", text }] : []
+      const text = wireText(chunk.type === "content-delta" ? delta?.content?.text : delta?.tool_plan)
+      if (text === undefined) return protocolError(provider, `a ${chunk.type} event carries no text`)
+      return text !== "" ? [{ _tag: "Text", text }] : []
     }
     case "tool-call-start":
     case "tool-call-delta": {
       const call = delta?.tool_calls
-      return [{
-        _tag: "ToolCallDelta",
-        index,
-        ...(call?.id ? { id: String(call.id) } : {}),
-        ...(call?.function?.name ? { name: String(call.function.name) } : {}),
-        arguments: String(call?.function?.arguments ?? "")
-      }]
+      const piece = wireToolCallDelta(index, call?.id, call?.function?.name, call?.function?.arguments)
+      return typeof piece === "string" ? protocolError(provider, piece) : [piece]
     }
     case "message-end": {
       const reason = chunk.delta?.finish_reason

@@ -6,7 +6,7 @@
  * ("Translation across wire formats").
  */
 import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, StreamEvent, Target, TokenUsage, ToolCall } from "./Chat.ts"
-import { refusal, reportedCount } from "./Chat.ts"
+import { refusal, reportedCount, wireText, wireToolCall } from "./Chat.ts"
 import { geminiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import { answerSchemaOf, commonRefusal, dataUrlOf, hasTools, imagesOfRequest, imageTypeOfUrl, toolArgumentsOf, toolChoiceMatters } from "./internal/translation.ts"
@@ -195,18 +195,32 @@ export const finishReason = (reason: unknown, hasCalls: boolean): FinishReason =
 
 const blockedPrompt = (body: any): boolean => typeof body?.promptFeedback?.blockReason === "string" && !(body.candidates?.length > 0)
 
-const partsOf = (body: any): Array<any> => body?.candidates?.[0]?.content?.parts ?? []
+const partsOf = (body: any): unknown => body?.candidates?.[0]?.content?.parts
 
-const callsOf = (parts: Array<any>, offset: number): Array<ToolCall> =>
-  parts
-    .filter((p) => p.functionCall)
-    .map((p, i) => ({
-      id: String(p.functionCall.id ?? `call_${offset + i}_${p.functionCall.name}`),
-      name: String(p.functionCall.name),
-      arguments: JSON.stringify(p.functionCall.args ?? {}),
+/**
+ * The answer's text (thought parts apart) and tool calls in `parts`, or the first part that is not
+ * what the wire says. Calls are numbered from `offset` when Gemini gives no id.
+ */
+const readParts = (parts: unknown, offset: number): { readonly text: string; readonly calls: Array<ToolCall> } | string => {
+  if (parts === undefined || parts === null) return { text: "", calls: [] }
+  if (!Array.isArray(parts)) return "candidates[0].content.parts is not an array"
+  let text = ""
+  const calls: Array<ToolCall> = []
+  for (const [i, p] of parts.entries()) {
+    if (p?.functionCall) {
+      const f = p.functionCall
+      const call = wireToolCall(f.id, f.name, f.args, `call_${offset + calls.length}_${f.name}`)
+      if (typeof call === "string") return `parts[${i}]: ${call}`
       // Gemini 3 wants it back with the call (a part's sibling of functionCall).
-      ...(typeof p.thoughtSignature === "string" ? { signature: p.thoughtSignature } : {})
-    }))
+      calls.push(typeof p.thoughtSignature === "string" ? { ...call, signature: p.thoughtSignature } : call)
+    } else if (p?.text !== undefined && !p.thought) {
+      const piece = wireText(p.text)
+      if (piece === undefined) return `parts[${i}].text is not text`
+      text += piece
+    }
+  }
+  return { text, calls }
+}
 
 /**
  * `promptTokenCount` includes the tokens served from the cache (`cachedContentTokenCount`, implicit
@@ -242,12 +256,12 @@ export const wire: ChatWire = {
     // A blocked prompt has no candidates, only the reason (promptFeedback.blockReason).
     if (blockedPrompt(body)) return { content: "", toolCalls: [], finishReason: "content_filter", usage: usageOf(body.usageMetadata) }
     if (!Array.isArray(body?.candidates)) return protocolError(provider, "no candidates")
-    const parts = partsOf(body)
-    const toolCalls = callsOf(parts, 0)
+    const read = readParts(partsOf(body), 0)
+    if (typeof read === "string") return protocolError(provider, read)
     return {
-      content: parts.filter((p) => typeof p.text === "string" && !p.thought).map((p) => p.text).join(""),
-      toolCalls,
-      finishReason: finishReason(body.candidates[0]?.finishReason, toolCalls.length > 0),
+      content: read.text,
+      toolCalls: read.calls,
+      finishReason: finishReason(body.candidates[0]?.finishReason, read.calls.length > 0),
       usage: usageOf(body.usageMetadata)
     }
   },
@@ -258,9 +272,10 @@ export const wire: ChatWire = {
       if (chunk instanceof UpstreamError) return chunk
       if (chunk?.error) return protocolError(provider, `stream error: ${chunk.error.message ?? "unknown"}`)
       const out: Array<StreamEvent> = []
-      const parts = partsOf(chunk)
-      for (const p of parts) if (typeof p.text === "string" && p.text !== "" && !p.thought) out.push({ _tag: "Text", text: p.text })
-      for (const c of callsOf(parts, calls)) {
+      const read = readParts(partsOf(chunk), calls)
+      if (typeof read === "string") return protocolError(provider, read)
+      if (read.text !== "") out.push({ _tag: "Text", text: read.text })
+      for (const c of read.calls) {
         out.push({ _tag: "ToolCallDelta", index: calls++, id: c.id, name: c.name, arguments: c.arguments, ...(c.signature !== undefined ? { signature: c.signature } : {}) })
       }
       const reason = chunk?.candidates?.[0]?.finishReason

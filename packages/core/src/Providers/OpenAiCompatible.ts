@@ -5,6 +5,7 @@
  * entry serves what the family serves and the catalogue says it offers.
  */
 import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolCall, ToolChoice, ToolDefinition, TokenUsage, WireRequest } from "./Chat.ts"
+import { wireText, wireToolCall, wireToolCallDelta } from "./Chat.ts"
 import { openAiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import { fieldsOutside } from "../JsonText.ts"
@@ -188,14 +189,16 @@ const modelledMessage = new Set(["role", "content", "tool_calls", "function_call
 const modelledDelta = new Set(["role", "content", "tool_calls", "function_call"])
 
 /**
- * A message's or delta's `content`: a string, or (Mistral's reasoning models) an array of chunks,
+ * A message's or delta's `content`: a string (absent or null: none), or (Mistral's reasoning models) an array of chunks,
  * `text` ones and `thinking` ones (`{ type: "thinking", thinking: [{ type: "text", text }] }`).
  * The text chunks are the answer; the thinking comes back as `reasoning_content` (DeepSeek's and
  * Bedrock's name for it here); a chunk of any other type is kept as it came, in `content_parts`.
  */
-const contentOf = (content: unknown): { readonly text: string; readonly fields?: Record<string, unknown> } => {
-  if (typeof content === "string") return { text: content }
-  if (!Array.isArray(content)) return { text: "" }
+const contentOf = (content: unknown): { readonly text: string; readonly fields?: Record<string, unknown> } | undefined => {
+  if (!Array.isArray(content)) {
+    const text = wireText(content)
+    return text === undefined ? undefined : { text }
+  }
   let text = ""
   let reasoning = ""
   const others: Array<unknown> = []
@@ -216,19 +219,12 @@ const signatureOf = (call: any): { readonly signature?: string } => {
 }
 
 /**
- * A tool call of an OpenAI-format answer, or why it is none. Arguments given as a JSON object (some
- * compatible servers) become its text; a call without an id gets one by its position; Gemini's
- * OpenAI-compatible API gives its signature in `extra_content`.
+ * A tool call of an OpenAI-format answer, or why it is none (Chat.ts `wireToolCall`: a call without
+ * an id gets one by its position); Gemini's OpenAI-compatible API gives its signature in `extra_content`.
  */
 const toolCallOf = (c: any, i: number): ToolCall | string => {
-  const name = c?.function?.name
-  if (typeof name !== "string" || name === "") return "no function name"
-  const args = c.function.arguments
-  const text = args === undefined || args === null
-    ? "{}"
-    : typeof args === "string" ? args : typeof args === "object" && !Array.isArray(args) ? JSON.stringify(args) : undefined
-  if (text === undefined) return "its arguments are neither JSON text nor an object"
-  return { id: typeof c.id === "string" && c.id !== "" ? c.id : `call_${i}`, name, arguments: text, ...signatureOf(c) }
+  const call = wireToolCall(c?.id, c?.function?.name, c?.function?.arguments, `call_${i}`)
+  return typeof call === "string" ? call : { ...call, ...signatureOf(c) }
 }
 
 /** What an OpenAI-format answer carries beyond the neutral result (so the OpenAI surface returns it). */
@@ -250,6 +246,7 @@ export const wire: ChatWire = {
     if (!choice?.message) return protocolError(provider, "no choices[0].message")
     const calls = Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : []
     const content = contentOf(choice.message.content)
+    if (content === undefined) return protocolError(provider, "choices[0].message.content is neither text nor an array of parts")
     const extra = extraOf(body, choice, content.fields)
     const toolCalls: Array<ToolCall> = []
     for (const [i, c] of calls.entries()) {
@@ -277,20 +274,16 @@ export const wire: ChatWire = {
     let contentFields: Record<string, unknown> | undefined
     if (typeof delta?.content === "string") {
       if (delta.content !== "") out.push({ _tag: "Text", text: delta.content })
-    } else if (Array.isArray(delta?.content)) {
+    } else if (delta?.content !== undefined && delta.content !== null) {
       const content = contentOf(delta.content)
+      if (content === undefined) return protocolError(provider, "a stream delta's content is neither text nor an array of parts")
       if (content.text !== "") out.push({ _tag: "Text", text: content.text })
       contentFields = content.fields
     }
     for (const call of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
-      out.push({
-        _tag: "ToolCallDelta",
-        index: typeof call.index === "number" ? call.index : 0,
-        ...(call.id ? { id: String(call.id) } : {}),
-        ...(call.function?.name ? { name: String(call.function.name) } : {}),
-        arguments: String(call.function?.arguments ?? ""),
-        ...signatureOf(call)
-      })
+      const piece = wireToolCallDelta(typeof call?.index === "number" ? call.index : 0, call?.id, call?.function?.name, call?.function?.arguments)
+      if (typeof piece === "string") return protocolError(provider, piece)
+      out.push({ ...piece, ...signatureOf(call) })
     }
     const deltaExtra = contentFields ? { ...fieldsOutside(delta, modelledDelta), ...contentFields } : fieldsOutside(delta, modelledDelta)
     const choiceExtra = fieldsOutside(choice, modelledChoice)

@@ -105,6 +105,13 @@ export const connectFailed = (provider: string, cause: unknown) =>
 export const protocolError = (provider: string, detail: string) =>
   new UpstreamError({ provider, kind: "protocol", message: `${provider} sent an unexpected answer: ${shownUpstreamText(detail)}`, retryable: false })
 
+/**
+ * An answer an adapter threw on while reading it (a shape it did not foresee): the answer's fault, a
+ * protocol error, never the server's crash (a throw in a stream's reader would end the process).
+ */
+export const unreadableAnswer = (provider: string, cause: unknown) =>
+  protocolError(provider, `an answer aigw cannot read (${(cause as Error)?.message ?? String(cause)})`)
+
 /** An attempt the gateway ended itself with `message` (not retried on another provider). */
 export const stoppedError = (provider: string, message: string) =>
   new UpstreamError({ provider, kind: "stopped", message, retryable: false })

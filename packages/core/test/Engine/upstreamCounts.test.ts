@@ -8,10 +8,11 @@
 import { Effect, Layer, Option, Redacted } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { data } from "../../src/Catalog/Catalog.ts"
 import * as ProviderCalls from "../../src/Engine/ProviderCalls.ts"
 import type { Target } from "../../src/Providers/Chat.ts"
+import * as OpenAiCompatible from "../../src/Providers/OpenAiCompatible.ts"
 import { Cancel } from "../../src/Providers/internal/cancel.ts"
 import * as ProviderHealth from "../../src/Providers/ProviderHealth.ts"
 import type { AvatarRecord } from "../../src/Storage/AvatarStore.ts"
@@ -290,6 +291,34 @@ describe("what an upstream's answer may claim", () => {
     expect(other.last.error).toBeUndefined()
   })
 
+  it("an answer the adapter throws on reading is the upstream's protocol error, recorded as failed; a stream's does not end the process", async () => {
+    // `tool_calls: [null]` in a stream chunk once threw in the body's data handler and ended the server.
+    const nulls = await stream(chunk({ role: "assistant", content: "a" }) + chunk({ tool_calls: [null] }) + finish() + DONE)
+    expect(nulls.last.error).toBeUndefined()
+    // Whatever an adapter may yet throw on: the reading ends the stream or the call, never the process.
+    const broken = (() => () => {
+      throw new TypeError("not foreseen")
+    }) as never
+    const events = vi.spyOn(OpenAiCompatible.wire, "events").mockImplementation(broken)
+    try {
+      const thrown = await stream(chunk({ role: "assistant", content: "a" }) + finish() + DONE)
+      expect(thrown.last).toMatchObject({ done: true, finishReason: "error", errorCode: "UpstreamFailed", error: "p sent an unexpected answer: an answer aigw cannot read (not foreseen)" })
+      expect(thrown.record.ok).toBe(false)
+    } finally {
+      events.mockRestore()
+    }
+    const result = vi.spyOn(OpenAiCompatible.wire, "result").mockImplementation(() => {
+      throw new TypeError("not foreseen either")
+    })
+    try {
+      const failed = await complete({ prompt_tokens: 1, completion_tokens: 1 }).then(() => undefined, (e) => e)
+      expect(failed).toMatchObject({ _tag: "UpstreamFailed", message: "p sent an unexpected answer: an answer aigw cannot read (not foreseen either)" })
+      expect(recorded.at(-1)!.ok).toBe(false)
+    } finally {
+      result.mockRestore()
+    }
+  })
+
   it("an embedding answer's count that is no count is estimated", async () => {
     answer = { json: { object: "list", data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2] }], model: "m", usage: { prompt_tokens: -5, total_tokens: -5 } } }
     const embedded = await engine.embed({ avatar: { id: "a" } as AvatarRecord, targets: [{ ...target(), model: data.models.find((m) => m.id === "text-embedding-3-small")! }], cancel: new Cancel(), texts: ["some text to embed"] })
@@ -478,7 +507,7 @@ describe("what an upstream's answer may claim", () => {
     answer = { json: withCalls([{ type: "function", function: { name: "add", arguments: { a: 1 } } }, { id: "c2", type: "function", function: { name: "now" }, extra_content: { google: { thought_signature: "s" } } }]) }
     expect((await engine.complete(call())).toolCalls).toEqual([{ id: "call_0", name: "add", arguments: "{\"a\":1}" }, { id: "c2", name: "now", arguments: "{}", signature: "s" }])
     answer = { json: withCalls([{ id: "c1", type: "function", function: { arguments: "{}" } }]) }
-    await expect(engine.complete(call())).rejects.toMatchObject({ _tag: "UpstreamFailed", message: "p sent an unexpected answer: tool call 0: no function name" })
+    await expect(engine.complete(call())).rejects.toMatchObject({ _tag: "UpstreamFailed", message: "p sent an unexpected answer: tool call 0: a tool call without a name" })
   })
 
   it("an Anthropic answer's stop sequence comes back with it (JSON and streams)", async () => {
