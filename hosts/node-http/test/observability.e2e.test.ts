@@ -279,6 +279,40 @@ describe("observability", () => {
     expect(valueOf(samples, "aigw_upstream_calls_total", { provider: "openai", outcome: "error" })).toBe(1)
   })
 
+  it("counts a stream's attempt when it ends: one that fails after its first chunks is an error, one the client left is cancelled", async () => {
+    const count = async (labels: Record<string, string>) =>
+      valueOf(parsePrometheus(await (await fetch(`${server.url}/metrics`)).text()).samples, labels.kind ? "aigw_upstream_errors_total" : "aigw_upstream_calls_total", labels) ?? 0
+    const stream = (signal?: AbortSignal) =>
+      fetch(`${server.url}/v1/complete/stream`, {
+        method: "POST",
+        ...(signal ? { signal } : {}),
+        headers: { "content-type": "application/json", "x-api-key": user.apiKey },
+        body: JSON.stringify({ messages: hi, provider: "openai", model: "gpt-4o-mini" })
+      })
+    const before = { ok: await count({ provider: "openai", outcome: "ok" }), error: await count({ provider: "openai", outcome: "error" }), cancelled: await count({ provider: "openai", outcome: "cancelled" }), protocol: await count({ provider: "openai", kind: "protocol" }) }
+    // The upstream answers 200, streams a little, then sends its error event: it was counted as ok when it answered.
+    openai.setScenario({ kind: "error", status: 500, message: "overloaded", midStream: true })
+    expect(await (await stream()).text()).toContain("overloaded")
+    // A stream the upstream holds, left by its client.
+    openai.setScenario({ kind: "hang" })
+    const abort = new AbortController()
+    const sentBefore = openai.requests.length
+    const left = stream(abort.signal).then((r) => r.text()).catch(() => undefined)
+    for (let i = 0; i < 100 && openai.requests.length === sentBefore; i++) await new Promise((r) => setTimeout(r, 20))
+    abort.abort()
+    await left
+    openai.setScenario({ kind: "text", text: "hi", usage: { prompt: 5, completion: 2 } })
+    let cancelled = before.cancelled
+    for (let i = 0; i < 50 && cancelled === before.cancelled; i++) {
+      await new Promise((r) => setTimeout(r, 20))
+      cancelled = await count({ provider: "openai", outcome: "cancelled" })
+    }
+    expect(cancelled - before.cancelled).toBe(1)
+    expect(await count({ provider: "openai", outcome: "error" }) - before.error).toBe(1)
+    expect(await count({ provider: "openai", kind: "protocol" }) - before.protocol).toBe(1)
+    expect(await count({ provider: "openai", outcome: "ok" })).toBe(before.ok)
+  })
+
   it("sends the submitting request's id with the job's webhook (X-GATEWAY-Request-Id)", async () => {
     openai.setScenario({ kind: "text", text: "item answer", usage: { prompt: 3, completion: 1 } })
     const submit = await call(server.url, "POST", "/v1/batch/submit", {

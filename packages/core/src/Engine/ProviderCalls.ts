@@ -30,7 +30,7 @@ import { countMessages, countText, countTexts } from "../Tokens.ts"
 import * as Metrics from "../Metrics.ts"
 import { Exporters } from "../Observability/Exporters.ts"
 import * as RequestId from "../RequestId.ts"
-import { failureWarning, fallbackAfter, recordAttempt } from "./UpstreamOutcome.ts"
+import { countAttempt, failureWarning, fallbackAfter, recordAttempt } from "./UpstreamOutcome.ts"
 
 export interface UsageReport {
   readonly promptTokens: number
@@ -505,10 +505,11 @@ const makeService = Effect.gen(function*() {
    * answered is recorded as failed (no tokens) under the last target tried: the quota counted it,
    * and its usage record says what became of it, as a failed stream's does.
    */
-  const firstSuccess = <A>(call: Call, capability: string, attempt: (target: Target) => Promise<A>) =>
-    unfinished(firstSuccessOf(call, capability, attempt))
+  const firstSuccess = <A>(call: Call, capability: string, attempt: (target: Target) => Promise<A>, countedOnAnswer = true) =>
+    unfinished(firstSuccessOf(call, capability, attempt, countedOnAnswer))
 
-  const firstSuccessOf = async <A>(call: Call, capability: string, attempt: (target: Target) => Promise<A>) => {
+  /** `countedOnAnswer: false` for an attempt whose answer is a stream: its metrics count it at the stream's end. */
+  const firstSuccessOf = async <A>(call: Call, capability: string, attempt: (target: Target) => Promise<A>, countedOnAnswer: boolean) => {
     const fallbacks: Array<Fallback> = []
     const started = performance.now()
     for (let i = 0; ; i++) {
@@ -517,10 +518,11 @@ const makeService = Effect.gen(function*() {
         // A client's call begun after a graceful stop's notice (background work's has no request id and goes on).
         if (stopping !== undefined && call.requestId !== undefined) throw stoppedError(target.provider.id, stopping.call)
         const value = await attempt(target)
-        recordAttempt(health, target.provider.id)
+        recordAttempt(health, target.provider.id, undefined, countedOnAnswer)
         return { target, value, fallbacks }
       } catch (e) {
         const upstream = e instanceof UpstreamError && !call.cancel.aborted
+        if (call.cancel.aborted) countAttempt(target.provider.id, "cancelled")
         if (upstream) {
           recordAttempt(health, target.provider.id, e)
           void warn(target, e, call.requestId)
@@ -674,7 +676,7 @@ const makeService = Effect.gen(function*() {
     const { target, value: body } = await firstSuccess(call, "chat", async (t) => {
       const { body, headers, url } = await authorized(t, wireOf(t).request(t, call.request(t), true), call)
       return postSseNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.cancel)
-    })
+    }, false)
     const provider = target.provider.id
     // A stop asked before the run began waits here for it; once running, `stopRun` ends it.
     let stopped: StreamError | undefined
@@ -691,20 +693,26 @@ const makeService = Effect.gen(function*() {
           let ended = false
           let timer: ReturnType<typeof setTimeout> | undefined
           let stopListening: (() => void) | undefined
-          // Ends the stream once: records usage, then emits the final chunk unless the caller aborted.
-          // `upstreamFault` is false for a stop of the gateway's own, which says nothing of the provider.
-          const end = (error?: StreamError, upstreamFault = true) => {
+          // Ends the stream once: counts the attempt, records usage, then emits the final chunk unless
+          // the caller aborted. `failure` is the upstream's, or a stop of the gateway's own (which says
+          // nothing of the provider's health).
+          const end = (failure?: UpstreamError | { readonly stop: StreamError }) => {
             if (ended) return
             ended = true
             running.delete(stopRun!)
-            if (error === undefined && account.finishReason() === "error") error = streamErrorOf(upstreamFailedAnswer(provider))
+            const stop = failure instanceof UpstreamError ? undefined : failure?.stop
+            const upstreamFailure = failure instanceof UpstreamError
+              ? failure
+              : failure === undefined && account.finishReason() === "error" ? upstreamFailedAnswer(provider) : undefined
+            const error = upstreamFailure !== undefined ? streamErrorOf(upstreamFailure) : stop
             clearTimeout(timer)
             body.off("data", onData)
             stopListening?.()
             const aborted = call.cancel.aborted
             if (error === undefined && !aborted) release(body)
             else body.destroy()
-            if (error !== undefined && upstreamFault) health.record(provider, false)
+            if (upstreamFailure !== undefined) health.record(provider, false)
+            countAttempt(provider, upstreamFailure?.kind ?? (stop !== undefined ? "stopped" : aborted ? "cancelled" : undefined))
             // The tokenizer (an Effect) only when the upstream did not report usage.
             const reported = account.reported()
             unfinished((reported ? Promise.resolve(reported) : run(account.estimated(call.messages)))
@@ -724,7 +732,7 @@ const makeService = Effect.gen(function*() {
               const whenReady = emit(chunks, upstreamDone || stop !== undefined)
               if (whenReady !== undefined && !upstreamDone && stop === undefined) holdUpstream(whenReady)
             }
-            if (stop !== undefined) end(stop === null ? undefined : streamErrorOf(stop))
+            if (stop !== undefined) end(stop ?? undefined)
           }
           // The reader is full: the upstream is not read, nor timed for idleness, until it can take more.
           const holdUpstream = (whenReady: WhenReady) => {
@@ -740,7 +748,7 @@ const makeService = Effect.gen(function*() {
           // The idle timer restarts on every read (refresh: no new timer), keep-alive comments
           // included: upstreams send them while the answer waits for capacity (DeepSeek, OpenRouter).
           const arm = () => {
-            if (timer === undefined) timer = setTimeout(() => end(streamErrorOf(idleError(provider)())), idleMs)
+            if (timer === undefined) timer = setTimeout(() => end(idleError(provider)()), idleMs)
             else timer.refresh()
           }
           // A body with no event in it (an error page, a JSON answer to a stream request) is no empty answer.
@@ -755,16 +763,16 @@ const makeService = Effect.gen(function*() {
               anyEvent = true
               take(events)
             } catch (e) {
-              end(streamErrorOf(unreadableAnswer(provider, e)))
+              end(unreadableAnswer(provider, e))
             }
           }
           const onEnd = () => {
             const last = parser.end()
-            if (!anyEvent && last.length === 0) return end(streamErrorOf(protocolError(provider, "the stream ended without any event")))
+            if (!anyEvent && last.length === 0) return end(protocolError(provider, "the stream ended without any event"))
             take(last, true)
             if (ended) return
             // Neither the wire's end marker nor a finish reason: the upstream stopped mid-answer.
-            end(account.finished() ? undefined : streamErrorOf(protocolError(provider, "the stream ended before the answer did (no finish reason, no end marker)")))
+            end(account.finished() ? undefined : protocolError(provider, "the stream ended before the answer did (no finish reason, no end marker)"))
           }
           body.on("data", onData)
           body.once("end", () => {
@@ -772,15 +780,15 @@ const makeService = Effect.gen(function*() {
             try {
               onEnd()
             } catch (e) {
-              end(streamErrorOf(unreadableAnswer(provider, e)))
+              end(unreadableAnswer(provider, e))
             }
           })
-          body.once("error", (e) => end(streamErrorOf(streamBroke(provider)(e))))
-          stopRun = (error) => end(error, false)
+          body.once("error", (e) => end(streamBroke(provider)(e)))
+          stopRun = (error) => end({ stop: error })
           // A body that failed before anyone listened keeps its error (nodeFetch's `bounded`).
-          if (body.errored) end(streamErrorOf(streamBroke(provider)(body.errored)))
+          if (body.errored) end(streamBroke(provider)(body.errored))
           else if (call.cancel.aborted) end()
-          else if (stopped !== undefined || stopping !== undefined) end(stopped ?? stopping!.stream, false)
+          else if (stopped !== undefined || stopping !== undefined) end({ stop: stopped ?? stopping!.stream })
           else {
             stopListening = call.cancel.onAbort(() => end())
             running.add(stopRun)

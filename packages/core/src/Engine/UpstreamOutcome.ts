@@ -11,17 +11,25 @@ import type { Fallback } from "../Routing.ts"
 
 /**
  * Counts one attempt: a success, or a failure. A non-retryable failure (the request's fault, a
- * 4xx) does not count against the provider's health.
+ * 4xx) does not count against the provider's health. `counted: false` leaves the metrics to the
+ * caller, which knows the attempt's outcome only later (a stream, at its end: `countAttempt`).
  */
-export const recordAttempt = (health: ProviderHealth["Type"], providerId: string, error?: UpstreamError) => {
-  if (error === undefined) {
-    health.record(providerId, true)
-    Metrics.upstreamCalls.inc([providerId, "ok"])
+export const recordAttempt = (health: ProviderHealth["Type"], providerId: string, error?: UpstreamError, counted = true) => {
+  health.record(providerId, error === undefined || !error.retryable)
+  if (counted) countAttempt(providerId, error?.kind)
+}
+
+/**
+ * The upstream metrics of one attempt: `ok` without an error kind, `cancelled` for an attempt its
+ * client abandoned, else an `error` of that kind (`aigw_upstream_errors_total`).
+ */
+export const countAttempt = (providerId: string, errorKind?: UpstreamError["kind"] | "cancelled") => {
+  if (errorKind === undefined || errorKind === "cancelled") {
+    Metrics.upstreamCalls.inc([providerId, errorKind === undefined ? "ok" : "cancelled"])
     return
   }
-  health.record(providerId, !error.retryable)
   Metrics.upstreamCalls.inc([providerId, "error"])
-  Metrics.upstreamErrors.inc([providerId, error.kind])
+  Metrics.upstreamErrors.inc([providerId, errorKind])
 }
 
 /** The warning logged for a failed attempt. */
