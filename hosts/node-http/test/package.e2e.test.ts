@@ -123,6 +123,13 @@ describe("the packed @aigw/core in a consumer project", () => {
     }
   }, 90_000)
 
+  it("takes effect and @effect/platform from the project (peer dependencies): one copy, never a second beside the project's", () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(app, "node_modules/@aigw/core/package.json"), "utf8"))
+    expect(manifest.peerDependencies).toEqual({ effect: expect.stringMatching(/^\^3\./), "@effect/platform": expect.stringMatching(/^\^0\./) })
+    expect(manifest.dependencies.effect).toBeUndefined()
+    expect(manifest.dependencies["@effect/platform"]).toBeUndefined()
+  })
+
   it("does not depend on @aigw/malloc-trim (no registry has it: a consumer's npm ci failed on it); without it, MallocTrim says why it cannot trim", () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(app, "node_modules/@aigw/core/package.json"), "utf8"))
     expect(manifest.optionalDependencies?.["@aigw/malloc-trim"]).toBeUndefined()
