@@ -10,6 +10,7 @@ import { startupError } from "../StartupError.ts"
 import { modelData } from "./models.data.ts"
 import { providerData } from "./providers.data.ts"
 import { endpointTypes, servedBy } from "../Providers/Registry.ts"
+import { knowCredential } from "../Providers/UpstreamError.ts"
 
 export const EndpointType = Schema.Literal(
   "chat", "embeddings", "images", "video", "speech", "transcription", "rerank", "moderation", "translate",
@@ -244,7 +245,10 @@ const makeService = Effect.gen(function*() {
     for (const s of servedBy(p).settings ?? []) {
       const value = config.setting(s.name)
       if (Option.isSome(value) && value.value !== "") settings[s.name] = value.value
+      if (s.secret && settings[s.name] !== undefined) knowCredential(settings[s.name]!)
     }
+    // Redacted wherever an upstream echoes them (UpstreamError.shownUpstreamText).
+    if (Option.isSome(env.apiKey)) knowCredential(Redacted.value(env.apiKey.value))
     const missing = missingOf(p, endpoint, Option.isSome(env.apiKey), settings)
     return { ...p, endpoint, apiKey: env.apiKey, settings, configured: missing === undefined, missing }
   })

@@ -36,7 +36,7 @@ export const retryAfterOf = (header: string | null | undefined, now = Date.now()
 export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500
 
 /** Credentials an upstream may echo back (a proxy's error page showing the request's headers). */
-const ECHOED_CREDENTIALS = /\b(Bearer|Basic)\s+[^\s"',;<]+/gi
+const ECHOED_CREDENTIALS = /\b(Bearer|Basic|DeepL-Auth-Key)\s+[^\s"',;<]+/gi
 /** The headers the gateway's keys travel in, echoed as `name: value` or `name=value`. */
 const ECHOED_KEY_HEADERS = /\b(x-api-key|x-goog-api-key|api-key|x-auth-token|authorization|proxy-authorization)(["']?\s*[:=]\s*["']?)(?!Bearer\b|Basic\b)[^\s"',;&<]+/gi
 /** Keys in a URL's query. */
@@ -44,17 +44,45 @@ const ECHOED_QUERY_KEYS = /([?&](?:key|api_key|apikey|token|access_token)=)[^\s"
 /** Key formats that are secrets wherever they appear (OpenAI and Anthropic `sk-…`, Google `AIza…`, Groq `gsk_…`, xAI `xai-…`). */
 const KEY_FORMATS = /\b(?:sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,})/g
 
+/**
+ * The credentials the gateway holds for its upstreams (each configured provider's key and secret
+ * settings, `knowCredential`): redacted wherever an upstream echoes one, whatever its format or the
+ * scheme before it (Deepgram's `Token …`, a vendor's own key format the patterns above do not know).
+ */
+const knownCredentials = new Set<string>()
+let longestKnownCredential = 0
+/** Shorter values could be ordinary words of a message: they are left to the patterns. */
+const MIN_KNOWN_CREDENTIAL = 8
+
+export const knowCredential = (value: string) => {
+  if (value.length < MIN_KNOWN_CREDENTIAL || knownCredentials.has(value)) return
+  knownCredentials.add(value)
+  longestKnownCredential = Math.max(longestKnownCredential, value.length)
+}
+
+const withoutKnownCredentials = (text: string) => {
+  let out = text
+  for (const credential of knownCredentials) if (out.includes(credential)) out = out.split(credential).join("[redacted]")
+  return out
+}
+
+/** Of an error body that holds no JSON message, the start shown. */
+const PLAIN_BODY_SHOWN = 300
+
 /** Longest upstream text shown to a caller (an error message, a stream's error event): the rest is counted, not sent or logged. */
 const SHOWN_CHARACTERS = 1_000
 
 /**
  * Text an upstream wrote, as a caller may see it: an HTML page (a proxy's or a framework's error page,
  * often with internals) named, not shown; credentials it echoes redacted (an `Authorization` scheme's,
- * the key headers', query keys, well-known key formats); cut at SHOWN_CHARACTERS.
+ * the key headers', query keys, well-known key formats, and every credential the gateway holds for an
+ * upstream); cut at `shown` characters.
  */
-export const shownUpstreamText = (text: string): string => {
+export const shownUpstreamText = (text: string, shown = SHOWN_CHARACTERS): string => {
   if (/^\s*</.test(text)) return `an HTML page of ${text.length} characters (not shown)`
-  const cut = text.length > SHOWN_CHARACTERS ? `${text.slice(0, SHOWN_CHARACTERS)}… (${text.length} characters)` : text
+  // Known credentials first, on as much as the cut could split one of.
+  const redacted = withoutKnownCredentials(text.length > shown ? text.slice(0, shown + longestKnownCredential) : text)
+  const cut = text.length > shown ? `${redacted.slice(0, shown)}… (${text.length} characters)` : redacted
   return cut
     .replace(ECHOED_CREDENTIALS, "$1 [redacted]")
     .replace(ECHOED_KEY_HEADERS, "$1$2[redacted]")
@@ -77,8 +105,8 @@ export const upstreamMessage = (body: string): string => {
   } catch {
     // not JSON
   }
-  // A whole HTML page goes in, so that its length is told; other text is cut to its start.
-  return shownUpstreamText(message ?? (/^\s*</.test(body) ? body : body.slice(0, 300))) || "no error body"
+  // A body that is no JSON message is shown by its start only.
+  return (message !== undefined ? shownUpstreamText(message) : shownUpstreamText(body, PLAIN_BODY_SHOWN)) || "no error body"
 }
 
 export const fromHttp = (provider: string, status: number, body: string, retryAfter?: string | null) => {

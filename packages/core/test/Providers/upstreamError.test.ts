@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { errorParts } from "../../src/Http/Edge.ts"
-import { fromHttp, protocolError, retryAfterOf, toGatewayError, upstreamMessage } from "../../src/Providers/UpstreamError.ts"
+import { fromHttp, knowCredential, protocolError, retryAfterOf, toGatewayError, upstreamMessage } from "../../src/Providers/UpstreamError.ts"
 
 describe("upstreamMessage", () => {
   it("reads the message of the usual JSON error shapes", () => {
@@ -17,7 +17,7 @@ describe("upstreamMessage", () => {
 
   it("gives the start of a plain-text body, and says when there is none", () => {
     expect(upstreamMessage("model is loading")).toBe("model is loading")
-    expect(upstreamMessage("x".repeat(1000))).toHaveLength(300)
+    expect(upstreamMessage("x".repeat(1000))).toBe(`${"x".repeat(300)}… (1000 characters)`)
     expect(upstreamMessage("")).toBe("no error body")
   })
 
@@ -43,6 +43,24 @@ describe("upstreamMessage", () => {
     // A stream's error event reaches the client through protocolError: the same rules.
     const inStream = protocolError("openai", "stream error: overloaded Bearer sk-oa-SECRET123 x-api-key: sk-ant-SECRET456").message
     expect(inStream).toBe("openai sent an unexpected answer: stream error: overloaded Bearer [redacted] x-api-key: [redacted]")
+  })
+
+  it("redacts every credential the gateway holds for an upstream, whatever its format or scheme, also where the cut would split it", () => {
+    // Deepgram's scheme is `Token`, mem0's keys start `m0-`: no pattern knows them; the configured values are known.
+    knowCredential("dg-0123456789abcdef")
+    knowCredential("m0-KEYVALUE-42")
+    knowCredential("short")
+    const shown = upstreamMessage(JSON.stringify({ err_msg: "Invalid credentials: Token dg-0123456789abcdef", message: "m0-KEYVALUE-42 is not allowed" }))
+    expect(shown).toBe("[redacted] is not allowed")
+    expect(fromHttp("deepgram", 401, JSON.stringify({ error: "bad auth: authorization: Token dg-0123456789abcdef" })).message).not.toContain("0123456789")
+    expect(fromHttp("deepl", 403, "DeepL-Auth-Key 00000000-aaaa-bbbb:fx is wrong").message).toContain("DeepL-Auth-Key [redacted]")
+    // At the edge of the cut: no half of the key is shown.
+    const atCut = protocolError("p", `${"y".repeat(970)}dg-0123456789abcdef and more`).message
+    expect(atCut).not.toContain("dg-01234")
+    expect(atCut).toContain(`${"y".repeat(970)}[redacted]`)
+    expect(upstreamMessage(`${"y".repeat(290)}dg-0123456789abcdef and more`)).toBe(`${"y".repeat(290)}[redacted]… (318 characters)`)
+    // Short values are ordinary words: left alone.
+    expect(upstreamMessage("a short answer")).toBe("a short answer")
   })
 
   it("cuts a long message and names an HTML one, also inside JSON", () => {
