@@ -11,6 +11,7 @@ import { BadRequest, Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
 import { generateImages, moderate, synthesize, transcribe } from "../Providers/OpenAiMedia.ts"
 import { servedBy } from "../Providers/Registry.ts"
+import { speak } from "../Providers/Speech/SpeechVendor.ts"
 import type { ImageRequest, SpeechFormat, SpeechRequest, TranscriptionRequest } from "../Providers/Served.ts"
 import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import { type FallbackCandidate, Routing, wrongKind } from "../Routing.ts"
@@ -194,7 +195,7 @@ const makeService = Effect.gen(function*() {
   })
 
   const speech = Effect.fn("Media.speech")(function*(avatar: AvatarRecord, input: SpeechInput) {
-    const { target: { provider, request }, value } = yield* firstAnswer(avatar, "speech", yield* speechTarget(avatar, input), (t) => t.synthesize(t.provider, t.request))
+    const { target: { provider, request }, value } = yield* firstAnswer(avatar, "speech", yield* speechTarget(avatar, input), (t) => speak(t.synthesize, t.provider, t.request))
     return { ...value, provider: provider.id, model: request.model }
   })
 

@@ -80,7 +80,8 @@ export const mediaRoutes = [
       Effect.map(Effect.flatMap(Media, (m) => m.speech(avatar, body)), (audio) =>
         HttpServerResponse.uint8Array(audio.bytes, {
           contentType: audio.contentType,
-          headers: { "x-aigw-provider": audio.provider, "x-aigw-model": audio.model }
+          // audioOf keeps only an audio/* type; nosniff keeps a browser from reading the bytes as anything else.
+          headers: { "x-aigw-provider": audio.provider, "x-aigw-model": audio.model, "x-content-type-options": "nosniff" }
         }))
   }),
   authed({

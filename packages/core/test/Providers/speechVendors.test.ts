@@ -5,11 +5,14 @@
  * hostile answers; OpenAI-format speech keeps `alloy` as its default voice.
  */
 import { Effect, Either, Option, Redacted } from "effect"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../src/Catalog/Catalog.ts"
 import type { ConfiguredProvider } from "../../src/Catalog/Catalog.ts"
 import { synthesize } from "../../src/Providers/OpenAiMedia.ts"
 import { endpointTypes, servedBy } from "../../src/Providers/Registry.ts"
+import { speak } from "../../src/Providers/Speech/SpeechVendor.ts"
 import type { SpeechRequest, SynthesizedSpeech } from "../../src/Providers/Served.ts"
 import type { UpstreamError } from "../../src/Providers/UpstreamError.ts"
 import { type SpeechVendor, type SpeechVendorMock, startSpeechVendorMock } from "../support/mockSpeechVendors.ts"
@@ -32,7 +35,8 @@ const requestFor = (id: string, overrides: Partial<SpeechRequest> = {}): SpeechR
 
 const refusal = (id: string, overrides: Partial<SpeechRequest>) => servedBy(providerFor(id, "")).speech!.unsupported?.(requestFor(id, overrides))
 
-const run = (provider: ConfiguredProvider, request: SpeechRequest) => Effect.runPromise(Effect.either(servedBy(provider).speech!.synthesize!(provider, request)))
+// As every speech call goes: the vendor's client, its answer checked to be audio.
+const run = (provider: ConfiguredProvider, request: SpeechRequest) => Effect.runPromise(Effect.either(speak(servedBy(provider).speech!.synthesize!, provider, request)))
 
 const audio = (result: Either.Either<SynthesizedSpeech, UpstreamError>) => {
   if (Either.isLeft(result)) throw new Error(`expected audio, got ${result.left.message}`)
@@ -212,6 +216,33 @@ describe("OpenAI-format speech", () => {
       expect(Buffer.from((await run("nova")).bytes).toString("latin1")).toContain("nova:hi")
     } finally {
       await openai.close()
+    }
+  })
+
+  it("an answer that is no audio (an HTML page, a JSON error, nothing) with 200 is a protocol error, as from the vendors", async () => {
+    // It was relayed as it came, its content type too: a page served from the gateway's own origin.
+    const page = "<html><script>alert(document.cookie)</script></html>"
+    for (const [contentType, body, problem] of [["text/html", page, "text/html instead of audio"], ["application/json", '{"error":"x"}', "application/json instead of audio"], ["audio/mpeg", "", "no audio in the answer"]]) {
+      const upstream = http.createServer((_req, res) => void res.writeHead(200, { "content-type": contentType! }).end(body))
+      await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))
+      try {
+        const p = providerFor("openai", `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`)
+        const failed = left(await Effect.runPromise(Effect.either(speak(synthesize, p, { model: "gpt-4o-mini-tts", text: "hi", format: "mp3" }))))
+        expect([failed.kind, failed.message]).toEqual(["protocol", `openai sent an unexpected answer: ${problem}`])
+      } finally {
+        upstream.close()
+      }
+    }
+  })
+
+  it("audio of a content type that is no audio type is sent as the format's", async () => {
+    const upstream = http.createServer((_req, res) => void res.writeHead(200, { "content-type": "image/svg+xml" }).end("ID3 bytes"))
+    await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))
+    try {
+      const p = providerFor("openai", `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`)
+      expect(audio(await Effect.runPromise(Effect.either(speak(synthesize, p, { model: "gpt-4o-mini-tts", text: "hi", format: "wav" }))))).toEqual({ text: "ID3 bytes", contentType: "audio/wav" })
+    } finally {
+      upstream.close()
     }
   })
 })

@@ -10,10 +10,9 @@
  *  - auth: `X-API-Key: <key>` (the catalogue's `x-api-key` style) and the required
  *    `Cartesia-Version` header; errors are `{error: <message>}` or plain text.
  */
-import { Effect } from "effect"
 import { authHeaders, postForBytes } from "../internal/http.ts"
 import type { SpeechEndpoint, SpeechFormat } from "../Served.ts"
-import { audioOf, formatRefusal } from "./SpeechVendor.ts"
+import { formatRefusal } from "./SpeechVendor.ts"
 
 export const DEFAULT_VOICE = "694f9389-aac1-45b6-b726-9d9369183238"
 
@@ -31,13 +30,10 @@ export const speech: SpeechEndpoint = {
   defaultModel: "sonic-2",
   unsupported: (request) => formatRefusal("Cartesia", request, Object.keys(OUTPUT_FORMATS) as Array<SpeechFormat>),
   synthesize: (provider, request) =>
-    Effect.flatMap(
-      postForBytes(provider.id, `${provider.endpoint}/tts/bytes`, { ...authHeaders(provider), "cartesia-version": CARTESIA_VERSION }, {
-        model_id: request.model,
-        transcript: request.text,
-        voice: { mode: "id", id: request.voice ?? DEFAULT_VOICE },
-        output_format: OUTPUT_FORMATS[request.format] ?? OUTPUT_FORMATS.mp3
-      }),
-      audioOf(provider.id, request.format)
-    )
+    postForBytes(provider.id, `${provider.endpoint}/tts/bytes`, { ...authHeaders(provider), "cartesia-version": CARTESIA_VERSION }, {
+      model_id: request.model,
+      transcript: request.text,
+      voice: { mode: "id", id: request.voice ?? DEFAULT_VOICE },
+      output_format: OUTPUT_FORMATS[request.format] ?? OUTPUT_FORMATS.mp3
+    })
 }

@@ -9,10 +9,8 @@
  *  - auth: `Authorization: Token <key>` (the catalogue's `token` style); errors are
  *    `{err_code, err_msg, request_id}`.
  */
-import { Effect } from "effect"
 import { authHeaders, postForBytes } from "../internal/http.ts"
 import type { SpeechEndpoint, SpeechFormat } from "../Served.ts"
-import { audioOf } from "./SpeechVendor.ts"
 
 /** The query of each format: WAV and raw PCM are linear16 in a WAV container or none. */
 const QUERIES: Readonly<Record<SpeechFormat, string>> = {
@@ -31,13 +29,10 @@ export const speech: SpeechEndpoint = {
       ? undefined
       : `Deepgram's voice is an Aura model such as aura-2-thalia-en; ${request.voice} is not one`,
   synthesize: (provider, request) =>
-    Effect.flatMap(
-      postForBytes(
-        provider.id,
-        `${provider.endpoint}/speak?model=${encodeURIComponent(request.voice ?? request.model)}&${QUERIES[request.format]}`,
-        authHeaders(provider),
-        { text: request.text }
-      ),
-      audioOf(provider.id, request.format)
+    postForBytes(
+      provider.id,
+      `${provider.endpoint}/speak?model=${encodeURIComponent(request.voice ?? request.model)}&${QUERIES[request.format]}`,
+      authHeaders(provider),
+      { text: request.text }
     )
 }

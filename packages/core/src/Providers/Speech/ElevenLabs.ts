@@ -10,11 +10,11 @@
  *  - auth: the `xi-api-key` header, not one of the catalogue's auth styles, so it is set here;
  *    errors are `{detail: {status, message}}`.
  */
-import { Effect, Option, Redacted } from "effect"
+import { Option, Redacted } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { postForBytes } from "../internal/http.ts"
 import type { SpeechEndpoint, SpeechFormat } from "../Served.ts"
-import { audioOf, formatRefusal } from "./SpeechVendor.ts"
+import { formatRefusal } from "./SpeechVendor.ts"
 
 export const DEFAULT_VOICE = "JBFqnCBsd6RMkjVDRZzb"
 
@@ -33,13 +33,10 @@ export const speech: SpeechEndpoint = {
   defaultModel: "eleven_multilingual_v2",
   unsupported: (request) => formatRefusal("ElevenLabs", request, Object.keys(OUTPUT_FORMATS) as Array<SpeechFormat>),
   synthesize: (provider, request) =>
-    Effect.flatMap(
-      postForBytes(
-        provider.id,
-        `${provider.endpoint}/text-to-speech/${encodeURIComponent(request.voice ?? DEFAULT_VOICE)}?output_format=${OUTPUT_FORMATS[request.format] ?? "mp3_44100_128"}`,
-        headersOf(provider),
-        { text: request.text, model_id: request.model }
-      ),
-      audioOf(provider.id, request.format)
+    postForBytes(
+      provider.id,
+      `${provider.endpoint}/text-to-speech/${encodeURIComponent(request.voice ?? DEFAULT_VOICE)}?output_format=${OUTPUT_FORMATS[request.format] ?? "mp3_44100_128"}`,
+      headersOf(provider),
+      { text: request.text, model_id: request.model }
     )
 }

@@ -8,10 +8,9 @@
  *    `leah` (the voice of its documented examples).
  *  - auth: `X-API-Key: <key>` (the catalogue's `x-api-key` style); errors are `{error: <message>}`.
  */
-import { Effect } from "effect"
 import { authHeaders, postForBytes } from "../internal/http.ts"
 import type { SpeechEndpoint, SpeechFormat } from "../Served.ts"
-import { audioOf, formatRefusal } from "./SpeechVendor.ts"
+import { formatRefusal } from "./SpeechVendor.ts"
 
 export const DEFAULT_VOICE = "leah"
 
@@ -22,13 +21,10 @@ export const speech: SpeechEndpoint = {
   defaultModel: "blizzard",
   unsupported: (request) => formatRefusal("LMNT", request, Object.keys(FORMATS) as Array<SpeechFormat>),
   synthesize: (provider, request) =>
-    Effect.flatMap(
-      postForBytes(provider.id, `${provider.endpoint}/ai/speech/bytes`, authHeaders(provider), {
-        voice: request.voice ?? DEFAULT_VOICE,
-        text: request.text,
-        model: request.model,
-        format: FORMATS[request.format] ?? "mp3"
-      }),
-      audioOf(provider.id, request.format)
-    )
+    postForBytes(provider.id, `${provider.endpoint}/ai/speech/bytes`, authHeaders(provider), {
+      voice: request.voice ?? DEFAULT_VOICE,
+      text: request.text,
+      model: request.model,
+      format: FORMATS[request.format] ?? "mp3"
+    })
 }

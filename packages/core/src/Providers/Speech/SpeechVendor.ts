@@ -1,8 +1,10 @@
 /**
  * What the speech vendors' own clients (ElevenLabs, Cartesia, LMNT, Deepgram) share: the refusal
- * of an audio format a vendor cannot produce, and the check that an answer is audio.
+ * of an audio format a vendor cannot produce; and what every speech call (OpenAI's format too) goes
+ * through: the check that an answer is audio.
  */
 import { Effect } from "effect"
+import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import type { SpeechFormat, SpeechRequest, SynthesizedSpeech } from "../Served.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
 
@@ -29,3 +31,14 @@ export const audioOf = (provider: string, format: SpeechFormat) => (answer: Synt
   if (/json|^text\//.test(answer.contentType)) return Effect.fail(protocolError(provider, `${answer.contentType} instead of audio`))
   return Effect.succeed({ bytes: answer.bytes, contentType: answer.contentType.startsWith("audio/") ? answer.contentType : CONTENT_TYPES[format] })
 }
+
+/**
+ * Speech from `synthesize` (a vendor's, or OpenAI's format): its answer as `audioOf` takes it, the
+ * one way every speech call goes (Capabilities/Media.ts), so no vendor's page or error body is ever
+ * relayed from the gateway's origin as if it were audio.
+ */
+export const speak = (
+  synthesize: (provider: ConfiguredProvider, request: SpeechRequest) => Effect.Effect<SynthesizedSpeech, UpstreamError>,
+  provider: ConfiguredProvider,
+  request: SpeechRequest
+): Effect.Effect<SynthesizedSpeech, UpstreamError> => Effect.flatMap(synthesize(provider, request), audioOf(provider.id, request.format))
