@@ -47,7 +47,8 @@ export const toWireContents = (messages: ReadonlyArray<ChatMessage>) => {
   const out: Array<{ role: "user" | "model"; parts: Array<any> }> = []
   const push = (role: "user" | "model", parts: Array<any>) => {
     const last = out[out.length - 1]
-    if (last && last.role === role) last.parts.push(...parts)
+    // One by one: a spread of a message's many parts would overflow the stack.
+    if (last && last.role === role) for (const part of parts) last.parts.push(part)
     else out.push({ role, parts })
   }
   for (const m of messages) {

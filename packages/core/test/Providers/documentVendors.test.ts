@@ -125,6 +125,12 @@ describe("unstructured wire", () => {
     })
   })
 
+  it("reads an answer of 200,000 elements page by page (a spread of their pages overflowed the stack: a 500)", async () => {
+    mock.rawNext("application/json", JSON.stringify(Array.from({ length: 200_000 }, (_, i) => ({ type: "NarrativeText", text: "a", metadata: { page_number: 1 + (i % 3) } }))))
+    const result = Either.getOrThrow(await parseWith(providerFor("unstructured", mock.url)))
+    expect([result.pages, result.pageTexts?.[2]?.length]).toEqual([3, 66_666 * 3 - 2])
+  })
+
   it("refuses elements without text", async () => {
     mock.rawNext("application/json", JSON.stringify([{ type: "Title", metadata: {} }]))
     expect(left(await parseWith(providerFor("unstructured", mock.url)))).toMatchObject({ kind: "protocol", message: "unstructured sent an unexpected answer: an element has no text" })

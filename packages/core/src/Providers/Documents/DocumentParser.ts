@@ -68,7 +68,9 @@ export const reasonOf = (value: unknown, fallback: string): string => (typeof va
 export const byPage = (parts: ReadonlyArray<{ readonly text: string; readonly page: number | undefined }>): Pick<ParsedDocument, "text" | "pageTexts"> => {
   const text = parts.map((p) => p.text).filter((t) => t.length > 0).join("\n\n")
   if (parts.length === 0 || parts.some((p) => p.page === undefined)) return { text }
-  const count = Math.max(...parts.map((p) => p.page!))
+  // A loop, not Math.max(...pages): a spread of a vendor's 200,000 parts overflows the stack.
+  let count = 0
+  for (const p of parts) count = Math.max(count, p.page!)
   const pages: Array<Array<string>> = Array.from({ length: count }, () => [])
   for (const p of parts) if (p.text.length > 0) pages[p.page! - 1]!.push(p.text)
   return { text, pageTexts: pages.map((texts) => texts.join("\n\n")) }

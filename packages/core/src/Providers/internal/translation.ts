@@ -91,6 +91,7 @@ export const toolArgumentsOf = (args: string): unknown => {
  */
 export const pushTurn = <R extends string, B>(turns: Array<{ role: R; content: Array<B> }>, role: R, blocks: ReadonlyArray<B>) => {
   const last = turns[turns.length - 1]
-  if (last !== undefined && last.role === role) last.content.push(...blocks)
+  // One by one: a spread of a message's many blocks would overflow the stack.
+  if (last !== undefined && last.role === role) for (const block of blocks) last.content.push(block)
   else turns.push({ role, content: [...blocks] })
 }
