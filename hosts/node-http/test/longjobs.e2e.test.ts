@@ -137,22 +137,28 @@ describe("long-running jobs against vendor mocks", () => {
         callbackUrl: receiver.url,
         requests: [
           { messages: [{ role: "user", content: "hello batch" }], model: "gpt-4o-mini" },
-          { messages: [{ role: "user", content: "FAIL" }], model: "gpt-4o-mini" }
+          { messages: [{ role: "user", content: "FAIL" }], model: "gpt-4o-mini" },
+          { messages: [{ role: "user", content: "HOSTILE" }], model: "gpt-4o-mini" },
+          { messages: [{ role: "user", content: "TOOL" }], model: "gpt-4o-mini", tools: [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }] }
         ]
       }
     })
-    expect(res.body.result).toMatchObject({ jobType: "batch", provider: "openai", total: 2 })
+    expect(res.body.result).toMatchObject({ jobType: "batch", provider: "openai", total: 4 })
     const done = await waitDone(`/v1/batch/${res.body.result.batchId}/status`)
     expect(done.status).toBe("completed")
-    expect(done.result).toMatchObject({ total: 2, completed: 1, failed: 1 })
-    expect(done.result.items[0]).toMatchObject({ index: 0, ok: true })
+    expect(done.result).toMatchObject({ total: 4, completed: 2, failed: 2 })
+    expect(done.result.items[0]).toMatchObject({ index: 0, ok: true, result: { content: "Echo: hello batch", finishReason: "stop" } })
     expect(done.result.items[1]).toMatchObject({ index: 1, ok: false })
+    // An answer of the wrong shape is a failed item, read as a call's answer is (it completed as a billed success with the junk).
+    expect(done.result.items[2]).toEqual({ index: 2, ok: false, error: "openai sent an unexpected answer: choices[0].message.content is neither text nor an array of parts" })
+    // A tool call is carried, not dropped.
+    expect(done.result.items[3]).toMatchObject({ index: 3, ok: true, result: { content: "", finishReason: "tool_calls", toolCalls: [{ id: "call_1", name: "lookup", arguments: "{\"q\":\"x\"}" }] } })
     const upload = openai.requests.find((r) => r.path.endsWith("/files"))!
     expect((upload.body as any).fields.purpose).toBe("batch")
     const create = openai.requests.find((r) => r.path.endsWith("/batches") && r.method === "POST")!
     expect(create.body).toMatchObject({ endpoint: "/v1/chat/completions", completion_window: "24h" })
     const hook = await hookFor(res.body.batchId ?? res.body.result.batchId)
-    expect(JSON.parse(hook.body).result).toMatchObject({ total: 2, completed: 1, failed: 1 })
+    expect(JSON.parse(hook.body).result).toMatchObject({ total: 4, completed: 2, failed: 2 })
   })
 
   it("creates an OpenAI fine-tuning job, polls it to success and reports the model", async () => {

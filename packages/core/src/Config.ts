@@ -54,6 +54,8 @@ export interface GatewayOptions {
 export interface SecurityLimits {
   /** Deepest nesting of arrays and objects accepted in a JSON body (400 above). */
   readonly maxJsonDepth: number
+  /** Most objects and arrays in a JSON body (400 above): each costs the parse an allocation. */
+  readonly maxJsonContainers: number
   /** Largest reply read from an upstream, orchestrator or webhook receiver, after decompression. */
   readonly maxUpstreamResponseBytes: number
   /** Largest total an archive (e.g. a .docx) may inflate to. */
@@ -79,6 +81,7 @@ export interface SecurityLimits {
 
 export const defaultLimits: SecurityLimits = {
   maxJsonDepth: 64,
+  maxJsonContainers: 100_000,
   maxUpstreamResponseBytes: 32 * 1024 * 1024,
   maxInflatedBytes: 50 * 1024 * 1024,
   maxInflateRatio: 100,
@@ -95,6 +98,7 @@ export const defaultLimits: SecurityLimits = {
 /** Environment variable of each limit. */
 export const limitVariables: Readonly<Record<keyof SecurityLimits, string>> = {
   maxJsonDepth: "AIGW_MAX_JSON_DEPTH",
+  maxJsonContainers: "AIGW_MAX_JSON_CONTAINERS",
   maxUpstreamResponseBytes: "AIGW_MAX_UPSTREAM_RESPONSE_BYTES",
   maxInflatedBytes: "AIGW_MAX_INFLATED_BYTES",
   maxInflateRatio: "AIGW_MAX_INFLATE_RATIO",

@@ -3,23 +3,38 @@
 export const NUL_PROBLEM = "NUL characters (\\u0000) are not accepted."
 
 const tooManyItems = (maxItems: number) => `JSON holds more than ${maxItems} array items and object members.`
+const tooManyContainers = (maxContainers: number) => `JSON holds more than ${maxContainers} objects and arrays.`
 
 /** Whether the escape starting at the backslash at `at` is `\u0000`. */
 const isNulEscape = (text: string, at: number) => text.charCodeAt(at + 1) === 0x75 && text.startsWith("0000", at + 2)
 
+/** What a JSON text may hold before it is parsed. */
+export interface JsonTextLimits {
+  /** Nesting of arrays and objects: a deep value overflows the stack of every recursive step after JSON.parse. */
+  readonly maxDepth: number
+  /** Array items and object members (counted as commas and opening brackets, an upper bound). */
+  readonly maxItems?: number | undefined
+  /** Objects and arrays: each is an allocation, what a parse spends most on (11 million `{}` held the event loop 11 s). */
+  readonly maxContainers?: number | undefined
+  /** NUL characters refused, raw or escaped (PostgreSQL cannot store them): true for what clients send. */
+  readonly refuseNul?: boolean | undefined
+}
+
 /**
- * Why a JSON text must not be parsed, or undefined: nesting deeper than `maxDepth` (a deep value
- * overflows the stack of every recursive step after JSON.parse), or a NUL character in a string
- * (PostgreSQL cannot store it), raw or as the escape `\u0000`, or more than `maxItems` array
- * items and object members (counted as commas and opening brackets, an upper bound: what a parse
- * and every pass after it cost grows with them). One linear pass before JSON.parse:
- * structure is read character by character, a string's contents from escape to escape with
- * indexOf, which searches natively (most of a request's text is inside strings).
+ * Why a JSON text must not be parsed, or undefined: a bound of `limits` passed, or (`refuseNul`) a NUL
+ * character in a string, raw or as the escape `\u0000`. One linear pass before JSON.parse: structure
+ * is read character by character, a string's contents from escape to escape with indexOf, which
+ * searches natively (most of a request's text is inside strings).
  */
-export const jsonTextProblem = (text: string, maxDepth: number, maxItems = Infinity): string | undefined => {
-  if (text.indexOf("\u0000") !== -1) return NUL_PROBLEM
+export const jsonTextProblem = (text: string, limits: JsonTextLimits): string | undefined => {
+  const { maxDepth } = limits
+  const maxItems = limits.maxItems ?? Infinity
+  const maxContainers = limits.maxContainers ?? Infinity
+  const refuseNul = limits.refuseNul ?? true
+  if (refuseNul && text.indexOf("\u0000") !== -1) return NUL_PROBLEM
   let depth = 0
   let items = 0
+  let containers = 0
   // The next quote and backslash at or after the position being read, each searched again only
   // once passed (linear in the text): -2 before the first search, -1 once none is left. (Searched
   // first inside the loop: with the first search before it, V8 compiled the loop several times
@@ -36,17 +51,18 @@ export const jsonTextProblem = (text: string, maxDepth: number, maxItems = Infin
         if (escape !== -1 && escape < at) escape = text.indexOf("\\", at)
         if (quote === -1) {
           // Unterminated (JSON.parse refuses it): an escaped NUL in it is still the problem named.
-          for (let e = escape; e !== -1; e = text.indexOf("\\", e + 2)) if (isNulEscape(text, e)) return NUL_PROBLEM
+          if (refuseNul) for (let e = escape; e !== -1; e = text.indexOf("\\", e + 2)) if (isNulEscape(text, e)) return NUL_PROBLEM
           return undefined
         }
         if (escape === -1 || escape > quote) break
-        if (isNulEscape(text, escape)) return NUL_PROBLEM
+        if (refuseNul && isNulEscape(text, escape)) return NUL_PROBLEM
         at = escape + 2
       }
       i = quote
     } else if (c === 0x7b || c === 0x5b) {
       if (++depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels.`
       if (++items > maxItems) return tooManyItems(maxItems)
+      if (++containers > maxContainers) return tooManyContainers(maxContainers)
     } else if (c === 0x7d || c === 0x5d) depth--
     else if (c === 0x2c && ++items > maxItems) return tooManyItems(maxItems)
   }
@@ -105,11 +121,11 @@ const withoutQuote = (message: string) => message.replace(/, (?:\.\.\.)?".*"(?:\
 export type ParsedJson = { readonly value: unknown } | { readonly problem: string; readonly malformed: boolean }
 
 /**
- * The checks every JSON request body passes (the HTTP edge, /mcp): depth and NUL characters before
- * parsing, then JSON.parse, then prototype keys.
+ * The checks every JSON request body passes (the HTTP edge, /mcp): depth, objects and arrays, and
+ * NUL characters before parsing, then JSON.parse, then prototype keys.
  */
-export const parseJsonText = (text: string, maxDepth: number): ParsedJson => {
-  const problem = jsonTextProblem(text, maxDepth)
+export const parseJsonText = (text: string, limits: JsonTextLimits): ParsedJson => {
+  const problem = jsonTextProblem(text, limits)
   if (problem !== undefined) return { problem, malformed: false }
   let value: unknown
   try {
@@ -119,6 +135,32 @@ export const parseJsonText = (text: string, maxDepth: number): ParsedJson => {
   }
   const proto = protoKeyProblem(text, value)
   return proto === undefined ? { value } : { problem: proto, malformed: false }
+}
+
+/**
+ * What an upstream's JSON (an answer, a stream event, an error body, a job's output) may hold. Its
+ * bytes are bounded (AIGW_MAX_UPSTREAM_RESPONSE_BYTES), but 32 MiB of `{},` held the event loop
+ * 13 s and took 900 MB to parse: objects and arrays are bounded too, with room for the largest real
+ * answers (an embeddings batch of a couple of million numbers, a parsed document of a few hundred
+ * thousand elements); nesting is bounded for whatever reads the answer recursively afterwards
+ * (serialising it to the client). Escaped NULs are the model's text: not refused.
+ */
+export const UPSTREAM_JSON_LIMITS: JsonTextLimits = { maxDepth: 128, maxItems: 4_000_000, maxContainers: 1_000_000, refuseNul: false }
+
+/** A text shorter than this holds nothing a parse or a recursive read could choke on: it is parsed without the scan. */
+const SCANNED_FROM = 4_096
+
+/** An upstream's JSON text parsed, or why not: a bound of UPSTREAM_JSON_LIMITS passed, or `malformed` text. */
+export const parseUpstreamJson = (text: string): ParsedJson => {
+  if (text.length >= SCANNED_FROM) {
+    const problem = jsonTextProblem(text, UPSTREAM_JSON_LIMITS)
+    if (problem !== undefined) return { problem, malformed: false }
+  }
+  try {
+    return { value: JSON.parse(text) }
+  } catch (e) {
+    return { problem: withoutQuote((e as Error).message), malformed: true }
+  }
 }
 
 /**

@@ -13,6 +13,7 @@ import type { Agent, RequestInit, Response } from "undici"
 import { once } from "./Once.ts"
 import { readWebBody } from "./Providers/internal/nodeFetch.ts"
 import { Unprocessable } from "./Errors.ts"
+import { parseUpstreamJson } from "./JsonText.ts"
 
 const blockedV4 = new net.BlockList()
 for (const [prefix, bits] of [
@@ -169,7 +170,9 @@ export const guardedGetJson = (raw: string, options: { readonly allowPrivate: bo
         if (res.status >= 300 && res.status < 400) throw new Error(`${options.field} redirects (HTTP ${res.status}); redirects are not followed`)
         const text = new TextDecoder().decode(await readWebBody(res.body as ReadableStream<Uint8Array> | null, options.limit))
         if (!res.ok) throw new Error(`${options.field} answered HTTP ${res.status}: ${text.slice(0, 200)}`)
-        return JSON.parse(text) as unknown
+        const parsed = parseUpstreamJson(text)
+        if ("value" in parsed) return parsed.value
+        throw new Error(parsed.malformed ? `${options.field} is not JSON` : `${options.field} is not usable JSON: ${parsed.problem}`)
       },
       catch: (e) => new Unprocessable({ message: `${options.field} could not be read: ${(e as Error)?.message ?? String(e)}` })
     }))

@@ -77,7 +77,10 @@ describe("edge attacks", () => {
       console.log(`anonymous 90,000-entry batch: answered in ${value.ms.toFixed(0)} ms`, figures)
       expect(value.res.status).toBe(400)
       expectRpcError(value.res.body, null, -32600)
-      expect(value.res.body.error.message).toMatch(/at most 32 messages \(AIGW_MCP_MAX_BATCH\); this one has 90000/)
+      // 270,000 objects: past AIGW_MAX_JSON_CONTAINERS, refused before the parse; a batch that parses is held to AIGW_MCP_MAX_BATCH.
+      expect(value.res.body.error.message).toBe("Invalid Request: JSON holds more than 100000 objects and arrays.")
+      const overBatch = await rpc(server, JSON.stringify(Array.from({ length: 33 }, (_, i) => entry(i + 1))))
+      expect([overBatch.status, overBatch.body.error.message]).toEqual([400, expect.stringMatching(/at most 32 messages \(AIGW_MCP_MAX_BATCH\); this one has 33/)])
       expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
       expect(figures.peakRssMb).toBeLessThan(MEMORY_EXPLODED_MB)
     })
@@ -174,9 +177,9 @@ describe("edge attacks", () => {
       },
       { name: "chat: 1,000,000 numbers as stop", path: "/openai/v1/chat/completions", body: { model: "auto", messages: [chatMessage], stop: many(1_000_000, 1) }, problem: /stop: / },
       {
-        name: "chat: 200,000 tool calls of the wrong shape",
+        name: "chat: 50,000 tool calls of the wrong shape",
         path: "/openai/v1/chat/completions",
-        body: { model: "auto", messages: [{ role: "assistant", content: null, tool_calls: many(200_000, { x: 1 }) }, chatMessage] },
+        body: { model: "auto", messages: [{ role: "assistant", content: null, tool_calls: many(50_000, { x: 1 }) }, chatMessage] },
         problem: /messages: holds more than 4096 tool calls in all/
       },
       {
@@ -191,12 +194,12 @@ describe("edge attacks", () => {
         body: { model: "auto", max_tokens: 10, messages: [chatMessage], ...Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`f${i}`, 1])) },
         problem: /f0/
       },
-      { name: "complete: 300,000 wrong messages", path: "/v1/complete", body: { messages: many(300_000, { x: 1 }) }, problem: /messages: holds at most 1000 items/ },
+      { name: "complete: 90,000 wrong messages", path: "/v1/complete", body: { messages: many(90_000, { x: 1 }) }, problem: /messages: holds at most 1000 items/ },
       // Valid items in valid counts per message: 450,000 tool calls took 4 s to decode, 740 × 500 parts 1.3 s.
       {
-        name: "complete: 450,000 tool calls in one message",
+        name: "complete: 90,000 tool calls in one message",
         path: "/v1/complete",
-        body: { messages: [chatMessage, { role: "assistant", toolCalls: many(450_000, { id: "a", name: "f" }) }] },
+        body: { messages: [chatMessage, { role: "assistant", toolCalls: many(90_000, { id: "a", name: "f" }) }] },
         problem: /messages: holds more than 4096 tool calls in all/
       },
       {
@@ -206,25 +209,28 @@ describe("edge attacks", () => {
         problem: /messages\.1\.toolCalls: holds at most 128 items/
       },
       {
-        name: "complete: 1,000 messages of 128 tool calls",
+        name: "complete: 500 messages of 128 tool calls",
         path: "/v1/complete",
-        body: { messages: many(1_000, { role: "assistant", toolCalls: many(128, { id: "a", name: "f" }) }) },
+        body: { messages: many(500, { role: "assistant", toolCalls: many(128, { id: "a", name: "f" }) }) },
         problem: /messages: holds more than 4096 tool calls in all/
       },
       {
-        name: "chat: 740 messages of 500 parts",
+        name: "chat: 150 messages of 500 parts",
         path: "/openai/v1/chat/completions",
-        body: { model: "auto", messages: many(740, { role: "user", content: many(500, { type: "text", text: "x" }) }) },
+        body: { model: "auto", messages: many(150, { role: "user", content: many(500, { type: "text", text: "x" }) }) },
         problem: /messages: holds more than 10000 content parts in all/
       },
       {
-        name: "anthropic: 740 messages of 500 blocks",
+        name: "anthropic: 150 messages of 500 blocks",
         path: "/anthropic/v1/messages",
-        body: { model: "auto", max_tokens: 10, messages: many(740, { role: "user", content: many(500, { type: "text", text: "x" }) }) },
+        body: { model: "auto", max_tokens: 10, messages: many(150, { role: "user", content: many(500, { type: "text", text: "x" }) }) },
         problem: /messages: holds more than 10000 content blocks in all/
       },
       { name: "embeddings: 1,000,000 numbers as texts", path: "/v1/embeddings", body: { texts: many(1_000_000, 1) }, problem: /texts holds at most 2048 strings/ },
-      { name: "a 3 MB string where a number goes", path: "/v1/complete", body: { messages: [chatMessage], temperature: "x".repeat(3_000_000) }, problem: /temperature: / }
+      { name: "a 3 MB string where a number goes", path: "/v1/complete", body: { messages: [chatMessage], temperature: "x".repeat(3_000_000) }, problem: /temperature: / },
+      // Past AIGW_MAX_JSON_CONTAINERS (3.5 million `{}` held the event loop 3 s): refused before the parse, on each edge.
+      { name: "3,000,000 empty objects (fast lane)", path: "/openai/v1/chat/completions", body: { model: "auto", messages: [chatMessage], x: many(3_000_000, {}) }, problem: /^Invalid request body: JSON holds more than 100000 objects and arrays\.$/ },
+      { name: "3,000,000 empty arrays (Effect route)", path: "/api/avatar/authenticate", body: { a: many(3_000_000, []) }, problem: /^Invalid request body: JSON holds more than 100000 objects and arrays\.$/ }
     ]
 
     it("answers each with a short 400 at once, counting nothing, health fast", async () => {

@@ -238,7 +238,7 @@ export const validateLocal = (file: File, avatarId: string) =>
       }
       case "json": {
         const raw = yield* decodeUtf8(bytes)
-        const problem = jsonTextProblem(raw, DOCUMENT_JSON_DEPTH, MAX_JSON_ITEMS)
+        const problem = jsonTextProblem(raw, { maxDepth: DOCUMENT_JSON_DEPTH, maxItems: MAX_JSON_ITEMS })
         if (problem !== undefined) return yield* Effect.fail(new BadRequest({ message: `file is not usable JSON: ${problem}` }))
         const data = yield* Effect.try({ try: () => JSON.parse(raw) as unknown, catch: (e) => new BadRequest({ message: `file is not valid JSON: ${(e as Error).message}` }) })
         return { format, data } satisfies Prepared as Prepared

@@ -14,6 +14,7 @@ import { readWebBody } from "../Providers/internal/nodeFetch.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { DocumentStore } from "../Storage/DocumentStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
+import { parseUpstreamJson } from "../JsonText.ts"
 
 export const KIND = "orchestrator"
 export const Protocol = Schema.Literal("openai-chat", "a2a", "http-json")
@@ -82,11 +83,9 @@ const makeService = Effect.gen(function*() {
         })
         const text = utf8.decode(await readWebBody(res.body as ReadableStream<Uint8Array> | null, config.limits.maxUpstreamResponseBytes))
         if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 300)}`)
-        try {
-          return JSON.parse(text) as any
-        } catch {
-          throw new Error("the answer is not JSON")
-        }
+        const parsed = parseUpstreamJson(text)
+        if ("value" in parsed) return parsed.value as any
+        throw new Error(parsed.malformed ? "the answer is not JSON" : `the answer is not usable JSON: ${parsed.problem}`)
       },
       catch: (e) => new UpstreamFailed({ provider: endpoint.name, message: `orchestrator ${endpoint.name} failed: ${(e as Error)?.message ?? e}` })
     }).pipe(Effect.timeoutFail({ duration: INVOKE_TIMEOUT, onTimeout: () => new UpstreamTimeout({ provider: endpoint.name, message: `orchestrator ${endpoint.name} did not answer in time` }) }))

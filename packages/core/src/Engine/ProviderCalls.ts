@@ -20,7 +20,7 @@ import { stopWaitingRequests } from "../Providers/internal/nodeFetch.ts"
 import { makeSseParser, type SseEvent } from "../Providers/internal/sse.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { authorize, servedBy } from "../Providers/Registry.ts"
-import { protocolError, stoppedError, toGatewayError, unreadableAnswer, UpstreamError } from "../Providers/UpstreamError.ts"
+import { protocolError, readSafely, stoppedError, toGatewayError, unreadableAnswer, UpstreamError } from "../Providers/UpstreamError.ts"
 import { utcDay } from "../Quota.ts"
 import type { Fallback } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -131,6 +131,16 @@ export const estimate = (messages: ReadonlyArray<ChatMessage>, completion: strin
 const upstreamFailedAnswer = (provider: string, usage?: Partial<TokenUsage>) => {
   const { kind, message, retryable } = protocolError(provider, "the answer ended in an error (its finish reason says so)")
   return new UpstreamError({ provider, kind, message, retryable, usage })
+}
+
+/**
+ * A chat answer as the engine takes it, on every path (a call, a batch's item): read by its wire, an
+ * answer the wire cannot read a protocol error, one that failed by its finish reason a failure
+ * keeping the counts it reported.
+ */
+export const chatAnswerOf = (wire: ChatWire, provider: string, body: unknown): ChatResult | UpstreamError => {
+  const answer = readSafely(provider, () => wire.result(provider, body))
+  return !(answer instanceof UpstreamError) && answer.finishReason === "error" ? upstreamFailedAnswer(provider, answer.usage) : answer
 }
 
 /** How long closing the engine waits for the calls and usage records under way (all cut by then at a graceful stop). */
@@ -546,12 +556,7 @@ const makeService = Effect.gen(function*() {
       const { request, result } = exchangeOf(t)
       const { body, headers, url } = await authorized(t, request, call)
       const json = await postJsonNow(t.provider.id, url, RequestId.withHeader(headers, call.requestId), body, call.cancel)
-      let answer: A | UpstreamError
-      try {
-        answer = result(t.provider.id, json)
-      } catch (e) {
-        answer = unreadableAnswer(t.provider.id, e)
-      }
+      const answer = readSafely(t.provider.id, () => result(t.provider.id, json))
       if (answer instanceof UpstreamError) throw answer
       return answer
     })
@@ -577,10 +582,7 @@ const makeService = Effect.gen(function*() {
       const wire = wireOf(t)
       return {
         request: wire.request(t, call.request(t), false),
-        result: (provider, body) => {
-          const answer = wire.result(provider, body)
-          return !(answer instanceof UpstreamError) && answer.finishReason === "error" ? upstreamFailedAnswer(provider, answer.usage) : answer
-        }
+        result: (provider, body) => chatAnswerOf(wire, provider, body)
       }
     })
     const latencyMs = Math.round(performance.now() - started)

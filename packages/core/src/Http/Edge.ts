@@ -10,7 +10,8 @@ import type { Credentials } from "../Accounts/Auth.ts"
 import { KEY_PREFIX } from "../Accounts/ApiKeys.ts"
 import { failureOf, successOf } from "../Envelope.ts"
 import { BadRequest, Busy, type GatewayError, PayloadTooLarge, statusOf } from "../Errors.ts"
-import { parseJsonText } from "../JsonText.ts"
+import type { SecurityLimits } from "../Config.ts"
+import { type JsonTextLimits, parseJsonText } from "../JsonText.ts"
 import { quotaRefusals } from "../Metrics.ts"
 import { isRetryableStatus } from "../Providers/UpstreamError.ts"
 
@@ -173,14 +174,26 @@ export const readLimitedText = async (
   return bytes === TOO_LARGE ? bytes : decodeText(bytes, decoder)
 }
 
+const requestLimits = new WeakMap<SecurityLimits, JsonTextLimits>()
+
+/** What a client's JSON body may hold (AIGW_MAX_JSON_DEPTH, AIGW_MAX_JSON_CONTAINERS, no NUL), made once per configuration. */
+export const requestJsonLimits = (limits: SecurityLimits): JsonTextLimits => {
+  let made = requestLimits.get(limits)
+  if (made === undefined) {
+    made = { maxDepth: limits.maxJsonDepth, maxContainers: limits.maxJsonContainers, refuseNul: true }
+    requestLimits.set(limits, made)
+  }
+  return made
+}
+
 /**
- * A JSON body's text -> value, or the 400 error of an empty, too deep, NUL-carrying, malformed or
+ * A JSON body's text -> value, or the 400 error of an empty, too deep, too large in objects and arrays, NUL-carrying, malformed or
  * prototype-keyed body. A malformed body sent as something else than JSON (a form, say) is told so: its
  * `Content-Type` is named. Bodies are read as JSON whatever their type, as curl's `-d` sends JSON as a form.
  */
-export const parseJsonBody = (text: string, maxDepth: number, contentType?: string): unknown | BadRequest => {
+export const parseJsonBody = (text: string, limits: SecurityLimits, contentType?: string): unknown | BadRequest => {
   if (text.trim() === "") return new BadRequest({ message: "Request body is required (JSON)." })
-  const parsed = parseJsonText(text, maxDepth)
+  const parsed = parseJsonText(text, requestJsonLimits(limits))
   if ("value" in parsed) return parsed.value
   if (!parsed.malformed) return new BadRequest({ message: `Invalid request body: ${parsed.problem}` })
   const type = contentType?.split(";", 1)[0]!.trim().toLowerCase()

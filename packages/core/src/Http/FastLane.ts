@@ -245,7 +245,7 @@ export const make = Effect.gen(function*() {
     }
     if (text === TOO_LARGE) return refuse(tooLargeError(maxBodyBytes))
     if (text instanceof BadRequest) return refuse(text)
-    const json = parseJsonBody(text, limits.maxJsonDepth, req.headers["content-type"])
+    const json = parseJsonBody(text, limits, req.headers["content-type"])
     if (json instanceof BadRequest) return refuse(json)
     const body = route.decode!(json)
     if (body instanceof BadRequest) return refuse(body)

@@ -202,7 +202,7 @@ export const readJson = Effect.gen(function*() {
   const text = yield* readText
   const { limits } = yield* GatewayConfig
   const request = yield* HttpServerRequest.HttpServerRequest
-  const parsed = parseJsonBody(text, limits.maxJsonDepth, request.headers["content-type"])
+  const parsed = parseJsonBody(text, limits, request.headers["content-type"])
   return parsed instanceof BadRequest ? yield* Effect.fail(parsed) : parsed
 })
 

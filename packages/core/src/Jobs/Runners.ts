@@ -9,6 +9,8 @@ import { Completions } from "../Capabilities/Completions.ts"
 import { GatewayConfig } from "../Config.ts"
 import { Catalog, type ConfiguredProvider, data } from "../Catalog/Catalog.ts"
 import { costOf } from "../Cost.ts"
+import { chatAnswerOf } from "../Engine/ProviderCalls.ts"
+import { UpstreamError } from "../Providers/UpstreamError.ts"
 import { reportedCount } from "../Providers/Chat.ts"
 import * as OpenAiCompatible from "../Providers/OpenAiCompatible.ts"
 import {
@@ -184,22 +186,30 @@ const openAiBatch = (options: RunnerOptions) =>
                 const estimated = prompt === undefined || completion === undefined
                 // The Batch API bills half the list price.
                 const costUSD = model ? costOf(model, promptTokens, completionTokens) * BATCH_DISCOUNT : 0
+                // Read as a call's answer is: a field of the wrong type, or a failed finish, is a failed item (still billed).
+                const answer = chatAnswerOf(OpenAiCompatible.wire, provider.id, body)
+                const ok = !(answer instanceof UpstreamError)
                 yield* usage.record({
                   avatarId: job.avatarId, provider: provider.id, model: models[index] ?? "unknown", capability: "batch",
-                  promptTokens, completionTokens, costUSD, latencyMs: 0, estimated, ok: true
+                  promptTokens, completionTokens, costUSD, latencyMs: 0, estimated, ok
                 })
-                items.push({
-                  index,
-                  ok: true,
-                  result: {
-                    provider: provider.id,
-                    model: body?.model ?? models[index],
-                    content: body?.choices?.[0]?.message?.content ?? "",
-                    finishReason: body?.choices?.[0]?.finish_reason ?? "stop",
-                    usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated },
-                    costUSD
-                  }
-                })
+                items.push(
+                  answer instanceof UpstreamError
+                    ? { index, ok: false, error: answer.message }
+                    : {
+                      index,
+                      ok: true,
+                      result: {
+                        provider: provider.id,
+                        model: typeof body?.model === "string" ? body.model : models[index],
+                        content: answer.content,
+                        ...(answer.toolCalls.length > 0 ? { toolCalls: answer.toolCalls } : {}),
+                        finishReason: answer.finishReason,
+                        usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated },
+                        costUSD
+                      }
+                    }
+                )
               } else {
                 items.push({ index, ok: false, error: r.message })
               }

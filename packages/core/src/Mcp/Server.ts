@@ -29,7 +29,7 @@ import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
 import { type BadRequest, type GatewayError, isGatewayError, type PayloadTooLarge, Unauthorized } from "../Errors.ts"
-import { credentialsOf, decodeText, tooLargeError } from "../Http/Edge.ts"
+import { credentialsOf, decodeText, requestJsonLimits, tooLargeError } from "../Http/Edge.ts"
 import { describeParseError, parseOptions } from "../Http/DecodeProblems.ts"
 import { readText } from "../Http/Route.ts"
 import { parseJsonText } from "../JsonText.ts"
@@ -284,7 +284,7 @@ const makeFront = Effect.gen(function*() {
   /** The answer to `text` from `caller` (`anonymous`: no credentials, only the free tools work). */
   const answer = (text: string, caller: McpCaller["Type"], anonymous: boolean): Effect.Effect<FrontAnswer> =>
     Effect.gen(function*() {
-      const parsed = parseJsonText(text, limits.maxJsonDepth)
+      const parsed = parseJsonText(text, requestJsonLimits(limits))
       if (!("value" in parsed)) {
         return parsed.malformed
           ? refusal(400, JsonRpc.PARSE_ERROR, "Parse error")

@@ -26,6 +26,7 @@ import { Effect } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { authHeaders, getJson, getText, postJson, postMultipart } from "./internal/http.ts"
 import { protocolError, type UpstreamError } from "./UpstreamError.ts"
+import { parseUpstreamJson } from "../JsonText.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Types (the fields the gateway reads; the wire objects carry more)
@@ -248,7 +249,12 @@ export const parseBatchOutput = (
   Effect.forEach(
     text.split("\n").map((l, i) => [l.trim(), i + 1] as const).filter(([l]) => l.length > 0),
     ([line, n]) =>
-      Effect.try({ try: () => JSON.parse(line) as any, catch: () => protocolError(provider, `batch output line ${n} is not JSON`) }).pipe(
+      Effect.suspend(() => {
+        const parsed = parseUpstreamJson(line)
+        return "value" in parsed
+          ? Effect.succeed(parsed.value as any)
+          : Effect.fail(protocolError(provider, `batch output line ${n} is not ${parsed.malformed ? "JSON" : `usable JSON: ${parsed.problem}`}`))
+      }).pipe(
         Effect.filterOrFail(
           (o): o is BatchOutputLine => typeof o?.custom_id === "string" && (o.response == null || typeof o.response === "object"),
           () => protocolError(provider, `batch output line ${n} has no custom_id`)

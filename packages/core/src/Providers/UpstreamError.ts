@@ -5,6 +5,7 @@
 import { Data } from "effect"
 import { Busy, UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
 import type { TokenUsage } from "./Chat.ts"
+import { parseUpstreamJson } from "../JsonText.ts"
 
 export class UpstreamError extends Data.TaggedError("UpstreamError")<{
   readonly provider: string
@@ -97,13 +98,12 @@ export const shownUpstreamText = (text: string, shown = SHOWN_CHARACTERS): strin
  */
 export const upstreamMessage = (body: string): string => {
   let message: string | undefined
-  try {
-    const json = JSON.parse(body) as any
+  const parsed = parseUpstreamJson(body)
+  if ("value" in parsed) {
+    const json = parsed.value as any
     // OpenAI/Anthropic/Gemini, Cohere/Bedrock, plain strings, FastAPI-style, IBM watsonx (`errors[]`).
     const candidates = [json?.error?.message, json?.message, typeof json?.error === "string" ? json.error : undefined, json?.detail, json?.errors?.[0]?.message]
     message = candidates.find((m) => typeof m === "string" && m.length > 0)
-  } catch {
-    // not JSON
   }
   // A body that is no JSON message is shown by its start only.
   return (message !== undefined ? shownUpstreamText(message) : shownUpstreamText(body, PLAIN_BODY_SHOWN)) || "no error body"
@@ -139,6 +139,15 @@ export const protocolError = (provider: string, detail: string) =>
  */
 export const unreadableAnswer = (provider: string, cause: unknown) =>
   protocolError(provider, `an answer aigw cannot read (${(cause as Error)?.message ?? String(cause)})`)
+
+/** What `read` makes of an upstream answer, or, should it throw, the answer's protocol error (`unreadableAnswer`). */
+export const readSafely = <A>(provider: string, read: () => A | UpstreamError): A | UpstreamError => {
+  try {
+    return read()
+  } catch (e) {
+    return unreadableAnswer(provider, e)
+  }
+}
 
 /** An attempt the gateway ended itself with `message` (not retried on another provider). */
 export const stoppedError = (provider: string, message: string) =>

@@ -319,6 +319,16 @@ describe("what an upstream's answer may claim", () => {
     }
   })
 
+  it("an answer of a million objects under the reply limit is a protocol error before it is parsed (it held the event loop 13 s)", async () => {
+    answer = { json: { ...completion({ prompt_tokens: 1, completion_tokens: 1 }), x: Array.from({ length: 1_000_001 }, () => ({})) } }
+    const failed = await engine.complete(call()).then(() => undefined, (e) => e)
+    expect(failed).toMatchObject({ _tag: "UpstreamFailed", message: "p sent an unexpected answer: the body is not usable JSON: JSON holds more than 1000000 objects and arrays." })
+    expect(recorded.at(-1)!.ok).toBe(false)
+    // The same in one stream event.
+    const { last } = await stream(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: "a" } }], x: Array.from({ length: 1_000_001 }, () => []) })}\n\n`)
+    expect(last).toMatchObject({ finishReason: "error", error: "p sent an unexpected answer: a stream event is not usable JSON: JSON holds more than 1000000 objects and arrays." })
+  })
+
   it("an embedding answer's count that is no count is estimated", async () => {
     answer = { json: { object: "list", data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2] }], model: "m", usage: { prompt_tokens: -5, total_tokens: -5 } } }
     const embedded = await engine.embed({ avatar: { id: "a" } as AvatarRecord, targets: [{ ...target(), model: data.models.find((m) => m.id === "text-embedding-3-small")! }], cancel: new Cancel(), texts: ["some text to embed"] })

@@ -1,6 +1,7 @@
 /** Decoding a hostile body costs what its size costs, and its 400 stays short. */
 import { JSONSchema, Schema } from "effect"
 import { describe, expect, it } from "vitest"
+import { defaultLimits } from "../../src/Config.ts"
 import { BadRequest } from "../../src/Errors.ts"
 import { describeParseError, parseOptions, preview } from "../../src/Http/DecodeProblems.ts"
 import { errorBody, parseJsonBody } from "../../src/Http/Edge.ts"
@@ -128,13 +129,13 @@ describe("preview", () => {
 
 describe("a malformed body's Content-Type", () => {
   it("is named when the body was sent as something other than JSON (a form's curl -d excepted), never otherwise", () => {
-    const messageOf = (contentType?: string) => (parseJsonBody("--xyz\r\ncontent-disposition: form-data", 64, contentType) as BadRequest).message
+    const messageOf = (contentType?: string) => (parseJsonBody("--xyz\r\ncontent-disposition: form-data", defaultLimits, contentType) as BadRequest).message
     expect(messageOf("multipart/form-data; boundary=xyz")).toMatch(/^Malformed JSON body: .* \(sent as multipart\/form-data; this route takes application\/json\)$/)
     expect(messageOf("text/plain")).toMatch(/\(sent as text\/plain; this route takes application\/json\)$/)
     for (const plain of [undefined, "application/json", "application/json; charset=utf-8", "application/vnd.api+json", "application/x-www-form-urlencoded"]) {
       expect(messageOf(plain)).not.toMatch(/sent as/)
     }
-    expect(parseJsonBody('{"a":1}', 64, "text/plain")).toEqual({ a: 1 })
+    expect(parseJsonBody('{"a":1}', defaultLimits, "text/plain")).toEqual({ a: 1 })
   })
 })
 

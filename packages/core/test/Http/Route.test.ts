@@ -1,5 +1,6 @@
 /** The shared JSON body checks of Route.ts: depth and NUL before JSON.parse, for every edge. */
 import { describe, expect, it } from "vitest"
+import { defaultLimits } from "../../src/Config.ts"
 import { BadRequest } from "../../src/Errors.ts"
 import { holdsMoreParts, jsonTextProblem, parseJsonBody } from "../../src/Http/Route.ts"
 
@@ -7,38 +8,38 @@ const nested = (levels: number) => "[".repeat(levels) + "]".repeat(levels)
 
 describe("jsonTextProblem", () => {
   it("counts nesting of arrays and objects outside strings", () => {
-    expect(jsonTextProblem(nested(64), 64)).toBeUndefined()
-    expect(jsonTextProblem(nested(65), 64)).toBe("JSON nested deeper than 64 levels.")
-    expect(jsonTextProblem(`{"a":${nested(63)}}`, 64)).toBeUndefined()
-    expect(jsonTextProblem(`{"a":${nested(64)}}`, 64)).toBe("JSON nested deeper than 64 levels.")
+    expect(jsonTextProblem(nested(64), { maxDepth: 64 })).toBeUndefined()
+    expect(jsonTextProblem(nested(65), { maxDepth: 64 })).toBe("JSON nested deeper than 64 levels.")
+    expect(jsonTextProblem(`{"a":${nested(63)}}`, { maxDepth: 64 })).toBeUndefined()
+    expect(jsonTextProblem(`{"a":${nested(64)}}`, { maxDepth: 64 })).toBe("JSON nested deeper than 64 levels.")
     // Brackets in strings, also after escaped quotes, do not count.
-    expect(jsonTextProblem(JSON.stringify({ a: "[[[[[[", b: "\"{{{{{{" }), 2)).toBeUndefined()
-    expect(jsonTextProblem(nested(50_000), 64)).toBe("JSON nested deeper than 64 levels.")
+    expect(jsonTextProblem(JSON.stringify({ a: "[[[[[[", b: "\"{{{{{{" }), { maxDepth: 2 })).toBeUndefined()
+    expect(jsonTextProblem(nested(50_000), { maxDepth: 64 })).toBe("JSON nested deeper than 64 levels.")
   })
 
   it("finds NUL as the \\u0000 escape or a raw character, not an escaped backslash before u0000", () => {
-    expect(jsonTextProblem(JSON.stringify({ title: "a\u0000b" }), 64)).toBe("NUL characters (\\u0000) are not accepted.")
-    expect(jsonTextProblem("{\"title\":\"a\u0000b\"}", 64)).toBe("NUL characters (\\u0000) are not accepted.")
-    expect(jsonTextProblem(JSON.stringify({ path: "C:\\u0000" }), 64)).toBeUndefined()
-    expect(jsonTextProblem(JSON.stringify({ ok: "\u0001 \\ \" \u00e9" }), 64)).toBeUndefined()
+    expect(jsonTextProblem(JSON.stringify({ title: "a\u0000b" }), { maxDepth: 64 })).toBe("NUL characters (\\u0000) are not accepted.")
+    expect(jsonTextProblem("{\"title\":\"a\u0000b\"}", { maxDepth: 64 })).toBe("NUL characters (\\u0000) are not accepted.")
+    expect(jsonTextProblem(JSON.stringify({ path: "C:\\u0000" }), { maxDepth: 64 })).toBeUndefined()
+    expect(jsonTextProblem(JSON.stringify({ ok: "\u0001 \\ \" \u00e9" }), { maxDepth: 64 })).toBeUndefined()
   })
 
   it("counts array items and object members outside strings against maxItems (commas and openings: a bound from above)", () => {
     const items = (n: number) => JSON.stringify(Array.from({ length: n }, () => 0))
     // [0,0,0] is one opening and two commas: three.
-    expect(jsonTextProblem(items(3), 64, 3)).toBeUndefined()
-    expect(jsonTextProblem(items(4), 64, 3)).toBe("JSON holds more than 3 array items and object members.")
-    expect(jsonTextProblem(JSON.stringify({ a: 1, b: 2 }), 64, 2)).toBeUndefined()
-    expect(jsonTextProblem(JSON.stringify({ a: 1, b: [2, 3] }), 64, 3)).toBe("JSON holds more than 3 array items and object members.")
+    expect(jsonTextProblem(items(3), { maxDepth: 64, maxItems: 3 })).toBeUndefined()
+    expect(jsonTextProblem(items(4), { maxDepth: 64, maxItems: 3 })).toBe("JSON holds more than 3 array items and object members.")
+    expect(jsonTextProblem(JSON.stringify({ a: 1, b: 2 }), { maxDepth: 64, maxItems: 2 })).toBeUndefined()
+    expect(jsonTextProblem(JSON.stringify({ a: 1, b: [2, 3] }), { maxDepth: 64, maxItems: 3 })).toBe("JSON holds more than 3 array items and object members.")
     // Commas and brackets inside strings do not count; without maxItems nothing is counted.
-    expect(jsonTextProblem(JSON.stringify(["a,b,c,[d,{e", "\",["]), 64, 3)).toBeUndefined()
-    expect(jsonTextProblem(items(100_000), 64)).toBeUndefined()
+    expect(jsonTextProblem(JSON.stringify(["a,b,c,[d,{e", "\",["]), { maxDepth: 64, maxItems: 3 })).toBeUndefined()
+    expect(jsonTextProblem(items(100_000), { maxDepth: 64 })).toBeUndefined()
   })
 
   it("scans a 10 MB body in well under a second", () => {
     const big = JSON.stringify({ text: "x\\\"".repeat(2_500_000), list: Array.from({ length: 100_000 }, (_, i) => ({ i })) })
     const started = performance.now()
-    expect(jsonTextProblem(big, 64)).toBeUndefined()
+    expect(jsonTextProblem(big, { maxDepth: 64 })).toBeUndefined()
     expect(performance.now() - started).toBeLessThan(1_000)
   })
 })
@@ -78,27 +79,27 @@ describe("jsonTextProblem against a character-by-character reading", () => {
     for (let t = 0; t < 20_000; t++) {
       let text = ""
       for (let k = random(24); k > 0; k--) text += pieces[random(pieces.length)]
-      expect([text, jsonTextProblem(text, 3)]).toEqual([text, reference(text, 3)])
+      expect([text, jsonTextProblem(text, { maxDepth: 3 })]).toEqual([text, reference(text, 3)])
     }
   })
 
   it("stays linear on many strings with one backslash at the very end", () => {
     const text = JSON.stringify(Array.from({ length: 200_000 }, (_, i) => `s${i}`)) + "\"\\\""
     const started = performance.now()
-    expect(jsonTextProblem(text, 64)).toBe(reference(text, 64))
+    expect(jsonTextProblem(text, { maxDepth: 64 })).toBe(reference(text, 64))
     expect(performance.now() - started).toBeLessThan(1_000)
   })
 })
 
 describe("parseJsonBody", () => {
   it("answers the 400 of an empty, too deep, NUL-carrying or malformed body, else the value", () => {
-    const message = (text: string) => (parseJsonBody(text, 64) as BadRequest).message
+    const message = (text: string) => (parseJsonBody(text, defaultLimits) as BadRequest).message
     expect(message("  ")).toBe("Request body is required (JSON).")
     expect(message(nested(65))).toBe("Invalid request body: JSON nested deeper than 64 levels.")
     expect(message("{\"a\":\"\\u0000\"}")).toBe("Invalid request body: NUL characters (\\u0000) are not accepted.")
     expect(message("{\"a\": [1,")).toMatch(/^Malformed JSON body: /)
-    expect(parseJsonBody("{\"a\":[1]}", 64)).toEqual({ a: [1] })
-    expect(parseJsonBody(nested(65), 64)).toBeInstanceOf(BadRequest)
+    expect(parseJsonBody("{\"a\":[1]}", defaultLimits)).toEqual({ a: [1] })
+    expect(parseJsonBody(nested(65), defaultLimits)).toBeInstanceOf(BadRequest)
   })
 })
 

@@ -483,6 +483,24 @@ const answerChat = (body: any): { status: number; body: unknown } => {
   if (messages.some((m) => m?.content === "FAIL")) {
     return { status: 400, body: openAiError("The mock was asked to fail this request.", "invalid_request_error", "messages", null) }
   }
+  // A hostile answer: fields of the wrong types, billed all the same.
+  if (messages.some((m) => m?.content === "HOSTILE")) {
+    return {
+      status: 200,
+      body: { id: "x", object: "chat.completion", model: { evil: 1 }, choices: [{ index: 0, message: { role: "assistant", content: { nested: ["junk"] } }, finish_reason: ["x"] }], usage: { prompt_tokens: 5, completion_tokens: 2 } }
+    }
+  }
+  // A tool call, for the item to carry.
+  if (messages.some((m) => m?.content === "TOOL")) {
+    return {
+      status: 200,
+      body: {
+        id: "t", object: "chat.completion", model: String(body?.model), created: nowSeconds(),
+        choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: "{\"q\":\"x\"}" } }] }, finish_reason: "tool_calls" }],
+        usage: { prompt_tokens: 6, completion_tokens: 3, total_tokens: 9 }
+      }
+    }
+  }
   const last = String(messages.at(-1)?.content ?? "")
   const content = `Echo: ${last}`
   const prompt = messages.reduce((n, m) => n + Math.ceil(String(m?.content ?? "").length / 4) + 4, 0)

@@ -5,9 +5,10 @@
  * next call asks again). The token request goes over the one transport (bounded reply, deadline).
  */
 import { createHash } from "node:crypto"
-import { fromHttp, protocolError, UpstreamError, upstreamMessage } from "../UpstreamError.ts"
+import { fromHttp, protocolError, shownUpstreamText, UpstreamError, upstreamMessage } from "../UpstreamError.ts"
 import { deadline } from "./http.ts"
 import { nodeFetch } from "./nodeFetch.ts"
+import { parseUpstreamJson } from "../../JsonText.ts"
 
 export interface AccessToken {
   readonly token: string
@@ -96,12 +97,11 @@ export const clearTokens = (): void => entries.clear()
 
 /** The human part of an OAuth error answer (`error_description`; IBM IAM's `errorMessage`), else the usual mapping. */
 const tokenErrorMessage = (body: string): string => {
-  try {
-    const json = JSON.parse(body) as any
+  const parsed = parseUpstreamJson(body)
+  if ("value" in parsed) {
+    const json = parsed.value as any
     const found = [json?.error_description, json?.errorMessage].find((m) => typeof m === "string" && m.length > 0)
-    if (found) return found
-  } catch {
-    // not JSON
+    if (found) return shownUpstreamText(found)
   }
   return upstreamMessage(body)
 }
@@ -131,12 +131,9 @@ export const requestToken = (provider: string, request: TokenRequest, now: () =>
     }, cancel)
     const text = await res.text()
     if (!res.ok) throw tokenRefused(provider, res.status, text)
-    let body: any
-    try {
-      body = JSON.parse(text)
-    } catch {
-      throw protocolError(provider, "the access token answer is not JSON")
-    }
+    const parsed = parseUpstreamJson(text)
+    if (!("value" in parsed)) throw protocolError(provider, "the access token answer is not JSON")
+    const body = parsed.value as any
     if (typeof body?.access_token !== "string" || body.access_token === "") throw protocolError(provider, "the access token answer has no access_token")
     const seconds = typeof body.expires_in === "number" && body.expires_in > 0 ? body.expires_in : 3600
     return { token: body.access_token, expiresAt: now() + seconds * 1000 }

@@ -13,6 +13,7 @@ import { connectFailed, fromHttp, protocolError, stoppedError, UpstreamError } f
 import { Cancel } from "./cancel.ts"
 import { isUndecodable, nodeFetch, RedirectRefused, ReplyTooLarge, setReplyLimit, StoppedByGateway, UpstreamResponse } from "./nodeFetch.ts"
 import type { SseEvent } from "./sse.ts"
+import { parseUpstreamJson } from "../../JsonText.ts"
 import * as RequestId from "../../RequestId.ts"
 import { Readable } from "node:stream"
 
@@ -164,11 +165,9 @@ const withDeadline = <A>(
   })
 
 const parseJson = (provider: string) => (text: string): any => {
-  try {
-    return JSON.parse(text) as any
-  } catch {
-    throw protocolError(provider, "the body is not JSON")
-  }
+  const parsed = parseUpstreamJson(text)
+  if ("value" in parsed) return parsed.value
+  throw protocolError(provider, parsed.malformed ? "the body is not JSON" : `the body is not usable JSON: ${parsed.problem}`)
 }
 
 const jsonPost = (headers: Record<string, string>, body: unknown) => ({
@@ -255,11 +254,9 @@ export const postSseNow = async (
 
 /** One SSE event's data as JSON, or the protocol error of a payload that is not JSON. */
 export const eventJson = (provider: string, event: SseEvent): any => {
-  try {
-    return JSON.parse(event.data)
-  } catch {
-    return protocolError(provider, `bad JSON in stream: ${event.data.slice(0, 100)}`)
-  }
+  const parsed = parseUpstreamJson(event.data)
+  if ("value" in parsed) return parsed.value
+  return protocolError(provider, parsed.malformed ? `bad JSON in stream: ${event.data.slice(0, 100)}` : `a stream event is not usable JSON: ${parsed.problem}`)
 }
 
 /** How long a finished stream's remaining bytes may take before its connection is dropped. */

@@ -26,6 +26,7 @@ import * as zlib from "node:zlib"
 import { defaultLimits } from "../../Config.ts"
 import { isBlockedAddress, systemResolver } from "../../UrlGuard.ts"
 import { Cancel } from "./cancel.ts"
+import { parseUpstreamJson } from "../../JsonText.ts"
 
 const agentOptions = {
   keepAlive: true,
@@ -240,8 +241,11 @@ export class UpstreamResponse {
     return utf8.decode(await this.bytes())
   }
 
+  /** Within the bounds of an upstream's JSON (JsonText.UPSTREAM_JSON_LIMITS); a SyntaxError otherwise, as fetch's. */
   async json(): Promise<any> {
-    return JSON.parse(await this.text())
+    const parsed = parseUpstreamJson(await this.text())
+    if ("value" in parsed) return parsed.value
+    throw new SyntaxError(parsed.problem)
   }
 }
 
