@@ -58,6 +58,12 @@ describe("image vendors", () => {
     expect(stability.requests.at(-1)!.headers.authorization).toBe("Bearer sk-stab-e2e")
   })
 
+  it("an image that is no base64 (markup, say) is a 502, whichever vendor sent it, never relayed", async () => {
+    stability.rawNext(JSON.stringify({ image: "<svg onload=alert(1)>", finish_reason: "SUCCESS", seed: 1 }))
+    const res = await generate(silver, { provider: "stability", prompt: "a lighthouse" })
+    expect([res.status, res.body.message]).toEqual([502, "stability sent an unexpected answer: image 0's bytes are not base64"])
+  })
+
   it("refuses what Stability cannot honour by name, before calling it, and a plan below the vendor's", async () => {
     const before = stability.requests.length
     const many = await generate(silver, { provider: "stability", prompt: "x", n: 2 })

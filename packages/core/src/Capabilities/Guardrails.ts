@@ -11,7 +11,7 @@ import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { Unprocessable } from "../Errors.ts"
 import type { Lane } from "../Http/Lane.ts"
 import type { Plan } from "../Plans.ts"
-import type { GuardrailVerdict } from "../Providers/Guardrails/GuardrailsAdapter.ts"
+import { boundedVerdict, type GuardrailVerdict } from "../Providers/Guardrails/GuardrailsAdapter.ts"
 import { servedBy } from "../Providers/Registry.ts"
 import { Routing, type RoutingError } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -163,7 +163,7 @@ const checkWithVendor = (avatar: AvatarRecord, text: string, vendor: ConfiguredP
   Effect.gen(function*() {
     const adapter = servedBy(vendor).guardrails
     if (adapter === undefined) return yield* Effect.fail(new Unprocessable({ message: `Provider ${vendor.id} cannot check guardrails.` }))
-    const verdict = yield* vendorCall(avatar.id, vendor, "guardrails", adapter.check(vendor, text))
+    const verdict = yield* vendorCall(avatar.id, vendor, "guardrails", Effect.flatMap(adapter.check(vendor, text), boundedVerdict(vendor.id)))
     return resultOf(text, vendorFindings(text, verdict), verdict.categories, verdict.flagged, vendor.id)
   })
 

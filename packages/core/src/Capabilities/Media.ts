@@ -13,7 +13,8 @@ import { generateImages, moderate, synthesize, transcribe } from "../Providers/O
 import { servedBy } from "../Providers/Registry.ts"
 import { speak } from "../Providers/Speech/SpeechVendor.ts"
 import type { ImageRequest, SpeechFormat, SpeechRequest, TranscriptionRequest } from "../Providers/Served.ts"
-import type { UpstreamError } from "../Providers/UpstreamError.ts"
+import { imagesProblem } from "../Providers/Delivered.ts"
+import { protocolError, type UpstreamError } from "../Providers/UpstreamError.ts"
 import { type FallbackCandidate, Routing, wrongKind } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
@@ -179,7 +180,12 @@ const makeService = Effect.gen(function*() {
       avatar,
       "images",
       yield* imagesTarget(avatar, input),
-      (t) => t.generate(t.provider, t.request, { pollMs: config.jobPollMs })
+      (t) =>
+        Effect.flatMap(t.generate(t.provider, t.request, { pollMs: config.jobPollMs }), (images) => {
+          // Whichever vendor made them: links a client may follow, bytes that are base64, no more than asked for.
+          const problem = imagesProblem(images, t.request.n)
+          return problem === undefined ? Effect.succeed(images) : Effect.fail(protocolError(t.provider.id, problem))
+        })
     )
     const { model } = request
     const size = input.width && input.height ? `${input.width}x${input.height}` : undefined

@@ -5,7 +5,7 @@
  */
 import type { Effect } from "effect"
 import type { GatewayError } from "../Errors.ts"
-import type { UpstreamError } from "../Providers/UpstreamError.ts"
+import { shownUpstreamText, type UpstreamError } from "../Providers/UpstreamError.ts"
 import type { JobRecord } from "./JobStore.ts"
 
 export type Step =
@@ -28,4 +28,9 @@ export interface JobRunner {
 
 export const wait = (afterMs: number, extra: Omit<Extract<Step, { _tag: "Wait" }>, "_tag" | "afterMs"> = {}): Step => ({ _tag: "Wait", afterMs, ...extra })
 export const done = (result: unknown): Step => ({ _tag: "Done", result })
-export const failed = (error: string, result?: unknown): Step => ({ _tag: "Failed", error, ...(result !== undefined ? { result } : {}) })
+/**
+ * A job that failed, saying why. The reason often quotes a vendor (a failure reason, a batch's
+ * errors): it is shown as upstream text is (`shownUpstreamText`: cut at 1,000 characters, credentials
+ * redacted), since it is stored, logged, answered on every status poll and sent in the webhook.
+ */
+export const failed = (error: string, result?: unknown): Step => ({ _tag: "Failed", error: shownUpstreamText(error), ...(result !== undefined ? { result } : {}) })

@@ -12,6 +12,7 @@ import { costOf } from "../Cost.ts"
 import { chatAnswerOf } from "../Engine/ProviderCalls.ts"
 import { UpstreamError } from "../Providers/UpstreamError.ts"
 import { reportedCount } from "../Providers/Chat.ts"
+import { detailsProblem, linkProblem } from "../Providers/Delivered.ts"
 import * as OpenAiCompatible from "../Providers/OpenAiCompatible.ts"
 import {
   batchInputLine,
@@ -168,7 +169,7 @@ const openAiBatch = (options: RunnerOptions) =>
           case "in_progress":
           case "finalizing":
           case "cancelling":
-            return wait(options.pollMs, { result: { upstreamStatus: batch.status, ...batch.requestCounts, total: input.requests.length } })
+            return stillWaiting(job, batch.status, options.pollMs, { result: { upstreamStatus: batch.status, ...batch.requestCounts, total: input.requests.length } })
           case "completed": {
             const results = yield* batchResults(provider, batch)
             const models = (job.state as { models?: Array<string> } | null)?.models ?? []
@@ -218,7 +219,7 @@ const openAiBatch = (options: RunnerOptions) =>
           }
           default:
             return failed(
-              `OpenAI batch ${batch.id} ended ${batch.status}${batch.errors.length > 0 ? `: ${batch.errors.map((e) => e.message).join("; ")}` : ""}`,
+              `OpenAI batch ${batch.id} ended ${batch.status}${batch.errors.length > 0 ? `: ${batch.errors.map((e) => e.message ?? e.code ?? "an error without a message").join("; ")}` : ""}`,
               { upstreamStatus: batch.status, ...batch.requestCounts }
             )
         }
@@ -226,6 +227,21 @@ const openAiBatch = (options: RunnerOptions) =>
   })
 
 export const BATCH_DISCOUNT = 0.5
+
+/**
+ * How long a job may wait on its vendor, from its submission: a vendor whose job never settles (its
+ * status going back and forth) is not polled forever. OpenAI batches have a 24-hour window; video
+ * generations take minutes; fine-tuning can take days.
+ */
+export const VENDOR_WAIT_LIMITS_HOURS: Readonly<Record<JobType, number>> = { batch: 26, video: 6, finetune: 7 * 24 }
+
+/** The next poll of a job its vendor is still working on, or its failure once it waited past its limit. */
+export const stillWaiting = (job: JobRecord, upstreamStatus: string, afterMs: number, extra: Parameters<typeof wait>[1]) => {
+  const hours = VENDOR_WAIT_LIMITS_HOURS[job.type]
+  return Date.now() - job.createdAt > hours * 3_600_000
+    ? failed(`${job.provider} did not finish the ${job.type} job within ${hours} hours (its last status: ${upstreamStatus})`, { provider: job.provider, upstreamId: job.upstreamId })
+    : wait(afterMs, extra)
+}
 
 export type JobRunnersMap = Partial<Record<JobType, JobRunner>>
 
@@ -277,9 +293,15 @@ const make = (options: RunnerOptions) =>
             switch (poll.status) {
               case "pending":
               case "running":
-                return wait(options.pollMs, { result: { upstreamStatus: poll.status } })
-              case "succeeded":
+                return stillWaiting(job, poll.status, options.pollMs, { result: { upstreamStatus: poll.status } })
+              case "succeeded": {
+                // Whichever vendor made it: a link a client may follow, details that are short text or numbers.
+                const problem = linkProblem(poll.videoUrl, "its video URL") ?? detailsProblem(poll.details)
+                if (problem !== undefined) {
+                  return failed(`${job.provider} finished the video, but ${problem}`, { provider: job.provider, upstreamId: job.upstreamId })
+                }
                 return done({ videoUrl: poll.videoUrl, provider: job.provider, upstreamId: job.upstreamId, ...poll.details })
+              }
               case "failed":
                 return failed(poll.error, { provider: job.provider, upstreamId: job.upstreamId })
             }
@@ -298,7 +320,7 @@ const make = (options: RunnerOptions) =>
             }
             const ft = yield* getFineTune(provider.value, job.upstreamId)
             const summary = { baseModel: input.baseModel, upstreamStatus: ft.status, trainingFile: ft.trainingFile, fineTunedModel: ft.fineTunedModel, trainedTokens: ft.trainedTokens }
-            if (ft.status === "validating_files" || ft.status === "queued" || ft.status === "running") return wait(options.pollMs, { result: summary })
+            if (ft.status === "validating_files" || ft.status === "queued" || ft.status === "running") return stillWaiting(job, ft.status, options.pollMs, { result: summary })
             const { events } = yield* listFineTuneEvents(provider.value, job.upstreamId, { limit: 20 })
             const withEvents = { ...summary, events: events.map((e) => ({ at: new Date(e.createdAt * 1000).toISOString(), level: e.level, message: e.message })) }
             if (ft.status === "succeeded") return done(withEvents)

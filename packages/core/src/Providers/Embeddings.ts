@@ -21,9 +21,26 @@ export interface EmbeddingWire {
   readonly result: (provider: string, body: any, count: number) => EmbeddingResult | UpstreamError
 }
 
-const isVector = (v: unknown): v is Array<number> => Array.isArray(v) && v.every((x) => typeof x === "number")
+/** More dimensions than any embedding model has (OpenAI's largest 3,072): a longer vector is no embedding. */
+const MAX_DIMENSIONS = 16_384
 
-const wrongCount = (provider: string, count: number) => protocolError(provider, `expected ${count} embeddings`)
+const isVector = (v: unknown): v is Array<number> =>
+  Array.isArray(v) && v.length > 0 && v.length <= MAX_DIMENSIONS && v.every((x) => typeof x === "number" && Number.isFinite(x))
+
+/**
+ * Vectors and a token count as read from any vendor's answer, checked: one vector per text, each of
+ * finite numbers (JSON's `1e400` parses as Infinity, which a client got as `null`), all of one
+ * length from 1 to MAX_DIMENSIONS; anything else is the vendor's protocol error.
+ */
+export const checked = (provider: string, vectors: unknown, count: number, tokens: unknown): EmbeddingResult | UpstreamError => {
+  if (!Array.isArray(vectors) || vectors.length !== count) return protocolError(provider, `expected ${count} embeddings`)
+  const index = vectors.findIndex((v) => !isVector(v))
+  if (index !== -1) return protocolError(provider, `embedding ${index} is not a vector of 1 to ${MAX_DIMENSIONS} finite numbers`)
+  const dimensions = (vectors[0] as Array<number> | undefined)?.length
+  const other = vectors.findIndex((v: Array<number>) => v.length !== dimensions)
+  if (other !== -1) return protocolError(provider, `embedding ${other} has ${vectors[other].length} dimensions where embedding 0 has ${dimensions}`)
+  return { vectors, promptTokens: typeof tokens === "number" ? tokens : undefined }
+}
 
 export const openAiEmbeddings: EmbeddingWire = {
   request: (target, texts) => ({
@@ -32,20 +49,21 @@ export const openAiEmbeddings: EmbeddingWire = {
     body: { model: target.model.id, input: texts }
   }),
   result: (provider, body, count) => {
-    const data: Array<any> = Array.isArray(body?.data) ? [...body.data] : []
-    data.sort((a, b) => (a?.index ?? 0) - (b?.index ?? 0))
-    const vectors = data.map((d) => d?.embedding)
-    if (vectors.length !== count || !vectors.every(isVector)) return wrongCount(provider, count)
     const tokens = body?.usage?.prompt_tokens ?? body?.usage?.total_tokens
-    return { vectors, promptTokens: typeof tokens === "number" ? tokens : undefined }
+    if (!Array.isArray(body?.data)) return checked(provider, undefined, count, tokens)
+    const data: Array<any> = body.data
+    // In the order of their `index` (their own order when they give none), each index once.
+    const vectors: Array<unknown> = new Array(data.length)
+    for (const [position, d] of data.entries()) {
+      const i = d?.index ?? position
+      if (!Number.isInteger(i) || i < 0 || i >= data.length || i in vectors) {
+        return protocolError(provider, `an embedding's index ${JSON.stringify(i)} is not one of 0 to ${data.length - 1}, each once`)
+      }
+      vectors[i] = d?.embedding
+    }
+    return checked(provider, vectors, count, tokens)
   }
 }
-
-/** Vectors and a token count as read from a vendor's answer, checked: one numeric vector per text. */
-export const checked = (provider: string, vectors: unknown, count: number, tokens: unknown): EmbeddingResult | UpstreamError =>
-  Array.isArray(vectors) && vectors.length === count && vectors.every(isVector)
-    ? { vectors, promptTokens: typeof tokens === "number" ? tokens : undefined }
-    : wrongCount(provider, count)
 
 /** Cohere v2 `/embed` (https://docs.cohere.com/reference/embed): float vectors for documents to search. */
 export const cohereEmbeddings: EmbeddingWire = {
@@ -73,8 +91,5 @@ export const geminiEmbeddings: EmbeddingWire = {
     headers: authHeaders(target.provider),
     body: { requests: texts.map((text) => ({ model: `models/${target.model.id}`, content: { parts: [{ text }] } })) }
   }),
-  result: (provider, body, count) => {
-    const vectors = Array.isArray(body?.embeddings) ? body.embeddings.map((e: any) => e?.values) : []
-    return vectors.length === count && vectors.every(isVector) ? { vectors, promptTokens: undefined } : wrongCount(provider, count)
-  }
+  result: (provider, body, count) => checked(provider, Array.isArray(body?.embeddings) ? body.embeddings.map((e: any) => e?.values) : undefined, count, undefined)
 }

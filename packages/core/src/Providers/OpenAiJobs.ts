@@ -119,6 +119,16 @@ export interface FineTuneEvent {
 
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null)
 const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null)
+/** A count: a whole number from 0 (a negative `trained_tokens` is no count). */
+const count = (v: unknown): number | null => (typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? v : null)
+/** Unix seconds a date can be made of (up to the year 9999): `1e300` once made the job step throw. */
+const unixSeconds = (v: unknown): number | null => (typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 253_402_300_799 ? v : null)
+/** The validation errors of a batch, each an object with its fields typed: a `null` in the list once made the job step throw. */
+const batchErrors = (v: unknown): ReadonlyArray<BatchError> =>
+  Array.isArray(v)
+    ? v.filter((e): e is Record<string, unknown> => typeof e === "object" && e !== null)
+      .map((e) => ({ code: str(e.code), message: str(e.message), param: str(e.param), line: count(e.line) }))
+    : []
 const nonEmpty = (v: unknown): string | null => (typeof v === "string" && v.length > 0 ? v : null)
 
 const BATCH_STATUSES: ReadonlyArray<BatchStatus> = [
@@ -149,10 +159,10 @@ export const decodeBatch = decodeJob<BatchStatus, Batch>("a batch object", BATCH
     inputFileId: str(json.input_file_id) ?? "",
     outputFileId: nonEmpty(json.output_file_id),
     errorFileId: nonEmpty(json.error_file_id),
-    requestCounts: { total: num(counts.total) ?? 0, completed: num(counts.completed) ?? 0, failed: num(counts.failed) ?? 0 },
-    errors: Array.isArray(json.errors?.data) ? json.errors.data : [],
-    createdAt: num(json.created_at),
-    completedAt: num(json.completed_at)
+    requestCounts: { total: count(counts.total) ?? 0, completed: count(counts.completed) ?? 0, failed: count(counts.failed) ?? 0 },
+    errors: batchErrors(json.errors?.data),
+    createdAt: unixSeconds(json.created_at),
+    completedAt: unixSeconds(json.completed_at)
   }
 })
 
@@ -166,16 +176,16 @@ export const decodeFineTune = decodeJob<FineTuneStatus, FineTuneJob>("a fine-tun
     model: str(json.model) ?? "",
     trainingFile: str(json.training_file) ?? "",
     fineTunedModel: nonEmpty(json.fine_tuned_model),
-    trainedTokens: num(json.trained_tokens),
+    trainedTokens: count(json.trained_tokens),
     error,
-    createdAt: num(json.created_at),
-    finishedAt: num(json.finished_at)
+    createdAt: unixSeconds(json.created_at),
+    finishedAt: unixSeconds(json.finished_at)
   }
 })
 
 const decodeEvent = (e: any): FineTuneEvent => ({
   id: str(e?.id) ?? "",
-  createdAt: num(e?.created_at) ?? 0,
+  createdAt: unixSeconds(e?.created_at) ?? 0,
   level: str(e?.level) ?? "info",
   message: str(e?.message) ?? "",
   type: str(e?.type),

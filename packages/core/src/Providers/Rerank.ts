@@ -72,12 +72,16 @@ export const wireOf = (d: RerankDialect): RerankWire => ({
     const items: unknown = body?.[d.results]
     if (!Array.isArray(items)) return protocolError(provider, `no ${d.results} array in the rerank answer`)
     const ranked: Array<{ index: number; score: number }> = []
+    const seen = new Set<number>()
     for (const item of items) {
       const index = item?.index
       const score = item?.[d.score]
       if (!Number.isInteger(index) || index < 0 || index >= documentCount || typeof score !== "number" || !Number.isFinite(score)) {
         return protocolError(provider, `a rerank result needs an index below ${documentCount} and a numeric ${d.score}`)
       }
+      // One result per document: the same document three times was answered as three.
+      if (seen.has(index)) return protocolError(provider, `the rerank answer ranks document ${index} more than once`)
+      seen.add(index)
       ranked.push({ index, score })
     }
     ranked.sort((a, b) => b.score - a.score || a.index - b.index)

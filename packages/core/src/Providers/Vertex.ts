@@ -9,11 +9,11 @@
 import * as jose from "jose"
 import { readFileSync } from "node:fs"
 import type { ChatWire, Target, WireRequest } from "./Chat.ts"
-import type { EmbeddingWire } from "./Embeddings.ts"
+import { checked, type EmbeddingWire } from "./Embeddings.ts"
 import * as Gemini from "./Gemini.ts"
 import { cachedToken, requestToken } from "./internal/accessTokens.ts"
 import type { AuthorizeView, Served } from "./Served.ts"
-import { protocolError, UpstreamError } from "./UpstreamError.ts"
+import { UpstreamError } from "./UpstreamError.ts"
 
 const ACCOUNT = "VERTEX_SERVICE_ACCOUNT"
 const PROJECT = "VERTEX_PROJECT"
@@ -139,18 +139,14 @@ const chat: ChatWire = {
   })
 }
 
-const isVector = (v: unknown): v is Array<number> => Array.isArray(v) && v.every((x) => typeof x === "number")
-
 /** Text embeddings through `:predict`: one instance per text, one prediction per instance. */
 const embeddings: EmbeddingWire = {
   request: (target, texts) => ({ url: modelUrl(target, "predict"), headers: {}, body: { instances: texts.map((content) => ({ content })) } }),
   result: (provider, body, count) => {
     const predictions: Array<any> = Array.isArray(body?.predictions) ? body.predictions : []
-    const vectors = predictions.map((p) => p?.embeddings?.values)
-    if (vectors.length !== count || !vectors.every(isVector)) return protocolError(provider, `expected ${count} embeddings`)
     const counts = predictions.map((p) => p?.embeddings?.statistics?.token_count)
     const promptTokens = counts.every((c) => typeof c === "number") ? counts.reduce((a, b) => a + b, 0) : undefined
-    return { vectors, promptTokens }
+    return checked(provider, predictions.map((p) => p?.embeddings?.values), count, promptTokens)
   }
 }
 

@@ -6,6 +6,8 @@ import type { Target } from "../../src/Providers/Chat.ts"
 import { type MockUpstream, startGeminiMock, startOpenAiMock } from "../support/mockUpstreams.ts"
 import { startVendorMock, type VendorMock } from "../support/mockVendors.ts"
 import { embed } from "../support/wires.ts"
+import { checked, openAiEmbeddings } from "../../src/Providers/Embeddings.ts"
+import { UpstreamError } from "../../src/Providers/UpstreamError.ts"
 
 const cases = [
   { provider: "openai", model: "text-embedding-3-small", start: startOpenAiMock, path: "/v1/embeddings" },
@@ -93,3 +95,26 @@ for (const v of vendors) {
     })
   })
 }
+
+describe("embedding vectors of any vendor", () => {
+  const problem = (r: unknown) => (r instanceof UpstreamError ? r.message.replace("v sent an unexpected answer: ", "") : "ok")
+
+  it("are finite numbers, one length for all, from 1 to 16,384 dimensions", () => {
+    expect(problem(checked("v", [[0.1, 0.2], [0.3, 0.4]], 2, 3))).toBe("ok")
+    // `1e400` parses as Infinity: a client got `null` for it, and the call was charged.
+    expect(problem(checked("v", [[JSON.parse("1e400"), 0.5]], 1, 3))).toBe("embedding 0 is not a vector of 1 to 16384 finite numbers")
+    expect(problem(checked("v", [[]], 1, 3))).toBe("embedding 0 is not a vector of 1 to 16384 finite numbers")
+    expect(problem(checked("v", [[0.1], [0.1, 0.2, 0.3]], 2, 3))).toBe("embedding 1 has 3 dimensions where embedding 0 has 1")
+    expect(problem(checked("v", [new Array(7_000_000).fill(0.1)], 1, 3))).toBe("embedding 0 is not a vector of 1 to 16384 finite numbers")
+    expect(problem(checked("v", [["0.1"]], 1, 3))).toBe("embedding 0 is not a vector of 1 to 16384 finite numbers")
+    expect(problem(checked("v", [[0.1]], 2, 3))).toBe("expected 2 embeddings")
+  })
+
+  it("of the OpenAI format are put in the order of their index, each index once", () => {
+    const result = (data: unknown) => openAiEmbeddings.result("v", { data, usage: { prompt_tokens: 2 } }, 2)
+    expect(result([{ index: 1, embedding: [2] }, { index: 0, embedding: [1] }])).toEqual({ vectors: [[1], [2]], promptTokens: 2 })
+    expect(result([{ embedding: [1] }, { embedding: [2] }])).toEqual({ vectors: [[1], [2]], promptTokens: 2 })
+    expect(problem(result([{ index: 0, embedding: [1] }, { index: 0, embedding: [2] }]))).toBe("an embedding's index 0 is not one of 0 to 1, each once")
+    expect(problem(result([{ index: 0, embedding: [1] }, { index: 5, embedding: [2] }]))).toBe("an embedding's index 5 is not one of 0 to 1, each once")
+  })
+})

@@ -83,7 +83,7 @@ describe("Pinecone Inference", () => {
     const mock = mocks.get("pinecone")!
     mock.rawNext(JSON.stringify({ data: [{ sparse_values: [0.1], sparse_indices: [3] }], usage: { total_tokens: 1 } }))
     const sparse = await embed(targetOf("pinecone", "pinecone-sparse-english-v0", "embeddings"), ["a"])
-    expect(Either.isLeft(sparse) && sparse.left.message).toMatch(/expected 1 embeddings/)
+    expect(Either.isLeft(sparse) && sparse.left.message).toMatch(/embedding 0 is not a vector of 1 to 16384 finite numbers/)
     mock.rawNext("{not json")
     const bad = await embed(targetOf("pinecone", "multilingual-e5-large", "embeddings"), ["a"])
     expect(Either.isLeft(bad)).toBe(true)

@@ -95,6 +95,9 @@ describe("rerank wires through the engine", () => {
     await expect(rerank([targetOf("jina", "jina-reranker-v2-base-multilingual")])).rejects.toMatchObject({ message: expect.stringContaining("no results array") })
     jina.rawNext("application/json", JSON.stringify({ results: [{ index: 9, relevance_score: 0.5 }] }))
     await expect(rerank([targetOf("jina", "jina-reranker-v2-base-multilingual")])).rejects.toMatchObject({ message: expect.stringContaining("index below 4") })
+    // The same document three times was answered as three results.
+    jina.rawNext("application/json", JSON.stringify({ results: [0, 0, 0].map((index) => ({ index, relevance_score: 0.5 })) }))
+    await expect(rerank([targetOf("jina", "jina-reranker-v2-base-multilingual")])).rejects.toMatchObject({ message: expect.stringContaining("ranks document 0 more than once") })
     mocks.get("mixedbread")!.failNext(401, "invalid api key")
     await expect(rerank([targetOf("mixedbread", "mixedbread-ai/mxbai-rerank-large-v2")])).rejects.toMatchObject({ status: 401, message: expect.stringContaining("invalid api key") })
   })

@@ -3,9 +3,10 @@
  * the real transport against local mocks of their APIs: the exact requests (paths, auth headers,
  * bodies), the mapped verdicts and translations, and upstream failures as clean UpstreamErrors.
  */
-import { Option, Redacted } from "effect"
+import { Effect, Either, Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ConfiguredProvider, data, type EndpointType } from "../../src/Catalog/Catalog.ts"
+import { boundedVerdict, type GuardrailVerdict } from "../../src/Providers/Guardrails/GuardrailsAdapter.ts"
 import { lakera } from "../../src/Providers/Guardrails/Lakera.ts"
 import { evaluatorsOf, patronus } from "../../src/Providers/Guardrails/Patronus.ts"
 import { moderate as hiveModerate } from "../../src/Providers/Moderation/Hive.ts"
@@ -61,6 +62,16 @@ describe("Lakera Guard", () => {
   it("passes clean text, without a project when none is set", async () => {
     expect(await run(lakera.check(providerAt("lakera", mock.url), "The weather is nice."))).toEqual({ flagged: false, categories: [], spans: [] })
     expect(mock.requests.at(-1)!.body.project_id).toBeUndefined()
+  })
+
+  it("a verdict of more categories or spans than any real one is a protocol error, whichever vendor gave it", async () => {
+    // 500,000 detectors and 150,000 spans held the event loop 2.4 s and answered 6 MB.
+    const bounded = (verdict: GuardrailVerdict) => Effect.runPromise(Effect.either(boundedVerdict("lakera")(verdict)))
+    const many = await bounded({ flagged: true, categories: Array.from({ length: 1_001 }, (_, i) => `d${i}`), spans: [] })
+    expect(Either.isLeft(many) && many.left.message).toBe("lakera sent an unexpected answer: the guard answer names more than 1000 categories")
+    const spans = await bounded({ flagged: true, categories: ["pii"], spans: Array.from({ length: 10_001 }, (_, i) => ({ type: "pii", start: i, end: i + 1 })) })
+    expect(Either.isLeft(spans) && spans.left.message).toBe("lakera sent an unexpected answer: the guard answer locates more than 10000 spans")
+    expect(Either.isRight(await bounded({ flagged: false, categories: [], spans: [] }))).toBe(true)
   })
 
   it("turns errors and hostile answers into UpstreamErrors", async () => {

@@ -193,6 +193,14 @@ describe("Rev AI", () => {
     for (const r of ctx.mock.requests) expect(r.headers.authorization).toBe(`Bearer ${KEY}`)
   })
 
+  it("a transcript answered as an HTML page or a JSON body is a protocol error, never the text (both were taken as it)", async () => {
+    for (const [contentType, body] of [["text/html; charset=utf-8", "<html><body><h1>502 Bad Gateway</h1></body></html>"], ["application/json", '{"error":"oops"}']] as const) {
+      ctx.mock.transcriptNext(contentType, body)
+      const failed = await transcribe(ctx.provider, requestFor("rev-ai"))
+      expect(Either.isLeft(failed) && failed.left.message).toBe(`rev-ai sent an unexpected answer: ${contentType.split(";")[0]} instead of plain text`)
+    }
+  })
+
   it("sends no language when none is asked (Rev AI transcribes English) and reports the job's language", async () => {
     expect(right(await transcribe(ctx.provider, requestFor("rev-ai"))).language).toBe("en")
     expect(JSON.parse(ctx.mock.requests[0]!.fields!.options!)).toEqual({ transcriber: "machine" })

@@ -56,6 +56,8 @@ export interface TranscriptionVendorMock {
   failNext(status: number, message: string): void
   /** The next answer is this raw body with status 200 (hostile replies). */
   rawNext(body: string): void
+  /** The next transcript asked for (Speechmatics, Rev AI) is this body of this type, with status 200. */
+  transcriptNext(contentType: string, body: string): void
   /** How the next asynchronous jobs run. */
   setJob(behaviour: JobBehaviour): void
   close(): Promise<void>
@@ -118,6 +120,7 @@ export const startTranscriptionVendorMock = async (vendor: TranscriptionVendor, 
   const uploads = new Map<string, string>()
   let nextFailure: { status: number; message: string } | undefined
   let nextRaw: string | undefined
+  let nextTranscript: { readonly contentType: string; readonly body: string } | undefined
   let behaviour: JobBehaviour = {}
   const [authName, authValue] = credential(vendor, apiKey)
   let base = ""
@@ -245,6 +248,12 @@ export const startTranscriptionVendorMock = async (vendor: TranscriptionVendor, 
           if (job.polls === 0 || job.behaviour.never || job.behaviour.failWith !== undefined) return fail(404, "the transcript is not ready")
           if (sm && url.searchParams.get("format") !== "txt") return fail(400, "this mock answers format=txt only")
           if (!sm && req.headers.accept !== "text/plain") return fail(406, "this mock answers Accept: text/plain only")
+          if (nextTranscript !== undefined) {
+            const { body, contentType } = nextTranscript
+            nextTranscript = undefined
+            res.writeHead(200, { "content-type": contentType })
+            return res.end(body)
+          }
           return sendText(`${heard(job.audio)}\n`)
         }
         const state = poll(job)
@@ -277,6 +286,7 @@ export const startTranscriptionVendorMock = async (vendor: TranscriptionVendor, 
     requests,
     failNext: (status, message) => (nextFailure = { status, message }),
     rawNext: (body) => (nextRaw = body),
+    transcriptNext: (contentType, body) => (nextTranscript = { contentType, body }),
     setJob: (b) => (behaviour = b),
     close
   }

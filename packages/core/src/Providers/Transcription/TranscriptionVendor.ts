@@ -1,7 +1,7 @@
 /** What the speech-to-text vendor modules share: job limits, the file's name and type, a key in a vendor's own header, the transcript's check. */
 import { Effect, Option, Redacted } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
-import { authHeaders, getJson, getText, postMultipart } from "../internal/http.ts"
+import { authHeaders, getJson, getPlainText, postMultipart } from "../internal/http.ts"
 import { type JobState, pollJob } from "../internal/jobs.ts"
 import type { TranscriptionResult } from "../Served.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
@@ -54,6 +54,6 @@ export const multipartJob = <A>(
     const id = yield* Effect.flatMap(postMultipart(provider.id, `${provider.endpoint}/jobs`, headers, form), (job) => jobIdOf(provider.id, job?.id))
     const url = `${provider.endpoint}/jobs/${encodeURIComponent(id)}`
     const value = yield* pollJob(provider.id, Effect.flatMap(getJson(provider.id, url, headers), (j) => jobState(provider.id, j)), pollMs, TRANSCRIPTION_JOB)
-    const text = yield* getText(provider.id, `${url}${transcriptPath}`, { ...headers, accept: "text/plain" })
+    const text = yield* getPlainText(provider.id, `${url}${transcriptPath}`, headers)
     return { value, text: text.trim() }
   })

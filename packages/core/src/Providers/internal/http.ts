@@ -206,6 +206,17 @@ export const getText = (provider: string, url: string, headers: Record<string, s
   exchange(provider, url, { method: "GET", headers: { accept: "*/*", ...headers } }, (text) => text)
 
 /**
+ * GETs a text document (a plain-text transcript): an HTML page or a JSON body in its place (a proxy's
+ * error page, an error sent with 200) is a protocol error naming its type, never taken as the text.
+ */
+export const getPlainText = (provider: string, url: string, headers: Record<string, string>) =>
+  exchangeWith(provider, url, { method: "GET", headers: { accept: "text/plain", ...headers } }, async (res) => {
+    const type = res.headers.get("content-type") ?? ""
+    if (/html|json/i.test(type)) throw protocolError(provider, `${type.split(";", 1)[0]!.trim()} instead of plain text`)
+    return res.text()
+  })
+
+/**
  * POSTs a `multipart/form-data` body and returns the parsed JSON answer. The content type (with
  * its boundary) is left to fetch, so `headers` must not set one.
  */

@@ -1,0 +1,43 @@
+/**
+ * What vendors deliver for clients to fetch or show (images, finished videos), checked whichever
+ * vendor made it: an attack run had `javascript:`, `file:` and loopback links, objects where URLs go,
+ * bytes that were no base64 and 200,000 images for n = 1 relayed as successes.
+ */
+import { describe, expect, it } from "vitest"
+import { detailsProblem, imagesProblem, linkProblem } from "../../src/Providers/Delivered.ts"
+
+describe("links", () => {
+  it("are http(s) URLs; data:image/ URLs only for images", () => {
+    expect(linkProblem("https://cdn.example.com/v.mp4?sig=abc", "its video URL")).toBeUndefined()
+    expect(linkProblem("http://127.0.0.1:8080/v.mp4", "its video URL")).toBeUndefined()
+    expect(linkProblem("javascript:alert(1)", "its video URL")).toBe("its video URL is a javascript: URL, not an http(s) one")
+    expect(linkProblem("file:///etc/passwd", "x")).toBe("x is a file: URL, not an http(s) one")
+    expect(linkProblem({ href: "https://a" }, "x")).toBe("x is not a URL")
+    expect(linkProblem("not a url", "x")).toBe("x is not a URL")
+    expect(linkProblem(`https://a/${"p".repeat(20_000)}`, "x")).toBe("x is a URL of 20010 characters")
+    expect(linkProblem("data:image/png;base64,AAAA", "x", true)).toBeUndefined()
+    expect(linkProblem("data:image/png;base64,AAAA", "x")).toBe("x is a data: URL, not an http(s) one")
+  })
+})
+
+describe("a finished video's details", () => {
+  it("are short texts or numbers; those named like URLs are links", () => {
+    expect(detailsProblem({ generationId: "g-1", model: "ray-2", duration: 5, thumbnailUrl: "https://a/t.jpg" })).toBeUndefined()
+    expect(detailsProblem({ generationId: { nested: ["x"] } })).toBe("its generationId is not a short text or a number")
+    expect(detailsProblem({ predictionId: "x".repeat(20_000_000) })).toBe("its predictionId is not a short text or a number")
+    expect(detailsProblem({ thumbnailUrl: "javascript:x" })).toBe("its thumbnailUrl is a javascript: URL, not an http(s) one")
+    expect(detailsProblem({ n: Number.NaN })).toBe("its n is not a short text or a number")
+  })
+})
+
+describe("generated images", () => {
+  it("are at least one, at most n, each a link or base64 bytes", () => {
+    expect(imagesProblem([{ url: "https://a/i.png" }, { b64Json: "iVBORw0KGgo=" }], 2)).toBeUndefined()
+    expect(imagesProblem([], 1)).toBe("no image in the answer")
+    expect(imagesProblem(Array.from({ length: 200_000 }, () => ({ url: "https://a/i.png" })), 1)).toBe("200000 images where 1 was asked for")
+    expect(imagesProblem([{}], 1)).toBe("image 0 has neither a URL nor base64 bytes")
+    expect(imagesProblem([{ url: "file:///etc/passwd" }], 1)).toBe("image 0's url is a file: URL, not an http(s) one")
+    expect(imagesProblem([{ b64Json: "<svg onload=alert(1)>" }], 1)).toBe("image 0's bytes are not base64")
+    expect(imagesProblem([{ url: "data:image/png;base64,AAAA" }], 1)).toBeUndefined()
+  })
+})
