@@ -74,9 +74,12 @@ export const moderate = (provider: ConfiguredProvider, model: string, text: stri
       if (tooMany) return Effect.fail(tooMany)
       const flags = (r.categories ?? {}) as Record<string, unknown>
       const categories = Object.entries(flags).filter(([, v]) => v === true).map(([k]) => k)
-      const scores = Object.fromEntries(
-        Object.entries((r.category_scores ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === "number")
-      ) as Record<string, number>
+      const scores: Record<string, number> = {}
+      for (const [name, v] of Object.entries((r.category_scores ?? {}) as Record<string, unknown>)) {
+        // A probability: `1e400` (Infinity) reached clients as null, a negative score as it came.
+        if (typeof v !== "number" || !(v >= 0 && v <= 1)) return Effect.fail(protocolError(provider.id, `the score of category ${name} is not a number from 0 to 1`))
+        scores[name] = v
+      }
       return Effect.succeed({ flagged: typeof r.flagged === "boolean" ? r.flagged : categories.length > 0, categories, categoryScores: scores })
     })
   )

@@ -39,7 +39,11 @@ const keyOf = (provider: string, credential: string) => `${provider}\0${createHa
 
 /** Waits for `promise`, or rejects as soon as the caller's `signal` aborts (the shared request goes on for the others). */
 const until = <A>(promise: Promise<A>, signal: AbortSignal): Promise<A> => {
-  if (signal.aborted) return Promise.reject(signal.reason)
+  if (signal.aborted) {
+    // Nobody waits for `promise` then: its failure must not go unhandled (Node ends the process on one).
+    promise.catch(() => undefined)
+    return Promise.reject(signal.reason)
+  }
   return new Promise<A>((resolve, reject) => {
     const onAbort = () => reject(signal.reason)
     signal.addEventListener("abort", onAbort, { once: true })

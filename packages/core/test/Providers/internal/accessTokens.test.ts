@@ -63,6 +63,24 @@ describe("cachedToken", () => {
     expect(fetched).toBe(2)
   })
 
+  it("a caller already gone when it asks leaves no unhandled rejection behind if the token request fails (Node would end the process)", async () => {
+    const unhandled: Array<unknown> = []
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason)
+    process.on("unhandledRejection", onUnhandled)
+    try {
+      const gone = new AbortController()
+      gone.abort(new Error("client left"))
+      const fetch = async (): Promise<AccessToken> => {
+        throw new UpstreamError({ provider: "p2", kind: "http", status: 503, message: "down", retryable: true })
+      }
+      expect(((await cachedToken("p2", "key", fetch, gone.signal).catch((e) => e)) as Error).message).toBe("client left")
+      await new Promise((r) => setTimeout(r, 50))
+      expect(unhandled).toEqual([])
+    } finally {
+      process.off("unhandledRejection", onUnhandled)
+    }
+  })
+
   it("a caller that aborts stops waiting; the others still get the token", async () => {
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
