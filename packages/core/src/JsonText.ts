@@ -4,6 +4,7 @@ export const NUL_PROBLEM = "NUL characters (\\u0000) are not accepted."
 
 const tooManyItems = (maxItems: number) => `JSON holds more than ${maxItems} array items and object members.`
 const tooManyContainers = (maxContainers: number) => `JSON holds more than ${maxContainers} objects and arrays.`
+const tooManyMembers = (maxMembers: number) => `JSON holds an object of more than ${maxMembers} members.`
 
 /** Whether the escape starting at the backslash at `at` is `\u0000`. */
 const isNulEscape = (text: string, at: number) => text.charCodeAt(at + 1) === 0x75 && text.startsWith("0000", at + 2)
@@ -16,9 +17,14 @@ export interface JsonTextLimits {
   readonly maxItems?: number | undefined
   /** Objects and arrays: each is an allocation, what a parse spends most on (11 million `{}` held the event loop 11 s). */
   readonly maxContainers?: number | undefined
+  /** Members of one object: each distinct name is hashed into it (3.5 million in one object held the event loop 9–19 s). */
+  readonly maxMembers?: number | undefined
   /** NUL characters refused, raw or escaped (PostgreSQL cannot store them): true for what clients send. */
   readonly refuseNul?: boolean | undefined
 }
+
+/** The members counted so far in the object open at each depth (reused: the scan is synchronous). */
+let membersAt = new Int32Array(130)
 
 /**
  * Why a JSON text must not be parsed, or undefined: a bound of `limits` passed, or (`refuseNul`) a NUL
@@ -30,7 +36,9 @@ export const jsonTextProblem = (text: string, limits: JsonTextLimits): string | 
   const { maxDepth } = limits
   const maxItems = limits.maxItems ?? Infinity
   const maxContainers = limits.maxContainers ?? Infinity
+  const maxMembers = limits.maxMembers ?? Infinity
   const refuseNul = limits.refuseNul ?? true
+  if (membersAt.length < maxDepth + 2) membersAt = new Int32Array(maxDepth + 2)
   if (refuseNul && text.indexOf("\u0000") !== -1) return NUL_PROBLEM
   let depth = 0
   let items = 0
@@ -63,8 +71,11 @@ export const jsonTextProblem = (text: string, limits: JsonTextLimits): string | 
       if (++depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels.`
       if (++items > maxItems) return tooManyItems(maxItems)
       if (++containers > maxContainers) return tooManyContainers(maxContainers)
+      membersAt[depth] = 0
     } else if (c === 0x7d || c === 0x5d) depth--
-    else if (c === 0x2c && ++items > maxItems) return tooManyItems(maxItems)
+    else if (c === 0x2c) {
+      if (++items > maxItems) return tooManyItems(maxItems)
+    } else if (c === 0x3a && depth > 0 && ++membersAt[depth]! > maxMembers) return tooManyMembers(maxMembers)
   }
   return undefined
 }
@@ -142,10 +153,11 @@ export const parseJsonText = (text: string, limits: JsonTextLimits): ParsedJson 
  * bytes are bounded (AIGW_MAX_UPSTREAM_RESPONSE_BYTES), but 32 MiB of `{},` held the event loop
  * 13 s and took 900 MB to parse: objects and arrays are bounded too, with room for the largest real
  * answers (an embeddings batch of a couple of million numbers, a parsed document of a few hundred
- * thousand elements); nesting is bounded for whatever reads the answer recursively afterwards
+ * thousand elements), and so are the members of one object (a moderation answer names at most 1,000
+ * categories); nesting is bounded for whatever reads the answer recursively afterwards
  * (serialising it to the client). Escaped NULs are the model's text: not refused.
  */
-export const UPSTREAM_JSON_LIMITS: JsonTextLimits = { maxDepth: 128, maxItems: 4_000_000, maxContainers: 1_000_000, refuseNul: false }
+export const UPSTREAM_JSON_LIMITS: JsonTextLimits = { maxDepth: 128, maxItems: 4_000_000, maxContainers: 1_000_000, maxMembers: 100_000, refuseNul: false }
 
 /** A text shorter than this holds nothing a parse or a recursive read could choke on: it is parsed without the scan. */
 const SCANNED_FROM = 4_096

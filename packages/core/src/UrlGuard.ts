@@ -14,6 +14,7 @@ import { once } from "./Once.ts"
 import { readWebBody } from "./Providers/internal/nodeFetch.ts"
 import { Unprocessable } from "./Errors.ts"
 import { parseUpstreamJson } from "./JsonText.ts"
+import { shownUpstreamText } from "./Providers/UpstreamError.ts"
 
 const blockedV4 = new net.BlockList()
 for (const [prefix, bits] of [
@@ -169,7 +170,7 @@ export const guardedGetJson = (raw: string, options: { readonly allowPrivate: bo
         const res = await client.fetch(url, { headers: { accept: "application/json" }, signal, redirect: "manual" })
         if (res.status >= 300 && res.status < 400) throw new Error(`${options.field} redirects (HTTP ${res.status}); redirects are not followed`)
         const text = new TextDecoder().decode(await readWebBody(res.body as ReadableStream<Uint8Array> | null, options.limit))
-        if (!res.ok) throw new Error(`${options.field} answered HTTP ${res.status}: ${text.slice(0, 200)}`)
+        if (!res.ok) throw new Error(`${options.field} answered HTTP ${res.status}: ${shownUpstreamText(text, 200)}`)
         const parsed = parseUpstreamJson(text)
         if ("value" in parsed) return parsed.value
         throw new Error(parsed.malformed ? `${options.field} is not JSON` : `${options.field} is not usable JSON: ${parsed.problem}`)

@@ -15,6 +15,7 @@ import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { DocumentStore } from "../Storage/DocumentStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
 import { parseUpstreamJson } from "../JsonText.ts"
+import { shownUpstreamText } from "../Providers/UpstreamError.ts"
 
 export const KIND = "orchestrator"
 export const Protocol = Schema.Literal("openai-chat", "a2a", "http-json")
@@ -82,7 +83,7 @@ const makeService = Effect.gen(function*() {
           redirect: "manual"
         })
         const text = utf8.decode(await readWebBody(res.body as ReadableStream<Uint8Array> | null, config.limits.maxUpstreamResponseBytes))
-        if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 300)}`)
+        if (!res.ok) throw new Error(`HTTP ${res.status}: ${shownUpstreamText(text, 300)}`)
         const parsed = parseUpstreamJson(text)
         if ("value" in parsed) return parsed.value as any
         throw new Error(parsed.malformed ? "the answer is not JSON" : `the answer is not usable JSON: ${parsed.problem}`)

@@ -174,13 +174,16 @@ export const readLimitedText = async (
   return bytes === TOO_LARGE ? bytes : decodeText(bytes, decoder)
 }
 
+/** Members of one object in a client's body: no API of the gateway takes an object of more (its largest maps hold hundreds). */
+export const MAX_REQUEST_OBJECT_MEMBERS = 10_000
+
 const requestLimits = new WeakMap<SecurityLimits, JsonTextLimits>()
 
-/** What a client's JSON body may hold (AIGW_MAX_JSON_DEPTH, AIGW_MAX_JSON_CONTAINERS, no NUL), made once per configuration. */
+/** What a client's JSON body may hold (AIGW_MAX_JSON_DEPTH, AIGW_MAX_JSON_CONTAINERS, MAX_REQUEST_OBJECT_MEMBERS, no NUL), made once per configuration. */
 export const requestJsonLimits = (limits: SecurityLimits): JsonTextLimits => {
   let made = requestLimits.get(limits)
   if (made === undefined) {
-    made = { maxDepth: limits.maxJsonDepth, maxContainers: limits.maxJsonContainers, refuseNul: true }
+    made = { maxDepth: limits.maxJsonDepth, maxContainers: limits.maxJsonContainers, maxMembers: MAX_REQUEST_OBJECT_MEMBERS, refuseNul: true }
     requestLimits.set(limits, made)
   }
   return made

@@ -11,7 +11,7 @@ import { eventJson } from "./internal/http.ts"
 import type { SseEvent } from "./internal/sse.ts"
 import { commonRefusal, dataUrlOf, hasTools, imagesOfRequest, pushTurn, toolArgumentsOf, toolChoiceMatters } from "./internal/translation.ts"
 import type { Served } from "./Served.ts"
-import { protocolError, UpstreamError } from "./UpstreamError.ts"
+import { protocolError, shownUpstreamText, UpstreamError } from "./UpstreamError.ts"
 
 const FAMILY = "Bedrock Converse"
 const DEFAULT_REGION = "us-east-1"
@@ -188,7 +188,7 @@ const streamEvents = (provider: string) => {
     if (event.event === FRAMING_ERROR) return protocolError(provider, `bad event stream: ${event.data}`)
     if (!STREAM_EVENTS.has(event.event)) {
       const body = eventJson(provider, event)
-      const message = body instanceof UpstreamError ? event.data.slice(0, 300) : body?.message ?? body?.Message ?? event.data.slice(0, 300)
+      const message = body instanceof UpstreamError ? shownUpstreamText(event.data, 300) : body?.message ?? body?.Message ?? shownUpstreamText(event.data, 300)
       return protocolError(provider, `stream error: ${event.event}: ${String(message)}`)
     }
     const data = eventJson(provider, event)

@@ -17,7 +17,7 @@ import { authHeaders, eventJson } from "./internal/http.ts"
 import { wireToolCalls, wireTools } from "./OpenAiCompatible.ts"
 import { cohereRerank } from "./Rerank.ts"
 import type { Served } from "./Served.ts"
-import { protocolError, UpstreamError } from "./UpstreamError.ts"
+import { protocolError, shownUpstreamText, UpstreamError } from "./UpstreamError.ts"
 
 const FAMILY = "Cohere"
 
@@ -160,7 +160,7 @@ const events: ChatWire["events"] = (provider) => (event) => {
     }
     case undefined:
       // An error object in place of an event.
-      return protocolError(provider, `stream error: ${typeof chunk.message === "string" ? chunk.message : JSON.stringify(chunk).slice(0, 200)}`)
+      return protocolError(provider, `stream error: ${typeof chunk.message === "string" ? chunk.message : shownUpstreamText(JSON.stringify(chunk), 200)}`)
     default:
       // message-start, content-start/-end, tool-call-end, citations, debug: nothing to deliver.
       return []

@@ -57,8 +57,11 @@ const MIN_KNOWN_CREDENTIAL = 8
 
 export const knowCredential = (value: string) => {
   if (value.length < MIN_KNOWN_CREDENTIAL || knownCredentials.has(value)) return
-  knownCredentials.add(value)
-  longestKnownCredential = Math.max(longestKnownCredential, value.length)
+  // As written, and as a URL or a form would carry it (`+` and `/` escaped).
+  for (const form of new Set([value, encodeURIComponent(value)])) {
+    knownCredentials.add(form)
+    longestKnownCredential = Math.max(longestKnownCredential, form.length)
+  }
 }
 
 const withoutKnownCredentials = (text: string) => {
@@ -98,15 +101,18 @@ export const shownUpstreamText = (text: string, shown = SHOWN_CHARACTERS): strin
  */
 export const upstreamMessage = (body: string): string => {
   let message: string | undefined
+  let text = body
   const parsed = parseUpstreamJson(body)
   if ("value" in parsed) {
     const json = parsed.value as any
     // OpenAI/Anthropic/Gemini, Cohere/Bedrock, plain strings, FastAPI-style, IBM watsonx (`errors[]`).
     const candidates = [json?.error?.message, json?.message, typeof json?.error === "string" ? json.error : undefined, json?.detail, json?.errors?.[0]?.message]
     message = candidates.find((m) => typeof m === "string" && m.length > 0)
+    // JSON without a message field is shown re-serialised: its `\u…` escapes written out, so a credential in them is seen and redacted.
+    text = JSON.stringify(json)
   }
   // A body that is no JSON message is shown by its start only.
-  return (message !== undefined ? shownUpstreamText(message) : shownUpstreamText(body, PLAIN_BODY_SHOWN)) || "no error body"
+  return (message !== undefined ? shownUpstreamText(message) : shownUpstreamText(text, PLAIN_BODY_SHOWN)) || "no error body"
 }
 
 export const fromHttp = (provider: string, status: number, body: string, retryAfter?: string | null) => {

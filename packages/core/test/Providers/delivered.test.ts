@@ -39,5 +39,11 @@ describe("generated images", () => {
     expect(imagesProblem([{ url: "file:///etc/passwd" }], 1)).toBe("image 0's url is a file: URL, not an http(s) one")
     expect(imagesProblem([{ b64Json: "<svg onload=alert(1)>" }], 1)).toBe("image 0's bytes are not base64")
     expect(imagesProblem([{ url: "data:image/png;base64,AAAA" }], 1)).toBeUndefined()
+    expect(imagesProblem([{ b64Json: "AAAA\nBBBB\r\nCC==" }], 1)).toBeUndefined()
+    expect(imagesProblem([{ b64Json: "" }], 1)).toBe("image 0's bytes are not base64")
+    // Line breaks then a stray character: the first check backtracked quadratically (60,000 breaks held the loop 2.2 s).
+    const started = performance.now()
+    expect(imagesProblem([{ b64Json: `A${"\n".repeat(2_000_000)}!` }], 1)).toBe("image 0's bytes are not base64")
+    expect(performance.now() - started).toBeLessThan(5_000)
   })
 })

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "vitest"
 import { errorParts } from "../../src/Http/Edge.ts"
-import { fromHttp, knowCredential, protocolError, retryAfterOf, toGatewayError, upstreamMessage } from "../../src/Providers/UpstreamError.ts"
+import { eventJson } from "../../src/Providers/internal/http.ts"
+import { fromHttp, knowCredential, protocolError, retryAfterOf, toGatewayError, type UpstreamError, upstreamMessage } from "../../src/Providers/UpstreamError.ts"
 
 describe("upstreamMessage", () => {
   it("reads the message of the usual JSON error shapes", () => {
@@ -59,6 +60,13 @@ describe("upstreamMessage", () => {
     expect(atCut).not.toContain("dg-01234")
     expect(atCut).toContain(`${"y".repeat(970)}[redacted]`)
     expect(upstreamMessage(`${"y".repeat(290)}dg-0123456789abcdef and more`)).toBe(`${"y".repeat(290)}[redacted]… (318 characters)`)
+    // Written with JSON escapes in a field that is no message, or URL-encoded: still the key.
+    knowCredential("ak+secret/key=val99")
+    expect(upstreamMessage('{"err":"bad key dg-0123456789\\u0061bcdef"}')).toBe('{"err":"bad key [redacted]"}')
+    expect(upstreamMessage("bad key ak%2Bsecret%2Fkey%3Dval99")).toBe("bad key [redacted]")
+    // Texts cut shorter than a message (a stream's bad JSON) are redacted before their cut.
+    const badEvent = eventJson("p", { event: "", data: `{${"x".repeat(90)}dg-0123456789abcdef` }) as UpstreamError
+    expect(badEvent.message).toBe(`p sent an unexpected answer: bad JSON in stream: {${"x".repeat(90)}[redacted… (110 characters)`)
     // Short values are ordinary words: left alone.
     expect(upstreamMessage("a short answer")).toBe("a short answer")
   })

@@ -7,7 +7,7 @@
 import type { Effect } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { jobFailed as failedJob, type JobState, pollJob as pollUntilDone } from "../internal/jobs.ts"
-import type { UpstreamError } from "../UpstreamError.ts"
+import { shownUpstreamText, type UpstreamError } from "../UpstreamError.ts"
 
 export interface DocumentSource {
   readonly bytes: Uint8Array
@@ -59,7 +59,7 @@ export const pollJob = <A>(provider: string, poll: Effect.Effect<JobState<A>, Up
   pollUntilDone(provider, poll, pollMs, PARSING)
 
 /** A vendor's message string, or `fallback` when it sent none. */
-export const reasonOf = (value: unknown, fallback: string): string => (typeof value === "string" && value.length > 0 ? value.slice(0, 500) : fallback)
+export const reasonOf = (value: unknown, fallback: string): string => (typeof value === "string" && value.length > 0 ? shownUpstreamText(value, 500) : fallback)
 
 /**
  * Text and per-page text from parts that each name their page (1-based): pages without parts are

@@ -15,7 +15,7 @@ import { Effect } from "effect"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { type JobState, pollJob } from "../internal/jobs.ts"
 import type { GeneratedImage, ImageRequest, ImagesEndpoint, Served } from "../Served.ts"
-import { protocolError, type UpstreamError } from "../UpstreamError.ts"
+import { protocolError, shownUpstreamText, type UpstreamError } from "../UpstreamError.ts"
 import { countRefusal, extraFieldsRefusal, firstRefusal, IMAGE_JOB } from "./ImageVendor.ts"
 
 const VENDOR = "fal"
@@ -48,7 +48,7 @@ export const toJobState = (provider: string, status: any): Effect.Effect<JobStat
       return Effect.succeed({ status: "running" })
     case "COMPLETED":
       return typeof status.error === "string" && status.error.length > 0
-        ? Effect.succeed({ status: "failed", reason: status.error.slice(0, 500) })
+        ? Effect.succeed({ status: "failed", reason: shownUpstreamText(status.error, 500) })
         : Effect.succeed({ status: "done", value: undefined })
     default:
       return Effect.fail(protocolError(provider, `unknown queue status ${JSON.stringify(status?.status)}`))

@@ -9,7 +9,7 @@
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { GatewayConfig } from "../../Config.ts"
-import { connectFailed, fromHttp, protocolError, stoppedError, UpstreamError } from "../UpstreamError.ts"
+import { connectFailed, fromHttp, protocolError, shownUpstreamText, stoppedError, UpstreamError } from "../UpstreamError.ts"
 import { Cancel } from "./cancel.ts"
 import { isUndecodable, nodeFetch, RedirectRefused, ReplyTooLarge, setReplyLimit, StoppedByGateway, UpstreamResponse } from "./nodeFetch.ts"
 import type { SseEvent } from "./sse.ts"
@@ -267,7 +267,7 @@ export const postSseNow = async (
 export const eventJson = (provider: string, event: SseEvent): any => {
   const parsed = parseUpstreamJson(event.data)
   if ("value" in parsed) return parsed.value
-  return protocolError(provider, parsed.malformed ? `bad JSON in stream: ${event.data.slice(0, 100)}` : `a stream event is not usable JSON: ${parsed.problem}`)
+  return protocolError(provider, parsed.malformed ? `bad JSON in stream: ${shownUpstreamText(event.data, 100)}` : `a stream event is not usable JSON: ${parsed.problem}`)
 }
 
 /** How long a finished stream's remaining bytes may take before its connection is dropped. */
