@@ -224,7 +224,7 @@ export const wire: ChatWire = {
         if (text === undefined) return protocolError(provider, `content[${i}].text is not text`)
         content += text
       } else if (b?.type === "tool_use") {
-        const call = wireToolCall(b.id, b.name, b.input, `call_${toolCalls.length}`)
+        const call = wireToolCall(b.id, b.name, b.input, `call_${toolCalls.length}`, true)
         if (typeof call === "string") return protocolError(provider, `content[${i}]: ${call}`)
         toolCalls.push(call)
       }

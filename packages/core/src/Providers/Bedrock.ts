@@ -384,7 +384,7 @@ export const wire: ChatWire = {
         text += piece
       } else if (typeof b?.toolUse === "object" && b.toolUse !== null) {
         const u = b.toolUse
-        const call = wireToolCall(u.toolUseId, u.name, u.input, `call_${calls.length}`)
+        const call = wireToolCall(u.toolUseId, u.name, u.input, `call_${calls.length}`, true)
         if (typeof call === "string") return protocolError(provider, `output.message.content[${i}]: ${call}`)
         // The answer tool's input is the structured answer itself (response_format).
         if (call.name === ANSWER_TOOL) answer = call.arguments

@@ -164,23 +164,23 @@ export const wireText = (value: unknown): string | undefined =>
 
 /**
  * A tool call's arguments as JSON text: text as it came, an object as its JSON text (some upstreams
- * send one, and Anthropic, Gemini and Bedrock always do), absent or null as `absent`; anything else
- * undefined (a protocol error).
+ * send one, and Anthropic, Gemini and Bedrock always do: `objectOnly` for them, whose wire has no
+ * text there), absent or null as `absent`; anything else undefined (a protocol error).
  */
-export const wireArguments = (args: unknown, absent: string): string | undefined =>
+export const wireArguments = (args: unknown, absent: string, objectOnly = false): string | undefined =>
   args === undefined || args === null
     ? absent
-    : typeof args === "string" ? args : typeof args === "object" && !Array.isArray(args) ? JSON.stringify(args) : undefined
+    : typeof args === "string" && !objectOnly ? args : typeof args === "object" && !Array.isArray(args) ? JSON.stringify(args) : undefined
 
 /**
  * A whole tool call of an upstream's answer, or why it is none: a non-empty name, arguments as
  * `wireArguments` reads them (`{}` when absent), and the upstream's id, or `fallbackId` when it gave
  * none (some compatible servers).
  */
-export const wireToolCall = (id: unknown, name: unknown, args: unknown, fallbackId: string): ToolCall | string => {
+export const wireToolCall = (id: unknown, name: unknown, args: unknown, fallbackId: string, objectOnly = false): ToolCall | string => {
   if (typeof name !== "string" || name === "") return "a tool call without a name"
-  const text = wireArguments(args, "{}")
-  if (text === undefined) return `tool call ${name}: its arguments are neither JSON text nor an object`
+  const text = wireArguments(args, "{}", objectOnly)
+  if (text === undefined) return `tool call ${name}: its arguments are ${objectOnly ? "not an object" : "neither JSON text nor an object"}`
   if (id !== undefined && id !== null && typeof id !== "string") return `tool call ${name}: its id is not a string`
   return { id: typeof id === "string" && id !== "" ? id : fallbackId, name, arguments: text }
 }

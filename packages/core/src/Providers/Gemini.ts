@@ -196,21 +196,30 @@ export const finishReason = (reason: unknown, hasCalls: boolean): FinishReason =
 
 const blockedPrompt = (body: any): boolean => typeof body?.promptFeedback?.blockReason === "string" && !(body.candidates?.length > 0)
 
-const partsOf = (body: any): unknown => body?.candidates?.[0]?.content?.parts
-
 /**
- * The answer's text (thought parts apart) and tool calls in `parts`, or the first part that is not
- * what the wire says. Calls are numbered from `offset` when Gemini gives no id.
+ * The answer's text (thought parts apart) and tool calls in the first candidate's parts, or the first
+ * of them (a candidate, its content, a part) that is not what the wire says. Calls are numbered from `offset` when Gemini gives no id.
  */
-const readParts = (parts: unknown, offset: number): { readonly text: string; readonly calls: Array<ToolCall> } | string => {
-  if (parts === undefined || parts === null) return { text: "", calls: [] }
+const readParts = (body: any, offset: number): { readonly text: string; readonly calls: Array<ToolCall> } | string => {
+  const none = { text: "", calls: [] }
+  const candidates = body?.candidates
+  if (candidates == null) return none
+  if (!Array.isArray(candidates)) return "candidates is not a list"
+  const candidate = candidates[0]
+  if (candidate === undefined) return none
+  if (typeof candidate !== "object" || candidate === null) return "candidates[0] is not an object"
+  const content = candidate.content
+  if (content == null) return none
+  if (typeof content !== "object" || Array.isArray(content)) return "candidates[0].content is not an object"
+  const parts = content.parts
+  if (parts == null) return none
   if (!Array.isArray(parts)) return "candidates[0].content.parts is not an array"
   let text = ""
   const calls: Array<ToolCall> = []
   for (const [i, p] of parts.entries()) {
     if (p?.functionCall) {
       const f = p.functionCall
-      const call = wireToolCall(f.id, f.name, f.args, `call_${offset + calls.length}_${f.name}`)
+      const call = wireToolCall(f.id, f.name, f.args, `call_${offset + calls.length}_${f.name}`, true)
       if (typeof call === "string") return `parts[${i}]: ${call}`
       // Gemini 3 wants it back with the call (a part's sibling of functionCall).
       calls.push(typeof p.thoughtSignature === "string" ? { ...call, signature: p.thoughtSignature } : call)
@@ -256,8 +265,9 @@ export const wire: ChatWire = {
   result: (provider, body) => {
     // A blocked prompt has no candidates, only the reason (promptFeedback.blockReason).
     if (blockedPrompt(body)) return { content: "", toolCalls: [], finishReason: "content_filter", usage: usageOf(body.usageMetadata) }
-    if (!Array.isArray(body?.candidates)) return protocolError(provider, "no candidates")
-    const read = readParts(partsOf(body), 0)
+    // No candidate and no blocked prompt: nothing was answered (an empty success was billed).
+    if (!Array.isArray(body?.candidates) || body.candidates.length === 0) return protocolError(provider, "no candidates")
+    const read = readParts(body, 0)
     if (typeof read === "string") return protocolError(provider, read)
     return {
       content: read.text,
@@ -273,7 +283,7 @@ export const wire: ChatWire = {
       if (chunk instanceof UpstreamError) return chunk
       if (chunk?.error) return protocolError(provider, `stream error: ${chunk.error.message ?? "unknown"}`)
       const out: Array<StreamEvent> = []
-      const read = readParts(partsOf(chunk), calls)
+      const read = readParts(chunk, calls)
       if (typeof read === "string") return protocolError(provider, read)
       if (read.text !== "") out.push({ _tag: "Text", text: read.text })
       for (const c of read.calls) {

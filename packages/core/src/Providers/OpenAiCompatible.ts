@@ -183,6 +183,11 @@ const usageOf = (u: any): Partial<TokenUsage> | undefined => {
 
 const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
 
+const isObject = (v: unknown): v is Record<string, any> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** More parallel calls than any model makes in one answer: an index past it is no call's. */
+const MAX_STREAMED_TOOL_CALLS = 1_024
+
 const modelledBody = new Set(["id", "object", "created", "model", "choices", "usage"])
 const modelledChoice = new Set(["index", "message", "finish_reason", "delta"])
 const modelledMessage = new Set(["role", "content", "tool_calls", "function_call"])
@@ -243,9 +248,14 @@ export const wire: ChatWire = {
   }),
   result: (provider, body) => {
     const choice = body?.choices?.[0]
-    if (!choice?.message) return protocolError(provider, "no choices[0].message")
-    const calls = Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : []
-    const content = contentOf(choice.message.content)
+    if (!isObject(choice?.message)) return protocolError(provider, "no choices[0].message object")
+    const message = choice.message
+    if (message.tool_calls != null && !Array.isArray(message.tool_calls)) return protocolError(provider, "choices[0].message.tool_calls is not a list")
+    // The legacy `function_call` of older compatible servers is the one call it names.
+    const legacy = message.function_call
+    if (legacy != null && !isObject(legacy)) return protocolError(provider, "choices[0].message.function_call is not an object")
+    const calls: Array<unknown> = Array.isArray(message.tool_calls) && message.tool_calls.length > 0 ? message.tool_calls : legacy != null ? [{ function: legacy }] : []
+    const content = contentOf(message.content)
     if (content === undefined) return protocolError(provider, "choices[0].message.content is neither text nor an array of parts")
     const extra = extraOf(body, choice, content.fields)
     const toolCalls: Array<ToolCall> = []
@@ -262,44 +272,59 @@ export const wire: ChatWire = {
       ...(extra ? { extra } : {})
     }
   },
-  events: (provider) => (event) => {
-    if (event.data === "[DONE]") return null
-    const chunk = eventJson(provider, event)
-    if (chunk instanceof UpstreamError) return chunk
-    if (chunk?.error) return protocolError(provider, `stream error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`)
-    const out: Array<StreamEvent> = []
-    const choice = chunk?.choices?.[0]
-    const delta = choice?.delta
-    // A string on nearly every event: the chunks of an array (Mistral's reasoning) are read only when they come.
-    let contentFields: Record<string, unknown> | undefined
-    if (typeof delta?.content === "string") {
-      if (delta.content !== "") out.push({ _tag: "Text", text: delta.content })
-    } else if (delta?.content !== undefined && delta.content !== null) {
-      const content = contentOf(delta.content)
-      if (content === undefined) return protocolError(provider, "a stream delta's content is neither text nor an array of parts")
-      if (content.text !== "") out.push({ _tag: "Text", text: content.text })
-      contentFields = content.fields
+  events: (provider) => {
+    // The tool calls begun so far, by index: a call's first piece names it.
+    const begun = new Set<number>()
+    return (event) => {
+      if (event.data === "[DONE]") return null
+      const chunk = eventJson(provider, event)
+      if (chunk instanceof UpstreamError) return chunk
+      if (chunk?.error) return protocolError(provider, `stream error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`)
+      const out: Array<StreamEvent> = []
+      if (chunk?.choices != null && !Array.isArray(chunk.choices)) return protocolError(provider, "a stream chunk's choices is not a list")
+      const choice = chunk?.choices?.[0]
+      if (choice !== undefined && !isObject(choice)) return protocolError(provider, "a stream chunk's choices[0] is not an object")
+      const delta = choice?.delta
+      if (delta != null && !isObject(delta)) return protocolError(provider, "a stream chunk's delta is not an object")
+      // A string on nearly every event: the chunks of an array (Mistral's reasoning) are read only when they come.
+      let contentFields: Record<string, unknown> | undefined
+      if (typeof delta?.content === "string") {
+        if (delta.content !== "") out.push({ _tag: "Text", text: delta.content })
+      } else if (delta?.content !== undefined && delta.content !== null) {
+        const content = contentOf(delta.content)
+        if (content === undefined) return protocolError(provider, "a stream delta's content is neither text nor an array of parts")
+        if (content.text !== "") out.push({ _tag: "Text", text: content.text })
+        contentFields = content.fields
+      }
+      if (delta?.tool_calls != null && !Array.isArray(delta.tool_calls)) return protocolError(provider, "a stream delta's tool_calls is not a list")
+      for (const call of delta?.tool_calls ?? []) {
+        if (!isObject(call)) return protocolError(provider, "a stream delta's tool call is not an object")
+        const index = call.index ?? 0
+        if (!Number.isInteger(index) || index < 0 || index >= MAX_STREAMED_TOOL_CALLS) return protocolError(provider, `a streamed tool call's index ${JSON.stringify(index)} is not one of 0 to ${MAX_STREAMED_TOOL_CALLS - 1}`)
+        const piece = wireToolCallDelta(index, call.id, call.function?.name, call.function?.arguments)
+        if (typeof piece === "string") return protocolError(provider, piece)
+        if (!begun.has(index)) {
+          if (piece.name === undefined) return protocolError(provider, `streamed tool call ${index} begins without a name`)
+          begun.add(index)
+        }
+        out.push({ ...piece, ...signatureOf(call) })
+      }
+      const deltaExtra = contentFields ? { ...fieldsOutside(delta, modelledDelta), ...contentFields } : fieldsOutside(delta, modelledDelta)
+      const choiceExtra = fieldsOutside(choice, modelledChoice)
+      const bodyExtra = fieldsOutside(chunk, modelledBody)
+      if (deltaExtra || choiceExtra || bodyExtra) {
+        // Set one by one rather than spread: this runs for nearly every event of a stream.
+        const extra: { delta?: Record<string, unknown>; choice?: Record<string, unknown>; body?: Record<string, unknown> } = {}
+        if (deltaExtra) extra.delta = deltaExtra
+        if (choiceExtra) extra.choice = choiceExtra
+        if (bodyExtra) extra.body = bodyExtra
+        out.push({ _tag: "Extra", extra })
+      }
+      if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
+      const usage = usageOf(chunk?.usage)
+      if (usage) out.push({ _tag: "Usage", usage })
+      return out
     }
-    for (const call of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
-      const piece = wireToolCallDelta(typeof call?.index === "number" ? call.index : 0, call?.id, call?.function?.name, call?.function?.arguments)
-      if (typeof piece === "string") return protocolError(provider, piece)
-      out.push({ ...piece, ...signatureOf(call) })
-    }
-    const deltaExtra = contentFields ? { ...fieldsOutside(delta, modelledDelta), ...contentFields } : fieldsOutside(delta, modelledDelta)
-    const choiceExtra = fieldsOutside(choice, modelledChoice)
-    const bodyExtra = fieldsOutside(chunk, modelledBody)
-    if (deltaExtra || choiceExtra || bodyExtra) {
-      // Set one by one rather than spread: this runs for nearly every event of a stream.
-      const extra: { delta?: Record<string, unknown>; choice?: Record<string, unknown>; body?: Record<string, unknown> } = {}
-      if (deltaExtra) extra.delta = deltaExtra
-      if (choiceExtra) extra.choice = choiceExtra
-      if (bodyExtra) extra.body = bodyExtra
-      out.push({ _tag: "Extra", extra })
-    }
-    if (choice?.finish_reason) out.push({ _tag: "Finish", reason: finishReason(choice.finish_reason) })
-    const usage = usageOf(chunk?.usage)
-    if (usage) out.push({ _tag: "Usage", usage })
-    return out
   }
 }
 

@@ -294,7 +294,7 @@ describe("what an upstream's answer may claim", () => {
   it("an answer the adapter throws on reading is the upstream's protocol error, recorded as failed; a stream's does not end the process", async () => {
     // `tool_calls: [null]` in a stream chunk once threw in the body's data handler and ended the server.
     const nulls = await stream(chunk({ role: "assistant", content: "a" }) + chunk({ tool_calls: [null] }) + finish() + DONE)
-    expect(nulls.last.error).toBeUndefined()
+    expect(nulls.last).toMatchObject({ finishReason: "error", error: "p sent an unexpected answer: a stream delta's tool call is not an object" })
     // Whatever an adapter may yet throw on: the reading ends the stream or the call, never the process.
     const broken = (() => () => {
       throw new TypeError("not foreseen")

@@ -209,6 +209,33 @@ describe("a field that cannot be read is a protocol error, not a success", () =>
     expect(event(Bedrock.wire, "bedrock", "contentBlockDelta", { contentBlockIndex: 0, delta: { toolUse: { input: { a: 1 } } } })).toBe("protocol")
   })
 
+  it("shapes the first hardening let through (a re-attack): a message or delta that is no object, tool calls that are no list, a streamed call that begins without a name or at an index no call has, empty candidates, text where an object goes", () => {
+    const answer = (body: unknown) => protocol(OpenAiCompatible.wire.result("openai", body))
+    expect(answer({ choices: [{ message: "hello" }] })).toBe("protocol")
+    expect(answer({ choices: [{ message: { content: "hi", tool_calls: { id: "x" } } }] })).toBe("protocol")
+    expect(answer({ choices: [{ message: { content: null, function_call: { name: "f", arguments: 5 } } }] })).toBe("protocol")
+    // The legacy function_call is the one call it names.
+    expect((OpenAiCompatible.wire.result("openai", { choices: [{ message: { content: null, function_call: { name: "f", arguments: "{}" } } }] }) as ChatResult).toolCalls)
+      .toEqual([{ id: "call_0", name: "f", arguments: "{}" }])
+    const streamed = (...chunks: Array<unknown>) => {
+      const decode = OpenAiCompatible.wire.events("openai")
+      return chunks.map((c) => protocol(decode({ event: "", data: JSON.stringify(c) }))).at(-1)
+    }
+    expect(streamed({ choices: [{ delta: { tool_calls: [null] } }] })).toBe("protocol")
+    expect(streamed({ choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: "{\"x\":1}" } }] } }] })).toBe("protocol")
+    for (const index of [1e300, -5, 0.5]) expect(streamed({ choices: [{ delta: { tool_calls: [{ index, id: "c", function: { name: "f" } }] } }] }), String(index)).toBe("protocol")
+    expect(streamed({ choices: [{ delta: "hello" }] })).toBe("protocol")
+    expect(streamed({ choices: [null] })).toBe("protocol")
+    expect(streamed({ choices: "x" })).toBe("protocol")
+    // A call's later pieces carry no name.
+    expect(streamed({ choices: [{ delta: { tool_calls: [{ index: 0, id: "c", function: { name: "f", arguments: "" } }] } }] }, { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: "{}" } }] } }] })).not.toBe("protocol")
+    const gemini = (body: unknown) => protocol(Gemini.wire.result("google", body))
+    for (const body of [{ candidates: [] }, { candidates: [null] }, { candidates: [{ content: "hello" }] }]) expect(gemini(body), JSON.stringify(body)).toBe("protocol")
+    // Anthropic's, Gemini's and Bedrock's arguments are objects: text there is no call (it was relayed on the OpenAI surface).
+    expect(protocol(Anthropic.wire.result("anthropic", { content: [{ type: "tool_use", id: "t", name: "f", input: "not json{" }] }))).toBe("protocol")
+    expect(gemini({ candidates: [{ content: { parts: [{ functionCall: { name: "f", args: "x" } }] } }] })).toBe("protocol")
+  })
+
   it("arguments given as an object are taken as their JSON text (some compatible servers send them so)", () => {
     const decoded = OpenAiCompatible.wire.events("openai")({ event: "", data: JSON.stringify({ choices: [{ delta: { tool_calls: [{ index: 0, id: "t", function: { name: "f", arguments: { a: 1 } } }] } }] }) })
     expect(decoded).toEqual([{ _tag: "ToolCallDelta", index: 0, id: "t", name: "f", arguments: "{\"a\":1}" }])
