@@ -49,9 +49,14 @@ describe("Anthropic-compatible surface", () => {
 
   it("answers messages.create with a Message, usage and the rate-limit headers", async () => {
     openai.setScenario({ kind: "text", text: "Hello from OpenAI", usage: { prompt: 12, completion: 4 } })
-    const { data, response } = await client(user.apiKey)
+    const { data, request_id, response } = await client(user.apiKey)
       .messages.create({ model: "gpt-4o-mini", max_tokens: 64, messages: [{ role: "user", content: "Hello" }] })
       .withResponse()
+    // The SDK reads the id from Anthropic's `request-id` header (it was null: only x-request-id was sent).
+    expect(request_id).toBe(response.headers.get("x-request-id"))
+    expect(request_id).toMatch(/^[0-9a-f-]{36}$/)
+    const refused = await client(user.apiKey).messages.create({ model: "no-such-model", max_tokens: 8, messages: [{ role: "user", content: "x" }] }).then(() => undefined, (e) => e)
+    expect(refused.requestID).toMatch(/^[0-9a-f-]{36}$/)
     expect(data).toMatchObject({
       type: "message",
       role: "assistant",

@@ -12,6 +12,13 @@ import { Effect, FiberRef } from "effect"
 
 export const HEADER = "x-request-id"
 
+/**
+ * The header a surface's own SDK reads the id from, beside `x-request-id`: the Anthropic SDKs read
+ * `request-id` (Anthropic's), for a response's `request_id` and an error's `requestID`. Undefined
+ * elsewhere (the OpenAI SDKs read `x-request-id`).
+ */
+export const surfaceHeader = (path: string): string | undefined => (path.startsWith("/anthropic/") ? "request-id" : undefined)
+
 const VALID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** True for an acceptable caller-supplied id. */

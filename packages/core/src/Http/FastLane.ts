@@ -289,6 +289,8 @@ export const make = Effect.gen(function*() {
     const requestId = RequestId.fromHeader(req.headers[RequestId.HEADER])
     req.headers[RequestId.HEADER] = requestId
     res.setHeader(RequestId.HEADER, requestId)
+    const surface = RequestId.surfaceHeader(req.url ?? "")
+    if (surface !== undefined) res.setHeader(surface, requestId)
     const done = () => {
       const ms = performance.now() - started
       // A client that left before its answer ended is 499 (as the Effect app's middleware logs it), not the status begun.

@@ -130,7 +130,9 @@ export const middleware = (settings: { readonly metrics: boolean; readonly logRe
       // A client that leaves interrupts the request: it is counted and logged as 499, as the platform's span has it.
       const response = yield* Effect.onInterrupt(asRequest(info)(app), () => counted(499))
       yield* counted(response.status)
-      return HttpServerResponse.setHeader(response, RequestId.HEADER, info.id)
+      const answered = HttpServerResponse.setHeader(response, RequestId.HEADER, info.id)
+      const surface = RequestId.surfaceHeader(path)
+      return surface === undefined ? answered : HttpServerResponse.setHeader(answered, surface, info.id)
     })
   )
 

@@ -237,23 +237,27 @@ const allowedOn = HttpApp.methodsOn(HttpApp.routes)
 
 const outsideAnswer = (
   { body, headers = {}, status }: { readonly status: number; readonly body: unknown; readonly headers?: Record<string, string> },
-  requestId: string | null | undefined
-) =>
-  new Response(JSON.stringify(body), {
+  requestId: string | null | undefined,
+  path: string | undefined
+) => {
+  const id = RequestId.fromHeader(requestId)
+  const surface = path === undefined ? undefined : RequestId.surfaceHeader(path)
+  return new Response(JSON.stringify(body), {
     status,
-    headers: { "content-type": "application/json", ...headers, [RequestId.HEADER]: RequestId.fromHeader(requestId) }
+    headers: { "content-type": "application/json", ...headers, [RequestId.HEADER]: id, ...(surface !== undefined ? { [surface]: id } : {}) }
   })
+}
 
 /** The envelope of a request's path; the gateway's for an event that has none. */
 const envelopeAt = (path: string | undefined) => (path === undefined ? "gateway" : envelopeOfPath(path))
 
 /** A refusal of a request outside the application, in its path's envelope. */
 const refusal = (path: string | undefined, error: GatewayError, requestId: string | null | undefined) =>
-  outsideAnswer(errorParts(envelopeAt(path), error), requestId)
+  outsideAnswer(errorParts(envelopeAt(path), error), requestId, path)
 
 /** The last resort of a failure outside the application, as the routes' (`defectParts`: its cause is logged, never sent). */
 const defectAnswer = (path: string | undefined, failure: unknown, requestId: string | null | undefined) =>
-  outsideAnswer(defectParts(envelopeAt(path), failure), requestId)
+  outsideAnswer(defectParts(envelopeAt(path), failure), requestId, path)
 
 /** A failed start: 503, to be retried (the next invocation builds the runtime again). */
 const unavailable = (path: string, message: string, requestId: string | null) =>
@@ -383,7 +387,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
         const answer: { readonly status: number; readonly body: unknown; readonly headers?: Record<string, string> } = allowed.length > 0
           ? HttpApp.methodNotAllowed(e.method, e.path, allowed)
           : { status: 404, body: HttpApp.notFoundBody(e.method, e.path) }
-        const served = callerHeaders(headersOf(http.right)).then((headers) => outsideAnswer({ ...answer, headers: { ...headers, ...answer.headers } }, requestId))
+        const served = callerHeaders(headersOf(http.right)).then((headers) => outsideAnswer({ ...answer, headers: { ...headers, ...answer.headers } }, requestId, path))
         return { format, path, requestId, served }
       }
       const message = e instanceof BadEvent ? e.message : String(e)
