@@ -455,6 +455,9 @@ describe("OpenAI surface with the official clients", () => {
     expect(one.model).toBe("omni-moderation-latest")
     expect(one.results).toHaveLength(1)
     expect(one.results[0]).toMatchObject({ flagged: true, categories: { violence: true, hate: false }, category_scores: { violence: 0.91 } })
+    // The SDK's Moderation type requires it: each category was judged on text (a client reading it got a TypeError).
+    expect(one.results[0]!.category_applied_input_types.violence).toEqual(["text"])
+    expect(Object.keys(one.results[0]!.category_applied_input_types).sort()).toEqual(Object.keys(one.results[0]!.categories).sort())
     const two = await client(user).moderations.create({ model: "omni-moderation-latest", input: ["Have a lovely day", "I hate this"] })
     expect(two.results.map((r) => r.flagged)).toEqual([false, true])
     expect(shared.requests.at(-1)!.body).toMatchObject({ model: "omni-moderation-latest" })

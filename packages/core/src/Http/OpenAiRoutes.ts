@@ -461,7 +461,9 @@ const moderate = (avatar: AvatarRecord, body: ModerationRequest) =>
         return {
           flagged: a.flagged,
           categories: Object.fromEntries([...names].map((n) => [n, flagged.has(n)])),
-          category_scores: Object.fromEntries([...names].map((n) => [n, a.categoryScores[n] ?? 0]))
+          category_scores: Object.fromEntries([...names].map((n) => [n, a.categoryScores[n] ?? 0])),
+          // The inputs each category was judged on: this route takes text only (OpenAI's SDKs require the field).
+          category_applied_input_types: Object.fromEntries([...names].map((n) => [n, ["text"]]))
         }
       })
     }
