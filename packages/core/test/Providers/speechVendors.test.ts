@@ -235,6 +235,21 @@ describe("OpenAI-format speech", () => {
     }
   })
 
+  it("a JSON error body or a page labelled audio is a protocol error too (it was relayed as the audio); raw PCM is not judged by its first byte", async () => {
+    for (const [format, body, ok] of [["mp3", '  {"error":"quota"}', false], ["mp3", "<svg onload=alert(1)>", false], ["wav", "[1,2]", false], ["pcm", "{raw samples", true]] as const) {
+      const upstream = http.createServer((_req, res) => void res.writeHead(200, { "content-type": "audio/mpeg" }).end(body))
+      await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))
+      try {
+        const p = providerFor("openai", `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`)
+        const result = await Effect.runPromise(Effect.either(speak(synthesize, p, { model: "gpt-4o-mini-tts", text: "hi", format })))
+        if (ok) expect(audio(result).text).toBe(body)
+        else expect(left(result).message).toBe("openai sent an unexpected answer: JSON or markup labelled audio/mpeg, not audio")
+      } finally {
+        upstream.close()
+      }
+    }
+  })
+
   it("audio of a content type that is no audio type is sent as the format's", async () => {
     const upstream = http.createServer((_req, res) => void res.writeHead(200, { "content-type": "image/svg+xml" }).end("ID3 bytes"))
     await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))

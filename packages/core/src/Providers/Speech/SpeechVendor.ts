@@ -23,12 +23,26 @@ export const formatRefusal = (vendor: string, request: SpeechRequest, formats: R
   formats.includes(request.format) ? undefined : `${vendor} cannot produce format ${request.format}; use one of ${formats.join(", ")}`
 
 /**
+ * Whether bytes begin (after ASCII white space) as a JSON object or list or as markup does: no encoded
+ * audio format does (MP3 frames and ID3 tags, RIFF, Ogg, FLAC, ADTS, MP4 boxes); raw PCM may, so it is
+ * not asked of PCM. An error body or a page labelled `audio/mpeg` was relayed as the audio.
+ */
+const looksLikeJsonOrMarkup = (bytes: Uint8Array): boolean => {
+  for (const b of bytes) {
+    if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue
+    return b === 0x7b || b === 0x5b || b === 0x3c
+  }
+  return false
+}
+
+/**
  * The audio of a successful answer: empty bodies and JSON or text bodies (an error sent with 200)
  * are protocol errors; the vendor's `audio/*` content type is kept, else the format's.
  */
 export const audioOf = (provider: string, format: SpeechFormat) => (answer: SynthesizedSpeech): Effect.Effect<SynthesizedSpeech, UpstreamError> => {
   if (answer.bytes.length === 0) return Effect.fail(protocolError(provider, "no audio in the answer"))
   if (/json|^text\//.test(answer.contentType)) return Effect.fail(protocolError(provider, `${answer.contentType} instead of audio`))
+  if (format !== "pcm" && looksLikeJsonOrMarkup(answer.bytes)) return Effect.fail(protocolError(provider, `JSON or markup labelled ${answer.contentType}, not audio`))
   return Effect.succeed({ bytes: answer.bytes, contentType: answer.contentType.startsWith("audio/") ? answer.contentType : CONTENT_TYPES[format] })
 }
 
