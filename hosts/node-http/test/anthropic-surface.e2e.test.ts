@@ -265,6 +265,20 @@ describe("Anthropic-compatible surface", () => {
     ])
   })
 
+  it("carries structured output (output_config.format, the SDKs' messages.parse) to an Anthropic upstream as it is and to an OpenAI-format one as its json_schema answer; refuses what it does not map", async () => {
+    const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false }
+    anthropic.setScenario({ kind: "text", text: "{\"city\":\"Paris\"}" })
+    const message = { max_tokens: 64, messages: [{ role: "user" as const, content: "Where is the Louvre?" }], output_config: { format: { type: "json_schema", schema } } }
+    const claude = await client(bronze.apiKey).messages.create({ model: "claude-haiku-4-5", provider: "anthropic", ...message } as never) as Anthropic.Message
+    expect(claude.content[0]).toEqual({ type: "text", text: "{\"city\":\"Paris\"}" })
+    expect(anthropic.requests.at(-1)!.body).toMatchObject({ output_config: { format: { type: "json_schema", schema } } })
+    openai.setScenario({ kind: "text", text: "{\"city\":\"Paris\"}" })
+    await client(user.apiKey).messages.create({ model: "gpt-4o-mini", ...message } as never)
+    expect(lastBody(openai).response_format).toMatchObject({ type: "json_schema", json_schema: { name: "output", schema } })
+    const refused = await call(server.url, "POST", "/anthropic/v1/messages", { apiKey: user.apiKey, body: { model: "gpt-4o-mini", ...message, output_config: { ...message.output_config, effort: "high" } } })
+    expect([refused.status, refused.body.error.message]).toEqual([400, expect.stringContaining("effort")])
+  })
+
   it("serves a Claude Code-like session against an Anthropic upstream: cache breakpoints, thinking streamed back, beta header, thinking blocks sent back", async () => {
     anthropic.setScenario({ kind: "text", text: "Done thinking." })
     const claude = client(bronze.apiKey)

@@ -122,6 +122,10 @@ export const MessagesBody = Schema.Struct({
   tools: Schema.optional(BoundedArray(ToolSpec, { max: 128 })),
   tool_choice: Schema.optional(ToolChoiceIn),
   metadata: Schema.optional(Schema.Struct({ user_id: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(256)))) })),
+  /** Structured output (Anthropic's `output_config.format`, the SDKs' `messages.parse`): the answer as JSON of this schema, on any upstream that can give one. */
+  output_config: Schema.optional(Schema.Struct({
+    format: Schema.Struct({ type: Schema.Literal("json_schema"), schema: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
+  })),
   stream: Schema.optional(Schema.Boolean),
   /** Extension: pin a provider (default auto). */
   provider: Schema.optional(Schema.String.pipe(Schema.maxLength(100)))
@@ -222,6 +226,7 @@ const optionsOf = (body: MessagesBody, anthropicBeta: string | undefined): ChatO
       ? { toolChoice: choice.type === "tool" ? { name: choice.name } : choice.type === "any" ? "required" as const : choice.type }
       : {}),
     ...(choice?.disable_parallel_tool_use === true ? { parallelToolCalls: false } : {}),
+    ...(body.output_config !== undefined ? { responseFormat: { type: "json_schema" as const, name: "output", schema: body.output_config.format.schema } } : {}),
     // metadata.user_id is OpenAI's `user`: an end-user id for abuse monitoring.
     ...(user != null ? { extra: { user } } : {})
   }
