@@ -53,8 +53,9 @@ describe("outbound replies under attack", () => {
           return void sendGzipBomb(res, GiB)
         }
         if (req.url === "/v1/moderations") {
-          // 200,000 categories, every one flagged (5.6 MB): each name was looked up in the flagged list.
-          const names = Array.from({ length: 200_000 }, (_, i) => `c${i}`)
+          // 90,000 categories, every one flagged: each name was looked up in the flagged list (200,000 held the loop 34 s).
+          // (Past 100,000 members in one object the answer is refused before it is parsed: JsonText.UPSTREAM_JSON_LIMITS.)
+          const names = Array.from({ length: 90_000 }, (_, i) => `c${i}`)
           return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
             id: "modr-1",
             model: "omni-moderation-latest",
@@ -127,17 +128,17 @@ describe("outbound replies under attack", () => {
     }
   }, 150_000)
 
-  it("refuses a moderation answer of 200,000 categories with a 502 naming the bound", async () => {
+  it("refuses a moderation answer of 90,000 categories with a 502 naming the bound", async () => {
     // Each category name was looked up in the list of flagged ones: 34 s on the event loop (32.6 s of health).
     const { figures, value } = await underAttack(server, async () => {
       const started = performance.now()
       const res = await call(server.url, "POST", "/openai/v1/moderations", { body: { input: "x" }, apiKey: user.apiKey })
       return { res, ms: performance.now() - started }
     })
-    console.log(`moderation of 200,000 categories: ${Math.round(value.ms)} ms`)
+    console.log(`moderation of 90,000 categories: ${Math.round(value.ms)} ms`)
     expect(value.res.status).toBe(502)
     expect(value.res.body.error.message).toMatch(/the moderation answer names more than 1000 categories/)
-    expectHeld("moderation of 200,000 categories", figures)
+    expectHeld("moderation of 90,000 categories", figures)
   })
 
   it("refuses a DOCX whose document.xml inflates to 200 MiB with 413 naming the limit", async () => {
