@@ -267,8 +267,7 @@ export const wire: ChatWire = {
         case "content_block_start": {
           const block = data?.content_block
           if (block?.type === "tool_use") {
-            if (typeof block.name !== "string" || block.name === "") return protocolError(provider, "a tool_use block without a name")
-            const piece = wireToolCallDelta(toolIndex.size, block.id, block.name, undefined)
+            const piece = wireToolCallDelta(toolIndex.size, block.id, block.name, undefined, true)
             if (typeof piece === "string") return protocolError(provider, piece)
             toolIndex.set(data.index, piece.index)
             return [piece]

@@ -201,8 +201,7 @@ const streamEvents = (provider: string) => {
           answerBlocks.add(data.contentBlockIndex)
           return []
         }
-        if (typeof tool.name !== "string" || tool.name === "") return protocolError(provider, "a toolUse block without a name")
-        const piece = wireToolCallDelta(toolIndex.size, tool.toolUseId, tool.name, undefined)
+        const piece = wireToolCallDelta(toolIndex.size, tool.toolUseId, tool.name, undefined, true)
         if (typeof piece === "string") return protocolError(provider, piece)
         toolIndex.set(data.contentBlockIndex, piece.index)
         return [piece]

@@ -186,12 +186,13 @@ export const wireToolCall = (id: unknown, name: unknown, args: unknown, fallback
 }
 
 /**
- * A piece of a streamed tool call, or why it is none: the id and name (on its first piece) must be
- * strings when given, the arguments text (or an object, taken whole) or absent.
+ * A piece of a streamed tool call, or why it is none: the id and name must be strings when given, and
+ * the call's `first` piece must name it; the arguments are text (or an object, taken whole) or absent.
  */
-export const wireToolCallDelta = (index: number, id: unknown, name: unknown, args: unknown): ToolCallDelta | string => {
+export const wireToolCallDelta = (index: number, id: unknown, name: unknown, args: unknown, first: boolean): ToolCallDelta | string => {
   if (id !== undefined && id !== null && typeof id !== "string") return `tool call ${index}: its id is not a string`
   if (name !== undefined && name !== null && typeof name !== "string") return `tool call ${index}: its name is not a string`
+  if (first && (typeof name !== "string" || name === "")) return `streamed tool call ${index} begins without a name`
   const text = wireArguments(args, "")
   if (text === undefined) return `tool call ${index}: its arguments are neither JSON text nor an object`
   return {

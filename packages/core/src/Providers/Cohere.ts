@@ -147,7 +147,7 @@ const events: ChatWire["events"] = (provider) => (event) => {
     case "tool-call-start":
     case "tool-call-delta": {
       const call = delta?.tool_calls
-      const piece = wireToolCallDelta(index, call?.id, call?.function?.name, call?.function?.arguments)
+      const piece = wireToolCallDelta(index, call?.id, call?.function?.name, call?.function?.arguments, false)
       return typeof piece === "string" ? protocolError(provider, piece) : [piece]
     }
     case "message-end": {

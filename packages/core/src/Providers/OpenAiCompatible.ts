@@ -301,12 +301,9 @@ export const wire: ChatWire = {
         if (!isObject(call)) return protocolError(provider, "a stream delta's tool call is not an object")
         const index = call.index ?? 0
         if (!Number.isInteger(index) || index < 0 || index >= MAX_STREAMED_TOOL_CALLS) return protocolError(provider, `a streamed tool call's index ${JSON.stringify(index)} is not one of 0 to ${MAX_STREAMED_TOOL_CALLS - 1}`)
-        const piece = wireToolCallDelta(index, call.id, call.function?.name, call.function?.arguments)
+        const piece = wireToolCallDelta(index, call.id, call.function?.name, call.function?.arguments, !begun.has(index))
         if (typeof piece === "string") return protocolError(provider, piece)
-        if (!begun.has(index)) {
-          if (piece.name === undefined) return protocolError(provider, `streamed tool call ${index} begins without a name`)
-          begun.add(index)
-        }
+        begun.add(index)
         out.push({ ...piece, ...signatureOf(call) })
       }
       const deltaExtra = contentFields ? { ...fieldsOutside(delta, modelledDelta), ...contentFields } : fieldsOutside(delta, modelledDelta)
