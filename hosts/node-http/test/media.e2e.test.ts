@@ -32,6 +32,18 @@ describe("media", () => {
     }
   })
 
+  it("carries a token-billed image model's tokens to the answer and to usage, on both surfaces", async () => {
+    const tokens = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyTokensUsed
+    const before = await tokens()
+    const native = await post("/v1/images/generate", { prompt: "a quay", n: 2 })
+    expect(native.body.result.usage).toEqual({ promptTokens: 20, completionTokens: 544, totalTokens: 564 })
+    const openAi = await post("/openai/v1/images/generations", { prompt: "a quay", model: "gpt-image-1" })
+    expect(openAi.body.usage).toEqual({ input_tokens: 20, output_tokens: 272, total_tokens: 292 })
+    expect(await tokens()).toBe(before + 564 + 292)
+    // A model that reports none (dall-e-3 here) answers without usage.
+    expect((await post("/openai/v1/images/generations", { prompt: "a quay", model: "dall-e-3" })).body).not.toHaveProperty("usage")
+  })
+
   it("moderates text", async () => {
     const flagged = await post("/v1/moderation", { text: "I will attack and kill them" })
     expect(flagged.body.result).toMatchObject({ flagged: true, categories: ["violence"], provider: "openai", model: "omni-moderation-latest" })

@@ -106,7 +106,18 @@ export interface RegisterInput {
   readonly providerType?: string | undefined
 }
 
+/** Profile fields a PUT cannot change; a client may send them back as a GET answered them. */
+export const READ_ONLY_FIELDS = ["id", "providerType", "isVerified", "pendingEmail", "isActive", "createdDate", "modifiedDate", "deletedDate"] as const
+
 export interface UpdateInput {
+  readonly id?: unknown
+  readonly providerType?: unknown
+  readonly isVerified?: unknown
+  readonly pendingEmail?: unknown
+  readonly isActive?: unknown
+  readonly createdDate?: unknown
+  readonly modifiedDate?: unknown
+  readonly deletedDate?: unknown
   readonly title?: string | undefined
   readonly description?: string | undefined
   readonly username?: string | undefined
@@ -365,11 +376,18 @@ const makeService = Effect.gen(function*() {
     if (!isAdmin && caller.id !== id) {
       return yield* Effect.fail(new Forbidden({ message: "Only the owning avatar or an Admin can update this avatar." }))
     }
-    if (!isAdmin && (input.AvatarType !== undefined || input.karmaTotal !== undefined || input.plan !== undefined)) {
-      return yield* Effect.fail(new Forbidden({ message: "Only an Admin can change AvatarType, karmaTotal or plan." }))
-    }
     const avatar = yield* findExisting(id)
     if (!avatar.isActive) return yield* Effect.fail(new NotFound({ message: `Avatar ${id} is deleted.` }))
+    const current = view(avatar)
+    const changed = READ_ONLY_FIELDS.find((field) => input[field] !== undefined && JSON.stringify(input[field]) !== JSON.stringify(current[field]))
+    if (changed !== undefined) {
+      return yield* Effect.fail(new BadRequest({ message: `Invalid request body: ${changed}: is read-only; PUT changes title, description, username, email, image and dob (and, for an Admin, AvatarType, karmaTotal and plan).` }))
+    }
+    const changes = (field: "AvatarType" | "karmaTotal" | "plan") => input[field] !== undefined && input[field] !== current[field]
+    if (!isAdmin && (changes("AvatarType") || changes("karmaTotal") || changes("plan"))) {
+      return yield* Effect.fail(new Forbidden({ message: "Only an Admin can change AvatarType, karmaTotal or plan." }))
+    }
+    if (input.AvatarType !== undefined && input.AvatarType !== "Admin") yield* keepAnAdmin(avatar, "made a User")
     const email = emailEffectOf(avatar, input.email)
     const renamed = input.username !== undefined && input.username !== avatar.username
     if (renamed || email._tag !== "None") yield* requireSession(proof, "Changing the username or the e-mail address")
@@ -395,10 +413,23 @@ const makeService = Effect.gen(function*() {
     return view(record)
   })
 
+  /**
+   * Refuses to demote or delete the last active Admin: nobody could list, delete or promote avatars
+   * after it, and the start's AIGW_ADMIN_* creates an Admin only when none exists.
+   */
+  const keepAnAdmin = (avatar: AvatarRecord, change: string) =>
+    avatar.avatarType === "Admin"
+      ? Effect.flatMap(store.countAdmins(), (admins) =>
+        admins <= 1
+          ? Effect.fail(new Conflict({ message: `The last Admin avatar cannot be ${change}: make another avatar Admin first.` }))
+          : Effect.void)
+      : Effect.void
+
   const remove = Effect.fn("Avatars.delete")(function*(caller: AvatarRecord, id: string) {
     if (caller.avatarType !== "Admin") return yield* Effect.fail(new Forbidden({ message: "Only an Admin avatar can delete avatars." }))
     const avatar = yield* findExisting(id)
     if (!avatar.isActive) return view(avatar)
+    yield* keepAnAdmin(avatar, "deleted")
     const now = Date.now()
     const updated = yield* store.revokeTokens(id, { isActive: false, deletedAt: now, updatedAt: now }, now)
     yield* tokens.revokeAll(id)

@@ -65,6 +65,12 @@ export const AvatarTypeSchema = Schema.Literal("User", "Admin")
 
 const Uuid = Schema.UUID.annotations({ message: () => "id must be a UUID" })
 
-/** A path's `:id` (an avatar, an API key): a UUID, else 400 before anything is looked up. */
+/**
+ * A path's `:id` (an avatar, an API key): a UUID, else 400 before anything is looked up; in lower
+ * case, as ids are stored, since a UUID's hex digits name the same id in either case (RFC 9562).
+ */
 export const idParam = (id: string | undefined) =>
-  Schema.decodeUnknown(Uuid)(id).pipe(Effect.mapError(() => new BadRequest({ message: "Path parameter id must be a UUID." })))
+  Schema.decodeUnknown(Uuid)(id).pipe(
+    Effect.map((uuid) => uuid.toLowerCase()),
+    Effect.mapError(() => new BadRequest({ message: "Path parameter id must be a UUID." }))
+  )

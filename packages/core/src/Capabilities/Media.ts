@@ -18,7 +18,7 @@ import { protocolError, type UpstreamError } from "../Providers/UpstreamError.ts
 import { type FallbackCandidate, Routing, wrongKind } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
-import { recordedCall } from "./VendorCall.ts"
+import { recordedCall, type ReportedTokens } from "./VendorCall.ts"
 import { Provider } from "../RequestFields.ts"
 
 const Pixels = (name: string) => Schema.optional(Schema.Int.pipe(Schema.between(64, 4096, { message: () => `${name} must be an integer from 64 to 4096` })))
@@ -79,7 +79,8 @@ const makeService = Effect.gen(function*() {
     avatar: AvatarRecord,
     capability: string,
     targets: ReadonlyArray<T>,
-    call: (target: T) => Effect.Effect<A, UpstreamError>
+    call: (target: T) => Effect.Effect<A, UpstreamError>,
+    tokensOf?: ReportedTokens<A>
   ) =>
     Effect.suspend(() => {
       let tried = targets[0]!
@@ -88,7 +89,7 @@ const makeService = Effect.gen(function*() {
         return call(target)
       }
       const called = () => ({ provider: tried.provider.id, model: tried.model })
-      return Effect.map(recordedCall(avatar.id, capability, called, routing.firstSuccessEffect(targets, attempt)), (answered) => ({
+      return Effect.map(recordedCall(avatar.id, capability, called, routing.firstSuccessEffect(targets, attempt), tokensOf && ((answered) => tokensOf(answered.value))), (answered) => ({
         target: answered.candidate,
         value: answered.value
       }))
@@ -181,15 +182,20 @@ const makeService = Effect.gen(function*() {
       "images",
       yield* imagesTarget(avatar, input),
       (t) =>
-        Effect.flatMap(t.generate(t.provider, t.request, { pollMs: config.jobPollMs }), (images) => {
+        Effect.flatMap(t.generate(t.provider, t.request, { pollMs: config.jobPollMs }), (generated) => {
           // Whichever vendor made them: links a client may follow, bytes that are base64, no more than asked for.
-          const problem = imagesProblem(images, t.request.n)
-          return problem === undefined ? Effect.succeed(images) : Effect.fail(protocolError(t.provider.id, problem))
-        })
+          const problem = imagesProblem(generated.images, t.request.n)
+          return problem === undefined ? Effect.succeed(generated) : Effect.fail(protocolError(t.provider.id, problem))
+        }),
+      ({ tokens }) => tokens && { promptTokens: tokens.input, completionTokens: tokens.output }
     )
     const { model } = request
     const size = input.width && input.height ? `${input.width}x${input.height}` : undefined
-    return { provider: provider.id, model, images: value, n: value.length, ...(size ? { size } : {}) }
+    const { images, tokens } = value
+    return {
+      provider: provider.id, model, images, n: images.length, ...(size ? { size } : {}),
+      ...(tokens ? { usage: { promptTokens: tokens.input, completionTokens: tokens.output, totalTokens: tokens.input + tokens.output } } : {})
+    }
   })
 
   const moderation = Effect.fn("Media.moderation")(function*(

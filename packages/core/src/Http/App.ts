@@ -34,22 +34,37 @@ const notFound = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =
   Effect.map(unroutedHeaders(request), (headers) =>
     HttpServerResponse.unsafeJson(notFoundBody(request.method, pathOf(request)), { status: 404, headers })))
 
-/** A path pattern of the router (`:name` one segment, `*` the rest) as a test of a request's path. */
-const matcherOf = (pattern: string): (path: string) => boolean => {
-  const segments = pattern.split("/").map((s) => (s === "*" ? ".*" : s.startsWith(":") ? "[^/]+" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+/** A path pattern of the router (`:name` one segment, `*` the rest) as a test of a request's path, and how general it is. */
+const matcherOf = (pattern: string): { readonly matches: (path: string) => boolean; readonly generality: number } => {
+  const parts = pattern.split("/")
+  const segments = parts.map((s) => (s === "*" ? ".*" : s.startsWith(":") ? "[^/]+" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
   const re = new RegExp(`^${segments.join("/")}$`)
-  return (path) => re.test(path)
+  return { matches: (path) => re.test(path), generality: parts.filter((s) => s === "*" || s.startsWith(":")).length }
 }
 
 /**
- * The methods `served` takes on a path: none when no route has it. The patterns are compiled on the
- * first question, so a host that never answers an unroutable request (a cold Lambda) never builds them.
+ * The methods `served` takes on a path: none when no route has it. Of the patterns that match, the
+ * most specific decide, as in the router (`/api/avatar/verify-email` is not `/api/avatar/:id`). The
+ * patterns are compiled on the first question, so a host that never answers an unroutable request
+ * (a cold Lambda) never builds them.
  */
 export const methodsOn = (served: ReadonlyArray<{ readonly method: string; readonly path: string }>) => {
-  let patterns: ReadonlyArray<{ readonly method: string; readonly matches: (path: string) => boolean }> | undefined
+  let patterns: ReadonlyArray<{ readonly method: string; readonly matches: (path: string) => boolean; readonly generality: number }> | undefined
   return (path: string): ReadonlyArray<string> => {
-    patterns ??= served.map((r) => ({ method: r.method, matches: matcherOf(r.path) }))
-    return [...new Set(patterns.filter((p) => p.matches(path)).map((p) => p.method))]
+    patterns ??= served.map((r) => ({ method: r.method, ...matcherOf(r.path) }))
+    const matching = patterns.filter((p) => p.matches(path))
+    const specific = Math.min(...matching.map((p) => p.generality))
+    return [...new Set(matching.filter((p) => p.generality === specific).map((p) => p.method))]
+  }
+}
+
+/** Whether a path's percent-encoding can be read (`%ZZ`, a lone `%` or bytes that are no UTF-8 cannot). */
+const readablePath = (path: string) => {
+  try {
+    decodeURIComponent(path)
+    return true
+  } catch {
+    return false
   }
 }
 
@@ -60,13 +75,21 @@ export const methodNotAllowed = (method: string, path: string, allowed: Readonly
   headers: { allow: allowed.join(", ") }
 })
 
-/** The answer to a request no route takes: 405 when its path is served with other methods, else 404. */
+/**
+ * The answer to a request no route takes: 405 when its path is served with other methods, else 404.
+ * A path a route's pattern takes with this very method was refused by the router as sent: a
+ * malformed percent-encoding is a 400, a parameter longer than the router reads (100 characters;
+ * no id is that long) a 404.
+ */
 const unrouted = (served: ReadonlyArray<{ readonly method: string; readonly path: string }>) => {
   const allowedOn = methodsOn(served)
   return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const path = pathOf(request)
     const allowed = allowedOn(path)
-    if (allowed.length === 0) return notFound
+    if (allowed.length === 0 || allowed.includes(request.method)) {
+      return readablePath(path) ? notFound : Effect.map(unroutedHeaders(request), (headers) =>
+        HttpServerResponse.unsafeJson(errorBody(envelopeOfPath(path), new BadRequest({ message: `The path ${path} has a malformed percent-encoding.` })), { status: 400, headers }))
+    }
     const refused = methodNotAllowed(request.method, path, allowed)
     return Effect.map(unroutedHeaders(request), (headers) =>
       HttpServerResponse.unsafeJson(refused.body, { status: refused.status, headers: { ...headers, ...refused.headers } }))

@@ -2,7 +2,7 @@
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { type Context, Effect, Either, Schema } from "effect"
 import { proofOf } from "../Accounts/Auth.ts"
-import { Avatars } from "../Accounts/Avatars.ts"
+import { Avatars, READ_ONLY_FIELDS } from "../Accounts/Avatars.ts"
 import { clientAddress } from "../Accounts/ClientAddress.ts"
 import { AvatarTypeSchema, Email, idParam, IsoDate, Password, secretString, Username } from "../Accounts/Schemas.ts"
 import { GatewayConfig } from "../Config.ts"
@@ -37,6 +37,9 @@ const AuthenticateBody = Schema.Struct({
 const loginOf = (body: { readonly username?: string | undefined; readonly email?: string | undefined }) =>
   [body.username, body.email].find((login) => login !== undefined && login.trim() !== "")
 
+/** A profile field sent back with a PUT (a GET's body edited): taken unchanged, refused by name when changed (Avatars.update). */
+const ReadOnly = Schema.optional(Schema.Unknown)
+
 const UpdateBody = Schema.Struct({
   title: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   description: Schema.optional(Schema.String.pipe(Schema.maxLength(5000))),
@@ -46,8 +49,12 @@ const UpdateBody = Schema.Struct({
   dob: Schema.optional(Schema.NullOr(IsoDate)),
   AvatarType: Schema.optional(AvatarTypeSchema),
   karmaTotal: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.between(0, 1e12))),
-  plan: Schema.optional(Plan)
-})
+  plan: Schema.optional(Plan),
+  password: Schema.optional(Schema.Never.annotations({
+    message: () => "a password is not changed with PUT: use POST /api/avatar/forgot-password and the reset link it mails"
+  })),
+  ...Object.fromEntries(READ_ONLY_FIELDS.map((field) => [field, ReadOnly])) as { readonly [K in typeof READ_ONLY_FIELDS[number]]: typeof ReadOnly }
+}).annotations({ parseOptions: { onExcessProperty: "error" } }) // a misspelt field is refused by name, not dropped
 
 const TokenQuery = Schema.Struct({ token: Token })
 const EmailBody = Schema.Struct({ email: Email })

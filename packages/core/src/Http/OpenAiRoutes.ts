@@ -612,6 +612,7 @@ export const openAiRoutes = [
               ...(i.b64Json !== undefined ? { b64_json: i.b64Json } : {}),
               ...(i.revisedPrompt !== undefined ? { revised_prompt: i.revisedPrompt } : {})
             })),
+            ...(r.usage ? { usage: { input_tokens: r.usage.promptTokens, output_tokens: r.usage.completionTokens, total_tokens: r.usage.totalTokens } } : {}),
             model: r.model,
             provider: r.provider
           })))

@@ -392,7 +392,11 @@ export const ImagesResult = Schema.Struct({
     revisedPrompt: Schema.optional(Schema.String)
   })),
   n: Schema.Number,
-  size: Schema.optional(Schema.String.annotations({ description: "WIDTHxHEIGHT, when width and height were given" }))
+  size: Schema.optional(Schema.String.annotations({ description: "WIDTHxHEIGHT, when width and height were given" })),
+  usage: Schema.optional(
+    Schema.Struct({ promptTokens: Schema.Number, completionTokens: Schema.Number, totalTokens: Schema.Number })
+      .annotations({ description: "The tokens a token-billed image model reported (OpenAI's gpt-image models); absent for vendors that bill per image" })
+  )
 }).annotations({ identifier: "ImagesResult" })
 matches<typeof ImagesResult, MediaResult<"images">>(true)
 
@@ -831,6 +835,7 @@ export const OpenAiImages = Schema.Struct({
     b64_json: Schema.optional(Schema.String),
     revised_prompt: Schema.optional(Schema.String)
   })),
+  usage: Schema.optional(Schema.Struct({ input_tokens: Schema.Number, output_tokens: Schema.Number, total_tokens: Schema.Number })),
   model: Schema.String,
   provider: Schema.String
 }).annotations({ identifier: "OpenAiImages" })

@@ -177,6 +177,12 @@ export const wireArguments = (args: unknown, absent: string, objectOnly = false)
  * `wireArguments` reads them (`{}` when absent), and the upstream's id, or `fallbackId` when it gave
  * none (some compatible servers).
  */
+/** An index as a message shows it: a short JSON text (an upstream's object could be megabytes). */
+const shownIndex = (index: unknown) => {
+  const text = JSON.stringify(index) ?? String(index)
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text
+}
+
 export const wireToolCall = (id: unknown, name: unknown, args: unknown, fallbackId: string, objectOnly = false): ToolCall | string => {
   if (typeof name !== "string" || name === "") return "a tool call without a name"
   const text = wireArguments(args, "{}", objectOnly)
@@ -185,11 +191,18 @@ export const wireToolCall = (id: unknown, name: unknown, args: unknown, fallback
   return { id: typeof id === "string" && id !== "" ? id : fallbackId, name, arguments: text }
 }
 
+/** More parallel calls than any model makes in one answer: an index past it is no call's. */
+const MAX_STREAMED_TOOL_CALLS = 1_024
+
 /**
- * A piece of a streamed tool call, or why it is none: the id and name must be strings when given, and
- * the call's `first` piece must name it; the arguments are text (or an object, taken whole) or absent.
+ * A piece of a streamed tool call, or why it is none: its index one of 0 to 1023, the id and name
+ * strings when given, and the call's `first` piece must name it; the arguments are text (or an
+ * object, taken whole) or absent.
  */
-export const wireToolCallDelta = (index: number, id: unknown, name: unknown, args: unknown, first: boolean): ToolCallDelta | string => {
+export const wireToolCallDelta = (index: unknown, id: unknown, name: unknown, args: unknown, first: boolean): ToolCallDelta | string => {
+  if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= MAX_STREAMED_TOOL_CALLS) {
+    return `a streamed tool call's index ${shownIndex(index)} is not one of 0 to ${MAX_STREAMED_TOOL_CALLS - 1}`
+  }
   if (id !== undefined && id !== null && typeof id !== "string") return `tool call ${index}: its id is not a string`
   if (name !== undefined && name !== null && typeof name !== "string") return `tool call ${index}: its name is not a string`
   if (first && (typeof name !== "string" || name === "")) return `streamed tool call ${index} begins without a name`

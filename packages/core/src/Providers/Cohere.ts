@@ -136,7 +136,6 @@ const events: ChatWire["events"] = (provider) => (event) => {
   if (chunk instanceof UpstreamError) return chunk
   if (typeof chunk !== "object" || chunk === null) return protocolError(provider, "a stream event is not a JSON object")
   const delta = chunk.delta?.message
-  const index = typeof chunk.index === "number" ? chunk.index : 0
   switch (chunk.type) {
     case "content-delta":
     case "tool-plan-delta": {
@@ -147,7 +146,8 @@ const events: ChatWire["events"] = (provider) => (event) => {
     case "tool-call-start":
     case "tool-call-delta": {
       const call = delta?.tool_calls
-      const piece = wireToolCallDelta(index, call?.id, call?.function?.name, call?.function?.arguments, false)
+      // A call's start names it (Cohere's chat stream reference); the deltas after it carry arguments.
+      const piece = wireToolCallDelta(chunk.index ?? 0, call?.id, call?.function?.name, call?.function?.arguments, chunk.type === "tool-call-start")
       return typeof piece === "string" ? protocolError(provider, piece) : [piece]
     }
     case "message-end": {

@@ -185,9 +185,6 @@ const url = (target: Target) => `${target.provider.endpoint}/chat/completions`
 
 const isObject = (v: unknown): v is Record<string, any> => typeof v === "object" && v !== null && !Array.isArray(v)
 
-/** More parallel calls than any model makes in one answer: an index past it is no call's. */
-const MAX_STREAMED_TOOL_CALLS = 1_024
-
 const modelledBody = new Set(["id", "object", "created", "model", "choices", "usage"])
 const modelledChoice = new Set(["index", "message", "finish_reason", "delta"])
 const modelledMessage = new Set(["role", "content", "tool_calls", "function_call"])
@@ -300,10 +297,9 @@ export const wire: ChatWire = {
       for (const call of delta?.tool_calls ?? []) {
         if (!isObject(call)) return protocolError(provider, "a stream delta's tool call is not an object")
         const index = call.index ?? 0
-        if (!Number.isInteger(index) || index < 0 || index >= MAX_STREAMED_TOOL_CALLS) return protocolError(provider, `a streamed tool call's index ${JSON.stringify(index)} is not one of 0 to ${MAX_STREAMED_TOOL_CALLS - 1}`)
         const piece = wireToolCallDelta(index, call.id, call.function?.name, call.function?.arguments, !begun.has(index))
         if (typeof piece === "string") return protocolError(provider, piece)
-        begun.add(index)
+        begun.add(piece.index)
         out.push({ ...piece, ...signatureOf(call) })
       }
       const deltaExtra = contentFields ? { ...fieldsOutside(delta, modelledDelta), ...contentFields } : fieldsOutside(delta, modelledDelta)

@@ -7,7 +7,8 @@
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { authHeaders, postForBytes, postJson, postMultipart } from "./internal/http.ts"
-import type { GeneratedImage, ImageRequest, SpeechRequest, SynthesizedSpeech, TranscriptionRequest, TranscriptionResult } from "./Served.ts"
+import type { GeneratedImages, ImageRequest, ImageTokens, SpeechRequest, SynthesizedSpeech, TranscriptionRequest, TranscriptionResult } from "./Served.ts"
+import { reportedCount } from "./Chat.ts"
 import { protocolError, type UpstreamError } from "./UpstreamError.ts"
 
 /** How an OpenAI-format image host takes the picture's size: OpenAI's `size: "WxH"`, or `width` and `height` (Together AI). */
@@ -21,20 +22,30 @@ const dimensionsOf = (request: ImageRequest, form: ImageDimensions) =>
     ? { size: `${request.width}x${request.height}` }
     : { width: request.width, height: request.height }
 
-/** The `data` list of an OpenAI-format image answer. */
-const imagesOf = (provider: string, body: any): Effect.Effect<ReadonlyArray<GeneratedImage>, UpstreamError> =>
-  Array.isArray(body?.data)
-    ? Effect.succeed(
-      (body.data as Array<any>).map((d) => ({
-        ...(typeof d?.url === "string" ? { url: d.url } : {}),
-        ...(typeof d?.b64_json === "string" ? { b64Json: d.b64_json } : {}),
-        ...(typeof d?.revised_prompt === "string" ? { revisedPrompt: d.revised_prompt } : {})
-      }))
-    )
-    : Effect.fail(protocolError(provider, "no data list in the image answer"))
+/**
+ * The tokens of a token-billed image answer (`usage.input_tokens`, `usage.output_tokens`); a count
+ * that is no count leaves the answer without tokens rather than recording a wrong figure.
+ */
+const imageTokensOf = (usage: any): ImageTokens | undefined => {
+  const input = reportedCount(usage?.input_tokens)
+  const output = reportedCount(usage?.output_tokens)
+  return input === undefined || output === undefined ? undefined : { input, output }
+}
+
+/** The `data` list of an OpenAI-format image answer, with its tokens when it reports them. */
+export const imagesOf = (provider: string, body: any): Effect.Effect<GeneratedImages, UpstreamError> => {
+  if (!Array.isArray(body?.data)) return Effect.fail(protocolError(provider, "no data list in the image answer"))
+  const images = (body.data as Array<any>).map((d) => ({
+    ...(typeof d?.url === "string" ? { url: d.url } : {}),
+    ...(typeof d?.b64_json === "string" ? { b64Json: d.b64_json } : {}),
+    ...(typeof d?.revised_prompt === "string" ? { revisedPrompt: d.revised_prompt } : {})
+  }))
+  const tokens = imageTokensOf(body.usage)
+  return Effect.succeed(tokens === undefined ? { images } : { images, tokens })
+}
 
 /** The OpenAI-format image client (`POST {endpoint}/images/generations`) for a host's form of the dimensions. */
-export const openAiImages = (form: ImageDimensions) => (provider: ConfiguredProvider, request: ImageRequest): Effect.Effect<ReadonlyArray<GeneratedImage>, UpstreamError> =>
+export const openAiImages = (form: ImageDimensions) => (provider: ConfiguredProvider, request: ImageRequest): Effect.Effect<GeneratedImages, UpstreamError> =>
   postJson(provider.id, `${provider.endpoint}/images/generations`, authHeaders(provider), {
     ...request.extra,
     model: request.model,

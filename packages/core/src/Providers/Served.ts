@@ -50,13 +50,25 @@ export interface GeneratedImage {
   readonly revisedPrompt?: string
 }
 
+/** The tokens a token-billed image model reports (OpenAI's gpt-image: the prompt's and the images'). */
+export interface ImageTokens {
+  readonly input: number
+  readonly output: number
+}
+
+/** A generation's images, with the tokens its vendor reported, if it reports any. */
+export interface GeneratedImages {
+  readonly images: ReadonlyArray<GeneratedImage>
+  readonly tokens?: ImageTokens
+}
+
 /**
  * Image generation through a provider: its default model, and its own client when it does not
  * speak the OpenAI format (absent: OpenAiMedia.ts `generateImages`).
  */
 export interface ImagesEndpoint extends OpenAiMediaEndpoint {
   /** Generates; asynchronous vendors poll their job every `pollMs` (`AIGW_JOB_POLL_MS`). */
-  readonly generate?: (provider: ConfiguredProvider, request: ImageRequest, options: { readonly pollMs: number }) => Effect.Effect<ReadonlyArray<GeneratedImage>, UpstreamError>
+  readonly generate?: (provider: ConfiguredProvider, request: ImageRequest, options: { readonly pollMs: number }) => Effect.Effect<GeneratedImages, UpstreamError>
   /** What the vendor cannot honour in a request, as the refusal naming it (400), or undefined. */
   readonly unsupported?: (request: ImageRequest) => string | undefined
 }

@@ -60,6 +60,7 @@ export interface AvatarStoreService {
     id: string,
     patch: AvatarPatch
   ) => Effect.Effect<Option.Option<AvatarRecord>, Conflict>
+  /** The active (not deleted) Admin avatars. */
   readonly countAdmins: () => Effect.Effect<number>
   /**
    * Applies `patch` and raises `tokensValidAfter` to `nextGeneration(current, at)` in one atomic
@@ -132,7 +133,7 @@ export const makeMemory = Effect.sync((): AvatarStoreService => {
         const current = byId.get(id)
         return current ? store({ ...current, ...patch }) : Effect.succeed(Option.none())
       }),
-    countAdmins: () => Effect.sync(() => [...byId.values()].filter((a) => a.avatarType === "Admin").length),
+    countAdmins: () => Effect.sync(() => [...byId.values()].filter((a) => a.avatarType === "Admin" && a.isActive).length),
     revokeTokens: (id, patch, at) =>
       Effect.sync(() => {
         const current = byId.get(id)

@@ -153,6 +153,30 @@ describe("avatar routes", () => {
     expect([cancelled.body.message, cancelled.body.result.pendingEmail]).toEqual(["Avatar updated.", null])
   })
 
+  it("a PUT refuses a password and fields it does not know, by name; profile fields sent back unchanged are taken, changed refused", async () => {
+    const a = await signUp()
+    const put = (body: unknown) => call("PUT", `/api/avatar/${a.id}`, { body, headers: bearer(a.jwt) })
+    const password = await put({ title: "t", password: "another password 1" })
+    expect([password.status, password.body.message]).toEqual([400, expect.stringContaining("password: a password is not changed with PUT: use POST /api/avatar/forgot-password")])
+    expect(JSON.stringify(password.body)).not.toContain("another password 1")
+    const misspelt = await put({ titel: "t" })
+    expect([misspelt.status, misspelt.body.message]).toEqual([400, expect.stringMatching(/titel: is unexpected/)])
+    // A GET's body edited and sent back: the fields a PUT cannot change are taken as they are.
+    const profile = (await call("GET", `/api/avatar/${a.id}`, { headers: bearer(a.jwt) })).body.result
+    const roundTrip = await put({ ...profile, title: "round trip" })
+    expect([roundTrip.status, roundTrip.body.result.title]).toEqual([200, "round trip"])
+    for (const changed of [{ id: crypto.randomUUID() }, { isVerified: false }, { createdDate: "2001-01-01T00:00:00.000Z" }, { providerType: "Other" }]) {
+      const refused = await put({ title: "x", ...changed })
+      expect([refused.status, refused.body.message]).toEqual([400, expect.stringMatching(new RegExp(`^Invalid request body: ${Object.keys(changed)[0]}: is read-only`))])
+    }
+    // Only an Admin changes AvatarType, karmaTotal and plan; an owner may send them back unchanged.
+    expect((await put({ karmaTotal: profile.karmaTotal + 1 })).status).toBe(403)
+    expect((await put({ AvatarType: "Admin" })).status).toBe(403)
+    expect((await call("GET", `/api/avatar/${a.id}`, { headers: bearer(a.jwt) })).body.result.title).toBe("round trip")
+    // A UUID's hex digits name the same id in either case.
+    expect((await call("GET", `/api/avatar/${a.id.toUpperCase()}`, { headers: bearer(a.jwt) })).body.result.id).toBe(a.id)
+  })
+
   it("an API key may change the profile but not the e-mail address or username, nor make keys (403)", async () => {
     const a = await signUp()
     for (const headers of [{ "x-api-key": a.apiKey }, bearer(a.apiKey)]) {

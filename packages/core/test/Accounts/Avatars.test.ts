@@ -492,3 +492,27 @@ describe("clientAddress", () => {
     assert.deepStrictEqual(limitKey("not an ip"), Option.none())
   })
 })
+
+describe("Admins", () => {
+  it.layer(TestLayer, { timeout: 60_000 })((it) => {
+    it.effect("the last active Admin can be neither made a User nor deleted; with a second Admin it can, and a deleted Admin is not counted", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const store = yield* AvatarStore
+        const admin = (id: string) => Effect.flatMap(store.update(id, { avatarType: "Admin" }), (a) => Effect.sync(() => Option.getOrThrow(a)))
+        const outcome = <A, E extends { readonly _tag: string; readonly message: string }>(effect: Effect.Effect<A, E>) =>
+          Effect.match(effect, { onFailure: (e) => `${e._tag}: ${e.message}`, onSuccess: () => "ok" })
+        assert.strictEqual(yield* store.countAdmins(), 0)
+        const first = yield* admin((yield* verifiedAvatar).id)
+        const last = "The last Admin avatar cannot be"
+        assert.strictEqual(yield* outcome(avatars.update(first, first.id, { AvatarType: "User" }, "session")), `Conflict: ${last} made a User: make another avatar Admin first.`)
+        assert.strictEqual(yield* outcome(avatars.delete(first, first.id)), `Conflict: ${last} deleted: make another avatar Admin first.`)
+        // Sending its own type back changes nothing and is taken.
+        assert.strictEqual(yield* outcome(avatars.update(first, first.id, { AvatarType: "Admin", title: "root" }, "session")), "ok")
+        const second = yield* admin((yield* verifiedAvatar).id)
+        assert.strictEqual(yield* outcome(avatars.delete(second, first.id)), "ok")
+        assert.strictEqual(yield* store.countAdmins(), 1)
+        assert.strictEqual(yield* outcome(avatars.update(second, second.id, { AvatarType: "User" }, "session")), `Conflict: ${last} made a User: make another avatar Admin first.`)
+      }))
+  })
+})

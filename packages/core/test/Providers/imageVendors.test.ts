@@ -73,7 +73,7 @@ describe("Stability AI images", () => {
   const ctx = withMock("stability")
 
   it("posts the prompt and aspect ratio as a multipart form to Stable Image Core and answers the base64 image", async () => {
-    const images = right(await generate(ctx.provider, requestFor("stability", { width: 1024, height: 1024 })))
+    const images = right(await generate(ctx.provider, requestFor("stability", { width: 1024, height: 1024 }))).images
     expect(images).toEqual([{ b64Json: Buffer.from("a lighthouse at dusk|1:1").toString("base64") }])
     const [req] = ctx.mock.requests
     expect(req).toEqual(expect.objectContaining({ method: "POST", path: "/v2beta/stable-image/generate/core", fields: { prompt: "a lighthouse at dusk", output_format: "png", aspect_ratio: "1:1" } }))
@@ -82,7 +82,7 @@ describe("Stability AI images", () => {
   })
 
   it("maps 1024x576 to 16:9 and an SD 3.5 model to the sd3 route with its model field", async () => {
-    const images = right(await generate(ctx.provider, requestFor("stability", { model: "sd3.5-large", width: 1024, height: 576 })))
+    const images = right(await generate(ctx.provider, requestFor("stability", { model: "sd3.5-large", width: 1024, height: 576 }))).images
     expect(images).toEqual([{ b64Json: Buffer.from("a lighthouse at dusk|16:9").toString("base64") }])
     expect(ctx.mock.requests[0]).toMatchObject({ path: "/v2beta/stable-image/generate/sd3", fields: { model: "sd3.5-large", aspect_ratio: "16:9" } })
   })
@@ -116,7 +116,7 @@ describe("fal images (queue)", () => {
 
   it("submits to the model's queue with Key auth, polls the app's request status, and answers the result's image URLs", async () => {
     ctx.mock.setJob({ pendingPolls: 2 })
-    const images = right(await generate(ctx.provider, requestFor("fal", { n: 2, width: 1024, height: 768 })))
+    const images = right(await generate(ctx.provider, requestFor("fal", { n: 2, width: 1024, height: 768 }))).images
     const [submit, ...rest] = ctx.mock.requests
     expect(submit).toMatchObject({ method: "POST", path: "/fal-ai/flux/schnell", json: { prompt: "a lighthouse at dusk", num_images: 2, image_size: { width: 1024, height: 768 } } })
     const id = rest[0]!.path.split("/")[4]!
@@ -152,12 +152,12 @@ describe("Recraft images", () => {
   const ctx = withMock("recraft")
 
   it("posts the OpenAI-format request with Recraft's model and size, and answers its images", async () => {
-    const images = right(await generate(ctx.provider, requestFor("recraft", { n: 2, width: 1365, height: 1024, extra: { style: "digital_illustration" } })))
+    const images = right(await generate(ctx.provider, requestFor("recraft", { n: 2, width: 1365, height: 1024, extra: { style: "digital_illustration" } }))).images
     const [req] = ctx.mock.requests
     expect(req).toMatchObject({ method: "POST", path: "/v1/images/generations", json: { prompt: "a lighthouse at dusk", model: "recraftv3", n: 2, size: "1365x1024", style: "digital_illustration" } })
     expect(req!.headers.authorization).toBe(`Bearer ${KEY}`)
     expect(images).toEqual([{ url: "https://img.recraft.ai/recraftv3/0.png" }, { url: "https://img.recraft.ai/recraftv3/1.png" }])
-    const b64 = right(await generate(ctx.provider, requestFor("recraft", { extra: { response_format: "b64_json" } })))
+    const b64 = right(await generate(ctx.provider, requestFor("recraft", { extra: { response_format: "b64_json" } }))).images
     expect(b64).toEqual([{ b64Json: Buffer.from("a lighthouse at dusk|0").toString("base64") }])
   })
 
@@ -176,7 +176,7 @@ describe("Leonardo.Ai images", () => {
 
   it("creates a generation, polls it until COMPLETE and answers its image URLs", async () => {
     ctx.mock.setJob({ pendingPolls: 2 })
-    const images = right(await generate(ctx.provider, requestFor("leonardo", { n: 2, width: 1024, height: 768 })))
+    const images = right(await generate(ctx.provider, requestFor("leonardo", { n: 2, width: 1024, height: 768 }))).images
     const [create, ...polls] = ctx.mock.requests
     expect(create).toMatchObject({
       method: "POST",
@@ -213,7 +213,7 @@ describe("Together AI images", () => {
   it("sends width and height, which Together's image API takes instead of OpenAI's size", async () => {
     const provider = providerFor("together-ai", openai.url)
     expect(provider.capabilities).toContain("images")
-    const images = right(await generate(provider, requestFor("together-ai", { n: 2, width: 1024, height: 768 })))
+    const images = right(await generate(provider, requestFor("together-ai", { n: 2, width: 1024, height: 768 }))).images
     expect(images).toHaveLength(2)
     const body = openai.requests.at(-1)!.body as Record<string, unknown>
     expect(body).toEqual({ model: "black-forest-labs/FLUX.1-schnell", prompt: "a lighthouse at dusk", n: 2, width: 1024, height: 768 })

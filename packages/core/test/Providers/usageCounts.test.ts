@@ -8,6 +8,8 @@ import * as Anthropic from "../../src/Providers/Anthropic.ts"
 import type { ChatResult } from "../../src/Providers/Chat.ts"
 import * as Cohere from "../../src/Providers/Cohere.ts"
 import * as Gemini from "../../src/Providers/Gemini.ts"
+import { imagesOf } from "../../src/Providers/OpenAiMedia.ts"
+import { Effect } from "effect"
 
 const usageOf = (result: unknown) => (result as ChatResult).usage
 
@@ -31,5 +33,13 @@ describe("usage counts read by adapters", () => {
     expect(usageOf(anthropic)).toEqual({ promptTokens: 7 })
     const cohere = Cohere.wire.result("cohere", { message: { content: [{ type: "text", text: "hi" }] }, finish_reason: "COMPLETE", usage: { billed_units: { input_tokens: 7 } } })
     expect(usageOf(cohere)).toEqual({ promptTokens: 7 })
+  })
+
+  it("OpenAI images: a token-billed answer's counts are kept only when both are counts", () => {
+    const tokens = (usage: unknown) => Effect.runSync(imagesOf("openai", { data: [{ b64_json: "iVBORw0KGgo=" }], usage })).tokens
+    expect(tokens({ input_tokens: 20, output_tokens: 272, total_tokens: 292 })).toEqual({ input: 20, output: 272 })
+    for (const usage of [undefined, null, "x", { input_tokens: 20 }, { input_tokens: -1, output_tokens: 272 }, { input_tokens: 20, output_tokens: 1e300 }, { input_tokens: "20", output_tokens: 272 }]) {
+      expect(tokens(usage), JSON.stringify(usage)).toBeUndefined()
+    }
   })
 })

@@ -92,6 +92,9 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           yield* store.insert(admin)
           assert.strictEqual(yield* store.countAdmins(), before + 1)
           assert.isTrue((yield* store.list()).some((x) => x.id === admin.id))
+          // A deleted Admin administers nothing: it is not counted.
+          yield* store.update(admin.id, { isActive: false, deletedAt: 9 })
+          assert.strictEqual(yield* store.countAdmins(), before)
         }))
 
       it.effect("avatars: revokeTokens applies its patch and raises the token generation strictly, atomically", () =>

@@ -615,7 +615,11 @@ export const startOpenAiMock = (opts: MockOptions = {}): Promise<MockUpstream> =
           b64
             ? { b64_json: Buffer.from(`PNG:${b.prompt}:${i}:${String(b.size)}`).toString("base64") }
             : { url: `https://images.mock.openai.test/${i}.png`, revised_prompt: b.prompt }
-        )
+        ),
+        // gpt-image models bill by tokens and report them (OpenAI's images API reference).
+        ...(b.model === "gpt-image-1"
+          ? { usage: { input_tokens: 20, output_tokens: 272 * n, total_tokens: 20 + 272 * n, input_tokens_details: { text_tokens: 20, image_tokens: 0 } } }
+          : {})
       })
     }
 

@@ -74,7 +74,7 @@ export const images: ImagesEndpoint = {
       if (typeof id !== "string" || id.length === 0) return yield* Effect.fail(protocolError(provider.id, "the queue answered no request_id"))
       const requestUrl = `${provider.endpoint}/${appIdOf(request.model)}/requests/${encodeURIComponent(id)}`
       yield* pollJob(provider.id, Effect.flatMap(getJson(provider.id, `${requestUrl}/status`, headers), (s) => toJobState(provider.id, s)), options.pollMs, IMAGE_JOB)
-      return yield* Effect.flatMap(getJson(provider.id, requestUrl, headers), (r) => toImages(provider.id, r))
+      return { images: yield* Effect.flatMap(getJson(provider.id, requestUrl, headers), (r) => toImages(provider.id, r)) }
     })
 }
 

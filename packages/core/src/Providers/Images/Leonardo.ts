@@ -68,7 +68,7 @@ export const images: ImagesEndpoint = {
       const id = job?.sdGenerationJob?.generationId
       if (typeof id !== "string" || id.length === 0) return yield* Effect.fail(protocolError(provider.id, "the generation answered no generationId"))
       const url = `${provider.endpoint}/generations/${encodeURIComponent(id)}`
-      return yield* pollJob(provider.id, Effect.flatMap(getJson(provider.id, url, headers), (g) => toJobState(provider.id, g)), options.pollMs, IMAGE_JOB)
+      return { images: yield* pollJob(provider.id, Effect.flatMap(getJson(provider.id, url, headers), (g) => toJobState(provider.id, g)), options.pollMs, IMAGE_JOB) }
     })
 }
 

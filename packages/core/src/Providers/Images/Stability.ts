@@ -75,7 +75,7 @@ export const images: ImagesEndpoint = {
   generate: (provider, request) =>
     Effect.flatMap(
       postMultipart(provider.id, `${provider.endpoint}/stable-image/generate/${ROUTES[request.model]?.path ?? "core"}`, authHeaders(provider), formOf(request)),
-      (body) => toImages(provider.id, body)
+      (body) => Effect.map(toImages(provider.id, body), (images) => ({ images }))
     )
 }
 

@@ -123,7 +123,7 @@ export const make = Effect.gen(function*() {
       sql`UPDATE avatars SET ${sql.update(toColumns(confirmedEmail(pending, updatedAt)))}
           WHERE id = ${id} AND pending_email = ${pending} RETURNING *`.pipe(Effect.map(one), conflicts, invalidate(id)),
     countAdmins: () =>
-      sql`SELECT COUNT(*) AS n FROM avatars WHERE avatar_type = 'Admin'`.pipe(
+      sql`SELECT COUNT(*) AS n FROM avatars WHERE avatar_type = 'Admin' AND is_active = 1`.pipe(
         Effect.map((rows) => num(rows[0]?.n)),
         Effect.orDie
       ),
