@@ -1,6 +1,6 @@
 /** Images, moderation, speech and transcription end to end against the OpenAI wire-format mock. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { DEFAULT_SCENARIO, type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { signUp, type TestAvatar } from "./support/accounts.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
 
@@ -139,5 +139,40 @@ describe("media", () => {
     expect(body.result).toMatchObject({ text: "Transcript of voice.wav (3 bytes).", provider: "mistral", model: "voxtral-mini-latest" })
     const listed = await call(server.url, "GET", "/v1/providers", { apiKey: user.apiKey })
     expect(listed.body.result.providers.find((p: any) => p.id === "mistral").endpointTypes).toContain("transcription")
+  })
+})
+
+describe("a provider's circuit breaker with no other provider", () => {
+  let openai: MockUpstream
+  let server: RunningServer
+  let user: TestAvatar
+  beforeAll(async () => {
+    openai = await startOpenAiMock({ apiKey: "sk-m" })
+    server = await startServer({ OPENAI_API_KEY: "sk-m", OPENAI_BASE_URL: openai.url })
+    user = await signUp(server, "breaker")
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await openai?.close()
+  })
+
+  it("opens on an upstream's passing failures without leaving auto with nothing: the next call reaches it again", async () => {
+    const status = async () => (await call(server.url, "GET", "/v1/providers", { apiKey: user.apiKey })).body.result.providers.find((p: any) => p.id === "openai").status
+    const complete = () => call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: { messages: [{ role: "user", content: "hi" }] } })
+    openai.setScenario({ kind: "error", status: 500, message: "down for a moment" })
+    try {
+      // Each call tries every catalogued OpenAI model; together they fail more often than the breaker's 5 in a row.
+      for (let i = 0; i < 3; i++) expect((await complete()).status).toBe(502)
+      expect(await status()).toBe("down")
+      // While it is open, a call still gets the upstream's own error (a 502), never a refusal naming configuration.
+      const open = await complete()
+      expect([open.status, open.body.message]).toEqual([502, expect.stringContaining("down for a moment")])
+    } finally {
+      openai.setScenario(DEFAULT_SCENARIO)
+    }
+    const back = await complete()
+    expect([back.status, back.body.result.provider]).toEqual([200, "openai"])
+    expect(await status()).toBe("degraded") // closed again, its recent failures remembered
+    expect((await call(server.url, "POST", "/v1/moderation", { apiKey: user.apiKey, body: { text: "Have a lovely day" } })).status).toBe(200)
   })
 })

@@ -129,8 +129,20 @@ const makeService = Effect.gen(function*() {
   const usable = (m: ModelEntry, needs: ChatNeeds) =>
     Option.match(catalog.provider(m.provider), {
       onNone: () => false,
-      onSome: (p) => !providerProblem(p, needs.plan, needs.kind ?? "chat") && !modelProblem(m, needs) && health.isAvailable(p.id)
+      onSome: (p) => !providerProblem(p, needs.plan, needs.kind ?? "chat") && !modelProblem(m, needs)
     })
+
+  /**
+   * Candidates in their order, those of circuit-open providers (ProviderHealth) moved last: `auto`
+   * routes around a failing provider while another can serve, and still tries it when none can (a
+   * breaker that left nothing would answer a refusal for an upstream's passing trouble; the call
+   * then ends with the upstream's own error, or its success).
+   */
+  const healthyFirst = <T>(candidates: ReadonlyArray<T>, providerOf: (candidate: T) => string): ReadonlyArray<T> => {
+    const now = Date.now()
+    const cooling = candidates.filter((c) => !health.isAvailable(providerOf(c), now))
+    return cooling.length === 0 ? candidates : [...candidates.filter((c) => health.isAvailable(providerOf(c), now)), ...cooling]
+  }
 
   const targetOf = (m: ModelEntry): Target => ({ provider: Option.getOrThrow(catalog.provider(m.provider)), model: m })
 
@@ -219,7 +231,7 @@ const makeService = Effect.gen(function*() {
 
   /** `auto`'s candidates (provider and model both auto) in the order to try them; none when nothing can serve. */
   const autoTargets = (needs: ChatNeeds): ReadonlyArray<Target> =>
-    rank(catalog.models.filter((m) => !m.unpriced && usable(m, needs)), needs.preference ?? preferenceOf(needs.plan)).map(targetOf)
+    healthyFirst(rank(catalog.models.filter((m) => !m.unpriced && usable(m, needs)), needs.preference ?? preferenceOf(needs.plan)).map(targetOf), (t) => t.provider.id)
 
   /**
    * The provider's standing for `auto` on a dedicated capability: its best catalogued model of that
@@ -245,9 +257,9 @@ const makeService = Effect.gen(function*() {
    * The providers to try, in order, for a capability served by dedicated clients (media, video,
    * guardrails, documents, ...): those whose registry declaration serves it (Providers/Registry.ts).
    * A named provider is used alone or refused, never substituted. `auto` gives every provider that
-   * is configured, allowed on the plan and not circuit-open (ProviderHealth), ranked by the plan's
-   * preference (`preferenceOf`) over their catalogued models of that kind; providers without such
-   * models keep catalogue order. Never empty.
+   * is configured and allowed on the plan, ranked by the plan's preference (`preferenceOf`) over their
+   * catalogued models of that kind (providers without such models keep catalogue order), circuit-open
+   * ones last (`healthyFirst`). Never empty.
    */
   const providersFor = (
     capability: EndpointType,
@@ -269,9 +281,9 @@ const makeService = Effect.gen(function*() {
         if (p.value.missing !== undefined) return Effect.fail(new Unprocessable({ message: p.value.missing }))
         return Effect.succeed([p.value])
       }
-      const usable = serving.filter((p) => p.configured && planAllows(plan, p.minPlan) && health.isAvailable(p.id))
+      const usable = serving.filter((p) => p.configured && planAllows(plan, p.minPlan))
       return usable.length > 0
-        ? Effect.succeed(rankProviders(usable, capability, preferenceOf(plan)))
+        ? Effect.succeed(healthyFirst(rankProviders(usable, capability, preferenceOf(plan)), (p) => p.id))
         : Effect.fail(new Unprocessable({
           message: `No ${capability} provider is configured for plan ${plan}: set one of ${supported.map((id) => `${envPrefix(id)}_API_KEY`).join(", ")}.`
         }))

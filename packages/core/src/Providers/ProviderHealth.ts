@@ -1,7 +1,8 @@
 /**
  * Live provider status from recent call outcomes, with a per-provider circuit breaker:
- * after 5 consecutive failures the circuit opens for 30 s (routing skips the provider), then
- * one trial call is let through (half-open). In memory, per process.
+ * after 5 consecutive failures the circuit opens for 30 s (`auto` routing tries the provider after
+ * every other candidate, Routing.healthyFirst), then it is a candidate like any other again
+ * (half-open: the next outcome closes or reopens it). In memory, per process.
  */
 import { Context, Effect, Layer } from "effect"
 

@@ -1,7 +1,7 @@
 /**
  * Provider choice for capabilities served by dedicated clients: a named provider alone (or its
  * refusal), `auto` as every usable provider ranked by the plan's preference with circuit-open
- * providers left out, and `firstSuccessEffect`, the fallback loop of Effect clients.
+ * providers tried last, and `firstSuccessEffect`, the fallback loop of Effect clients.
  */
 import { Effect, Either, Layer, Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
@@ -10,6 +10,7 @@ import * as GatewayConfig from "../../src/Config.ts"
 import * as Metrics from "../../src/Metrics.ts"
 import * as ProviderHealth from "../../src/Providers/ProviderHealth.ts"
 import { fromHttp } from "../../src/Providers/UpstreamError.ts"
+import type { Target } from "../../src/Providers/Chat.ts"
 import * as Routing from "../../src/Routing.ts"
 
 /** Every provider configured (a key and a base URL), so `auto` may consider all of them. */
@@ -70,14 +71,31 @@ describe("providersFor", () => {
     expect(byQuality).not.toEqual(byCost)
   })
 
-  it("leaves circuit-open providers out of auto, but still uses one that is named", () => {
+  it("tries circuit-open providers after every other one under auto, and still uses one that is named", () => {
     const { health, routing } = services()
-    const [first, second] = ids(routing.providersFor("images", "auto", "Enterprise"))
+    const before = ids(routing.providersFor("images", "auto", "Enterprise"))
+    const [first, second] = before
     for (let i = 0; i < ProviderHealth.FAILURE_THRESHOLD; i++) health.record(first!, false)
     const auto = ids(routing.providersFor("images", "auto", "Enterprise"))
-    expect(auto).not.toContain(first)
+    expect(auto).toEqual([...before.slice(1), first])
     expect(auto[0]).toBe(second)
     expect(ids(routing.providersFor("images", first!, "Enterprise"))).toEqual([first])
+  })
+
+  it("never answers a refusal because circuits are open: with every provider cooling down, auto tries them all in their order", () => {
+    const { health, routing } = services()
+    const before = ids(routing.providersFor("moderation", "auto", "Enterprise"))
+    for (const id of before) for (let i = 0; i < ProviderHealth.FAILURE_THRESHOLD; i++) health.record(id, false)
+    expect(ids(routing.providersFor("moderation", "auto", "Enterprise"))).toEqual(before)
+    // Chat's auto alike: the circuit-open provider's models after the others', none left out.
+    const fresh = services()
+    const chat = () => (fresh.routing.targets({ provider: "auto", model: "auto", plan: "Free", needsTools: false, contextTokens: 10 }) as ReadonlyArray<Target>)
+      .map((t) => `${t.provider.id}/${t.model.id}`)
+    const all = chat()
+    const cooling = all[0]!.split("/")[0]!
+    for (let i = 0; i < ProviderHealth.FAILURE_THRESHOLD; i++) fresh.health.record(cooling, false)
+    const theirs = all.filter((t) => t.startsWith(`${cooling}/`))
+    expect(chat()).toEqual([...all.filter((t) => !t.startsWith(`${cooling}/`)), ...theirs])
   })
 
   it("refuses auto with what to configure when no provider can serve", () => {
