@@ -6,10 +6,11 @@
 import { Effect, Option, Schema } from "effect"
 import { costOf, pricingNote } from "../Cost.ts"
 import { NotFound } from "../Errors.ts"
+import { routed, Routing, type RoutingError } from "../Routing.ts"
 import type { Plan } from "../Plans.ts"
 import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { notServed } from "../Providers/Registry.ts"
-import { Catalog, modelDetail, modelView, openServView } from "./Catalog.ts"
+import { Catalog, type ModelEntry, modelDetail, modelView, openServView } from "./Catalog.ts"
 
 /** Model capabilities a caller can filter on (a chat model's features, or its kind). */
 export const ModelCapability = Schema.Literal("chat", "embeddings", "rerank", "tools", "vision")
@@ -95,14 +96,39 @@ export const EstimateRequest = Schema.Struct({
 })
 export type EstimateRequest = typeof EstimateRequest.Type
 
-/** Cost of a call from token counts and the catalogue's list prices (an alias or `provider/model` resolves like a call's). */
-export const estimateCost = (request: EstimateRequest) =>
-  Effect.flatMap(Catalog, (c): Effect.Effect<{ estimatedUSD: number; note: string }, NotFound> => {
-    const provider = c.provider(request.provider)
-    if (Option.isNone(provider)) return Effect.fail(new NotFound({ message: `Unknown provider ${request.provider}. See GET /v1/providers.` }))
+const isAuto = (s: string) => s === "auto"
+
+/**
+ * Cost of a call from token counts and the catalogue's list prices (an alias or `provider/model`
+ * resolves like a call's). `provider` may be `auto` (the spec's "provider id"): a named model is
+ * looked up in every provider's catalogue. `model: "auto"` is priced as the model `auto` routing
+ * would try first for the caller's plan and these token counts (of the named provider, or of any
+ * under `auto`), and the note names it.
+ */
+export const estimateCost = (request: EstimateRequest, plan: Plan) =>
+  Effect.flatMap(Catalog, (c): Effect.Effect<{ estimatedUSD: number; note: string }, RoutingError, Routing> => {
+    const priced = (model: ModelEntry, picked = "") =>
+      Effect.succeed({
+        estimatedUSD: costOf(model, request.promptTokens, request.completionTokens),
+        note: `${picked}${pricingNote(model, Option.match(c.provider(model.provider), { onNone: () => model.provider, onSome: (p) => p.name }))}`
+      })
+    if (!isAuto(request.provider) && Option.isNone(c.provider(request.provider))) {
+      return Effect.fail(new NotFound({ message: `Unknown provider ${request.provider}. See GET /v1/providers.` }))
+    }
+    if (isAuto(request.model)) {
+      return Effect.flatMap(Routing, (routing) =>
+        Effect.flatMap(
+          routed(routing.targets({ provider: request.provider, model: "auto", plan, needsTools: false, contextTokens: request.promptTokens + request.completionTokens })),
+          ([first]) => priced(first!.model, `model auto: priced as ${first!.provider.id}/${first!.model.id}, the model auto routing tries first for plan ${plan} and these token counts. `)
+        ))
+    }
     const named = Option.getOrElse(c.alias(request.model), () => request.model)
-    const id = named.startsWith(`${request.provider}/`) ? named.slice(request.provider.length + 1) : named
-    const model = Option.filter(c.model(id), (m) => m.provider === request.provider)
+    const slash = named.indexOf("/")
+    const prefix = slash > 0 ? named.slice(0, slash) : ""
+    const [owner, id] = isAuto(request.provider)
+      ? (prefix !== "" && Option.isSome(c.provider(prefix)) && Option.isNone(c.model(named)) ? [prefix, named.slice(slash + 1)] : [undefined, named])
+      : [request.provider, named.startsWith(`${request.provider}/`) ? named.slice(request.provider.length + 1) : named]
+    const model = Option.filter(c.model(id), (m) => owner === undefined || m.provider === owner)
     if (Option.isNone(model) || model.value.unpriced) {
       return Effect.fail(
         new NotFound({
@@ -111,8 +137,5 @@ export const estimateCost = (request: EstimateRequest) =>
         })
       )
     }
-    return Effect.succeed({
-      estimatedUSD: costOf(model.value, request.promptTokens, request.completionTokens),
-      note: pricingNote(model.value, provider.value.name)
-    })
+    return priced(model.value)
   })

@@ -131,7 +131,7 @@ export const accessRoutes = [
     tag: "Cost",
     summary: "Estimate the cost of a call from token counts and catalogue prices",
     body: EstimateRequest,
-    handle: ({ body }) => estimateCost(body)
+    handle: ({ avatar, body }) => estimateCost(body, avatar.plan as Plan)
   })
 ]
 

@@ -27,7 +27,7 @@ import { check } from "../Health.ts"
 import { inOwnTurn } from "../Ml/Nlp.ts"
 import { Sentiment } from "../Ml/Sentiment.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
-import { karmaMultiplier } from "../Plans.ts"
+import { karmaMultiplier, type Plan } from "../Plans.ts"
 import { Usage } from "../Usage.ts"
 import type { GatewayError } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -141,7 +141,7 @@ export const layerHandlers = GatewayToolkit.toLayer(
       gateway_list_models: (params) => withServices(listModels({ plan: params.plan, capability: params.capability })),
       gateway_get_model: (params) => withServices(getModel(params.modelId)),
       gateway_list_providers: () => withServices(listProviders),
-      gateway_estimate_cost: (params) => withServices(estimateCost(params)),
+      gateway_estimate_cost: (params) => Effect.flatMap(CurrentAvatar, (avatar) => withServices(Effect.provide(estimateCost(params, avatar.plan as Plan), reranking))),
       gateway_get_usage: (params) => Effect.flatMap(CurrentAvatar, (avatar) => usage.summary(avatar, { plan: params.plan, karma: params.karma })),
       gateway_get_avatar_context: () =>
         Effect.map(CurrentAvatar, (avatar) => ({

@@ -126,11 +126,25 @@ describe("model resolution", () => {
     expect(failure({ modelAliases: Option.some(JSON.stringify({ auto: "openai/x" })) })).toMatch(/already a model name/)
   })
 
-  it("estimates a catalogued model and says clearly when there is no price", () => {
-    const run = <A, E>(e: Effect.Effect<A, E, Catalog.Catalog>) => Effect.runSync(Effect.either(Effect.provideService(e, Catalog.Catalog, catalog)))
+  it("estimates a catalogued model and says clearly when there is no price; provider and model may be auto", () => {
+    const { catalog, routing } = services()
+    const run = <A, E>(e: Effect.Effect<A, E, Catalog.Catalog | Routing.Routing>) =>
+      Effect.runSync(Effect.either(e.pipe(Effect.provideService(Catalog.Catalog, catalog), Effect.provideService(Routing.Routing, routing))))
     const base = catalog.models.find((m) => m.kind === "chat")!
-    expect(Either.isRight(run(estimateCost({ provider: base.provider, model: base.id, promptTokens: 1000, completionTokens: 0 })))).toBe(true)
-    const unpriced = run(estimateCost({ provider: "openai", model: "o4-mini", promptTokens: 1000, completionTokens: 0 }))
+    const named = run(estimateCost({ provider: base.provider, model: base.id, promptTokens: 1000, completionTokens: 0 }, "Free"))
+    expect(Either.isRight(named)).toBe(true)
+    const unpriced = run(estimateCost({ provider: "openai", model: "o4-mini", promptTokens: 1000, completionTokens: 0 }, "Free"))
     expect(Either.isLeft(unpriced) && unpriced.left).toMatchObject({ _tag: "NotFound", message: expect.stringMatching(/No price is known for model o4-mini.*AIGW_MODELS/) })
+    // The spec's "provider id" takes auto: a named model is found in its own provider's catalogue.
+    expect(run(estimateCost({ provider: "auto", model: base.id, promptTokens: 1000, completionTokens: 0 }, "Free"))).toEqual(named)
+    expect(run(estimateCost({ provider: "auto", model: `${base.provider}/${base.id}`, promptTokens: 1000, completionTokens: 0 }, "Free"))).toEqual(named)
+    // model auto: the model auto routing tries first for the plan, named in the note.
+    const first = (routing.targets({ provider: "openai", model: "auto", plan: "Free", needsTools: false, contextTokens: 1500 }) as ReadonlyArray<{ readonly model: { readonly id: string } }>)[0]!.model.id
+    const auto = run(estimateCost({ provider: "openai", model: "auto", promptTokens: 1000, completionTokens: 500 }, "Free"))
+    expect(Either.getOrThrow(auto).note).toMatch(new RegExp(`^model auto: priced as openai/${first.replace(/\./g, "\\.")}, the model auto routing tries first for plan Free`))
+    expect(Either.getOrThrow(auto).estimatedUSD).toBe(costOf(catalog.models.find((m) => m.id === first && m.provider === "openai")!, 1000, 500))
+    expect(Either.isRight(run(estimateCost({ provider: "auto", model: "auto", promptTokens: 10, completionTokens: 0 }, "Gold")))).toBe(true)
+    const unknown = run(estimateCost({ provider: "nope", model: "auto", promptTokens: 10, completionTokens: 0 }, "Free"))
+    expect(Either.isLeft(unknown) && unknown.left._tag).toBe("NotFound")
   })
 })
