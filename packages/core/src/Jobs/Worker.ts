@@ -1,12 +1,12 @@
 /**
  * The job worker: claims due jobs (bounded concurrency), advances each one step with its
  * type's runner, and saves progress or finishes the job, enqueueing its webhook in the same
- * transaction. `drain` is one round (the Lambda scheduled handler calls it); `layerLoop` runs
- * rounds in a background fiber for long-lived hosts and stops with the host.
+ * transaction. `drainOnce` is one round of jobs and deliveries (the Lambda scheduled handler runs
+ * rounds); `layerLoop` works on both continuously, apart, for long-lived hosts and stops with the host.
  */
-import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import { GatewayConfig } from "../Config.ts"
-import { WebhookDelivery } from "../Webhooks/Delivery.ts"
+import { DELIVERIES_AT_ONCE, WebhookDelivery } from "../Webhooks/Delivery.ts"
 import { type JobOutcome, type JobProgress, type JobRecord, JobStore } from "./JobStore.ts"
 import type { JobRunner, Step } from "./Runner.ts"
 import { JobRunners } from "./Runners.ts"
@@ -112,26 +112,26 @@ const makeService = Effect.gen(function*() {
 
   // Claims only as many jobs as it advances at once: each step starts when claimed and ends inside its
   // lease. (Jobs waiting for a second wave could outlive it, and another process would run them again.)
+  const claim = (n: number) => store.claimDue(Date.now(), n, LEASE_MS)
+
   const drainJobs = Effect.gen(function*() {
-    const due = yield* store.claimDue(Date.now(), JOBS_AT_ONCE, LEASE_MS)
+    const due = yield* claim(JOBS_AT_ONCE)
     yield* Effect.forEach(due, advance, { concurrency: JOBS_AT_ONCE, discard: true })
     return due.length
   })
 
-  return { advance, drainJobs }
+  return { advance, claim, drainJobs }
 })
 
 export class JobWorker extends Context.Tag("aigw/JobWorker")<JobWorker, Effect.Effect.Success<typeof makeService>>() {}
 
 export const layer = Layer.effect(JobWorker, makeService)
 
-/** One round of background work: due jobs, then due webhook deliveries. */
+/** One round of background work: due jobs and due webhook deliveries, side by side (neither waits for the other's slow calls). */
 export const drainOnce = Effect.gen(function*() {
   const worker = yield* JobWorker
   const delivery = yield* WebhookDelivery
-  const jobs = yield* worker.drainJobs
-  const deliveries = yield* delivery.drain
-  return { jobs, deliveries }
+  return yield* Effect.all({ jobs: worker.drainJobs, deliveries: delivery.drain }, { concurrency: 2 })
 })
 
 /** Runs rounds until `deadline` (epoch ms) or until nothing is due; for time-boxed hosts (Lambda). */
@@ -173,16 +173,56 @@ export const loggingStateChanges = <A, E, R>(round: Effect.Effect<A, E, R>, fall
 }
 
 /**
- * Background rounds for long-lived hosts (every `workerIntervalMs`, at once again while work
- * was found); a failing round is logged once until it recovers (`loggingStateChanges`), never
- * fatal. Stops with the host's scope.
+ * Claimed work, each item in its own fiber as slots free up: `claim(n)` takes up to `n` due items,
+ * each started at once (inside the lease its claim took). A slow item (a receiver that never
+ * answers, an upstream that hangs) holds its own slot only, never the other items nor the next
+ * claims, as rounds that waited for every item of a batch did. Waits `idleMs` when nothing is due
+ * or a claim failed (logged once until it recovers), and for a free slot when all are busy. Runs
+ * until interrupted; its items are interrupted with it.
+ */
+export const continuously = <A, E, R>(
+  claim: (n: number) => Effect.Effect<ReadonlyArray<A>, E, R>,
+  work: (item: A) => Effect.Effect<unknown, unknown, R>,
+  atOnce: number,
+  idleMs: number
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const freed = yield* Queue.unbounded<void>()
+    let busy = 0
+    const settle = Effect.suspend(() => {
+      busy--
+      return Queue.offer(freed, undefined)
+    })
+    const round = Effect.gen(function*() {
+      const claimed = yield* claim(atOnce - busy)
+      for (const item of claimed) {
+        busy++
+        const worked = work(item).pipe(Effect.catchAllCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError("background work failed", cause)))
+        yield* Effect.forkScoped(Effect.ensuring(worked, settle))
+      }
+      return claimed.length
+    })
+    const guarded = loggingStateChanges(round, 0)
+    while (true) {
+      if (busy >= atOnce) {
+        yield* Queue.take(freed)
+        continue
+      }
+      if ((yield* guarded) === 0) yield* Effect.sleep(Duration.millis(idleMs))
+    }
+  }))
+
+/**
+ * Background work for long-lived hosts: jobs and webhook deliveries each worked on continuously
+ * (`continuously`), apart, looking again every `workerIntervalMs` when nothing was due; a failing
+ * claim is logged once until it recovers (`loggingStateChanges`), never fatal. Stops with the host's scope.
  */
 export const layerLoop = Layer.scopedDiscard(
   Effect.gen(function*() {
     const { workerIntervalMs } = yield* GatewayConfig
-    const round = loggingStateChanges(drainOnce, { jobs: 0, deliveries: 0 }).pipe(
-      Effect.flatMap((r) => (r.jobs + r.deliveries > 0 ? Effect.void : Effect.sleep(Duration.millis(workerIntervalMs))))
-    )
-    yield* Effect.forkScoped(Effect.forever(round))
+    const worker = yield* JobWorker
+    const delivery = yield* WebhookDelivery
+    yield* Effect.forkScoped(continuously(worker.claim, worker.advance, JOBS_AT_ONCE, workerIntervalMs))
+    yield* Effect.forkScoped(continuously(delivery.claim, delivery.deliver, DELIVERIES_AT_ONCE, workerIntervalMs))
   })
 )

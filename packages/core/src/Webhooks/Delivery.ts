@@ -29,7 +29,7 @@ export const defaultDeliveryOptions: DeliveryOptions = {
 }
 
 /** Deliveries sent at once by one process (and claimed at once: see `drain`). */
-const DELIVERIES_AT_ONCE = 8
+export const DELIVERIES_AT_ONCE = 8
 
 export const backoffMs = (attempt: number, baseMs: number, random = Math.random): number => {
   const raw = Math.min(60 * 60 * 1000, baseMs * 3 ** Math.max(0, attempt - 1))
@@ -102,13 +102,15 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
      * second wave would start a timeout later and could outlive the lease, and another process would
      * claim and send it again.)
      */
+    const claim = (n: number) => store.claimDeliveries(Date.now(), n, options.timeoutMs + 5_000)
+
     const drain = Effect.gen(function*() {
-      const due = yield* store.claimDeliveries(Date.now(), DELIVERIES_AT_ONCE, options.timeoutMs + 5_000)
+      const due = yield* claim(DELIVERIES_AT_ONCE)
       yield* Effect.forEach(due, deliver, { concurrency: DELIVERIES_AT_ONCE, discard: true })
       return due.length
     })
 
-    return { deliver, drain }
+    return { claim, deliver, drain }
   })
 
 export class WebhookDelivery extends Context.Tag("aigw/WebhookDelivery")<

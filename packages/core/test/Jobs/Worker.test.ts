@@ -1,4 +1,4 @@
-import { Effect, Layer, Logger, Option } from "effect"
+import { Effect, Fiber, Layer, Logger, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
 import { done, type Step, wait } from "../../src/Jobs/Runner.ts"
@@ -38,6 +38,46 @@ describe("background rounds", () => {
   it("lets interruption through", async () => {
     const exit = await Effect.runPromiseExit(loggingStateChanges(Effect.interrupt, "fallback"))
     expect(exit._tag).toBe("Failure")
+  })
+})
+
+describe("continuous work", () => {
+  it("gives each claimed item its own slot: one that never ends holds only its own, the rest go on, and claims ask only for free slots", async () => {
+    // Items due over time: "hang" never ends (a receiver that never answers); every other ends at once.
+    const due = ["hang", "a", "b", "c", "d", "e", "f"]
+    const asked: Array<number> = []
+    const done: Array<string> = []
+    const claim = (n: number) => Effect.sync(() => {
+      asked.push(n)
+      return due.splice(0, Math.min(n, 2)) // two become due per look, as a queue fills
+    })
+    const work = (item: string) => item === "hang" ? Effect.never : Effect.sync(() => void done.push(item))
+    await Effect.runPromise(Effect.gen(function*() {
+      const loop = yield* Effect.fork(Worker.continuously(claim, work, 3, 5))
+      yield* Effect.sleep(100)
+      yield* Fiber.interrupt(loop)
+    }))
+    expect(done).toEqual(["a", "b", "c", "d", "e", "f"])
+    // The hanging item keeps one of three slots: no claim asked for more than two after it was claimed.
+    expect(asked[0]).toBe(3)
+    expect(asked.slice(1).every((n) => n <= 2)).toBe(true)
+  })
+
+  it("waits for a free slot when every slot is busy, and claims again as soon as one frees", async () => {
+    const asked: Array<number> = []
+    let next = 0
+    const claim = (n: number) => Effect.sync(() => {
+      asked.push(n)
+      return Array.from({ length: n }, () => next++)
+    })
+    const work = (item: number) => Effect.sleep(item < 2 ? 30 : 1000)
+    await Effect.runPromise(Effect.gen(function*() {
+      const loop = yield* Effect.fork(Worker.continuously(claim, work, 2, 1000))
+      yield* Effect.sleep(80)
+      yield* Fiber.interrupt(loop)
+    }))
+    // Two at first; each of the first two items freed its slot after 30 ms and was replaced at once, one at a time.
+    expect(asked).toEqual([2, 1, 1])
   })
 })
 
