@@ -95,6 +95,7 @@ export const inspect = (raw: string, options: { readonly allowPrivate: boolean; 
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") return yield* Effect.fail(refuse(`scheme ${url.protocol} is not allowed (http or https only)`))
     if (url.username || url.password) return yield* Effect.fail(refuse("credentials in URLs are not allowed"))
+    if (url.port === "0") return yield* Effect.fail(refuse("port 0 is no port a server listens on"))
     if (options.allowPrivate) return url
     const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase()
     if (METADATA_HOSTS.has(host) || host === "localhost" || host.endsWith(".localhost") || host.endsWith(".internal")) {
@@ -106,7 +107,8 @@ export const inspect = (raw: string, options: { readonly allowPrivate: boolean; 
       : yield* Effect.tryPromise({ try: () => (options.resolve ?? systemResolver)(host), catch: unresolved })
     if (addresses.length === 0) return yield* Effect.fail(unresolved())
     const bad = addresses.find(isBlockedAddress)
-    if (bad) return yield* Effect.fail(refuse(`${bad === host ? host : `${host} resolves to ${bad}`}, a private, loopback, link-local, reserved or metadata address`))
+    // The address a name resolved to is not said: it would show a caller the gateway's internal DNS answers.
+    if (bad) return yield* Effect.fail(refuse(`${bad === host ? host : `${host} resolves to`} a private, loopback, link-local, reserved or metadata address`))
     return url
   })
 
