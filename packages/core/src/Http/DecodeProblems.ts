@@ -131,8 +131,14 @@ const withPreviews = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => 
   }
 }
 
+/** A path's key as a problem names it: a client's own key (an unexpected field) may be any length, and is cut. */
+const keyOf = (key: PropertyKey) => {
+  const text = String(key)
+  return text.length > 100 ? `${text.slice(0, 100)}… (${text.length} characters)` : text
+}
+
 /** A field's path as OpenAI's error `param` writes it: `messages.[0].content`. */
-const paramOf = (path: ReadonlyArray<PropertyKey>) => path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".")
+const paramOf = (path: ReadonlyArray<PropertyKey>) => path.map((p) => (typeof p === "number" ? `[${p}]` : keyOf(p))).join(".")
 
 /**
  * The problems of a decoding, one per field, and the field of the first: a union's alternatives each
@@ -140,11 +146,11 @@ const paramOf = (path: ReadonlyArray<PropertyKey>) => path.map((p) => (typeof p 
  * one that failed at the field itself), and the first problem of each field.
  */
 export const problemsOf = (error: ParseResult.ParseError): { readonly text: string; readonly param: string | undefined } => {
-  const issues = ParseResult.ArrayFormatter.formatIssueSync(withPreviews(error.issue)).map((i) => ({ ...i, at: i.path.join(".") }))
+  const issues = ParseResult.ArrayFormatter.formatIssueSync(withPreviews(error.issue)).map((i) => ({ ...i, at: i.path.map(keyOf).join(".") }))
   // Every proper prefix of an issue's path: an issue at one of them has a deeper one. A set, so a hostile
   // body with many problems costs linear time, not a comparison of every pair.
   const above = new Set<string>()
-  for (const i of issues) for (let n = 0; n < i.path.length; n++) above.add(i.path.slice(0, n).join("."))
+  for (const i of issues) for (let n = 0; n < i.path.length; n++) above.add(i.path.slice(0, n).map(keyOf).join("."))
   const seen = new Set<string>()
   const kept = issues
     .filter((i) => !above.has(i.at))

@@ -69,6 +69,15 @@ const validators = new Map<string, (params: unknown) => Either.Either<unknown, P
   ])
 )
 
+/** MCP's error for a URI the server has no resource at. */
+const RESOURCE_NOT_FOUND = -32002
+
+/**
+ * The server's error message, cut: it may quote the request (`Tool '…' not found` with a tool name of a
+ * megabyte), which would come back whole.
+ */
+const shownMessage = (message: string) => (message.length > 300 ? `${message.slice(0, 300)}… (${message.length} characters)` : message)
+
 const answer = (id: Id | null, code: number, message: string): Slot => ({ _tag: "Answer", response: errorResponse(id, code, message) })
 
 /** What to do with one message; undefined for notifications and responses (nothing to answer). */
@@ -99,6 +108,8 @@ const slotOf = (message: unknown, internalId: number, options: PlanOptions): Slo
   }
   const decoded = validate(params)
   if (decoded._tag === "Left") return answer(id, INVALID_PARAMS, `Invalid params: ${describeParseError(decoded.left)}`)
+  // The gateway offers tools, no resources: every URI is one it does not have (MCP's -32002), not an empty read.
+  if (message.method === "resources/read") return answer(id, RESOURCE_NOT_FOUND, `Resource not found: ${shownMessage(String((params as { uri: unknown }).uri))}`)
   return { _tag: "Forward", id, internalId, message: { jsonrpc: "2.0", id: internalId, method: message.method, params } }
 }
 
@@ -151,8 +162,8 @@ export const answers = (slots: ReadonlyArray<Slot>, outputs: ReadonlyArray<unkno
     if (isRecord(error) && typeof error.code === "number" && STANDARD.has(error.code) && typeof error.message === "string") {
       // A method of the protocol the server does not serve (logging/setLevel, resources/subscribe: capabilities
       // it does not announce) is a method not found, not an internal error.
-      if (error.code === INTERNAL_ERROR && error.message === "Not implemented") return errorResponse(slot.id, METHOD_NOT_FOUND, `Method not found: ${slot.message.method}`)
-      return errorResponse(slot.id, error.code, error.message)
+      if (error.code === INTERNAL_ERROR && error.message === "Not implemented") return errorResponse(slot.id, METHOD_NOT_FOUND, `Method not found: ${slot.message.method.slice(0, 100)}`)
+      return errorResponse(slot.id, error.code, shownMessage(error.message))
     }
     onInternal(error)
     return errorResponse(slot.id, INTERNAL_ERROR, "Internal error")

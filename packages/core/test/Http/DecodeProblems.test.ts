@@ -163,3 +163,12 @@ describe("a value no alternative of a union takes", () => {
     expect(problem(shape, { kind: "a", x: "no" })).toBe(`Invalid body: t.x: Expected number, actual "no"`)
   })
 })
+
+describe("a client's own keys in a problem", () => {
+  it("are cut: an unexpected field named by a key of 100,000 characters is not written back whole", () => {
+    const decode = decoderNow(Schema.Struct({ t: Schema.String }).annotations({ parseOptions: { onExcessProperty: "error" } }) as unknown as Schema.Schema<unknown, any>, "body")
+    const text = messageOf(decode({ t: "ok", ["k".repeat(100_000)]: 1 }))
+    expect(text).toMatch(/^Invalid body: k{100}… \(100000 characters\): is unexpected/)
+    expect(text.length).toBeLessThan(300)
+  })
+})

@@ -34,6 +34,9 @@ describe("JsonRpc.plan", () => {
       expect(slotsOf({ jsonrpc: "2.0", id, method: "ping" })).toMatchObject([{ response: { id: null, error: { code: -32600, message: expect.stringMatching(/id must be a string or an integer/) } } }])
     }
     expect(slotsOf({ jsonrpc: "2.0", id: 9007199254740991, method: "ping" })).toMatchObject([{ _tag: "Forward", id: 9007199254740991 }])
+    // No resources are offered: a read of any URI is MCP's resource-not-found, not an empty read.
+    expect(slotsOf({ jsonrpc: "2.0", id: 3, method: "resources/read", params: { uri: "file:///etc/passwd" } }))
+      .toMatchObject([{ response: { id: 3, error: { code: -32002, message: "Resource not found: file:///etc/passwd" } } }])
   })
 
   it("refuses anonymous calls of tools that need credentials before decoding anything, and renumbers the rest", () => {
@@ -77,5 +80,10 @@ describe("JsonRpc.answers", () => {
     expect(internal).toHaveLength(1 + 1)
     const notFound = JsonRpc.answers(slots.slice(0, 1), [{ jsonrpc: "2.0", id: 1, error: { _tag: "Cause", code: -32602, message: "Tool 'x' not found", data: {} } }], () => {})
     expect(notFound).toEqual([{ jsonrpc: "2.0", id: "a", error: { code: -32602, message: "Tool 'x' not found" } }])
+    // A message quoting the request (a tool name of a megabyte) is cut, not answered whole.
+    const long = JsonRpc.answers(slots.slice(0, 1), [{ jsonrpc: "2.0", id: 1, error: { _tag: "Cause", code: -32602, message: `Tool '${"x".repeat(1_000_000)}' not found`, data: {} } }], () => {})
+    const message = (long[0] as any).error.message as string
+    expect(message.length).toBeLessThan(400)
+    expect(message).toMatch(/^Tool 'x+… \(1000017 characters\)$/)
   })
 })
