@@ -201,6 +201,8 @@ export const makeStreamAccount = () => {
   // stream none for a call without arguments, where a JSON answer has `{}`.
   let tool: number | undefined
   let toolHasArguments = false
+  // Whether any of the answer (text, a tool call, reasoning) came: a stream that fails before is charged as a call no upstream answered.
+  let answered = false
   const noArguments = (): Array<{ readonly index: number; readonly arguments: string }> =>
     tool !== undefined && !toolHasArguments ? [{ index: tool, arguments: "{}" }] : []
   // The chunk-level fields of the last upstream event that made no chunk (its finish or usage event): the final chunk's.
@@ -210,8 +212,10 @@ export const makeStreamAccount = () => {
     switch (e._tag) {
       case "Text":
         text += e.text
+        if (e.text !== "") answered = true
         return { content: e.text, done: false }
       case "ToolCallDelta": {
+        answered = true
         text += e.arguments
         const call = { index: e.index, ...(e.id ? { id: e.id } : {}), ...(e.name ? { name: e.name } : {}), arguments: e.arguments, ...(e.signature ? { signature: e.signature } : {}) }
         if (e.index === tool) {
@@ -234,6 +238,7 @@ export const makeStreamAccount = () => {
         for (const [k, v] of Object.entries(e.usage)) if (v !== undefined) usage = { ...usage, [k]: v }
         return undefined
       case "Reasoning": {
+        answered = true
         const { _tag, ...reasoning } = e
         return { content: "", done: false, reasoning }
       }
@@ -289,7 +294,12 @@ export const makeStreamAccount = () => {
     /** The usage as the upstream reported it, when it reported both counts (`reportedUsage`). */
     reported: (): UsageReport | undefined => reportedUsage(usage),
     /** When `reported` gave none: the upstream's counts, with the tokenizer's for whatever it did not report (`estimatedUsage`). */
-    estimated: (messages: ReadonlyArray<ChatMessage>): Effect.Effect<UsageReport> => estimatedUsage(usage, messages, text)
+    estimated: (messages: ReadonlyArray<ChatMessage>): Effect.Effect<UsageReport> => estimatedUsage(usage, messages, text),
+    /**
+     * The usage of a stream that failed before any of its answer came: only what the upstream reported
+     * (`failedUsage`), nothing estimated, as a call whose answer was unusable is recorded (docs/quota.md).
+     */
+    unanswered: (): UsageReport | undefined => (answered ? undefined : failedUsage(usage))
   }
 }
 
@@ -716,7 +726,7 @@ const makeService = Effect.gen(function*() {
             if (upstreamFailure !== undefined) health.record(provider, false)
             countAttempt(provider, upstreamFailure?.kind ?? (stop !== undefined ? "stopped" : aborted ? "cancelled" : undefined))
             // The tokenizer (an Effect) only when the upstream did not report usage.
-            const reported = account.reported()
+            const reported = account.reported() ?? (upstreamFailure !== undefined ? account.unanswered() : undefined)
             unfinished((reported ? Promise.resolve(reported) : run(account.estimated(call.messages)))
               .then((r) =>
                 record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted, call.requestId).then(() => {

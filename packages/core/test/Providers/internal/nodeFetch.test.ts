@@ -130,6 +130,8 @@ describe("bounded reply bodies", () => {
       const chunks = await streamFrom(path)
       expect(chunks.map((c) => c.content).join("")).toBe("")
       expect(chunks.at(-1)).toMatchObject({ done: true, error: "p sent an unexpected answer: the stream ended without any event" })
+      // No answer came: charged as a call whose answer was unusable is, nothing (docs/quota.md), not the prompt's estimate.
+      expect(chunks.at(-1)).toMatchObject({ promptTokens: 0, completionTokens: 0, costUSD: 0 })
     }
   })
 
