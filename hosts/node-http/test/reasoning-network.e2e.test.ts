@@ -291,6 +291,30 @@ describe("reasoning network", () => {
     }
   })
 
+  it("never picks an agent its caller cannot run: catalogue agents of unconfigured or plan-gated providers stay out of the team", async () => {
+    answer = () => undefined
+    const user = await signUp(server, "rn")
+    const client = new Client({ name: "rn-test", version: "1.0.0" })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { "x-api-key": user.apiKey } } }))
+    try {
+      const seeded = (await client.callTool({ name: "gateway_fahrn_seed_openserv_agents", arguments: {} })) as any
+      expect(seeded.structuredContent.created).toBeGreaterThan(10)
+    } finally {
+      await client.close()
+    }
+    // Only OpenAI is configured here, and the caller is on Free: for every mode, each agent that ran is one it can run.
+    for (const mode of ["Serial", "Parallel", "Hybrid"]) {
+      seen = []
+      const res = await dispatch(user, { problem: "What is 2 + 2? Answer briefly.", mode, judge: false })
+      expect([mode, res.status]).toEqual([mode, 200])
+      const r = res.body.result
+      const chosen = r.agents.filter((a: any) => a.chosen)
+      expect(chosen.length).toBe(3)
+      for (const a of chosen) expect([a.name, a.provider]).toEqual([a.name, expect.stringMatching(/^(openai|auto)$/)])
+      expect(r.steps.every((s: any) => s.status === "ok")).toBe(true)
+    }
+  })
+
   it("refuses what it does not take", async () => {
     for (const body of [{}, { problem: "x", mode: "Star" }, { problem: "x", judge: "yes" }, { problem: "x", taskType: "poetry" }]) {
       const res = await fresh(body)

@@ -15,7 +15,7 @@
  * or skipped branch leaves the others running: the answer merges what succeeded (partial).
  */
 import { Context, Deferred, Effect, Either, Layer, Option, Schema } from "effect"
-import { type GatewayError, UpstreamFailed } from "../Errors.ts"
+import { type GatewayError, Unprocessable, UpstreamFailed } from "../Errors.ts"
 import type { TaskType } from "../Ml/taskExamples.data.ts"
 import { TaskClassifier, TaskTypeSchema } from "../Ml/TaskClassifier.ts"
 import type { ChatOptions } from "../Providers/Chat.ts"
@@ -175,11 +175,29 @@ const makeService = Effect.gen(function*() {
       (ok): ChatOptions | undefined => (Either.isRight(ok) ? { responseFormat: { type: "json_object" } } : undefined)
     )
 
+  /**
+   * The ranked agents that can run for the caller, best first: their provider configured and allowed on
+   * its plan, their model routable (Completions.check: no upstream call). An agent seeded from the
+   * catalogue for a provider the gateway has no key for, or one the plan does not allow, is never
+   * picked to fail (it was, and the dispatch was charged for its refusal).
+   */
+  const runnableOf = (avatar: AvatarRecord, ranked: ReadonlyArray<RankedAgent>, provider: string) =>
+    Effect.filter(ranked, (r) => {
+      const c = asCaller(r, provider)
+      return Effect.map(Effect.either(completions.check(avatar, { provider: c.provider, model: c.model, messages: [] })), Either.isRight)
+    })
+
   const dispatch = Effect.fn("ReasoningNetwork.dispatch")(function*(avatar: AvatarRecord, input: DispatchInput) {
     const classification = input.taskType ? undefined : yield* classifier.classify(input.problem)
     const taskType: TaskType = input.taskType ?? classification!.taskType
     const ranking = yield* agents.rank(avatar, { task: input.problem, taskType })
-    const team = ranking.agents.slice(0, input.agents)
+    const runnable = yield* runnableOf(avatar, ranking.agents, input.provider)
+    if (runnable.length === 0) {
+      return yield* Effect.fail(new Unprocessable({
+        message: `None of your ${ranking.agents.length} agents can run on plan ${avatar.plan}: their providers are not configured or not allowed on it (the MCP tool gateway_fahrn_get_agents lists them).`
+      }))
+    }
+    const team = runnable.slice(0, input.agents)
     const budget = new Budget(input.budget)
     const graph = new RunGraph()
     const results: Array<CompletionResult> = []
@@ -273,7 +291,7 @@ const makeService = Effect.gen(function*() {
         return yield* synthesise(jobs.map(([id]) => id))
       }),
       Decomposed: Effect.gen(function*() {
-        const plannerRanked = ranking.agents.find((r) => r.agent.id === builtinId(avatar.id, "planner")) ?? team[0]!
+        const plannerRanked = runnable.find((r) => r.agent.id === builtinId(avatar.id, "planner")) ?? team[0]!
         const planner = asCaller(plannerRanked, input.provider)
         const plannerId = graph.add("planner", planner.name, planner.agentId)
         graph.connect(PROBLEM, plannerId)
@@ -287,7 +305,7 @@ const makeService = Effect.gen(function*() {
         const picked = yield* Effect.forEach(parsed.right, (s) =>
           Effect.gen(function*() {
             const type = (yield* classifier.classify(s.task)).taskType
-            const best = (yield* agents.rank(avatar, { task: s.task, taskType: type })).agents[0]!
+            const best = (yield* runnableOf(avatar, (yield* agents.rank(avatar, { task: s.task, taskType: type })).agents, input.provider))[0] ?? team[0]!
             return { s, type, best }
           }), { concurrency: "unbounded" })
         const nodes = new Map(picked.map(({ best, s, type }) => {
