@@ -161,6 +161,25 @@ describe("long-running jobs against vendor mocks", () => {
     expect(JSON.parse(hook.body).result).toMatchObject({ total: 4, completed: 2, failed: 2 })
   })
 
+  it("retries a failed batch creation without uploading its file again, and shows the job running meanwhile", async () => {
+    openai.failNext(500, 1, "/batches")
+    const before = openai.requests.length
+    const res = await call(server.url, "POST", "/v1/batch/submit", {
+      apiKey: user.apiKey,
+      body: { provider: "openai", requests: [{ messages: [{ role: "user", content: "once" }], model: "gpt-4o-mini" }] }
+    })
+    const status = `/v1/batch/${res.body.result.batchId}/status`
+    // The creation failed once and waits for its retry (2 s): a step ran, so the job is running, not queued.
+    const deadline = Date.now() + 5_000
+    while (!openai.requests.slice(before).some((r) => r.path.endsWith("/batches") && r.method === "POST") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    await new Promise((r) => setTimeout(r, 200))
+    expect((await call(server.url, "GET", status, { apiKey: user.apiKey })).body.result.status).toBe("running")
+    expect((await waitDone(status)).status).toBe("completed")
+    const sent = openai.requests.slice(before)
+    expect(sent.filter((r) => r.path.endsWith("/files")).length).toBe(1)
+    expect(sent.filter((r) => r.path.endsWith("/batches") && r.method === "POST").length).toBe(2)
+  })
+
   it("creates an OpenAI fine-tuning job, polls it to success and reports the model", async () => {
     const trainingData = Array.from({ length: 10 }, (_, i) => ({
       messages: [{ role: "system", content: "You are terse." }, { role: "user", content: `Q${i}` }, { role: "assistant", content: `A${i}` }]

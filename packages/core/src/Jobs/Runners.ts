@@ -130,6 +130,16 @@ export interface FineTuneInput {
   readonly suffix?: string | undefined
 }
 
+/**
+ * The file an earlier step uploaded for the job (its state's `fileId`): the upload is a step of its own,
+ * saved before the step that creates the vendor's job, so a retry of that creation does not upload the
+ * file again (each retry left an orphan file at the vendor, up to 50,000 training examples a time).
+ */
+const uploadedFileOf = (job: JobRecord): string | undefined => {
+  const fileId = (job.state as { readonly fileId?: unknown } | null)?.fileId
+  return typeof fileId === "string" ? fileId : undefined
+}
+
 /** Fine-tuning and OpenAI batches need a chat message format per line. */
 const itemId = (index: number) => `item-${index}`
 
@@ -142,6 +152,11 @@ const openAiBatch = (options: RunnerOptions) =>
     return (job: JobRecord, provider: ConfiguredProvider) =>
       Effect.gen(function*() {
         const input = job.input as BatchInput
+        const uploaded = uploadedFileOf(job)
+        if (job.upstreamId === null && uploaded !== undefined) {
+          const batch = yield* createBatch(provider, uploaded, { aigw_job: job.id })
+          return wait(options.pollMs, { upstreamId: batch.id, state: job.state, result: { upstreamStatus: batch.status, total: input.requests.length } })
+        }
         if (job.upstreamId === null) {
           const owner = yield* avatars.findById(job.avatarId)
           if (Option.isNone(owner)) return failed("the batch's avatar no longer exists")
@@ -159,9 +174,7 @@ const openAiBatch = (options: RunnerOptions) =>
             models.push(target!.model.id)
             lines.push(batchInputLine(itemId(i), OpenAiCompatible.toWireRequest(provider.id, { ...r, model: target!.model.id }, false)))
           }
-          const fileId = yield* uploadJsonl(provider, "batch", lines, `aigw-batch-${job.id}.jsonl`)
-          const batch = yield* createBatch(provider, fileId, { aigw_job: job.id })
-          return wait(options.pollMs, { upstreamId: batch.id, state: { models }, result: { upstreamStatus: batch.status, total: input.requests.length } })
+          return wait(0, { state: { models, fileId: yield* uploadJsonl(provider, "batch", lines, `aigw-batch-${job.id}.jsonl`) } })
         }
         const batch = yield* getBatch(provider, job.upstreamId)
         switch (batch.status) {
@@ -314,7 +327,8 @@ const make = (options: RunnerOptions) =>
             if (Option.isNone(provider)) return failed(`provider ${job.provider} is not configured any more`)
             const input = job.input as FineTuneInput
             if (job.upstreamId === null) {
-              const fileId = yield* uploadJsonl(provider.value, "fine-tune", input.trainingData, `aigw-finetune-${job.id}.jsonl`)
+              const fileId = uploadedFileOf(job)
+              if (fileId === undefined) return wait(0, { state: { fileId: yield* uploadJsonl(provider.value, "fine-tune", input.trainingData, `aigw-finetune-${job.id}.jsonl`) } })
               const created = yield* createFineTune(provider.value, { trainingFileId: fileId, model: input.baseModel, suffix: input.suffix })
               return wait(options.pollMs, { upstreamId: created.id, result: { upstreamStatus: created.status, baseModel: input.baseModel, trainingFile: fileId } })
             }

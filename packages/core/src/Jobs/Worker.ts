@@ -99,7 +99,8 @@ const makeService = Effect.gen(function*() {
         const retryable = error._tag === "UpstreamError" && error.retryable
         const attempts = job.attempts + 1
         if (retryable && attempts < MAX_STEP_ATTEMPTS) {
-          return progress(job, { attempts, nextRunAt: Date.now() + Math.min(300_000, 1000 * 2 ** attempts) })
+          // A step ran, even if it failed: the job is running (docs/webhooks.md), no longer queued.
+          return progress(job, { status: "running", attempts, nextRunAt: Date.now() + Math.min(300_000, 1000 * 2 ** attempts) })
         }
         return finish(job, "failed", job.result, error.message)
       }),

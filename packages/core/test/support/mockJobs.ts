@@ -68,8 +68,8 @@ export interface JobMock<O extends JobMockOptions = JobMockOptions> {
   readonly requests: RecordedJobRequest[]
   /** changes options for jobs created from now on */
   configure(options: Partial<O>): void
-  /** answers the next `times` requests with HTTP `status` and the vendor's error body */
-  failNext(status: number, times?: number): void
+  /** answers the next `times` requests (to a path ending in `path`, when given) with HTTP `status` and the vendor's error body */
+  failNext(status: number, times?: number, path?: string): void
   close(): Promise<void>
 }
 
@@ -106,7 +106,7 @@ export const startServer = async (
   handle: (req: Incoming, reply: Reply, opts: Required<JobMockOptions>) => void | Promise<void>
 ): Promise<JobMock> => {
   const requests: RecordedJobRequest[] = []
-  const failures: number[] = []
+  const failures: Array<{ readonly status: number; readonly path: string | undefined }> = []
   const opts: Required<JobMockOptions> = {
     apiKey: options.apiKey ?? "test-key",
     pollsUntilDone: options.pollsUntilDone ?? 2,
@@ -128,7 +128,8 @@ export const startServer = async (
       }
       requests.push(record)
       const reply = replyTo(res)
-      const forced = failures.shift()
+      const at = failures.findIndex((f) => f.path === undefined || record.path.endsWith(f.path))
+      const forced = at < 0 ? undefined : failures.splice(at, 1)[0]!.status
       if (forced !== undefined) {
         return reply.json(forced, errorBody(forced), forced === 429 ? { "retry-after": "1" } : {})
       }
@@ -158,8 +159,8 @@ export const startServer = async (
     configure: (o) => {
       Object.assign(opts, Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)))
     },
-    failNext: (status, times = 1) => {
-      for (let i = 0; i < times; i++) failures.push(status)
+    failNext: (status, times = 1, path) => {
+      for (let i = 0; i < times; i++) failures.push({ status, path })
     },
     close: () =>
       new Promise<void>((resolve, reject) => {
