@@ -263,3 +263,43 @@ describe.skipIf(!hasPg)("resend limit across two processes on one PostgreSQL", (
     }
   })
 })
+
+describe("forgot-password and resend with a slow mail server", () => {
+  let server: RunningServer
+  let smtp: MailCatcher
+  const u = Math.random().toString(36).slice(2, 8)
+  const admin = { username: `root_${u}`, email: `root_${u}@example.com`, password: "admin password 1" }
+  beforeAll(async () => {
+    smtp = await startSmtp({ delayMs: 2_000 })
+    server = await startServer({ SMTP_URL: smtp.url, AIGW_ADMIN_USERNAME: admin.username, AIGW_ADMIN_EMAIL: admin.email, AIGW_ADMIN_PASSWORD: admin.password })
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await smtp?.close()
+  })
+
+  /** How long an answer took, in ms, and its body. */
+  const timed = async (path: string, body?: unknown) => {
+    const started = performance.now()
+    const res = await call(server.url, "POST", `/api/avatar${path}`, body === undefined ? {} : { body })
+    return { ms: performance.now() - started, body: res.body }
+  }
+
+  it("answer before the mail goes out, so their time does not tell whether an address has an account", async () => {
+    const known = await timed("/forgot-password", { email: admin.email })
+    const unknown = await timed("/forgot-password", { email: `nobody_${u}@example.com` })
+    expect(known.body).toEqual(unknown.body)
+    // The mail server takes 2 s to accept a mail: an answer that waited for it would take longer.
+    expect([known.ms, unknown.ms].every((ms) => ms < 1_500)).toBe(true)
+    await smtp.waitFor(admin.email, /reset your password/i)
+    // Registration sends its mail within the request; the resend of an unverified account does not.
+    const fresh = { username: `fresh_${u}`, email: `fresh_${u}@example.com`, password: "correct horse 1" }
+    expect((await timed("/register", fresh)).body.isError).toBe(false)
+    const resent = await timed(`/resend-verification-email/${fresh.email}`)
+    const nobody = await timed(`/resend-verification-email/nobody2_${u}@example.com`)
+    expect(resent.body).toEqual(nobody.body)
+    expect([resent.ms, nobody.ms].every((ms) => ms < 1_500)).toBe(true)
+    await smtp.waitFor(fresh.email, /verify/i, 2)
+  })
+})
+

@@ -19,7 +19,8 @@ export interface MailCatcher {
   readonly close: () => Promise<void>
 }
 
-export const startSmtp = async (): Promise<MailCatcher> => {
+/** `delayMs`: how long the server waits before it accepts each mail (a slow or distant mail server). */
+export const startSmtp = async (options: { readonly delayMs?: number } = {}): Promise<MailCatcher> => {
   const mails: Array<ReceivedMail> = []
   const server = new SMTPServer({
     authOptional: true,
@@ -34,7 +35,7 @@ export const startSmtp = async (): Promise<MailCatcher> => {
             text: parsed.text ?? "",
             html: typeof parsed.html === "string" ? parsed.html : ""
           })
-          callback()
+          setTimeout(callback, options.delayMs ?? 0)
         })
         .catch(callback)
     }

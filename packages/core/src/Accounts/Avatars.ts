@@ -6,6 +6,7 @@ import { Context, Effect, Either, Layer, Option, ParseResult, Redacted, Schema }
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, Rejected, TooManyRequests } from "../Errors.ts"
 import * as Templates from "../Mail/Templates.ts"
+import { AfterAnswer, inline } from "../AfterAnswer.ts"
 import { Mailer } from "../Mail/Mailer.ts"
 import type { Plan } from "../Plans.ts"
 import { ApiKeyStore } from "../Storage/ApiKeyStore.ts"
@@ -181,6 +182,8 @@ const makeService = Effect.gen(function*() {
   const limits = yield* SendLimitStore
   const apiKeys = yield* ApiKeyStore
   const mailer = yield* Mailer
+  // Mail whose timing would tell whether an address has an account goes out after the answer (AfterAnswer.ts).
+  const afterAnswer = Option.getOrElse(yield* Effect.serviceOption(AfterAnswer), () => inline)
   const passwords = yield* Passwords
   const jwt = yield* Jwt
 
@@ -470,7 +473,7 @@ const makeService = Effect.gen(function*() {
     yield* admitSend("verify", email)
     const avatar = yield* store.findByEmail(email)
     if (Option.isSome(avatar) && avatar.value.isActive && !avatar.value.emailVerified) {
-      yield* sendVerification(avatar.value, avatar.value.email)
+      yield* afterAnswer.run(sendVerification(avatar.value, avatar.value.email))
     }
   })
 
@@ -478,8 +481,10 @@ const makeService = Effect.gen(function*() {
     yield* admitSend("reset", email)
     const avatar = yield* store.findByEmail(email)
     if (Option.isNone(avatar) || !avatar.value.isActive) return
-    const token = yield* issueToken(avatar.value.id, "reset", null, RESET_TTL_MS)
-    yield* mailer.send(Templates.passwordReset(avatar.value.email, avatar.value.username, resetLink(token)))
+    const found = avatar.value
+    // The token's write too: an answer that waited for it would still take longer for an account.
+    yield* afterAnswer.run(Effect.flatMap(issueToken(found.id, "reset", null, RESET_TTL_MS), (token) =>
+      mailer.send(Templates.passwordReset(found.email, found.username, resetLink(token)))))
   })
 
   const resetPassword = Effect.fn("Avatars.resetPassword")(function*(token: string, password: string, confirmPassword: string) {
