@@ -489,6 +489,12 @@ describe("edge attacks", () => {
       // Two API keys are no API key.
       const keys = await rawExchange(post("/openai/v1/chat/completions", `${key}x-api-key: aigw_other\r\n`))
       expect(keys.status).toBe(401)
+      // A 401 names the scheme it takes (RFC 9110 §11.6.1), on the lane and on the Effect path, in every API.
+      expect(keys.head).toMatch(/www-authenticate: Bearer realm="aigw"/i)
+      for (const path of ["/v1/usage", "/api/avatar/0190a0a0-0000-7000-8000-000000000000", "/openai/v1/models"]) {
+        const res = await fetch(`${server.url}${path}`, { headers: { "x-api-key": "aigw_wrong" } })
+        expect([path, res.status, res.headers.get("www-authenticate")]).toEqual([path, 401, 'Bearer realm="aigw"'])
+      }
       // Headers past node's limit: 431, in the gateway's envelope, or OpenAI's on its path.
       const big = `x-filler: ${"a".repeat(20_000)}\r\n`
       const gateway = await rawExchange(post("/v1/complete", big + key))

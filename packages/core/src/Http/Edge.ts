@@ -274,6 +274,8 @@ export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<
   // The OpenAI and Anthropic SDKs retry 429s and 5xx, after any Retry-After however long (Anthropic's up to
   // the next midnight): this tells them not to where a retry cannot succeed and would be counted again.
   if (isFinal(error)) extra["x-should-retry"] = "false"
+  // RFC 9110 §11.6.1: a 401 names the scheme that would be accepted (an API key rides on it too, as on OpenAI's API).
+  if (status === 401) extra["www-authenticate"] = 'Bearer realm="aigw"'
   return { status, body: errorBody(kind, error), headers: { ...headers, ...extra } }
 }
 
