@@ -54,11 +54,40 @@ const isCalendarDate = (s: string) => {
 }
 
 /** ISO 8601 calendar date (`YYYY-MM-DD`, optionally with a time part). */
+/** The earliest year a date of birth may name. */
+const EARLIEST_BIRTH_YEAR = 1850
+
+/** Whether a date's day (its first ten characters) is one a living person was born on: from 1850 to today (UTC, a day's grace for time zones). */
+const isBirthDay = (s: string) => {
+  const day = s.slice(0, 10)
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)
+  return Number(day.slice(0, 4)) >= EARLIEST_BIRTH_YEAR && day <= tomorrow
+}
+
 export const IsoDate = Schema.String.pipe(
   Schema.filter(
-    (s) => /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) && isCalendarDate(s) && !Number.isNaN(Date.parse(s)),
-    { message: () => "dob must be an ISO 8601 date such as 1990-04-23" }
+    (s) => /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) && isCalendarDate(s) && !Number.isNaN(Date.parse(s)) && isBirthDay(s),
+    { message: () => `dob must be an ISO 8601 date of birth such as 1990-04-23, from ${EARLIEST_BIRTH_YEAR} to today` }
   )
+)
+
+/**
+ * Whether a profile image is what the spec says it is, a URL or a base64 image: an http(s) URL, a
+ * `data:image/…;base64,` URL, base64 text, a relative URL, or "" (none). What other avatars' clients
+ * would run or show as markup is refused: another scheme (`javascript:`, `vbscript:`, `data:text/html`),
+ * angle brackets, quotes and control characters.
+ */
+const isImage = (s: string) => {
+  if (/[<>"'`\u0000-\u001f\u007f]/.test(s.replace(/\r?\n/g, ""))) return false
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(s)?.[1]?.toLowerCase()
+  if (scheme === undefined) return true
+  if (scheme === "http" || scheme === "https") return URL.canParse(s) && /^https?:\/\/[^/?#]/i.test(s)
+  return /^data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/\r\n]*={0,2}$/i.test(s)
+}
+
+export const ImageField = Schema.String.pipe(
+  Schema.maxLength(2_000_000),
+  Schema.filter(isImage, { message: () => "image must be an http(s) URL, a relative URL, a data:image/…;base64, URL or base64 text" })
 )
 
 export const AvatarTypeSchema = Schema.Literal("User", "Admin")

@@ -4,7 +4,7 @@ import { type Context, Effect, Either, Schema } from "effect"
 import { proofOf } from "../Accounts/Auth.ts"
 import { Avatars, READ_ONLY_FIELDS } from "../Accounts/Avatars.ts"
 import { clientAddress } from "../Accounts/ClientAddress.ts"
-import { AvatarTypeSchema, Email, idParam, IsoDate, Password, secretString, Username } from "../Accounts/Schemas.ts"
+import { AvatarTypeSchema, Email, idParam, ImageField, IsoDate, Password, secretString, Username } from "../Accounts/Schemas.ts"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, type GatewayError, statusOf } from "../Errors.ts"
 import { Plan } from "../Plans.ts"
@@ -45,7 +45,7 @@ const UpdateBody = Schema.Struct({
   description: Schema.optional(Schema.String.pipe(Schema.maxLength(5000))),
   username: Schema.optional(Username),
   email: Schema.optional(Email),
-  image: Schema.optional(Schema.String.pipe(Schema.maxLength(2_000_000))),
+  image: Schema.optional(ImageField),
   dob: Schema.optional(Schema.NullOr(IsoDate)),
   AvatarType: Schema.optional(AvatarTypeSchema),
   karmaTotal: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.between(0, 1e12))),

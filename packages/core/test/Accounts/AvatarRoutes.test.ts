@@ -136,8 +136,20 @@ describe("avatar routes", () => {
       const res = await call("POST", "/api/avatar/register", { body: { username: `e_${unique()}`, email, password: "correct horse 1" } })
       expect([email, res.status, res.body.message]).toEqual([email, 400, "Invalid request body: email: email must be a valid e-mail address"])
     }
-    for (const [dob, status] of [["2000-02-30", 400], ["2001-02-29", 400], ["1990-13-01", 400], ["2000-02-29", 200]] as const) {
+    const future = new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10)
+    for (const [dob, status] of [["2000-02-30", 400], ["2001-02-29", 400], ["1990-13-01", 400], ["2000-02-29", 200], [future, 400], ["2999-01-01", 400], ["0000-01-01", 400], ["1849-12-31", 400], ["1850-01-01", 200]] as const) {
       expect([dob, (await call("PUT", `/api/avatar/${alice.id}`, { body: { dob }, headers: bearer(alice.jwt) })).status]).toEqual([dob, status])
+    }
+  })
+
+  it("take an image as the spec says, a URL or a base64 image, and refuse what a client would run or show as markup", async () => {
+    const put = (image: string) => call("PUT", `/api/avatar/${alice.id}`, { body: { image }, headers: bearer(alice.jwt) })
+    for (const image of ["https://cdn.example.com/a.png", "http://example.com/x.jpg?s=64", "data:image/png;base64,iVBORw0KGgo=", "iVBORw0KGgoAAAANSUhEUg==", "iVBORw0K\nGgo=", "avatar.png", "/img/me.jpg", ""]) {
+      expect([image, (await put(image)).status]).toEqual([image, 200])
+    }
+    for (const image of ["javascript:alert(1)", " JavaScript:alert(1)".trim(), "<img src=x onerror=alert(1)>", "data:text/html;base64,PHNjcmlwdD4=", "https://", "vbscript:msgbox", "x\" onerror=\"alert(1)", "a\u0001b"]) {
+      const res = await put(image)
+      expect([image, res.status, res.body.message]).toEqual([image, 400, "Invalid request body: image: image must be an http(s) URL, a relative URL, a data:image/…;base64, URL or base64 text"])
     }
   })
 
