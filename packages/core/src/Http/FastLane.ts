@@ -55,7 +55,7 @@ import {
 import { Catalog } from "../Catalog/Catalog.ts"
 import { type LaneCall, type LaneServices, runNowOn, STREAMED } from "./Lane.ts"
 import { accessLogLine, asRequest, asServerSpan, options as observabilityOptions } from "./Observability.ts"
-import { answerParts, nulRefusal, type Route } from "./Route.ts"
+import { answerParts, pathAndQueryRefusal, type Route } from "./Route.ts"
 import { heedLeavingWhileQueued } from "./ShutdownDeadline.ts"
 
 export interface FastLane {
@@ -230,8 +230,10 @@ export const make = Effect.gen(function*() {
     // Every refusal to the caller carries its day's rate-limit headers (as Route.ts's).
     const refuse = async (error: GatewayError) => sendError(res, envelope, error, headersOf(await quota.peek(caller)))
     const query = req.url!.indexOf("?")
-    const nul = query === -1 ? undefined : nulRefusal({}, HttpServerRequest.searchParamsFromURL(new URL(req.url!, HANDOFF_BASE)))
-    if (nul !== undefined) return refuse(nul)
+    const refused = query === -1
+      ? undefined
+      : pathAndQueryRefusal({ envelope, takesQuery: Option.isSome(route.query) }, {}, HttpServerRequest.searchParamsFromURL(new URL(req.url!, HANDOFF_BASE)))
+    if (refused !== undefined) return refuse(refused)
     if (declaresTooLarge(req.headers, maxBodyBytes)) return refuse(tooLargeError(maxBodyBytes))
     const decoder = textDecoderOf(req.headers)
     if (decoder instanceof BadRequest) return refuse(decoder)

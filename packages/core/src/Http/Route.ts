@@ -303,6 +303,23 @@ export const nulRefusal = (
   hasNul(params) || hasNul(query) ? new BadRequest({ message: `Invalid path or query: ${NUL_PROBLEM}` }) : undefined
 
 /**
+ * The refusal of a request's path parameters and query before its body is read: a NUL anywhere
+ * (`nulRefusal`), and, on the gateway's own API, a query parameter on a route that takes none, named
+ * as a body's unexpected field is (`Invalid query: foo: is unexpected`), as routes that take a query
+ * refuse one they do not know. The OpenAI, Anthropic and avatar APIs keep their leniency.
+ */
+export const pathAndQueryRefusal = (
+  route: { readonly envelope: Envelope; readonly takesQuery: boolean },
+  params: Readonly<Record<string, string | undefined>>,
+  query: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+): BadRequest | undefined => {
+  const nul = nulRefusal(params, query)
+  if (nul !== undefined || route.envelope !== "gateway" || route.takesQuery) return nul
+  const unexpected = Object.keys(query)[0]
+  return unexpected === undefined ? undefined : new BadRequest({ message: `Invalid query: ${unexpected.length > 100 ? `${unexpected.slice(0, 100)}…` : unexpected}: is unexpected` })
+}
+
+/**
  * The rate-limit headers of a request no route takes (404, 405): its caller's day as it stands when its
  * credentials name one, else none. Bad or stale credentials are not refused here: the answer is the
  * route's absence either way.
@@ -356,8 +373,8 @@ const make = <B, Q, R>(
       const checkedAt = performance.now()
       const searchParams = yield* HttpServerRequest.ParsedSearchParams
       const { params } = yield* HttpRouter.RouteContext
-      const nul = nulRefusal(params, searchParams)
-      if (nul !== undefined) return yield* Effect.fail(nul)
+      const refused = pathAndQueryRefusal({ envelope, takesQuery: spec.query !== undefined }, params, searchParams)
+      if (refused !== undefined) return yield* Effect.fail(refused)
       const query = decodeQuery ? yield* asEffect(decodeQuery(searchParams)) : (undefined as Q)
       const body = decodeBody ? yield* Effect.flatMap(readJson, (j) => asEffect(decodeBody(j))) : (undefined as B)
       const form = spec.rawBody ? yield* readForm : undefined
