@@ -235,6 +235,9 @@ describe("completions", () => {
       [{ messages: hi, routing: { preferance: "quality" } }, 400, /^Invalid request body: routing\.preferance: is unexpected/],
       [{ messages: hi, tools: [{ type: "function", function: { name: "f" }, cache: true }] }, 400, /tools\.0\.cache: is unexpected/],
       [{ messages: hi, model: "openai/" }, 400, /names no model after its provider/],
+      // The spec's message content is a string: only an assistant message (one that makes tool calls) may go without it.
+      [{ messages: [{ role: "user", content: null }] }, 400, /^messages\.0\.content: a user message needs its content \(a string\)$/],
+      [{ messages: [{ role: "system" }, ...hi] }, 400, /^messages\.0\.content: a system message needs its content/],
       [null, 400, /^Invalid request body: Expected an object, actual null$/]
     ]
     for (const [body, status, pattern] of cases) {

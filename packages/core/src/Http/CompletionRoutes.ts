@@ -65,7 +65,8 @@ export const ToolCalls = BoundedArray(WireToolCall, { max: 128 })
 export const TOOL_CALLS_IN_ALL = { fields: ["toolCalls", "tool_calls"], max: 4096, what: "tool calls" } as const
 
 const messageFields = {
-  content: Schema.optionalWith(Schema.NullOr(Content), { default: () => "" }),
+  // Absent or null only on an assistant message (one that makes tool calls); every other role's message needs its content (toChatMessages).
+  content: Schema.optional(Schema.NullOr(Content)),
   toolCalls: Schema.optional(ToolCalls),
   tool_calls: Schema.optional(ToolCalls),
   toolCallId: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
@@ -163,6 +164,9 @@ export const chatMessagesOf = (wire: ReadonlyArray<WireMessage>): Array<ChatMess
       return new BadRequest({ message: `messages.${i}: only assistant messages carry tool calls` })
     }
     for (const c of toolCalls) calls.add(c.id)
+    if ((m.content === undefined || m.content === null) && m.role !== "assistant") {
+      return new BadRequest({ message: `messages.${i}.content: a ${m.role} message needs its content (a string)` })
+    }
     const toolCallId = m.toolCallId ?? m.tool_call_id
     if (m.role === "tool") {
       if (!toolCallId) return new BadRequest({ message: `messages.${i}: a tool message needs toolCallId (or tool_call_id)` })
