@@ -489,6 +489,13 @@ describe("edge attacks", () => {
       // Two API keys are no API key.
       const keys = await rawExchange(post("/openai/v1/chat/completions", `${key}x-api-key: aigw_other\r\n`))
       expect(keys.status).toBe(401)
+      // Both credential headers must name one credential: a key beside a different (or broken) bearer is no credential.
+      for (const path of ["/v1/usage", "/openai/v1/models"]) {
+        const both = (authorization: string) => fetch(`${server.url}${path}`, { headers: { "x-api-key": user.apiKey, authorization } }).then((r) => r.status)
+        expect([path, await both("Bearer garbage"), await both(`Bearer ${user.apiKey}`)]).toEqual([path, 401, 200])
+      }
+      const laneBoth = await rawExchange(post("/openai/v1/chat/completions", `${key}authorization: Bearer aigw_someone_else\r\n`))
+      expect(laneBoth.status).toBe(401)
       // A 401 names the scheme it takes (RFC 9110 §11.6.1), on the lane and on the Effect path, in every API.
       expect(keys.head).toMatch(/www-authenticate: Bearer realm="aigw"/i)
       for (const path of ["/v1/usage", "/api/avatar/0190a0a0-0000-7000-8000-000000000000", "/openai/v1/models"]) {
@@ -597,9 +604,12 @@ describe("edge attacks", () => {
       expect(bad.status).toBe(400)
       expect(bad.body).toMatchObject({ isError: true, message: "Invalid Host header." })
       // A hand-off reaches /v1/complete's Effect route (its decode error), whatever the (valid) Host says.
-      const handed = await rawPost(server, "/v1/complete?x=1", "gateway.example.test", { messages: [], injectAvatarContext: true }, user.apiKey)
+      const handed = await rawPost(server, "/v1/complete", "gateway.example.test", { messages: [], injectAvatarContext: true }, user.apiKey)
       expect(handed.status).toBe(400)
       expect(handed.body.message).toMatch(/^Invalid request body: messages/)
+      // Its query is read as the route's: /v1/complete takes none.
+      const queried = await rawPost(server, "/v1/complete?x=1", "gateway.example.test", { messages: [], injectAvatarContext: true }, user.apiKey)
+      expect([queried.status, queried.body.message]).toEqual([400, "Invalid query: x: is unexpected"])
     })
   })
 })

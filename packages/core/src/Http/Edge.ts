@@ -67,10 +67,11 @@ export type Presented =
 
 export const presented = (c: Credentials): Presented => {
   const apiKey = c.apiKey?.trim()
-  if (apiKey) return { _tag: "ApiKey", secret: apiKey }
   const auth = c.authorization?.trim()
+  const match = auth ? /^Bearer\s+(\S+)$/i.exec(auth) : null
+  // Both headers must name one credential: which of two differing ones the caller meant is not guessed.
+  if (apiKey) return !auth || match?.[1] === apiKey ? { _tag: "ApiKey", secret: apiKey } : { _tag: "Malformed" }
   if (!auth) return { _tag: "None" }
-  const match = /^Bearer\s+(\S+)$/i.exec(auth)
   if (!match) return { _tag: "Malformed" }
   const token = match[1]!
   return token.startsWith(KEY_PREFIX) ? { _tag: "ApiKey", secret: token } : { _tag: "Jwt", token }
