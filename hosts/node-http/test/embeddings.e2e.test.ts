@@ -39,6 +39,21 @@ describe("embeddings", () => {
     expect(["openai", "google"]).toContain(res.body.result.provider)
   })
 
+  it("embeds in the gateway's own process with provider local (DESIGN.md §7): no upstream, no cost, the embedder named", async () => {
+    const sent = openai.requests.length + gemini.requests.length
+    const res = await call(server.url, "POST", "/v1/embeddings", { apiKey: user.apiKey, body: { texts: ["the cat sat", "the cat sat", "stock prices fell"], provider: "local", model: "hash" } })
+    expect(res.status).toBe(200)
+    const r = res.body.result
+    expect(r).toMatchObject({ provider: "local", model: "local:hash-256", dimensions: 256, costUSD: 0, costKnown: true })
+    expect(r.embeddings).toHaveLength(3)
+    expect(r.embeddings[0]).toEqual(r.embeddings[1])
+    const norm = Math.hypot(...r.embeddings[2])
+    expect(norm).toBeCloseTo(1, 3)
+    expect(openai.requests.length + gemini.requests.length).toBe(sent)
+    const refused = await call(server.url, "POST", "/v1/embeddings", { apiKey: user.apiKey, body: { texts: ["x"], provider: "local", model: "text-embedding-3-small" } })
+    expect([refused.status, refused.body.message]).toEqual([422, expect.stringMatching(/^Provider local embeds with auto .* or hash/)])
+  })
+
   it("refuses bad input", async () => {
     const cases: Array<[unknown, number]> = [
       [{}, 400],

@@ -1,6 +1,11 @@
-/** Embeddings: routed like completions (kind "embeddings"), called through the engine. */
-import { Context, Effect, Layer, Schema } from "effect"
-import { lift, ProviderCalls } from "../Engine/ProviderCalls.ts"
+/**
+ * Embeddings: routed like completions (kind "embeddings"), called through the engine; or, with
+ * `provider: "local"`, computed in the gateway's own process by its local embedder (DESIGN.md §7).
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { type EmbeddingsResult, lift, ProviderCalls } from "../Engine/ProviderCalls.ts"
+import { Unprocessable } from "../Errors.ts"
+import { lexical, TextEmbedder } from "../Ml/TextEmbedder.ts"
 import type { Plan } from "../Plans.ts"
 import * as RequestId from "../RequestId.ts"
 import { routed, Routing } from "../Routing.ts"
@@ -28,21 +33,57 @@ export interface EmbeddingsInput {
 
 export type { EmbeddingsResult } from "../Engine/ProviderCalls.ts"
 
+/** The provider id of the gateway's own embedder. */
+export const LOCAL = "local"
+
+/** The models of `provider: "local"`: `auto`, the embedder AIGW_LOCAL_EMBEDDER names; `hash`, hashed words. */
+const localModelProblem = (model: string): Unprocessable | undefined =>
+  model === "auto" || model === "" || model === "hash"
+    ? undefined
+    : new Unprocessable({ message: `Provider local embeds with auto (the AIGW_LOCAL_EMBEDDER embedder) or hash (hashed words); model ${model} needs its provider (e.g. openai, cohere, voyage).` })
+
+const failWith = (problem: Unprocessable | undefined) => (problem === undefined ? Effect.void : Effect.fail(problem))
+
 const makeService = Effect.gen(function*() {
   const routing = yield* Routing
   const calls = yield* ProviderCalls
+  const own = Option.getOrElse(yield* Effect.serviceOption(TextEmbedder), () => lexical)
 
   const targetsOf = (avatar: AvatarRecord, input: Pick<EmbeddingsInput, "provider" | "model">) =>
     routing.targets({ kind: "embeddings", provider: input.provider, model: input.model, plan: avatar.plan as Plan, needsTools: false, contextTokens: 0 })
 
   /** The refusals that depend only on the request and configuration (answered before admission). */
   const check = (avatar: AvatarRecord, input: Pick<EmbeddingsInput, "provider" | "model">) =>
-    Effect.asVoid(routed(targetsOf(avatar, input)))
+    input.provider === LOCAL ? failWith(localModelProblem(input.model)) : Effect.asVoid(routed(targetsOf(avatar, input)))
+
+  /**
+   * The gateway's own vectors: what they are named (`local:use-lite-512`, `local:hash-256`) says which
+   * embedder made them; no upstream, no tokens counted by one, no cost.
+   */
+  const embedLocally = (input: EmbeddingsInput) =>
+    Effect.gen(function*() {
+      yield* failWith(localModelProblem(input.model))
+      const started = performance.now()
+      const embedded = yield* (input.model === "hash" ? lexical : own).embedNamed(input.texts)
+      return {
+        provider: LOCAL,
+        model: embedded.name,
+        embeddings: embedded.vectors,
+        dimensions: embedded.vectors[0]?.length ?? 0,
+        usage: { promptTokens: 0, totalTokens: 0, estimated: false },
+        costUSD: 0,
+        costKnown: true,
+        latencyMs: Math.round(performance.now() - started),
+        fallbacks: []
+      } satisfies EmbeddingsResult
+    })
 
   /** Embeds through the engine (fallback, usage); interruption aborts the upstream call. */
   const embed = (avatar: AvatarRecord, input: EmbeddingsInput) =>
-    Effect.flatMap(Effect.zip(routed(targetsOf(avatar, input)), RequestId.current), ([targets, requestId]) =>
-      lift((cancel) => calls.embed({ avatar, targets, cancel, requestId, texts: input.texts })))
+    input.provider === LOCAL
+      ? embedLocally(input)
+      : Effect.flatMap(Effect.zip(routed(targetsOf(avatar, input)), RequestId.current), ([targets, requestId]) =>
+        lift((cancel) => calls.embed({ avatar, targets, cancel, requestId, texts: input.texts })))
 
   return { check, embed, targetsOf }
 })
