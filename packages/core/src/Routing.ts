@@ -271,6 +271,12 @@ const makeService = Effect.gen(function*() {
       const supported = serving.map((p) => p.id)
       if (!isAuto(named)) {
         const p = catalog.provider(named)
+        // The gateway's own process serves what it can compute honestly (guardrails, documents, code, memory, embeddings, rerank), each before routing.
+        if (named === "local") {
+          return Effect.fail(new Unprocessable({
+            message: `Provider local (the gateway's own process) does not serve ${capability}: it needs a model upstream; set one of ${supported.map((id) => `${envPrefix(id)}_API_KEY`).join(", ")}.`
+          }))
+        }
         if (Option.isNone(p)) return Effect.fail(new NotFound({ message: `Unknown provider ${named}. See GET /v1/providers.` }))
         if (!planAllows(plan, p.value.minPlan)) {
           return Effect.fail(new Forbidden({ message: `Provider ${named} needs plan ${p.value.minPlan} or higher (yours: ${plan}).` }))

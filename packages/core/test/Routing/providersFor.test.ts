@@ -98,6 +98,12 @@ describe("providersFor", () => {
     expect(chat()).toEqual([...all.filter((t) => !t.startsWith(`${cooling}/`)), ...theirs])
   })
 
+  it("says what to configure for provider local where the gateway's own process serves nothing", () => {
+    const { routing } = services()
+    expect(refusal(routing.providersFor("moderation", "local", "Enterprise")).message)
+      .toMatch(/^Provider local \(the gateway's own process\) does not serve moderation: it needs a model upstream; set one of .*OPENAI_API_KEY/)
+  })
+
   it("refuses auto with what to configure when no provider can serve", () => {
     const { routing } = services(false)
     expect(refusal(routing.providersFor("images", "auto", "Enterprise")).message).toMatch(/^No images provider is configured for plan Enterprise: set one of .*OPENAI_API_KEY/)
