@@ -182,6 +182,27 @@ describe("completions", () => {
     expect(after).toBeGreaterThan(before)
   })
 
+  it("a client that leaves a stream before any of its answer came is charged no tokens, as without streaming", async () => {
+    slow.setScenario({ kind: "text", text: "a b c d e f g h", usage: { prompt: 3, completion: 8 } })
+    const usage = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
+    const before = await usage()
+    const controller = new AbortController()
+    const res = await fetch(`${server.url}/v1/complete/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": user.apiKey },
+      body: JSON.stringify({ messages: hi, provider: "groq", model: "llama-3.1-8b-instant" }),
+      signal: controller.signal
+    })
+    // The stream is open (the upstream answered 200); its first words come 300 ms later.
+    expect(res.status).toBe(200)
+    controller.abort()
+    const closed = slow.closedSockets
+    for (const until = Date.now() + 5000; slow.closedSockets === closed && Date.now() < until;) await new Promise((r) => setTimeout(r, 50))
+    await new Promise((r) => setTimeout(r, 300))
+    const after = await usage()
+    expect([after.dailyCallsUsed, after.dailyTokensUsed, after.monthlySpendUSD]).toEqual([before.dailyCallsUsed + 1, before.dailyTokensUsed, before.monthlySpendUSD])
+  })
+
   for (const [provider, model, mock] of [["openai", "gpt-4o-mini", () => openai], ["anthropic", "claude-haiku-4-5", () => anthropic], ["google", "gemini-2.5-flash", () => gemini]] as const) {
     it(`runs a tool loop on ${provider} through /v1/complete and /v1/complete/tool-result`, async () => {
       const who = provider === "anthropic" ? await (async () => {

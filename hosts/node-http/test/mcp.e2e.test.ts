@@ -101,7 +101,7 @@ describe("MCP over streamable HTTP", () => {
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
       })
       expect(res.status).toBe(401)
-      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer error="invalid_token"/)
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="aigw", error="invalid_token"/)
       expect(await res.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { message: "Invalid or expired credentials." } })
     })
 

@@ -36,9 +36,10 @@ describe("media", () => {
     const tokens = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyTokensUsed
     const before = await tokens()
     const native = await post("/v1/images/generate", { prompt: "a quay", n: 2 })
-    expect(native.body.result.usage).toEqual({ promptTokens: 20, completionTokens: 544, totalTokens: 564 })
+    expect(native.body.result.usage).toEqual({ promptTokens: 20, completionTokens: 544, totalTokens: 564, promptImageTokens: 0 })
     const openAi = await post("/openai/v1/images/generations", { prompt: "a quay", model: "gpt-image-1" })
-    expect(openAi.body.usage).toEqual({ input_tokens: 20, output_tokens: 272, total_tokens: 292 })
+    // OpenAI's own shape, its details included (the openai SDK's ImagesResponse.Usage requires them).
+    expect(openAi.body.usage).toEqual({ input_tokens: 20, output_tokens: 272, total_tokens: 292, input_tokens_details: { text_tokens: 20, image_tokens: 0 } })
     expect(await tokens()).toBe(before + 564 + 292)
     // A model that reports none (dall-e-3 here) answers without usage.
     expect((await post("/openai/v1/images/generations", { prompt: "a quay", model: "dall-e-3" })).body).not.toHaveProperty("usage")
@@ -136,7 +137,7 @@ describe("media", () => {
     const res = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", headers: { "x-api-key": user.apiKey }, body: form })
     const body = await res.json()
     expect(res.status).toBe(200)
-    expect(body.result).toMatchObject({ text: "Transcript of voice.wav (3 bytes).", provider: "mistral", model: "voxtral-mini-latest" })
+    expect(body.result).toMatchObject({ text: "Transcript of voice.wav (3 bytes).", provider: "mistral", model: "voxtral-mini-latest", language: "en" })
     const listed = await call(server.url, "GET", "/v1/providers", { apiKey: user.apiKey })
     expect(listed.body.result.providers.find((p: any) => p.id === "mistral").endpointTypes).toContain("transcription")
   })

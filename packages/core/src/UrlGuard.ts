@@ -108,7 +108,7 @@ export const inspect = (raw: string, options: { readonly allowPrivate: boolean; 
     if (addresses.length === 0) return yield* Effect.fail(unresolved())
     const bad = addresses.find(isBlockedAddress)
     // The address a name resolved to is not said: it would show a caller the gateway's internal DNS answers.
-    if (bad) return yield* Effect.fail(refuse(`${bad === host ? host : `${host} resolves to`} a private, loopback, link-local, reserved or metadata address`))
+    if (bad) return yield* Effect.fail(refuse(`${bad === host ? `${host} is` : `${host} resolves to`} a private, loopback, link-local, reserved or metadata address`))
     return url
   })
 

@@ -110,6 +110,15 @@ export interface RegisterInput {
 /** Profile fields a PUT cannot change; a client may send them back as a GET answered them. */
 export const READ_ONLY_FIELDS = ["id", "providerType", "isVerified", "pendingEmail", "isActive", "createdDate", "modifiedDate", "deletedDate"] as const
 
+/**
+ * Whether a read-only field sent back is the stored one: an id in either case (as in a path);
+ * `modifiedDate` whatever it says, since every PUT moves it (a client sending back the body it read
+ * before its last PUT changes nothing by it).
+ */
+const sameReadOnly = (field: typeof READ_ONLY_FIELDS[number], sent: unknown, stored: unknown) =>
+  field === "modifiedDate" ||
+  (field === "id" && typeof sent === "string" && typeof stored === "string" ? sent.toLowerCase() === stored : JSON.stringify(sent) === JSON.stringify(stored))
+
 export interface UpdateInput {
   readonly id?: unknown
   readonly providerType?: unknown
@@ -382,7 +391,7 @@ const makeService = Effect.gen(function*() {
     const avatar = yield* findExisting(id)
     if (!avatar.isActive) return yield* Effect.fail(new NotFound({ message: `Avatar ${id} is deleted.` }))
     const current = view(avatar)
-    const changed = READ_ONLY_FIELDS.find((field) => input[field] !== undefined && JSON.stringify(input[field]) !== JSON.stringify(current[field]))
+    const changed = READ_ONLY_FIELDS.find((field) => input[field] !== undefined && !sameReadOnly(field, input[field], current[field]))
     if (changed !== undefined) {
       return yield* Effect.fail(new BadRequest({ message: `Invalid request body: ${changed}: is read-only; PUT changes title, description, username, email, image and dob (and, for an Admin, AvatarType, karmaTotal and plan).` }))
     }
@@ -535,7 +544,10 @@ const makeService = Effect.gen(function*() {
     }, now)).pipe(
       Effect.tap(() => Effect.logInfo(`bootstrapped Admin avatar ${admin.username}`)),
       Effect.catchTag("Conflict", (c) =>
-        Effect.logWarning(`AIGW_ADMIN_*: cannot create the Admin avatar: ${c.message}`))
+        Effect.logWarning(
+          `AIGW_ADMIN_*: cannot create the Admin avatar: ${c.message} No active Admin exists: set AIGW_ADMIN_USERNAME and AIGW_ADMIN_EMAIL ` +
+            "to a username and an address no avatar has, deleted ones included (a soft delete keeps both reserved)"
+        ))
     )
   })
 

@@ -78,11 +78,15 @@ export const IsoDate = Schema.String.pipe(
  * angle brackets, quotes and control characters.
  */
 const isImage = (s: string) => {
-  if (/[<>"'`\u0000-\u001f\u007f]/.test(s.replace(/\r?\n/g, ""))) return false
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(s)?.[1]?.toLowerCase()
-  if (scheme === undefined) return true
-  if (scheme === "http" || scheme === "https") return URL.canParse(s) && /^https?:\/\/[^/?#]/i.test(s)
-  return /^data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/\r\n]*={0,2}$/i.test(s)
+  // Read as a browser reads a URL: tabs and line breaks anywhere are taken out (base64 may wrap its lines).
+  const url = s.replace(/[\t\r\n]/g, "")
+  if (url === "") return true
+  if (/[\s<>"'`\\\u0000-\u001f\u007f]/.test(url)) return false
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase()
+  // No scheme: a relative URL or base64 text, with no colon before its first slash (that would be read as a scheme).
+  if (scheme === undefined) return !/^[^/]*:/.test(url)
+  if (scheme === "http" || scheme === "https") return URL.canParse(url) && /^https?:\/\/[^/?#]/i.test(url)
+  return /^data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/]*={0,2}$/i.test(url)
 }
 
 export const ImageField = Schema.String.pipe(

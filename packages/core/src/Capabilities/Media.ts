@@ -194,7 +194,7 @@ const makeService = Effect.gen(function*() {
     const { images, tokens } = value
     return {
       provider: provider.id, model, images, n: images.length, ...(size ? { size } : {}),
-      ...(tokens ? { usage: { promptTokens: tokens.input, completionTokens: tokens.output, totalTokens: tokens.input + tokens.output } } : {})
+      ...(tokens ? { usage: { promptTokens: tokens.input, completionTokens: tokens.output, totalTokens: tokens.input + tokens.output, promptImageTokens: tokens.inputImages } } : {})
     }
   })
 

@@ -726,7 +726,8 @@ const makeService = Effect.gen(function*() {
             if (upstreamFailure !== undefined) health.record(provider, false)
             countAttempt(provider, upstreamFailure?.kind ?? (stop !== undefined ? "stopped" : aborted ? "cancelled" : undefined))
             // The tokenizer (an Effect) only when the upstream did not report usage.
-            const reported = account.reported() ?? (upstreamFailure !== undefined ? account.unanswered() : undefined)
+            // A stream that ends before any of its answer came (the upstream failed, the client left, the gateway stopped) is a call nobody answered.
+            const reported = account.reported() ?? (error !== undefined || aborted ? account.unanswered() : undefined)
             unfinished((reported ? Promise.resolve(reported) : run(account.estimated(call.messages)))
               .then((r) =>
                 record(call.avatar, target, "chat", r, Math.round(performance.now() - started), error === undefined && !aborted, call.requestId).then(() => {

@@ -1,5 +1,6 @@
 /** How a request part is decoded, and how its problems are told to the client. */
 import { Option, ParseResult, SchemaAST as AST } from "effect"
+import { cutText } from "../Cut.ts"
 import type { ParseOptions } from "effect/SchemaAST"
 
 /**
@@ -132,10 +133,7 @@ const withPreviews = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => 
 }
 
 /** A path's key as a problem names it: a client's own key (an unexpected field) may be any length, and is cut. */
-const keyOf = (key: PropertyKey) => {
-  const text = String(key)
-  return text.length > 100 ? `${text.slice(0, 100)}… (${text.length} characters)` : text
-}
+const keyOf = (key: PropertyKey) => cutText(String(key), 100)
 
 /** A field's path as OpenAI's error `param` writes it: `messages.[0].content`. */
 const paramOf = (path: ReadonlyArray<PropertyKey>) => path.map((p) => (typeof p === "number" ? `[${p}]` : keyOf(p))).join(".")

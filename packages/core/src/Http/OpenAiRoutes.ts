@@ -612,7 +612,16 @@ export const openAiRoutes = [
               ...(i.b64Json !== undefined ? { b64_json: i.b64Json } : {}),
               ...(i.revisedPrompt !== undefined ? { revised_prompt: i.revisedPrompt } : {})
             })),
-            ...(r.usage ? { usage: { input_tokens: r.usage.promptTokens, output_tokens: r.usage.completionTokens, total_tokens: r.usage.totalTokens } } : {}),
+            ...(r.usage
+              ? {
+                usage: {
+                  input_tokens: r.usage.promptTokens,
+                  output_tokens: r.usage.completionTokens,
+                  total_tokens: r.usage.totalTokens,
+                  input_tokens_details: { text_tokens: r.usage.promptTokens - r.usage.promptImageTokens, image_tokens: r.usage.promptImageTokens }
+                }
+              }
+              : {}),
             model: r.model,
             provider: r.provider
           })))

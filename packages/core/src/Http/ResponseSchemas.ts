@@ -394,8 +394,8 @@ export const ImagesResult = Schema.Struct({
   n: Schema.Number,
   size: Schema.optional(Schema.String.annotations({ description: "WIDTHxHEIGHT, when width and height were given" })),
   usage: Schema.optional(
-    Schema.Struct({ promptTokens: Schema.Number, completionTokens: Schema.Number, totalTokens: Schema.Number })
-      .annotations({ description: "The tokens a token-billed image model reported (OpenAI's gpt-image models); absent for vendors that bill per image" })
+    Schema.Struct({ promptTokens: Schema.Number, completionTokens: Schema.Number, totalTokens: Schema.Number, promptImageTokens: Schema.Number })
+      .annotations({ description: "The tokens a token-billed image model reported (OpenAI's gpt-image models; promptImageTokens: of the prompt's, those of input images); absent for vendors that bill per image" })
   )
 }).annotations({ identifier: "ImagesResult" })
 matches<typeof ImagesResult, MediaResult<"images">>(true)
@@ -835,7 +835,12 @@ export const OpenAiImages = Schema.Struct({
     b64_json: Schema.optional(Schema.String),
     revised_prompt: Schema.optional(Schema.String)
   })),
-  usage: Schema.optional(Schema.Struct({ input_tokens: Schema.Number, output_tokens: Schema.Number, total_tokens: Schema.Number })),
+  usage: Schema.optional(Schema.Struct({
+    input_tokens: Schema.Number,
+    output_tokens: Schema.Number,
+    total_tokens: Schema.Number,
+    input_tokens_details: Schema.Struct({ text_tokens: Schema.Number, image_tokens: Schema.Number })
+  })),
   model: Schema.String,
   provider: Schema.String
 }).annotations({ identifier: "OpenAiImages" })

@@ -3,6 +3,7 @@
  * decoded input, the authenticated caller and quota admission, and gives /openapi.json and
  * /docs their content. Every failure leaves as an envelope with the status of its kind.
  */
+import { cutText } from "../Cut.ts"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -316,7 +317,7 @@ export const pathAndQueryRefusal = (
   const nul = nulRefusal(params, query)
   if (nul !== undefined || route.envelope !== "gateway" || route.takesQuery) return nul
   const unexpected = Object.keys(query)[0]
-  return unexpected === undefined ? undefined : new BadRequest({ message: `Invalid query: ${unexpected.length > 100 ? `${unexpected.slice(0, 100)}…` : unexpected}: is unexpected` })
+  return unexpected === undefined ? undefined : new BadRequest({ message: `Invalid query: ${cutText(unexpected, 100)}: is unexpected` })
 }
 
 /**

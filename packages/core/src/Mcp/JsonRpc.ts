@@ -6,6 +6,7 @@
  * here a batch is bounded, malformed messages get the standard codes, and only well-formed requests
  * for known methods with decodable params reach the server, renumbered (it takes numeric ids only).
  */
+import { cutText } from "../Cut.ts"
 import * as McpSchema from "@effect/ai/McpSchema"
 import { type Either, type ParseResult, Schema } from "effect"
 import { describeParseError, parseOptions } from "../Http/DecodeProblems.ts"
@@ -76,7 +77,7 @@ const RESOURCE_NOT_FOUND = -32002
  * The server's error message, cut: it may quote the request (`Tool '…' not found` with a tool name of a
  * megabyte), which would come back whole.
  */
-const shownMessage = (message: string) => (message.length > 300 ? `${message.slice(0, 300)}… (${message.length} characters)` : message)
+const shownMessage = (message: string) => cutText(message, 300)
 
 const answer = (id: Id | null, code: number, message: string): Slot => ({ _tag: "Answer", response: errorResponse(id, code, message) })
 

@@ -356,7 +356,7 @@ export const layerHttp = layerOver((front) =>
         }
         const caller = yield* Effect.either(auth.resolve(credentialsOf(request.headers)))
         if (caller._tag === "Left") {
-          return jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer error="invalid_token"' })
+          return jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer realm="aigw", error="invalid_token"' })
         }
         const text = yield* Effect.either(Effect.provideService(readText, GatewayConfig, config))
         const answered = text._tag === "Left"

@@ -29,7 +29,8 @@ const dimensionsOf = (request: ImageRequest, form: ImageDimensions) =>
 const imageTokensOf = (usage: any): ImageTokens | undefined => {
   const input = reportedCount(usage?.input_tokens)
   const output = reportedCount(usage?.output_tokens)
-  return input === undefined || output === undefined ? undefined : { input, output }
+  const images = reportedCount(usage?.input_tokens_details?.image_tokens) ?? 0
+  return input === undefined || output === undefined ? undefined : { input, output, inputImages: Math.min(images, input) }
 }
 
 /** The `data` list of an OpenAI-format image answer, with its tokens when it reports them. */
@@ -112,7 +113,10 @@ export const transcribe = (provider: ConfiguredProvider, request: TranscriptionR
   if (request.language) form.append("language", request.language)
   return postMultipart(provider.id, `${provider.endpoint}/audio/transcriptions`, authHeaders(provider), form).pipe(
     Effect.flatMap((body) =>
-      typeof body?.text === "string" ? Effect.succeed({ text: body.text }) : Effect.fail(protocolError(provider.id, "no text in the transcription answer"))
+      typeof body?.text !== "string"
+        ? Effect.fail(protocolError(provider.id, "no text in the transcription answer"))
+        // The language it heard, when the host says (verbose_json, Mistral, Groq): a short name, or none.
+        : Effect.succeed(typeof body.language === "string" && body.language.length > 0 && body.language.length <= 64 ? { text: body.text, language: body.language } : { text: body.text })
     )
   )
 }

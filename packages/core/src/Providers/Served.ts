@@ -54,6 +54,8 @@ export interface GeneratedImage {
 export interface ImageTokens {
   readonly input: number
   readonly output: number
+  /** Of the input, the tokens of images sent with the prompt (edits); the rest is the prompt's text. */
+  readonly inputImages: number
 }
 
 /** A generation's images, with the tokens its vendor reported, if it reports any. */

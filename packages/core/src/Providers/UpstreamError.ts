@@ -2,6 +2,7 @@
  * One error type for every upstream failure, and one mapper from HTTP answers to it.
  * `retryable` decides fallback: connect errors, timeouts, 408, 429 and 5xx.
  */
+import { sliceWhole } from "../Cut.ts"
 import { Data } from "effect"
 import { Busy, UpstreamFailed, UpstreamTimeout } from "../Errors.ts"
 import type { TokenUsage } from "./Chat.ts"
@@ -86,7 +87,7 @@ export const shownUpstreamText = (text: string, shown = SHOWN_CHARACTERS): strin
   if (/^\s*</.test(text)) return `an HTML page of ${text.length} characters (not shown)`
   // Known credentials first, on as much as the cut could split one of.
   const redacted = withoutKnownCredentials(text.length > shown ? text.slice(0, shown + longestKnownCredential) : text)
-  const cut = text.length > shown ? `${redacted.slice(0, shown)}… (${text.length} characters)` : redacted
+  const cut = text.length > shown ? `${sliceWhole(redacted, shown)}… (${text.length} characters)` : redacted
   return cut
     .replace(ECHOED_CREDENTIALS, "$1 [redacted]")
     .replace(ECHOED_KEY_HEADERS, "$1$2[redacted]")

@@ -144,10 +144,13 @@ describe("avatar routes", () => {
 
   it("take an image as the spec says, a URL or a base64 image, and refuse what a client would run or show as markup", async () => {
     const put = (image: string) => call("PUT", `/api/avatar/${alice.id}`, { body: { image }, headers: bearer(alice.jwt) })
-    for (const image of ["https://cdn.example.com/a.png", "http://example.com/x.jpg?s=64", "data:image/png;base64,iVBORw0KGgo=", "iVBORw0KGgoAAAANSUhEUg==", "iVBORw0K\nGgo=", "avatar.png", "/img/me.jpg", ""]) {
+    for (const image of ["https://cdn.example.com/a.png", "http://example.com/x.jpg?s=64", "data:image/png;base64,iVBORw0KGgo=", "iVBORw0KGgoAAAANSUhEUg==", "iVBORw0K\nGgo=", "avatar.png", "/img/me.jpg", "https://x.example/a.png?w=64&h=64", "./me.png", ""]) {
       expect([image, (await put(image)).status]).toEqual([image, 200])
     }
-    for (const image of ["javascript:alert(1)", " JavaScript:alert(1)".trim(), "<img src=x onerror=alert(1)>", "data:text/html;base64,PHNjcmlwdD4=", "https://", "vbscript:msgbox", "x\" onerror=\"alert(1)", "a\u0001b"]) {
+    for (const image of ["javascript:alert(1)", " JavaScript:alert(1)".trim(), "<img src=x onerror=alert(1)>", "data:text/html;base64,PHNjcmlwdD4=", "https://", "vbscript:msgbox", "x\" onerror=\"alert(1)", "a\u0001b",
+      // As a browser reads them: tabs and line breaks taken out, leading spaces trimmed, an entity left as it is.
+      "java\nscript:alert(1)", " javascript:alert(1)", "\r\njavascript:alert(document.cookie)", "javascript\n:alert(1)", "data\n:text/html;base64,PHNjcmlwdD4=",
+      "java\tscript:alert(1)", "&#106;avascript:alert(1)", "http:\\\\evil.example"]) {
       const res = await put(image)
       expect([image, res.status, res.body.message]).toEqual([image, 400, "Invalid request body: image: image must be an http(s) URL, a relative URL, a data:image/…;base64, URL or base64 text"])
     }
@@ -177,6 +180,8 @@ describe("avatar routes", () => {
     const profile = (await call("GET", `/api/avatar/${a.id}`, { headers: bearer(a.jwt) })).body.result
     const roundTrip = await put({ ...profile, title: "round trip" })
     expect([roundTrip.status, roundTrip.body.result.title]).toEqual([200, "round trip"])
+    // The same body again, its modifiedDate now stale, and its id in upper case: still the same profile.
+    expect((await put({ ...profile, id: profile.id.toUpperCase(), title: "round trip" })).status).toBe(200)
     for (const changed of [{ id: crypto.randomUUID() }, { isVerified: false }, { createdDate: "2001-01-01T00:00:00.000Z" }, { providerType: "Other" }]) {
       const refused = await put({ title: "x", ...changed })
       expect([refused.status, refused.body.message]).toEqual([400, expect.stringMatching(new RegExp(`^Invalid request body: ${Object.keys(changed)[0]}: is read-only`))])

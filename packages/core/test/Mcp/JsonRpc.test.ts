@@ -87,3 +87,15 @@ describe("JsonRpc.answers", () => {
     expect(message).toMatch(/^Tool 'x+… \(1000017 characters\)$/)
   })
 })
+
+describe("cut messages", () => {
+  it("never cut through a surrogate pair: half an emoji is a lone surrogate a strict JSON decoder refuses", async () => {
+    const { cutText } = await import("../../src/Cut.ts")
+    const text = `${"a".repeat(299)}😀😀😀😀`
+    const cut = cutText(text, 300)
+    expect(cut).toBe(`${"a".repeat(299)}… (307 characters)`)
+    expect(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/.test(cut)).toBe(false)
+    expect(cutText("😀", 1)).toBe("… (2 characters)")
+    expect(cutText("short", 300)).toBe("short")
+  })
+})

@@ -37,7 +37,11 @@ describe("usage counts read by adapters", () => {
 
   it("OpenAI images: a token-billed answer's counts are kept only when both are counts", () => {
     const tokens = (usage: unknown) => Effect.runSync(imagesOf("openai", { data: [{ b64_json: "iVBORw0KGgo=" }], usage })).tokens
-    expect(tokens({ input_tokens: 20, output_tokens: 272, total_tokens: 292 })).toEqual({ input: 20, output: 272 })
+    expect(tokens({ input_tokens: 20, output_tokens: 272, total_tokens: 292 })).toEqual({ input: 20, output: 272, inputImages: 0 })
+    expect(tokens({ input_tokens: 120, output_tokens: 272, input_tokens_details: { text_tokens: 20, image_tokens: 100 } })).toEqual({ input: 120, output: 272, inputImages: 100 })
+    // Image tokens that are no count, or more than the input, take no part.
+    expect(tokens({ input_tokens: 20, output_tokens: 272, input_tokens_details: { image_tokens: -5 } })).toEqual({ input: 20, output: 272, inputImages: 0 })
+    expect(tokens({ input_tokens: 20, output_tokens: 272, input_tokens_details: { image_tokens: 999 } })).toEqual({ input: 20, output: 272, inputImages: 20 })
     for (const usage of [undefined, null, "x", { input_tokens: 20 }, { input_tokens: -1, output_tokens: 272 }, { input_tokens: 20, output_tokens: 1e300 }, { input_tokens: "20", output_tokens: 272 }]) {
       expect(tokens(usage), JSON.stringify(usage)).toBeUndefined()
     }

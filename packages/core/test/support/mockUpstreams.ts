@@ -670,7 +670,9 @@ export const startOpenAiMock = (opts: MockOptions = {}): Promise<MockUpstream> =
       if (s.kind === "hang") return ex.hang()
       if (s.kind === "error") return ex.json(s.status, openAiError(s.status, s.message))
       const name = (file as File).name ?? "audio"
-      return ex.json(200, { text: `Transcript of ${name} (${file.size} bytes)${form.get("language") ? ` in ${form.get("language")}` : ""}.` })
+      const text = `Transcript of ${name} (${file.size} bytes)${form.get("language") ? ` in ${form.get("language")}` : ""}.`
+      // Mistral's transcription answer says the language it heard; OpenAI's json format does not.
+      return ex.json(200, String(form.get("model")).startsWith("voxtral") ? { model: form.get("model"), text, language: form.get("language") ?? "en", segments: [] } : { text })
     }
 
     if (ex.method === "POST" && ex.route === "/embeddings") {
