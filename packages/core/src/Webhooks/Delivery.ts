@@ -12,6 +12,7 @@ import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { type DeliveryRecord, JobStore } from "../Jobs/JobStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
+import { makeReceivers } from "./Receivers.ts"
 import { sign } from "./Signature.ts"
 
 export interface DeliveryOptions {
@@ -55,31 +56,50 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
       ...(Option.isSome(secret) ? { "x-gateway-signature": sign(secret.value, d.body), "x-gateway-event": d.event } : {})
     })
 
+    // Receivers that stopped answering hold one delivery slot each (Receivers.ts).
+    const receivers = makeReceivers()
+
+    /** Sends `d` (its URL checked again first): its status code, or why none came, and whether its receiver answered at all. */
+    const send = (d: DeliveryRecord) =>
+      Effect.gen(function*() {
+        const checked = yield* Effect.either(UrlGuard.inspect(d.url, { allowPrivate: config.allowPrivateUrls, field: "callbackUrl" }))
+        if (checked._tag === "Left") return { checked, statusCode: null, error: checked.left.message }
+        const sent = yield* Effect.tryPromise({
+          try: (signal) =>
+            client.fetch(d.url, { method: "POST", headers: headersFor(d), body: d.body, signal, redirect: "manual" }).then(
+              async (res) => {
+                await res.body?.cancel().catch(() => undefined)
+                return { statusCode: res.status, error: res.ok ? null : `HTTP ${res.status}` }
+              }
+            ),
+          catch: (e) => e
+        }).pipe(
+          Effect.timeoutFail({ duration: Duration.millis(options.timeoutMs), onTimeout: () => new Error(`no answer within ${options.timeoutMs} ms`) }),
+          Effect.catchAll((e) => Effect.succeed({ statusCode: null, error: `delivery failed: ${(e as Error)?.cause ?? (e as Error)?.message ?? e}` }))
+        )
+        return { checked, ...sent }
+      })
+
     /** One attempt of a claimed delivery (claimDeliveries counted it); never fails (the outcome is recorded). */
     const deliver = (d: DeliveryRecord) =>
       Effect.gen(function*() {
         const started = Date.now()
-        const checked = yield* Effect.either(UrlGuard.inspect(d.url, { allowPrivate: config.allowPrivateUrls, field: "callbackUrl" }))
-        const outcome = checked._tag === "Left"
-          ? { statusCode: null, error: checked.left.message }
-          : yield* Effect.tryPromise({
-            try: (signal) =>
-              client.fetch(d.url, { method: "POST", headers: headersFor(d), body: d.body, signal, redirect: "manual" }).then(
-                async (res) => {
-                  await res.body?.cancel().catch(() => undefined)
-                  return { statusCode: res.status, error: res.ok ? null : `HTTP ${res.status}` }
-                }
-              ),
-            catch: (e) => e
-          }).pipe(
-            Effect.timeoutFail({ duration: Duration.millis(options.timeoutMs), onTimeout: () => new Error(`no answer within ${options.timeoutMs} ms`) }),
-            Effect.catchAll((e) => Effect.succeed({ statusCode: null, error: `delivery failed: ${(e as Error)?.cause ?? (e as Error)?.message ?? e}` }))
-          )
+        const admitted = receivers.admit(d.url, started)
+        const outcome = admitted === "defer"
+          ? { checked: undefined, statusCode: null, error: "not sent: its receiver answered none of its last deliveries, and one of them is being tried now" }
+          : yield* Effect.onExit(send(d), (exit) =>
+            Effect.sync(() => {
+              const done = exit._tag === "Success" ? exit.value : undefined
+              if (done === undefined || done.checked._tag === "Left") receivers.released(d.url)
+              else if (done.statusCode !== null) receivers.answered(d.url)
+              else receivers.unanswered(d.url, Date.now())
+            }))
+        const { checked } = outcome
         const now = Date.now()
         const delivered = outcome.error === null
         const attempt = d.attempts
         // A refused URL never passes; a name that does not resolve (ENOTFOUND, EAI_AGAIN) may later.
-        const refused = checked._tag === "Left" && checked.left._tag === "Unprocessable"
+        const refused = checked?._tag === "Left" && checked.left._tag === "Unprocessable"
         const expired = now - d.createdAt >= options.maxAgeMs || refused
         const next = delivered
           ? { status: "delivered" as const, nextAttemptAt: now, lastError: null }
@@ -92,7 +112,7 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
           yield* Effect.logWarning(
             `webhook ${d.id} attempt ${attempt} outlived its lease: the delivery was claimed again, so its state (not ${next.status}) is the new claim's to record`
           )
-        } else if (!delivered) yield* Effect.logWarning(`webhook ${d.id} to ${d.url} attempt ${attempt}: ${outcome.error} -> ${next.status}`)
+        } else if (!delivered && admitted === "send") yield* Effect.logWarning(`webhook ${d.id} to ${d.url} attempt ${attempt}: ${outcome.error} -> ${next.status}`)
         return delivered
       })
 

@@ -3,7 +3,7 @@
  * kill -9, is not re-sent under the same number), and a host that does not resolve is retried,
  * not given up. An attempt that outlived its lease writes no state (another process holds the delivery).
  */
-import { Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -160,5 +160,42 @@ describe.each(Object.entries(stores))("webhook delivery attempts on %s", (_name,
     }))
     expect(result).toMatchObject({ status: "dead", attempts: 1 })
     expect(result.lastError).toMatch(/callbackUrl refused/)
+  })
+
+  it("gives a receiver that stopped answering one slot: after two silent attempts one delivery at a time is tried, the rest put back unsent at once", async () => {
+    const silent = http.createServer((req) => void req.resume()) // never answers
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
+    const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`
+    try {
+      attempts.length = 0
+      const result = await run(true, Effect.gen(function*() {
+        const delivery = yield* WebhookDelivery.WebhookDelivery
+        const jobs = yield* JobStore
+        // Two attempts that get no answer make the receiver stalled.
+        for (let i = 0; i < 2; i++) {
+          const { deliveryId } = yield* enqueue(silentUrl)
+          const [claimed] = (yield* jobs.claimDeliveries(Date.now(), 100, 60_000)).filter((d) => d.id === deliveryId)
+          expect(yield* delivery.deliver(claimed!)).toBe(false)
+        }
+        // Five more to it, and one to a receiver that answers: one probe is sent, four are put back at once, the other is delivered.
+        const stuck = yield* Effect.forEach(Array.from({ length: 5 }), () => enqueue(silentUrl))
+        const ok = yield* enqueue(url)
+        const started = Date.now()
+        const claimed = (yield* jobs.claimDeliveries(started, 100, 60_000)).filter((d) => [...stuck, ok].some((e) => e.deliveryId === d.id))
+        const outcomes = yield* Effect.forEach(claimed, (d) => Effect.map(Effect.timed(delivery.deliver(d)), ([took, delivered]) => ({ id: d.id, ms: Duration.toMillis(took), delivered })), { concurrency: "unbounded" })
+        const records = yield* Effect.forEach(stuck, (e) => Effect.map(jobs.attemptsOf(e.deliveryId), (a) => a.at(-1)!))
+        return { outcomes, records, okId: ok.deliveryId }
+      }))
+      const okOutcome = result.outcomes.find((o) => o.id === result.okId)!
+      expect(okOutcome.delivered).toBe(true)
+      expect(okOutcome.ms).toBeLessThan(TIMEOUT_MS)
+      const notSent = result.records.filter((r) => r.error?.startsWith("not sent: its receiver answered none of its last deliveries"))
+      expect(notSent).toHaveLength(4)
+      expect(notSent.every((r) => r.durationMs < TIMEOUT_MS)).toBe(true)
+      expect(result.records.filter((r) => /no answer within/.test(r.error ?? ""))).toHaveLength(1)
+    } finally {
+      silent.closeAllConnections()
+      silent.close()
+    }
   })
 })
