@@ -9,7 +9,6 @@ import * as Avatars from "./Accounts/Avatars.ts"
 import * as Jwt from "./Accounts/Jwt.ts"
 import * as Passwords from "./Accounts/Passwords.ts"
 import * as GatewayConfig from "./Config.ts"
-import * as AfterAnswer from "./AfterAnswer.ts"
 import * as Mailer from "./Mail/Mailer.ts"
 import * as Smtp from "./Mail/Smtp.ts"
 import * as Completions from "./Capabilities/Completions.ts"
@@ -89,10 +88,9 @@ export const DEFAULT_DATABASE_URL = "sqlite:./data/aigw.sqlite"
 
 /**
  * Everything from the environment (DESIGN.md §3): what the node and lambda hosts run.
- * `keyCacheSeconds`: the host's default for AIGW_KEY_CACHE_SECONDS; `afterAnswer`: `forked` (long-lived hosts, the
- * default) or `inline` (Lambda) for the work a request does not wait for (AfterAnswer.ts).
+ * `keyCacheSeconds`: the host's default for AIGW_KEY_CACHE_SECONDS.
  */
-export const layerFromEnv = (options: { readonly migrate?: boolean; readonly keyCacheSeconds?: number; readonly afterAnswer?: "forked" | "inline" } = {}) =>
+export const layerFromEnv = (options: { readonly migrate?: boolean; readonly keyCacheSeconds?: number } = {}) =>
   Layer.unwrapEffect(
     Effect.map(
       Config.all([
@@ -105,8 +103,6 @@ export const layerFromEnv = (options: { readonly migrate?: boolean; readonly key
       ([url, keyCacheSeconds]) =>
         layerBootstrap.pipe(
           Layer.provideMerge(layerDatabase(url, { migrate: options.migrate, keyCacheSeconds })),
-          // Above the mailer, so a graceful stop waits for mail under way before the mailer closes.
-          Layer.provideMerge(options.afterAnswer === "inline" ? AfterAnswer.layerInline : AfterAnswer.layerForked),
           Layer.provideMerge(layerMailer),
           Layer.provideMerge(GatewayConfig.layerConfig)
         )

@@ -126,6 +126,20 @@ const makeService = Effect.gen(function*() {
     return undefined
   }
 
+  /**
+   * `provider: "local"` where the gateway's own process serves nothing (DESIGN.md §7: what needs a model
+   * upstream): which providers to use instead, the configured ones if any, else the keys to set.
+   */
+  const notServedLocally = (what: string, serving: ReadonlyArray<ConfiguredProvider>) => {
+    const configured = serving.filter((p) => p.configured).map((p) => p.id)
+    return new Unprocessable({
+      message: `Provider local (the gateway's own process) does not serve ${what}: it needs a model upstream; ` +
+        (configured.length > 0
+          ? `use provider auto or one of the configured: ${configured.join(", ")}.`
+          : `set one of ${serving.map((p) => `${envPrefix(p.id)}_API_KEY`).join(", ")}.`)
+    })
+  }
+
   const usable = (m: ModelEntry, needs: ChatNeeds) =>
     Option.match(catalog.provider(m.provider), {
       onNone: () => false,
@@ -186,6 +200,7 @@ const makeService = Effect.gen(function*() {
     const needs = spelledApart(asked)
     const preference = needs.preference ?? preferenceOf(needs.plan)
     const kind = needs.kind ?? "chat"
+    if (needs.provider === "local") return notServedLocally(labels[kind], catalog.providers.filter((p) => p.capabilities.includes(kind)))
     if (!isAuto(needs.model)) {
       const model = resolveModel(needs.model, needs.provider, kind)
       if (!("id" in model)) return model
@@ -272,11 +287,7 @@ const makeService = Effect.gen(function*() {
       if (!isAuto(named)) {
         const p = catalog.provider(named)
         // The gateway's own process serves what it can compute honestly (guardrails, documents, code, memory, embeddings, rerank), each before routing.
-        if (named === "local") {
-          return Effect.fail(new Unprocessable({
-            message: `Provider local (the gateway's own process) does not serve ${capability}: it needs a model upstream; set one of ${supported.map((id) => `${envPrefix(id)}_API_KEY`).join(", ")}.`
-          }))
-        }
+        if (named === "local") return Effect.fail(notServedLocally(capability, serving))
         if (Option.isNone(p)) return Effect.fail(new NotFound({ message: `Unknown provider ${named}. See GET /v1/providers.` }))
         if (!planAllows(plan, p.value.minPlan)) {
           return Effect.fail(new Forbidden({ message: `Provider ${named} needs plan ${p.value.minPlan} or higher (yours: ${plan}).` }))

@@ -83,10 +83,12 @@ const isImage = (s: string) => {
   if (url === "") return true
   if (/[\s<>"'`\\\u0000-\u001f\u007f]/.test(url)) return false
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase()
-  // No scheme: a relative URL or base64 text, with no colon before its first slash (that would be read as a scheme).
-  if (scheme === undefined) return !/^[^/]*:/.test(url)
+  // No scheme: a relative URL or base64 text, with no colon before its first slash (that would be read as a
+  // scheme) and no character reference (`javascript&colon;…` is a scheme once markup decodes it).
+  if (scheme === undefined) return !/^[^/]*:/.test(url) && !url.includes("&")
   if (scheme === "http" || scheme === "https") return URL.canParse(url) && /^https?:\/\/[^/?#]/i.test(url)
-  return /^data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/]*={0,2}$/i.test(url)
+  // Raster images only: an SVG is a document that can carry script.
+  return /^data:image\/(png|jpeg|jpg|gif|webp|avif|bmp|x-icon|vnd\.microsoft\.icon);base64,[A-Za-z0-9+/]*={0,2}$/i.test(url)
 }
 
 export const ImageField = Schema.String.pipe(

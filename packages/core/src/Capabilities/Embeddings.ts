@@ -5,7 +5,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type EmbeddingsResult, lift, ProviderCalls } from "../Engine/ProviderCalls.ts"
 import { Unprocessable } from "../Errors.ts"
-import { lexical, TextEmbedder } from "../Ml/TextEmbedder.ts"
+import { LEXICAL_NAME, lexical, TextEmbedder } from "../Ml/TextEmbedder.ts"
 import type { Plan } from "../Plans.ts"
 import * as RequestId from "../RequestId.ts"
 import { routed, Routing } from "../Routing.ts"
@@ -36,9 +36,14 @@ export type { EmbeddingsResult } from "../Engine/ProviderCalls.ts"
 /** The provider id of the gateway's own embedder. */
 export const LOCAL = "local"
 
-/** The models of `provider: "local"`: `auto`, the embedder AIGW_LOCAL_EMBEDDER names; `hash`, hashed words. */
-const localModelProblem = (model: string): Unprocessable | undefined =>
-  model === "auto" || model === "" || model === "hash"
+/**
+ * The models of `provider: "local"`: `auto`, the embedder AIGW_LOCAL_EMBEDDER names; `hash` (or the
+ * name an answer gives it, `local:hash-256`), hashed words.
+ */
+const isLexicalModel = (model: string) => model === "hash" || model === LEXICAL_NAME
+
+const localModelProblem = (model: string, own: string): Unprocessable | undefined =>
+  model === "auto" || model === "" || isLexicalModel(model) || model === own
     ? undefined
     : new Unprocessable({ message: `Provider local embeds with auto (the AIGW_LOCAL_EMBEDDER embedder) or hash (hashed words); model ${model} needs its provider (e.g. openai, cohere, voyage).` })
 
@@ -54,7 +59,7 @@ const makeService = Effect.gen(function*() {
 
   /** The refusals that depend only on the request and configuration (answered before admission). */
   const check = (avatar: AvatarRecord, input: Pick<EmbeddingsInput, "provider" | "model">) =>
-    input.provider === LOCAL ? failWith(localModelProblem(input.model)) : Effect.asVoid(routed(targetsOf(avatar, input)))
+    input.provider === LOCAL ? failWith(localModelProblem(input.model, own.name)) : Effect.asVoid(routed(targetsOf(avatar, input)))
 
   /**
    * The gateway's own vectors: what they are named (`local:use-lite-512`, `local:hash-256`) says which
@@ -62,9 +67,9 @@ const makeService = Effect.gen(function*() {
    */
   const embedLocally = (input: EmbeddingsInput) =>
     Effect.gen(function*() {
-      yield* failWith(localModelProblem(input.model))
+      yield* failWith(localModelProblem(input.model, own.name))
       const started = performance.now()
-      const embedded = yield* (input.model === "hash" ? lexical : own).embedNamed(input.texts)
+      const embedded = yield* (isLexicalModel(input.model) ? lexical : own).embedNamed(input.texts)
       return {
         provider: LOCAL,
         model: embedded.name,
@@ -85,7 +90,14 @@ const makeService = Effect.gen(function*() {
       : Effect.flatMap(Effect.zip(routed(targetsOf(avatar, input)), RequestId.current), ([targets, requestId]) =>
         lift((cancel) => calls.embed({ avatar, targets, cancel, requestId, texts: input.texts })))
 
-  return { check, embed, targetsOf }
+  /**
+   * The targets of the fast lane's call (Http/Lane.ts), or undefined to leave it to the Effect route:
+   * `local` runs the gateway's own embedder, an Effect service.
+   */
+  const laneTargets = (avatar: AvatarRecord, input: Pick<EmbeddingsInput, "provider" | "model">) =>
+    input.provider === LOCAL ? undefined : targetsOf(avatar, input)
+
+  return { check, embed, laneTargets, targetsOf }
 })
 
 export class Embeddings extends Context.Tag("aigw/Embeddings")<Embeddings, Effect.Effect.Success<typeof makeService>>() {}

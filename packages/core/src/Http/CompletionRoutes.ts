@@ -164,8 +164,8 @@ export const chatMessagesOf = (wire: ReadonlyArray<WireMessage>): Array<ChatMess
       return new BadRequest({ message: `messages.${i}: only assistant messages carry tool calls` })
     }
     for (const c of toolCalls) calls.add(c.id)
-    if ((m.content === undefined || m.content === null) && m.role !== "assistant") {
-      return new BadRequest({ message: `messages.${i}.content: a ${m.role} message needs its content (a string)` })
+    if ((m.content === undefined || m.content === null) && (m.role !== "assistant" || toolCalls.length === 0)) {
+      return new BadRequest({ message: `messages.${i}.content: ${m.role === "assistant" ? "an" : "a"} ${m.role} message needs its content (a string)${m.role === "assistant" ? " or tool calls" : ""}` })
     }
     const toolCallId = m.toolCallId ?? m.tool_call_id
     if (m.role === "tool") {

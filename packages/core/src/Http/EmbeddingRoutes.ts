@@ -1,6 +1,6 @@
 /** POST /v1/embeddings. */
 import { Effect } from "effect"
-import { Embeddings, EmbeddingsBody, LOCAL } from "../Capabilities/Embeddings.ts"
+import { Embeddings, EmbeddingsBody } from "../Capabilities/Embeddings.ts"
 import type { RoutingError } from "../Routing.ts"
 import { authed } from "./Route.ts"
 import { EmbeddingsResult } from "./ResponseSchemas.ts"
@@ -19,9 +19,8 @@ export const embeddingRoutes = [
     handle: ({ avatar, body }) => Effect.flatMap(Embeddings, (e) => e.embed(avatar, body)),
     lane: {
       plan: ({ calls, embeddings }, avatar, body) => {
-        // The gateway's own embedder is an Effect service: the Effect route serves `local`.
-        if (body.provider === LOCAL) return undefined
-        const targets = embeddings.targetsOf(avatar, body)
+        const targets = embeddings.laneTargets(avatar, body)
+        if (targets === undefined) return undefined
         if (!Array.isArray(targets)) return targets as RoutingError
         return (lane) => calls.embed({ ...lane.call(targets), texts: body.texts })
       }

@@ -570,7 +570,8 @@ export const openAiRoutes = [
       plan: ({ calls, embeddings }, avatar, body) => {
         const input = embeddingsInputOf(body)
         if (input instanceof BadRequest) return input
-        const targets = embeddings.targetsOf(avatar, input)
+        const targets = embeddings.laneTargets(avatar, input)
+        if (targets === undefined) return undefined
         if (!Array.isArray(targets)) return targets as RoutingError
         return async (lane) => toEmbeddingList(await calls.embed({ ...lane.call(targets), texts: input.texts }), body.encoding_format)
       }

@@ -251,7 +251,7 @@ export const formProblem = (form: FormData, takes: ReadonlyArray<string>): BadRe
   const counts = new Map<string, number>()
   for (const name of form.keys()) counts.set(name, (counts.get(name) ?? 0) + 1)
   for (const [name, count] of counts) {
-    if (!takes.includes(name)) return new BadRequest({ message: `${JSON.stringify(name).slice(0, 100)} is not a field of this form; it takes ${takes.join(", ")}.`, param: name })
+    if (!takes.includes(name)) return new BadRequest({ message: `${cutText(JSON.stringify(name), 100)} is not a field of this form; it takes ${takes.join(", ")}.`, param: cutText(name, 100) })
     if (count > 1) return new BadRequest({ message: `${name} is given ${count} times; send it once (one request per file).`, param: name })
   }
   return undefined

@@ -115,6 +115,12 @@ export interface JobStoreService {
     lease: number,
     next: { readonly status: DeliveryStatus; readonly nextAttemptAt: number; readonly lastError: string | null }
   ) => Effect.Effect<boolean>
+  /**
+   * Puts a claimed delivery back unsent, due again at `nextAttemptAt`: its claim's attempt is taken back
+   * (`attempts` − 1), nothing goes in the history, and the lease is released. Only while `lease` is still
+   * the delivery's; answers whether it was.
+   */
+  readonly putBack: (deliveryId: string, lease: number, nextAttemptAt: number) => Effect.Effect<boolean>
   readonly deliveriesOf: (jobId: string) => Effect.Effect<ReadonlyArray<DeliveryRecord>>
   readonly attemptsOf: (deliveryId: string) => Effect.Effect<ReadonlyArray<DeliveryAttempt>>
 }
@@ -186,6 +192,13 @@ export const makeMemory = Effect.sync((): JobStoreService => {
           lockedUntil: null,
           deliveredAt: next.status === "delivered" ? attempt.at : d.deliveredAt
         })
+        return true
+      }),
+    putBack: (deliveryId, lease, nextAttemptAt) =>
+      Effect.sync(() => {
+        const d = deliveries.get(deliveryId)
+        if (!d || d.lockedUntil !== lease) return false
+        deliveries.set(d.id, { ...d, attempts: Math.max(0, d.attempts - 1), nextAttemptAt, lockedUntil: null })
         return true
       }),
     deliveriesOf: (jobId) => Effect.sync(() => [...deliveries.values()].filter((d) => d.jobId === jobId)),

@@ -42,7 +42,7 @@ export interface LambdaContext {
  * asks for it: a frozen instance may read a revocation's notification only after the next call.
  */
 const gatewayLayer = (options: { readonly migrate: boolean }) =>
-  Mcp.layerHttp.pipe(Layer.provideMerge(Layers.layerFromEnv({ ...options, keyCacheSeconds: 0, afterAnswer: "inline" })))
+  Mcp.layerHttp.pipe(Layer.provideMerge(Layers.layerFromEnv({ ...options, keyCacheSeconds: 0 })))
 type GatewayLayer = ReturnType<typeof gatewayLayer>
 export type GatewayServices = Layer.Layer.Success<GatewayLayer>
 

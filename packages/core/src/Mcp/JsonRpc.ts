@@ -98,7 +98,7 @@ const slotOf = (message: unknown, internalId: number, options: PlanOptions): Slo
   const id = message.id
   if (!isId(id)) return answer(null, INVALID_REQUEST, "Invalid Request: id must be a string or an integer (at most 2^53 − 1 in size).")
   const validate = validators.get(message.method)
-  if (validate === undefined) return answer(id, METHOD_NOT_FOUND, `Method not found: ${message.method.slice(0, 100)}`)
+  if (validate === undefined) return answer(id, METHOD_NOT_FOUND, `Method not found: ${cutText(message.method, 100)}`)
   let params = message.params
   if (message.method === "tools/call") {
     // Credentials before anything else, as on the HTTP routes: no work for a call that will be refused.
@@ -163,7 +163,7 @@ export const answers = (slots: ReadonlyArray<Slot>, outputs: ReadonlyArray<unkno
     if (isRecord(error) && typeof error.code === "number" && STANDARD.has(error.code) && typeof error.message === "string") {
       // A method of the protocol the server does not serve (logging/setLevel, resources/subscribe: capabilities
       // it does not announce) is a method not found, not an internal error.
-      if (error.code === INTERNAL_ERROR && error.message === "Not implemented") return errorResponse(slot.id, METHOD_NOT_FOUND, `Method not found: ${slot.message.method.slice(0, 100)}`)
+      if (error.code === INTERNAL_ERROR && error.message === "Not implemented") return errorResponse(slot.id, METHOD_NOT_FOUND, `Method not found: ${cutText(slot.message.method, 100)}`)
       return errorResponse(slot.id, error.code, shownMessage(error.message))
     }
     onInternal(error)

@@ -4,6 +4,7 @@
  * the model is megabytes of heap that a deployment which never classifies or analyses sentiment
  * should not carry (its load time and size: docs/performance.md).
  */
+import { nextTurn } from "../Turns.ts"
 import { Effect } from "effect"
 import type winkNLP from "wink-nlp"
 import { runCutter } from "../LongRuns.ts"
@@ -21,11 +22,6 @@ export const nlp: Effect.Effect<Wink> = Effect.promise(pipeline.get)
 
 /** Longest text the in-process analysers accept (characters); sentiment takes less (Sentiment.ts). */
 export const MAX_TEXT = 100_000
-
-const nextTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const turn = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(turn))
-})
 
 /** One analysis at a time: analyses waiting for the same turn would all run in it. */
 const analysing = Effect.unsafeMakeSemaphore(1)

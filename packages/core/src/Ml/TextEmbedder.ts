@@ -11,6 +11,7 @@
  */
 import { Context, Effect, Either, Layer } from "effect"
 import { GatewayConfig } from "../Config.ts"
+import { inTurns } from "../Turns.ts"
 import * as SentenceModel from "./SentenceModel.ts"
 
 /** The vectors of one call and the embedder that produced them. */
@@ -62,13 +63,17 @@ export const hashEmbedding = (text: string): Array<number> => {
 
 export const LEXICAL_NAME = "local:hash-256"
 
-const lexicalEmbedded = (texts: ReadonlyArray<string>): Embedded => ({ name: LEXICAL_NAME, semantic: false, vectors: texts.map(hashEmbedding) })
+/** Characters hashed per turn of the event loop: 2,048 texts of a few KB would otherwise hold it for seconds. */
+const HASHED_PER_TURN = 100_000
+
+const lexicalEmbedded = (texts: ReadonlyArray<string>): Effect.Effect<Embedded> =>
+  Effect.map(inTurns(texts, (t) => t.length, HASHED_PER_TURN, hashEmbedding), (vectors) => ({ name: LEXICAL_NAME, semantic: false, vectors }))
 
 export const lexical: TextEmbedderService = {
   name: LEXICAL_NAME,
   semantic: false,
-  embed: (texts) => Effect.sync(() => texts.map(hashEmbedding)),
-  embedNamed: (texts) => Effect.sync(() => lexicalEmbedded(texts))
+  embed: (texts) => Effect.map(lexicalEmbedded(texts), (e) => e.vectors),
+  embedNamed: lexicalEmbedded
 }
 
 export const layerLexical = Layer.succeed(TextEmbedder, lexical)
@@ -82,7 +87,7 @@ export const fromModel = (model: SentenceModel.SentenceModel): TextEmbedderServi
       Either.match({
         onRight: (vectors) => Effect.succeed<Embedded>({ name: SentenceModel.MODEL_NAME, semantic: true, vectors }),
         onLeft: (reason) =>
-          Effect.as(
+          Effect.zipRight(
             failed || model.state() !== "failed"
               ? Effect.void
               : Effect.zipRight(

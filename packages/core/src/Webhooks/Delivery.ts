@@ -85,9 +85,12 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
       Effect.gen(function*() {
         const started = Date.now()
         const admitted = receivers.admit(d.url, started)
-        const outcome = admitted === "defer"
-          ? { checked: undefined, statusCode: null, error: "not sent: its receiver answered none of its last deliveries, and one of them is being tried now" }
-          : yield* Effect.onExit(send(d), (exit) =>
+        if (admitted !== "send") {
+          // Put back unsent and uncounted: a stalled receiver's once its attempt under way has had its time, a busy one's soon.
+          yield* store.putBack(d.id, d.lockedUntil!, started + (admitted === "stalled" ? options.timeoutMs : 0) + backoffMs(1, options.retryBaseMs))
+          return false
+        }
+        const outcome = yield* Effect.onExit(send(d), (exit) =>
             Effect.sync(() => {
               const done = exit._tag === "Success" ? exit.value : undefined
               if (done === undefined || done.checked._tag === "Left") receivers.released(d.url)
@@ -99,7 +102,7 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
         const delivered = outcome.error === null
         const attempt = d.attempts
         // A refused URL never passes; a name that does not resolve (ENOTFOUND, EAI_AGAIN) may later.
-        const refused = checked?._tag === "Left" && checked.left._tag === "Unprocessable"
+        const refused = checked._tag === "Left" && checked.left._tag === "Unprocessable"
         const expired = now - d.createdAt >= options.maxAgeMs || refused
         const next = delivered
           ? { status: "delivered" as const, nextAttemptAt: now, lastError: null }
@@ -112,7 +115,7 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
           yield* Effect.logWarning(
             `webhook ${d.id} attempt ${attempt} outlived its lease: the delivery was claimed again, so its state (not ${next.status}) is the new claim's to record`
           )
-        } else if (!delivered && admitted === "send") yield* Effect.logWarning(`webhook ${d.id} to ${d.url} attempt ${attempt}: ${outcome.error} -> ${next.status}`)
+        } else if (!delivered) yield* Effect.logWarning(`webhook ${d.id} to ${d.url} attempt ${attempt}: ${outcome.error} -> ${next.status}`)
         return delivered
       })
 

@@ -1,31 +1,37 @@
 /**
- * Receivers that stopped answering, per process. A receiver (the host and port of a callback URL)
- * whose last two attempts got no answer at all (no response within the delivery timeout, no
- * connection) in the last 10 minutes is stalled: one of its deliveries is sent at a time, as a
- * probe, and its other due deliveries are put back unsent, with their backoff, at once. So callback
- * URLs that never answer hold one delivery slot each, never all of a process's, and the other
- * receivers' deliveries go out on time. Any HTTP answer (a 500 included) clears the receiver.
+ * Receivers that stopped answering, per process. A receiver (the scheme, host and port of a callback
+ * URL) whose last two attempts got no answer at all (no response within the delivery timeout, no
+ * connection) in the last 10 minutes is stalled: while any attempt to it is under way (a probe, or
+ * those begun before it stalled), its other due deliveries are put back unsent (Delivery.ts). So a
+ * receiver that never answers holds one delivery slot once its first attempts have ended, never all of
+ * a process's, and the other receivers' deliveries go out on time. Any HTTP answer (a 500 included)
+ * clears the receiver.
  */
 
 /** Attempts without an answer, in a row, that make a receiver stalled. */
 const STALLED_AFTER = 2
 /** How long a receiver's silence is remembered. */
 const REMEMBERED_MS = 10 * 60 * 1000
+/** Attempts to one receiver under way at once: a process has 8 delivery slots, and one receiver takes at most half. */
+export const MAX_SENDING_TO_ONE = 4
 /** The receivers remembered at most (the oldest forgotten first). */
 const MAX_REMEMBERED = 10_000
 
-interface Silence {
+interface Receiver {
+  /** Attempts in a row that got no answer, and when the last of them ended. */
   failures: number
   at: number
-  probing: boolean
+  /** Attempts under way. */
+  sending: number
 }
 
 export interface Receivers {
   /**
-   * What to do with a delivery to `url` now: `send` it, or `defer` it (its receiver is stalled and
-   * already being probed). A `send` must be followed by `answered` or `unanswered` once it ends.
+   * What to do with a delivery to `url` now: `send` it, or put it back because its receiver is `busy`
+   * (4 attempts to it under way) or `stalled` (an attempt to it under way). A `send` must be followed by
+   * `answered`, `unanswered` or `released`.
    */
-  readonly admit: (url: string, now: number) => "send" | "defer"
+  readonly admit: (url: string, now: number) => "send" | "busy" | "stalled"
   /** The attempt got an HTTP answer, whatever its status. */
   readonly answered: (url: string) => void
   /** The attempt got no answer (a timeout, a connection that failed). */
@@ -44,28 +50,58 @@ const receiverOf = (url: string) => {
 }
 
 export const makeReceivers = (): Receivers => {
-  const silent = new Map<string, Silence>()
-  const stalled = (s: Silence | undefined, now: number): s is Silence => s !== undefined && s.failures >= STALLED_AFTER && now - s.at < REMEMBERED_MS
+  const receivers = new Map<string, Receiver>()
+  const stalled = (r: Receiver, now: number) => r.failures >= STALLED_AFTER && now - r.at < REMEMBERED_MS
+  /** The receiver's record, made when first sent to; the oldest forgotten past the bound (the map keeps insertion order). */
+  const recordOf = (key: string) => {
+    let r = receivers.get(key)
+    if (r === undefined) {
+      receivers.set(key, (r = { failures: 0, at: 0, sending: 0 }))
+      if (receivers.size > MAX_REMEMBERED) {
+        for (const [k, old] of receivers) {
+          if (old.sending === 0) {
+            receivers.delete(k)
+            break
+          }
+        }
+      }
+    }
+    return r
+  }
+  /** One attempt ended: the record goes when nothing is under way and no silence is remembered. */
+  const ended = (key: string, r: Receiver) => {
+    r.sending = Math.max(0, r.sending - 1)
+    if (r.sending === 0 && r.failures === 0) receivers.delete(key)
+  }
   return {
     admit: (url, now) => {
-      const s = silent.get(receiverOf(url))
-      if (!stalled(s, now)) return "send"
-      if (s.probing) return "defer"
-      s.probing = true
+      const key = receiverOf(url)
+      const r = recordOf(key)
+      // Stalled, and an attempt to it is under way (the probe, or ones begun before it stalled): this one waits.
+      if (stalled(r, now) && r.sending > 0) return "stalled"
+      if (r.sending >= MAX_SENDING_TO_ONE) return "busy"
+      r.sending++
       return "send"
     },
-    answered: (url) => void silent.delete(receiverOf(url)),
+    answered: (url) => {
+      const key = receiverOf(url)
+      const r = receivers.get(key)
+      if (r === undefined) return
+      r.failures = 0
+      ended(key, r)
+    },
     unanswered: (url, now) => {
       const key = receiverOf(url)
-      const s = silent.get(key)
-      // Re-inserted, so the map's order is the order of silence and the oldest goes first.
-      silent.delete(key)
-      silent.set(key, { failures: (s !== undefined && now - s.at < REMEMBERED_MS ? s.failures : 0) + 1, at: now, probing: false })
-      if (silent.size > MAX_REMEMBERED) silent.delete(silent.keys().next().value!)
+      const r = receivers.get(key)
+      if (r === undefined) return
+      r.failures = (now - r.at < REMEMBERED_MS ? r.failures : 0) + 1
+      r.at = now
+      ended(key, r)
     },
     released: (url) => {
-      const s = silent.get(receiverOf(url))
-      if (s !== undefined) s.probing = false
+      const key = receiverOf(url)
+      const r = receivers.get(key)
+      if (r !== undefined) ended(key, r)
     }
   }
 }

@@ -150,7 +150,9 @@ describe("avatar routes", () => {
     for (const image of ["javascript:alert(1)", " JavaScript:alert(1)".trim(), "<img src=x onerror=alert(1)>", "data:text/html;base64,PHNjcmlwdD4=", "https://", "vbscript:msgbox", "x\" onerror=\"alert(1)", "a\u0001b",
       // As a browser reads them: tabs and line breaks taken out, leading spaces trimmed, an entity left as it is.
       "java\nscript:alert(1)", " javascript:alert(1)", "\r\njavascript:alert(document.cookie)", "javascript\n:alert(1)", "data\n:text/html;base64,PHNjcmlwdD4=",
-      "java\tscript:alert(1)", "&#106;avascript:alert(1)", "http:\\\\evil.example"]) {
+      "java\tscript:alert(1)", "&#106;avascript:alert(1)", "http:\\\\evil.example",
+      // A character reference is a colon once markup decodes it; an SVG is a document that can carry script.
+      "javascript&colon;alert(1)", "javascript&#58;alert(1)", "javascript&#x3a;alert(1)", "javascript&#0000058alert(1)", "data:image/svg+xml;base64,PHN2Zz4="]) {
       const res = await put(image)
       expect([image, res.status, res.body.message]).toEqual([image, 400, "Invalid request body: image: image must be an http(s) URL, a relative URL, a data:image/…;base64, URL or base64 text"])
     }

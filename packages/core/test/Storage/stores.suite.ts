@@ -533,18 +533,25 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.isFalse((yield* jobs.claimDeliveries(now + 10_000, 10, 1000)).some((x) => x.id === id))
         }))
 
+      it.effect("deliveries: one put back unsent takes its attempt back, writes no history and is due again; only under its lease", () =>
+        Effect.gen(function*() {
+          const jobs = yield* JobStore
+          const { job, id, now } = yield* completedWithDelivery(3_200_000_000_000)
+          const claimed = (yield* jobs.claimDeliveries(now, 10, 1000)).find((d) => d.id === id)!
+          assert.strictEqual(claimed.attempts, 1)
+          assert.isFalse(yield* jobs.putBack(id, claimed.lockedUntil! + 1, now + 500), "not under another lease")
+          assert.isTrue(yield* jobs.putBack(id, claimed.lockedUntil!, now + 500))
+          const [d] = yield* jobs.deliveriesOf(job.id)
+          assert.deepStrictEqual([d!.status, d!.attempts, d!.nextAttemptAt, d!.lockedUntil], ["pending", 0, now + 500, null])
+          assert.deepStrictEqual(yield* jobs.attemptsOf(id), [])
+          assert.isFalse((yield* jobs.claimDeliveries(now + 499, 10, 1000)).some((x) => x.id === id), "not due before its time")
+          assert.strictEqual((yield* jobs.claimDeliveries(now + 500, 10, 1000)).find((x) => x.id === id)!.attempts, 1, "the next claim is attempt 1 again")
+        }))
+
       it.effect("deliveries: an attempt that outlived its lease is kept in the history but does not write the state", () =>
         Effect.gen(function*() {
           const jobs = yield* JobStore
-          const now = 3_100_000_000_000 + Math.floor(Math.random() * 1e9)
-          const job = jobRecord({ nextRunAt: now, createdAt: now, updatedAt: now })
-          yield* jobs.insert(job)
-          const lease = (yield* jobs.claimDue(now, 100, 1000)).find((j) => j.id === job.id)!.lockedUntil!
-          const id = crypto.randomUUID()
-          yield* jobs.finish(job.id, lease, { status: "completed", result: null, error: null, completedAt: now }, Option.some({
-            id, jobId: job.id, url: "https://example.com/h", event: "batch", body: "{}", status: "pending", attempts: 0,
-            nextAttemptAt: now, lockedUntil: null, createdAt: now, deliveredAt: null, lastError: null
-          }))
+          const { job, id, now } = yield* completedWithDelivery(3_100_000_000_000)
           // The first claim's lease runs out; another process claims the delivery and delivers it.
           const stale = (yield* jobs.claimDeliveries(now, 10, 1000)).find((d) => d.id === id)!
           const fresh = (yield* jobs.claimDeliveries(now + 2000, 10, 1000)).find((d) => d.id === id)!
@@ -638,3 +645,19 @@ const jobRecord = (overrides: Partial<JobRecord> = {}): JobRecord => ({
   completedAt: null,
   ...overrides
 })
+
+/** A job completed at a time of its own after `base`, with its pending delivery (to https://example.com/h). */
+const completedWithDelivery = (base: number) =>
+  Effect.gen(function*() {
+    const jobs = yield* JobStore
+    const now = base + Math.floor(Math.random() * 1e9)
+    const job = jobRecord({ nextRunAt: now, createdAt: now, updatedAt: now })
+    yield* jobs.insert(job)
+    const lease = (yield* jobs.claimDue(now, 100, 1000)).find((j) => j.id === job.id)!.lockedUntil!
+    const id = crypto.randomUUID()
+    yield* jobs.finish(job.id, lease, { status: "completed", result: null, error: null, completedAt: now }, Option.some({
+      id, jobId: job.id, url: "https://example.com/h", event: "batch", body: "{}", status: "pending", attempts: 0,
+      nextAttemptAt: now, lockedUntil: null, createdAt: now, deliveredAt: null, lastError: null
+    }))
+    return { job, id, now }
+  })

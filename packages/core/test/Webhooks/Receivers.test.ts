@@ -1,33 +1,50 @@
-/** Receivers that stopped answering (Webhooks/Receivers.ts): stalled after two silent attempts, one probe at a time, cleared by any answer. */
+/**
+ * Receivers that stopped answering (Webhooks/Receivers.ts): at most 4 attempts to one receiver at once;
+ * stalled after two silent attempts, then one at a time; cleared by any answer.
+ */
 import { describe, expect, it } from "vitest"
-import { makeReceivers } from "../../src/Webhooks/Receivers.ts"
+import { makeReceivers, MAX_SENDING_TO_ONE } from "../../src/Webhooks/Receivers.ts"
 
-describe("receivers that stopped answering", () => {
-  it("are stalled after two silent attempts: one probe at a time, the rest deferred; any answer clears them", () => {
+describe("receivers", () => {
+  it("take at most 4 attempts at once, each receiver (scheme, host and port) on its own", () => {
     const r = makeReceivers()
     const url = "https://hooks.example.com/a"
-    expect(r.admit(url, 0)).toBe("send")
-    r.unanswered(url, 0)
-    expect([r.admit(url, 1), r.admit(url, 1)]).toEqual(["send", "send"]) // one silence is not enough
-    r.unanswered(url, 1)
-    expect([r.admit(url, 2), r.admit(`${url}?other`, 2), r.admit("https://hooks.example.com/b", 2)]).toEqual(["send", "defer", "defer"])
-    // Another receiver (another host or port) is not held.
-    expect(r.admit("https://hooks.example.com:8443/a", 2)).toBe("send")
-    r.unanswered(url, 3) // the probe got no answer either: the next probe may go
-    expect([r.admit(url, 4), r.admit(url, 4)]).toEqual(["send", "defer"])
-    r.answered(url) // a 500 is an answer
-    expect([r.admit(url, 5), r.admit(url, 5)]).toEqual(["send", "send"])
+    const admitted = Array.from({ length: 6 }, (_, i) => r.admit(`${url}?${i}`, 0))
+    expect(admitted).toEqual([...Array(MAX_SENDING_TO_ONE).fill("send"), "busy", "busy"])
+    expect(r.admit("https://hooks.example.com:8443/a", 0)).toBe("send")
+    r.answered(url)
+    expect(r.admit(url, 1)).toBe("send")
   })
 
-  it("forget a silence after 10 minutes, and release a probe that was never sent", () => {
+  it("are stalled after two silent attempts: while one attempt is under way the rest wait, whichever began before; any answer clears them", () => {
+    const r = makeReceivers()
+    const url = "https://silent.example.com/h"
+    // A wave begun before anything was known: three attempts under way.
+    expect([r.admit(url, 0), r.admit(url, 0), r.admit(url, 0)]).toEqual(["send", "send", "send"])
+    r.unanswered(url, 10)
+    r.unanswered(url, 10)
+    // Stalled, and one attempt of the wave is still under way: nothing more is sent until it ends.
+    expect(r.admit(url, 11)).toBe("stalled")
+    r.unanswered(url, 12)
+    // Nothing under way: one probe.
+    expect([r.admit(url, 13), r.admit(url, 13)]).toEqual(["send", "stalled"])
+    r.unanswered(url, 20)
+    expect([r.admit(url, 21), r.admit(url, 21)]).toEqual(["send", "stalled"])
+    r.answered(url) // a 500 is an answer
+    expect([r.admit(url, 22), r.admit(url, 22)]).toEqual(["send", "send"])
+  })
+
+  it("forget a silence after 10 minutes, and a probe refused before sending frees its place", () => {
     const r = makeReceivers()
     const url = "http://10.0.0.1:9000/x"
+    r.admit(url, 0)
     r.unanswered(url, 0)
+    r.admit(url, 1)
     r.unanswered(url, 1)
     expect(r.admit(url, 2)).toBe("send")
-    r.released(url) // refused before sending: the next may probe
+    r.released(url)
     expect(r.admit(url, 3)).toBe("send")
-    expect(r.admit(url, 10 * 60 * 1000 + 2)).toBe("send")
-    expect(r.admit(url, 10 * 60 * 1000 + 2)).toBe("send")
+    r.released(url)
+    expect([r.admit(url, 10 * 60 * 1000 + 2), r.admit(url, 10 * 60 * 1000 + 2)]).toEqual(["send", "send"])
   })
 })

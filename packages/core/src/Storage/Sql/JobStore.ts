@@ -170,6 +170,9 @@ export const make = Effect.gen(function*() {
           } WHERE id = ${attempt.deliveryId} AND locked_until = ${lease} RETURNING id`
         )
       ).pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+    putBack: (deliveryId, lease, nextAttemptAt) =>
+      sql`UPDATE webhook_deliveries SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, next_attempt_at = ${nextAttemptAt}, locked_until = NULL
+          WHERE id = ${deliveryId} AND locked_until = ${lease} RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
     deliveriesOf: (jobId) =>
       sql`SELECT * FROM webhook_deliveries WHERE job_id = ${jobId} ORDER BY created_at`.pipe(
         Effect.map((rows) => rows.map(deliveryFromRow)),
