@@ -98,9 +98,10 @@ describe("providersFor", () => {
     expect(chat()).toEqual([...all.filter((t) => !t.startsWith(`${cooling}/`)), ...theirs])
   })
 
-  it("says what to configure for provider local where the gateway's own process serves nothing", () => {
-    const { routing } = services()
-    expect(refusal(routing.providersFor("moderation", "local", "Enterprise")).message)
+  it("says what to use for provider local where the gateway's own process serves nothing: the configured providers, else the keys to set", () => {
+    expect(refusal(services().routing.providersFor("moderation", "local", "Enterprise")).message)
+      .toMatch(/^Provider local \(the gateway's own process\) does not serve moderation: it needs a model upstream; use provider auto or one of the configured: .*openai/)
+    expect(refusal(services(false).routing.providersFor("moderation", "local", "Enterprise")).message)
       .toMatch(/^Provider local \(the gateway's own process\) does not serve moderation: it needs a model upstream; set one of .*OPENAI_API_KEY/)
   })
 
