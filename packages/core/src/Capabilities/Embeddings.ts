@@ -97,7 +97,7 @@ const makeService = Effect.gen(function*() {
   const laneTargets = (avatar: AvatarRecord, input: Pick<EmbeddingsInput, "provider" | "model">) =>
     input.provider === LOCAL ? undefined : targetsOf(avatar, input)
 
-  return { check, embed, laneTargets, targetsOf }
+  return { check, embed, laneTargets }
 })
 
 export class Embeddings extends Context.Tag("aigw/Embeddings")<Embeddings, Effect.Effect.Success<typeof makeService>>() {}

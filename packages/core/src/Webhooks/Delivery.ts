@@ -93,9 +93,7 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
         const outcome = yield* Effect.onExit(send(d), (exit) =>
             Effect.sync(() => {
               const done = exit._tag === "Success" ? exit.value : undefined
-              if (done === undefined || done.checked._tag === "Left") receivers.released(d.url)
-              else if (done.statusCode !== null) receivers.answered(d.url)
-              else receivers.unanswered(d.url, Date.now())
+              receivers.ended(d.url, done === undefined || done.checked._tag === "Left" ? "released" : done.statusCode !== null ? "answered" : "unanswered", Date.now())
             }))
         const { checked } = outcome
         const now = Date.now()

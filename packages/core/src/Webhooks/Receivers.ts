@@ -29,15 +29,14 @@ export interface Receivers {
   /**
    * What to do with a delivery to `url` now: `send` it, or put it back because its receiver is `busy`
    * (4 attempts to it under way) or `stalled` (an attempt to it under way). A `send` must be followed by
-   * `answered`, `unanswered` or `released`.
+   * `ended`.
    */
   readonly admit: (url: string, now: number) => "send" | "busy" | "stalled"
-  /** The attempt got an HTTP answer, whatever its status. */
-  readonly answered: (url: string) => void
-  /** The attempt got no answer (a timeout, a connection that failed). */
-  readonly unanswered: (url: string, now: number) => void
-  /** Ends an attempt that neither answered nor failed for its receiver's sake (refused before sending). */
-  readonly released: (url: string) => void
+  /**
+   * An attempt to `url` ended: `answered` (an HTTP answer, whatever its status), `unanswered` (a timeout,
+   * a connection that failed) or `released` (refused before sending: nothing learnt of the receiver).
+   */
+  readonly ended: (url: string, how: "answered" | "unanswered" | "released", now: number) => void
 }
 
 /** The receiver of a URL: its origin (scheme, host and port), or the URL itself when it cannot be read. */
@@ -68,11 +67,6 @@ export const makeReceivers = (): Receivers => {
     }
     return r
   }
-  /** One attempt ended: the record goes when nothing is under way and no silence is remembered. */
-  const ended = (key: string, r: Receiver) => {
-    r.sending = Math.max(0, r.sending - 1)
-    if (r.sending === 0 && r.failures === 0) receivers.delete(key)
-  }
   return {
     admit: (url, now) => {
       const key = receiverOf(url)
@@ -83,25 +77,18 @@ export const makeReceivers = (): Receivers => {
       r.sending++
       return "send"
     },
-    answered: (url) => {
+    ended: (url, how, now) => {
       const key = receiverOf(url)
       const r = receivers.get(key)
       if (r === undefined) return
-      r.failures = 0
-      ended(key, r)
-    },
-    unanswered: (url, now) => {
-      const key = receiverOf(url)
-      const r = receivers.get(key)
-      if (r === undefined) return
-      r.failures = (now - r.at < REMEMBERED_MS ? r.failures : 0) + 1
-      r.at = now
-      ended(key, r)
-    },
-    released: (url) => {
-      const key = receiverOf(url)
-      const r = receivers.get(key)
-      if (r !== undefined) ended(key, r)
+      if (how === "answered") r.failures = 0
+      if (how === "unanswered") {
+        r.failures = (now - r.at < REMEMBERED_MS ? r.failures : 0) + 1
+        r.at = now
+      }
+      // The record goes when nothing is under way and no silence is remembered.
+      r.sending = Math.max(0, r.sending - 1)
+      if (r.sending === 0 && r.failures === 0) receivers.delete(key)
     }
   }
 }

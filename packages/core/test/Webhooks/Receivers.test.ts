@@ -12,7 +12,7 @@ describe("receivers", () => {
     const admitted = Array.from({ length: 6 }, (_, i) => r.admit(`${url}?${i}`, 0))
     expect(admitted).toEqual([...Array(MAX_SENDING_TO_ONE).fill("send"), "busy", "busy"])
     expect(r.admit("https://hooks.example.com:8443/a", 0)).toBe("send")
-    r.answered(url)
+    r.ended(url, "answered", 0)
     expect(r.admit(url, 1)).toBe("send")
   })
 
@@ -21,16 +21,16 @@ describe("receivers", () => {
     const url = "https://silent.example.com/h"
     // A wave begun before anything was known: three attempts under way.
     expect([r.admit(url, 0), r.admit(url, 0), r.admit(url, 0)]).toEqual(["send", "send", "send"])
-    r.unanswered(url, 10)
-    r.unanswered(url, 10)
+    r.ended(url, "unanswered", 10)
+    r.ended(url, "unanswered", 10)
     // Stalled, and one attempt of the wave is still under way: nothing more is sent until it ends.
     expect(r.admit(url, 11)).toBe("stalled")
-    r.unanswered(url, 12)
+    r.ended(url, "unanswered", 12)
     // Nothing under way: one probe.
     expect([r.admit(url, 13), r.admit(url, 13)]).toEqual(["send", "stalled"])
-    r.unanswered(url, 20)
+    r.ended(url, "unanswered", 20)
     expect([r.admit(url, 21), r.admit(url, 21)]).toEqual(["send", "stalled"])
-    r.answered(url) // a 500 is an answer
+    r.ended(url, "answered", 0) // a 500 is an answer
     expect([r.admit(url, 22), r.admit(url, 22)]).toEqual(["send", "send"])
   })
 
@@ -38,13 +38,13 @@ describe("receivers", () => {
     const r = makeReceivers()
     const url = "http://10.0.0.1:9000/x"
     r.admit(url, 0)
-    r.unanswered(url, 0)
+    r.ended(url, "unanswered", 0)
     r.admit(url, 1)
-    r.unanswered(url, 1)
+    r.ended(url, "unanswered", 1)
     expect(r.admit(url, 2)).toBe("send")
-    r.released(url)
+    r.ended(url, "released", 0)
     expect(r.admit(url, 3)).toBe("send")
-    r.released(url)
+    r.ended(url, "released", 0)
     expect([r.admit(url, 10 * 60 * 1000 + 2), r.admit(url, 10 * 60 * 1000 + 2)]).toEqual(["send", "send"])
   })
 })
