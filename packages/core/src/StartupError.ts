@@ -161,9 +161,17 @@ const describeError = (error: unknown): string => {
  * defects are both looked at; a recognised one (a StartupError, a configuration error, a listen
  * failure) wins over others. Never a stack trace, never a password.
  */
+const isKnown = (e: unknown) => isStartupError(e) || ConfigError.isConfigError(e) || isServeError(e)
+
+/** The line of a recognised start-up failure (a StartupError, a configuration error, a listen failure) in a cause, if it has one. */
+export const knownStartupReason = (cause: Cause.Cause<unknown>): string | undefined => {
+  const known = [...Cause.failures(cause), ...Cause.defects(cause)].find(isKnown)
+  return known === undefined ? undefined : redactUrls(describeError(known)).replace(/\s*[\r\n]+\s*/g, " ")
+}
+
 export const describeStartupFailure = (cause: Cause.Cause<unknown>): string => {
   const errors: Array<unknown> = [...Cause.failures(cause), ...Cause.defects(cause)]
-  const known = errors.find((e) => isStartupError(e) || ConfigError.isConfigError(e) || isServeError(e))
+  const known = errors.find(isKnown)
   const line = errors.length === 0
     ? Cause.isInterruptedOnly(cause) ? "start-up interrupted" : "start-up failed"
     : describeError(known ?? errors[0])

@@ -35,6 +35,13 @@ export const preview = (value: unknown, depth = 0): string => {
   return String(value)
 }
 
+/**
+ * A value named by its kind only (`a number`, `an object`): for input that carries secrets (a Lambda
+ * event's headers and body), whose problems must not quote it.
+ */
+export const kindOf = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : `a ${typeof value}`
+
 /** Longer than this, the schema library's name of a schema is the schema written out: told by its kind instead. */
 const NAME_LIMIT = 100
 
@@ -105,26 +112,26 @@ const refusingSchema = (ast: AST.AST): AST.AST => {
  * still wins). A union that refused a value at its field is one problem naming what the union takes, not
  * its first alternative's (`Expected one of "code", "math", …`, or the union's own message).
  */
-const withPreviews = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
+const withPreviews = (issue: ParseResult.ParseIssue, show: (value: unknown) => string): ParseResult.ParseIssue => {
   if (issue._tag === "Composite" && issue.ast._tag === "Union" && refusedHere(issue)) {
-    return withPreviews(new ParseResult.Type(refusingSchema(issue.ast), issue.actual))
+    return withPreviews(new ParseResult.Type(refusingSchema(issue.ast), issue.actual), show)
   }
   switch (issue._tag) {
     case "Type":
       return issue.message !== undefined || hasMessage(issue.ast)
         ? issue
-        : new ParseResult.Type(issue.ast, issue.actual, `Expected ${expectedOf(issue.ast)}, actual ${preview(issue.actual)}`)
+        : new ParseResult.Type(issue.ast, issue.actual, `Expected ${expectedOf(issue.ast)}, actual ${show(issue.actual)}`)
     case "Pointer":
-      return new ParseResult.Pointer(issue.path, issue.actual, withPreviews(issue.issue))
+      return new ParseResult.Pointer(issue.path, issue.actual, withPreviews(issue.issue, show))
     case "Refinement":
-      return new ParseResult.Refinement(issue.ast, issue.actual, issue.kind, withPreviews(issue.issue))
+      return new ParseResult.Refinement(issue.ast, issue.actual, issue.kind, withPreviews(issue.issue, show))
     case "Transformation":
-      return new ParseResult.Transformation(issue.ast, issue.actual, issue.kind, withPreviews(issue.issue))
+      return new ParseResult.Transformation(issue.ast, issue.actual, issue.kind, withPreviews(issue.issue, show))
     case "Composite":
       return new ParseResult.Composite(
         issue.ast,
         issue.actual,
-        issuesOf(issue).map(withPreviews) as [ParseResult.ParseIssue, ...Array<ParseResult.ParseIssue>],
+        issuesOf(issue).map((i) => withPreviews(i, show)) as [ParseResult.ParseIssue, ...Array<ParseResult.ParseIssue>],
         issue.output
       )
     default:
@@ -143,8 +150,11 @@ const paramOf = (path: ReadonlyArray<PropertyKey>) => path.map((p) => (typeof p 
  * report theirs, so only the deepest problems are kept (an alternative that got further says more than
  * one that failed at the field itself), and the first problem of each field.
  */
-export const problemsOf = (error: ParseResult.ParseError): { readonly text: string; readonly param: string | undefined } => {
-  const issues = ParseResult.ArrayFormatter.formatIssueSync(withPreviews(error.issue)).map((i) => ({ ...i, at: i.path.map(keyOf).join(".") }))
+export const problemsOf = (
+  error: ParseResult.ParseError,
+  show: (value: unknown) => string = preview
+): { readonly text: string; readonly param: string | undefined } => {
+  const issues = ParseResult.ArrayFormatter.formatIssueSync(withPreviews(error.issue, show)).map((i) => ({ ...i, at: i.path.map(keyOf).join(".") }))
   // Every proper prefix of an issue's path: an issue at one of them has a deeper one. A set, so a hostile
   // body with many problems costs linear time, not a comparison of every pair.
   const above = new Set<string>()
@@ -161,5 +171,5 @@ export const problemsOf = (error: ParseResult.ParseError): { readonly text: stri
   }
 }
 
-/** The problems of a decoding, as `field.path: problem; …`. */
-export const describeParseError = (error: ParseResult.ParseError): string => problemsOf(error).text
+/** The problems of a decoding, as `field.path: problem; …`; `show` pictures a wrong value (`kindOf`: never quoted). */
+export const describeParseError = (error: ParseResult.ParseError, show: (value: unknown) => string = preview): string => problemsOf(error, show).text

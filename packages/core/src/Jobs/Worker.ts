@@ -107,6 +107,9 @@ const makeService = Effect.gen(function*() {
       Effect.catchAllDefect((defect) =>
         Effect.zipRight(Effect.logError(`job ${job.id} step crashed`, defect), finish(job, "failed", job.result, "internal error while running the job"))
       ),
+      // A step cut off (a Lambda drain at its deadline, a host stopping) releases its lease: the job is due again
+      // now, as it was, rather than held until the lease ends.
+      Effect.onInterrupt(() => progress(job, { nextRunAt: Date.now() })),
       Effect.asVoid
     )
   }

@@ -14,7 +14,9 @@
  * https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html,
  * https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, type ParseResult, Schema } from "effect"
+import { cutText } from "../Cut.ts"
+import { describeParseError, kindOf, parseOptions } from "../Http/DecodeProblems.ts"
 
 const StringRecord = Schema.Record({ key: Schema.String, value: Schema.String })
 const NullableStrings = Schema.optional(Schema.NullOr(StringRecord))
@@ -77,14 +79,52 @@ export interface ResultV1 {
 }
 export type HttpResult = ResultV2 | ResultV1
 
-/** An event the host cannot turn into a request: answered with a 400 envelope. */
-export class BadEvent extends Error {
-  readonly _tag = "BadEvent"
+/**
+ * What could be read of an event that is not a valid one: its shape (for the result's format), its
+ * path (for the envelope) and the caller's request id, each only if present with the right type.
+ */
+export interface EventTraits {
+  readonly format: "v1" | "v2"
+  readonly path?: string
+  readonly requestId?: string
 }
 
-const decodeV2 = Schema.decodeUnknownEither(EventV2)
-const decodeV1 = Schema.decodeUnknownEither(EventV1)
-const problem = (error: ParseResult.ParseError) => ParseResult.TreeFormatter.formatErrorSync(error).replace(/\s+/g, " ")
+/** An event the host cannot turn into a request: answered with a 400 envelope (of `traits`' path and format). */
+export class BadEvent extends Error {
+  readonly _tag = "BadEvent"
+  constructor(message: string, readonly traits?: EventTraits) {
+    super(message)
+  }
+}
+
+const decodeV2 = Schema.decodeUnknownEither(EventV2, parseOptions)
+const decodeV1 = Schema.decodeUnknownEither(EventV1, parseOptions)
+/** A field named with what it should be, its value never quoted: events carry credentials and passwords. */
+const problem = (error: ParseResult.ParseError) => describeParseError(error, kindOf)
+
+const stringAt = (record: unknown, key: string): string | undefined => {
+  if (typeof record !== "object" || record === null) return undefined
+  const value = (record as Record<string, unknown>)[key]
+  return typeof value === "string" ? value : undefined
+}
+
+/** The request id header of raw headers, whatever its case (its validity is checked where it is used). */
+const requestIdIn = (headers: unknown): string | undefined => {
+  if (typeof headers !== "object" || headers === null) return undefined
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.toLowerCase() !== "x-request-id") continue
+    if (typeof value === "string") return value
+    if (Array.isArray(value) && typeof value[0] === "string") return value[0]
+  }
+  return undefined
+}
+
+const traitsOf = (raw: Record<string, unknown>, format: "v1" | "v2"): EventTraits => {
+  const rawPath = format === "v2" ? stringAt(raw, "rawPath") : stringAt(raw, "path")
+  const path = rawPath === undefined ? undefined : ensureSlash(rawPath).split(/[?#]/)[0]
+  const requestId = requestIdIn(raw.headers) ?? (format === "v1" ? requestIdIn(raw.multiValueHeaders) : undefined)
+  return { format, ...(path !== undefined ? { path } : {}), ...(requestId !== undefined ? { requestId } : {}) }
+}
 
 /** Which event this is, validated. Left: why it is not an HTTP event the host understands. */
 export const classify = (input: unknown): Either.Either<HttpEvent, BadEvent> => {
@@ -94,13 +134,13 @@ export const classify = (input: unknown): Either.Either<HttpEvent, BadEvent> => 
   const raw = input as Record<string, unknown>
   if (raw.version === "2.0") {
     return Either.match(decodeV2(raw), {
-      onLeft: (e) => Either.left(new BadEvent(`not a valid payload 2.0 / Function URL event: ${problem(e)}`)),
+      onLeft: (e) => Either.left(new BadEvent(`not a valid payload 2.0 / Function URL event: ${problem(e)}`, traitsOf(raw, "v2"))),
       onRight: (event) => Either.right({ format: "v2" as const, event })
     })
   }
   if ("httpMethod" in raw) {
     return Either.match(decodeV1(raw), {
-      onLeft: (e) => Either.left(new BadEvent(`not a valid REST API / payload 1.0 event: ${problem(e)}`)),
+      onLeft: (e) => Either.left(new BadEvent(`not a valid REST API / payload 1.0 event: ${problem(e)}`, traitsOf(raw, "v1"))),
       onRight: (event) => Either.right({ format: "v1" as const, event })
     })
   }
@@ -134,6 +174,8 @@ export class UnroutablePath extends Error {
 }
 
 const UNSERVED_METHODS = new Set(["CONNECT", "TRACE", "TRACK"])
+/** An HTTP method is a token (RFC 9110): what a web Request refuses otherwise. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 
 /** A path with its percent-encoding undone where it decodes (so that only encoding differences compare equal). */
 const decodedPath = (path: string) => {
@@ -229,6 +271,7 @@ export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
     domain = e.requestContext?.domainName
     sourceIp = e.requestContext?.identity?.sourceIp
   }
+  if (!TOKEN.test(method)) throw new BadEvent(`the method ${JSON.stringify(cutText(method, 40))} is not an HTTP method`)
   // The client address API Gateway saw replaces whatever the client wrote, so the one entry the
   // Lambda host trusts (AIGW_TRUST_PROXY defaults to 1 there) is API Gateway's own.
   if (sourceIp) headers.set("x-forwarded-for", sourceIp)

@@ -13,7 +13,7 @@
 import * as PlatformHttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Cause, Config, ConfigProvider, type Context, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
+import { Cause, Config, ConfigProvider, type Context, Duration, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import * as ConfigFile from "../ConfigFile.ts"
 import * as HttpApp from "../Http/App.ts"
 import { RequestDeadline, stopBefore } from "../Http/RequestDeadline.ts"
@@ -24,7 +24,7 @@ import * as Layers from "../Layers.ts"
 import * as Mcp from "../Mcp/Server.ts"
 import * as Exporters from "../Observability/Exporters.ts"
 import * as RequestId from "../RequestId.ts"
-import { redactUrls, StartupError } from "../StartupError.ts"
+import { knownStartupReason, redactUrls, StartupError } from "../StartupError.ts"
 import * as Database from "../Storage/Database.ts"
 import { migrate as runMigrations, migrations } from "../Storage/Sql/Migrations.ts"
 import { BadEvent, classify, headersOf, type HttpEvent, type HttpResult, toRequest, toResult, UnroutablePath } from "./Events.ts"
@@ -152,8 +152,13 @@ const configProvider = (options: HostOptions): ConfigProvider.ConfigProvider => 
   return ConfigProvider.orElse(base, () => ConfigProvider.fromMap(new Map([["AIGW_DATA_DIR", LAMBDA_DATA_DIR], ["AIGW_TRUST_PROXY", "1"]])))
 }
 
-/** One line saying why a cause failed: the messages of the error and its causes, without credentials. */
+/**
+ * One line saying why a cause failed, without credentials: a recognised start-up failure as the node
+ * host words it (a bad value names its variable once), else the messages of the error and its causes.
+ */
 const reasonOf = (cause: Cause.Cause<unknown>): string => {
+  const known = knownStartupReason(cause)
+  if (known !== undefined) return known
   const error = Cause.squash(cause)
   const parts: Array<string> = []
   let current: unknown = error
@@ -372,7 +377,10 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     const http = classify(input)
     if (Either.isLeft(http)) {
       log(Effect.logWarning(`aigw: bad event: ${http.left.message}`))
-      return { format: "v2", requestId: null, served: Promise.resolve(refusal(undefined, new BadRequest({ message: `Bad Lambda event: ${http.left.message}` }), null)) }
+      // Answered in the envelope of the path it names, with the caller's id, as a request the host could read.
+      const { format = "v2", path, requestId = null } = http.left.traits ?? {}
+      const bad = new BadRequest({ message: `Bad Lambda event: ${http.left.message}` })
+      return { format, ...(path !== undefined ? { path } : {}), requestId, served: Promise.resolve(refusal(path, bad, requestId)) }
     }
     const { format } = http.right
     const path = pathOf(http.right)
@@ -498,16 +506,24 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     const margin = options.drainMarginMs ?? Math.min(10_000, Math.floor(budget * 0.2))
     const deadlineMs = Date.now() + Math.max(0, budget - margin)
     const built = await runtime()
-    const results: Array<{ name: string; ok: boolean; ms: number; skipped?: boolean; result?: unknown; error?: string }> = []
+    const results: Array<{ name: string; ok: boolean; ms: number; skipped?: boolean; cutOff?: boolean; result?: unknown; error?: string }> = []
     for (const drainer of options.drainers ?? []) {
       const started = Date.now()
       if (started >= deadlineMs) {
         results.push({ name: drainer.name, ok: true, ms: 0, skipped: true })
         continue
       }
-      const exit = await built.runtime.runPromiseExit(drainer.drain(deadlineMs))
+      // Cut off at the deadline: a step still running is interrupted, and puts its job (or delivery) back due now.
+      const bounded = Effect.timeoutOption(drainer.drain(deadlineMs), Duration.millis(deadlineMs - started))
+      const exit = await built.runtime.runPromiseExit(bounded)
       if (Exit.isSuccess(exit)) {
-        results.push({ name: drainer.name, ok: true, ms: Date.now() - started, ...(exit.value === undefined ? {} : { result: exit.value }) })
+        const result = Option.getOrUndefined(exit.value)
+        results.push({
+          name: drainer.name,
+          ok: true,
+          ms: Date.now() - started,
+          ...(Option.isNone(exit.value) ? { cutOff: true } : result === undefined ? {} : { result })
+        })
       } else {
         log(Effect.logError(`aigw: drainer ${drainer.name} failed`, exit.cause))
         results.push({ name: drainer.name, ok: false, ms: Date.now() - started, error: reasonOf(exit.cause) })

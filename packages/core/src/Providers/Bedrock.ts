@@ -137,8 +137,13 @@ export const toWireRequest = (request: ChatRequest) => {
   }
 }
 
-/** The region from a `bedrock-runtime.<region>.amazonaws.com` host, if it is one. */
-const regionOfHost = (host: string) => /^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com$/.exec(host)?.[1]
+/**
+ * The region of a Bedrock runtime host, if it names one: `bedrock-runtime.<region>.amazonaws.com`
+ * (`.com.cn` in China), the dual-stack `bedrock-runtime.<region>.api.aws`, and a VPC endpoint's
+ * `vpce-….bedrock-runtime.<region>.vpce.amazonaws.com`.
+ */
+export const regionOfHost = (host: string) =>
+  /(?:^|\.)bedrock-runtime(?:-fips)?\.([a-z]{2}(?:-[a-z]+)+-\d+)\.(?:vpce\.)?(?:amazonaws\.com(?:\.cn)?|api\.aws)$/.exec(host.toLowerCase())?.[1]
 
 const regionOf = (settings: Readonly<Record<string, string>>, url: URL) => settings.AWS_REGION ?? regionOfHost(url.hostname) ?? DEFAULT_REGION
 
@@ -152,9 +157,14 @@ const endpointOf = (target: Target) => {
 // ---------------------------------------------------------------------------------------------
 // Answers
 
-/** The neutral finish reason; a forced call of the answer tool (no other tool called) is a plain stop. */
+/**
+ * The neutral finish reason; a forced call of the answer tool (no other tool called) is a plain stop.
+ * A malformed tool call or output is a failed answer, as Gemini's MALFORMED_FUNCTION_CALL.
+ */
 export const finishReason = (reason: unknown, calledTools = true): FinishReason =>
-  reason === "tool_use"
+  reason === "malformed_tool_use" || reason === "malformed_model_output"
+    ? "error"
+    : reason === "tool_use"
     ? calledTools ? "tool_calls" : "stop"
     : reason === "max_tokens" || reason === "model_context_window_exceeded"
     ? "length"

@@ -105,6 +105,32 @@ describe("the job worker's claims", () => {
   })
 })
 
+describe("a step cut off", () => {
+  it("releases its job's lease, due again now as it was (a Lambda drain at its deadline, a host stopping)", async () => {
+    const runner = { advance: () => Effect.never }
+    const worker = Worker.layer.pipe(Layer.provideMerge(Stores.layerMemory), Layer.provide(Layer.succeed(JobRunners, { batch: runner } as any)))
+    const { during, after } = await Effect.runPromise(Effect.gen(function*() {
+      const jobs = yield* JobStore
+      const now = Date.now()
+      const id = crypto.randomUUID()
+      yield* jobs.insert({
+        id, type: "batch", avatarId: crypto.randomUUID(), provider: "openai", upstreamId: null, status: "running",
+        input: {}, state: { done: 3 }, result: null, error: null, callbackUrl: null, attempts: 1, nextRunAt: now, lockedUntil: null,
+        createdAt: now, updatedAt: now, completedAt: null
+      })
+      const w = yield* Worker.JobWorker
+      const fiber = yield* Effect.fork(w.drainJobs)
+      yield* Effect.sleep(20)
+      const during = Option.getOrThrow(yield* jobs.get(id))
+      yield* Fiber.interrupt(fiber)
+      return { during, after: Option.getOrThrow(yield* jobs.get(id)) }
+    }).pipe(Effect.provide(worker)))
+    expect(during.lockedUntil).toBeGreaterThan(Date.now() + Worker.LEASE_MS / 2)
+    expect(after).toMatchObject({ status: "running", state: { done: 3 }, attempts: 1, lockedUntil: null })
+    expect(after.nextRunAt).toBeLessThanOrEqual(Date.now())
+  })
+})
+
 describe("a step that outlives its lease", () => {
   it("writes nothing once another worker has claimed the job: neither its progress nor its outcome", async () => {
     const lines: Array<string> = []

@@ -23,8 +23,18 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
   let dataDir: string
   const drained: Array<{ name: string; deadlineMs: number; at: number }> = []
   let failDrainer = false
+  let slowDrainer = false
+  let interrupted = false
   const testDrainers: ReadonlyArray<Drainer> = [
-    { name: "first", drain: (deadlineMs) => Effect.sync(() => void drained.push({ name: "first", deadlineMs, at: Date.now() })) },
+    {
+      name: "first",
+      drain: (deadlineMs) =>
+        Effect.suspend(() => {
+          drained.push({ name: "first", deadlineMs, at: Date.now() })
+          // A step that takes longer than the invocation has: cut off at the deadline, and told so.
+          return slowDrainer ? Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => void (interrupted = true)))) : Effect.void
+        })
+    },
     {
       name: "second",
       drain: (deadlineMs) =>
@@ -377,6 +387,17 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
 
     failDrainer = true
     await expect(host.scheduled(fixture("scheduled-event"), context)).rejects.toThrow("drainers failed: second (upstream poll refused)")
+
+    failDrainer = false
+    slowDrainer = true
+    const before = Date.now()
+    const cut = await host.scheduled(fixture("scheduled-event"), { getRemainingTimeInMillis: () => 2_500 })
+    // Budget 2.5 s, margin 1 s: the drain ends at its deadline, not when the step would.
+    expect(Date.now() - before).toBeLessThan(2_400)
+    expect(cut.drainers[0]).toMatchObject({ name: "first", ok: true, cutOff: true })
+    expect(interrupted).toBe(true)
+    expect(cut.drainers[1]).toMatchObject({ name: "second", skipped: true })
+    slowDrainer = false
 
     drained.length = 0
     const none = await host.scheduled(fixture("scheduled-event"), { getRemainingTimeInMillis: () => 500 })

@@ -31,6 +31,38 @@ describe("malformed events", () => {
   })
 })
 
+describe("events that fail their shape's check", () => {
+  it("name the field and what it should be, never its value, in their path's envelope with the caller's id", async () => {
+    const host = makeLambdaHost({ env: {} })
+    const secretHeaders = { "x-request-id": "caller-id-1", authorization: "Bearer aigw_SECRETKEY123", "content-length": 42 }
+    const v2 = { ...v2Event({ method: "POST", path: "/openai/v1/chat/completions" }), headers: secretHeaders }
+    const answer = await host.handler(v2)
+    expect(answer.statusCode).toBe(400)
+    expect(answer.headers?.["x-request-id"]).toBe("caller-id-1")
+    expect(answer.body).not.toContain("SECRETKEY")
+    expect(json(answer).error).toMatchObject({ type: "invalid_request_error", code: "BadRequest" })
+    expect(json(answer).error.message).toBe(
+      "Bad Lambda event: not a valid payload 2.0 / Function URL event: headers.content-length: Expected string, actual a number"
+    )
+    // A body that is an object (a test tool's mistake) is not written out: it holds the password.
+    const login = { ...v1Event({ method: "POST", path: "/api/avatar/authenticate" }), body: { username: "ada", password: "analytical engine" } }
+    const refused = await host.handler(login)
+    expect(refused.statusCode).toBe(400)
+    expect(refused.body).not.toContain("analytical")
+    expect(json(refused)).toMatchObject({ isError: true, result: null })
+    expect(json(refused).message).toContain("body: Expected string or null, actual an object")
+    // A 1.0 event's answer is a 1.0 result.
+    expect(refused).toHaveProperty("multiValueHeaders")
+  })
+
+  it("a method that is not an HTTP token is a clear 400, not the Request's TypeError", async () => {
+    const host = makeLambdaHost({ env: {} })
+    const answer = await host.handler(v2Event({ method: "GET /X", path: "/v1/health" }))
+    expect(answer.statusCode).toBe(400)
+    expect(json(answer).message).toBe('Bad Lambda event: the method "GET /X" is not an HTTP method')
+  })
+})
+
 describe("paths it cannot route as sent", () => {
   it("answer 404 in their path's envelope, as the node host's router does, without building the runtime", async () => {
     const host = makeLambdaHost({ env: {} })
@@ -129,6 +161,15 @@ describe("runtime build failures answer a clear 503, not an opaque 502", () => {
     const openai = json(await host.handler(functionUrlEvent({ method: "POST", path: "/openai/v1/chat/completions", body: {} })))
     expect(openai.error).toMatchObject({ type: "server_error", code: "Busy" })
     expect(openai.error.message).toMatch(/^gateway failed to start: /)
+  })
+
+  it("a value that cannot be used is named once, as the node host names it", async () => {
+    const env = { DATABASE_URL: "postgres://aigw:pw@127.0.0.1:9/aigw", JWT_SECRET: "s".repeat(32), AIGW_MAX_BODY_BYTES: "abc" }
+    const result = await makeLambdaHost({ env }).handler(health)
+    expect(result.statusCode).toBe(503)
+    expect(json(result).message).toBe(
+      'gateway failed to start: invalid configuration: AIGW_MAX_BODY_BYTES: expected an integer value but received "abc" (check AIGW_MAX_BODY_BYTES)'
+    )
   })
 
   it("a bad AIGW_CONFIG file is a startup failure, not a crash at module load", async () => {

@@ -6,7 +6,7 @@
 import { Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { data, uncataloguedModel } from "../../src/Catalog/Catalog.ts"
-import { served, wire } from "../../src/Providers/Bedrock.ts"
+import { regionOfHost, served, wire } from "../../src/Providers/Bedrock.ts"
 import type { ChatRequest, Target } from "../../src/Providers/Chat.ts"
 import { servedBy } from "../../src/Providers/Registry.ts"
 import { ACCESS_KEY, API_KEY, type BedrockMock, codec, event, exception, type Reply, SECRET, startBedrockMock, str } from "../support/mockBedrock.ts"
@@ -223,8 +223,30 @@ describe("bedrock (Converse wire format)", () => {
     expect(unknown._tag === "Left" && unknown.left.message).toContain("surpriseEvent")
   })
 
+  it("reads the region to sign for from every runtime host shape AWS documents", () => {
+    expect(regionOfHost("bedrock-runtime.eu-west-1.amazonaws.com")).toBe("eu-west-1")
+    expect(regionOfHost("bedrock-runtime-fips.us-gov-west-1.amazonaws.com")).toBe("us-gov-west-1")
+    expect(regionOfHost("vpce-0abc123-xyz.bedrock-runtime.eu-central-2.vpce.amazonaws.com")).toBe("eu-central-2")
+    expect(regionOfHost("bedrock-runtime.ap-southeast-1.api.aws")).toBe("ap-southeast-1")
+    expect(regionOfHost("bedrock-runtime.cn-north-1.amazonaws.com.cn")).toBe("cn-north-1")
+    expect(regionOfHost("BEDROCK-RUNTIME.EU-WEST-3.AMAZONAWS.COM")).toBe("eu-west-3")
+    // A proxy or a look-alike host names no region: AWS_REGION (else us-east-1) is signed for.
+    expect(regionOfHost("bedrock.internal.example.com")).toBeUndefined()
+    expect(regionOfHost("bedrock-runtime.eu-west-1.amazonaws.com.evil.example")).toBeUndefined()
+    expect(regionOfHost("127.0.0.1")).toBeUndefined()
+  })
+
   it("stop reasons map to the neutral finish reasons", async () => {
-    const cases = [["max_tokens", "length"], ["stop_sequence", "stop"], ["content_filtered", "content_filter"], ["guardrail_intervened", "content_filter"]] as const
+    const cases = [
+      ["max_tokens", "length"],
+      ["model_context_window_exceeded", "length"],
+      ["stop_sequence", "stop"],
+      ["content_filtered", "content_filter"],
+      ["guardrail_intervened", "content_filter"],
+      // A malformed answer is a failed call (the engine answers 502), never a plain stop.
+      ["malformed_tool_use", "error"],
+      ["malformed_model_output", "error"]
+    ] as const
     for (const [stopReason, finish] of cases) {
       mock.answer({ kind: "json", body: converseText("x", stopReason) })
       const result = await complete(signed, { model: MODEL, messages: [{ role: "user", content: "Hello" }] })
