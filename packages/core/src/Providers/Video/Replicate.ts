@@ -23,7 +23,7 @@ import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { protocolError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
-import { submittedId, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
+import { checked, refusal, submittedId, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
 
 /** google/veo-3: text-to-video and image-to-video, `duration` 4|6|8, `aspect_ratio` 16:9|9:16. */
 export const DEFAULT_MODEL = "google/veo-3"
@@ -74,6 +74,19 @@ const isChoices = (d: NonNullable<ModelInputs["duration"]>): d is ReadonlyArray<
 
 const nearest = (choices: ReadonlyArray<number>, wanted: number) =>
   choices.reduce((best, c) => (Math.abs(c - wanted) < Math.abs(best - wanted) ? c : best), choices[0]!)
+
+/** What a known model has no input for: `duration` or `aspectRatio` (minimax/video-01 takes neither), refused by name. */
+export const unsupported = (provider: ConfiguredProvider, request: VideoRequest): string | undefined => {
+  const model = request.model ?? DEFAULT_MODEL
+  const spec = inputsOf(model)
+  if (request.durationSeconds !== undefined && spec.duration === undefined) {
+    return refusal(provider.id, `duration with ${baseModel(model)}`, "the model has no duration input (its videos have a fixed length)")
+  }
+  if (request.aspectRatio !== undefined && !spec.aspectRatio) {
+    return refusal(provider.id, `aspectRatio with ${baseModel(model)}`, "the model has no aspect ratio input")
+  }
+  return undefined
+}
 
 /** The prediction's `input` object for a model. */
 export const toInput = (model: string, request: VideoRequest): Record<string, unknown> => {
@@ -162,8 +175,10 @@ export const toPoll = (provider: string, prediction: any): Effect.Effect<VideoPo
 }
 
 export const replicate: VideoAdapter = {
+  unsupported,
   submit: (provider: ConfiguredProvider, request: VideoRequest) =>
     Effect.gen(function*() {
+      yield* checked(provider, request, unsupported)
       const model = request.model ?? DEFAULT_MODEL
       const call = createCall(provider.endpoint, model, toInput(model, request))
       if (!call) return yield* Effect.fail(protocolError(provider.id, `not a Replicate model id: ${model}`))

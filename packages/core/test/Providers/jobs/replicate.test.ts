@@ -6,7 +6,7 @@ import { Effect, Either, Option, Redacted } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { type ConfiguredProvider, data } from "../../../src/Catalog/Catalog.ts"
 import { replicate } from "../../../src/Providers/Video/Replicate.ts"
-import { DEFAULT_MODEL, toInput } from "../../../src/Providers/Video/Replicate.ts"
+import { DEFAULT_MODEL, toInput, unsupported } from "../../../src/Providers/Video/Replicate.ts"
 import type { VideoPoll } from "../../../src/Providers/Video/VideoAdapter.ts"
 import type { UpstreamError } from "../../../src/Providers/UpstreamError.ts"
 import { type ReplicateMock, startReplicateMock } from "../../support/mockJobs.ts"
@@ -65,14 +65,17 @@ describe("Replicate video adapter (predictions API)", () => {
     })
   })
 
-  it("maps inputs per model: minimax/video-01 takes first_frame_image and no duration/aspect ratio", async () => {
-    await Effect.runPromise(adapter.submit(provider, {
-      prompt: "waves",
-      imageUrl: "https://example.com/a.png",
-      durationSeconds: 10,
-      aspectRatio: "16:9",
-      model: "minimax/video-01"
-    }))
+  it("maps inputs per model: minimax/video-01 takes first_frame_image, and a duration or aspect ratio it has no input for is refused by name", async () => {
+    const before = mock.requests.length
+    for (const extra of [{ durationSeconds: 10 }, { aspectRatio: "9:16" }]) {
+      const request = { prompt: "waves", model: "minimax/video-01", ...extra }
+      const message = unsupported(provider, request)
+      expect(message).toMatch(/^(duration|aspectRatio) with minimax\/video-01 is not supported by replicate: the model has no (duration|aspect ratio) input/)
+      const refused = await run(adapter.submit(provider, request))
+      expect(Either.isLeft(refused) && [refused.left.status, refused.left.message]).toEqual([400, message])
+    }
+    expect(mock.requests.length).toBe(before)
+    await Effect.runPromise(adapter.submit(provider, { prompt: "waves", imageUrl: "https://example.com/a.png", model: "minimax/video-01" }))
     const sent = mock.requests.at(-1)!
     expect(sent.path).toBe("/v1/models/minimax/video-01/predictions")
     expect(sent.body).toEqual({ input: { prompt: "waves", first_frame_image: "https://example.com/a.png" } })
