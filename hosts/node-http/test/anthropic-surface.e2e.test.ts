@@ -234,7 +234,15 @@ describe("Anthropic-compatible surface", () => {
       [{ ...base, messages: [{ role: "user", content: [{ type: "text", text: "x", cache_control: { type: "persistent" } }] }] }, "cache_control"],
       [{ ...base, messages: [{ role: "user", content: [{ type: "document", source: { type: "text", media_type: "text/plain", data: "x" } }] }] }, "document"],
       [{ ...base, messages: [{ role: "user", content: "x" }], tools: [{ type: "web_search_20250305", name: "web_search" }] }, "web_search_20250305"],
-      [{ ...base, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: "boom", is_error: true }] }] }, "is_error"],
+      [{
+        ...base,
+        messages: [
+          { role: "user", content: "x" },
+          { role: "assistant", content: [{ type: "tool_use", id: "t", name: "get_weather", input: {} }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: "boom", is_error: true }] }
+        ],
+        tools: [weatherTool]
+      }, "is_error: true on a tool_result is not supported"],
       [{ ...base, messages: [{ role: "user", content: "x" }], temperature: 1.5 }, "temperature"]
     ]
     for (const [body, named] of cases) {
@@ -369,7 +377,10 @@ describe("Anthropic-compatible surface", () => {
       messages: [
         { role: "user" as const, content: [{ type: "text" as const, text: "Weather and this image?" }, { type: "image" as const, source: { type: "base64" as const, media_type: "image/png" as const, data: PNG } }] },
         { role: "assistant" as const, content: [{ type: "tool_use" as const, id: "toolu_9", name: "get_weather", input: { city: "Oslo" } }] },
-        { role: "user" as const, content: [{ type: "tool_result" as const, tool_use_id: "toolu_9", content: "rainy" }] }
+        { role: "user" as const, content: [{ type: "tool_result" as const, tool_use_id: "toolu_9", content: "rainy" }] },
+        { role: "assistant" as const, content: [{ type: "tool_use" as const, id: "toolu_10", name: "get_weather", input: { city: "Atlantis" } }] },
+        // A failed tool, as the SDK's toolRunner reports one: Anthropic takes the flag.
+        { role: "user" as const, content: [{ type: "tool_result" as const, tool_use_id: "toolu_10", content: "no such city", is_error: true }] }
       ]
     }
     const message = await claude.messages.create(request as never)

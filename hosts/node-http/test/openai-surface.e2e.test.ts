@@ -52,6 +52,8 @@ interface Extras {
   streamChoice?: Record<string, unknown>
   /** Fields added to every streamed chunk (beside id, created, model and system_fingerprint). */
   chunk?: Record<string, unknown>
+  /** Fields added to the usage (plain answers and the streamed usage chunk). */
+  usage?: Record<string, unknown>
 }
 
 interface Scripted {
@@ -102,7 +104,7 @@ const startScripted = async (rest: MockUpstream): Promise<Scripted> => {
       const answer = answerOf(body)
       const { extras } = state
       const base = { id: "chatcmpl-scripted", created: 1_700_000_000, model: body.model, system_fingerprint: "fp_scripted" }
-      const usage = { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 }
+      const usage = { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12, ...extras.usage }
       const finish = answer.tool ? "tool_calls" : "stop"
       const wireCall = answer.tool && { id: answer.tool.id, type: "function", function: { name: answer.tool.name, arguments: answer.tool.arguments } }
       if (body.stream !== true) {
@@ -250,6 +252,50 @@ describe("OpenAI surface with the official clients", () => {
       messages: [{ role: "user", content: "hi" }, { role: "assistant", content: null, refusal: "no" }, { role: "user", content: "please" }]
     })
     expect((upstream.chats.at(-1) as any).messages[1]).toEqual({ role: "assistant", content: null, refusal: "no" })
+  })
+
+  it("takes back what it answered: text parts back to back, empty annotations, the SDK's parsed copies, tools null", async () => {
+    const first = await client(user).chat.completions.create({
+      model: "gpt-4o-mini",
+      tools: null as any,
+      messages: [{ role: "user", content: [{ type: "text", text: "Context: the sky is blue.\n" }, { type: "text", text: "Question: what colour is it?" }] }]
+    })
+    expect((upstream.chats.at(-1) as any).messages[0]).toEqual({ role: "user", content: "Context: the sky is blue.\nQuestion: what colour is it?" })
+    expect((upstream.chats.at(-1) as any).tools).toBeUndefined()
+    // The message as the SDK's helpers keep it: annotations [], parsed, and each call's parsed_arguments.
+    const assistant = {
+      ...first.choices[0]!.message,
+      annotations: [],
+      parsed: null,
+      tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}", parsed_arguments: { city: "Oslo" } } }]
+    }
+    await client(user).chat.completions.create({
+      model: "gpt-4o-mini",
+      tools: [weatherTool],
+      messages: [{ role: "user", content: "hi" }, assistant as any, { role: "tool", tool_call_id: "call_1", content: "sunny" }]
+    })
+    const sent = (upstream.chats.at(-1) as any).messages[1]
+    expect(sent).toMatchObject({ role: "assistant", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}" } }] })
+    expect(sent).not.toHaveProperty("annotations")
+    expect(sent).not.toHaveProperty("parsed")
+    expect(sent.tool_calls[0].function).not.toHaveProperty("parsed_arguments")
+  })
+
+  it("answers the upstream's other usage counts (audio, predicted output) beside its own, in JSON and streams", async () => {
+    upstream.extras = {
+      usage: {
+        prompt_tokens_details: { cached_tokens: 0, audio_tokens: 4 },
+        completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 1, accepted_prediction_tokens: 2, rejected_prediction_tokens: 1 }
+      }
+    }
+    const details = { completion_tokens_details: { audio_tokens: 1, accepted_prediction_tokens: 2, rejected_prediction_tokens: 1 }, prompt_tokens_details: { audio_tokens: 4 } }
+    const answer = await client(user).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] })
+    expect(answer.usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 3, total_tokens: 12, ...details })
+    const stream = await client(user).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], stream: true, stream_options: { include_usage: true } })
+    let usage: unknown
+    for await (const chunk of stream) usage = chunk.usage ?? usage
+    expect(usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 3, ...details })
+    upstream.extras = {}
   })
 
   it("returns the upstream's logprobs, refusal, annotations and system_fingerprint; streams reasoning_content", async () => {
@@ -466,6 +512,14 @@ describe("OpenAI surface with the official clients", () => {
     expect(refused.status).toBe(400)
     expect(refused.body.error.message).toMatch(/^user is not supported/)
     expect((await usage()).dailyCallsUsed).toBe(before)
+  })
+
+  it("refuses a streamed image before the upstream makes it: the gateway answers images whole", async () => {
+    const before = shared.requests.length
+    const refused = await call(server.url, "POST", "/openai/v1/images/generations", { apiKey: user.apiKey, body: { model: "gpt-image-1", prompt: "a fox", stream: true, partial_images: 2 } })
+    expect(refused.status).toBe(400)
+    expect(refused.body.error.message).toContain("stream is not supported on images")
+    expect(shared.requests.length).toBe(before)
   })
 
   it("generates images, forwarding quality, style, response_format and user", async () => {

@@ -12,7 +12,7 @@
 import { Context, Duration, Effect, Layer, Option, Runtime } from "effect"
 import { costKnown, costOf } from "../Cost.ts"
 import { type GatewayError, isGatewayError } from "../Errors.ts"
-import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ChunkExtra, FinishReason, StreamEvent, Target, TokenUsage, WireRequest } from "../Providers/Chat.ts"
+import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ChunkExtra, FinishReason, StreamEvent, Target, TokenDetails, TokenUsage, WireRequest } from "../Providers/Chat.ts"
 import { reportedCount } from "../Providers/Chat.ts"
 import { idleError, postJsonNow, postSseNow, release, STREAM_IDLE_TIMEOUT, streamBroke } from "../Providers/internal/http.ts"
 import { Cancel } from "../Providers/internal/cancel.ts"
@@ -43,6 +43,8 @@ export interface UsageReport {
   readonly cacheReadTokens?: number | undefined
   /** Of the completion's tokens, those of the model's reasoning, when the upstream reports them. */
   readonly reasoningTokens?: number | undefined
+  /** The upstream's other counts, as reported (Providers/Chat.ts TokenDetails). */
+  readonly tokenDetails?: TokenDetails | undefined
 }
 
 export interface CompletionResult {
@@ -94,6 +96,7 @@ export interface StreamChunk {
   readonly cacheCreationTokens?: number
   readonly cacheReadTokens?: number
   readonly reasoningTokens?: number
+  readonly tokenDetails?: TokenDetails
   /** The stop sequence that ended the answer, when the upstream said which (final chunk). */
   readonly stopSequence?: string
 }
@@ -162,7 +165,8 @@ const usageReport = (promptTokens: number, completionTokens: number, estimated: 
     estimated,
     ...(creation !== undefined ? { cacheCreationTokens: creation } : {}),
     ...(read !== undefined ? { cacheReadTokens: read } : {}),
-    ...(reasoning !== undefined && reasoning <= completionTokens ? { reasoningTokens: reasoning } : {})
+    ...(reasoning !== undefined && reasoning <= completionTokens ? { reasoningTokens: reasoning } : {}),
+    ...(u?.tokenDetails !== undefined ? { tokenDetails: u.tokenDetails } : {})
   }
 }
 
@@ -318,6 +322,7 @@ export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport,
   ...(r.cacheCreationTokens !== undefined ? { cacheCreationTokens: r.cacheCreationTokens } : {}),
   ...(r.cacheReadTokens !== undefined ? { cacheReadTokens: r.cacheReadTokens } : {}),
   ...(r.reasoningTokens !== undefined ? { reasoningTokens: r.reasoningTokens } : {}),
+  ...(r.tokenDetails !== undefined ? { tokenDetails: r.tokenDetails } : {}),
   ...(error !== undefined ? { error: error.message, errorCode: error.code } : {}),
   ...(extra !== undefined ? { extra } : {}),
   ...(stopSequence !== undefined && error === undefined ? { stopSequence } : {})

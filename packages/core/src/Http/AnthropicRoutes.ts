@@ -8,7 +8,7 @@
 import { Effect, Schema } from "effect"
 import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest, UpstreamFailed } from "../Errors.ts"
-import type { CacheHint, ChatMessage, ChatOptions, ContentPart, FinishReason, ReasoningPart } from "../Providers/Chat.ts"
+import { type CacheHint, type ChatMessage, type ChatOptions, type ContentPart, type FinishReason, joinedText, type ReasoningPart } from "../Providers/Chat.ts"
 import { chatSurface, headerOf, type RequestHeaders } from "./ChatSurface.ts"
 import { errorBody } from "./Edge.ts"
 import { CacheControl, cacheOf, Content, inputOf, MAX_CONTENT, ToolName, type ToolResultBody } from "./CompletionRoutes.ts"
@@ -57,10 +57,8 @@ const ToolResultBlock = Schema.Struct({
   tool_use_id: BlockId,
   ...cached,
   content: Schema.optional(Schema.Union(Content, BoundedArray(TextBlock, { max: 500 }))),
-  // The neutral tool message has no error flag: an error is told in the result's text.
-  is_error: Schema.optional(Schema.Literal(false).annotations({
-    message: () => "is_error: true has no equivalent on every upstream; say the tool failed in the tool_result's text"
-  }))
+  // A failed tool: Anthropic upstreams take the flag; the wires of other upstreams have none, and refuse it by name.
+  is_error: Schema.optional(Schema.NullOr(Schema.Boolean))
 })
 
 const AnthropicMessageIn = Schema.Union(
@@ -135,7 +133,7 @@ type MessagesBody = typeof MessagesBody.Type
 type GatewayMessage = typeof ToolResultBody.Type["messages"][number]
 
 const textOf = (content: string | ReadonlyArray<{ readonly text: string }> | undefined) =>
-  content === undefined ? "" : typeof content === "string" ? content : content.map((b) => b.text).join("")
+  content === undefined ? "" : typeof content === "string" ? content : joinedText(content.map((b) => b.text))
 
 /** A message-level breakpoint: the last one its blocks carry (Anthropic caches the prefix up to the breakpoint). */
 const lastCacheOf = (blocks: ReadonlyArray<{ readonly cache_control?: { readonly ttl?: "5m" | "1h" | undefined } | null | undefined }>) =>
@@ -147,7 +145,7 @@ const imagePart = (block: typeof ImageBlock.Type): ContentPart => {
 }
 
 /** What a gateway message gets beyond the OpenAI-like shape: parts, a cache breakpoint, reasoning. */
-type Neutral = Pick<ChatMessage, "parts" | "cache" | "reasoning">
+type Neutral = Pick<ChatMessage, "parts" | "cache" | "reasoning" | "toolError">
 
 /**
  * Anthropic messages -> the gateway's messages, with the parts of those that hold images: the
@@ -190,7 +188,7 @@ const gatewayMessagesOf = (body: MessagesBody) => {
       let pending: Array<ContentPart> = []
       const flush = () => {
         if (pending.length === 0) return
-        const text = pending.map((p) => (p.type === "text" ? p.text : "")).join("")
+        const text = joinedText(pending.flatMap((p) => (p.type === "text" ? [p.text] : [])))
         push({ role: "user", content: text }, pending.some((p) => p.type !== "text" || p.cache !== undefined) ? { parts: pending } : {})
         pending = []
       }
@@ -199,7 +197,7 @@ const gatewayMessagesOf = (body: MessagesBody) => {
           flush()
           push(
             { role: "tool", tool_call_id: b.tool_use_id, content: textOf(b.content) },
-            lastCacheOf([...(typeof b.content === "object" ? b.content : []), b])
+            { ...lastCacheOf([...(typeof b.content === "object" ? b.content : []), b]), ...(b.is_error === true ? { toolError: true as const } : {}) }
           )
         } else pending.push(b.type === "text" ? { type: "text", text: b.text, ...cacheOf(b) } : imagePart(b))
       }

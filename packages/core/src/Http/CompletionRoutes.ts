@@ -40,7 +40,12 @@ export const cacheOf = (block: { readonly cache_control?: { readonly ttl?: "5m" 
 export const WireToolCall = strict(Schema.Struct({
   id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   type: Schema.optional(Schema.Literal("function")),
-  function: Schema.optional(strict(Schema.Struct({ name: ToolName, arguments: Schema.optional(Schema.String) }))),
+  function: Schema.optional(strict(Schema.Struct({
+    name: ToolName,
+    arguments: Schema.optional(Schema.String),
+    /** The openai SDK's parse of `arguments`, which its tool helpers keep on the messages they send back: a copy, no meaning here. */
+    parsed_arguments: Schema.optional(Schema.Unknown)
+  }))),
   name: Schema.optional(ToolName),
   arguments: Schema.optional(Schema.String),
   /** The upstream's signature of the call, as the answer gave it (`signature`, or OpenAI-style Gemini's `extra_content.google.thought_signature`). */

@@ -10,7 +10,7 @@ import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabili
 import { allPromptTokens } from "../Engine/ProviderCalls.ts"
 import { Embeddings, EmbeddingsBody, type EmbeddingsInput, type EmbeddingsResult } from "../Capabilities/Embeddings.ts"
 import { ImagesBody, Media } from "../Capabilities/Media.ts"
-import type { ChatMessage, ChatOptions, ContentPart } from "../Providers/Chat.ts"
+import { type ChatMessage, type ChatOptions, type ContentPart, joinedText } from "../Providers/Chat.ts"
 import { Catalog, type ModelEntry } from "../Catalog/Catalog.ts"
 import { BadRequest, NotFound } from "../Errors.ts"
 import { fieldsOutside } from "../JsonText.ts"
@@ -111,7 +111,7 @@ const knownFields = {
   }),
   /** Extension: pin a provider (default auto). */
   provider: Schema.optional(Schema.String.pipe(Schema.maxLength(100))),
-  tools: Schema.optional(Tools),
+  tools: Schema.optional(Schema.NullOr(Tools)),
   tool_choice: Schema.optional(Schema.NullOr(ToolChoiceSchema)),
   parallel_tool_calls: Schema.optional(Schema.NullOr(Schema.Boolean)),
   response_format: Schema.optional(Schema.NullOr(ResponseFormatSchema)),
@@ -146,12 +146,12 @@ const contentOf = (content: OpenAiMessage["content"]): { text: string; parts?: A
   if (content === undefined || content === null) return { text: "" }
   if (typeof content === "string") return { text: content }
   const parts: Array<ContentPart> = []
-  let text = ""
+  const texts: Array<string> = []
   let onlyText = true
   for (const p of content) {
     if (p.type === "text") {
       const part = p as typeof TextPart.Type
-      text += part.text
+      texts.push(part.text)
       const cache = cacheOf(part)
       parts.push({ type: "text", text: part.text, ...cache })
       // A breakpoint needs the parts: the joined text cannot say where it was.
@@ -166,7 +166,20 @@ const contentOf = (content: OpenAiMessage["content"]): { text: string; parts?: A
       onlyText = false
     }
   }
+  const text = joinedText(texts)
   return onlyText ? { text } : { text, parts }
+}
+
+/**
+ * A message's unmapped fields without the copies of an answer a client sends back with it: the openai
+ * SDK's `parsed` (its parse of the content) and an empty `annotations` list carry nothing an upstream
+ * could use, and refused they would stop a conversation from going on with another provider's model.
+ */
+const withoutAnswerCopies = (fields: Record<string, unknown> | undefined) => {
+  if (fields === undefined || (!("parsed" in fields) && !("annotations" in fields))) return fields
+  const { annotations, parsed: _parsed, ...rest } = fields
+  const kept = Array.isArray(annotations) && annotations.length === 0 ? rest : annotations === undefined ? rest : { ...rest, annotations }
+  return Object.keys(kept).length > 0 ? kept : undefined
 }
 
 /** OpenAI request -> the gateway's completion body (the decoded request already holds its limits), with each message's parts and unmapped fields. */
@@ -184,7 +197,7 @@ export const gatewayBodyOf = (body: ChatCompletionBody) => {
       ...(m.name ? { name: m.name } : {})
     })
     // A name on a non-tool message is not a neutral field: it goes on as it came.
-    const others = fieldsOutside(m, knownMessageKeys)
+    const others = withoutAnswerCopies(fieldsOutside(m, knownMessageKeys))
     const extra = m.name && m.role !== "tool" ? { ...others, name: m.name } : others
     richness.push({ ...(parts ? { parts } : {}), ...(extra ? { extra } : {}) })
   }
@@ -288,15 +301,20 @@ export const toChatCompletion = (id: string, r: CompletionResult) => ({
  * the prompt cache (the neutral prompt count excludes them), those read are `cached_tokens`, and
  * the reasoning's tokens (part of the completion's) `reasoning_tokens`, when the upstream reported them.
  */
-const openAiUsage = (u: Pick<StreamChunk, "promptTokens" | "completionTokens" | "cacheCreationTokens" | "cacheReadTokens" | "reasoningTokens">) => {
+const openAiUsage = (u: Pick<StreamChunk, "promptTokens" | "completionTokens" | "cacheCreationTokens" | "cacheReadTokens" | "reasoningTokens" | "tokenDetails">) => {
   const prompt = allPromptTokens(u)
   const completion = u.completionTokens ?? 0
+  // The upstream's other counts (audio, predicted-output tokens) beside those the gateway models.
+  const promptDetails = u.cacheReadTokens !== undefined ? { ...u.tokenDetails?.prompt, cached_tokens: u.cacheReadTokens } : u.tokenDetails?.prompt
+  const completionDetails = u.reasoningTokens !== undefined
+    ? { ...u.tokenDetails?.completion, reasoning_tokens: u.reasoningTokens }
+    : u.tokenDetails?.completion
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
-    ...(u.cacheReadTokens !== undefined ? { prompt_tokens_details: { cached_tokens: u.cacheReadTokens } } : {}),
-    ...(u.reasoningTokens !== undefined ? { completion_tokens_details: { reasoning_tokens: u.reasoningTokens } } : {})
+    ...(promptDetails !== undefined ? { prompt_tokens_details: promptDetails } : {}),
+    ...(completionDetails !== undefined ? { completion_tokens_details: completionDetails } : {})
   }
 }
 
@@ -476,6 +494,10 @@ const imageFields = {
   model: Schema.optional(Schema.NullOr(Model)),
   n: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.between(1, 10, { message: () => "n must be an integer from 1 to 10" })))),
   size: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(20)))),
+  // A streamed image (partial images as SSE) would reach the upstream and be made, then not be read: refused first.
+  stream: Schema.optional(Schema.NullOr(Schema.Literal(false).annotations({
+    message: () => "stream is not supported on images: the gateway answers the images whole (omit stream, or send false)"
+  }))),
   provider: PinProvider
 }
 const ImagesRequest = Schema.Struct(imageFields, Open)

@@ -226,7 +226,14 @@ export const CompletionResult = Schema.Struct({
     estimated: Schema.Boolean.annotations({ description: "Counted by the gateway's tokenizer (the upstream reported none)" }),
     cacheCreationTokens: Schema.optional(Schema.Number.annotations({ description: "Prompt tokens written to the upstream's prompt cache (not in promptTokens)" })),
     cacheReadTokens: Schema.optional(Schema.Number.annotations({ description: "Prompt tokens read from the upstream's prompt cache (not in promptTokens)" })),
-    reasoningTokens: Schema.optional(Schema.Number.annotations({ description: "Of completionTokens, those of the model's reasoning" }))
+    reasoningTokens: Schema.optional(Schema.Number.annotations({ description: "Of completionTokens, those of the model's reasoning" })),
+    tokenDetails: Schema.optional(Schema.Struct({
+      prompt: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Number })),
+      completion: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Number }))
+    }).annotations({
+      description:
+        "The upstream's other counts of the prompt and completion as it reported them (an OpenAI-format upstream's audio_tokens, accepted_prediction_tokens, rejected_prediction_tokens): parts of promptTokens and completionTokens, not counted again"
+    }))
   }),
   costUSD: Schema.Number,
   costKnown: Schema.Boolean.annotations({ description: "False for a model without a known price (named outside the catalogue): costUSD is then 0" }),
@@ -758,8 +765,11 @@ export const ChatCompletion = Schema.Struct({
     prompt_tokens: Schema.Number,
     completion_tokens: Schema.Number,
     total_tokens: Schema.Number,
-    prompt_tokens_details: Schema.optional(Schema.Struct({ cached_tokens: Schema.Number })),
-    completion_tokens_details: Schema.optional(Schema.Struct({ reasoning_tokens: Schema.Number }))
+    // Beside the counts the gateway models, the upstream's others as it reported them (audio_tokens, accepted_prediction_tokens, …).
+    prompt_tokens_details: Schema.optional(Schema.Struct({ cached_tokens: Schema.optional(Schema.Number) }, Schema.Record({ key: Schema.String, value: Schema.Number }))),
+    completion_tokens_details: Schema.optional(
+      Schema.Struct({ reasoning_tokens: Schema.optional(Schema.Number) }, Schema.Record({ key: Schema.String, value: Schema.Number }))
+    )
   })
 }, upstreamFields).annotations({
   identifier: "ChatCompletion",

@@ -53,7 +53,13 @@ export const toWireMessages = (messages: ReadonlyArray<ChatMessage>) => {
   for (const m of messages) {
     if (m.role === "system") continue
     if (m.role === "tool") {
-      push("user", [{ type: "tool_result", tool_use_id: m.toolCallId ?? "", content: m.parts ? blocksOf(m.parts) : m.content, ...cacheControlOf(m.cache) }])
+      push("user", [{
+        type: "tool_result",
+        tool_use_id: m.toolCallId ?? "",
+        content: m.parts ? blocksOf(m.parts) : m.content,
+        ...(m.toolError ? { is_error: true } : {}),
+        ...cacheControlOf(m.cache)
+      }])
     } else if (m.role === "assistant") {
       push(
         "assistant",
@@ -212,7 +218,7 @@ const url = (target: Target) => `${target.provider.endpoint}/messages`
 export const wire: ChatWire = {
   request: (target, request, stream) => ({ url: url(target), headers: headers(target, request), body: toWireRequest(target, request, stream) }),
   unsupported,
-  carries: { topK: true, reasoning: true, reasoningHistory: true },
+  carries: { topK: true, reasoning: true, reasoningHistory: true, toolErrors: true },
   result: (provider, body) => {
     if (!Array.isArray(body?.content)) return protocolError(provider, "no content array")
     const blocks: Array<any> = body.content

@@ -30,6 +30,13 @@ export type ContentPart =
   | { readonly type: "raw"; readonly part: Readonly<Record<string, unknown>> }
 
 /**
+ * A message's text parts as the one text the gateway carries: back to back, as Anthropic defines
+ * adjacent text blocks (one text, split: `"Hi "` and `"there"`) and its SDKs join them. Words of two
+ * parts run together unless a part ends or starts with a space or line break, as they would in one block.
+ */
+export const joinedText = (texts: ReadonlyArray<string>): string => texts.join("")
+
+/**
  * A prompt-caching breakpoint: the prompt up to here may be cached (Anthropic's `cache_control`).
  * It never changes the answer: wires of upstreams with explicit breakpoints send it, the others
  * (OpenAI caches prompts by itself, Gemini only through explicit caches) honour it by sending nothing.
@@ -72,6 +79,8 @@ export interface ChatMessage {
   readonly cache?: CacheHint | undefined
   /** Assistant messages: the reasoning that preceded them, returned as it came. */
   readonly reasoning?: ReadonlyArray<ReasoningPart> | undefined
+  /** Tool results: the tool failed (Anthropic's `is_error`); sent by wires that carry it (`carries.toolErrors`), refused by the others. */
+  readonly toolError?: true | undefined
 }
 
 export interface ToolDefinition {
@@ -140,6 +149,19 @@ export interface TokenUsage {
   readonly cacheReadTokens?: number | undefined
   /** Of the completion tokens, those the model spent reasoning, when the upstream reports them. */
   readonly reasoningTokens?: number | undefined
+  /** The upstream's other counts of the prompt and completion, passed on as reported (`TokenDetails`). */
+  readonly tokenDetails?: TokenDetails | undefined
+}
+
+/**
+ * Counts an OpenAI-format upstream reports beside those the gateway models, by name: the other
+ * fields of `prompt_tokens_details` (`audio_tokens`) and `completion_tokens_details`
+ * (`audio_tokens`, `accepted_prediction_tokens`, `rejected_prediction_tokens`). Parts of the prompt
+ * and completion counts, never counted again: the OpenAI surface answers them where they came from.
+ */
+export interface TokenDetails {
+  readonly prompt?: Readonly<Record<string, number>> | undefined
+  readonly completion?: Readonly<Record<string, number>> | undefined
 }
 
 /** Above any model's context: a larger count for one call is not believed. */
@@ -316,17 +338,20 @@ export interface ReasoningSupport {
   readonly topK?: boolean
   readonly reasoning?: boolean
   readonly reasoningHistory?: boolean
+  /** Tool results marked as failed (`ChatMessage.toolError`). */
+  readonly toolErrors?: boolean
 }
 
 /**
  * The first neutral option a wire cannot carry, named as the Anthropic surface names it: top_k,
- * thinking (a reasoning budget), and reasoning blocks in the history (their signatures are only
- * valid at the upstream that made them).
+ * thinking (a reasoning budget), reasoning blocks in the history (their signatures are only
+ * valid at the upstream that made them), and tool results marked as failed.
  */
 export const reasoningRefusal = (r: ChatRequest, supports: ReasoningSupport): string | undefined => {
   if (!supports.topK && r.topK !== undefined) return "top_k"
   if (!supports.reasoning && r.reasoning !== undefined) return "thinking"
   if (!supports.reasoningHistory && r.messages.some((m) => (m.reasoning?.length ?? 0) > 0)) return "thinking blocks in assistant messages"
+  if (!supports.toolErrors && r.messages.some((m) => m.toolError === true)) return "is_error: true on a tool_result"
   return undefined
 }
 

@@ -5,7 +5,7 @@
  * entry serves what the family serves and the catalogue says it offers.
  */
 import type { ChatMessage, ChatRequest, ChatWire, ContentPart, FinishReason, ResponseFormat, StreamEvent, Target, ToolCall, ToolChoice, ToolDefinition, TokenUsage, WireRequest } from "./Chat.ts"
-import { wireText, wireToolCall, wireToolCallDelta } from "./Chat.ts"
+import { reportedCount, wireText, wireToolCall, wireToolCallDelta } from "./Chat.ts"
 import { openAiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import { fieldsOutside } from "../JsonText.ts"
@@ -173,12 +173,30 @@ const usageOf = (u: any): Partial<TokenUsage> | undefined => {
   const cachedCount = u.prompt_tokens_details?.cached_tokens ?? u.prompt_cache_hit_tokens
   const cached = typeof cachedCount === "number" && prompt !== undefined && cachedCount > 0 && cachedCount <= prompt ? cachedCount : undefined
   const reasoning = u.completion_tokens_details?.reasoning_tokens
+  const promptDetails = otherCounts(u.prompt_tokens_details, "cached_tokens")
+  const completionDetails = otherCounts(u.completion_tokens_details, "reasoning_tokens")
   return {
     promptTokens: cached === undefined ? prompt : prompt! - cached,
     completionTokens,
     ...(cached !== undefined ? { cacheReadTokens: cached } : {}),
-    ...(typeof reasoning === "number" && reasoning > 0 ? { reasoningTokens: reasoning } : {})
+    ...(typeof reasoning === "number" && reasoning > 0 ? { reasoningTokens: reasoning } : {}),
+    ...(promptDetails !== undefined || completionDetails !== undefined
+      ? { tokenDetails: { ...(promptDetails ? { prompt: promptDetails } : {}), ...(completionDetails ? { completion: completionDetails } : {}) } }
+      : {})
   }
+}
+
+/** The believable counts of a `*_tokens_details` object other than the one the gateway models (`TokenDetails`); at most 16. */
+const otherCounts = (details: unknown, modelled: string): Record<string, number> | undefined => {
+  if (typeof details !== "object" || details === null) return undefined
+  let out: Record<string, number> | undefined
+  let n = 0
+  for (const [name, value] of Object.entries(details)) {
+    const count = reportedCount(value)
+    if (name === modelled || name === "__proto__" || count === undefined || name.length > 64 || n++ >= 16) continue
+    ;(out ??= {})[name] = count
+  }
+  return out
 }
 
 const url = (target: Target) => `${target.provider.endpoint}/chat/completions`

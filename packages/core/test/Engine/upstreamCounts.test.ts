@@ -392,6 +392,30 @@ describe("what an upstream's answer may claim", () => {
     expect(last.error).toBeUndefined()
   })
 
+  it("an OpenAI-format upstream's other counts (audio, predicted output) come back as reported, in JSON answers and streams, and are not counted again", async () => {
+    const usage = {
+      prompt_tokens: 100,
+      completion_tokens: 20,
+      total_tokens: 120,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 7, junk: "x", negative: -1 },
+      completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 3, accepted_prediction_tokens: 5, rejected_prediction_tokens: 2 }
+    }
+    const json = await complete(usage)
+    expect(json.usage).toMatchObject({ promptTokens: 100, completionTokens: 20, totalTokens: 120 })
+    expect(json.usage.tokenDetails).toEqual({
+      prompt: { audio_tokens: 7 },
+      completion: { audio_tokens: 3, accepted_prediction_tokens: 5, rejected_prediction_tokens: 2 }
+    })
+    expect(recorded.at(-1)).toMatchObject({ promptTokens: 100, completionTokens: 20 })
+    const { last } = await stream(
+      `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "hi" } }] })}\n\n` +
+        `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n` +
+        `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [], usage })}\n\ndata: [DONE]\n\n`
+    )
+    expect(last).toMatchObject({ done: true, promptTokens: 100, completionTokens: 20 })
+    expect(last.tokenDetails).toEqual(json.usage.tokenDetails)
+  })
+
   it("prompt-cache counts: out of OpenAI's and Gemini's prompt count, Anthropic's writes and reads priced (not free)", async () => {
     const openai = await complete({ prompt_tokens: 1000, completion_tokens: 10, prompt_tokens_details: { cached_tokens: 800 }, completion_tokens_details: { reasoning_tokens: 4 } })
     expect(openai.usage).toEqual({ promptTokens: 200, completionTokens: 10, totalTokens: 1010, estimated: false, cacheReadTokens: 800, reasoningTokens: 4 })

@@ -66,6 +66,20 @@ describe("Anthropic surface", () => {
     expect(input.maxTokens).toBe(10)
   })
 
+  it("joins a message's text blocks back to back, as Anthropic defines adjacent text blocks", () => {
+    const input = messagesInputOf(decode({
+      model: "gpt-4o-mini",
+      max_tokens: 10,
+      system: [{ type: "text", text: "You are terse." }, { type: "text", text: " Answer in French." }],
+      messages: [{ role: "user", content: [{ type: "text", text: "Context: the sky is blue.\n" }, { type: "text", text: "Question: what colour is it?" }] }]
+    }))
+    if (input instanceof BadRequest) throw input
+    expect(input.messages.map((m) => m.content)).toEqual([
+      "You are terse. Answer in French.",
+      "Context: the sky is blue.\nQuestion: what colour is it?"
+    ])
+  })
+
   it("maps tool_choice none and auto, and leaves options empty when none are sent", () => {
     const base = { model: "m", max_tokens: 1, messages: [{ role: "user", content: "x" }] }
     const of = (extra: object) => {
