@@ -397,7 +397,18 @@ describe("OpenTelemetry export", () => {
     const port = (receiver.address() as import("node:net").AddressInfo).port
     const server = await startServer({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_SERVICE_NAME: "aigw-test" })
     try {
-      await call(server.url, "GET", "/v1/ready", { headers: { "x-request-id": "otel-9", authorization: "Bearer secret-token-xyz", "x-api-key": "aigw_secret-key-xyz" } })
+      await call(server.url, "GET", "/v1/ready", {
+        headers: {
+          "x-request-id": "otel-9",
+          authorization: "Bearer secret-token-xyz",
+          "x-api-key": "aigw_secret-key-xyz",
+          "proxy-authorization": "Basic secret-proxy-xyz",
+          "x-auth-token": "secret-auth-xyz"
+        }
+      })
+      // A one-time token in a query (the verify-email link) and the mail the file mailer logs stay out of the spans.
+      await call(server.url, "GET", "/api/avatar/verify-email?token=secret-once-xyz")
+      await call(server.url, "POST", "/api/avatar/register", { body: { username: "oteluser", email: "oteluser@example.com", password: "password 123" } })
       const deadline = Date.now() + 15_000
       const spans = () =>
         received.flatMap((r) => (r.body.resourceSpans ?? []).flatMap((rs: any) => (rs.scopeSpans ?? []).flatMap((ss: any) => ss.spans ?? [])))
@@ -410,9 +421,17 @@ describe("OpenTelemetry export", () => {
       expect(received[0]?.contentType).toMatch(/application\/json/)
       expect(readySpan(), [...new Set(spans().map((s: any) => String(s.name)))].join(", ")).toBeDefined()
       expect(readySpan().traceId).toMatch(/^[0-9a-f]{32}$/)
-      // Credentials in headers are redacted from span attributes.
-      expect(JSON.stringify(received)).not.toContain("secret-token-xyz")
-      expect(JSON.stringify(received)).not.toContain("secret-key-xyz")
+      // Credentials in headers are redacted from span attributes, query values and mailed links are not exported.
+      const verifySpan = () => spans().find((s: any) => JSON.stringify(s.attributes ?? []).includes("/api/avatar/verify-email"))
+      const registerSpan = () => spans().find((s: any) => JSON.stringify(s.attributes ?? []).includes("/api/avatar/register"))
+      while ((verifySpan() === undefined || registerSpan() === undefined) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+      expect(JSON.stringify(verifySpan())).toContain("token=REDACTED")
+      expect(registerSpan()).toBeDefined()
+      for (const secret of ["secret-token-xyz", "secret-key-xyz", "secret-proxy-xyz", "secret-auth-xyz", "secret-once-xyz"]) {
+        expect(JSON.stringify(received), secret).not.toContain(secret)
+      }
+      // The verification mail's link (its token) is in the log only.
+      expect(JSON.stringify(received)).not.toMatch(/verify-email\?token=(?!REDACTED)/)
       const resource = received[0]!.body.resourceSpans[0].resource.attributes as Array<{ key: string; value: { stringValue?: string } }>
       expect(resource.find((a) => a.key === "service.name")?.value.stringValue).toBe("aigw-test")
 

@@ -10,10 +10,15 @@
  * `OTEL_SERVICE_NAME` (default `aigw`) as the service name (docs/observability.md).
  */
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
+import * as Headers from "@effect/platform/Headers"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import { Config, Duration, Effect, Layer, Option } from "effect"
+import { REDACTED_HEADERS } from "./Http/Observability.ts"
+
+/** Spans on: request headers that hold credentials are redacted in every server span (`REDACTED_HEADERS`). */
+const layerRedacting: Layer.Layer<never> = Layer.scopedDiscard(Effect.locallyScoped(Headers.currentRedactedNames, REDACTED_HEADERS))
 
 /** No spans: Effect's tracer and the HTTP server's request spans are off for everything built after. */
 export const layerOff: Layer.Layer<never> = Layer.mergeAll(
@@ -27,7 +32,7 @@ export const layerOtlp = (options: { readonly endpoint: string; readonly service
     url: `${options.endpoint.replace(/\/+$/, "")}/v1/traces`,
     resource: { serviceName: options.serviceName, ...(options.serviceVersion ? { serviceVersion: options.serviceVersion } : {}) },
     exportInterval: Duration.seconds(2)
-  }).pipe(Layer.provide(FetchHttpClient.layer), Layer.provide(OtlpSerialization.layerJson))
+  }).pipe(Layer.provide(FetchHttpClient.layer), Layer.provide(OtlpSerialization.layerJson), Layer.merge(layerRedacting))
 
 /** OTLP export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; else `layerOff` unless `AIGW_TRACING=true`. */
 export const layerFromEnv: Layer.Layer<never> = Layer.unwrapEffect(
@@ -41,6 +46,6 @@ export const layerFromEnv: Layer.Layer<never> = Layer.unwrapEffect(
       serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("aigw"))
     }),
     ({ endpoint, on, serviceName }) =>
-      Option.isSome(endpoint) ? layerOtlp({ endpoint: endpoint.value, serviceName }) : on ? Layer.empty : layerOff
+      Option.isSome(endpoint) ? layerOtlp({ endpoint: endpoint.value, serviceName }) : on ? layerRedacting : layerOff
   )
 ).pipe(Layer.orDie)

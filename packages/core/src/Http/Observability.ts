@@ -59,6 +59,35 @@ export interface LaneRequest {
   readonly socket?: { readonly remoteAddress?: string | undefined } | undefined
 }
 
+/**
+ * Request headers whose values a span never carries: the platform's four (authorization, cookie,
+ * set-cookie, x-api-key) and every other name that says it holds a credential (proxy-authorization,
+ * x-auth-token, api-key, x-goog-api-key, session ids, …). Set for every server span by the tracing
+ * layers (Tracing.ts) and read by the platform's tracer and `asServerSpan` alike.
+ */
+export const REDACTED_HEADERS: ReadonlyArray<string | RegExp> = ["authorization", "cookie", "set-cookie", "x-api-key", /auth|token|key|secret|passw|session|cookie|signature/i]
+
+/**
+ * A request URL as spans carry it: the query's values are `REDACTED` (one-time tokens travel there:
+ * `verify-email?token=…`), its names kept; credentials in the URL too. The platform's tracer sets
+ * `url.full` and `url.query` with the values; these attributes, set after it, replace them.
+ */
+export const spanUrlAttributes = (url: URL): Record<string, string> => {
+  if (url.username !== "" || url.password !== "") {
+    url.username = "REDACTED"
+    url.password = "REDACTED"
+  }
+  const names = [...new Set(url.searchParams.keys())]
+  const query = names.map((n) => `${encodeURIComponent(n)}=REDACTED`).join("&")
+  url.search = query
+  return {
+    "url.full": url.toString(),
+    "url.path": url.pathname,
+    ...(query !== "" ? { "url.query": query } : {}),
+    "url.scheme": url.protocol.slice(0, -1)
+  }
+}
+
 /** A rebuilt request keeps only its path and query (as `request.url` on the node server); its URL's host is the Host header's. */
 const SPAN_BASE = "http://aigw.internal"
 
@@ -87,16 +116,7 @@ export const asServerSpan = (request: LaneRequest, statusOf: (exit: Exit.Exit<un
     return Effect.useSpan(name, { parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(headers)), kind: "server", captureStackTrace: false }, (span) => {
       span.attribute("http.request.method", platformRequest.method)
       const url = Option.getOrUndefined(HttpServerRequest.toURL(platformRequest))
-      if (url !== undefined) {
-        if (url.username !== "" || url.password !== "") {
-          url.username = "REDACTED"
-          url.password = "REDACTED"
-        }
-        span.attribute("url.full", url.toString())
-        span.attribute("url.path", url.pathname)
-        if (url.search.length > 1) span.attribute("url.query", url.search.slice(1))
-        span.attribute("url.scheme", url.protocol.slice(0, -1))
-      }
+      if (url !== undefined) for (const [name, value] of Object.entries(spanUrlAttributes(url))) span.attribute(name, value)
       if (headers["user-agent"] !== undefined) span.attribute("user_agent.original", headers["user-agent"])
       const redacted = Headers.redact(headers, fiber.getFiberRef(Headers.currentRedactedNames))
       for (const name in redacted) span.attribute(`http.request.header.${name}`, String(redacted[name]))
@@ -126,6 +146,12 @@ export const middleware = (settings: { readonly metrics: boolean; readonly logRe
         const ms = performance.now() - started
         if (settings.metrics) Metrics.recordRequest(info.route, request.method, status, ms / 1000)
         return settings.logRequests ? accessLogLine(info.id, request.method, path, info.route, status, ms) : Effect.void
+      }
+      // The platform's server span (its tracer runs outside this middleware) carries the URL's query values: replaced.
+      const span = yield* Effect.option(Effect.currentSpan)
+      if (Option.isSome(span) && span.value.kind === "server") {
+        const url = Option.getOrUndefined(HttpServerRequest.toURL(request))
+        if (url !== undefined) for (const [name, value] of Object.entries(spanUrlAttributes(url))) span.value.attribute(name, value)
       }
       // A client that leaves interrupts the request: it is counted and logged as 499, as the platform's span has it.
       const response = yield* Effect.onInterrupt(asRequest(info)(app), () => counted(499))

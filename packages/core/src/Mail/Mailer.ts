@@ -3,7 +3,7 @@
  * embedded default: logs each mail and writes it to `<dataDir>/mail/`), and the SMTP layer in
  * `Smtp.ts` (nodemailer).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, FiberRef, HashSet, Layer, Logger } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { makeDirectory } from "../Directories.ts"
@@ -43,6 +43,9 @@ export const layerFile = (dataDir: string) =>
           makeDirectory(dir)
           fs.writeFileSync(file, `To: ${mail.to}\nSubject: ${mail.subject}\n\n${mail.text}\n`)
         })
-        yield* Effect.logInfo(`mail to ${mail.to}: ${mail.subject} (saved to ${file})\n${mail.text}`)
+        // The log, not a trace: the text holds one-time links, and a log line in a span is exported with it.
+        yield* Effect.logInfo(`mail to ${mail.to}: ${mail.subject} (saved to ${file})\n${mail.text}`).pipe(
+          Effect.locallyWith(FiberRef.currentLoggers, HashSet.remove(Logger.tracerLogger))
+        )
       })
   })
