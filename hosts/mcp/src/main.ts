@@ -9,7 +9,7 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeSink from "@effect/platform-node/NodeSink"
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { ConfigFile, Layers, Logging, MallocTrim, Mcp, StartupError } from "@aigw/core"
+import { ConfigFile, Layers, Logging, MallocTrim, Mcp, StartupError, StopSignals } from "@aigw/core"
 import { Config, Context, Effect, Layer, Logger } from "effect"
 
 // A stray console.log from any library would corrupt the protocol stream.
@@ -26,14 +26,16 @@ const McpLive = Layer.unwrapEffect(
   Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG))
 )
 
-// Serves until stdin ends (the MCP host closed it) and every answer is written, then exits.
+StopSignals.keepGracefulStops()
+// Serves until stdin ends (the MCP host closed it) and every answer is written, then exits. The logging layer
+// reads AIGW_CONFIG too: provided inside the start-up report, so that a bad file is its one line on stderr.
 Effect.scoped(Effect.flatMap(Layer.build(McpLive), (context) => Context.get(context, Mcp.McpStdio).done)).pipe(
-  StartupError.reportStartupFailure,
   Effect.provide(
     Logging.layerFromEnv({
       stderr: true,
       textLayer: Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: false }))
     }).pipe(Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG)))
   ),
+  StartupError.reportStartupFailure,
   NodeRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true })
 )

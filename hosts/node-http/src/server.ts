@@ -9,7 +9,7 @@
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ConfigFile, FastLane, HttpApp, Layers, Logging, MallocTrim, Mcp, ShutdownDeadline, StartupError } from "@aigw/core"
+import { ConfigFile, FastLane, HttpApp, Layers, Logging, MallocTrim, Mcp, ShutdownDeadline, StartupError, StopSignals } from "@aigw/core"
 import { Config, Effect, Layer, Logger } from "effect"
 
 const ServerLive = Layer.unwrapEffect(
@@ -48,11 +48,10 @@ const HttpLive = Layer.unwrapEffect(
 
 const LoggingLive = Logging.layerFromEnv({ textLayer: Logger.pretty }).pipe(Layer.provide(ConfigFile.layer(process.env.AIGW_CONFIG)))
 
-// A process manager may signal the whole process group, and a wrapper (npm, tsx) or the workers' primary
-// relays the signal again (as SIGTERM): once the graceful shutdown has begun, a repeated SIGTERM must not
-// kill it before the layers are released (the usage exporters' flush, the database pool). Managers send
-// SIGKILL after their grace period anyway.
-process.once("SIGTERM", () => process.on("SIGTERM", () => {}))
+// Ctrl-C or a process manager may signal the whole process group, and a wrapper (npm, tsx) or the workers'
+// primary relays the signal again: once the graceful shutdown has begun, a repeat must not kill it before the
+// layers are released (the usage exporters' flush, the database pool).
+StopSignals.keepGracefulStops()
 Layer.launch(HttpLive).pipe(
   Effect.provide(LoggingLive),
   StartupError.reportStartupFailure,

@@ -6,7 +6,8 @@
  * The primary only supervises: the first worker starts alone (migrations, the generated JWT key in
  * the data directory), then the others; a worker that fails to start stops them all with its exit
  * code (its one-line reason is already on stderr); a worker that dies after it listened is replaced,
- * unless they die faster than `CRASH_LIMIT` in `CRASH_WINDOW_MS`; SIGTERM or SIGINT stops every worker
+ * and so is a replacement that dies before it listened (the others serve on), unless they die faster
+ * than `CRASH_LIMIT` in `CRASH_WINDOW_MS`; SIGTERM or SIGINT stops every worker
  * gracefully (SIGTERM: a worker that also got the terminal's SIGINT shuts down once), and the primary exits
  * once every worker has.
  */
@@ -56,7 +57,8 @@ export const superviseWorkers = (): boolean => {
     if (workers.size === 0) process.exit(code)
   }
 
-  const start = (then?: () => void): void => {
+  /** `replacing`: a replacement's failed start is a crash like any other (the workers still serving show the start works). */
+  const start = (then?: () => void, replacing = false): void => {
     // A stop that came during the start (before the first worker listened) forks no more.
     if (stopping) return
     const worker = cluster.fork()
@@ -72,8 +74,8 @@ export const superviseWorkers = (): boolean => {
         if (workers.size === 0) process.exit(stopping.code)
         return
       }
-      // A worker that never listened failed its start (its reason is on stderr): the others would too.
-      if (!listening) return stop(code || 1)
+      // A first worker that never listened failed its start (its reason is on stderr): the others would too.
+      if (!listening && !replacing) return stop(code || 1)
       const now = Date.now()
       crashes.push(now)
       while (crashes.length > 0 && crashes[0]! < now - CRASH_WINDOW_MS) crashes.shift()
@@ -81,8 +83,8 @@ export const superviseWorkers = (): boolean => {
         say(`${CRASH_LIMIT} workers died within ${CRASH_WINDOW_MS / 1000} s; stopping`)
         return stop(1)
       }
-      say(`worker ${worker.process.pid} exited (${signal ?? `code ${code}`}); starting another`)
-      start()
+      say(`worker ${worker.process.pid} exited${listening ? "" : " before it listened"} (${signal ?? `code ${code}`}); starting another`)
+      start(undefined, true)
     })
   }
 

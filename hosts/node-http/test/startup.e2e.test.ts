@@ -125,6 +125,15 @@ describe("start-up failures of the MCP stdio host", () => {
     expect(result.stdout).toBe("")
   }, T)
 
+  it("a bad AIGW_CONFIG file (read by its logging too) is its one line, not a silent exit", async () => {
+    const dir = scratchDir("aigw-startup-")
+    const file = path.join(dir, "aigw.json")
+    fs.writeFileSync(file, JSON.stringify({ AIGW_MAX_BODYBYTES: 1000 }))
+    const result = await startExpectingFailure({ AIGW_CONFIG: file }, { host: "mcp" })
+    expect(oneLineFailure(result, "AIGW_CONFIG")).toContain('unknown key "AIGW_MAX_BODYBYTES"')
+    expect(result.stdout).toBe("")
+  }, T)
+
   it("an invalid AIGW_MALLOC_TRIM_MS names the variable", async () => {
     const result = await startExpectingFailure({ AIGW_MALLOC_TRIM_MS: "often" }, { host: "mcp" })
     expect(oneLineFailure(result, "AIGW_MALLOC_TRIM_MS")).toContain('AIGW_MALLOC_TRIM_MS: expected an integer value but received "often"')
@@ -222,6 +231,19 @@ describe("the launcher of npm start and the image (scripts/node.sh)", () => {
       fs.rmdirSync(group)
     }
   })
+})
+
+describe("Ctrl-C", () => {
+  // Ctrl-C signals the terminal's whole process group: the server, and npm, which relays the signal to it again.
+  it("a SIGINT repeated during the graceful stop does not cut it short: the server exits 0", async () => {
+    const server = await startServer({})
+    const pid = server.child.pid!
+    const exited = new Promise<number | null>((resolve) => server.child.once("exit", (code) => resolve(code)))
+    process.kill(pid, "SIGINT")
+    await new Promise((r) => setTimeout(r, 50))
+    process.kill(pid, "SIGINT")
+    expect(await exited, server.output()).toBe(0)
+  }, T)
 })
 
 describe("npm start under a process manager", () => {

@@ -171,6 +171,16 @@ describe("two workers on one SQLite database", () => {
       return now.length === 2 && !now.includes(victim!) && now.includes(survivor!)
     })
     expect(server.output()).toContain(`aigw: worker ${victim} exited (SIGKILL); starting another`)
+    // The replacement killed before it listens: replaced in turn, while the survivor serves on (it stopped everything).
+    const starting = workersOf(server).find((pid) => pid !== survivor)!
+    if (listening(server) < 3) {
+      process.kill(starting, "SIGKILL")
+      await waitFor("a second replacement", () => {
+        const now = workersOf(server)
+        return now.length === 2 && !now.includes(starting) && now.includes(survivor!)
+      })
+      expect(server.output()).toContain(`aigw: worker ${starting} exited before it listened (SIGKILL); starting another`)
+    }
     await waitFor("the replacement to listen", () => listening(server) === 3)
     for (let i = 0; i < 6; i++) expect((await call(server.url, "GET", "/v1/health")).status).toBe(200)
     const all = [server.child.pid!, ...workersOf(server)]
