@@ -34,6 +34,13 @@ const tokenizer = Effect.cached(Effect.promise(async () => {
 }))
 const loaded = Effect.runSync(tokenizer)
 
+/**
+ * Loads the tokenizer now if it is not loaded yet: a graceful stop does so at its start, so that the
+ * streams it ends later (whose usage is estimated when the upstream reported none) write their final
+ * event at once, not after a cold load of the tables.
+ */
+export const warmUp = (): void => void Effect.runPromise(loaded).catch(() => undefined)
+
 const runs = runCutter(MAX_RUN)
 
 /** The tokenizer's count of a text, its runs without spaces cut into pieces of MAX_RUN characters. */

@@ -13,6 +13,7 @@ import { Effect } from "effect"
 import { type IncomingMessage, Server, type ServerResponse } from "node:http"
 import { ProviderCalls, type StreamError } from "../Engine/ProviderCalls.ts"
 import { stopBefore } from "./RequestDeadline.ts"
+import * as Tokens from "../Tokens.ts"
 import { answerUnreadableRequests } from "./UnreadableRequests.ts"
 
 /** The message a stream ended by a graceful stop closes with. */
@@ -45,7 +46,7 @@ export const heedLeavingWhileQueued = (req: IncomingMessage, res: ServerResponse
 }
 
 export class BoundedServer extends Server {
-  constructor(readonly graceMs: number, private readonly beforeCut: () => void = () => undefined) {
+  constructor(readonly graceMs: number, private readonly beforeCut: () => void = () => undefined, private readonly atClose: () => void = () => undefined) {
     // A header sent twice reaches the gateway as both values joined (node keeps the first otherwise): two
     // Host lines are then an invalid Host (RFC 9112 §3.2: 400), two credentials no credential.
     // An HTTP/1.1 request without Host is the gateway's to refuse (in its envelope), not node's (empty body).
@@ -63,6 +64,7 @@ export class BoundedServer extends Server {
     // A second call waits for the same close: the deadline is the first call's.
     if (this.#closing) return super.close(callback)
     this.#closing = true
+    this.atClose()
     const notice = setTimeout(this.beforeCut, stopBefore(this.graceMs))
     const deadline = setTimeout(() => this.closeAllConnections(), this.graceMs)
     notice.unref()
@@ -77,4 +79,5 @@ export class BoundedServer extends Server {
 
 /** The server factory of a host: each server's `beforeCut` ends the engine's calls (STOPPING, STOPPED_CALL_MESSAGE); the parser's refusals are answered in envelopes. */
 export const serverOf = (graceMs: number) =>
-  Effect.map(ProviderCalls, (calls) => () => answerUnreadableRequests(new BoundedServer(graceMs, () => calls.stopCalls(STOPPING, STOPPED_CALL_MESSAGE))))
+  Effect.map(ProviderCalls, (calls) => () =>
+    answerUnreadableRequests(new BoundedServer(graceMs, () => calls.stopCalls(STOPPING, STOPPED_CALL_MESSAGE), Tokens.warmUp)))
