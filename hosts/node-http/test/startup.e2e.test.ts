@@ -59,13 +59,13 @@ describe("start-up failures of the node host", () => {
 
   it("invalid values name their variable", async () => {
     expect(oneLineFailure(await startExpectingFailure({ PORT: "abc" }), "PORT")).toBe(
-      'aigw: invalid configuration: PORT: expected an integer value but received "abc" (check PORT)'
+      'aigw: invalid configuration: PORT must be a port number from 0 to 65535 (check PORT)'
     )
     expect(oneLineFailure(await startExpectingFailure({ AIGW_SANDBOX: "weird" }), "AIGW_SANDBOX")).toContain(
       'AIGW_SANDBOX: expected one of (auto, bwrap, process, off) but received "weird"'
     )
     expect(oneLineFailure(await startExpectingFailure({ AIGW_MAX_JSON_DEPTH: "-1" }), "AIGW_MAX_JSON_DEPTH")).toBe(
-      "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer (check AIGW_MAX_JSON_DEPTH)"
+      "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer up to 10000 (check AIGW_MAX_JSON_DEPTH)"
     )
     expect(oneLineFailure(await startExpectingFailure({ AIGW_KEY_CACHE_SECONDS: "-5" }), "AIGW_KEY_CACHE_SECONDS")).toBe(
       "aigw: invalid configuration: AIGW_KEY_CACHE_SECONDS: must be 0 (off) or a number of seconds (check AIGW_KEY_CACHE_SECONDS)"

@@ -112,15 +112,25 @@ export const limitVariables: Readonly<Record<keyof SecurityLimits, string>> = {
   registerMaxPerAddress: "AIGW_REGISTER_MAX_PER_ADDRESS"
 }
 
+/**
+ * The largest value of a limit: what a 32-bit count holds (timers, typed arrays), and for the JSON depth
+ * what a nesting can mean (its scan keeps a count per level: a depth of 1e10 failed every JSON request).
+ */
+const limitMaxima: Partial<Record<keyof SecurityLimits, number>> = { maxJsonDepth: 10_000 }
+const LIMIT_MAX = 2_147_483_647
+
 const limitsFromEnv: Config.Config<SecurityLimits> = Config.all(
   Object.fromEntries(
-    (Object.keys(limitVariables) as Array<keyof SecurityLimits>).map((k) => [
-      k,
-      Config.integer(limitVariables[k]).pipe(
-        Config.validate({ message: `${limitVariables[k]} must be a positive integer`, validation: (n) => n > 0 }),
-        Config.withDefault(defaultLimits[k])
-      )
-    ])
+    (Object.keys(limitVariables) as Array<keyof SecurityLimits>).map((k) => {
+      const max = limitMaxima[k] ?? LIMIT_MAX
+      return [
+        k,
+        Config.integer(limitVariables[k]).pipe(
+          Config.validate({ message: `${limitVariables[k]} must be a positive integer up to ${max}`, validation: (n) => n > 0 && n <= max }),
+          Config.withDefault(defaultLimits[k])
+        )
+      ]
+    })
   ) as { [K in keyof SecurityLimits]: Config.Config<number> }
 )
 
@@ -203,8 +213,10 @@ const adminOf = (username: Option.Option<string>, email: Option.Option<string>, 
 /** Options read from the environment with the names of DESIGN.md §3. */
 export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
-  port: Config.integer("PORT").pipe(
-    Config.validate({ message: "PORT must be a port number from 0 to 65535", validation: (n) => n >= 0 && n <= 65535 }),
+  // Digits only: a number reader takes `0x50` as 80 and `1e3` as 1000.
+  port: Config.string("PORT").pipe(
+    Config.validate({ message: "PORT must be a port number from 0 to 65535", validation: (t) => /^\d{1,5}$/.test(t.trim()) && Number(t) <= 65535 }),
+    Config.map((t) => Number(t)),
     Config.withDefault(8787)
   ),
   publicUrl: nonEmpty(Config.string("PUBLIC_URL").pipe(

@@ -10,6 +10,7 @@ import { data as catalogue } from "./Catalog/Catalog.ts"
 import { envPrefix, limitVariables } from "./Config.ts"
 import { servedBy } from "./Providers/Registry.ts"
 import { type StartupError, startupError } from "./StartupError.ts"
+import { jsonSyntaxProblem } from "./JsonText.ts"
 
 /**
  * Every variable the gateway reads through its ConfigProvider: Config.ts `fromEnv` and
@@ -134,12 +135,18 @@ const environment = (): ConfigProvider.ConfigProvider =>
 export const providerFor = (path: string | undefined): ConfigProvider.ConfigProvider => {
   const env = environment()
   if (!path) return env
-  let parsed: unknown
+  let text: string
   try {
     // A byte order mark (as some Windows editors save UTF-8) is no JSON, but no mistake either.
-    parsed = JSON.parse(fs.readFileSync(path, "utf8").replace(/^\uFEFF/, ""))
+    text = fs.readFileSync(path, "utf8").replace(/^\uFEFF/, "")
   } catch (e) {
     throw startupError(`AIGW_CONFIG: cannot read ${path}: ${(e as Error).message}`, "check AIGW_CONFIG")
+  }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (e) {
+    throw startupError(`AIGW_CONFIG: ${path} is ${jsonSyntaxProblem(e)}`, "check AIGW_CONFIG")
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     throw startupError(`AIGW_CONFIG: ${path} must hold a JSON object of NAME -> value`, "check AIGW_CONFIG")

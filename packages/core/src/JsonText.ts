@@ -194,3 +194,6 @@ export const fieldsOutside = (o: unknown, known: ReadonlySet<string>): Record<st
   }
   return out
 }
+
+/** Why a text is not JSON, without quoting it (`withoutQuote`): for configuration values, where a secret sits. */
+export const jsonSyntaxProblem = (error: unknown): string => `not valid JSON (${withoutQuote(error instanceof Error ? error.message : String(error))})`

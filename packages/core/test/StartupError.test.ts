@@ -7,6 +7,7 @@ import * as net from "node:net"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import * as Jwt from "../src/Accounts/Jwt.ts"
+import * as Catalog from "../src/Catalog/Catalog.ts"
 import * as GatewayConfig from "../src/Config.ts"
 import * as Database from "../src/Storage/Database.ts"
 import { describeStartupFailure, ensureWritableDir, redactUrls, StartupError } from "../src/StartupError.ts"
@@ -27,6 +28,15 @@ const configFailure = async (overrides: Record<string, string>) => {
   const exit = await Effect.runPromiseExit(
     Effect.provide(GatewayConfig.GatewayConfig, GatewayConfig.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))))
   )
+  if (Exit.isSuccess(exit)) throw new Error("expected the configuration to be refused")
+  return oneLine(describeStartupFailure(exit.cause))
+}
+
+/** The start-up line of a catalogue built from `overrides` (the providers' variables). */
+const catalogueFailure = async (overrides: Record<string, string>) => {
+  const env = { AIGW_DATA_DIR: path.join(scratchDir("aigw-startup-"), "data"), ...overrides }
+  const config = GatewayConfig.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
+  const exit = await Effect.runPromiseExit(Effect.provide(Catalog.Catalog, Catalog.layer.pipe(Layer.provide(config))))
   if (Exit.isSuccess(exit)) throw new Error("expected the configuration to be refused")
   return oneLine(describeStartupFailure(exit.cause))
 }
@@ -89,9 +99,20 @@ describe("start-up checks", () => {
   it("invalid values name their variable", async () => {
     expect(await configFailure({ PORT: "abc" })).toContain("(check PORT)")
     expect(await configFailure({ PORT: "70000" })).toContain("PORT must be a port number")
+    for (const bad of ["0x50", "1e3", "80.0"]) expect(await configFailure({ PORT: bad }), bad).toContain("PORT must be a port number")
     expect(await configFailure({ AIGW_SANDBOX: "weird" })).toContain("(check AIGW_SANDBOX)")
     expect(await configFailure({ AIGW_MAX_JSON_DEPTH: "-1" })).toBe(
-      "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer (check AIGW_MAX_JSON_DEPTH)"
+      "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer up to 10000 (check AIGW_MAX_JSON_DEPTH)"
+    )
+    // A provider base URL that is no URL used to start and fail every call of the provider.
+    for (const bad of ["notaurl", "ftp://files.example.com/v1"]) {
+      expect(await catalogueFailure({ OPENAI_BASE_URL: bad }), bad).toBe(
+        "aigw: OPENAI_BASE_URL must be an http:// or https:// URL (the provider's API base, e.g. https://api.openai.com/v1) (check OPENAI_BASE_URL)"
+      )
+    }
+    // A depth that would fail every JSON request (its scan keeps a count per level) stops the start instead.
+    expect(await configFailure({ AIGW_MAX_JSON_DEPTH: "10000000000" })).toBe(
+      "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer up to 10000 (check AIGW_MAX_JSON_DEPTH)"
     )
     // Values that used to start and then spin a loop, refuse every body, or make links and mail unusable.
     for (const [name, value, message] of [

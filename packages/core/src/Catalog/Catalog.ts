@@ -7,6 +7,7 @@ import { Context, Effect, Either, Layer, Option, ParseResult, Redacted, Schema }
 import { envPrefix, GatewayConfig } from "../Config.ts"
 import { ModelPlan, Plan, planAllows } from "../Plans.ts"
 import { startupError } from "../StartupError.ts"
+import { jsonSyntaxProblem } from "../JsonText.ts"
 import { modelData } from "./models.data.ts"
 import { providerData } from "./providers.data.ts"
 import { endpointTypes, servedBy } from "../Providers/Registry.ts"
@@ -124,7 +125,7 @@ const jsonOf = (variable: string, text: string): unknown => {
   try {
     return JSON.parse(text)
   } catch (e) {
-    throw new Error(`${variable} is not JSON: ${(e as Error).message}`)
+    throw new Error(`${variable} is ${jsonSyntaxProblem(e)}`)
   }
 }
 
@@ -236,6 +237,15 @@ const missingOf = (p: ProviderEntry, endpoint: string, hasApiKey: boolean, setti
   return hasApiKey ? undefined : `Provider ${p.id} is not configured: set ${prefix}_API_KEY.`
 }
 
+const isHttpUrl = (text: string) => {
+  try {
+    const url = new URL(text)
+    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
+  } catch {
+    return false
+  }
+}
+
 const makeService = Effect.gen(function*() {
   const config = yield* GatewayConfig
   const providers = data.providers.map((p): ConfiguredProvider => {
@@ -252,6 +262,14 @@ const makeService = Effect.gen(function*() {
     const missing = missingOf(p, endpoint, Option.isSome(env.apiKey), settings)
     return { ...p, endpoint, apiKey: env.apiKey, settings, configured: missing === undefined, missing }
   })
+  // A base URL that is no http(s) URL used to start and fail every call of its provider ("Invalid URL").
+  for (const p of providers) {
+    const env = config.providerEnv(p.id)
+    if (Option.isSome(env.baseUrl) && env.baseUrl.value !== "" && !isHttpUrl(env.baseUrl.value)) {
+      const variable = `${envPrefix(p.id)}_BASE_URL`
+      return yield* Effect.fail(startupError(`${variable} must be an http:// or https:// URL (the provider's API base, e.g. ${p.baseUrl})`, `check ${variable}`))
+    }
+  }
   const byId = new Map(providers.map((p) => [p.id, p]))
   const { aliases, models } = yield* Effect.try({
     try: () => configuredModels(data, Option.getOrUndefined(config.models), Option.getOrUndefined(config.modelAliases)),
