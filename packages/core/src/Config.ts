@@ -163,8 +163,28 @@ export const defaults = (overrides: Partial<GatewayOptions> = {}): GatewayOption
   setting: () => Option.none(),
   models: Option.none(),
   modelAliases: Option.none(),
-  ...overrides
+  ...overrides,
+  ...plainOptions(overrides)
 })
+
+/**
+ * The optional options as JavaScript callers give them: `jwtSecret: "…"` rather than
+ * `Option.some(Redacted.make("…"))` (a plain string was taken for no secret at all, and tokens were
+ * signed with a generated one). A string, or a Redacted for the secrets, is the option set to it.
+ */
+const plainOptions = (overrides: Partial<GatewayOptions>) => {
+  const out: Record<string, unknown> = {}
+  for (const key of ["webhookSecret", "jwtSecret", "jwtPrivateKey", "smtpUrl"] as const) {
+    const value: unknown = overrides[key]
+    if (typeof value === "string") out[key] = value === "" ? Option.none() : Option.some(Redacted.make(value))
+    else if (Redacted.isRedacted(value)) out[key] = Option.some(value)
+  }
+  for (const key of ["models", "modelAliases"] as const) {
+    const value: unknown = overrides[key]
+    if (typeof value === "string") out[key] = value === "" ? Option.none() : Option.some(value)
+  }
+  return out as Partial<GatewayOptions>
+}
 
 /** Options given directly (tests, embedding); no provider is configured unless given (`providersFromEnv`). */
 export const layer = (overrides: Partial<GatewayOptions> = {}) => Layer.succeed(GatewayConfig, defaults(overrides))

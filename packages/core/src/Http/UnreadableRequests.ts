@@ -6,6 +6,7 @@
  */
 import type { Server } from "node:http"
 import type { Duplex } from "node:stream"
+import * as RequestId from "../RequestId.ts"
 import { errorBody, envelopeOfPath } from "./Edge.ts"
 
 /** The status and the reason of a parser's refusal, by node's error code. */
@@ -32,10 +33,17 @@ const pathOf = (raw: Buffer | undefined): string => {
   return target?.startsWith("/") ? target.split("?", 1)[0]! : "/"
 }
 
+/** The request id headers of an answer made here (a new id: the request's own could not be read), as every answer carries them. */
+const idHeaders = (path: string, id: string): Record<string, string> => {
+  const surface = RequestId.surfaceHeader(path)
+  return { [RequestId.HEADER]: id, ...(surface !== undefined ? { [surface]: id } : {}) }
+}
+
 /** A complete HTTP/1.1 answer with the envelope of `path`, closing the connection (the parser's state is lost). */
 const answerText = (status: number, path: string, message: string): string => {
   const body = JSON.stringify(errorBody(envelopeOfPath(path), { _tag: status === 431 ? "PayloadTooLarge" : "BadRequest", message }))
-  return `HTTP/1.1 ${status} ${REASONS[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+  const ids = Object.entries(idHeaders(path, RequestId.fromHeader(undefined))).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+  return `HTTP/1.1 ${status} ${REASONS[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${ids}connection: close\r\n\r\n${body}`
 }
 
 /** Answers the parser's refusals and unmet expectations of `server` in envelopes (see the module comment). */
@@ -51,11 +59,13 @@ export const answerUnreadableRequests = <S extends Server>(server: S): S => {
     socket.end(answerText(status, path, `The request could not be read: ${reason}.`))
   })
   server.on("checkExpectation", (req, res) => {
-    const body = JSON.stringify(errorBody(envelopeOfPath((req.url ?? "/").split("?", 1)[0]!), {
+    const path = (req.url ?? "/").split("?", 1)[0]!
+    const body = JSON.stringify(errorBody(envelopeOfPath(path), {
       _tag: "BadRequest",
       message: `Expect: ${req.headers.expect} is not supported; only 100-continue is.`
     }))
-    res.writeHead(417, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" }).end(body)
+    const id = RequestId.fromHeader(req.headers[RequestId.HEADER] as string | undefined)
+    res.writeHead(417, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close", ...idHeaders(path, id) }).end(body)
   })
   return server
 }

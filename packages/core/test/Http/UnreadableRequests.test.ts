@@ -36,3 +36,33 @@ describe("a request whose body did not come in time", () => {
     expect(JSON.parse(got.slice(got.indexOf("\r\n\r\n") + 4))).toMatchObject({ isError: true })
   })
 })
+
+describe("a request the parser refuses", () => {
+  let server: http.Server
+  let port = 0
+  beforeAll(async () => {
+    server = answerUnreadableRequests(http.createServer((req, res) => res.end()))
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+    port = (server.address() as AddressInfo).port
+  })
+  afterAll(() => server.close())
+
+  const answerTo = (text: string) =>
+    new Promise<string>((resolve) => {
+      let got = ""
+      const socket = net.connect(port, "127.0.0.1", () => socket.write(text))
+      socket.on("data", (d) => (got += d))
+      socket.on("close", () => resolve(got))
+    })
+
+  it("carries a request id, as every answer does (Anthropic's request-id header on its surface too)", async () => {
+    const framing = await answerTo("POST /v1/complete HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    expect(framing).toMatch(/^HTTP\/1\.1 400 Bad Request/)
+    expect(framing).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/)
+    const anthropic = await answerTo("GET /anthropic/v1/messages HTTP/1.1\r\nHost: a\r\nX-Bad: a\u0001b\r\n\r\n")
+    expect(anthropic).toMatch(/^HTTP\/1\.1 400 Bad Request/)
+    const id = /\r\nx-request-id: ([0-9a-f-]{36})\r\n/.exec(anthropic)?.[1]
+    expect(id).toBeDefined()
+    expect(anthropic).toContain(`\r\nrequest-id: ${id}\r\n`)
+  })
+})
