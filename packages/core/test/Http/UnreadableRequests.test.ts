@@ -5,23 +5,27 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { answerUnreadableRequests } from "../../src/Http/UnreadableRequests.ts"
 
-describe("a request whose body did not come in time", () => {
+/** A server with the refusals answered, for the describe block; `answerTo` sends raw bytes and reads the whole answer. */
+const rawServer = (options: http.ServerOptions, handler: http.RequestListener) => {
   let server: http.Server
   let port = 0
   beforeAll(async () => {
-    server = answerUnreadableRequests(http.createServer({ requestTimeout: 300, connectionsCheckingInterval: 50 }, (req) => req.resume()))
+    server = answerUnreadableRequests(http.createServer(options, handler))
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
     port = (server.address() as AddressInfo).port
   })
   afterAll(() => server.close())
-
-  const answerTo = (text: string) =>
+  return (text: string) =>
     new Promise<string>((resolve) => {
       let got = ""
       const socket = net.connect(port, "127.0.0.1", () => socket.write(text))
       socket.on("data", (d) => (got += d))
       socket.on("close", () => resolve(got))
     })
+}
+
+describe("a request whose body did not come in time", () => {
+  const answerTo = rawServer({ requestTimeout: 300, connectionsCheckingInterval: 50 }, (req) => req.resume())
 
   it("is answered 408 in the envelope of its path (the OpenAI surface's here), not the gateway's", async () => {
     const got = await answerTo("POST /openai/v1/chat/completions?x=1 HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"mo")
@@ -38,22 +42,7 @@ describe("a request whose body did not come in time", () => {
 })
 
 describe("a request the parser refuses", () => {
-  let server: http.Server
-  let port = 0
-  beforeAll(async () => {
-    server = answerUnreadableRequests(http.createServer((req, res) => res.end()))
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
-    port = (server.address() as AddressInfo).port
-  })
-  afterAll(() => server.close())
-
-  const answerTo = (text: string) =>
-    new Promise<string>((resolve) => {
-      let got = ""
-      const socket = net.connect(port, "127.0.0.1", () => socket.write(text))
-      socket.on("data", (d) => (got += d))
-      socket.on("close", () => resolve(got))
-    })
+  const answerTo = rawServer({}, (_req, res) => res.end())
 
   it("carries a request id, as every answer does (Anthropic's request-id header on its surface too)", async () => {
     const framing = await answerTo("POST /v1/complete HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
