@@ -9,7 +9,7 @@ import { refusal, wireText, wireToolCall, wireToolCallDelta } from "./Chat.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import { answerSchemaOf, commonRefusal, dataUrlOf, pushTurn, toolArgumentsOf, toolChoiceMatters } from "./internal/translation.ts"
 import type { Served } from "./Served.ts"
-import { protocolError, UpstreamError } from "./UpstreamError.ts"
+import { isRetryableStatus, protocolError, shownUpstreamText, UpstreamError } from "./UpstreamError.ts"
 
 export const API_VERSION = "2023-06-01"
 /** Used when the request sets no maxTokens (the API requires one). */
@@ -172,6 +172,30 @@ export const toWireRequest = (target: Target, request: ChatRequest, stream: bool
   }
 }
 
+/** The HTTP status each documented error type stands for (https://docs.anthropic.com/en/api/errors). */
+const ERROR_STATUS: Readonly<Record<string, number>> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  overloaded_error: 529
+}
+
+/**
+ * A documented `error` event in a stream (an overload, a rate limit after the answer began): the error
+ * its type stands for, as the same failure before the stream would have been, with its type and message.
+ */
+const streamErrorOf = (provider: string, error: any): UpstreamError => {
+  const type = typeof error?.type === "string" ? error.type : undefined
+  const status = type !== undefined ? ERROR_STATUS[type] : undefined
+  if (status === undefined) return protocolError(provider, `stream error: ${typeof error?.message === "string" ? error.message : "unknown"}`)
+  const message = typeof error?.message === "string" ? shownUpstreamText(error.message) : "no message"
+  return new UpstreamError({ provider, kind: "http", status, message: `${provider} ended the stream with ${type}: ${message}`, retryable: isRetryableStatus(status) })
+}
+
 /** The neutral finish reason of a `stop_reason`; `model_context_window_exceeded` is a truncated answer, as `max_tokens`. */
 export const finishReason = (reason: unknown): FinishReason =>
   reason === "max_tokens" || reason === "model_context_window_exceeded"
@@ -265,7 +289,7 @@ export const wire: ChatWire = {
       const type = data?.type ?? event.event
       switch (type) {
         case "error":
-          return protocolError(provider, `stream error: ${data?.error?.message ?? "unknown"}`)
+          return streamErrorOf(provider, data?.error)
         case "message_start": {
           const { completionTokens: _later, ...usage } = usageOf(data?.message?.usage)
           return usage.promptTokens !== undefined ? [{ _tag: "Usage", usage }] : []

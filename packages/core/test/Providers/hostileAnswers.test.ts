@@ -209,6 +209,17 @@ describe("a field that cannot be read is a protocol error, not a success", () =>
     expect(event(Bedrock.wire, "bedrock", "contentBlockDelta", { contentBlockIndex: 0, delta: { toolUse: { input: { a: 1 } } } })).toBe("protocol")
   })
 
+  it("an Anthropic stream's documented error event is the failure its type stands for, named; an undocumented one a protocol error", () => {
+    const decode = Anthropic.wire.events("anthropic")
+    const overloaded = decode({ event: "error", data: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }) })
+    expect(overloaded).toBeInstanceOf(UpstreamError)
+    expect(overloaded).toMatchObject({ kind: "http", status: 529, retryable: true, message: "anthropic ended the stream with overloaded_error: Overloaded" })
+    const limited = Anthropic.wire.events("anthropic")({ event: "error", data: JSON.stringify({ type: "error", error: { type: "rate_limit_error", message: "slow down" } }) })
+    expect(limited).toMatchObject({ kind: "http", status: 429, retryable: true })
+    const odd = Anthropic.wire.events("anthropic")({ event: "error", data: JSON.stringify({ type: "error", error: { type: "surprise", message: "?" } }) })
+    expect(odd).toMatchObject({ kind: "protocol" })
+  })
+
   it("shapes the first hardening let through (a re-attack): a message or delta that is no object, tool calls that are no list, a streamed call that begins without a name or at an index no call has, empty candidates, text where an object goes", () => {
     const answer = (body: unknown) => protocol(OpenAiCompatible.wire.result("openai", body))
     expect(answer({ choices: [{ message: "hello" }] })).toBe("protocol")
