@@ -351,6 +351,29 @@ describe("Anthropic-compatible surface", () => {
     expect(unknown.body).toMatchObject({ type: "error", error: { type: "not_found_error", message: expect.stringMatching(/^Unknown model nope/) } })
   })
 
+  it("lists and retrieves models as the SDK's models.list and models.retrieve call them, paged", async () => {
+    const anthropicClient = client(user.apiKey)
+    const first = await anthropicClient.models.list({ limit: 3 })
+    expect(first.data.map((m) => m.id)[0]).toBe("auto")
+    expect(first.data).toHaveLength(3)
+    expect(first.data[1]).toMatchObject({ type: "model", created_at: "1970-01-01T00:00:00Z" })
+    // The SDK's auto-pagination walks every page (after_id) to the end.
+    const all: Array<string> = []
+    for await (const m of anthropicClient.models.list({ limit: 50 })) all.push(m.id)
+    expect(all).toContain("claude-haiku-4-5")
+    expect(all).toContain("gpt-4o-mini")
+    expect(new Set(all).size).toBe(all.length)
+    const before = await call(server.url, "GET", `/anthropic/v1/models?before_id=${encodeURIComponent(all[4]!)}&limit=2`, { apiKey: user.apiKey })
+    expect(before.body).toMatchObject({ data: [{ id: all[2] }, { id: all[3] }], has_more: true, first_id: all[2], last_id: all[3] })
+    expect(await anthropicClient.models.retrieve("claude-haiku-4-5")).toMatchObject({ type: "model", id: "claude-haiku-4-5" })
+    expect((await anthropicClient.models.retrieve("openai/gpt-4o-mini")).id).toBe("gpt-4o-mini")
+    await expect(anthropicClient.models.retrieve("no-such-model")).rejects.toMatchObject({ status: 404 })
+    const unknownCursor = await call(server.url, "GET", "/anthropic/v1/models?after_id=nope", { apiKey: user.apiKey })
+    expect([unknownCursor.status, unknownCursor.body.error.type]).toEqual([400, "invalid_request_error"])
+    const badLimit = await call(server.url, "GET", "/anthropic/v1/models?limit=0", { apiKey: user.apiKey })
+    expect(badLimit.status).toBe(400)
+  })
+
   it("accepts the gateway key as a Bearer token too", async () => {
     openai.setScenario({ kind: "text", text: "bearer ok" })
     const bearer = new Anthropic({ apiKey: null, authToken: user.apiKey, baseURL: `${server.url}/anthropic`, maxRetries: 0 })

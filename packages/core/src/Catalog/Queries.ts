@@ -36,6 +36,25 @@ export const listModels = (filter: { readonly plan?: Plan | undefined; readonly 
     return { total: models.length, models }
   })
 
+/** A path's model id: percent-decoded where it decodes (ids with `/` may be sent encoded), else as sent. */
+export const pathModelId = (s: string) => {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
+
+/**
+ * The catalogued model an id names, as a chat call names it: a catalogue id, or `provider/model` for
+ * that provider's catalogued model (the OpenAI and Anthropic surfaces' model lookups).
+ */
+export const namedModel = (c: Effect.Effect.Success<typeof Catalog>, id: string): Option.Option<ModelEntry> => {
+  const slash = id.indexOf("/")
+  return Option.orElse(c.model(id), () =>
+    slash > 0 ? Option.filter(c.model(id.slice(slash + 1)), (m) => m.provider === id.slice(0, slash)) : Option.none())
+}
+
 /** Full detail of one model. */
 export const getModel = (id: string) =>
   Effect.flatMap(Catalog, (c) =>

@@ -4,7 +4,7 @@ import { ApiKeys } from "../Accounts/ApiKeys.ts"
 import { proofOf } from "../Accounts/Auth.ts"
 import { Avatars } from "../Accounts/Avatars.ts"
 import { idParam } from "../Accounts/Schemas.ts"
-import { EstimateRequest, estimateCost, getModel, listModels, listProviders, ModelCapability, openServModels } from "../Catalog/Queries.ts"
+import { EstimateRequest, estimateCost, getModel, listModels, listProviders, ModelCapability, openServModels, pathModelId } from "../Catalog/Queries.ts"
 import { Forbidden } from "../Errors.ts"
 import { Plan, PlanNames } from "../Plans.ts"
 import { Usage } from "../Usage.ts"
@@ -105,7 +105,7 @@ export const accessRoutes = [
     success: ModelDetail,
     tag: "Catalogue",
     summary: "Detail of one model (ids with `/` may be sent as is or URL-encoded)",
-    handle: ({ params }) => getModel(safeDecode(params["*"] ?? ""))
+    handle: ({ params }) => getModel(pathModelId(params["*"] ?? ""))
   }),
   authed({
     method: "GET",
@@ -135,10 +135,3 @@ export const accessRoutes = [
   })
 ]
 
-const safeDecode = (s: string) => {
-  try {
-    return decodeURIComponent(s)
-  } catch {
-    return s
-  }
-}

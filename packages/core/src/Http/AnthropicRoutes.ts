@@ -5,14 +5,17 @@
  * /v1/complete (same authentication, quota, routing and usage recording) and the answer is
  * written back in Anthropic's shapes. A field or block it cannot carry is a 400 naming it.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest, UpstreamFailed } from "../Errors.ts"
 import { type CacheHint, type ChatMessage, type ChatOptions, type ContentPart, type FinishReason, joinedText, type ReasoningPart } from "../Providers/Chat.ts"
 import { chatSurface, headerOf, type RequestHeaders } from "./ChatSurface.ts"
 import { errorBody } from "./Edge.ts"
 import { CacheControl, cacheOf, Content, inputOf, MAX_CONTENT, ToolName, type ToolResultBody } from "./CompletionRoutes.ts"
-import { AnthropicMessage } from "./ResponseSchemas.ts"
+import { AnthropicMessage, AnthropicModel, AnthropicModelList } from "./ResponseSchemas.ts"
+import { Catalog, type ModelEntry } from "../Catalog/Catalog.ts"
+import { namedModel, pathModelId } from "../Catalog/Queries.ts"
+import { NotFound } from "../Errors.ts"
 import { countMessages } from "../Tokens.ts"
 import { authed } from "./Route.ts"
 import { BoundedArray } from "../RequestFields.ts"
@@ -20,6 +23,42 @@ import type { Plan } from "../Plans.ts"
 import { Routing, type RoutingError } from "../Routing.ts"
 
 const tag = "Anthropic-compatible"
+
+// ---- Models (GET /anthropic/v1/models, as the Anthropic SDKs' models.list and models.retrieve call them) ----
+
+const EPOCH = "1970-01-01T00:00:00Z"
+const autoAnthropicModel = { type: "model" as const, id: "auto", display_name: "auto (the gateway routes)", created_at: EPOCH }
+const anthropicModel = (m: ModelEntry) => ({ type: "model" as const, id: m.id, display_name: m.name, created_at: EPOCH })
+
+const ModelsQuery = Schema.Struct({
+  limit: Schema.optional(Schema.NumberFromString.pipe(
+    Schema.int(),
+    Schema.between(1, 1000, { message: () => "limit must be a whole number from 1 to 1000" })
+  )),
+  after_id: Schema.optional(Schema.String.pipe(Schema.maxLength(300))),
+  before_id: Schema.optional(Schema.String.pipe(Schema.maxLength(300)))
+})
+
+/**
+ * One page of the surface's models (`auto`, then the catalogue's chat models), as Anthropic pages its
+ * list: `limit` (20) after `after_id` or before `before_id`, with `has_more`, `first_id` and `last_id`.
+ */
+const modelsPage = (all: ReadonlyArray<ReturnType<typeof anthropicModel>>, query: typeof ModelsQuery.Type) => {
+  const limit = query.limit ?? 20
+  if (query.after_id !== undefined && query.before_id !== undefined) {
+    return Effect.fail(new BadRequest({ message: "Give after_id or before_id, not both.", param: "before_id" }))
+  }
+  const cursor = query.after_id ?? query.before_id
+  const at = cursor === undefined ? -1 : all.findIndex((m) => m.id === cursor)
+  if (cursor !== undefined && at < 0) {
+    const param = query.after_id !== undefined ? "after_id" : "before_id"
+    return Effect.fail(new BadRequest({ message: `${param} ${JSON.stringify(cursor)} is no model of this list.`, param }))
+  }
+  const [from, to] = query.before_id !== undefined ? [Math.max(0, at - limit), at] : [at + 1, at + 1 + limit]
+  const data = all.slice(from, to)
+  const hasMore = query.before_id !== undefined ? from > 0 : to < all.length
+  return Effect.succeed({ data, has_more: hasMore, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null })
+}
 
 /** A block's breakpoint; null (as the SDK's types allow) is none. */
 const cached = { cache_control: Schema.optional(Schema.NullOr(CacheControl)) }
@@ -418,6 +457,35 @@ export const anthropicRoutes = [
     check: messagesSurface.check,
     handle: messagesSurface.handle,
     lane: messagesSurface.lane
+  }),
+  authed({
+    method: "GET",
+    path: "/anthropic/v1/models",
+    success: AnthropicModelList,
+    tag,
+    envelope: "anthropic",
+    summary: "Anthropic model list: auto and the catalogue's chat models, paged as Anthropic pages it (limit, after_id, before_id)",
+    description: "Every model the Messages surface takes by id; a model of another provider is answered by that provider through the gateway.",
+    query: ModelsQuery,
+    handle: ({ query }) =>
+      Effect.flatMap(Catalog, (c) => modelsPage([autoAnthropicModel, ...c.models.filter((m) => m.kind === "chat").map(anthropicModel)], query))
+  }),
+  authed({
+    method: "GET",
+    path: "/anthropic/v1/models/*",
+    success: AnthropicModel,
+    tag,
+    envelope: "anthropic",
+    summary: "One chat model of the catalogue in Anthropic's shape (a catalogue id or provider/model; ids with `/` may be URL-encoded); 404 for an unknown id",
+    handle: ({ params }) =>
+      Effect.flatMap(Catalog, (c) => {
+        const id = pathModelId(params["*"] ?? "")
+        if (id === "auto") return Effect.succeed(autoAnthropicModel)
+        return Option.match(Option.filter(namedModel(c, id), (m) => m.kind === "chat"), {
+          onNone: () => Effect.fail(new NotFound({ message: `The model '${id}' is no chat model of the gateway's catalogue. See GET /anthropic/v1/models.` })),
+          onSome: (m) => Effect.succeed(anthropicModel(m))
+        })
+      })
   }),
   authed({
     method: "POST",

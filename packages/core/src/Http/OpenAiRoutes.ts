@@ -12,6 +12,7 @@ import { Embeddings, EmbeddingsBody, type EmbeddingsInput, type EmbeddingsResult
 import { ImagesBody, Media } from "../Capabilities/Media.ts"
 import { type ChatMessage, type ChatOptions, type ContentPart, joinedText } from "../Providers/Chat.ts"
 import { Catalog, type ModelEntry } from "../Catalog/Catalog.ts"
+import { namedModel, pathModelId } from "../Catalog/Queries.ts"
 import { BadRequest, NotFound } from "../Errors.ts"
 import { fieldsOutside } from "../JsonText.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
@@ -553,13 +554,7 @@ const chat = chatSurface({
 const autoModel = { id: "auto", object: "model", created: 0, owned_by: "aigw" }
 const openAiModel = (m: ModelEntry) => ({ id: m.id, object: "model", created: 0, owned_by: m.provider })
 
-const safeDecode = (s: string) => {
-  try {
-    return decodeURIComponent(s)
-  } catch {
-    return s
-  }
-}
+
 
 export const openAiRoutes = [
   authed({
@@ -659,13 +654,9 @@ export const openAiRoutes = [
     summary: "One model of the catalogue in OpenAI's shape (ids with `/` may be sent as is or URL-encoded); 404 for an unknown id",
     handle: ({ params }) =>
       Effect.flatMap(Catalog, (c) => {
-        const id = safeDecode(params["*"] ?? "")
+        const id = pathModelId(params["*"] ?? "")
         if (id === "auto") return Effect.succeed(autoModel)
-        // `provider/model`, as a chat call may name it, is that provider's catalogued model.
-        const slash = id.indexOf("/")
-        const named = Option.orElse(c.model(id), () =>
-          slash > 0 ? Option.filter(c.model(id.slice(slash + 1)), (m) => m.provider === id.slice(0, slash)) : Option.none())
-        return Option.match(named, {
+        return Option.match(namedModel(c, id), {
           onNone: () => Effect.fail(new NotFound({ message: `The model '${id}' does not exist in the gateway's catalogue. See GET /openai/v1/models.` })),
           onSome: (m) => Effect.succeed(openAiModel(m))
         })

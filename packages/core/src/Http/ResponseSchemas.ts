@@ -812,6 +812,20 @@ export const OpenAiModelList = Schema.Struct({
   data: Schema.Array(Schema.Struct({ id: Schema.String, object: Schema.Literal("model"), created: Schema.Number, owned_by: Schema.String }))
 }).annotations({ identifier: "OpenAiModelList" })
 
+const AnthropicModelFields = {
+  type: Schema.Literal("model"),
+  id: Schema.String,
+  display_name: Schema.String,
+  created_at: Schema.String.annotations({ description: "RFC 3339; the catalogue keeps no release dates: the epoch" })
+}
+export const AnthropicModel = Schema.Struct(AnthropicModelFields).annotations({ identifier: "AnthropicModel" })
+export const AnthropicModelList = Schema.Struct({
+  data: Schema.Array(AnthropicModel),
+  has_more: Schema.Boolean,
+  first_id: Schema.NullOr(Schema.String),
+  last_id: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "AnthropicModelList" })
+
 const OpenAiModelFields = { id: Schema.String, object: Schema.Literal("model"), created: Schema.Number, owned_by: Schema.String }
 export const OpenAiModel = Schema.Struct(OpenAiModelFields).annotations({ identifier: "OpenAiModel" })
 
