@@ -5,6 +5,7 @@
  * tool input deltas), Anthropic-shaped errors, quota headers, and fields it cannot carry.
  */
 import Anthropic from "@anthropic-ai/sdk"
+import { betaTool } from "@anthropic-ai/sdk/helpers/beta/json-schema"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startAnthropicMock, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
@@ -372,6 +373,21 @@ describe("Anthropic-compatible surface", () => {
     expect([unknownCursor.status, unknownCursor.body.error.type]).toEqual([400, "invalid_request_error"])
     const badLimit = await call(server.url, "GET", "/anthropic/v1/models?limit=0", { apiKey: user.apiKey })
     expect(badLimit.status).toBe(400)
+  })
+
+  it("refuses a Thread as Anthropic refuses what a Thread cannot carry, so the SDK's toolRunner goes on without one", async () => {
+    const raw = await call(server.url, "POST", "/anthropic/v1/messages", {
+      apiKey: user.apiKey,
+      body: { model: "gpt-4o-mini", max_tokens: 16, messages: [{ role: "user", content: "x" }], thread: { type: "create" } }
+    })
+    expect(raw.status).toBe(400)
+    expect(raw.body.error).toMatchObject({ type: "invalid_request_error", details: { error_code: "thread_unsupported_request", unsupported: ["thread"] } })
+    openai.setScenario({ kind: "text", text: "done without a thread" })
+    const tool = betaTool({ name: "noop", description: "does nothing", inputSchema: { type: "object", properties: {} }, run: async () => "ok" })
+    const runner = client(user.apiKey).beta.messages.toolRunner({ model: "gpt-4o-mini", max_tokens: 32, messages: [{ role: "user", content: "hi" }], tools: [tool] })
+    const texts: Array<string> = []
+    for await (const message of runner) for (const block of message.content) if (block.type === "text") texts.push(block.text)
+    expect(texts).toEqual(["done without a thread"])
   })
 
   it("accepts the gateway key as a Bearer token too", async () => {

@@ -10,7 +10,9 @@ const fields = { message: Schema.String }
 export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
   ...fields,
   /** The request field the problem is at, written as OpenAI's `param` (`messages.[0].content`), when one is. */
-  param: Schema.optional(Schema.String)
+  param: Schema.optional(Schema.String),
+  /** Machine-readable details of the refusal, answered as Anthropic's `error.details` (a client SDK acts on them). */
+  details: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 }) {}
 /** The request parses but is semantically wrong (e.g. a provider that is not configured). */
 export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", fields) {}

@@ -165,7 +165,10 @@ export const MessagesBody = Schema.Struct({
   })),
   stream: Schema.optional(Schema.Boolean),
   /** Extension: pin a provider (default auto). */
-  provider: Schema.optional(Schema.String.pipe(Schema.maxLength(100)))
+  provider: Schema.optional(Schema.String.pipe(Schema.maxLength(100))),
+  // Anthropic's server-side Threads (the SDK's toolRunner asks for one by default): refused as Anthropic refuses
+  // what a Thread cannot carry, so that the SDK goes on without one (messagesInputOf).
+  thread: Schema.optional(Schema.Unknown)
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 type MessagesBody = typeof MessagesBody.Type
 
@@ -271,6 +274,13 @@ const optionsOf = (body: MessagesBody, anthropicBeta: string | undefined): ChatO
 
 /** The chat call's input of a Messages request: checked messages (tool results answer earlier tool_use blocks), parts, options. */
 export const messagesInputOf = (body: MessagesBody, headers: RequestHeaders = {}): CompletionInput | BadRequest => {
+  if (body.thread !== undefined && body.thread !== null) {
+    return new BadRequest({
+      message: "thread is not supported by the gateway: it keeps no conversations; send the full conversation without thread",
+      param: "thread",
+      details: { error_code: "thread_unsupported_request", unsupported: ["thread"] }
+    })
+  }
   // As Anthropic's API: every message but a final assistant one needs content (an empty turn is not dropped unseen).
   const empty = body.messages.findIndex((m, i) => m.content.length === 0 && !(m.role === "assistant" && i === body.messages.length - 1))
   if (empty !== -1) return new BadRequest({ message: `Invalid request: messages.${empty}: content must not be empty` })

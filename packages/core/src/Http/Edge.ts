@@ -247,7 +247,10 @@ const anthropicErrorType = (tag: string): string => {
   }
 }
 
-export const errorBody = (kind: Envelope, error: { readonly _tag: string; readonly message: string; readonly param?: string | undefined }) =>
+export const errorBody = (
+  kind: Envelope,
+  error: { readonly _tag: string; readonly message: string; readonly param?: string | undefined; readonly details?: Readonly<Record<string, unknown>> | undefined }
+) =>
   kind === "openai"
     ? {
       error: {
@@ -258,7 +261,7 @@ export const errorBody = (kind: Envelope, error: { readonly _tag: string; readon
       }
     }
     : kind === "anthropic"
-    ? { type: "error", error: { type: anthropicErrorType(error._tag), message: error.message } }
+    ? { type: "error", error: { type: anthropicErrorType(error._tag), message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } }
     : failureOf(kind === "none" ? "gateway" : kind, error.message)
 
 /** A typed failure as the status, envelope body and headers of the route's API. */
