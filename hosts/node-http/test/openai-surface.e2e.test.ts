@@ -511,7 +511,18 @@ describe("OpenAI surface with the official clients", () => {
     const refused = await call(server.url, "POST", "/openai/v1/moderations", { apiKey: user.apiKey, body: { input: "x", user: "u1" } })
     expect(refused.status).toBe(400)
     expect(refused.body.error.message).toMatch(/^user is not supported/)
-    expect((await usage()).dailyCallsUsed).toBe(before)
+    // OpenAI's multi-modal form: text parts are one input, one result; an image part is refused by name, uncounted.
+    const parts = await client(user).moderations.create({ input: [{ type: "text", text: "I will attack " }, { type: "text", text: "and kill them" }] })
+    expect(parts.results).toHaveLength(1)
+    expect(shared.requests.at(-1)!.body).toMatchObject({ input: "I will attack and kill them" })
+    const counted = (await usage()).dailyCallsUsed
+    const image = await call(server.url, "POST", "/openai/v1/moderations", {
+      apiKey: user.apiKey,
+      body: { input: [{ type: "text", text: "x" }, { type: "image_url", image_url: { url: "https://example.com/a.png" } }] }
+    })
+    expect([image.status, image.body.error.param]).toEqual([400, "input"])
+    expect(image.body.error.message).toContain("image_url parts are not supported")
+    expect((await usage()).dailyCallsUsed).toBe(counted)
   })
 
   it("refuses a streamed image before the upstream makes it: the gateway answers images whole", async () => {

@@ -437,6 +437,11 @@ const toEmbeddingList = (r: EmbeddingsResult, format: EmbeddingsRequest["encodin
 
 // ---- Moderations ----
 
+// OpenAI's multi-modal form: an array of parts is one input (one result); its text parts are read, an image refused by name.
+const ModerationPart = Schema.Union(
+  strict(Schema.Struct({ type: Schema.Literal("text"), text: Schema.String.pipe(Schema.maxLength(100_000)) })),
+  Schema.Struct({ type: Schema.Literal("image_url"), image_url: Schema.Unknown })
+)
 const moderationFields = {
   model: Schema.optional(Schema.NullOr(Model)),
   input: Schema.Union(
@@ -446,17 +451,28 @@ const moderationFields = {
       max: 32,
       minMessage: "input must hold at least one string",
       maxMessage: "input holds at most 32 strings"
-    })
-  ).annotations({ message: () => ({ message: "input must be a non-empty string or an array of 1 to 32 strings (image parts are not supported)", override: true }) }),
+    }),
+    BoundedArray(ModerationPart, { min: 1, max: 32, minMessage: "input must hold at least one part", maxMessage: "input holds at most 32 parts" })
+  ).annotations({
+    message: () => ({ message: "input must be a non-empty string, an array of 1 to 32 strings, or an array of text parts", override: true })
+  }),
   provider: PinProvider
 }
 const ModerationRequest = Schema.Struct(moderationFields, Open)
 type ModerationRequest = typeof ModerationRequest.Type
 const moderationKeys: ReadonlySet<string> = new Set(Object.keys(moderationFields))
-const moderationTexts = (body: ModerationRequest) => (typeof body.input === "string" ? [body.input] : body.input)
+/** The texts judged, one result each: a string, each string of a list, or the text parts of one multi-modal input. */
+const moderationTexts = (body: ModerationRequest): ReadonlyArray<string> => {
+  const input = body.input
+  if (typeof input === "string") return [input]
+  if (input.every((i): i is string => typeof i === "string")) return input
+  return [joinedText(input.flatMap((p) => (typeof p === "object" && p.type === "text" ? [p.text] : [])))]
+}
 
 const moderationRefusal = (body: ModerationRequest) =>
-  refuseUnmapped(body, moderationKeys, "/openai/v1/moderations", "the gateway's moderation calls do not carry it")
+  Array.isArray(body.input) && body.input.some((p) => typeof p === "object" && p.type === "image_url")
+    ? new BadRequest({ message: "Invalid request: image_url parts are not supported by the gateway's moderation calls (text only)", param: "input" })
+    : refuseUnmapped(body, moderationKeys, "/openai/v1/moderations", "the gateway's moderation calls do not carry it")
 
 /** One text per result, as OpenAI answers: every category named (flagged or scored) with its flag. */
 const moderate = (avatar: AvatarRecord, body: ModerationRequest) =>
