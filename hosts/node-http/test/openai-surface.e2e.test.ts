@@ -511,6 +511,7 @@ describe("OpenAI surface with the official clients", () => {
     const refused = await call(server.url, "POST", "/openai/v1/moderations", { apiKey: user.apiKey, body: { input: "x", user: "u1" } })
     expect(refused.status).toBe(400)
     expect(refused.body.error.message).toMatch(/^user is not supported/)
+    expect((await usage()).dailyCallsUsed).toBe(before)
     // OpenAI's multi-modal form: text parts are one input, one result; an image part is refused by name, uncounted.
     const parts = await client(user).moderations.create({ input: [{ type: "text", text: "I will attack " }, { type: "text", text: "and kill them" }] })
     expect(parts.results).toHaveLength(1)

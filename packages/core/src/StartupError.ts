@@ -25,7 +25,8 @@ export const redactUrls = (text: string): string =>
   text
     .replace(/([a-z][a-z0-9+.-]*:\/\/)([^/@\s:]*):\S*@(?=[^@\s]*(?:\s|$))/gi, "$1$2:***@")
     .replace(/(^|[\s'"(])([^\s:/@'"()]+):(?!\*\*\*@)[^\s'"/]+@(?=[A-Za-z0-9.-]+)/g, "$1$2:***@")
-    .replace(/([?&](?:password|pass|pwd|sslpassword)=)[^&\s]*/gi, "$1***")
+    // Up to the next parameter or space; a colon before a space is the sentence's (`…?password=***: connection refused`).
+    .replace(/([?&](?:password|pass|pwd|sslpassword)=)[^&\s]*?(?=:?(?:\s|$)|&)/gi, "$1***")
 
 /** Plain words for the system error codes a start meets. */
 const codeReasons: Record<string, string> = {

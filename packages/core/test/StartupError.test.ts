@@ -87,6 +87,8 @@ describe("describeStartupFailure", () => {
   it("redactUrls hides URL passwords (also with @ in them) and password= query values", () => {
     expect(redactUrls("postgres://u:p@ss@h:1/db")).toBe("postgres://u:***@h:1/db")
     expect(redactUrls("postgres://h/db?user=u&password=s3cret&ssl=1")).toBe("postgres://h/db?user=u&password=***&ssl=1")
+    expect(redactUrls("cannot reach postgres://h/db?password=s3:cret: connection refused")).toBe("cannot reach postgres://h/db?password=***: connection refused")
+    expect(redactUrls("postgres://h/db?password=s3cret")).toBe("postgres://h/db?password=***")
     expect(redactUrls("smtp://mail.example.com:587")).toBe("smtp://mail.example.com:587")
     // A password with an unencoded slash, and a value that is no URL at all.
     expect(redactUrls("cannot reach the database at postgres://aigw:hun/ter2@db:5432/aigw: refused")).toBe("cannot reach the database at postgres://aigw:***@db:5432/aigw: refused")
