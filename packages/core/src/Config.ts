@@ -240,7 +240,11 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
     Config.withDefault(8787)
   ),
   publicUrl: nonEmpty(Config.string("PUBLIC_URL").pipe(
-    Config.validate({ message: "PUBLIC_URL must be an http:// or https:// URL (the address clients use, e.g. https://aigw.example.com)", validation: (u) => /^https?:\/\/[^\s/]+/i.test(u) })
+    // No query or fragment: e-mail links are the URL with a path appended (`…?x=1/api/avatar/…` led nowhere).
+    Config.validate({
+      message: "PUBLIC_URL must be an http:// or https:// URL without a query or fragment (the address clients use, e.g. https://aigw.example.com)",
+      validation: (u) => /^https?:\/\/[^\s/?#]+[^\s?#]*$/i.test(u)
+    })
   )),
   dataDir: Config.string("AIGW_DATA_DIR").pipe(Config.withDefault("./data")),
   planLimits: nonEmpty(Config.string("AIGW_PLAN_LIMITS")),
