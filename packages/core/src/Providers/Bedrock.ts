@@ -41,6 +41,20 @@ const answerSchema = (f: ChatRequest["responseFormat"]): Readonly<Record<string,
 
 const hasToolBlocks = (r: ChatRequest) => r.messages.some((m) => m.role === "tool" || (m.toolCalls?.length ?? 0) > 0)
 
+/**
+ * The models whose toolChoice may force a tool (`any`, `tool`): AWS documents it for Anthropic Claude and
+ * Amazon Nova only (model ids, inference profiles such as `us.anthropic.…` and ARNs naming them).
+ */
+const FORCED_TOOL_MODELS = /anthropic\.claude|amazon\.nova/i
+
+/** What of a request makes Converse force a tool: a JSON answer (the answer tool), a required or named tool choice. */
+const forcesTool = (r: ChatRequest): string | undefined =>
+  answerSchema(r.responseFormat) !== undefined
+    ? "response_format"
+    : hasTools(r) && (r.toolChoice === "required" || typeof r.toolChoice === "object")
+    ? "tool_choice required or a named tool"
+    : undefined
+
 const imageRoles: ReadonlySet<ChatMessage["role"]> = new Set(["user", "tool"])
 const details: ReadonlySet<string> = new Set(["auto"])
 
@@ -51,6 +65,10 @@ const details: ReadonlySet<string> = new Set(["auto"])
  * tools, and response_format together with tools (the JSON answer is itself a forced tool call).
  */
 export const unsupported = (r: ChatRequest): string | undefined => {
+  const forcing = forcesTool(r)
+  if (forcing !== undefined && !FORCED_TOOL_MODELS.test(r.model)) {
+    return `${refusal(FAMILY, `${forcing} with model ${r.model}`)}: Converse forces a tool (toolChoice any or tool) only for Anthropic Claude and Amazon Nova models`
+  }
   const field = commonRefusal(r, { seed: false, penalties: false, imageRoles, details })
   if (field !== undefined) return refusal(FAMILY, field)
   if (r.parallelToolCalls === false) return refusal(FAMILY, "parallel_tool_calls false")

@@ -269,6 +269,14 @@ describe("bedrock (Converse wire format)", () => {
     expect(refused({ parallelToolCalls: true, tools: [weather] })).toBeUndefined()
     expect(refused({ responseFormat: { type: "text" } })).toBeUndefined()
     expect(refused({ responseFormat: { type: "json_object" } })).toBeUndefined()
+    // Converse forces a tool (the JSON answer's, a required or named choice) only for Claude and Nova models.
+    const mistral = "mistral.mistral-large-2407-v1:0"
+    expect(refused({ model: mistral, responseFormat: { type: "json_object" } })).toContain(`response_format with model ${mistral}`)
+    expect(refused({ model: mistral, tools: [weather], toolChoice: "required" })).toContain("tool_choice required or a named tool")
+    expect(refused({ model: mistral, tools: [weather], toolChoice: { name: "get_weather" } })).toContain("only for Anthropic Claude and Amazon Nova")
+    expect(refused({ model: mistral, tools: [weather], toolChoice: "auto" })).toBeUndefined()
+    expect(refused({ model: "us.amazon.nova-pro-v1:0", responseFormat: { type: "json_object" } })).toBeUndefined()
+    expect(refused({ model: "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-3-5-sonnet-20240620-v1:0", tools: [weather], toolChoice: "required" })).toBeUndefined()
     expect(refused({ responseFormat: { type: "json_object" }, tools: [weather] })).toContain("response_format together with tools")
     expect(refused({ responseFormat: { type: "json_schema", name: "list", schema: { type: "array" } } })).toContain("json_schema of type array")
     expect(refused({ tools: [{ ...weather, name: "aigw_json_answer" }] })).toContain("reserved")
