@@ -78,6 +78,10 @@ export const unsupported = (r: ChatRequest): string | undefined => {
       return `${refusal(FAMILY, `image_url ${shown}`)} (send a data:image/png, jpeg, gif or webp base64 URL)`
     }
   }
+  // Converse rejects a blank text block, and a message needs one: refused here, not by the upstream after the call.
+  if (r.messages.some((m) => (m.role === "user" || m.role === "system") && m.parts === undefined && m.content.trim() === "")) {
+    return refusal(FAMILY, "an empty user or system message")
+  }
   if (r.toolChoice === "none" && hasToolBlocks(r)) return refusal(FAMILY, "tool_choice none with tool calls in the history")
   if (!hasTools(r) && toolChoiceMatters(r)) return refusal(FAMILY, "tool_choice without tools")
   if (r.tools?.some((t) => t.name === ANSWER_TOOL)) return refusal(FAMILY, `a tool named ${ANSWER_TOOL} (reserved for response_format)`)

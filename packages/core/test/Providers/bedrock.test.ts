@@ -269,6 +269,8 @@ describe("bedrock (Converse wire format)", () => {
     expect(refused({ parallelToolCalls: true, tools: [weather] })).toBeUndefined()
     expect(refused({ responseFormat: { type: "text" } })).toBeUndefined()
     expect(refused({ responseFormat: { type: "json_object" } })).toBeUndefined()
+    expect(refused({ messages: [{ role: "system", content: " " }, { role: "user", content: "Hi" }] })).toContain("an empty user or system message")
+    expect(refused({ messages: [{ role: "user", content: "" }] })).toContain("an empty user or system message")
     // Converse forces a tool (the JSON answer's, a required or named choice) only for Claude and Nova models.
     const mistral = "mistral.mistral-large-2407-v1:0"
     expect(refused({ model: mistral, responseFormat: { type: "json_object" } })).toContain(`response_format with model ${mistral}`)
