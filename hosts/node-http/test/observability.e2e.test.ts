@@ -5,6 +5,7 @@
  * with route templates as labels; /v1/ready.
  */
 import Database from "better-sqlite3"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
@@ -357,6 +358,24 @@ describe("observability", () => {
       expect((await call(server.url, "GET", "/v1/ready")).status).toBe(200)
     } finally {
       db.close()
+    }
+  })
+})
+
+describe("a SQLite file removed under the running server", () => {
+  it("is not ready: what it writes would be lost at the next start", async () => {
+    const server = await startServer({})
+    try {
+      expect((await call(server.url, "GET", "/v1/ready")).status).toBe(200)
+      const file = path.join(server.dataDir, "data", "aigw.sqlite")
+      fs.renameSync(file, `${file}.moved`)
+      const refused = await call(server.url, "GET", "/v1/ready")
+      expect([refused.status, refused.body]).toEqual([503, { status: "unavailable", checks: { database: "failed", migrations: "ok" } }])
+      expect(server.output()).toContain("the SQLite database file was removed under the running server")
+      fs.renameSync(`${file}.moved`, file)
+      expect((await call(server.url, "GET", "/v1/ready")).status).toBe(200)
+    } finally {
+      await server.stop()
     }
   })
 })

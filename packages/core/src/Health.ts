@@ -7,6 +7,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, Option, Schema } from "effect"
 import { GatewayConfig } from "./Config.ts"
 import { migrations } from "./Storage/Sql/Migrations.ts"
+import { SqliteFile } from "./Storage/Sql/SqliteFile.ts"
 
 export const Health = Schema.Struct({
   /** `ok`, or `unavailable` when a dependency every call needs (the database) fails. */
@@ -89,6 +90,14 @@ const migrationsApplied = (sql: SqlClient.SqlClient): Effect.Effect<boolean> =>
  */
 const takesWrites = cachedProbe((sql) => sql`UPDATE aigw_probe SET checked_at = ${Date.now()} WHERE id = 1`, "ready: the database does not take a write")
 
+/** A SQLite file still the one the connection opened (SqliteFile.ts); true without one (PostgreSQL, memory). */
+const fileInPlace = Effect.flatMap(Effect.serviceOption(SqliteFile), (file) => {
+  const moved = Option.isSome(file) ? file.value.moved() : undefined
+  return moved === undefined
+    ? Effect.succeed(true)
+    : Effect.as(Effect.logWarning(`ready: the SQLite database file was ${moved} under the running server: what it writes is lost at the next start; restart it`), false)
+})
+
 /**
  * Readiness (`GET /v1/ready`): the database answers and takes a write, AND its migrations are applied
  * up to the newest this build knows (a process started before its migrations ran must not take
@@ -100,7 +109,8 @@ export const ready: Effect.Effect<Readiness> = Effect.gen(function*() {
   const answers = yield* probeOf(sql.value)
   const migrated = answers && (yield* migrationsApplied(sql.value))
   // The write needs the probe's table: before the migrations, their check is the one that fails.
-  const database = migrated ? yield* takesWrites(sql.value) : answers
+  const writable = migrated ? yield* takesWrites(sql.value) : answers
+  const database = writable && (yield* fileInPlace)
   const checks = { database: database ? "ok" as const : "failed" as const, migrations: migrated ? "ok" as const : "failed" as const }
   return { status: database && migrated ? "ready" as const : "unavailable" as const, checks }
 })

@@ -17,6 +17,7 @@ import * as Statement from "@effect/sql/Statement"
 import Database from "better-sqlite3"
 import { Context, Effect, Layer, Scope } from "effect"
 import * as KeyCache from "./KeyCache.ts"
+import * as SqliteFile from "./SqliteFile.ts"
 import { mayRetry, retryWhenUnlocked } from "./SqliteLock.ts"
 
 /** A better-sqlite3 connection. */
@@ -138,14 +139,17 @@ const make = (filename: string) =>
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    return Context.make(SqliteDatabase, db).pipe(Context.add(Client.SqlClient, client))
+    return Context.make(SqliteDatabase, db).pipe(
+      Context.add(Client.SqlClient, client),
+      Context.add(SqliteFile.SqliteFile, db.memory ? { moved: () => undefined } : SqliteFile.watching(filename))
+    )
   })
 
 /**
  * SqlClient and SqliteDatabase for a database file (":memory:" for a private in-memory one), and
  * the KeyCache on that connection when `keyCacheMs` > 0.
  */
-export const layer = (filename: string, keyCacheMs = 0): Layer.Layer<Client.SqlClient | SqliteDatabase, SqlError> => {
+export const layer = (filename: string, keyCacheMs = 0): Layer.Layer<Client.SqlClient | SqliteDatabase | SqliteFile.SqliteFile, SqlError> => {
   const client = Layer.scopedContext(make(filename)).pipe(Layer.provide(Reactivity.layer))
   if (keyCacheMs <= 0) return client
   const cache = Layer.effect(KeyCache.KeyCache, Effect.map(SqliteDatabase, (db) => KeyCache.forSqlite(db, keyCacheMs)))
