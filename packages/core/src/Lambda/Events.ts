@@ -15,7 +15,6 @@
  * https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html
  */
 import { Either, type ParseResult, Schema } from "effect"
-import { cutText } from "../Cut.ts"
 import { describeParseError, kindOf, parseOptions } from "../Http/DecodeProblems.ts"
 
 const StringRecord = Schema.Record({ key: Schema.String, value: Schema.String })
@@ -237,7 +236,8 @@ export const headersOf = (http: HttpEvent): Headers => {
   if (http.format === "v2") {
     const e = http.event
     for (const [name, value] of Object.entries(e.headers ?? {})) append(headers, name, value)
-    if (e.cookies && e.cookies.length > 0) headers.set("cookie", e.cookies.join("; "))
+    // As every other header: read as node reads its bytes, and skipped when no header can carry it (never thrown).
+    if (e.cookies && e.cookies.length > 0) append(headers, "cookie", e.cookies.join("; "))
   } else {
     const e = http.event
     const multi = e.multiValueHeaders ?? {}
@@ -271,10 +271,14 @@ export const toRequest = (http: HttpEvent, signal?: AbortSignal): Request => {
     domain = e.requestContext?.domainName
     sourceIp = e.requestContext?.identity?.sourceIp
   }
-  if (!TOKEN.test(method)) throw new BadEvent(`the method ${JSON.stringify(cutText(method, 40))} is not an HTTP method`)
+  // Not quoted: a value in the wrong place may be anything, a credential too.
+  if (!TOKEN.test(method)) throw new BadEvent("the method is not an HTTP method (a token of RFC 9110)")
   // The client address API Gateway saw replaces whatever the client wrote, so the one entry the
   // Lambda host trusts (AIGW_TRUST_PROXY defaults to 1 there) is API Gateway's own.
-  if (sourceIp) headers.set("x-forwarded-for", sourceIp)
+  if (sourceIp) {
+    if (!/^[0-9A-Fa-f.:%\w-]{1,100}$/.test(sourceIp)) throw new BadEvent("the source IP of requestContext is not an address")
+    headers.set("x-forwarded-for", sourceIp)
+  }
   // The host only completes the URL: routing ignores it and e-mail links use PUBLIC_URL.
   const proto = headers.get("x-forwarded-proto")?.split(",")[0]?.trim() === "http" ? "http" : "https"
   const url = [headers.get("host"), domain, "localhost"].reduce<URL | undefined>((found, host) => {

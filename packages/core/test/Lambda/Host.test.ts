@@ -59,7 +59,22 @@ describe("events that fail their shape's check", () => {
     const host = makeLambdaHost({ env: {} })
     const answer = await host.handler(v2Event({ method: "GET /X", path: "/v1/health" }))
     expect(answer.statusCode).toBe(400)
-    expect(json(answer).message).toBe('Bad Lambda event: the method "GET /X" is not an HTTP method')
+    expect(json(answer).message).toBe("Bad Lambda event: the method is not an HTTP method (a token of RFC 9110)")
+    // Neither a source IP with a line break nor cookies no header can carry make the handler throw or quote them.
+    const badIp = v2Event({ method: "GET", path: "/v1/health" }) as any
+    badIp.requestContext.http.sourceIp = "1\nCANARY"
+    const ipAnswer = await host.handler(badIp)
+    expect([ipAnswer.statusCode, ipAnswer.body.includes("CANARY")]).toEqual([400, false])
+    for (const cookies of [["sid=SECRET_SESSION", "a\nb"], ["name=€uro"]]) {
+      const withCookies = { ...v2Event({ method: "GET", path: "/v1/nowhere" }), cookies }
+      const result = await host.handler(withCookies)
+      expect(result.body).not.toContain("SECRET_SESSION")
+      // This host has no configuration: the request is read and answered as a failed start (it used to throw).
+      expect(result.statusCode).toBe(503)
+      const stream = new RecordingStream()
+      await host.streamingHandler(withCookies, stream)
+      expect(stream.parts().metadata.statusCode).toBe(503)
+    }
   })
 })
 
