@@ -422,7 +422,10 @@ describe("OpenTelemetry export", () => {
           authorization: "Bearer secret-token-xyz",
           "x-api-key": "aigw_secret-key-xyz",
           "proxy-authorization": "Basic secret-proxy-xyz",
-          "x-auth-token": "secret-auth-xyz"
+          "x-auth-token": "secret-auth-xyz",
+          "cf-access-jwt-assertion": "secret-jwt-xyz",
+          dpop: "secret-dpop-xyz",
+          referer: "https://app.example.com/reset-password?token=secret-referer-xyz"
         }
       })
       // A one-time token in a query (the verify-email link) and the mail the file mailer logs stay out of the spans.
@@ -446,7 +449,7 @@ describe("OpenTelemetry export", () => {
       while ((verifySpan() === undefined || registerSpan() === undefined) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
       expect(JSON.stringify(verifySpan())).toContain("token=REDACTED")
       expect(registerSpan()).toBeDefined()
-      for (const secret of ["secret-token-xyz", "secret-key-xyz", "secret-proxy-xyz", "secret-auth-xyz", "secret-once-xyz"]) {
+      for (const secret of ["secret-token-xyz", "secret-key-xyz", "secret-proxy-xyz", "secret-auth-xyz", "secret-once-xyz", "secret-jwt-xyz", "secret-dpop-xyz", "secret-referer-xyz"]) {
         expect(JSON.stringify(received), secret).not.toContain(secret)
       }
       // The verification mail's link (its token) is in the log only.

@@ -60,12 +60,35 @@ export interface LaneRequest {
 }
 
 /**
- * Request headers whose values a span never carries: the platform's four (authorization, cookie,
- * set-cookie, x-api-key) and every other name that says it holds a credential (proxy-authorization,
- * x-auth-token, api-key, x-goog-api-key, session ids, …). Set for every server span by the tracing
- * layers (Tracing.ts) and read by the platform's tracer and `asServerSpan` alike.
+ * Headers whose values a span carries: those that describe a request and hold nothing of a caller's
+ * (content type and length, user agent, the ids of the request and its trace, the API version
+ * headers of the surfaces). Every other header's value is redacted, whatever its name: a list of the
+ * names that hold credentials missed some (`cf-access-jwt-assertion`, `dpop`, a `referer` carrying a
+ * reset link's token). Set for every server span by the tracing layers (Tracing.ts) and read by the
+ * platform's tracer and `asServerSpan` alike.
  */
-export const REDACTED_HEADERS: ReadonlyArray<string | RegExp> = ["authorization", "cookie", "set-cookie", "x-api-key", /auth|token|key|secret|passw|session|cookie|signature/i]
+const SHOWN_HEADERS = [
+  "accept",
+  "accept-encoding",
+  "accept-language",
+  "anthropic-beta",
+  "anthropic-version",
+  "cache-control",
+  "connection",
+  "content-encoding",
+  "content-length",
+  "content-type",
+  "expect",
+  "host",
+  "openai-beta",
+  "traceparent",
+  "tracestate",
+  "transfer-encoding",
+  "user-agent",
+  "x-forwarded-proto",
+  "x-request-id"
+]
+export const REDACTED_HEADERS: ReadonlyArray<string | RegExp> = [new RegExp(`^(?!(?:${SHOWN_HEADERS.join("|")})$)`, "i")]
 
 /**
  * A request URL as spans carry it: the query's values are `REDACTED` (one-time tokens travel there:
