@@ -3,6 +3,8 @@
  * retries until acknowledged, delivery after a kill -9, exactly-once delivery with two
  * processes on PostgreSQL, SSRF refusals and hostile bodies.
  */
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verify } from "../../../packages/core/src/Webhooks/Signature.ts"
 import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
@@ -204,6 +206,58 @@ describe("delivery survives kill -9 while the receiver is down", () => {
       await mock.close()
     }
   })
+})
+
+describe("a gateway batch step cut off by a stop", () => {
+  it("keeps the answers that came: after the restart only the unanswered item is called again", async () => {
+    // An upstream that answers at once, but holds items marked SLOW while `holding`.
+    const seen: Array<string> = []
+    let holding = true
+    const held: Array<http.ServerResponse> = []
+    const upstream = http.createServer((req, res) => {
+      let text = ""
+      req.on("data", (d) => (text += d))
+      req.on("end", () => {
+        const content = String(JSON.parse(text).messages?.at(-1)?.content ?? "")
+        seen.push(content)
+        if (holding && content.includes("SLOW")) return void held.push(res)
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end(JSON.stringify({
+          id: "c", object: "chat.completion", created: 1, model: "gpt-4o-mini",
+          choices: [{ index: 0, message: { role: "assistant", content: `answer to ${content}` }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 }
+        }))
+      })
+    })
+    await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r))
+    const env = { ...fast, OPENAI_API_KEY: "sk-cut", OPENAI_BASE_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`, AIGW_SHUTDOWN_GRACE_SECONDS: "1" }
+    const first = await startServer(env)
+    try {
+      const user = await signUp(first, "cutoff")
+      const requests = ["FAST-1", "SLOW", "FAST-2"].map((content) => ({ messages: [{ role: "user", content }], provider: "openai", model: "gpt-4o-mini" }))
+      const submit = await call(first.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body: { requests } })
+      const id = submit.body.result.batchId
+      for (let i = 0; i < 200 && seen.length < 3; i++) await new Promise((r) => setTimeout(r, 50))
+      await new Promise((r) => setTimeout(r, 300))
+      expect(await first.stop()).toBe(0)
+      holding = false
+      for (const res of held) res.destroy()
+      const second = await startServer(env, { dataDir: first.dataDir })
+      try {
+        const status = await waitForStatus(second, user, id, "completed", 30_000)
+        expect(status.result.items.map((i: any) => [i.index, i.ok])).toEqual([[0, true], [1, true], [2, true]])
+        // Each fast item was called once; only the one the stop cut off was called again.
+        expect(seen.filter((c) => c === "FAST-1")).toHaveLength(1)
+        expect(seen.filter((c) => c === "FAST-2")).toHaveLength(1)
+        expect(seen.filter((c) => c === "SLOW")).toHaveLength(2)
+      } finally {
+        await second.stop()
+      }
+    } finally {
+      upstream.closeAllConnections()
+      upstream.close()
+    }
+  }, 90_000)
 })
 
 describe.skipIf(!hasPg)("two processes on one PostgreSQL", () => {

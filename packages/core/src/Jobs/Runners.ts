@@ -29,7 +29,7 @@ import type { VideoRequest } from "../Providers/Video/VideoAdapter.ts"
 import { routed, Routing } from "../Routing.ts"
 import { AvatarStore } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
-import type { JobRecord, JobType } from "./JobStore.ts"
+import { type JobRecord, JobStore, type JobType } from "./JobStore.ts"
 import { done, failed, type JobRunner, wait } from "./Runner.ts"
 
 export interface RunnerOptions {
@@ -82,6 +82,7 @@ export const batchSummary = (total: number, items: ReadonlyArray<BatchItem>) => 
 const gatewayBatch = Effect.gen(function*() {
   const completions = yield* Completions
   const avatars = yield* AvatarStore
+  const store = yield* JobStore
   return (job: JobRecord) =>
     Effect.gen(function*() {
       const input = job.input as BatchInput
@@ -89,18 +90,14 @@ const gatewayBatch = Effect.gen(function*() {
       const before = (job.result as { readonly items?: ReadonlyArray<BatchItem> } | null)?.items ?? []
       const owner = yield* avatars.findById(job.avatarId)
       if (Option.isNone(owner) || !owner.value.isActive) return failed("the batch's avatar no longer exists")
+      // The step's items, but those a step cut off before it ended had already answered (kept in the result).
+      const answered = new Set(before.map((item) => item.index))
       const slice = input.requests.slice(state.next, state.next + BATCH_STEP_ITEMS)
-      const answers = yield* Effect.forEach(
-        slice,
-        (request, i) =>
-          completions.complete(owner.value, request).pipe(
-            Effect.map((result): BatchItem => ({ index: state.next + i, ok: true, result })),
-            Effect.catchAll((e) => Effect.succeed<BatchItem>({ index: state.next + i, ok: false, error: e.message }))
-          ),
-        { concurrency: BATCH_CONCURRENCY }
-      )
+        .map((request, i) => ({ request, index: state.next + i }))
+        .filter(({ index }) => !answered.has(index))
       let kept = state.kept ?? 0
-      const items = answers.map((item): BatchItem => {
+      /** An answer as the batch keeps it: within the characters a batch keeps, else a failed item saying so. */
+      const keep = (item: BatchItem): BatchItem => {
         if (!item.ok) return item
         const size = JSON.stringify(item.result).length
         if (kept + size > MAX_BATCH_RESULT_CHARS) {
@@ -108,9 +105,33 @@ const gatewayBatch = Effect.gen(function*() {
         }
         kept += size
         return item
-      })
-      const next: BatchState = { next: state.next + slice.length, kept }
-      const summary = batchSummary(input.requests.length, [...before, ...items])
+      }
+      const items: Array<BatchItem> = []
+      const byIndex = (a: BatchItem, b: BatchItem) => a.index - b.index
+      yield* Effect.forEach(
+        slice,
+        ({ index, request }) =>
+          completions.complete(owner.value, request).pipe(
+            Effect.map((result): BatchItem => ({ index, ok: true, result })),
+            Effect.catchAll((e) => Effect.succeed<BatchItem>({ index, ok: false, error: e.message })),
+            Effect.map((item) => void items.push(keep(item)))
+          ),
+        { concurrency: BATCH_CONCURRENCY, discard: true }
+      ).pipe(
+        // Cut off (a Lambda drain at its deadline, a host stopping): the answers that came are saved, due at once, so
+        // that the next step does not call (and bill) them again. The worker's release then finds the lease gone.
+        Effect.onInterrupt(() =>
+          items.length === 0
+            ? Effect.void
+            : Effect.asVoid(store.progress(job.id, job.lockedUntil!, {
+              state: { next: state.next, kept },
+              result: batchSummary(input.requests.length, [...before, ...items].sort(byIndex)),
+              nextRunAt: Date.now()
+            }, Date.now()))
+        )
+      )
+      const next: BatchState = { next: Math.min(state.next + BATCH_STEP_ITEMS, input.requests.length), kept }
+      const summary = batchSummary(input.requests.length, [...before, ...items].sort(byIndex))
       return next.next >= input.requests.length ? done(summary) : wait(0, { state: next, result: summary })
     })
 })

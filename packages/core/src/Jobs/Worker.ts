@@ -108,8 +108,8 @@ const makeService = Effect.gen(function*() {
         Effect.zipRight(Effect.logError(`job ${job.id} step crashed`, defect), finish(job, "failed", job.result, "internal error while running the job"))
       ),
       // A step cut off (a Lambda drain at its deadline, a host stopping) releases its lease: the job is due again
-      // now, as it was, rather than held until the lease ends.
-      Effect.onInterrupt(() => progress(job, { nextRunAt: Date.now() })),
+      // now, as it was (or as the step saved it: a gateway batch keeps the answers that came), not held until the lease ends.
+      Effect.onInterrupt(() => Effect.asVoid(store.progress(job.id, leaseOf(job), { nextRunAt: Date.now() }, Date.now()))),
       Effect.asVoid
     )
   }
