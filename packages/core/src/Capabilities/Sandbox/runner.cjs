@@ -151,6 +151,16 @@ const userTrace = (message) => {
   return at > 0 ? [lines[0], ...lines.slice(at)].join("\n") : message.trim()
 }
 
+/** Runs `__aigw_src` as the program (`<exec>`, top-level await allowed) and sets `__aigw_exit` to its SystemExit code (None: none). */
+const EXIT_DRIVER = `
+from pyodide.code import eval_code_async as __aigw_eval
+__aigw_exit = None
+try:
+    await __aigw_eval(__aigw_src, globals(), filename="<exec>")
+except SystemExit as __aigw_e:
+    __aigw_exit = __aigw_e.code
+`
+
 /** Python in Pyodide, whose `js` module sees an empty object instead of the global scope. */
 const loadPython = async () => {
   const { loadPyodide } = require(modules.pyodide)
@@ -186,8 +196,17 @@ const loadPython = async () => {
       return { stdout: clip(written(out), job.maxOutput), stderr: clip(written(err), job.maxOutput), result: null, timedOut: false, durationMs: Math.round(performance.now() - started) }
     }
     try {
-      await py.runPythonAsync(job.code)
-      return { ...base(), exitCode: 0, error: null }
+      // The program runs under a driver that catches SystemExit (`sys.exit(3)`, `raise SystemExit`), as Python's
+      // own entry point does: left to Pyodide, it ended the whole sandbox process and lost what the program printed.
+      py.globals.set("__aigw_src", job.code)
+      await py.runPythonAsync(EXIT_DRIVER, { filename: "<aigw>" })
+      const code = py.globals.get("__aigw_exit")
+      if (code === undefined || code === null) return { ...base(), exitCode: 0, error: null }
+      if (typeof code === "number" && Number.isInteger(code)) return { ...base(), exitCode: code & 255, error: code === 0 ? null : `SystemExit: ${code}` }
+      // A message instead of a status: Python writes it to stderr and exits 1.
+      const message = String(code && code.toString ? code.toString() : code)
+      err.push(`${err.length > 0 && !err.at(-1).endsWith("\n") ? "\n" : ""}${message}`)
+      return { ...base(), exitCode: 1, error: `SystemExit: ${message.split("\n")[0]}` }
     } catch (e) {
       const trace = userTrace(String((e && e.message) || e))
       err.push(`${err.length > 0 && !err.at(-1).endsWith("\n") ? "\n" : ""}${trace}`)
