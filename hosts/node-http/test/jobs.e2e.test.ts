@@ -141,7 +141,9 @@ describe("batch jobs and webhooks", () => {
       [{ requests: [{ messages: [{ role: "user", content: "x" }] }], provider: "nope" }, 404, /^Unknown provider nope/],
       [{ requests: [{ messages: [{ role: "user", content: "x" }] }, { messages: [{ role: "user", content: "x" }], provider: "nope" }] }, 404, /^Unknown provider nope/],
       [{ requests: [{ messages: [{ role: "user", content: "x" }], model: "nope-model" }] }, 404, /^Unknown model nope-model/],
-      [{ requests: [{ messages: [{ role: "user", content: "x" }], provider: "mistral" }] }, 422, /MISTRAL_API_KEY/]
+      [{ requests: [{ messages: [{ role: "user", content: "x" }], provider: "mistral" }] }, 422, /MISTRAL_API_KEY/],
+      // An item for another avatar would be run and billed as the caller.
+      [{ requests: [{ messages: [{ role: "user", content: "x" }], avatarId: "0193a5a0-0000-7000-8000-000000000001" }] }, 400, /requests\.0\.avatarId: a batch runs as one avatar/]
     ] as const) {
       const res = await call(server.url, "POST", "/v1/batch/submit", { apiKey: user.apiKey, body })
       expect([res.status, res.body.message], JSON.stringify(body).slice(0, 120)).toEqual([status, expect.stringMatching(message)])

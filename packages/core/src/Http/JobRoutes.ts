@@ -116,6 +116,14 @@ export const jobRoutes = [
       check: ({ avatar, body }) =>
         Effect.gen(function*() {
           const requests = yield* batchRequestsOf(body)
+          // A batch runs as one avatar, the caller: an item naming another would be run, and billed, as the caller.
+          const other = body.requests.findIndex((r) => r.avatarId !== undefined && r.avatarId.toLowerCase() !== avatar.id.toLowerCase())
+          if (other !== -1) {
+            return yield* Effect.fail(new BadRequest({
+              message: `Invalid request: requests.${other}.avatarId: a batch runs as one avatar, the caller's (an item naming another would be run and billed as the caller); submit it as the avatar it is for`,
+              param: `requests.${other}.avatarId`
+            }))
+          }
           // The upstream Batch API needs the provider configured and allowed now, not at the first step.
           if (yield* batchApiOf(body.provider)) yield* Effect.flatMap(Routing, (r) => r.providerFor("batch", body.provider, avatar.plan))
           // Each request's refusals that depend only on it and the configuration (an unknown model or provider, a
