@@ -62,6 +62,9 @@ describe("capabilities", () => {
     expect((await post("/v1/extract", { text: "Ada.", schema })).status).toBe(502)
     expect((await post("/v1/extract", { text: "Ada.", schema: { type: "nonsense-type" } })).status).toBe(400)
     expect((await post("/v1/extract", { text: "Ada.", schema: "object" })).status).toBe(400)
+    // The task answers one object: a schema of another type is refused before the call (a right answer was a 502).
+    const array = await post("/v1/extract", { text: "Alice and Bob", schema: { type: "array", items: { type: "string" } } })
+    expect([array.status, array.body.message]).toEqual([400, expect.stringContaining("schema must describe a JSON object")])
   })
 
   it("optimises a prompt", async () => {

@@ -112,6 +112,12 @@ const holdsMoreThan = (value: unknown, limit: number): boolean => {
  * values (compiling grows faster than the schema: docs/security.md), a 422 for a pattern the engine refuses.
  */
 export const compileSchema = (ajv: Ajv, schema: Record<string, unknown>) => {
+  // The task asks the model for one JSON object: a schema of another type could never be answered (a 502 for a
+  // right answer, counted), so it is refused before the call.
+  const type = schema.type
+  if (type !== undefined && type !== "object" && !(Array.isArray(type) && type.includes("object"))) {
+    return new BadRequest({ message: `schema must describe a JSON object (type "object"): the extraction answers one object; put a list in one of its properties`, param: "schema.type" })
+  }
   if (holdsMoreThan(schema, MAX_SCHEMA_NODES)) {
     return new BadRequest({ message: `schema holds more than ${MAX_SCHEMA_NODES} values (keywords, properties and the values they hold); send a smaller JSON Schema` })
   }
@@ -213,7 +219,10 @@ export const answers = {
     const normalised = total > 0
       ? scores.map((s) => ({ label: s.label, score: Math.round((s.score / total) * 1e4) / 1e4 }))
       : scores.map((s) => ({ label: s.label, score: s.label === label ? 1 : 0 }))
-    return { label, scores: normalised.sort((a, b) => b.score - a.score), ...callInfo(call) }
+    // Best first; the model's label first among equals. The answer's label is the best-scored one: a model whose
+    // label and scores disagree is answered by its scores, so `label` is always `scores[0]`.
+    const ranked = normalised.sort((a, b) => b.score - a.score || (a.label === label ? -1 : b.label === label ? 1 : 0))
+    return { label: ranked[0]!.label, scores: ranked, ...callInfo(call) }
   },
   extract: (validate: SchemaValidator) => (_input: ExtractInput, call: CompletionResult) => {
     const json = answerJson(call)

@@ -12,6 +12,16 @@ it("reads each label's first score whatever its case, and ignores the rest of a 
   expect(result).toMatchObject({ label: "spam", scores: [{ label: "spam", score: 0.75 }, { label: "ham", score: 0.25 }] })
 })
 
+it("answers the best-scored label: a model whose label and scores disagree is answered by its scores", () => {
+  const input = { text: "t", labels: ["a", "b"], provider: "auto" } as any
+  expect(answers.classify(input, answered({ label: "a", scores: { a: -1, b: 2 } }))).toMatchObject({ label: "b", scores: [{ label: "b", score: 1 }, { label: "a", score: 0 }] })
+  expect(answers.classify(input, answered({ label: "b", scores: { a: 0.9, b: 0.1 } }))).toMatchObject({ label: "a" })
+  // Equal scores: the model's label first.
+  expect(answers.classify(input, answered({ label: "b", scores: { a: 0.5, b: 0.5 } }))).toMatchObject({ label: "b", scores: [{ label: "b" }, { label: "a" }] })
+  // No scores: the model's label, scored 1.
+  expect(answers.classify(input, answered({ label: "b" }))).toMatchObject({ label: "b", scores: [{ label: "b", score: 1 }, { label: "a", score: 0 }] })
+})
+
 /** The JSON of an answer as the earlier pattern read it (the first fence, an optional json tag). */
 const byPattern = (content: string): unknown => {
   const fenced = /```(?:json)?\s*([\s\S]*?)```/.exec(content)
