@@ -81,6 +81,21 @@ describe("orchestrators", () => {
       expect(res.body.result.raw).toBe("final deliverable")
     })
 
+    it("refuses a pin no call could run: an unknown provider at registration, one the plan does not allow before admission", async () => {
+      const unknown = await mcpTool(free, "gateway_fahrn_register_agent", { name: "Ghost", description: "d", skills: ["summarization"], provider: "nosuch", model: "m" })
+      expect(unknown.isError).toBe(true)
+      expect(JSON.stringify(unknown)).toContain("Unknown provider nosuch")
+      // A Free avatar may pin a plan-gated provider (its plan may change), but a crew naming the agent is refused uncounted.
+      const gated = await mcpTool(free, "gateway_fahrn_register_agent", { name: "Writer", description: "d", skills: ["summarization"], provider: "openai", model: "gpt-5.4" })
+      expect(gated.isError).not.toBe(true)
+      const before = (await call(server.url, "GET", "/v1/usage", { apiKey: free.apiKey })).body.result.dailyCallsUsed
+      const calls = upstreamCalls()
+      const res = await post("/v1/orchestrate/crew", { tasks: [{ id: "a", agent: "Writer", description: "Summarise this.", expected_output: "a summary" }] }, free)
+      expect(res.status).toBe(403)
+      expect((await call(server.url, "GET", "/v1/usage", { apiKey: free.apiKey })).body.result.dailyCallsUsed).toBe(before)
+      expect(upstreamCalls()).toBe(calls)
+    })
+
     it("refuses malformed crews before any call", async () => {
       expect((await post("/v1/orchestrate/crew", { tasks: [] })).status).toBe(400)
       expect((await post("/v1/orchestrate/crew", { tasks: [{ id: "a", agent: "x", description: "y" }] })).status).toBe(400)

@@ -179,6 +179,10 @@ const makeService = Effect.gen(function*() {
       }))
 
   const register = Effect.fn("Agents.register")(function*(avatar: AvatarRecord, input: { readonly name: string; readonly description: string; readonly skills: ReadonlyArray<TaskType>; readonly provider: string; readonly model: string }) {
+    // A pin on a provider the catalogue does not know could never run: refused now, not at each crew that names the agent.
+    if (input.provider !== "auto" && input.provider !== "local" && Option.isNone(catalog.provider(input.provider))) {
+      return yield* Effect.fail(new NotFound({ message: `Unknown provider ${input.provider}. See GET /v1/providers.` }))
+    }
     yield* roomFor(1, (yield* agentsOf(avatar)).length)
     const agent: Agent = { id: crypto.randomUUID(), ...input, skills: [...new Set(input.skills)], source: "registered", ...noStats }
     yield* insertAgent(avatar, agent, `registered:${agent.id}`)

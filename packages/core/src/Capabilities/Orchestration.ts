@@ -231,6 +231,36 @@ export const checkConversation = (avatar: AvatarRecord, input: ConversationInput
     }, { discard: true })
 }
 
+/**
+ * The registered agent a crew task's agent name pins, if any: named alike, pinning a provider or model, and
+ * not overruled by the request's own provider (which wins over a different pinned one).
+ */
+const pinnedAgent = (registered: ReadonlyArray<Pin>, agentName: string, forced: string) => {
+  const named = agentName.trim().toLowerCase()
+  return registered.find((a) =>
+    a.name.trim().toLowerCase() === named && (a.provider !== "auto" || a.model !== "auto") && (forced === "auto" || a.provider === "auto" || a.provider === forced)
+  )
+}
+
+/**
+ * A crew's refusals: its provider and model, then the provider and model each registered agent its tasks
+ * name pins (an unknown provider, one the plan does not allow): before admission, as a request's own are.
+ */
+export const checkCrew = (avatar: AvatarRecord, input: { readonly tasks: ReadonlyArray<CrewTask>; readonly provider: string; readonly model?: string | undefined }) =>
+  Effect.gen(function*() {
+    yield* checkRouting(avatar, input.provider, input.model)
+    const registered = (yield* Effect.flatMap(Agents, (a) => a.list(avatar))).agents
+    const pins = new Set<string>()
+    for (const task of input.tasks) {
+      const pinned = pinnedAgent(registered, task.agent, input.provider)
+      if (pinned !== undefined) pins.add(`${input.provider !== "auto" ? input.provider : pinned.provider}\u0000${pinned.model}`)
+    }
+    yield* Effect.forEach(pins, (key) => {
+      const [provider, model] = key.split("\u0000") as [string, string]
+      return checkRouting(avatar, provider, model)
+    }, { discard: true })
+  })
+
 /** A graph node's refusals: its thread id, then its provider. */
 export const checkGraphNode = (avatar: AvatarRecord, input: Pick<GraphNodeInput, "thread_id" | "state" | "config" | "provider">) => {
   const threadId = threadIdOf(input)
@@ -259,10 +289,7 @@ const makeService = Effect.gen(function*() {
   const assign = (avatar: AvatarRecord, registered: ReadonlyArray<Pin>, agentName: string, taskType: TaskType, forced: string, messages: ReadonlyArray<ChatMessage>) =>
     Effect.gen(function*() {
       const plan = avatar.plan as Plan
-      const named = agentName.trim().toLowerCase()
-      const pinned = registered.find((a) =>
-        a.name.trim().toLowerCase() === named && (a.provider !== "auto" || a.model !== "auto") && (forced === "auto" || a.provider === "auto" || a.provider === forced)
-      )
+      const pinned = pinnedAgent(registered, agentName, forced)
       const provider = forced !== "auto" ? forced : pinned?.provider ?? "auto"
       const base = { provider, plan, contextTokens: roughPromptTokens(messages) }
       const scope = `${provider === "auto" ? "" : ` of ${provider}`} on plan ${plan}`

@@ -1,6 +1,7 @@
 /** Orchestrator adapters (crew, conversation, graph-node) and the reasoning-network dispatch. */
 import { type Context, Effect, type Schema } from "effect"
-import { checkConversation, checkGraphNode, checkRouting, ConversationBody, CrewBody, GraphNodeBody, Orchestration } from "../Capabilities/Orchestration.ts"
+import { checkConversation, checkCrew, checkGraphNode, checkRouting, ConversationBody, CrewBody, GraphNodeBody, Orchestration } from "../Capabilities/Orchestration.ts"
+import type { Agents } from "../Capabilities/Agents.ts"
 import { DispatchBody, ReasoningNetwork } from "../Capabilities/ReasoningNetwork.ts"
 import type { Completions } from "../Capabilities/Completions.ts"
 import { FeedbackBody, Learning } from "../Capabilities/Learning.ts"
@@ -20,7 +21,7 @@ const orchestrator = <B extends { readonly provider: string; readonly model?: st
   body: Schema.Schema<B, any, never>,
   run: (o: OrchestrationApi) => (avatar: AvatarRecord, body: B) => Effect.Effect<A, GatewayError>,
   docs: { readonly summary: string; readonly description?: string; readonly success: Schema.Schema.Any },
-  check: (avatar: AvatarRecord, body: B) => Effect.Effect<void, GatewayError, Completions> = (avatar, body) => checkRouting(avatar, body.provider, body.model)
+  check: (avatar: AvatarRecord, body: B) => Effect.Effect<void, GatewayError, Completions | Agents> = (avatar, body) => checkRouting(avatar, body.provider, body.model)
 ) =>
   authed({
     method: "POST",
@@ -39,7 +40,7 @@ export const orchestrationRoutes = [
     success: CrewResult,
     summary: "Run a crew of agents (CrewAI-style tasks); answers { raw, tasks_output, token_usage }",
     description: "Each task's role and description are classified and assigned a model within the caller's plan: code, math, analysis and research the highest quality (tools-capable for code), other types the cheapest of quality >= 3; a registered agent named like the role keeps its pinned provider/model; provider forces one provider. tasks_output[].assignment says why. hierarchical: tasks run in parallel and a manager writes the final answer."
-  }),
+  }, checkCrew),
   orchestrator("/v1/orchestrate/conversation", ConversationBody, (o) => o.conversation, {
     success: ConversationReply,
     summary: "Run a conversation (AutoGen-style) between agents; answers the first agent's last message with the transcript",

@@ -20,7 +20,7 @@ import { Holons } from "../Capabilities/Holons.ts"
 import { Memory } from "../Capabilities/Memory.ts"
 import { Orchestrators } from "../Capabilities/Orchestrators.ts"
 import { Media } from "../Capabilities/Media.ts"
-import { checkConversation, checkGraphNode, Orchestration } from "../Capabilities/Orchestration.ts"
+import { checkConversation, checkCrew, checkGraphNode, Orchestration } from "../Capabilities/Orchestration.ts"
 import { ReasoningNetwork } from "../Capabilities/ReasoningNetwork.ts"
 import { estimateCost, getModel, listModels, listProviders, openServModels } from "../Catalog/Queries.ts"
 import { check } from "../Health.ts"
@@ -72,7 +72,8 @@ export const makeAdmissionChecks = Effect.gen(function*() {
     gateway_memory_external_search: (avatar, params) => memory.checkExternal(avatar, params.provider),
     gateway_fahrn_solve: (avatar, params) => routing(avatar, params.provider),
     gateway_fahrn_dispatch: (avatar, params) => routing(avatar, params.provider),
-    gateway_orchestrate_crew: (avatar, params) => routing(avatar, params.provider),
+    gateway_orchestrate_crew: (avatar, params) =>
+      checkCrew(avatar, params).pipe(Effect.provideService(Completions, completions), Effect.provideService(Agents, agents)),
     gateway_orchestrate_conversation: (avatar, params) => Effect.provideService(checkConversation(avatar, params), Completions, completions),
     gateway_orchestrate_graph_node: (avatar, params) => Effect.provideService(checkGraphNode(avatar, params), Completions, completions),
     gateway_orchestrator_invoke: (avatar, params) => orchestrators.checkInvoke(avatar, params),
