@@ -371,8 +371,10 @@ describe("Anthropic-compatible surface", () => {
     await expect(anthropicClient.models.retrieve("no-such-model")).rejects.toMatchObject({ status: 404 })
     const unknownCursor = await call(server.url, "GET", "/anthropic/v1/models?after_id=nope", { apiKey: user.apiKey })
     expect([unknownCursor.status, unknownCursor.body.error.type]).toEqual([400, "invalid_request_error"])
-    const badLimit = await call(server.url, "GET", "/anthropic/v1/models?limit=0", { apiKey: user.apiKey })
-    expect(badLimit.status).toBe(400)
+    for (const limit of ["0", "1001", "0x10", "1e2", "%202", "2.5"]) {
+      const badLimit = await call(server.url, "GET", `/anthropic/v1/models?limit=${limit}`, { apiKey: user.apiKey })
+      expect(badLimit.status, limit).toBe(400)
+    }
   })
 
   it("refuses a Thread as Anthropic refuses what a Thread cannot carry, so the SDK's toolRunner goes on without one", async () => {

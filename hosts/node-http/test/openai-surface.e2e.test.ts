@@ -523,6 +523,8 @@ describe("OpenAI surface with the official clients", () => {
     })
     expect([image.status, image.body.error.param]).toEqual([400, "input"])
     expect(image.body.error.message).toContain("image_url parts are not supported")
+    const empty = await call(server.url, "POST", "/openai/v1/moderations", { apiKey: user.apiKey, body: { input: [{ type: "text", text: "" }] } })
+    expect([empty.status, empty.body.error.message]).toEqual([400, "Invalid request: input's text parts hold no text"])
     expect((await usage()).dailyCallsUsed).toBe(counted)
   })
 

@@ -242,8 +242,8 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   publicUrl: nonEmpty(Config.string("PUBLIC_URL").pipe(
     // No query or fragment: e-mail links are the URL with a path appended (`…?x=1/api/avatar/…` led nowhere).
     Config.validate({
-      message: "PUBLIC_URL must be an http:// or https:// URL without a query or fragment (the address clients use, e.g. https://aigw.example.com)",
-      validation: (u) => /^https?:\/\/[^\s/?#]+[^\s?#]*$/i.test(u)
+      message: "PUBLIC_URL must be an http:// or https:// URL without a user, query or fragment (the address clients use, e.g. https://aigw.example.com)",
+      validation: (u) => /^https?:\/\/[^\s/?#@]+(?:\/[^\s?#]*)?$/i.test(u)
     })
   )),
   dataDir: Config.string("AIGW_DATA_DIR").pipe(Config.withDefault("./data")),
@@ -261,7 +261,7 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   )),
   mailFrom: Config.string("MAIL_FROM").pipe(Config.withDefault("aigw <no-reply@localhost>")),
   maxBodyBytes: Config.integer("AIGW_MAX_BODY_BYTES").pipe(
-    Config.validate({ message: "AIGW_MAX_BODY_BYTES must be a positive number of bytes", validation: (n) => n >= 1 }),
+    Config.validate({ message: "AIGW_MAX_BODY_BYTES must be a positive number of bytes up to 2147483647", validation: (n) => n >= 1 && n <= LIMIT_MAX }),
     Config.withDefault(10 * 1024 * 1024)
   ),
   trustProxy: Config.integer("AIGW_TRUST_PROXY").pipe(

@@ -196,4 +196,6 @@ export const fieldsOutside = (o: unknown, known: ReadonlySet<string>): Record<st
 }
 
 /** Why a text is not JSON, without quoting it (`withoutQuote`): for configuration values, where a secret sits. */
-export const jsonSyntaxProblem = (error: unknown): string => `not valid JSON (${withoutQuote(error instanceof Error ? error.message : String(error))})`
+export const jsonSyntaxProblem = (error: unknown): string =>
+  // Not even the one character node names: a secret written without quotes begins there.
+  `not valid JSON (${withoutQuote(error instanceof Error ? error.message : String(error)).replace(/^Unexpected token '.*?'/s, "Unexpected token")})`

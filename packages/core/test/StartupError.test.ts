@@ -123,8 +123,10 @@ describe("start-up checks", () => {
       ["AIGW_JOB_POLL_MS", "-1", "must be a number of milliseconds from 1 to 86400000"],
       ["AIGW_MAX_BODY_BYTES", "-5", "must be a positive number of bytes"],
       ["PUBLIC_URL", "aigw.example.com", "PUBLIC_URL must be an http:// or https:// URL"],
-      ["PUBLIC_URL", "https://aigw.example.com/base?x=1", "PUBLIC_URL must be an http:// or https:// URL without a query or fragment"],
-      ["PUBLIC_URL", "https://aigw.example.com/#top", "PUBLIC_URL must be an http:// or https:// URL without a query or fragment"],
+      ["PUBLIC_URL", "https://aigw.example.com/base?x=1", "PUBLIC_URL must be an http:// or https:// URL without a user, query or fragment"],
+      ["PUBLIC_URL", "https://aigw.example.com/#top", "PUBLIC_URL must be an http:// or https:// URL without a user, query or fragment"],
+      ["PUBLIC_URL", "https://u:pw@aigw.example.com/", "PUBLIC_URL must be an http:// or https:// URL without a user, query or fragment"],
+      ["AIGW_MAX_BODY_BYTES", "99999999999", "must be a positive number of bytes up to 2147483647"],
       ["SMTP_URL", "mailer:hunter2@mail.example.com", "SMTP_URL must be an smtp:// or smtps:// URL"]
     ]) {
       const line = await configFailure({ [name!]: value! })

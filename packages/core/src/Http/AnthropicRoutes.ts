@@ -31,8 +31,9 @@ const autoAnthropicModel = { type: "model" as const, id: "auto", display_name: "
 const anthropicModel = (m: ModelEntry) => ({ type: "model" as const, id: m.id, display_name: m.name, created_at: EPOCH })
 
 const ModelsQuery = Schema.Struct({
-  limit: Schema.optional(Schema.NumberFromString.pipe(
-    Schema.int(),
+  limit: Schema.optional(Schema.String.pipe(
+    Schema.pattern(/^\d{1,4}$/, { message: () => "limit must be a whole number from 1 to 1000" }),
+    Schema.compose(Schema.NumberFromString),
     Schema.between(1, 1000, { message: () => "limit must be a whole number from 1 to 1000" })
   )),
   after_id: Schema.optional(Schema.String.pipe(Schema.maxLength(300))),

@@ -472,6 +472,8 @@ const moderationTexts = (body: ModerationRequest): ReadonlyArray<string> => {
 const moderationRefusal = (body: ModerationRequest) =>
   Array.isArray(body.input) && body.input.some((p) => typeof p === "object" && p.type === "image_url")
     ? new BadRequest({ message: "Invalid request: image_url parts are not supported by the gateway's moderation calls (text only)", param: "input" })
+    : moderationTexts(body).some((t) => t === "") && typeof body.input !== "string" && body.input.some((p) => typeof p === "object")
+    ? new BadRequest({ message: "Invalid request: input's text parts hold no text", param: "input" })
     : refuseUnmapped(body, moderationKeys, "/openai/v1/moderations", "the gateway's moderation calls do not carry it")
 
 /** One text per result, as OpenAI answers: every category named (flagged or scored) with its flag. */

@@ -19,7 +19,7 @@ const refusalOf = (code: string | undefined): readonly [number, string] => {
     case "HPE_INVALID_METHOD":
       return [400, "its method is not an HTTP method"]
     case "HPE_UNEXPECTED_CONTENT_LENGTH":
-      return [400, "it has both Content-Length and Transfer-Encoding"]
+      return [400, "its Content-Length and Transfer-Encoding headers conflict (two lengths, or a length beside chunked)"]
     default:
       return [400, "it is not well-formed HTTP/1.1"]
   }
@@ -29,7 +29,9 @@ const REASONS: Readonly<Record<number, string>> = { 400: "Bad Request", 408: "Re
 
 /** The path of a raw request's first line, when it has one ("/" otherwise): it picks the envelope. */
 const pathOf = (raw: Buffer | undefined): string => {
-  const target = raw?.toString("latin1", 0, Math.min(raw.length, 4096)).split("\r\n", 1)[0]?.split(" ")[1]
+  const sent = raw?.toString("latin1", 0, Math.min(raw.length, 4096)).split("\r\n", 1)[0]?.split(" ")[1]
+  // The absolute form (`GET http://host/openai/v1/models HTTP/1.1`) names its path after the authority.
+  const target = sent !== undefined && /^https?:\/\//i.test(sent) ? sent.replace(/^https?:\/\/[^/?#]*/i, "") || "/" : sent
   return target?.startsWith("/") ? target.split("?", 1)[0]! : "/"
 }
 

@@ -188,7 +188,7 @@ const usageOf = (u: any): Partial<TokenUsage> | undefined => {
 
 /** The believable counts of a `*_tokens_details` object other than the one the gateway models (`TokenDetails`); at most 16. */
 const otherCounts = (details: unknown, modelled: string): Record<string, number> | undefined => {
-  if (typeof details !== "object" || details === null) return undefined
+  if (typeof details !== "object" || details === null || Array.isArray(details)) return undefined
   let out: Record<string, number> | undefined
   let n = 0
   for (const [name, value] of Object.entries(details)) {

@@ -414,6 +414,9 @@ describe("what an upstream's answer may claim", () => {
     )
     expect(last).toMatchObject({ done: true, promptTokens: 100, completionTokens: 20 })
     expect(last.tokenDetails).toEqual(json.usage.tokenDetails)
+    // Details that are no object of counts (an array) are not passed on as one.
+    const listed = await complete({ prompt_tokens: 5, completion_tokens: 1, prompt_tokens_details: [1, 2, 3] })
+    expect(listed.usage.tokenDetails).toBeUndefined()
   })
 
   it("prompt-cache counts: out of OpenAI's and Gemini's prompt count, Anthropic's writes and reads priced (not free)", async () => {

@@ -48,6 +48,10 @@ describe("a request the parser refuses", () => {
     const framing = await answerTo("POST /v1/complete HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
     expect(framing).toMatch(/^HTTP\/1\.1 400 Bad Request/)
     expect(framing).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/)
+    // The absolute form names its path after the authority: the OpenAI surface's envelope.
+    const absolute = await answerTo("GET http://gw.example/openai/v1/models HTTP/1.1\r\nHost: gw.example\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n")
+    expect(absolute).toMatch(/^HTTP\/1\.1 400 Bad Request/)
+    expect(JSON.parse(absolute.slice(absolute.indexOf("\r\n\r\n") + 4))).toMatchObject({ error: { code: "BadRequest", message: expect.stringContaining("conflict") } })
     const anthropic = await answerTo("GET /anthropic/v1/messages HTTP/1.1\r\nHost: a\r\nX-Bad: a\u0001b\r\n\r\n")
     expect(anthropic).toMatch(/^HTTP\/1\.1 400 Bad Request/)
     const id = /\r\nx-request-id: ([0-9a-f-]{36})\r\n/.exec(anthropic)?.[1]

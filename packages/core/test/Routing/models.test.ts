@@ -120,8 +120,9 @@ describe("model resolution", () => {
     expect(failure({ models: Option.some("[{") })).toMatch(/AIGW_MODELS is not valid JSON/)
     // A value's text around the mistake (a key written without quotes) is not quoted in the line.
     const unquoted = failure({ models: Option.some('[{"id":"x","provider":"openai","note": sk-live-0123456789}]') })
-    expect(unquoted).toMatch(/AIGW_MODELS is not valid JSON \(Unexpected token/)
+    expect(unquoted).toMatch(/AIGW_MODELS is not valid JSON \(Unexpected token\)/)
     expect(unquoted).not.toContain("sk-live")
+    expect(unquoted).not.toContain("'s'")
     expect(failure({ models: Option.some(JSON.stringify([{ id: "x", provider: "nope" }])) })).toMatch(/AIGW_MODELS entry 1 \("x"\): provider "nope" is not catalogued/)
     expect(failure({ models: Option.some(JSON.stringify([{ id: "x" }])) })).toMatch(/entry 1 \("x"\): provider is required/)
     expect(failure({ models: Option.some(JSON.stringify([{ id: "x", provider: "openai", inputPer1kUSD: 1 }])) })).toMatch(/both inputPer1kUSD and outputPer1kUSD/)
