@@ -115,11 +115,16 @@ const withoutHiddenParts = (html: string) => {
   }
 }
 
-/** Visible text of an HTML document: scripts and styles dropped, block elements as line breaks. */
+/** Visible text of an HTML document: scripts and styles dropped, block elements as line breaks, table cells apart. */
 export const htmlText = (html: string) =>
   withoutHiddenParts(html)
     // A tag ends at the first `>` or before the next `<`: `[^>]*` rescanned to the end from every unclosed `<`.
-    .replace(/<(br|\/p|\/div|\/h[1-6]|\/li|\/tr|\/section|\/article|\/header|\/footer)\b[^<>]*>/gi, "\n")
+    .replace(
+      /<(br|hr|\/(?:p|div|h[1-6]|li|tr|section|article|header|footer|title|table|thead|tbody|tfoot|ul|ol|dl|dt|dd|blockquote|pre|nav|aside|main|figure|figcaption|form|fieldset|address|details|summary|caption))\b[^<>]*>/gi,
+      "\n"
+    )
+    // The words of two cells, or of two items of a line, do not run together.
+    .replace(/<\/(td|th|label|option|button)\b[^<>]*>/gi, " ")
     .replace(/<[^<>]+>/g, "")
     .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) =>
       e[0] === "#" ? codePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : Number(e.slice(1))) : entities[e.toLowerCase()] ?? m)

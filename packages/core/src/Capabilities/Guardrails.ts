@@ -70,7 +70,8 @@ const rules: ReadonlyArray<Rule> = [
   { type: "pii.payment_card", pattern: /\b(?:\d[ -]?){12,18}\d\b/g, accept: (m) => luhn(m.replace(/\D/g, "")) },
   { type: "pii.iban", pattern: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b/g, accept: ibanValid },
   { type: "pii.us_ssn", pattern: /\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b/g },
-  { type: "pii.phone", pattern: /(?<![\w-])\+?\d{1,3}?[ .-]?\(?\d{2,4}\)?[ .-]\d{3,4}[ .-]\d{3,4}(?![\w-])/g },
+  // Not a run of digit groups that goes on before or after it (a card number that failed its checksum is no phone).
+  { type: "pii.phone", pattern: /(?<![\w-]|\d[ .])\+?\d{1,3}?[ .-]?\(?\d{2,4}\)?[ .-]\d{3,4}[ .-]\d{3,4}(?![\w-]|[ .]\d)/g },
   {
     type: "secret.api_key",
     pattern: /\b(?:sk-(?:proj-)?[A-Za-z0-9_-]{20,}|sk-ant-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|ghp_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{40,}|xox[abpr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|aigw_[A-Za-z0-9_-]{40,})\b/g

@@ -89,6 +89,9 @@ describe("HTML and CSV read in linear time", () => {
     expect(Documents.htmlText("<p>a<!-- x --->b</p><SCRIPT>alert(1)</script >c<br/>d")).toBe("ab\nc\nd")
     expect(Documents.htmlText("<p>kept</p><style>p{}</style><template><b>t</b></template>after")).toBe("kept\nafter")
     expect(Documents.htmlText("before<!-- never closed <p>hidden</p>")).toBe("before")
+    // A title, headings and table cells are apart, not run together ("My PageHeader", "c1c2").
+    expect(Documents.htmlText("<html><head><title>My Page</title></head><body><h1>Header</h1><table><tr><td>c1</td><td>c2</td></tr></table></body></html>"))
+      .toBe("My Page\nHeader\nc1 c2")
     expect(Documents.htmlText("before<script>never closed")).toBe("before")
     expect(Documents.htmlText("a &lt;b&gt; &#x41;&#66; &amp;")).toBe("a <b> AB &")
   })

@@ -14,6 +14,12 @@ describe("scan", () => {
     expect(scan("write to bob@example.com")[0]!.preview).toBe("bo***********om")
   })
 
+  it("finds phone numbers, and no phone inside a longer run of digit groups (a card number that fails its checksum)", () => {
+    const found = (text: string) => scan(text).map((f) => [f.type, text.slice(f.start, f.end)])
+    expect(found("call +1 555 123 4567 or 030-1234-5678.")).toEqual([["pii.phone", "+1 555 123 4567"], ["pii.phone", "030-1234-5678"]])
+    expect(found("card 4111 1111 1111 1112")).toEqual([])
+  })
+
   it("takes an address only from the start of its local part, of at most 64 characters (RFC 5321)", () => {
     expect(scan(`${"a".repeat(64)}@example.com`)).toHaveLength(1)
     expect(scan(`${"a".repeat(65)}@example.com`)).toHaveLength(0)
