@@ -64,7 +64,7 @@ describe("tools", () => {
     const noHost = await post("/v1/code/execute", { language: "javascript", code: "typeof process + ' ' + typeof require + ' ' + typeof fetch" })
     expect(noHost.body.result.result).toBe("\"undefined undefined undefined\"")
     const loop = await post("/v1/code/execute", { language: "javascript", code: "for(;;){}", timeoutMs: 200 })
-    expect(loop.body.result).toMatchObject({ timedOut: true, exitCode: 1 })
+    expect(loop.body.result).toMatchObject({ timedOut: true, exitCode: 124, error: "time limit of 200 ms exceeded" })
     const thrown = await post("/v1/code/execute", { language: "javascript", code: "throw new TypeError('nope')" })
     expect(thrown.body.result).toMatchObject({ exitCode: 1, error: "TypeError: nope" })
   })

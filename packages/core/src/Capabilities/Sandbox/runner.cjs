@@ -134,7 +134,8 @@ const loadJavascript = async () => {
       if (thrown.failed) return thrown.failed
       const err = thrown.value
       const message = typeof err === "object" && err !== null ? `${err.name ?? "Error"}: ${err.message ?? JSON.stringify(err)}` : String(err)
-      return { ...base, result: null, exitCode: 1, error: timedOut ? `time limit of ${job.timeoutMs} ms exceeded` : message, timedOut }
+      // A run its deadline interrupted exits 124, as one the parent kills at the deadline does (`timeout`'s status).
+      return { ...base, result: null, exitCode: timedOut ? 124 : 1, error: timedOut ? `time limit of ${job.timeoutMs} ms exceeded` : message, timedOut }
     }
     const dumped = unlessTooDeep("the result", () => vm.dump(outcome.value))
     if (dumped.failed) return dumped.failed
