@@ -299,11 +299,18 @@ const makeService = Effect.gen(function*() {
         return Effect.succeed([p.value])
       }
       const usable = serving.filter((p) => p.configured && planAllows(plan, p.minPlan))
-      return usable.length > 0
-        ? Effect.succeed(healthyFirst(rankProviders(usable, capability, preferenceOf(plan)), (p) => p.id))
-        : Effect.fail(new Unprocessable({
-          message: `No ${capability} provider is configured for plan ${plan}: set one of ${supported.map((id) => `${envPrefix(id)}_API_KEY`).join(", ")}.`
-        }))
+      if (usable.length > 0) return Effect.succeed(healthyFirst(rankProviders(usable, capability, preferenceOf(plan)), (p) => p.id))
+      // Configured, but above the plan: the plan is what to change, not the keys.
+      const aboveThePlan = serving.filter((p) => p.configured)
+      return Effect.fail(
+        aboveThePlan.length > 0
+          ? new Forbidden({
+            message: `The ${capability} providers configured here (${aboveThePlan.map((p) => `${p.id}: plan ${p.minPlan}`).join(", ")}) need a higher plan than yours (${plan}).`
+          })
+          : new Unprocessable({
+            message: `No ${capability} provider is configured for plan ${plan}: set one of ${supported.map((id) => `${envPrefix(id)}_API_KEY`).join(", ")}.`
+          })
+      )
     })
 
   /** The first of `providersFor`: for capabilities that call one provider (jobs fix theirs at submit time). */

@@ -109,6 +109,12 @@ describe("providersFor", () => {
     const { routing } = services(false)
     expect(refusal(routing.providersFor("images", "auto", "Enterprise")).message).toMatch(/^No images provider is configured for plan Enterprise: set one of .*OPENAI_API_KEY/)
   })
+
+  it("says the plan, not the keys, when the providers configured for a capability are all above the caller's plan", () => {
+    const refused = refusal(services().routing.providersFor("video", "auto", "Free"))
+    expect(refused._tag).toBe("Forbidden")
+    expect(refused.message).toMatch(/^The video providers configured here \(.*luma: plan Gold.*\) need a higher plan than yours \(Free\)\.$/)
+  })
 })
 
 describe("firstSuccessEffect", () => {
