@@ -474,7 +474,9 @@ describe("fast lane", () => {
     const before = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result
     for (const [body, status] of [
       [{ text: "x", schema: { type: "nonsense" } }, 400],
-      [{ text: "x", schema: { type: "string", pattern: "(a)\\1" } }, 422],
+      [{ text: "x", schema: { type: "object", properties: { a: { type: "string", pattern: "(a)\\1" } } } }, 422],
+      // The task answers one object: a schema of another type is refused, on both.
+      [{ text: "x", schema: { type: "string" } }, 400],
       [{ text: "x", schema: { type: "object" }, provider: "mistral" }, "routing"]
     ] as const) {
       const refused = await both(user, { body: { provider: "openai", ...body } }, "/v1/extract")
