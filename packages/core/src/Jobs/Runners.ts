@@ -91,47 +91,49 @@ const gatewayBatch = Effect.gen(function*() {
       const owner = yield* avatars.findById(job.avatarId)
       if (Option.isNone(owner) || !owner.value.isActive) return failed("the batch's avatar no longer exists")
       // The step's items, but those a step cut off before it ended had already answered (kept in the result).
-      const answered = new Set(before.map((item) => item.index))
+      const inResult = new Set(before.map((item) => item.index))
       const slice = input.requests.slice(state.next, state.next + BATCH_STEP_ITEMS)
         .map((request, i) => ({ request, index: state.next + i }))
-        .filter(({ index }) => !answered.has(index))
-      let kept = state.kept ?? 0
-      /** An answer as the batch keeps it: within the characters a batch keeps, else a failed item saying so. */
-      const keep = (item: BatchItem): BatchItem => {
-        if (!item.ok) return item
-        const size = JSON.stringify(item.result).length
-        if (kept + size > MAX_BATCH_RESULT_CHARS) {
-          return { index: item.index, ok: false, error: `the answer (${size} characters) was not kept: a batch keeps at most ${MAX_BATCH_RESULT_CHARS} characters of answers; the call was made and counted` }
-        }
-        kept += size
-        return item
-      }
-      const items: Array<BatchItem> = []
+        .filter(({ index }) => !inResult.has(index))
       const byIndex = (a: BatchItem, b: BatchItem) => a.index - b.index
+      /**
+       * The answers as the batch keeps them, in item order (whichever came first): each within the characters a
+       * batch keeps, else a failed item saying so.
+       */
+      const kept = (answered: ReadonlyArray<BatchItem>) => {
+        let chars = state.kept ?? 0
+        const items = [...answered].sort(byIndex).map((item): BatchItem => {
+          if (!item.ok) return item
+          const size = JSON.stringify(item.result).length
+          if (chars + size > MAX_BATCH_RESULT_CHARS) {
+            return { index: item.index, ok: false, error: `the answer (${size} characters) was not kept: a batch keeps at most ${MAX_BATCH_RESULT_CHARS} characters of answers; the call was made and counted` }
+          }
+          chars += size
+          return item
+        })
+        return { items, chars, summary: batchSummary(input.requests.length, [...before, ...items].sort(byIndex)) }
+      }
+      const answered: Array<BatchItem> = []
       yield* Effect.forEach(
         slice,
         ({ index, request }) =>
           completions.complete(owner.value, request).pipe(
             Effect.map((result): BatchItem => ({ index, ok: true, result })),
             Effect.catchAll((e) => Effect.succeed<BatchItem>({ index, ok: false, error: e.message })),
-            Effect.map((item) => void items.push(keep(item)))
+            Effect.map((item) => void answered.push(item))
           ),
         { concurrency: BATCH_CONCURRENCY, discard: true }
       ).pipe(
         // Cut off (a Lambda drain at its deadline, a host stopping): the answers that came are saved, due at once, so
         // that the next step does not call (and bill) them again. The worker's release then finds the lease gone.
-        Effect.onInterrupt(() =>
-          items.length === 0
-            ? Effect.void
-            : Effect.asVoid(store.progress(job.id, job.lockedUntil!, {
-              state: { next: state.next, kept },
-              result: batchSummary(input.requests.length, [...before, ...items].sort(byIndex)),
-              nextRunAt: Date.now()
-            }, Date.now()))
-        )
+        Effect.onInterrupt(() => {
+          if (answered.length === 0) return Effect.void
+          const { chars, summary } = kept(answered)
+          return Effect.asVoid(store.progress(job.id, job.lockedUntil!, { state: { next: state.next, kept: chars }, result: summary, nextRunAt: Date.now() }, Date.now()))
+        })
       )
-      const next: BatchState = { next: Math.min(state.next + BATCH_STEP_ITEMS, input.requests.length), kept }
-      const summary = batchSummary(input.requests.length, [...before, ...items].sort(byIndex))
+      const { chars, summary } = kept(answered)
+      const next: BatchState = { next: Math.min(state.next + BATCH_STEP_ITEMS, input.requests.length), kept: chars }
       return next.next >= input.requests.length ? done(summary) : wait(0, { state: next, result: summary })
     })
 })
