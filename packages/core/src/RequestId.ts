@@ -19,6 +19,12 @@ export const HEADER = "x-request-id"
  */
 export const surfaceHeader = (path: string): string | undefined => (path.startsWith("/anthropic/") ? "request-id" : undefined)
 
+/** The headers that name a request's id on an answer to `path`: `x-request-id`, and its surface's own (`surfaceHeader`). */
+export const answerHeaders = (path: string | undefined, id: string): Record<string, string> => {
+  const surface = path === undefined ? undefined : surfaceHeader(path)
+  return surface === undefined ? { [HEADER]: id } : { [HEADER]: id, [surface]: id }
+}
+
 const VALID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** True for an acceptable caller-supplied id. */

@@ -164,10 +164,13 @@ const describeError = (error: unknown): string => {
  */
 const isKnown = (e: unknown) => isStartupError(e) || ConfigError.isConfigError(e) || isServeError(e)
 
+/** A reason as one line, without credentials. */
+const oneLine = (line: string) => redactUrls(line).replace(/\s*[\r\n]+\s*/g, " ")
+
 /** The line of a recognised start-up failure (a StartupError, a configuration error, a listen failure) in a cause, if it has one. */
 export const knownStartupReason = (cause: Cause.Cause<unknown>): string | undefined => {
   const known = [...Cause.failures(cause), ...Cause.defects(cause)].find(isKnown)
-  return known === undefined ? undefined : redactUrls(describeError(known)).replace(/\s*[\r\n]+\s*/g, " ")
+  return known === undefined ? undefined : oneLine(describeError(known))
 }
 
 export const describeStartupFailure = (cause: Cause.Cause<unknown>): string => {
@@ -176,7 +179,7 @@ export const describeStartupFailure = (cause: Cause.Cause<unknown>): string => {
   const line = errors.length === 0
     ? Cause.isInterruptedOnly(cause) ? "start-up interrupted" : "start-up failed"
     : describeError(known ?? errors[0])
-  return `aigw: ${redactUrls(line).replace(/\s*[\r\n]+\s*/g, " ")}`
+  return `aigw: ${oneLine(line)}`
 }
 
 const debugEnabled = Config.boolean("AIGW_DEBUG").pipe(Config.withDefault(false), Effect.orElseSucceed(() => false))

@@ -248,8 +248,11 @@ const isHttpUrl = (text: string) => {
 
 const makeService = Effect.gen(function*() {
   const config = yield* GatewayConfig
+  // A base URL that is no http(s) URL used to start and fail every call of its provider ("Invalid URL").
+  let unusableBaseUrl: ProviderEntry | undefined
   const providers = data.providers.map((p): ConfiguredProvider => {
     const env = config.providerEnv(p.id)
+    if (Option.isSome(env.baseUrl) && env.baseUrl.value !== "" && !isHttpUrl(env.baseUrl.value)) unusableBaseUrl ??= p
     const endpoint = Option.getOrElse(env.baseUrl, () => p.baseUrl).replace(/\/+$/, "")
     const settings: Record<string, string> = {}
     for (const s of servedBy(p).settings ?? []) {
@@ -262,13 +265,9 @@ const makeService = Effect.gen(function*() {
     const missing = missingOf(p, endpoint, Option.isSome(env.apiKey), settings)
     return { ...p, endpoint, apiKey: env.apiKey, settings, configured: missing === undefined, missing }
   })
-  // A base URL that is no http(s) URL used to start and fail every call of its provider ("Invalid URL").
-  for (const p of providers) {
-    const env = config.providerEnv(p.id)
-    if (Option.isSome(env.baseUrl) && env.baseUrl.value !== "" && !isHttpUrl(env.baseUrl.value)) {
-      const variable = `${envPrefix(p.id)}_BASE_URL`
-      return yield* Effect.fail(startupError(`${variable} must be an http:// or https:// URL (the provider's API base, e.g. ${p.baseUrl})`, `check ${variable}`))
-    }
+  if (unusableBaseUrl !== undefined) {
+    const variable = `${envPrefix(unusableBaseUrl.id)}_BASE_URL`
+    return yield* Effect.fail(startupError(`${variable} must be an http:// or https:// URL (the provider's API base, e.g. ${unusableBaseUrl.baseUrl})`, `check ${variable}`))
   }
   const byId = new Map(providers.map((p) => [p.id, p]))
   const { aliases, models } = yield* Effect.try({

@@ -7,7 +7,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabilities/Completions.ts"
-import { BadRequest, UpstreamFailed } from "../Errors.ts"
+import { BadRequest, NotFound, UpstreamFailed } from "../Errors.ts"
 import { type CacheHint, type ChatMessage, type ChatOptions, type ContentPart, type FinishReason, joinedText, type ReasoningPart } from "../Providers/Chat.ts"
 import { chatSurface, headerOf, type RequestHeaders } from "./ChatSurface.ts"
 import { errorBody } from "./Edge.ts"
@@ -15,7 +15,6 @@ import { CacheControl, cacheOf, Content, inputOf, MAX_CONTENT, ToolName, type To
 import { AnthropicMessage, AnthropicModel, AnthropicModelList } from "./ResponseSchemas.ts"
 import { Catalog, type ModelEntry } from "../Catalog/Catalog.ts"
 import { namedModel, pathModelId } from "../Catalog/Queries.ts"
-import { NotFound } from "../Errors.ts"
 import { countMessages } from "../Tokens.ts"
 import { authed } from "./Route.ts"
 import { BoundedArray } from "../RequestFields.ts"

@@ -179,7 +179,8 @@ const contentOf = (content: OpenAiMessage["content"]): { text: string; parts?: A
 const withoutAnswerCopies = (fields: Record<string, unknown> | undefined) => {
   if (fields === undefined || (!("parsed" in fields) && !("annotations" in fields))) return fields
   const { annotations, parsed: _parsed, ...rest } = fields
-  const kept = Array.isArray(annotations) && annotations.length === 0 ? rest : annotations === undefined ? rest : { ...rest, annotations }
+  const noAnnotations = annotations === undefined || (Array.isArray(annotations) && annotations.length === 0)
+  const kept = noAnnotations ? rest : { ...rest, annotations }
   return Object.keys(kept).length > 0 ? kept : undefined
 }
 
@@ -469,12 +470,15 @@ const moderationTexts = (body: ModerationRequest): ReadonlyArray<string> => {
   return [joinedText(input.flatMap((p) => (typeof p === "object" && p.type === "text" ? [p.text] : [])))]
 }
 
-const moderationRefusal = (body: ModerationRequest) =>
-  Array.isArray(body.input) && body.input.some((p) => typeof p === "object" && p.type === "image_url")
-    ? new BadRequest({ message: "Invalid request: image_url parts are not supported by the gateway's moderation calls (text only)", param: "input" })
-    : moderationTexts(body).some((t) => t === "") && typeof body.input !== "string" && body.input.some((p) => typeof p === "object")
-    ? new BadRequest({ message: "Invalid request: input's text parts hold no text", param: "input" })
-    : refuseUnmapped(body, moderationKeys, "/openai/v1/moderations", "the gateway's moderation calls do not carry it")
+const moderationRefusal = (body: ModerationRequest) => {
+  // The multi-modal form (an array of parts), one input: text only, and some text.
+  const parts = Array.isArray(body.input) && body.input.some((p) => typeof p === "object") ? body.input : undefined
+  if (parts?.some((p) => typeof p === "object" && p.type === "image_url")) {
+    return new BadRequest({ message: "Invalid request: image_url parts are not supported by the gateway's moderation calls (text only)", param: "input" })
+  }
+  if (parts !== undefined && moderationTexts(body)[0] === "") return new BadRequest({ message: "Invalid request: input's text parts hold no text", param: "input" })
+  return refuseUnmapped(body, moderationKeys, "/openai/v1/moderations", "the gateway's moderation calls do not carry it")
+}
 
 /** One text per result, as OpenAI answers: every category named (flagged or scored) with its flag. */
 const moderate = (avatar: AvatarRecord, body: ModerationRequest) =>
@@ -571,8 +575,6 @@ const chat = chatSurface({
 
 const autoModel = { id: "auto", object: "model", created: 0, owned_by: "aigw" }
 const openAiModel = (m: ModelEntry) => ({ id: m.id, object: "model", created: 0, owned_by: m.provider })
-
-
 
 export const openAiRoutes = [
   authed({

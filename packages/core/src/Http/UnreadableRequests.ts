@@ -35,16 +35,11 @@ const pathOf = (raw: Buffer | undefined): string => {
   return target?.startsWith("/") ? target.split("?", 1)[0]! : "/"
 }
 
-/** The request id headers of an answer made here (a new id: the request's own could not be read), as every answer carries them. */
-const idHeaders = (path: string, id: string): Record<string, string> => {
-  const surface = RequestId.surfaceHeader(path)
-  return { [RequestId.HEADER]: id, ...(surface !== undefined ? { [surface]: id } : {}) }
-}
-
 /** A complete HTTP/1.1 answer with the envelope of `path`, closing the connection (the parser's state is lost). */
 const answerText = (status: number, path: string, message: string): string => {
   const body = JSON.stringify(errorBody(envelopeOfPath(path), { _tag: status === 431 ? "PayloadTooLarge" : "BadRequest", message }))
-  const ids = Object.entries(idHeaders(path, RequestId.fromHeader(undefined))).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+  // A new id, as every answer carries one: the request's own could not be read.
+  const ids = Object.entries(RequestId.answerHeaders(path, RequestId.fromHeader(undefined))).map(([name, value]) => `${name}: ${value}\r\n`).join("")
   return `HTTP/1.1 ${status} ${REASONS[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${ids}connection: close\r\n\r\n${body}`
 }
 
@@ -67,7 +62,7 @@ export const answerUnreadableRequests = <S extends Server>(server: S): S => {
       message: `Expect: ${req.headers.expect} is not supported; only 100-continue is.`
     }))
     const id = RequestId.fromHeader(req.headers[RequestId.HEADER] as string | undefined)
-    res.writeHead(417, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close", ...idHeaders(path, id) }).end(body)
+    res.writeHead(417, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close", ...RequestId.answerHeaders(path, id) }).end(body)
   })
   return server
 }

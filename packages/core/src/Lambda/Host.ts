@@ -245,11 +245,9 @@ const outsideAnswer = (
   requestId: string | null | undefined,
   path: string | undefined
 ) => {
-  const id = RequestId.fromHeader(requestId)
-  const surface = path === undefined ? undefined : RequestId.surfaceHeader(path)
   return new Response(JSON.stringify(body), {
     status,
-    headers: { "content-type": "application/json", ...headers, [RequestId.HEADER]: id, ...(surface !== undefined ? { [surface]: id } : {}) }
+    headers: { "content-type": "application/json", ...headers, ...RequestId.answerHeaders(path, RequestId.fromHeader(requestId)) }
   })
 }
 
