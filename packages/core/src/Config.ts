@@ -230,6 +230,25 @@ const adminOf = (username: Option.Option<string>, email: Option.Option<string>, 
   return Either.right(Option.some({ username: Option.getOrThrow(username), email: Option.getOrThrow(email).trim(), password: Option.getOrThrow(password) }))
 }
 
+/**
+ * What is wrong with a base URL the gateway appends paths to (PUBLIC_URL, `<ID>_BASE_URL`), or
+ * undefined. Paths are appended as text, so a query or fragment would swallow them (`…?x=1/api/…`),
+ * and user info would go nowhere: neither e-mail links nor upstream calls carry it.
+ */
+export const baseUrlProblem = (text: string) => {
+  let url: URL | undefined
+  try {
+    url = /\s/.test(text) ? undefined : new URL(text)
+  } catch {
+    url = undefined
+  }
+  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") return "must be an http:// or https:// URL"
+  if (url.username !== "" || url.password !== "") return "must not carry a user name or password"
+  if (text.includes("?")) return "must not carry a query string (paths are appended to it)"
+  if (text.includes("#")) return "must not carry a fragment (paths are appended to it)"
+  return undefined
+}
+
 /** Options read from the environment with the names of DESIGN.md §3. */
 export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
@@ -243,7 +262,7 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
     // No query or fragment: e-mail links are the URL with a path appended (`…?x=1/api/avatar/…` led nowhere).
     Config.validate({
       message: "PUBLIC_URL must be an http:// or https:// URL without a user, query or fragment (the address clients use, e.g. https://aigw.example.com)",
-      validation: (u) => /^https?:\/\/[^\s/?#@]+(?:\/[^\s?#]*)?$/i.test(u)
+      validation: (u) => baseUrlProblem(u) === undefined
     })
   )),
   dataDir: Config.string("AIGW_DATA_DIR").pipe(Config.withDefault("./data")),

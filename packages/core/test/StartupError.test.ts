@@ -107,11 +107,24 @@ describe("start-up checks", () => {
       "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer up to 10000 (check AIGW_MAX_JSON_DEPTH)"
     )
     // A provider base URL that is no URL used to start and fail every call of the provider.
-    for (const bad of ["notaurl", "ftp://files.example.com/v1"]) {
+    for (const bad of ["notaurl", "ftp://files.example.com/v1", "https://api.example.com /v1"]) {
       expect(await catalogueFailure({ OPENAI_BASE_URL: bad }), bad).toBe(
-        "aigw: OPENAI_BASE_URL must be an http:// or https:// URL (the provider's API base, e.g. https://api.openai.com/v1) (check OPENAI_BASE_URL)"
+        "aigw: OPENAI_BASE_URL must be an http:// or https:// URL: the provider's API base, e.g. https://api.openai.com/v1 (check OPENAI_BASE_URL)"
       )
     }
+    // Paths are appended to the base as text: a query swallowed them, a fragment cut them off, and
+    // user info was never sent. Each used to start and call the wrong URL.
+    for (const [bad, problem] of [
+      ["http://127.0.0.1:9/v1?x=1", "must not carry a query string"],
+      ["http://127.0.0.1:9/v1#top", "must not carry a fragment"],
+      ["http://proxy:hunter2@127.0.0.1:9/v1", "must not carry a user name or password"]
+    ] as const) {
+      const line = await catalogueFailure({ OPENAI_BASE_URL: bad })
+      expect(line, bad).toContain(`OPENAI_BASE_URL ${problem}`)
+      expect(line).not.toContain("hunter2")
+    }
+    // An "@" in the path is no user info.
+    await expect(catalogueFailure({ OPENAI_BASE_URL: "http://127.0.0.1:9/@org/v1" })).rejects.toThrow("expected the configuration to be refused")
     // A depth that would fail every JSON request (its scan keeps a count per level) stops the start instead.
     expect(await configFailure({ AIGW_MAX_JSON_DEPTH: "10000000000" })).toBe(
       "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer up to 10000 (check AIGW_MAX_JSON_DEPTH)"

@@ -4,7 +4,7 @@
  * overrides) into the `Catalog` service.
  */
 import { Context, Effect, Either, Layer, Option, ParseResult, Redacted, Schema } from "effect"
-import { envPrefix, GatewayConfig } from "../Config.ts"
+import { baseUrlProblem, envPrefix, GatewayConfig } from "../Config.ts"
 import { ModelPlan, Plan, planAllows } from "../Plans.ts"
 import { startupError } from "../StartupError.ts"
 import { jsonSyntaxProblem } from "../JsonText.ts"
@@ -237,22 +237,14 @@ const missingOf = (p: ProviderEntry, endpoint: string, hasApiKey: boolean, setti
   return hasApiKey ? undefined : `Provider ${p.id} is not configured: set ${prefix}_API_KEY.`
 }
 
-const isHttpUrl = (text: string) => {
-  try {
-    const url = new URL(text)
-    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
-  } catch {
-    return false
-  }
-}
-
 const makeService = Effect.gen(function*() {
   const config = yield* GatewayConfig
   // A base URL that is no http(s) URL used to start and fail every call of its provider ("Invalid URL").
-  let unusableBaseUrl: ProviderEntry | undefined
+  let unusableBaseUrl: { provider: ProviderEntry; problem: string } | undefined
   const providers = data.providers.map((p): ConfiguredProvider => {
     const env = config.providerEnv(p.id)
-    if (Option.isSome(env.baseUrl) && env.baseUrl.value !== "" && !isHttpUrl(env.baseUrl.value)) unusableBaseUrl ??= p
+    const problem = Option.isSome(env.baseUrl) && env.baseUrl.value !== "" ? baseUrlProblem(env.baseUrl.value) : undefined
+    if (problem !== undefined) unusableBaseUrl ??= { provider: p, problem }
     const endpoint = Option.getOrElse(env.baseUrl, () => p.baseUrl).replace(/\/+$/, "")
     const settings: Record<string, string> = {}
     for (const s of servedBy(p).settings ?? []) {
@@ -266,8 +258,9 @@ const makeService = Effect.gen(function*() {
     return { ...p, endpoint, apiKey: env.apiKey, settings, configured: missing === undefined, missing }
   })
   if (unusableBaseUrl !== undefined) {
-    const variable = `${envPrefix(unusableBaseUrl.id)}_BASE_URL`
-    return yield* Effect.fail(startupError(`${variable} must be an http:// or https:// URL (the provider's API base, e.g. ${unusableBaseUrl.baseUrl})`, `check ${variable}`))
+    const { provider, problem } = unusableBaseUrl
+    const variable = `${envPrefix(provider.id)}_BASE_URL`
+    return yield* Effect.fail(startupError(`${variable} ${problem}: the provider's API base, e.g. ${provider.baseUrl}`, `check ${variable}`))
   }
   const byId = new Map(providers.map((p) => [p.id, p]))
   const { aliases, models } = yield* Effect.try({
