@@ -9,7 +9,7 @@ import { reportedCount, wireText, wireToolCall, wireToolCallDelta } from "./Chat
 import { openAiEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
 import { fieldsOutside } from "../JsonText.ts"
-import { openAiImages } from "./OpenAiMedia.ts"
+import { openAiImages, openAiImageSizeRefusal } from "./OpenAiMedia.ts"
 import type { Quirks, Served } from "./Served.ts"
 import { protocolError, UpstreamError } from "./UpstreamError.ts"
 
@@ -346,7 +346,7 @@ export const family: Served = { chat: wire, embeddings: openAiEmbeddings }
 export const providers: Readonly<Record<string, Served>> = {
   openai: {
     quirks: { maxTokensField: "max_completion_tokens" },
-    images: { defaultModel: "gpt-image-1" },
+    images: { defaultModel: "gpt-image-1", unsupported: openAiImageSizeRefusal },
     moderation: { defaultModel: "omni-moderation-latest" },
     speech: { defaultModel: "gpt-4o-mini-tts" },
     transcription: { defaultModel: "gpt-4o-mini-transcribe" },
@@ -383,7 +383,14 @@ export const providers: Readonly<Record<string, Served>> = {
       unsupported: (r) => (r.language ? "language: SiliconFlow transcription takes no language" : undefined)
     }
   },
-  xai: { images: { defaultModel: "grok-2-image" } },
+  // xAI's image API takes no `size` (https://docs.x.ai/docs/guides/image-generations): an aspect_ratio and resolution of its own.
+  xai: {
+    images: {
+      defaultModel: "grok-2-image",
+      unsupported: (r) =>
+        r.width !== undefined ? `xAI's image API takes no pixel size (width and height); leave them out, or send xAI's own aspect_ratio and resolution through /openai/v1/images/generations` : undefined
+    }
+  },
   mistral: {
     // Mistral refuses unknown fields (stream_options) and names the seed random_seed.
     quirks: { streamUsage: false, renamed: { seed: "random_seed" } },

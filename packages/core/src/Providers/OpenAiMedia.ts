@@ -58,6 +58,24 @@ export const openAiImages = (form: ImageDimensions) => (provider: ConfiguredProv
 /** Image generation in OpenAI's own format (`size: "WxH"`): the client of providers that declare none. */
 export const generateImages = openAiImages("size")
 
+/**
+ * The sizes OpenAI's fixed-size image models make (its images API reference: `size`); another
+ * model (gpt-image-2 takes any size, a newer one unknown here) gets the size as asked.
+ */
+const OPENAI_IMAGE_SIZES: ReadonlyArray<readonly [models: RegExp, sizes: ReadonlyArray<string>]> = [
+  [/^gpt-image-1(?:-mini|\.5)?(?:-\d{4}-\d{2}-\d{2})?$/, ["1024x1024", "1536x1024", "1024x1536"]],
+  [/^dall-e-3$/, ["1024x1024", "1792x1024", "1024x1792"]],
+  [/^dall-e-2$/, ["256x256", "512x512", "1024x1024"]]
+]
+
+/** A size OpenAI's model does not make, refused by name before the call (OpenAI would answer a 400 upstream). */
+export const openAiImageSizeRefusal = (request: ImageRequest): string | undefined => {
+  if (request.width === undefined || request.height === undefined) return undefined
+  const sizes = OPENAI_IMAGE_SIZES.find(([models]) => models.test(request.model))?.[1]
+  const size = `${request.width}x${request.height}`
+  return sizes === undefined || sizes.includes(size) ? undefined : `OpenAI's ${request.model} has no size ${size}; its sizes: ${sizes.join(", ")}`
+}
+
 /** How many keys an object of an upstream's answer has (0 for anything else). */
 const keyCount = (value: unknown) => (typeof value === "object" && value !== null ? Object.keys(value).length : 0)
 

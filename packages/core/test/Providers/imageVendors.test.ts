@@ -220,3 +220,23 @@ describe("Together AI images", () => {
     expect(openai.requests.at(-1)!.path).toMatch(/\/images\/generations$/)
   })
 })
+
+describe("OpenAI and xAI image sizes", () => {
+  it("refuses a size OpenAI's fixed-size models do not make, and passes the others and other models on", () => {
+    // gpt-image-1 used to get `512x512`, which OpenAI refuses upstream.
+    expect(refusal("openai", { width: 512, height: 512 })).toBe("OpenAI's gpt-image-1 has no size 512x512; its sizes: 1024x1024, 1536x1024, 1024x1536")
+    expect(refusal("openai", { width: 1536, height: 1024 })).toBeUndefined()
+    expect(refusal("openai", { model: "gpt-image-1-mini", width: 1792, height: 1024 })).toMatch(/^OpenAI's gpt-image-1-mini has no size 1792x1024/)
+    expect(refusal("openai", { model: "dall-e-3", width: 1792, height: 1024 })).toBeUndefined()
+    expect(refusal("openai", { model: "dall-e-3", width: 512, height: 512 })).toMatch(/^OpenAI's dall-e-3 has no size 512x512; its sizes: 1024x1024, 1792x1024, 1024x1792$/)
+    expect(refusal("openai", { model: "dall-e-2", width: 512, height: 512 })).toBeUndefined()
+    // A model whose sizes are not fixed here (gpt-image-2 takes any) gets the size as asked.
+    expect(refusal("openai", { model: "gpt-image-2", width: 1000, height: 700 })).toBeUndefined()
+    expect(refusal("openai", {})).toBeUndefined()
+  })
+
+  it("refuses a pixel size for xAI, whose image API takes none", () => {
+    expect(refusal("xai", { width: 1024, height: 1024 })).toMatch(/^xAI's image API takes no pixel size/)
+    expect(refusal("xai", {})).toBeUndefined()
+  })
+})
