@@ -99,6 +99,9 @@ describe("tools", () => {
     expect((await upload("image.png", new Uint8Array([137, 80, 78, 71]), "image/png")).status).toBe(422)
     expect((await upload("broken.pdf", "not a pdf")).status).toBe(400)
     expect((await upload("bad.json", "{nope")).status).toBe(400)
+    // An unclosed quote used to take in every later row as one field.
+    const unclosed = await upload("data.csv", "name,note\nAda,\"first\nBob,second\n")
+    expect(unclosed).toMatchObject({ status: 400, body: { isError: true, message: "file is not valid CSV: the quoted field opened on line 2 is never closed" } })
     expect((await upload("latin1.txt", new Uint8Array([0xff, 0xfe, 0x41]))).status).toBe(400)
     expect((await upload("empty.txt", "")).status).toBe(400)
     expect((await post("/v1/documents/parse", { file: "x" })).status).toBe(400)

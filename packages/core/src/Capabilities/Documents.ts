@@ -50,9 +50,15 @@ export const formatOf = (filename: string, mime: string): Format | undefined =>
 export const MAX_CSV_FIELDS = 1_000_000
 export const MAX_CSV_ROWS = 200_000
 
-/** RFC 4180 CSV: quoted fields, doubled quotes, CRLF or LF rows; undefined past MAX_CSV_FIELDS fields or MAX_CSV_ROWS rows. */
-export const parseCsv = (text: string): Array<Array<string>> | undefined => {
+/**
+ * RFC 4180 CSV: quoted fields, doubled quotes, CRLF or LF rows. A string says why there are no rows:
+ * more than MAX_CSV_FIELDS fields or MAX_CSV_ROWS rows, or a quoted field never closed (read leniently,
+ * it would swallow every row after it into one field).
+ */
+export const parseCsv = (text: string): Array<Array<string>> | string => {
+  const tooLarge = `file holds more than ${MAX_CSV_ROWS} CSV rows or ${MAX_CSV_FIELDS} fields; split it into smaller documents`
   let fields = 0
+  let quoteOpenedAt = 0
   const rows: Array<Array<string>> = []
   let row: Array<string> = []
   let field = ""
@@ -76,15 +82,21 @@ export const parseCsv = (text: string): Array<Array<string>> | undefined => {
         i++
       } else if (c === "\"") quoted = false
       else field += c
-    } else if (c === "\"") quoted = true
-    else if (c === ",") {
-      if (!endField(false)) return undefined
+    } else if (c === "\"") {
+      quoted = true
+      quoteOpenedAt = i
+    } else if (c === ",") {
+      if (!endField(false)) return tooLarge
     } else if (c === "\n" || c === "\r") {
       if (c === "\r" && text[i + 1] === "\n") i++
-      if (!endField(true)) return undefined
+      if (!endField(true)) return tooLarge
     } else field += c
   }
-  if ((field !== "" || row.length > 0) && !endField(true)) return undefined
+  if (quoted) {
+    const line = (text.slice(0, quoteOpenedAt).match(/\r\n|\r|\n/g)?.length ?? 0) + 1
+    return `file is not valid CSV: the quoted field opened on line ${line} is never closed`
+  }
+  if ((field !== "" || row.length > 0) && !endField(true)) return tooLarge
   return rows
 }
 
@@ -234,11 +246,7 @@ export const validateLocal = (file: File, avatarId: string) =>
       case "csv": {
         const text = yield* decodeUtf8(bytes)
         const rows = parseCsv(text)
-        if (rows === undefined) {
-          return yield* Effect.fail(
-            new BadRequest({ message: `file holds more than ${MAX_CSV_ROWS} CSV rows or ${MAX_CSV_FIELDS} fields; split it into smaller documents` })
-          )
-        }
+        if (typeof rows === "string") return yield* Effect.fail(new BadRequest({ message: rows }))
         return { format, text, rows } satisfies Prepared as Prepared
       }
       case "json": {

@@ -107,9 +107,13 @@ describe("HTML and CSV read in linear time", () => {
   it("parses CSV up to MAX_CSV_ROWS rows and MAX_CSV_FIELDS fields and refuses a larger one before it is counted", async () => {
     expect(Documents.parseCsv("a,b\r\n\"c,\"\"d\"\"\",e\n")).toEqual([["a", "b"], ["c,\"d\"", "e"]])
     expect(Documents.parseCsv("\n".repeat(Documents.MAX_CSV_ROWS))).toHaveLength(Documents.MAX_CSV_ROWS)
-    expect(Documents.parseCsv("\n".repeat(Documents.MAX_CSV_ROWS + 1))).toBeUndefined()
-    expect(Documents.parseCsv(",".repeat(Documents.MAX_CSV_FIELDS - 1))?.[0]).toHaveLength(Documents.MAX_CSV_FIELDS)
-    expect(Documents.parseCsv(",".repeat(Documents.MAX_CSV_FIELDS))).toBeUndefined()
+    expect(Documents.parseCsv("\n".repeat(Documents.MAX_CSV_ROWS + 1))).toMatch(/^file holds more than 200000 CSV rows/)
+    expect((Documents.parseCsv(",".repeat(Documents.MAX_CSV_FIELDS - 1)) as Array<Array<string>>)[0]).toHaveLength(Documents.MAX_CSV_FIELDS)
+    expect(Documents.parseCsv(",".repeat(Documents.MAX_CSV_FIELDS))).toMatch(/^file holds more than/)
+    // An unclosed quote used to swallow every later row into one field.
+    expect(Documents.parseCsv("a,b\r\n1,\"x\n2,y\r\n3,z\n")).toBe("file is not valid CSV: the quoted field opened on line 2 is never closed")
+    expect(Documents.parseCsv("a\r\"b")).toBe("file is not valid CSV: the quoted field opened on line 2 is never closed")
+    expect(Documents.parseCsv("\"a\nb\",c\n")).toEqual([["a\nb", "c"]])
     const refused = await Effect.runPromise(
       Effect.either(Documents.validateLocal(new File([",".repeat(Documents.MAX_CSV_FIELDS + 1)], "big.csv", { type: "text/csv" }), "a")).pipe(
         Effect.provide(Sandboxes.layer.pipe(Layer.provideMerge(GatewayConfig.layer({ limits }))))
