@@ -184,7 +184,11 @@ const makeService = Effect.gen(function*() {
     }
     const known = catalog.model(upstream)
     if (Option.isSome(known) && known.value.provider === providerId) return known.value
-    return uncataloguedModel(providerId, upstream, kind)
+    if (upstream.trim() !== upstream) return new BadRequest({ message: `model ${JSON.stringify(named)} begins or ends with white space.`, param: "model" })
+    const variant = catalog.variantOf(providerId, upstream)
+    if (variant?.same === true) return variant.model
+    const forwarded = uncataloguedModel(providerId, upstream, kind)
+    return variant === undefined ? forwarded : { ...forwarded, minPlan: variant.model.minPlan }
   }
 
   /** `provider/auto` with no provider named: that provider with model auto, as the two fields would say it. */

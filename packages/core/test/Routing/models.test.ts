@@ -58,6 +58,37 @@ describe("model resolution", () => {
     expect(costOf(target!.model, 1000, 1000)).toBe(0)
   })
 
+  it("holds another spelling or a variant of a catalogued model to that model's plan", () => {
+    const on = (plan: "Free" | "Silver" | "Gold") => (model: string, provider = "auto") => routing.targets({ ...needs(model, provider), plan })
+    const free = on("Free")
+    const silver = on("Silver")
+    // gpt-5.5 and claude-opus-4-6 are Gold models: a Silver caller used to reach them as GPT-5.5, a dated
+    // snapshot or a -pro variant, forwarded as uncatalogued models of a provider of a lower plan.
+    for (const [model, provider, of] of [
+      ["gpt-5.5", "openai", "gpt-5.5"],
+      ["GPT-5.5", "openai", "gpt-5.5"],
+      ["openai/GPT-5.5", "auto", "gpt-5.5"],
+      ["gpt-5.5-2026-04-23", "openai", "gpt-5.5-2026-04-23"],
+      ["gpt-5.5-pro", "openai", "gpt-5.5-pro"],
+      ["anthropic/claude-opus-4-6-20260205", "auto", "claude-opus-4-6-20260205"],
+      ["Claude-Opus-4-6", "anthropic", "claude-opus-4-6"],
+      // The model after a vendor path on an aggregator.
+      ["anthropic/claude-opus-4-6", "openrouter", "anthropic/claude-opus-4-6"]
+    ] as const) {
+      expect(silver(model, provider), model).toMatchObject({ _tag: "Forbidden", message: `Model ${of} needs plan Gold or higher (yours: Silver).` })
+    }
+    // Another case of a catalogued id is that model, priced; a variant is forwarded as named, unpriced.
+    expect(targetsOf(on("Gold")("GPT-5.5", "openai"))).toEqual([{ provider: "openai", model: "gpt-5.5", priced: true }])
+    expect(targetsOf(on("Gold")("gpt-5.5-2026-04-23", "openai"))).toEqual([{ provider: "openai", model: "gpt-5.5-2026-04-23", priced: false }])
+    // A name that extends no catalogued id, or only at a letter, keeps the provider's plan.
+    expect(targetsOf(free("o4-mini", "openai"))).toEqual([{ provider: "openai", model: "o4-mini", priced: false }])
+    expect(targetsOf(free("gpt-5.55", "openai"))).toEqual([{ provider: "openai", model: "gpt-5.55", priced: false }])
+    // White space around a name is refused, not forwarded (it slipped past the catalogue's lookup).
+    for (const model of [" gpt-5.5", "gpt-5.5 ", "openai/ gpt-5.5"]) {
+      expect(free(model, model.startsWith("openai/") ? "auto" : "openai"), model).toMatchObject({ _tag: "BadRequest", param: "model", message: expect.stringMatching(/begins or ends with white space/) })
+    }
+  })
+
   it("reads provider/model when no provider is named, and keeps catalogue prices for a catalogued model", () => {
     expect(targetsOf(routing.targets(needs("openrouter/anthropic/claude-sonnet-4.5")))).toEqual([
       { provider: "openrouter", model: "anthropic/claude-sonnet-4.5", priced: false }
