@@ -392,8 +392,8 @@ const makeService = Effect.gen(function*() {
     })
 
   /**
-   * Updates a profile. `proof` is how the caller signed in: changing the username (a login name) or
-   * the e-mail address needs a session, not an API key (Auth.requireSession).
+   * Updates a profile. `proof` is how the caller signed in: changing the username (a login name), the
+   * e-mail address or AvatarType (the Admin role) needs a session, not an API key (Auth.requireSession).
    */
   const update = Effect.fn("Avatars.update")(function*(caller: AvatarRecord, id: string, input: UpdateInput, proof: Proof) {
     const isAdmin = caller.avatarType === "Admin"
@@ -411,6 +411,8 @@ const makeService = Effect.gen(function*() {
     if (!isAdmin && (changes("AvatarType") || changes("karmaTotal") || changes("plan"))) {
       return yield* Effect.fail(new Forbidden({ message: "Only an Admin can change AvatarType, karmaTotal or plan." }))
     }
+    // Granting or taking the Admin role with a leaked Admin key would outlive the key's revocation.
+    if (changes("AvatarType")) yield* requireSession(proof, "Changing AvatarType")
     if (input.AvatarType !== undefined && input.AvatarType !== "Admin") yield* keepAnAdmin(avatar, "made a User")
     const email = emailEffectOf(avatar, input.email)
     const renamed = input.username !== undefined && input.username !== avatar.username

@@ -288,7 +288,7 @@ export const avatarRoutes = [
       success: AvatarView,
       summary: "Update an avatar (owner or Admin)",
       description:
-        "A new `email` is stored as pending and a verification e-mail goes to it (the current address gets a notice); the old address stays in force until the link is followed. Sending the current address cancels a pending change. E-mail changes are limited to 3 per hour per avatar and share the resend limit of the new address (429). Changing `username` or `email` needs a signed-in session (JWT); with an API key it is 403. Only Admins may change AvatarType, karmaTotal and plan.",
+        "A new `email` is stored as pending and a verification e-mail goes to it (the current address gets a notice); the old address stays in force until the link is followed. Sending the current address cancels a pending change. E-mail changes are limited to 3 per hour per avatar and share the resend limit of the new address (429). Changing `username`, `email` or `AvatarType` needs a signed-in session (JWT); with an API key it is 403. Only Admins may change AvatarType, karmaTotal and plan.",
       body: UpdateBody
     }
   ),

@@ -514,5 +514,22 @@ describe("Admins", () => {
         assert.strictEqual(yield* store.countAdmins(), 1)
         assert.strictEqual(yield* outcome(avatars.update(second, second.id, { AvatarType: "User" }, "session")), `Conflict: ${last} made a User: make another avatar Admin first.`)
       }))
+
+    it.effect("an Admin's API key may not grant or take the Admin role (it would outlive the key's revocation); its other changes are taken", () =>
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const store = yield* AvatarStore
+        const admin = Option.getOrThrow(yield* store.update((yield* verifiedAvatar).id, { avatarType: "Admin" }))
+        const user = yield* verifiedAvatar
+        const outcome = <A, E extends { readonly _tag: string; readonly message: string }>(effect: Effect.Effect<A, E>) =>
+          Effect.match(effect, { onFailure: (e) => `${e._tag}: ${e.message}`, onSuccess: () => "ok" })
+        const refused = "Forbidden: Changing AvatarType needs a signed-in session \\(JWT\\)"
+        assert.match(yield* outcome(avatars.update(admin, user.id, { AvatarType: "Admin" }, "apiKey")), new RegExp(`^${refused}`))
+        assert.strictEqual(Option.getOrThrow(yield* store.findById(user.id)).avatarType, "User")
+        assert.strictEqual(yield* outcome(avatars.update(admin, user.id, { plan: "Silver", karmaTotal: 5, AvatarType: "User" }, "apiKey")), "ok")
+        assert.strictEqual(Option.getOrThrow(yield* store.findById(user.id)).plan, "Silver")
+        assert.strictEqual(yield* outcome(avatars.update(admin, user.id, { AvatarType: "Admin" }, "session")), "ok")
+        assert.match(yield* outcome(avatars.update(admin, user.id, { AvatarType: "User" }, "apiKey")), new RegExp(`^${refused}`))
+      }))
   })
 })
