@@ -102,6 +102,8 @@ export interface RegisterInput {
   readonly username: string
   readonly email: string
   readonly password: string
+  /** A registration form's repeat of `password`: when sent, it must match. */
+  readonly confirmPassword?: string | undefined
   readonly title?: string | undefined
   readonly providerType?: string | undefined
 }
@@ -266,6 +268,9 @@ const makeService = Effect.gen(function*() {
    */
   const register = Effect.fn("Avatars.register")(function*(input: RegisterInput, address: Option.Option<string> = Option.none()) {
     const now = Date.now()
+    if (input.confirmPassword !== undefined && input.confirmPassword !== input.password) {
+      return yield* Effect.fail(new BadRequest({ message: "password and confirmPassword do not match." }))
+    }
     if (Option.isSome(address)) {
       const counted = yield* limits.tryCount(`register-address:${address.value}`, now, 3_600_000, config.limits.registerMaxPerAddress)
       if (!counted.admitted) {
@@ -324,16 +329,23 @@ const makeService = Effect.gen(function*() {
    * None when the host does not know it) in storage; over either limit every attempt, right or
    * wrong, answers 429 without checking the password.
    */
-  const authenticate = Effect.fn("Avatars.authenticate")(function*(login: string, password: string, address: Option.Option<string>) {
+  /**
+   * Signs in by `login` (a username, or a verified e-mail address). `alsoNamed`, when a client sends
+   * both fields, must name the same avatar: else it is a failed sign-in like a wrong password (a wrong
+   * e-mail beside a right username used to be ignored).
+   */
+  const authenticate = Effect.fn("Avatars.authenticate")(function*(login: string, password: string, address: Option.Option<string>, alsoNamed?: string) {
     const now = Date.now()
     const name = login.trim().toLowerCase()
+    const other = alsoNamed?.trim().toLowerCase()
     const slots: Array<{ key: string; expiresAt: number }> = []
     if (Option.isSome(address)) {
       slots.push(yield* reserveLoginSlot(`login-address:${address.value}`, config.limits.loginMaxFailuresPerAddress, now))
     }
     // An address is a login only once verified: a registration that found its address taken is
     // stored under another one, so an unverified address must look unknown, not "not verified".
-    const found = Option.filter(yield* store.findByLogin(name), (a) => a.emailVerified || a.username.toLowerCase() === name)
+    const names = (a: AvatarRecord, n: string) => a.username.toLowerCase() === n || (a.emailVerified && a.email.toLowerCase() === n)
+    const found = Option.filter(yield* store.findByLogin(name), (a) => (a.emailVerified || a.username.toLowerCase() === name) && (other === undefined || names(a, other)))
     // Unknown logins are counted under their own name, so they lock exactly like accounts do.
     const accountKey = `login-account:${Option.match(found, { onNone: () => `?${name}`, onSome: (a) => a.id })}`
     const account = yield* reserveLoginSlot(accountKey, config.limits.loginMaxFailuresPerAccount, now).pipe(

@@ -19,23 +19,33 @@ const envelope = "avatar" as const
 /** A link's one-time token: a secret, never quoted back. */
 const Token = secretString("token", 1, 200)
 
+/** The POST bodies refuse a field they do not take by name (`bogus: is unexpected`): nothing sent is dropped unseen. */
+const strict = { parseOptions: { onExcessProperty: "error" } } as const
+
 const RegisterBody = Schema.Struct({
   username: Username,
   email: Email,
   password: Password,
+  // A registration form's repeat of the password, checked (Avatars.register).
+  confirmPassword: Schema.optional(secretString("confirmPassword", 0, 1024)),
   title: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
-  providerType: Schema.optional(Schema.String.pipe(Schema.maxLength(100)))
-})
+  providerType: Schema.optional(Schema.String.pipe(Schema.maxLength(100))),
+  // Every registration makes a User; only an Admin makes Admins (PUT).
+  AvatarType: Schema.optional(Schema.Literal("User").annotations({ message: () => "AvatarType: a registration makes a User; an Admin makes Admins with PUT /api/avatar/{id}" }))
+}).annotations(strict)
 
 const AuthenticateBody = Schema.Struct({
   username: Schema.optional(Schema.String.pipe(Schema.maxLength(254))),
   email: Schema.optional(Schema.String.pipe(Schema.maxLength(254))),
   password: secretString("password", 0, 1024)
-})
+}).annotations(strict)
 
-/** The login a sign-in names: `username`, else `email` (an empty or blank one counts as not sent). */
-const loginOf = (body: { readonly username?: string | undefined; readonly email?: string | undefined }) =>
-  [body.username, body.email].find((login) => login !== undefined && login.trim() !== "")
+/**
+ * The logins a sign-in names: `username`, else `email` (an empty or blank one counts as not sent),
+ * and the other when both are sent: it must name the same avatar (Avatars.authenticate).
+ */
+const loginsOf = (body: { readonly username?: string | undefined; readonly email?: string | undefined }) =>
+  [body.username, body.email].filter((login): login is string => login !== undefined && login.trim() !== "")
 
 /** A profile field sent back with a PUT (a GET's body edited): taken unchanged, refused by name when changed (Avatars.update). */
 const ReadOnly = Schema.optional(Schema.Unknown)
@@ -54,15 +64,15 @@ const UpdateBody = Schema.Struct({
     message: () => "a password is not changed with PUT: use POST /api/avatar/forgot-password and the reset link it mails"
   })),
   ...Object.fromEntries(READ_ONLY_FIELDS.map((field) => [field, ReadOnly])) as { readonly [K in typeof READ_ONLY_FIELDS[number]]: typeof ReadOnly }
-}).annotations({ parseOptions: { onExcessProperty: "error" } }) // a misspelt field is refused by name, not dropped
+}).annotations(strict)
 
 const TokenQuery = Schema.Struct({ token: Token })
-const EmailBody = Schema.Struct({ email: Email })
+const EmailBody = Schema.Struct({ email: Email }).annotations(strict)
 const ResetBody = Schema.Struct({
   token: Token,
   password: Password,
   confirmPassword: secretString("confirmPassword", 0, 1024)
-})
+}).annotations(strict)
 
 const decodeResetForm = decoderNow(ResetBody, "form")
 
@@ -163,11 +173,11 @@ export const avatarRoutes = [
       "`username` or `email` may hold either a username or an e-mail address (an e-mail address only once verified). Failed sign-ins are limited per account and per client address: over the limit, 429 with Retry-After.",
     body: AuthenticateBody,
     handle: ({ body, request }) => {
-      const login = loginOf(body)
+      const [login, alsoNamed] = loginsOf(body)
       if (login === undefined) return Effect.fail(new BadRequest({ message: "username or email is required." }))
       return Effect.gen(function*() {
         const address = yield* addressOf(request)
-        const result = yield* Effect.flatMap(Avatars, (a) => a.authenticate(login, body.password, address))
+        const result = yield* Effect.flatMap(Avatars, (a) => a.authenticate(login, body.password, address, alsoNamed))
         return new Reply(result, "Avatar authenticated.")
       })
     }

@@ -131,6 +131,39 @@ describe("avatar routes", () => {
     expect((await call("POST", "/api/avatar/authenticate", { body: { username: "", email: "", password: "x" } })).body.message).toBe("username or email is required.")
   })
 
+  it("sign in with both fields only when they name the same avatar", async () => {
+    const both = await call("POST", "/api/avatar/authenticate", { body: { username: alice.username, email: alice.email, password: alice.password } })
+    expect([both.status, both.body.result?.id]).toEqual([200, alice.id])
+    // A wrong e-mail beside the right username used to be ignored.
+    const bob = await signUp()
+    for (const body of [{ username: alice.username, email: bob.email }, { username: alice.username, email: "nobody@example.com" }, { username: bob.username, email: alice.username }]) {
+      const res = await call("POST", "/api/avatar/authenticate", { body: { ...body, password: alice.password } })
+      expect([res.body.isError, res.body.message], JSON.stringify(body)).toEqual([true, "Invalid credentials."])
+    }
+  })
+
+  it("the POST bodies refuse a field they do not take by name, and check a registration's confirmPassword", async () => {
+    const u = `f_${unique()}`
+    const fresh = { username: u, email: `${u}@example.com`, password: "correct horse 1" }
+    for (const [path, body, field] of [
+      ["/api/avatar/register", { ...fresh, description: "d" }, "description"],
+      ["/api/avatar/register", { ...fresh, bogusField: 1 }, "bogusField"],
+      ["/api/avatar/authenticate", { username: alice.username, password: alice.password, rememberMe: true }, "rememberMe"],
+      ["/api/avatar/forgot-password", { email: alice.email, username: alice.username }, "username"],
+      ["/api/avatar/reset-password", { token: "t", password: "long enough 1", confirmPassword: "long enough 1", email: alice.email }, "email"]
+    ] as const) {
+      const res = await call("POST", path, { body })
+      expect([res.status, res.body.isError, res.body.message], path).toEqual([400, true, expect.stringMatching(new RegExp(`^Invalid request body: ${field}: is unexpected, expected: "`))])
+    }
+    const admin = await call("POST", "/api/avatar/register", { body: { ...fresh, AvatarType: "Admin" } })
+    expect([admin.status, admin.body.message]).toEqual([400, expect.stringContaining("a registration makes a User")])
+    const mismatch = await call("POST", "/api/avatar/register", { body: { ...fresh, confirmPassword: "correct horse 2" } })
+    expect([mismatch.status, mismatch.body.message]).toEqual([400, "password and confirmPassword do not match."])
+    // Nothing above registered the name; the fields it takes do.
+    const ok = await call("POST", "/api/avatar/register", { body: { ...fresh, confirmPassword: fresh.password, AvatarType: "User", title: "T" } })
+    expect([ok.status, ok.body.isError, ok.body.result.AvatarType, ok.body.result.title]).toEqual([200, false, "User", "T"])
+  })
+
   it("refuse addresses mail servers do not deliver to, and impossible dates of birth", async () => {
     for (const email of ["<a@x.com>", "a..b@x.com", ".a@x.com", "a.@x.com", "a@x..com", "a@[127.0.0.1]", "a@127.0.0.1", "\"a b\"@x.com"]) {
       const res = await call("POST", "/api/avatar/register", { body: { username: `e_${unique()}`, email, password: "correct horse 1" } })
