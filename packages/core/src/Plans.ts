@@ -33,8 +33,11 @@ export const karmaMultiplier = (karma: number): number => {
   return Math.min(10, Math.round(raw * 100) / 100)
 }
 
-/** Effective daily limit: base x multiplier, rounded down to whole calls. */
-export const dailyLimit = (base: number, karma: number): number => Math.floor(base * karmaMultiplier(karma))
+/**
+ * Effective daily limit: base x multiplier, rounded down to whole calls. In hundredths, the
+ * multiplier's own unit: 100 x 2.01 is 200.99999999999997 in binary floating point, one call short.
+ */
+export const dailyLimit = (base: number, karma: number): number => Math.floor((base * Math.round(karmaMultiplier(karma) * 100)) / 100)
 
 /** Parses the `AIGW_PLAN_LIMITS` JSON object; plans not named keep their defaults. */
 export const PlanLimitsOverride = Schema.parseJson(

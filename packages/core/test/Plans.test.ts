@@ -25,6 +25,14 @@ describe("karma multiplier", () => {
   it("daily limit is base x multiplier, rounded down", () => {
     expect(dailyLimit(defaultPlanLimits.Free, 0)).toBe(100)
     expect(dailyLimit(100, 1_000)).toBe(412)
+    // Multiplier 2.01: 100 x 2.01 is 200.99999999999997 in floating point, and the limit was 200.
+    expect(karmaMultiplier(117)).toBe(2.01)
+    expect(dailyLimit(100, 117)).toBe(201)
+    // Every multiplier, against exact integer arithmetic in hundredths.
+    for (let karma = 0; karma <= 100_000; karma += 7) {
+      const hundredths = BigInt(Math.round(karmaMultiplier(karma) * 100))
+      for (const base of [100, 5_000, 20_000, 100_000]) expect(dailyLimit(base, karma)).toBe(Number((BigInt(base) * hundredths) / 100n))
+    }
   })
   it("plans are ordered", () => {
     expect(planAllows("Gold", "Silver")).toBe(true)
