@@ -19,6 +19,7 @@ import * as Headers from "@effect/platform/Headers"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import { Config, Context, Effect, type Exit, FiberRef, Option } from "effect"
 import * as Metrics from "../Metrics.ts"
+import { redactedUrl } from "../RedactedUrl.ts"
 import * as RequestId from "../RequestId.ts"
 import { type RequestHeaders, webHeaders } from "./Edge.ts"
 
@@ -91,23 +92,18 @@ const SHOWN_HEADERS = [
 export const REDACTED_HEADERS: ReadonlyArray<string | RegExp> = [new RegExp(`^(?!(?:${SHOWN_HEADERS.join("|")})$)`, "i")]
 
 /**
- * A request URL as spans carry it: the query's values are `REDACTED` (one-time tokens travel there:
- * `verify-email?token=…`), its names kept; credentials in the URL too. The platform's tracer sets
- * `url.full` and `url.query` with the values; these attributes, set after it, replace them.
+ * A request URL as spans carry it (RedactedUrl.ts: query values and credentials `REDACTED`). The
+ * platform's tracer sets `url.full` and `url.query` with the values; these attributes, set after it,
+ * replace them.
  */
 export const spanUrlAttributes = (url: URL): Record<string, string> => {
-  if (url.username !== "" || url.password !== "") {
-    url.username = "REDACTED"
-    url.password = "REDACTED"
-  }
-  const names = [...new Set(url.searchParams.keys())]
-  const query = names.map((n) => `${encodeURIComponent(n)}=REDACTED`).join("&")
-  url.search = query
+  const shown = redactedUrl(url)
+  const query = shown.search.slice(1)
   return {
-    "url.full": url.toString(),
-    "url.path": url.pathname,
+    "url.full": shown.toString(),
+    "url.path": shown.pathname,
     ...(query !== "" ? { "url.query": query } : {}),
-    "url.scheme": url.protocol.slice(0, -1)
+    "url.scheme": shown.protocol.slice(0, -1)
   }
 }
 

@@ -11,6 +11,7 @@
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { type DeliveryRecord, JobStore } from "../Jobs/JobStore.ts"
+import { shownUrl } from "../RedactedUrl.ts"
 import * as UrlGuard from "../UrlGuard.ts"
 import { makeReceivers } from "./Receivers.ts"
 import { sign } from "./Signature.ts"
@@ -113,7 +114,7 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
           yield* Effect.logWarning(
             `webhook ${d.id} attempt ${attempt} outlived its lease: the delivery was claimed again, so its state (not ${next.status}) is the new claim's to record`
           )
-        } else if (!delivered) yield* Effect.logWarning(`webhook ${d.id} to ${d.url} attempt ${attempt}: ${outcome.error} -> ${next.status}`)
+        } else if (!delivered) yield* Effect.logWarning(`webhook ${d.id} to ${shownUrl(d.url)} attempt ${attempt}: ${outcome.error} -> ${next.status}`)
         return delivered
       })
 

@@ -1,6 +1,6 @@
 /**
- * Receivers that stopped answering, per process. A receiver (the scheme, host and port of a callback
- * URL) whose last two attempts got no answer at all (no response within the delivery timeout, no
+ * Receivers that stopped answering, per process. A receiver (the scheme, host, port and path of a
+ * callback URL) whose last two attempts got no answer at all (no response within the delivery timeout, no
  * connection) in the last 10 minutes is stalled: while any attempt to it is under way (a probe, or
  * those begun before it stalled), its other due deliveries are put back unsent (Delivery.ts). So a
  * receiver that never answers holds one delivery slot once its first attempts have ended, never all of
@@ -39,10 +39,15 @@ export interface Receivers {
   readonly ended: (url: string, how: "answered" | "unanswered" | "released", now: number) => void
 }
 
-/** The receiver of a URL: its origin (scheme, host and port), or the URL itself when it cannot be read. */
+/**
+ * The receiver of a URL: its origin and path (not its query), or the URL itself when it cannot be
+ * read. Not the origin alone: callers sharing a webhook host (a SaaS with a path per customer) would
+ * hold up each other's deliveries, one caller's silent path stalling another's that answers.
+ */
 const receiverOf = (url: string) => {
   try {
-    return new URL(url).origin
+    const { origin, pathname } = new URL(url)
+    return origin + pathname
   } catch {
     return url
   }

@@ -3,7 +3,7 @@
  * kill -9, is not re-sent under the same number), and a host that does not resolve is retried,
  * not given up. An attempt that outlived its lease writes no state (another process holds the delivery).
  */
-import { Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Duration, Effect, Exit, Fiber, Layer, Logger, Option } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -160,6 +160,20 @@ describe.each(Object.entries(stores))("webhook delivery attempts on %s", (_name,
       expect(exit.value.lastError).toMatch(/does not resolve/)
       expect(exit.value.nextAttemptAt).toBeGreaterThan(Date.now() - 1000)
     }
+  })
+
+  it("logs a failed attempt's URL with its query's values redacted (a receiver's secret travels there)", async () => {
+    const logged: Array<string> = []
+    const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logged.push(String(message))))
+    failNext = true
+    await run(true, Effect.gen(function*() {
+      const delivery = yield* WebhookDelivery.WebhookDelivery
+      yield* enqueue(`${url}?token=SuperSecretToken123&x=1`)
+      yield* delivery.drain
+    }).pipe(Effect.provide(capture)))
+    const line = logged.find((l) => l.includes("HTTP 500"))
+    expect(line).toContain(`${url}?token=REDACTED&x=REDACTED attempt 1: HTTP 500 -> pending`)
+    expect(logged.join("\n")).not.toContain("SuperSecretToken123")
   })
 
   it("gives up at once on a URL the SSRF guard refuses", async () => {

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest"
 import { makeReceivers, MAX_SENDING_TO_ONE } from "../../src/Webhooks/Receivers.ts"
 
 describe("receivers", () => {
-  it("take at most 4 attempts at once, each receiver (scheme, host and port) on its own", () => {
+  it("take at most 4 attempts at once, each receiver (scheme, host, port and path) on its own", () => {
     const r = makeReceivers()
     const url = "https://hooks.example.com/a"
     const admitted = Array.from({ length: 6 }, (_, i) => r.admit(`${url}?${i}`, 0))
@@ -14,6 +14,19 @@ describe("receivers", () => {
     expect(r.admit("https://hooks.example.com:8443/a", 0)).toBe("send")
     r.ended(url, "answered", 0)
     expect(r.admit(url, 1)).toBe("send")
+  })
+
+  it("keep paths of one host apart: one caller's silent path does not hold up another's that answers", () => {
+    // A shared webhook host with a path per customer: a stall was kept per host, and a delivery to
+    // /victim waited 53 s behind three to /hang.
+    const r = makeReceivers()
+    for (let i = 0; i < 3; i++) expect(r.admit("https://hooks.example.com/hang", 0)).toBe("send")
+    r.ended("https://hooks.example.com/hang", "unanswered", 10)
+    r.ended("https://hooks.example.com/hang", "unanswered", 10)
+    expect(r.admit("https://hooks.example.com/hang", 11)).toBe("stalled")
+    expect(r.admit("https://hooks.example.com/victim", 11)).toBe("send")
+    // The query is no part of the receiver.
+    expect(r.admit("https://hooks.example.com/hang?token=2", 11)).toBe("stalled")
   })
 
   it("are stalled after two silent attempts: while one attempt is under way the rest wait, whichever began before; any answer clears them", () => {
