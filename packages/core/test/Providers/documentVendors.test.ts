@@ -3,13 +3,16 @@
  * requests (paths, auth headers, multipart parts, JSON bodies), the mapped results, asynchronous
  * jobs (pending, failed, never finishing), vendor error bodies and hostile answers.
  */
-import { Effect, Either, Option, Redacted } from "effect"
+import { Effect, Either, Fiber, Option, Redacted, TestClock, TestContext } from "effect"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../src/Catalog/Catalog.ts"
 import type { ConfiguredProvider } from "../../src/Catalog/Catalog.ts"
 import { defaultLimits } from "../../src/Config.ts"
 import { MAX_POLLS, type ParseOptions } from "../../src/Providers/Documents/DocumentParser.ts"
 import * as LlamaParse from "../../src/Providers/Documents/LlamaParse.ts"
+import { REQUEST_TIMEOUT } from "../../src/Providers/internal/http.ts"
 import { setReplyLimit } from "../../src/Providers/internal/nodeFetch.ts"
 import { endpointTypes, servedBy } from "../../src/Providers/Registry.ts"
 import type { UpstreamError } from "../../src/Providers/UpstreamError.ts"
@@ -225,6 +228,34 @@ describe("reducto wire", () => {
     expect(error.kind).toBe("protocol")
     expect(error.message).toMatch(/result url refused: 127\.0\.0\.1/)
     expect(mock.requests.some((r) => r.path.startsWith("/results/"))).toBe(false)
+  })
+
+  it("gives a result URL that never answers the transport's deadline: a timeout, its request aborted", async () => {
+    const { toParsed } = await import("../../src/Providers/Documents/Reducto.ts")
+    let arrived!: () => void
+    const requested = new Promise<void>((resolve) => (arrived = resolve))
+    let closed = false
+    const silent = http.createServer((req) => {
+      req.socket.on("close", () => (closed = true))
+      arrived()
+    })
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
+    try {
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/results/r.json`
+      const result = await Effect.runPromise(Effect.gen(function*() {
+        const fiber = yield* Effect.fork(Effect.either(toParsed("reducto", { result: { type: "url", url } }, options)))
+        yield* Effect.promise(() => requested)
+        yield* TestClock.adjust(REQUEST_TIMEOUT)
+        return yield* Fiber.join(fiber)
+      }).pipe(Effect.provide(TestContext.TestContext)))
+      // It used to wait for good (a client's call held 200 s and more).
+      expect(left(result)).toMatchObject({ kind: "timeout", message: "reducto did not answer at its result url in time", retryable: true })
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      expect(closed).toBe(true)
+    } finally {
+      silent.closeAllConnections()
+      silent.close()
+    }
   })
 
   it("refuses an unknown result type and chunks without content", async () => {

@@ -13,7 +13,7 @@
  */
 import { Effect } from "effect"
 import * as UrlGuard from "../../UrlGuard.ts"
-import { authHeaders, postJson, postMultipart } from "../internal/http.ts"
+import { authHeaders, postJson, postMultipart, REQUEST_TIMEOUT, timeoutError } from "../internal/http.ts"
 import { currentReplyLimit } from "../internal/nodeFetch.ts"
 import type { Served } from "../Served.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
@@ -30,13 +30,15 @@ export const chunksText = (provider: string, value: any): Effect.Effect<string, 
 
 /**
  * The result a URL answer points at, fetched without the key through the URL guard: the address
- * connected to is checked, and a redirect is refused rather than followed.
+ * connected to is checked, and a redirect is refused rather than followed. Within the transport's
+ * deadline, as every upstream request is: a result URL that never answered held the call for good.
  */
 const fetchResult = (provider: string, url: unknown, options: ParseOptions) =>
   typeof url !== "string"
     ? Effect.fail(protocolError(provider, "the URL result has no url"))
     : UrlGuard.guardedGetJson(url, { allowPrivate: options.allowPrivateUrls, field: "result url", limit: currentReplyLimit() }).pipe(
-      Effect.mapError((e) => protocolError(provider, e.message))
+      Effect.mapError((e) => protocolError(provider, e.message)),
+      Effect.timeoutFail({ duration: REQUEST_TIMEOUT, onTimeout: () => timeoutError(provider, "answer at its result url") })
     )
 
 /** The parse answer to the parsed document. */

@@ -46,7 +46,8 @@ export const authHeaders = (provider: ConfiguredProvider): Record<string, string
   }
 }
 
-const timeoutError = (provider: string, what: string) =>
+/** A call that did not `what` within its deadline (a 504, retryable). */
+export const timeoutError = (provider: string, what: string) =>
   new UpstreamError({ provider, kind: "timeout", message: `${provider} did not ${what} in time`, retryable: true })
 
 const send = (provider: string, url: string, headers: Record<string, string>, body: unknown, cancel: Cancel) =>
