@@ -39,7 +39,8 @@ export const accessRoutes = [
     body: KeyBody,
     handle: ({ body, caller, request }) =>
       Effect.flatMap(ApiKeys, (k) => k.create(caller, body.name, proofOf(credentialsOf(request.headers)))).pipe(
-        Effect.map((key) => new Reply(key, "API key created. Store the key now: it is not shown again."))
+        // The secret, shown once: kept by no cache.
+        Effect.map((key) => new Reply(key, "API key created. Store the key now: it is not shown again.", 200, { "cache-control": "no-store" }))
       )
   }),
   authed({

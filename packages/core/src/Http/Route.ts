@@ -272,11 +272,16 @@ export const defectResponse = (kind: Envelope, cause: Cause.Cause<unknown>) => {
   return Effect.as(Effect.logError("unexpected failure", cause), json(status, body, headers))
 }
 
+/** The avatar API's answers carry a JWT or a profile: no cache, shared or private, keeps them. */
+const AVATAR_HEADERS = { "cache-control": "no-store" }
+
 /** A handler's JSON answer (a value or a Reply) as its status, body and headers, in the route's envelope. */
-export const answerParts = (kind: Envelope, output: unknown, headers: Record<string, string>) =>
-  output instanceof Reply
+export const answerParts = (kind: Envelope, output: unknown, given: Record<string, string>) => {
+  const headers = kind === "avatar" ? { ...AVATAR_HEADERS, ...given } : given
+  return output instanceof Reply
     ? { status: output.status, body: successBody(kind, output.result, output.message), headers: { ...headers, ...output.headers } }
     : { status: 200, body: successBody(kind, output, null), headers }
+}
 
 const respond = (kind: Envelope, output: Output, headers: Record<string, string>) => {
   if (HttpServerResponse.isServerResponse(output)) return HttpServerResponse.setHeaders(output, headers)

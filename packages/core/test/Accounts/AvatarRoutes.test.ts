@@ -21,6 +21,7 @@ afterAll(() => gateway.dispose())
 interface Answer {
   readonly status: number
   readonly body: any
+  readonly headers: Headers
 }
 
 const call = async (method: string, path: string, options: { body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Answer> => {
@@ -33,7 +34,7 @@ const call = async (method: string, path: string, options: { body?: unknown; raw
     })
   )
   const text = await response.text()
-  return { status: response.status, body: text.startsWith("{") ? JSON.parse(text) : text }
+  return { status: response.status, body: text.startsWith("{") ? JSON.parse(text) : text, headers: response.headers }
 }
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
@@ -129,6 +130,16 @@ describe("avatar routes", () => {
       expect([res.status, res.body.isError, res.body.result?.id]).toEqual([200, false, alice.id])
     }
     expect((await call("POST", "/api/avatar/authenticate", { body: { username: "", email: "", password: "x" } })).body.message).toBe("username or email is required.")
+  })
+
+  it("keep a JWT, a profile and a new key out of every cache", async () => {
+    const signIn = await call("POST", "/api/avatar/authenticate", { body: { username: alice.username, password: alice.password } })
+    const profile = await call("GET", `/api/avatar/${alice.id}`, { headers: bearer(alice.jwt) })
+    const key = await call("POST", "/v1/keys", { body: { name: "cached?" }, headers: bearer(alice.jwt) })
+    for (const answer of [signIn, profile, key]) expect([answer.status, answer.headers.get("cache-control")]).toEqual([200, "no-store"])
+    // The account pages may not be framed by another site.
+    const page = await call("GET", "/api/avatar/reset-password?token=abc", { headers: { accept: "text/html" } })
+    expect([page.status, page.headers.get("x-frame-options"), page.headers.get("content-security-policy"), page.headers.get("cache-control")]).toEqual([200, "DENY", "frame-ancestors 'none'", "no-store"])
   })
 
   it("sign in with both fields only when they name the same avatar", async () => {
