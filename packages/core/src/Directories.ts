@@ -7,7 +7,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 
-export const makeDirectory = (dir: string): void => {
+/** `mode`: of the directories made (an existing one keeps its own). */
+export const makeDirectory = (dir: string, mode?: number): void => {
   const missing: Array<string> = []
   for (let d = path.resolve(dir); !fs.existsSync(d); d = path.dirname(d)) {
     missing.push(d)
@@ -15,7 +16,7 @@ export const makeDirectory = (dir: string): void => {
   }
   for (const d of missing.reverse()) {
     try {
-      fs.mkdirSync(d)
+      fs.mkdirSync(d, mode)
     } catch (e) {
       // Made meanwhile by another process (two workers starting together).
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e

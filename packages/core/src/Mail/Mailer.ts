@@ -40,8 +40,9 @@ export const layerFile = (dataDir: string) =>
         const dir = path.join(dataDir, "mail")
         const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, "-")}-${crypto.randomUUID().slice(0, 8)}.eml`)
         yield* Effect.sync(() => {
-          makeDirectory(dir)
-          fs.writeFileSync(file, `To: ${mail.to}\nSubject: ${mail.subject}\n\n${mail.text}\n`)
+          // Owner only: each mail holds a live verification or reset link.
+          makeDirectory(dir, 0o700)
+          fs.writeFileSync(file, `To: ${mail.to}\nSubject: ${mail.subject}\n\n${mail.text}\n`, { mode: 0o600 })
         })
         // The log, not a trace: the text holds one-time links, and a log line in a span is exported with it.
         yield* Effect.logInfo(`mail to ${mail.to}: ${mail.subject} (saved to ${file})\n${mail.text}`).pipe(

@@ -4,6 +4,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Cause, Effect, Layer } from "effect"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { migrate } from "./Sql/Migrations.ts"
 import * as Postgres from "./Sql/Postgres.ts"
@@ -54,10 +55,27 @@ export const layerClient = (url: string, options: DatabaseOptions = {}): Layer.L
   const filename = url.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "")
   return Layer.unwrapEffect(
     Effect.sync(() => {
-      if (filename !== ":memory:") makeDirectory(path.dirname(path.resolve(filename)))
+      if (filename !== ":memory:") {
+        makeDirectory(path.dirname(path.resolve(filename)))
+        createPrivately(filename)
+      }
       return Sqlite.layer(filename, keyCacheMs) as Layer.Layer<SqlClient.SqlClient>
     })
   ).pipe(unavailable("cannot open the database at"), Layer.orDie)
+}
+
+/**
+ * A new database file is made readable by its owner only (password hashes and one-time token hashes
+ * live there); SQLite gives its -wal and -shm files the database file's permissions. An existing file
+ * keeps the permissions its operator chose.
+ */
+const createPrivately = (filename: string) => {
+  try {
+    fs.writeFileSync(filename, "", { flag: "wx", mode: 0o600 })
+  } catch (e) {
+    // There already (or made meanwhile by another worker): opened as it is.
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+  }
 }
 
 /** A migration layer: apply pending migrations when built. */
