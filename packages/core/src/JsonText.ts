@@ -1,6 +1,7 @@
 /** Checks on JSON text before it is parsed: used by every edge (Http/Route.ts) and for uploaded JSON documents. */
 
 export const NUL_PROBLEM = "NUL characters (\\u0000) are not accepted."
+export const LONE_SURROGATE_PROBLEM = "a \\u escape of half a UTF-16 surrogate pair (\\uD800 to \\uDFFF without its other half) is no character: send valid Unicode."
 
 const tooManyItems = (maxItems: number) => `JSON holds more than ${maxItems} array items and object members.`
 const tooManyContainers = (maxContainers: number) => `JSON holds more than ${maxContainers} objects and arrays.`
@@ -8,6 +9,14 @@ const tooManyMembers = (maxMembers: number) => `JSON holds an object of more tha
 
 /** Whether the escape starting at the backslash at `at` is `\u0000`. */
 const isNulEscape = (text: string, at: number) => text.charCodeAt(at + 1) === 0x75 && text.startsWith("0000", at + 2)
+
+/** The surrogate an escape `\uD800`…`\uDFFF` at the backslash at `at` stands for, else -1. */
+const surrogateEscape = (text: string, at: number): number => {
+  if (text.charCodeAt(at) !== 0x5c || text.charCodeAt(at + 1) !== 0x75 || (text.charCodeAt(at + 2) | 0x20) !== 0x64) return -1
+  const hex = text.slice(at + 2, at + 6)
+  const unit = /^[0-9a-f]{4}$/i.test(hex) ? parseInt(hex, 16) : -1
+  return unit >= 0xd800 && unit <= 0xdfff ? unit : -1
+}
 
 /** What a JSON text may hold before it is parsed. */
 export interface JsonTextLimits {
@@ -19,16 +28,20 @@ export interface JsonTextLimits {
   readonly maxContainers?: number | undefined
   /** Members of one object: each distinct name is hashed into it (3.5 million in one object held the event loop 9–19 s). */
   readonly maxMembers?: number | undefined
-  /** NUL characters refused, raw or escaped (PostgreSQL cannot store them): true for what clients send. */
-  readonly refuseNul?: boolean | undefined
+  /**
+   * Text that cannot be kept as sent refused: NUL characters, raw or escaped (PostgreSQL cannot store
+   * them), and an escaped half of a surrogate pair (UTF-8 cannot hold it: stored, it became U+FFFD, and
+   * two different passwords one). True for what clients send.
+   */
+  readonly refuseUnstorable?: boolean | undefined
 }
 
 /** The members counted so far in the object open at each depth (reused: the scan is synchronous). */
 let membersAt = new Int32Array(130)
 
 /**
- * Why a JSON text must not be parsed, or undefined: a bound of `limits` passed, or (`refuseNul`) a NUL
- * character in a string, raw or as the escape `\u0000`. One linear pass before JSON.parse: structure
+ * Why a JSON text must not be parsed, or undefined: a bound of `limits` passed, or (`refuseUnstorable`) a NUL
+ * character in a string, raw or as the escape `\u0000`, or an escaped lone surrogate. One linear pass before JSON.parse: structure
  * is read character by character, a string's contents from escape to escape with indexOf, which
  * searches natively (most of a request's text is inside strings).
  */
@@ -37,7 +50,7 @@ export const jsonTextProblem = (text: string, limits: JsonTextLimits): string | 
   const maxItems = limits.maxItems ?? Infinity
   const maxContainers = limits.maxContainers ?? Infinity
   const maxMembers = limits.maxMembers ?? Infinity
-  const refuseNul = limits.refuseNul ?? true
+  const refuseNul = limits.refuseUnstorable ?? true
   if (membersAt.length < maxDepth + 2) membersAt = new Int32Array(maxDepth + 2)
   if (refuseNul && text.indexOf("\u0000") !== -1) return NUL_PROBLEM
   let depth = 0
@@ -63,7 +76,17 @@ export const jsonTextProblem = (text: string, limits: JsonTextLimits): string | 
           return undefined
         }
         if (escape === -1 || escape > quote) break
-        if (refuseNul && isNulEscape(text, escape)) return NUL_PROBLEM
+        if (refuseNul) {
+          if (isNulEscape(text, escape)) return NUL_PROBLEM
+          const unit = surrogateEscape(text, escape)
+          if (unit >= 0xdc00) return LONE_SURROGATE_PROBLEM
+          if (unit !== -1) {
+            // A high half: its low half must be the next escape.
+            if (surrogateEscape(text, escape + 6) < 0xdc00) return LONE_SURROGATE_PROBLEM
+            at = escape + 12
+            continue
+          }
+        }
         at = escape + 2
       }
       i = quote
@@ -157,7 +180,7 @@ export const parseJsonText = (text: string, limits: JsonTextLimits): ParsedJson 
  * categories); nesting is bounded for whatever reads the answer recursively afterwards
  * (serialising it to the client). Escaped NULs are the model's text: not refused.
  */
-export const UPSTREAM_JSON_LIMITS: JsonTextLimits = { maxDepth: 128, maxItems: 4_000_000, maxContainers: 1_000_000, maxMembers: 100_000, refuseNul: false }
+export const UPSTREAM_JSON_LIMITS: JsonTextLimits = { maxDepth: 128, maxItems: 4_000_000, maxContainers: 1_000_000, maxMembers: 100_000, refuseUnstorable: false }
 
 /** A text shorter than this holds nothing a parse or a recursive read could choke on: it is parsed without the scan. */
 const SCANNED_FROM = 4_096

@@ -648,6 +648,27 @@ function nulSuite(target: () => { server: RunningServer; user: TestAvatar }) {
       expect(keys.some((k) => k.name.includes("\u0000"))).toBe(false)
     })
 
+    it("refuses an escaped half of a surrogate pair with a 400, on the lane and the Effect path, uncounted", async () => {
+      // UTF-8 cannot hold it: stored, "a\ud800b" became "a\ufffd\ufffd\ufffdb", and two different passwords one.
+      const { server, user } = target()
+      const used = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+      const before = await used()
+      const lone = "Invalid request body: a \\u escape of half a UTF-16 surrogate pair (\\uD800 to \\uDFFF without its other half) is no character: send valid Unicode."
+      for (const [method, path, body, auth] of [
+        ["PUT", `/api/avatar/${user.id}`, { title: "a\ud800b" }, true],
+        ["POST", "/api/avatar/authenticate", { username: user.username, password: "pass\udc00word 123" }, false],
+        ["POST", "/v1/complete", { messages: [{ role: "user", content: "hi \ud83d" }] }, true],
+        ["POST", "/openai/v1/chat/completions", { model: "gpt-4o-mini", messages: [{ role: "user", content: "\ude00" }] }, true]
+      ] as const) {
+        const res = await call(server.url, method, path, { raw: JSON.stringify(body), ...(auth ? { apiKey: user.apiKey } : {}) })
+        expect([res.status, res.body.message ?? res.body.error?.message], path).toEqual([400, lone])
+      }
+      expect(await used()).toBe(before)
+      // A whole pair is a character like any other.
+      const emoji = await call(server.url, "PUT", `/api/avatar/${user.id}`, { raw: JSON.stringify({ title: "\ud83d\ude00" }), apiKey: user.apiKey })
+      expect([emoji.status, emoji.body.result?.title]).toEqual([200, "\u{1F600}"])
+    })
+
     it("refuses NUL in path parameters and query values with 400", async () => {
       const { server, user } = target()
       for (const path of ["/v1/batch/a%00b/status?provider=openai", "/v1/batch/abc/status?provider=open%00ai", "/v1/video/a%00b", "/api/avatar/verify-email?token=a%00b"]) {

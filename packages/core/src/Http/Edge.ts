@@ -184,7 +184,7 @@ const requestLimits = new WeakMap<SecurityLimits, JsonTextLimits>()
 export const requestJsonLimits = (limits: SecurityLimits): JsonTextLimits => {
   let made = requestLimits.get(limits)
   if (made === undefined) {
-    made = { maxDepth: limits.maxJsonDepth, maxContainers: limits.maxJsonContainers, maxMembers: MAX_REQUEST_OBJECT_MEMBERS, refuseNul: true }
+    made = { maxDepth: limits.maxJsonDepth, maxContainers: limits.maxJsonContainers, maxMembers: MAX_REQUEST_OBJECT_MEMBERS, refuseUnstorable: true }
     requestLimits.set(limits, made)
   }
   return made

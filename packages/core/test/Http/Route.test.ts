@@ -24,6 +24,19 @@ describe("jsonTextProblem", () => {
     expect(jsonTextProblem(JSON.stringify({ ok: "\u0001 \\ \" \u00e9" }), { maxDepth: 64 })).toBeUndefined()
   })
 
+  it("refuses an escaped half of a surrogate pair, which UTF-8 cannot keep (stored, it became U+FFFD)", () => {
+    const lone = "a \\u escape of half a UTF-16 surrogate pair (\\uD800 to \\uDFFF without its other half) is no character: send valid Unicode."
+    const problem = (text: string) => jsonTextProblem(text, { maxDepth: 64 })
+    // JSON.stringify writes a lone surrogate as an escape.
+    for (const title of ["a\ud800b", "a\udc00", "\udbff", "x\ud83d", "\ude00\ud83d"]) expect(problem(JSON.stringify({ title })), JSON.stringify(title)).toBe(lone)
+    expect(problem(`{"title":"\\uD800\\u0041"}`)).toBe(lone)
+    // A whole pair, escaped or raw, and an escaped backslash before "ud800", are text.
+    expect(problem(`{"title":"\\ud83d\\ude00 \\uD83D\\uDE00 \u{1F600}"}`)).toBeUndefined()
+    expect(problem(JSON.stringify({ path: "C:\\ud800" }))).toBeUndefined()
+    // An upstream's answer keeps them (its text is relayed, not stored as sent).
+    expect(jsonTextProblem(JSON.stringify({ t: "a\ud800" }), { maxDepth: 64, refuseUnstorable: false })).toBeUndefined()
+  })
+
   it("counts array items and object members outside strings against maxItems (commas and openings: a bound from above)", () => {
     const items = (n: number) => JSON.stringify(Array.from({ length: n }, () => 0))
     // [0,0,0] is one opening and two commas: three.
