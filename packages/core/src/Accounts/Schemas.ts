@@ -21,14 +21,23 @@ const MAILBOX = new RegExp(`^${atom}(?:\\.${atom})*@(?:${label}\\.)+(?=[\\p{L}\\
 
 export const Email = Schema.Trim.pipe(
   Schema.maxLength(254, { message: () => "email must be at most 254 characters" }),
-  Schema.pattern(MAILBOX, { message: () => "email must be a valid e-mail address" })
+  Schema.pattern(MAILBOX, { message: () => "email must be a valid e-mail address" }),
+  // RFC 5321's limit: mail servers refuse a longer local part, so its links would never arrive.
+  Schema.filter((e) => e.lastIndexOf("@") <= 64, { message: () => "email's part before the @ must be at most 64 characters" })
 )
+
+/** A text's length in characters (code points): "😀" is one, not the two UTF-16 units `length` counts. */
+const charactersIn = (text: string) => {
+  let n = 0
+  for (const _ of text) n++
+  return n
+}
 
 /** What is wrong with a secret field's value, told by its type and length only. */
 const secretProblem = (field: string, value: unknown, minLength: number, maxLength: number) =>
   typeof value !== "string"
     ? `${field} must be a string`
-    : value.length < minLength
+    : charactersIn(value) < minLength
     ? `${field} must be at least ${minLength} characters`
     : `${field} must be at most ${maxLength} characters`
 
@@ -38,7 +47,12 @@ const secretProblem = (field: string, value: unknown, minLength: number, maxLeng
  * (`actual "…"`), whatever its type, so one message overrides every one of them.
  */
 export const secretString = (field: string, minLength: number, maxLength: number) =>
-  Schema.String.pipe(Schema.minLength(minLength), Schema.maxLength(maxLength)).annotations({
+  Schema.String.pipe(Schema.filter((s) => {
+    // The UTF-16 length bounds the count first: a huge text is not walked.
+    if (s.length > maxLength * 2) return false
+    const n = charactersIn(s)
+    return n >= minLength && n <= maxLength
+  })).annotations({
     message: (issue) => ({ message: secretProblem(field, issue.actual, minLength, maxLength), override: true })
   })
 

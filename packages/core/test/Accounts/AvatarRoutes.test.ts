@@ -105,13 +105,16 @@ describe("avatar routes", () => {
   it("resend accepts every address registration accepts, up to 254 characters", async () => {
     const long = `${"a".repeat(64)}@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(57)}.com`
     expect(long.length).toBe(254)
-    for (const email of [`${"x".repeat(110)}_${unique()}@example.com`, long]) {
+    for (const email of [`${"x".repeat(56)}_${unique()}@example.com`, long]) {
       const registered = await call("POST", "/api/avatar/register", { body: { username: `l_${unique()}`, email, password: "correct horse 1" } })
       expect(registered.status).toBe(200)
       const resend = await call("POST", `/api/avatar/resend-verification-email/${encodeURIComponent(email)}`)
       expect([resend.status, resend.body.isError]).toEqual([200, false])
     }
     expect((await call("POST", `/api/avatar/resend-verification-email/${"y".repeat(300)}%40example.com`)).status).toBe(400)
+    // A local part over RFC 5321's 64 characters: mail servers refuse it, so its link would never arrive.
+    const tooLong = await call("POST", "/api/avatar/register", { body: { username: `l_${unique()}`, email: `${"x".repeat(65)}@example.com`, password: "correct horse 1" } })
+    expect([tooLong.status, tooLong.body.message]).toEqual([400, "Invalid request body: email: email's part before the @ must be at most 64 characters"])
     expect((await call("POST", "/api/avatar/resend-verification-email/not-an-email")).status).toBe(400)
   })
 
@@ -140,6 +143,16 @@ describe("avatar routes", () => {
     // The account pages may not be framed by another site.
     const page = await call("GET", "/api/avatar/reset-password?token=abc", { headers: { accept: "text/html" } })
     expect([page.status, page.headers.get("x-frame-options"), page.headers.get("content-security-policy"), page.headers.get("cache-control")]).toEqual([200, "DENY", "frame-ancestors 'none'", "no-store"])
+  })
+
+  it("count a password's characters, not its UTF-16 units", async () => {
+    // Four emoji are four characters (eight units): they used to pass the 8-character minimum.
+    for (const password of ["😀😀😀😀", "abcdef😀"]) {
+      const res = await call("POST", "/api/avatar/register", { body: { username: `p_${unique()}`, email: `p_${unique()}@example.com`, password } })
+      expect([res.status, res.body.message], password).toEqual([400, "Invalid request body: password: password must be at least 8 characters"])
+    }
+    const ok = await call("POST", "/api/avatar/register", { body: { username: `p_${unique()}`, email: `p_${unique()}@example.com`, password: "abcdefg😀" } })
+    expect(ok.status).toBe(200)
   })
 
   it("sign in with both fields only when they name the same avatar", async () => {
