@@ -646,6 +646,13 @@ const makeService = Effect.gen(function*() {
     }
   }
 
+  /** The most search units a rerank of `documents` can bill: a unit per 100 chunks, a chunk per character at most. */
+  const plausibleSearchUnits = (documents: ReadonlyArray<string>) => {
+    let characters = 0
+    for (const d of documents) characters += d.length
+    return Math.max(1, Math.ceil(characters / 100))
+  }
+
   /**
    * Reranks through the first target that answers. Its cost is the model's price per 1K of what
    * the vendor bills by (Providers/Rerank.ts `billing`): tokens, or searches (Cohere).
@@ -656,8 +663,11 @@ const makeService = Effect.gen(function*() {
       return { request: wire.request(t, call.query, call.documents, call.topN), result: (provider, body) => wire.result(provider, body, call.documents.length) }
     })
     const perSearch = servedBy(target.provider).rerank!.billing === "searches"
-    // Cohere: one search unit is a query with up to 100 documents.
-    const [tokens, units] = [reportedCount(value.tokens), reportedCount(value.searchUnits)]
+    // Cohere: one search unit is a query with up to 100 documents (a long one split into chunks, each
+    // of at least a character): more units than a hundredth of the documents' characters cannot be
+    // and are taken as not reported (1e9 units on 20 documents recorded $2,000,000).
+    const [tokens, reportedUnits] = [reportedCount(value.tokens), reportedCount(value.searchUnits)]
+    const units = reportedUnits !== undefined && reportedUnits <= plausibleSearchUnits(call.documents) ? reportedUnits : undefined
     const searchUnits = perSearch ? units ?? Math.ceil(call.documents.length / 100) : undefined
     const totalTokens = tokens ?? (await countOf([call.query, ...call.documents]))
     const estimated = tokens === undefined || (perSearch && units === undefined)

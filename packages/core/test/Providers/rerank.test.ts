@@ -80,6 +80,19 @@ describe("rerank wires through the engine", () => {
     })
   }
 
+  it("takes Cohere's search units as not reported when the documents could not bill so many", async () => {
+    const answer = (units: number) => JSON.stringify({ results: [{ index: 2, relevance_score: 0.9 }, { index: 0, relevance_score: 0.1 }], meta: { billed_units: { search_units: units } } })
+    const cohere = mocks.get("cohere")!
+    // 1e9 units on four short documents recorded $2,000,000.
+    cohere.rawNext("application/json", answer(1e9))
+    const hostile = await rerank([targetOf("cohere", "rerank-v3.5")])
+    expect([hostile.usage.searchUnits, hostile.usage.estimated, hostile.costUSD]).toEqual([1, true, 0.002])
+    expect(recorded.at(-1)!.costUSD).toBe(0.002)
+    // Within the bound (a hundredth of the documents' characters, at least one) a count is believed.
+    cohere.rawNext("application/json", answer(1))
+    expect((await rerank([targetOf("cohere", "rerank-v3.5")])).usage).toMatchObject({ searchUnits: 1 })
+  })
+
   it("falls back to the next target after a retryable failure", async () => {
     mocks.get("cohere")!.failNext(503, "service unavailable")
     const result = await rerank([targetOf("cohere", "rerank-v3.5"), targetOf("voyage", "rerank-2.5")], 1)
