@@ -140,7 +140,8 @@ const withPreviews = (issue: ParseResult.ParseIssue, show: (value: unknown) => s
 }
 
 /** A path's key as a problem names it: a client's own key (an unexpected field) may be any length, and is cut. */
-const keyOf = (key: PropertyKey) => cutText(String(key), 100)
+// An empty field name shows as `""`: a problem at it read "Invalid request body: : is unexpected".
+const keyOf = (key: PropertyKey) => (key === "" ? '""' : cutText(String(key), 100))
 
 /** A field's path as OpenAI's error `param` writes it: `messages.[0].content`. */
 const paramOf = (path: ReadonlyArray<PropertyKey>) => path.map((p) => (typeof p === "number" ? `[${p}]` : keyOf(p))).join(".")

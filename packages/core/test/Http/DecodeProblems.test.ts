@@ -112,6 +112,12 @@ describe("the problem's field", () => {
     expect(errorBody("openai", new BadRequest({ message: "m" }))).toEqual({ error: { message: "m", type: "invalid_request_error", param: null, code: "BadRequest" } })
     expect((decode({ messages: [] }) as BadRequest).param).toBe("model")
   })
+
+  it("names an empty field name as \"\"", () => {
+    const strict = decoderNow(Schema.Struct({ a: Schema.String }).annotations({ parseOptions: { onExcessProperty: "error" } }), "body")
+    // It used to read "Invalid body: : is unexpected, …".
+    expect(messageOf(strict({ a: "x", "": 1 }))).toMatch(/^Invalid body: "": is unexpected/)
+  })
 })
 
 describe("preview", () => {
