@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verify } from "../../../packages/core/src/Webhooks/Signature.ts"
-import { type JobMock, type OpenAiJobsMock, startLumaMock, startOpenAiJobsMock, startReplicateMock } from "../../../packages/core/test/support/mockJobs.ts"
+import { type JobMock, type OpenAiJobsMock, type ReplicateMock, startLumaMock, startOpenAiJobsMock, startReplicateMock } from "../../../packages/core/test/support/mockJobs.ts"
 import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
 import { type Receiver, startReceiver } from "./support/receiver.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
@@ -12,7 +12,7 @@ import { call, type RunningServer, startServer } from "./support/server.ts"
 const SECRET = "whsec_long"
 
 describe("long-running jobs against vendor mocks", () => {
-  let replicate: JobMock
+  let replicate: ReplicateMock
   let luma: JobMock
   let openai: OpenAiJobsMock
   let receiver: Receiver
@@ -217,5 +217,61 @@ describe("long-running jobs against vendor mocks", () => {
     const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini", trainingData: [good] } })
     expect((await call(server.url, "GET", `/v1/fine-tuning/jobs/${res.body.result.jobId}`, { apiKey: stranger.apiKey })).status).toBe(404)
     expect((await call(server.url, "GET", `/v1/fine-tuning/jobs/${res.body.result.jobId}`, { token: await adminToken(server) })).status).toBe(200)
+  })
+
+  describe("a job its vendor cancelled ends cancelled, with its webhook (docs/webhooks.md), not failed", () => {
+    const bodyOf = async (jobId: string) => {
+      const hook = await hookFor(jobId)
+      return { event: hook.headers["x-gateway-event"], body: JSON.parse(hook.body) }
+    }
+
+    it("an OpenAI batch", async () => {
+      openai.configure({ end: "cancelled" })
+      try {
+        const res = await call(server.url, "POST", "/v1/batch/submit", {
+          apiKey: user.apiKey,
+          body: { provider: "openai", callbackUrl: receiver.url, requests: [{ messages: [{ role: "user", content: "hi" }], model: "gpt-4o-mini" }] }
+        })
+        expect(res.status).toBe(200)
+        const jobId = res.body.result.batchId
+        const done = await waitDone(`/v1/batch/${jobId}/status`)
+        expect(done.status).toBe("cancelled")
+        expect(done.error).toMatch(/^OpenAI batch batch_\w+ was cancelled upstream$/)
+        expect(await bodyOf(jobId)).toMatchObject({ event: "batch", body: { jobId, jobType: "batch", status: "cancelled", error: done.error } })
+      } finally {
+        openai.configure({ end: "completed" })
+      }
+    })
+
+    it("an OpenAI fine-tuning job", async () => {
+      openai.configure({ end: "cancelled" })
+      try {
+        const trainingData = [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }]
+        const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini", trainingData, callbackUrl: receiver.url } })
+        expect(res.status).toBe(200)
+        const jobId = res.body.result.jobId
+        const done = await waitDone(`/v1/fine-tuning/jobs/${jobId}`)
+        expect(done.status).toBe("cancelled")
+        expect(done.error).toMatch(/^fine-tuning job ftjob-\w+ was cancelled upstream$/)
+        expect(done.result).toMatchObject({ upstreamStatus: "cancelled", baseModel: "gpt-4o-mini" })
+        expect(await bodyOf(jobId)).toMatchObject({ event: "finetune", body: { jobId, jobType: "finetune", status: "cancelled", error: done.error } })
+      } finally {
+        openai.configure({ end: "completed" })
+      }
+    })
+
+    it("a Replicate video (canceled)", async () => {
+      replicate.configure({ cancel: true })
+      try {
+        const res = await call(server.url, "POST", "/v1/video/generate", { apiKey: user.apiKey, body: { prompt: "x", provider: "replicate", callbackUrl: receiver.url } })
+        expect(res.status).toBe(200)
+        const jobId = res.body.result.jobId
+        const done = await waitDone(`/v1/video/${jobId}`)
+        expect([done.status, done.error]).toEqual(["cancelled", "the prediction was canceled at Replicate"])
+        expect(await bodyOf(jobId)).toMatchObject({ event: "video", body: { jobId, jobType: "video", status: "cancelled", error: done.error } })
+      } finally {
+        replicate.configure({ cancel: false })
+      }
+    })
   })
 })

@@ -21,6 +21,8 @@ export type Step =
   }
   | { readonly _tag: "Done"; readonly result: unknown }
   | { readonly _tag: "Failed"; readonly error: string; readonly result?: unknown }
+  /** The upstream cancelled the job (docs/webhooks.md: its own terminal state, not a failure). */
+  | { readonly _tag: "Cancelled"; readonly error: string; readonly result?: unknown }
 
 export interface JobRunner {
   readonly advance: (job: JobRecord) => Effect.Effect<Step, UpstreamError | GatewayError>
@@ -34,3 +36,5 @@ export const done = (result: unknown): Step => ({ _tag: "Done", result })
  * redacted), since it is stored, logged, answered on every status poll and sent in the webhook.
  */
 export const failed = (error: string, result?: unknown): Step => ({ _tag: "Failed", error: shownUpstreamText(error), ...(result !== undefined ? { result } : {}) })
+/** A job its upstream cancelled, saying so (shown as `failed`'s reason is). */
+export const cancelled = (error: string, result?: unknown): Step => ({ _tag: "Cancelled", error: shownUpstreamText(error), ...(result !== undefined ? { result } : {}) })

@@ -30,7 +30,7 @@ import { routed, Routing } from "../Routing.ts"
 import { AvatarStore } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
 import { type JobRecord, JobStore, type JobType } from "./JobStore.ts"
-import { done, failed, type JobRunner, wait } from "./Runner.ts"
+import { cancelled, done, failed, type JobRunner, wait } from "./Runner.ts"
 
 export interface RunnerOptions {
   /** Pause between polls of an upstream job. */
@@ -253,6 +253,8 @@ const openAiBatch = (options: RunnerOptions) =>
             }
             return done({ ...batchSummary(input.requests.length, items), upstreamBatchId: batch.id })
           }
+          case "cancelled":
+            return cancelled(`OpenAI batch ${batch.id} was cancelled upstream`, { upstreamStatus: batch.status, ...batch.requestCounts })
           default:
             return failed(
               `OpenAI batch ${batch.id} ended ${batch.status}${batch.errors.length > 0 ? `: ${batch.errors.map((e) => e.message ?? e.code ?? "an error without a message").join("; ")}` : ""}`,
@@ -340,6 +342,8 @@ const make = (options: RunnerOptions) =>
               }
               case "failed":
                 return failed(poll.error, { provider: job.provider, upstreamId: job.upstreamId })
+              case "cancelled":
+                return cancelled(poll.error, { provider: job.provider, upstreamId: job.upstreamId })
             }
           })
       },
@@ -361,6 +365,7 @@ const make = (options: RunnerOptions) =>
             const { events } = yield* listFineTuneEvents(provider.value, job.upstreamId, { limit: 20 })
             const withEvents = { ...summary, events: events.map((e) => ({ at: new Date(e.createdAt * 1000).toISOString(), level: e.level, message: e.message })) }
             if (ft.status === "succeeded") return done(withEvents)
+            if (ft.status === "cancelled") return cancelled(ft.error?.message ?? `fine-tuning job ${ft.id} was cancelled upstream`, withEvents)
             return failed(ft.error?.message ?? `fine-tuning ended ${ft.status}`, withEvents)
           })
       }

@@ -86,6 +86,8 @@ const makeService = Effect.gen(function*() {
         return finish(job, "completed", step.result, null)
       case "Failed":
         return finish(job, "failed", step.result ?? null, step.error)
+      case "Cancelled":
+        return finish(job, "cancelled", step.result ?? null, step.error)
     }
   }
 

@@ -447,6 +447,7 @@ interface BatchJob {
   pollsUntilDone: number
   fail: boolean
   failMessage: string
+  end: OpenAiJobsOptions["end"]
   /** set once the batch reached its terminal state */
   final?: Record<string, unknown>
 }
@@ -462,11 +463,20 @@ interface FineTuneJobState {
   pollsUntilDone: number
   fail: boolean
   failMessage: string
+  end: OpenAiJobsOptions["end"]
   events: Array<Record<string, unknown>>
   final?: Record<string, unknown>
 }
 
-export interface OpenAiJobsMock extends JobMock {
+export interface OpenAiJobsOptions extends JobMockOptions {
+  /**
+   * How jobs created from now on end when they do not fail: cancelled or expired at the vendor. Such a
+   * batch has answered its first request only (the output file holds it, as OpenAI's partial results).
+   */
+  end?: "completed" | "cancelled" | "expired"
+}
+
+export interface OpenAiJobsMock extends JobMock<OpenAiJobsOptions> {
   /** uploaded and generated files by id (content as stored) */
   readonly files: ReadonlyMap<string, { readonly filename: string; readonly purpose: string; readonly content: string }>
 }
@@ -506,6 +516,12 @@ const answerChat = (body: any): { status: number; body: unknown } => {
   const content = `Echo: ${last}`
   const prompt = messages.reduce((n, m) => n + Math.ceil(String(m?.content ?? "").length / 4) + 4, 0)
   const completion = Math.ceil(content.length / 4)
+  // Usage left out ("NOUSAGE") or counts that are no counts ("BADUSAGE").
+  const usage = last.startsWith("NOUSAGE")
+    ? undefined
+    : last.startsWith("BADUSAGE")
+    ? { prompt_tokens: 1e308, completion_tokens: -5, total_tokens: 1e308 }
+    : { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
   return {
     status: 200,
     body: {
@@ -514,13 +530,14 @@ const answerChat = (body: any): { status: number; body: unknown } => {
       created: nowSeconds(),
       model: String(body?.model ?? "gpt-4o-mini"),
       choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: "stop" }],
-      usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+      ...(usage !== undefined ? { usage } : {}),
       system_fingerprint: "fp_mock"
     }
   }
 }
 
-export const startOpenAiJobsMock = async (options: JobMockOptions = {}): Promise<OpenAiJobsMock> => {
+export const startOpenAiJobsMock = async (options: OpenAiJobsOptions = {}): Promise<OpenAiJobsMock> => {
+  let end = options.end ?? "completed"
   const files = new Map<string, StoredFile>()
   const batches = new Map<string, BatchJob>()
   const jobs = new Map<string, FineTuneJobState>()
@@ -610,7 +627,8 @@ export const startOpenAiJobsMock = async (options: JobMockOptions = {}): Promise
     }
     const ok: Array<string> = []
     const bad: Array<string> = []
-    for (const l of lines) {
+    const ended = b.end ?? "completed"
+    for (const l of ended === "completed" ? lines : lines.slice(0, 1)) {
       const answer = answerChat(l.body)
       const out = JSON.stringify({
         id: `batch_req_${alnum(24)}`,
@@ -622,6 +640,16 @@ export const startOpenAiJobsMock = async (options: JobMockOptions = {}): Promise
     }
     const output = ok.length > 0 ? storeFile("batch_output.jsonl", "batch_output", ok.join("\n") + "\n") : undefined
     const errorFile = bad.length > 0 ? storeFile("batch_errors.jsonl", "batch_output", bad.join("\n") + "\n") : undefined
+    if (ended !== "completed") {
+      return {
+        status: ended,
+        in_progress_at: b.createdAt,
+        [`${ended}_at`]: now,
+        output_file_id: output?.id ?? null,
+        error_file_id: errorFile?.id ?? null,
+        request_counts: { total: lines.length, completed: ok.length, failed: bad.length }
+      }
+    }
     return {
       status: "completed",
       in_progress_at: b.createdAt,
@@ -687,6 +715,10 @@ export const startOpenAiJobsMock = async (options: JobMockOptions = {}): Promise
       event(j, `Training file ${j.trainingFile} failed validation: ${j.failMessage}`, "error")
       event(j, "The job failed due to an invalid training file.", "error")
       return { status: "failed", finished_at: now, error }
+    }
+    if (j.end === "cancelled") {
+      event(j, "Fine-tuning job cancelled")
+      return { status: "cancelled", finished_at: now }
     }
     const examples = (files.get(j.trainingFile)?.content ?? "").split("\n").filter((l) => l.trim() !== "")
     const epochs = 3
@@ -825,7 +857,8 @@ export const startOpenAiJobsMock = async (options: JobMockOptions = {}): Promise
           polls: 0,
           pollsUntilDone: opts.pollsUntilDone,
           fail: opts.fail,
-          failMessage: opts.failMessage
+          failMessage: opts.failMessage,
+          end
         }
         batches.set(b.id, b)
         return reply.json(200, batchView(b, {}))
@@ -857,6 +890,7 @@ export const startOpenAiJobsMock = async (options: JobMockOptions = {}): Promise
           pollsUntilDone: opts.pollsUntilDone,
           fail: opts.fail,
           failMessage: opts.failMessage,
+          end,
           events: []
         }
         event(j, `Validating training file: ${training.id}`)
@@ -884,5 +918,12 @@ export const startOpenAiJobsMock = async (options: JobMockOptions = {}): Promise
       reply.json(404, openAiError(`Invalid URL (${req.method} ${req.record.path})`, "invalid_request_error"))
     }
   )
-  return { ...mock, files }
+  return {
+    ...mock,
+    files,
+    configure: (o) => {
+      if (o.end !== undefined) end = o.end
+      mock.configure(o)
+    }
+  }
 }

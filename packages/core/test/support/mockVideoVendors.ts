@@ -48,7 +48,7 @@ export const pollUntilDone = async (adapter: VideoAdapter, provider: ConfiguredP
   for (let i = 0; i < max; i++) {
     const p = await Effect.runPromise(adapter.poll(provider, id))
     seen.push(p.status)
-    if (p.status === "succeeded" || p.status === "failed") return { last: p, seen }
+    if (p.status === "succeeded" || p.status === "failed" || p.status === "cancelled") return { last: p, seen }
   }
   throw new Error(`not done after ${max} polls: ${seen.join(",")}`)
 }

@@ -144,7 +144,7 @@ const errorText = (error: unknown, fallback: string): string =>
 const FIXED_POLLS = new Map<string, VideoPoll>([
   ["starting", { status: "pending" }],
   ["processing", { status: "running" }],
-  ["canceled", { status: "failed", error: "the prediction was canceled" }],
+  ["canceled", { status: "cancelled", error: "the prediction was canceled at Replicate" }],
   ["aborted", { status: "failed", error: "the prediction was aborted: its deadline passed before it started" }]
 ])
 

@@ -88,7 +88,7 @@ const FIXED_POLLS = new Map<string, VideoPoll>([
   ["THROTTLED", { status: "pending" }],
   ["RUNNING", { status: "running" }],
   ["PROCESSING", { status: "running" }],
-  ["CANCELLED", { status: "failed", error: "the task was cancelled" }]
+  ["CANCELLED", { status: "cancelled", error: "the task was cancelled at Runway" }]
 ])
 
 /** A task object to the adapter's poll answer. */

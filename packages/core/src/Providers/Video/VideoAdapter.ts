@@ -21,6 +21,8 @@ export type VideoPoll =
   | { readonly status: "pending" | "running" }
   | { readonly status: "succeeded"; readonly videoUrl: string; readonly details: Record<string, unknown> }
   | { readonly status: "failed"; readonly error: string }
+  /** Cancelled at the vendor (by its console or API): the job ends `cancelled`, not `failed`. */
+  | { readonly status: "cancelled"; readonly error: string }
 
 export interface VideoAdapter {
   /** Starts a generation; returns the upstream's id for it. */

@@ -30,7 +30,7 @@ const pollUntilDone = async (provider: ConfiguredProvider, id: string, max = 10)
   for (let i = 0; i < max; i++) {
     const p = await Effect.runPromise(adapter.poll(provider, id))
     seen.push(p.status)
-    if (p.status === "succeeded" || p.status === "failed") return { last: p, seen }
+    if (p.status === "succeeded" || p.status === "failed" || p.status === "cancelled") return { last: p, seen }
   }
   throw new Error(`not done after ${max} polls: ${seen.join(",")}`)
 }
@@ -131,11 +131,11 @@ describe("Replicate video adapter (predictions API)", () => {
     expect(last).toEqual({ status: "failed", error: "NSFW content detected. Try a different prompt." })
   })
 
-  it("maps a canceled prediction to failed", async () => {
+  it("maps a canceled prediction to cancelled (the job's own terminal state, not a failure)", async () => {
     mock.configure({ cancel: true })
     const { upstreamId } = await Effect.runPromise(adapter.submit(provider, { prompt: "p" }))
     const { last } = await pollUntilDone(provider, upstreamId)
-    expect(last).toEqual({ status: "failed", error: "the prediction was canceled" })
+    expect(last).toEqual({ status: "cancelled", error: "the prediction was canceled at Replicate" })
   })
 
   it("a rejected input (422) is a non-retryable http error carrying Replicate's detail", async () => {

@@ -4,7 +4,7 @@
 import { Effect, Either } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { type ConfiguredProvider, data } from "../../../src/Catalog/Catalog.ts"
-import { runway, toDuration } from "../../../src/Providers/Video/Runway.ts"
+import { runway, toDuration, toPoll } from "../../../src/Providers/Video/Runway.ts"
 import type { JobMock } from "../../support/mockJobs.ts"
 import { pollUntilDone, runEither, videoProvider, startRunwayMock } from "../../support/mockVideoVendors.ts"
 
@@ -89,6 +89,10 @@ describe("Runway video adapter (tasks API)", () => {
     const { upstreamId } = await Effect.runPromise(runway.submit(provider, { prompt: "p" }))
     const { last } = await pollUntilDone(runway, provider, upstreamId)
     expect(last).toEqual({ status: "failed", error: "Your prompt was flagged by our content moderation (SAFETY.INPUT.TEXT)" })
+  })
+
+  it("maps CANCELLED to cancelled, not failed", () => {
+    expect(Effect.runSync(toPoll("runway", { id: "t1", status: "CANCELLED" }))).toEqual({ status: "cancelled", error: "the task was cancelled at Runway" })
   })
 
   it("a model Runway does not have is its 400 with Runway's error text", async () => {
