@@ -2,10 +2,17 @@
  * Video generation (Replicate, Luma), OpenAI Batch API batches and OpenAI fine-tuning end to
  * end: submit, worker polls the mock upstream, status endpoint, signed webhook.
  */
+import Database from "better-sqlite3"
+import { Effect } from "effect"
+import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { data } from "../../../packages/core/src/Catalog/Catalog.ts"
+import { costOf } from "../../../packages/core/src/Cost.ts"
+import { countMessages, countText } from "../../../packages/core/src/Tokens.ts"
 import { verify } from "../../../packages/core/src/Webhooks/Signature.ts"
 import { type JobMock, type OpenAiJobsMock, type ReplicateMock, startLumaMock, startOpenAiJobsMock, startReplicateMock } from "../../../packages/core/test/support/mockJobs.ts"
 import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
+import { waitJobDone } from "./support/jobs.ts"
 import { type Receiver, startReceiver } from "./support/receiver.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
 
@@ -217,6 +224,44 @@ describe("long-running jobs against vendor mocks", () => {
     const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini", trainingData: [good] } })
     expect((await call(server.url, "GET", `/v1/fine-tuning/jobs/${res.body.result.jobId}`, { apiKey: stranger.apiKey })).status).toBe(404)
     expect((await call(server.url, "GET", `/v1/fine-tuning/jobs/${res.body.result.jobId}`, { token: await adminToken(server) })).status).toBe(200)
+  })
+
+  /** The avatar's usage records, in order. */
+  const usageRows = (avatarId: string) => {
+    const db = new Database(path.join(server.dataDir, "data", "aigw.sqlite"), { readonly: true })
+    try {
+      return db.prepare("SELECT capability, provider, model, prompt_tokens, completion_tokens, cost_usd, estimated, ok FROM usage_events WHERE avatar_id = ? ORDER BY at, id").all(avatarId) as Array<any>
+    } finally {
+      db.close()
+    }
+  }
+
+  it("counts a Batch API item without believable usage with the tokenizer, as a call, marked estimated (it was recorded as 0 tokens at $0)", async () => {
+    const u = await signUp(server, "batchest")
+    const texts = ["NOUSAGE tell me about the sea", "BADUSAGE and the mountains"]
+    const res = await call(server.url, "POST", "/v1/batch/submit", {
+      apiKey: u.apiKey,
+      body: { provider: "openai", requests: texts.map((content) => ({ messages: [{ role: "user", content }], model: "gpt-4o-mini" })) }
+    })
+    expect(res.status).toBe(200)
+    const done = await waitJobDone(server, `/v1/batch/${res.body.result.batchId}/status`, u.apiKey)
+    expect(done.result).toMatchObject({ total: 2, completed: 2, failed: 0 })
+    const model = data.models.find((m) => m.id === "gpt-4o-mini")!
+    const expected = await Promise.all(texts.map(async (content) => {
+      const prompt = await Effect.runPromise(countMessages([{ role: "user", content }]))
+      const completion = await Effect.runPromise(countText(`Echo: ${content}`))
+      return { prompt, completion, cost: costOf(model, prompt, completion) * 0.5 }
+    }))
+    expect(expected.every((e) => e.prompt > 0 && e.completion > 0)).toBe(true)
+    for (const [i, e] of expected.entries()) {
+      expect(done.result.items[i].result.usage).toEqual({ promptTokens: e.prompt, completionTokens: e.completion, totalTokens: e.prompt + e.completion, estimated: true })
+      expect(done.result.items[i].result.costUSD).toBeCloseTo(e.cost, 12)
+    }
+    const rows = usageRows(u.id)
+    expect(rows.map((r) => [r.capability, r.model, r.prompt_tokens, r.completion_tokens, r.estimated, r.ok])).toEqual(
+      expected.map((e) => ["batch", "gpt-4o-mini", e.prompt, e.completion, 1, 1])
+    )
+    for (const [i, e] of expected.entries()) expect(rows[i].cost_usd).toBeCloseTo(e.cost, 12)
   })
 
   describe("a job its vendor cancelled ends cancelled, with its webhook (docs/webhooks.md), not failed", () => {

@@ -171,7 +171,7 @@ const usageReport = (promptTokens: number, completionTokens: number, estimated: 
 }
 
 /** The usage of a failed answer: the counts it reported believably, none for the rest (no tokenizer for a failure). */
-const failedUsage = (u: Partial<TokenUsage>): UsageReport => usageReport(reportedCount(u.promptTokens) ?? 0, reportedCount(u.completionTokens) ?? 0, false, u)
+export const failedUsage = (u: Partial<TokenUsage>): UsageReport => usageReport(reportedCount(u.promptTokens) ?? 0, reportedCount(u.completionTokens) ?? 0, false, u)
 
 /** The usage as the upstream reported it, when it reported both counts believably (no tokenizer needed). */
 export const reportedUsage = (u: Partial<TokenUsage> | undefined): UsageReport | undefined => {
@@ -190,6 +190,26 @@ export const estimatedUsage = (u: Partial<TokenUsage> | undefined, messages: Rea
     const completionTokens = reportedCount(u?.completionTokens) ?? e.completionTokens
     return usageReport(promptTokens, completionTokens, true, u)
   })
+
+/** An answer's text as the tokenizer counts its completion: the content and the tool calls' arguments. */
+export const answeredText = (value: Pick<ChatResult, "content" | "toolCalls">) => value.content + value.toolCalls.map((c) => c.arguments).join("")
+
+/** The usage of a call no upstream answered. */
+export const NO_USAGE: UsageReport = { promptTokens: 0, completionTokens: 0, totalTokens: 0, estimated: false }
+
+/** A routed call's usage record, its cost from the target's model prices (cached prompt tokens counted and priced). */
+export const usageRecordOf = (avatarId: string, target: Target, capability: string, report: UsageReport, latencyMs: number, ok: boolean): UsageRecord => ({
+  avatarId,
+  provider: target.provider.id,
+  model: target.model.id,
+  capability,
+  promptTokens: allPromptTokens(report),
+  completionTokens: report.completionTokens,
+  costUSD: costOf(target.model, report.promptTokens, report.completionTokens, report),
+  latencyMs,
+  estimated: report.estimated,
+  ok
+})
 
 /**
  * What a stream has delivered so far: turns adapter events into chunks and keeps the text, finish
@@ -482,23 +502,9 @@ const makeService = Effect.gen(function*() {
     return unfinished(metering.record({ ...usage, day: utcDay(at), at }))
   }
 
-  /** The usage of a call no upstream answered. */
-  const NO_USAGE: UsageReport = { promptTokens: 0, completionTokens: 0, totalTokens: 0, estimated: false }
-
-  /** Records a routed call's usage, its cost from the target's model prices. */
+  /** Records a routed call's usage (`usageRecordOf`). */
   const record = (avatar: AvatarRecord, target: Target, capability: string, report: UsageReport, latencyMs: number, ok: boolean, requestId?: string) =>
-    recordUsage({
-      avatarId: avatar.id,
-      provider: target.provider.id,
-      model: target.model.id,
-      capability,
-      promptTokens: allPromptTokens(report),
-      completionTokens: report.completionTokens,
-      costUSD: costOf(target.model, report.promptTokens, report.completionTokens, report),
-      latencyMs,
-      estimated: report.estimated,
-      ok
-    }, requestId)
+    recordUsage(usageRecordOf(avatar.id, target, capability, report, latencyMs, ok), requestId)
 
   // A graceful stop's end of the calls under way (`stopCalls`). The stops of the streams running now are in
   // a set, each leaving it when its stream ends. Unlike the calls' promises (see `underWay`), a running
@@ -603,7 +609,7 @@ const makeService = Effect.gen(function*() {
     const latencyMs = Math.round(performance.now() - started)
     // The tokenizer (an Effect) only when the upstream did not report usage.
     const report = reportedUsage(value.usage) ??
-      (await run(estimatedUsage(value.usage, call.messages, value.content + value.toolCalls.map((c) => c.arguments).join(""))))
+      (await run(estimatedUsage(value.usage, call.messages, answeredText(value))))
     await record(call.avatar, target, "chat", report, latencyMs, true, call.requestId)
     return {
       provider: target.provider.id,

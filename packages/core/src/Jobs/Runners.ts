@@ -7,11 +7,9 @@ import { Context, Effect, Layer, Option } from "effect"
 import type { CompletionInput } from "../Capabilities/Completions.ts"
 import { Completions } from "../Capabilities/Completions.ts"
 import { GatewayConfig } from "../Config.ts"
-import { Catalog, type ConfiguredProvider, data } from "../Catalog/Catalog.ts"
-import { costOf } from "../Cost.ts"
-import { chatAnswerOf } from "../Engine/ProviderCalls.ts"
+import { Catalog, type ConfiguredProvider, data, uncataloguedModel } from "../Catalog/Catalog.ts"
+import { answeredText, chatAnswerOf, estimatedUsage, failedUsage, reportedUsage, type UsageReport, usageRecordOf } from "../Engine/ProviderCalls.ts"
 import { UpstreamError } from "../Providers/UpstreamError.ts"
-import { reportedCount } from "../Providers/Chat.ts"
 import { detailsProblem, linkProblem } from "../Providers/Delivered.ts"
 import * as OpenAiCompatible from "../Providers/OpenAiCompatible.ts"
 import {
@@ -216,20 +214,14 @@ const openAiBatch = (options: RunnerOptions) =>
                 items.push({ index, ok: false, error: "no result for this item in the batch output" })
               } else if (r.ok) {
                 const body = r.body as any
-                const model = Option.getOrUndefined(Option.fromNullable(models[index]).pipe(Option.flatMap((id) => Option.fromNullable(data.models.find((m) => m.id === id)))))
-                // Counts that are no counts are not believed (ProviderCalls.reportedCount): 0, and the item says so.
-                const [prompt, completion] = [reportedCount(body?.usage?.prompt_tokens), reportedCount(body?.usage?.completion_tokens)]
-                const [promptTokens, completionTokens] = [prompt ?? 0, completion ?? 0]
-                const estimated = prompt === undefined || completion === undefined
-                // The Batch API bills half the list price.
-                const costUSD = model ? costOf(model, promptTokens, completionTokens) * BATCH_DISCOUNT : 0
                 // Read as a call's answer is: a field of the wrong type, or a failed finish, is a failed item (still billed).
                 const answer = chatAnswerOf(OpenAiCompatible.wire, provider.id, body)
-                const ok = !(answer instanceof UpstreamError)
-                yield* usage.record({
-                  avatarId: job.avatarId, provider: provider.id, model: models[index] ?? "unknown", capability: "batch",
-                  promptTokens, completionTokens, costUSD, latencyMs: 0, estimated, ok
-                })
+                // Counted as a call's usage is: believable reported counts, else the tokenizer's (the prompt as sent, the answer's text).
+                const report = answer instanceof UpstreamError
+                  ? failedUsage(answer.usage ?? {})
+                  : reportedUsage(answer.usage) ?? (yield* estimatedUsage(answer.usage, input.requests[index]!.messages, answeredText(answer)))
+                const record = batchUsage(job, provider, models[index], report, !(answer instanceof UpstreamError))
+                yield* usage.record(record)
                 items.push(
                   answer instanceof UpstreamError
                     ? { index, ok: false, error: answer.message }
@@ -242,8 +234,8 @@ const openAiBatch = (options: RunnerOptions) =>
                         content: answer.content,
                         ...(answer.toolCalls.length > 0 ? { toolCalls: answer.toolCalls } : {}),
                         finishReason: answer.finishReason,
-                        usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated },
-                        costUSD
+                        usage: { promptTokens: report.promptTokens, completionTokens: report.completionTokens, totalTokens: report.totalTokens, estimated: report.estimated },
+                        costUSD: record.costUSD
                       }
                     }
                 )
@@ -265,6 +257,17 @@ const openAiBatch = (options: RunnerOptions) =>
   })
 
 export const BATCH_DISCOUNT = 0.5
+
+/**
+ * A Batch API item's usage record, as a routed call's (`usageRecordOf`) at the Batch API's half price: under
+ * the model routing chose at upload (the catalogue's entry, else the name as forwarded, unpriced).
+ */
+const batchUsage = (job: JobRecord, provider: ConfiguredProvider, modelId: string | undefined, report: UsageReport, ok: boolean) => {
+  const id = modelId ?? "unknown"
+  const model = Option.getOrElse(Option.filter(Option.fromNullable(data.models.find((m) => m.id === id)), (m) => m.provider === provider.id), () => uncataloguedModel(provider.id, id, "chat"))
+  const record = usageRecordOf(job.avatarId, { provider, model }, "batch", report, 0, ok)
+  return { ...record, costUSD: record.costUSD * BATCH_DISCOUNT }
+}
 
 /**
  * How long a job may wait on its vendor, from its submission: a vendor whose job never settles (its
