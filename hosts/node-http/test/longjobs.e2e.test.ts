@@ -226,11 +226,11 @@ describe("long-running jobs against vendor mocks", () => {
     expect((await call(server.url, "GET", `/v1/fine-tuning/jobs/${res.body.result.jobId}`, { token: await adminToken(server) })).status).toBe(200)
   })
 
-  /** The avatar's usage records, in order. */
+  /** The avatar's usage records, answered ones first (a step records its items within a millisecond or so: no order among them). */
   const usageRows = (avatarId: string) => {
     const db = new Database(path.join(server.dataDir, "data", "aigw.sqlite"), { readonly: true })
     try {
-      return db.prepare("SELECT capability, provider, model, prompt_tokens, completion_tokens, cost_usd, estimated, ok FROM usage_events WHERE avatar_id = ? ORDER BY at, id").all(avatarId) as Array<any>
+      return db.prepare("SELECT capability, provider, model, prompt_tokens, completion_tokens, cost_usd, estimated, ok FROM usage_events WHERE avatar_id = ? ORDER BY ok DESC, prompt_tokens, completion_tokens").all(avatarId) as Array<any>
     } finally {
       db.close()
     }
@@ -257,11 +257,71 @@ describe("long-running jobs against vendor mocks", () => {
       expect(done.result.items[i].result.usage).toEqual({ promptTokens: e.prompt, completionTokens: e.completion, totalTokens: e.prompt + e.completion, estimated: true })
       expect(done.result.items[i].result.costUSD).toBeCloseTo(e.cost, 12)
     }
+    const byTokens = (a: { prompt: number; completion: number }, b: { prompt: number; completion: number }) => a.prompt - b.prompt || a.completion - b.completion
     const rows = usageRows(u.id)
+    const inOrder = [...expected].sort(byTokens)
     expect(rows.map((r) => [r.capability, r.model, r.prompt_tokens, r.completion_tokens, r.estimated, r.ok])).toEqual(
-      expected.map((e) => ["batch", "gpt-4o-mini", e.prompt, e.completion, 1, 1])
+      inOrder.map((e) => ["batch", "gpt-4o-mini", e.prompt, e.completion, 1, 1])
     )
-    for (const [i, e] of expected.entries()) expect(rows[i].cost_usd).toBeCloseTo(e.cost, 12)
+    for (const [i, e] of inOrder.entries()) expect(rows[i].cost_usd).toBeCloseTo(e.cost, 12)
+  })
+
+  describe("every item of a Batch API batch the quota counted has a usage record, once (docs/quota.md)", () => {
+    const row = (ok: boolean) => ok ? expect.objectContaining({ capability: "batch", provider: "openai", model: "gpt-4o-mini", ok: 1 }) : { capability: "batch", provider: "openai", model: "gpt-4o-mini", prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, estimated: 0, ok: 0 }
+    const submit = async (contents: ReadonlyArray<string>) => {
+      const u = await signUp(server, "batchrec")
+      const res = await call(server.url, "POST", "/v1/batch/submit", {
+        apiKey: u.apiKey,
+        body: { provider: "openai", requests: contents.map((content) => ({ messages: [{ role: "user", content }], model: "gpt-4o-mini" })) }
+      })
+      expect(res.status).toBe(200)
+      const done = await waitJobDone(server, `/v1/batch/${res.body.result.batchId}/status`, u.apiKey)
+      const usage = await call(server.url, "GET", "/v1/usage", { apiKey: u.apiKey })
+      expect(usage.body.result.dailyCallsUsed).toBe(contents.length)
+      return { done, rows: usageRows(u.id) }
+    }
+
+    it("a batch whose file upload is refused (404): each of its 3 items, failed", async () => {
+      openai.failNext(404, 1, "/files")
+      const { done, rows } = await submit(["a", "b", "c"])
+      expect(done.status).toBe("failed")
+      expect(rows).toEqual([row(false), row(false), row(false)])
+    })
+
+    it("a batch the vendor failed (validation): each item, failed; its items say why", async () => {
+      openai.configure({ fail: true, failMessage: "the input file is bad" })
+      try {
+        const { done, rows } = await submit(["a", "b", "c"])
+        expect([done.status, done.error]).toEqual(["failed", expect.stringMatching(/^OpenAI batch batch_\w+ ended failed: the input file is bad$/)])
+        expect(done.result).toMatchObject({ total: 3, completed: 0, failed: 3, upstreamStatus: "failed" })
+        expect(rows).toEqual([row(false), row(false), row(false)])
+      } finally {
+        openai.configure({ fail: false })
+      }
+    })
+
+    for (const end of ["expired", "cancelled"] as const) {
+      it(`a batch that ${end} after its first answer: that answer as answered, the others failed`, async () => {
+        openai.configure({ end })
+        try {
+          const { done, rows } = await submit(["first", "second", "third"])
+          expect(done.status).toBe(end === "expired" ? "failed" : "cancelled")
+          expect(done.result).toMatchObject({ total: 3, completed: 1, failed: 2, upstreamStatus: end })
+          expect(done.result.items[0]).toMatchObject({ index: 0, ok: true, result: { content: "Echo: first" } })
+          expect(done.result.items[2]).toEqual({ index: 2, ok: false, error: `no result for this item in the batch output (the batch ${end})` })
+          expect(rows).toEqual([row(true), row(false), row(false)])
+          expect(rows[0].prompt_tokens).toBeGreaterThan(0)
+        } finally {
+          openai.configure({ end: "completed" })
+        }
+      })
+    }
+
+    it("an item the vendor answered with an error (its error file): failed", async () => {
+      const { done, rows } = await submit(["hello", "FAIL"])
+      expect(done.result).toMatchObject({ total: 2, completed: 1, failed: 1 })
+      expect(rows).toEqual([row(true), row(false)])
+    })
   })
 
   describe("a job its vendor cancelled ends cancelled, with its webhook (docs/webhooks.md), not failed", () => {

@@ -26,6 +26,12 @@ export type Step =
 
 export interface JobRunner {
   readonly advance: (job: JobRecord) => Effect.Effect<Step, UpstreamError | GatewayError>
+  /**
+   * After the job ended `failed` or `cancelled`, called once, by the worker whose `finish` ended it, with
+   * the job as its last step saw it: what the runner still owes, such as the usage records of the calls
+   * the quota counted and no upstream answered.
+   */
+  readonly ended?: (job: JobRecord) => Effect.Effect<void>
 }
 
 export const wait = (afterMs: number, extra: Omit<Extract<Step, { _tag: "Wait" }>, "_tag" | "afterMs"> = {}): Step => ({ _tag: "Wait", afterMs, ...extra })

@@ -8,11 +8,23 @@ import type { CompletionInput } from "../Capabilities/Completions.ts"
 import { Completions } from "../Capabilities/Completions.ts"
 import { GatewayConfig } from "../Config.ts"
 import { Catalog, type ConfiguredProvider, data, uncataloguedModel } from "../Catalog/Catalog.ts"
-import { answeredText, chatAnswerOf, estimatedUsage, failedUsage, reportedUsage, type UsageReport, usageRecordOf } from "../Engine/ProviderCalls.ts"
+import {
+  answeredText,
+  chatAnswerOf,
+  estimatedUsage,
+  failedUsage,
+  NO_USAGE,
+  reportedUsage,
+  type UsageRecord,
+  type UsageReport,
+  usageRecordOf
+} from "../Engine/ProviderCalls.ts"
+import type { Plan } from "../Plans.ts"
 import { UpstreamError } from "../Providers/UpstreamError.ts"
 import { detailsProblem, linkProblem } from "../Providers/Delivered.ts"
 import * as OpenAiCompatible from "../Providers/OpenAiCompatible.ts"
 import {
+  type Batch,
   batchInputLine,
   batchResults,
   createBatch,
@@ -164,15 +176,104 @@ const uploadedFileOf = (job: JobRecord): string | undefined => {
 /** Fine-tuning and OpenAI batches need a chat message format per line. */
 const itemId = (index: number) => `item-${index}`
 
+/** Where a Batch API job stands between steps: the uploaded file, the model of each item, and its end once settled. */
+interface OpenAiBatchState {
+  readonly fileId?: string
+  readonly models?: ReadonlyArray<string>
+  /**
+   * The vendor's batch ended and every item's usage was recorded: the next step ends the job so, without
+   * recording again (a step is repeated after a failure or a restart).
+   */
+  readonly settled?: { readonly status: "completed" | "failed" | "cancelled"; readonly error: string | null }
+}
+
+const batchStateOf = (job: JobRecord): OpenAiBatchState => (job.state as OpenAiBatchState | null) ?? {}
+
 /** The OpenAI Batch API (of a provider whose registry entry has `batchApi: "openai"`): upload JSONL, create the batch, poll, collect output and error files. */
 const openAiBatch = (options: RunnerOptions) =>
   Effect.gen(function*() {
     const routing = yield* Routing
     const avatars = yield* AvatarStore
     const usage = yield* Usage
-    return (job: JobRecord, provider: ConfiguredProvider) =>
+
+    /** The model routing gives each item (on the owner's plan), in item order. */
+    const routedModels = (job: JobRecord, provider: ConfiguredProvider, plan: Plan) =>
+      Effect.forEach((job.input as BatchInput).requests, (r) =>
+        Effect.map(
+          routed(routing.targets({ provider: provider.id, model: r.model, plan, needsTools: (r.tools?.length ?? 0) > 0, contextTokens: 0, maxTokens: r.maxTokens })),
+          ([target]) => target!.model.id
+        ))
+
+    /** Records the items' usage, all or none: a step cut off midway would record them again when repeated. */
+    const recordAll = (records: ReadonlyArray<UsageRecord>) => Effect.uninterruptible(Effect.forEach(records, usage.record, { discard: true }))
+
+    /**
+     * A call the quota counted and no upstream answered, recorded as failed with no tokens (docs/quota.md),
+     * as the engine records one: a vendor batch that failed, expired or was cancelled before the item ran.
+     */
+    const unanswered = (job: JobRecord, provider: ConfiguredProvider, modelId: string | undefined) => batchUsage(job, provider, modelId, NO_USAGE, false)
+
+    /**
+     * The vendor's batch ended (completed, failed, expired, cancelled): each item from its output or error
+     * file, or failed without a result, and every item's usage recorded once. The end is saved with the
+     * items, and the next step ends the job.
+     */
+    const settle = (job: JobRecord, provider: ConfiguredProvider, batch: Batch, end: NonNullable<OpenAiBatchState["settled"]>) =>
       Effect.gen(function*() {
         const input = job.input as BatchInput
+        const state = batchStateOf(job)
+        const models = state.models ?? []
+        // A batch that failed validation has no files; an expired or cancelled one keeps the answers that came.
+        const results = batch.outputFileId !== null || batch.errorFileId !== null ? yield* batchResults(provider, batch) : []
+        const items: Array<BatchItem> = []
+        const records: Array<UsageRecord> = []
+        for (const [index, request] of input.requests.entries()) {
+          const r = results.find((x) => x.customId === itemId(index))
+          if (!r || !r.ok) {
+            items.push({ index, ok: false, error: r ? r.message : `no result for this item in the batch output (the batch ${batch.status})` })
+            records.push(unanswered(job, provider, models[index]))
+            continue
+          }
+          const body = r.body as any
+          // Read as a call's answer is: a field of the wrong type, or a failed finish, is a failed item (still billed).
+          const answer = chatAnswerOf(OpenAiCompatible.wire, provider.id, body)
+          // Counted as a call's usage is: believable reported counts, else the tokenizer's (the prompt as sent, the answer's text).
+          const report = answer instanceof UpstreamError
+            ? failedUsage(answer.usage ?? {})
+            : reportedUsage(answer.usage) ?? (yield* estimatedUsage(answer.usage, request.messages, answeredText(answer)))
+          const record = batchUsage(job, provider, models[index], report, !(answer instanceof UpstreamError))
+          records.push(record)
+          items.push(
+            answer instanceof UpstreamError
+              ? { index, ok: false, error: answer.message }
+              : {
+                index,
+                ok: true,
+                result: {
+                  provider: provider.id,
+                  model: typeof body?.model === "string" ? body.model : models[index],
+                  content: answer.content,
+                  ...(answer.toolCalls.length > 0 ? { toolCalls: answer.toolCalls } : {}),
+                  finishReason: answer.finishReason,
+                  usage: { promptTokens: report.promptTokens, completionTokens: report.completionTokens, totalTokens: report.totalTokens, estimated: report.estimated },
+                  costUSD: record.costUSD
+                }
+              }
+          )
+        }
+        yield* recordAll(records)
+        const result = { ...batchSummary(input.requests.length, items), upstreamBatchId: batch.id, upstreamStatus: batch.status }
+        return wait(0, { state: { ...state, settled: end }, result })
+      })
+
+    const advance = (job: JobRecord, provider: ConfiguredProvider) =>
+      Effect.gen(function*() {
+        const input = job.input as BatchInput
+        const state = batchStateOf(job)
+        if (state.settled !== undefined) {
+          const { error, status } = state.settled
+          return status === "completed" ? done(job.result) : status === "cancelled" ? cancelled(error ?? "", job.result) : failed(error ?? "", job.result)
+        }
         const uploaded = uploadedFileOf(job)
         if (job.upstreamId === null && uploaded !== undefined) {
           const batch = yield* createBatch(provider, uploaded, { aigw_job: job.id })
@@ -181,20 +282,8 @@ const openAiBatch = (options: RunnerOptions) =>
         if (job.upstreamId === null) {
           const owner = yield* avatars.findById(job.avatarId)
           if (Option.isNone(owner)) return failed("the batch's avatar no longer exists")
-          const lines: Array<unknown> = []
-          const models: Array<string> = []
-          for (const [i, r] of input.requests.entries()) {
-            const [target] = yield* routed(routing.targets({
-              provider: provider.id,
-              model: r.model,
-              plan: owner.value.plan,
-              needsTools: (r.tools?.length ?? 0) > 0,
-              contextTokens: 0,
-              maxTokens: r.maxTokens
-            }))
-            models.push(target!.model.id)
-            lines.push(batchInputLine(itemId(i), OpenAiCompatible.toWireRequest(provider.id, { ...r, model: target!.model.id }, false)))
-          }
+          const models = yield* routedModels(job, provider, owner.value.plan)
+          const lines = input.requests.map((r, i) => batchInputLine(itemId(i), OpenAiCompatible.toWireRequest(provider.id, { ...r, model: models[i]! }, false)))
           return wait(0, { state: { models, fileId: yield* uploadJsonl(provider, "batch", lines, `aigw-batch-${job.id}.jsonl`) } })
         }
         const batch = yield* getBatch(provider, job.upstreamId)
@@ -204,56 +293,37 @@ const openAiBatch = (options: RunnerOptions) =>
           case "finalizing":
           case "cancelling":
             return stillWaiting(job, batch.status, options.pollMs, { result: { upstreamStatus: batch.status, ...batch.requestCounts, total: input.requests.length } })
-          case "completed": {
-            const results = yield* batchResults(provider, batch)
-            const models = (job.state as { models?: Array<string> } | null)?.models ?? []
-            const items: Array<BatchItem> = []
-            for (const [index] of input.requests.entries()) {
-              const r = results.find((x) => x.customId === itemId(index))
-              if (!r) {
-                items.push({ index, ok: false, error: "no result for this item in the batch output" })
-              } else if (r.ok) {
-                const body = r.body as any
-                // Read as a call's answer is: a field of the wrong type, or a failed finish, is a failed item (still billed).
-                const answer = chatAnswerOf(OpenAiCompatible.wire, provider.id, body)
-                // Counted as a call's usage is: believable reported counts, else the tokenizer's (the prompt as sent, the answer's text).
-                const report = answer instanceof UpstreamError
-                  ? failedUsage(answer.usage ?? {})
-                  : reportedUsage(answer.usage) ?? (yield* estimatedUsage(answer.usage, input.requests[index]!.messages, answeredText(answer)))
-                const record = batchUsage(job, provider, models[index], report, !(answer instanceof UpstreamError))
-                yield* usage.record(record)
-                items.push(
-                  answer instanceof UpstreamError
-                    ? { index, ok: false, error: answer.message }
-                    : {
-                      index,
-                      ok: true,
-                      result: {
-                        provider: provider.id,
-                        model: typeof body?.model === "string" ? body.model : models[index],
-                        content: answer.content,
-                        ...(answer.toolCalls.length > 0 ? { toolCalls: answer.toolCalls } : {}),
-                        finishReason: answer.finishReason,
-                        usage: { promptTokens: report.promptTokens, completionTokens: report.completionTokens, totalTokens: report.totalTokens, estimated: report.estimated },
-                        costUSD: record.costUSD
-                      }
-                    }
-                )
-              } else {
-                items.push({ index, ok: false, error: r.message })
-              }
-            }
-            return done({ ...batchSummary(input.requests.length, items), upstreamBatchId: batch.id })
-          }
+          case "completed":
+            return yield* settle(job, provider, batch, { status: "completed", error: null })
           case "cancelled":
-            return cancelled(`OpenAI batch ${batch.id} was cancelled upstream`, { upstreamStatus: batch.status, ...batch.requestCounts })
+            return yield* settle(job, provider, batch, { status: "cancelled", error: `OpenAI batch ${batch.id} was cancelled upstream` })
           default:
-            return failed(
-              `OpenAI batch ${batch.id} ended ${batch.status}${batch.errors.length > 0 ? `: ${batch.errors.map((e) => e.message ?? e.code ?? "an error without a message").join("; ")}` : ""}`,
-              { upstreamStatus: batch.status, ...batch.requestCounts }
-            )
+            return yield* settle(job, provider, batch, {
+              status: "failed",
+              error: `OpenAI batch ${batch.id} ended ${batch.status}${batch.errors.length > 0 ? `: ${batch.errors.map((e) => e.message ?? e.code ?? "an error without a message").join("; ")}` : ""}`
+            })
         }
       })
+
+    /**
+     * A batch that ended failed or cancelled before its vendor's end was settled (its file refused, its
+     * creation failed, the vendor's job never settled, the provider gone): each item the quota counted is
+     * recorded as failed, under the model routing gave it (the one it asked for when routing cannot say now).
+     */
+    const ended = (job: JobRecord, provider: ConfiguredProvider) =>
+      Effect.gen(function*() {
+        if (batchStateOf(job).settled !== undefined) return
+        const requests = (job.input as BatchInput).requests
+        const owner = yield* avatars.findById(job.avatarId)
+        const models = batchStateOf(job).models ??
+          (yield* Option.match(owner, {
+            onNone: () => Effect.succeed(requests.map((r) => r.model)),
+            onSome: (o) => Effect.orElseSucceed(routedModels(job, provider, o.plan), () => requests.map((r) => r.model))
+          }))
+        yield* recordAll(requests.map((_, i) => unanswered(job, provider, models[i])))
+      })
+
+    return { advance, ended }
   })
 
 export const BATCH_DISCOUNT = 0.5
@@ -291,7 +361,7 @@ const make = (options: RunnerOptions) =>
     const catalog = yield* Catalog
     const routing = yield* Routing
     const runGatewayBatch = yield* gatewayBatch
-    const runOpenAiBatch = yield* openAiBatch(options)
+    const vendorBatch = yield* openAiBatch(options)
     /** The job's provider with credentials, or a failed step when it is no longer configured. */
     const providerOf = (job: JobRecord) =>
       Option.filter(catalog.provider(job.provider), (p) => p.configured)
@@ -302,9 +372,14 @@ const make = (options: RunnerOptions) =>
           if ((job.input as BatchInput).mode === "gateway") return runGatewayBatch(job)
           return Option.match(providerOf(job), {
             onNone: () => Effect.succeed(failed(`provider ${job.provider} is not configured any more`)),
-            onSome: (p) => runOpenAiBatch(job, p)
+            onSome: (p) => vendorBatch.advance(job, p)
           })
-        }
+        },
+        // The provider as stored: its records name it even when it is no longer configured.
+        ended: (job) =>
+          (job.input as BatchInput).mode === "gateway"
+            ? Effect.void
+            : Option.match(catalog.provider(job.provider), { onNone: () => Effect.void, onSome: (p) => vendorBatch.ended(job, p) })
       },
       video: {
         advance: (job) =>

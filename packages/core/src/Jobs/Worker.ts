@@ -62,7 +62,13 @@ const makeService = Effect.gen(function*() {
       return store.finish(job.id, leaseOf(job), outcome, delivery).pipe(
         Effect.tap((ended) =>
           ended ? Effect.logInfo(`job ${job.id} (${job.type}) ${status}${error ? `: ${error}` : ""}`) : leaseLost(job, `its ${status} outcome`)
-        )
+        ),
+        // Only the worker that ended the job settles what its runner owes, so it is done once.
+        Effect.tap((ended) => {
+          const owed = runners[job.type]?.ended
+          if (!ended || status === "completed" || owed === undefined) return Effect.void
+          return owed(job).pipe(Effect.catchAllCause((cause) => Effect.logError(`job ${job.id} (${job.type}) ${status}: settling its runner's part failed`, cause)))
+        })
       )
     })
 
