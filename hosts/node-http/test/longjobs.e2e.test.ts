@@ -226,6 +226,23 @@ describe("long-running jobs against vendor mocks", () => {
     expect((await call(server.url, "GET", `/v1/fine-tuning/jobs/${res.body.result.jobId}`, { token: await adminToken(server) })).status).toBe(200)
   })
 
+  it("refuses a base model above the caller's plan as /v1/complete does (403), before the job is counted", async () => {
+    const free = await signUp(server, "ftfree")
+    const trainingData = [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }]
+    const before = openai.requests.length
+    // A dated snapshot is held to its model's plan, named as asked; another case is the model itself.
+    for (const [baseModel, named] of [["gpt-5.5", "gpt-5.5"], ["gpt-5.5-2026-01-15", "gpt-5.5-2026-01-15"], ["GPT-5.5", "gpt-5.5"]]) {
+      const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: free.apiKey, body: { baseModel, trainingData } })
+      expect([res.status, res.body.message], baseModel).toEqual([403, `Model ${named} needs plan Gold or higher (yours: Free).`])
+    }
+    const complete = await call(server.url, "POST", "/v1/complete", { apiKey: free.apiKey, body: { messages: [{ role: "user", content: "q" }], model: "gpt-5.5", provider: "openai" } })
+    expect([complete.status, complete.body.message]).toEqual([403, "Model gpt-5.5 needs plan Gold or higher (yours: Free)."])
+    expect((await call(server.url, "GET", "/v1/usage", { apiKey: free.apiKey })).body.result.dailyCallsUsed).toBe(0)
+    expect(openai.requests.length).toBe(before)
+    // A model of the plan is taken, named as the vendor names it (a dated snapshot).
+    expect((await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: free.apiKey, body: { baseModel: "gpt-4o-mini-2024-07-18", trainingData } })).status).toBe(200)
+  })
+
   /** The avatar's usage records, answered ones first (a step records its items within a millisecond or so: no order among them). */
   const usageRows = (avatarId: string) => {
     const db = new Database(path.join(server.dataDir, "data", "aigw.sqlite"), { readonly: true })

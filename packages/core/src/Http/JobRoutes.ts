@@ -10,7 +10,7 @@ import { BadRequest } from "../Errors.ts"
 import { GatewayConfig } from "../Config.ts"
 import type { FineTuneInput, VideoInput } from "../Jobs/Runners.ts"
 import { servedBy } from "../Providers/Registry.ts"
-import { Routing } from "../Routing.ts"
+import { routed, Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
 import { BatchAccepted, BatchStatus, FineTuneAccepted, JobView, VideoAccepted } from "./ResponseSchemas.ts"
@@ -88,6 +88,14 @@ const videoProvider = (avatar: AvatarRecord, provider: string) =>
   Effect.flatMap(Routing, (r) => r.providerFor("video", provider, avatar.plan))
 const fineTuneProvider = (avatar: AvatarRecord, provider: string) =>
   Effect.flatMap(Routing, (r) => r.providerFor("finetune", provider, avatar.plan))
+/**
+ * The fine-tuning provider, with the base model refused as a chat call on that provider would refuse it
+ * (the model's plan, a gated model named another way): training makes a copy of the model to call.
+ */
+const fineTuneTarget = (avatar: AvatarRecord, provider: string, baseModel: string) =>
+  Effect.flatMap(fineTuneProvider(avatar, provider), (p) =>
+    Effect.flatMap(Routing, (r) =>
+      Effect.as(routed(r.targets({ provider: p.id, model: baseModel, plan: avatar.plan, needsTools: false, contextTokens: 0 })), p)))
 
 /** The upstream batch API a provider's batches go to (Providers/Registry.ts), if it has one. */
 const batchApiOf = (provider: string) =>
@@ -223,7 +231,7 @@ export const jobRoutes = [
     ...onLane(FineTuneBody, {
       // In order (Effect.all is sequential): the first refusal is the one reported.
       check: ({ avatar, body }) =>
-        Effect.all([checkTrainingData(body.trainingData), fineTuneProvider(avatar, body.provider), checkUrl(body.callbackUrl, "callbackUrl")], { discard: true }),
+        Effect.all([checkTrainingData(body.trainingData), fineTuneTarget(avatar, body.provider, body.baseModel), checkUrl(body.callbackUrl, "callbackUrl")], { discard: true }),
       handle: ({ avatar, body }) =>
         Effect.gen(function*() {
           const provider = yield* fineTuneProvider(avatar, body.provider)
