@@ -84,7 +84,7 @@ export interface JobOutcome {
 export interface JobStoreService {
   readonly insert: (job: JobRecord) => Effect.Effect<void>
   readonly get: (id: string) => Effect.Effect<Option.Option<JobRecord>>
-  /** Leases up to `limit` due, unfinished jobs until `now + leaseMs`. */
+  /** Leases up to `limit` due, unfinished jobs until `now + leaseMs`; a claimed job is `running` (picked up, its step under way). */
   readonly claimDue: (now: number, limit: number, leaseMs: number) => Effect.Effect<ReadonlyArray<JobRecord>>
   /**
    * Saves a step's progress and releases the lease, if `lease` (the `lockedUntil` its claim
@@ -141,7 +141,7 @@ export const makeMemory = Effect.sync((): JobStoreService => {
           .filter((j) => (j.status === "queued" || j.status === "running") && j.nextRunAt <= now && free(j.lockedUntil, now))
           .sort((a, b) => a.nextRunAt - b.nextRunAt)
           .slice(0, limit)
-          .map((j) => ({ ...j, lockedUntil: now + leaseMs }))
+          .map((j) => ({ ...j, status: "running" as const, lockedUntil: now + leaseMs }))
         for (const j of due) jobs.set(j.id, j)
         return due
       }),

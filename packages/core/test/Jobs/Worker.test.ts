@@ -114,7 +114,7 @@ describe("a step cut off", () => {
       const now = Date.now()
       const id = crypto.randomUUID()
       yield* jobs.insert({
-        id, type: "batch", avatarId: crypto.randomUUID(), provider: "openai", upstreamId: null, status: "running",
+        id, type: "batch", avatarId: crypto.randomUUID(), provider: "openai", upstreamId: null, status: "queued",
         input: {}, state: { done: 3 }, result: null, error: null, callbackUrl: null, attempts: 1, nextRunAt: now, lockedUntil: null,
         createdAt: now, updatedAt: now, completedAt: null
       })
@@ -126,6 +126,8 @@ describe("a step cut off", () => {
       return { during, after: Option.getOrThrow(yield* jobs.get(id)) }
     }).pipe(Effect.provide(worker)))
     expect(during.lockedUntil).toBeGreaterThan(Date.now() + Worker.LEASE_MS / 2)
+    // Picked up: running while its step is under way (a gateway batch's first items), no longer queued.
+    expect(during.status).toBe("running")
     expect(after).toMatchObject({ status: "running", state: { done: 3 }, attempts: 1, lockedUntil: null })
     expect(after.nextRunAt).toBeLessThanOrEqual(Date.now())
   })
@@ -159,8 +161,9 @@ describe("a step that outlives its lease", () => {
       yield* w.drainJobs
       return { afterWait: Option.getOrThrow(afterWait), end: Option.getOrThrow(yield* jobs.get(id)), deliveries: yield* jobs.deliveriesOf(id) }
     }).pipe(Effect.provide(worker), Effect.provide(capture)))
-    expect([saved.afterWait.status, saved.afterWait.upstreamId]).toEqual(["queued", null])
-    expect([saved.end.status, saved.end.result, saved.end.completedAt]).toEqual(["queued", null, null])
+    // Running: claimed (by the other worker), but nothing of the stale steps.
+    expect([saved.afterWait.status, saved.afterWait.upstreamId]).toEqual(["running", null])
+    expect([saved.end.status, saved.end.result, saved.end.completedAt]).toEqual(["running", null, null])
     expect(saved.deliveries).toEqual([])
     const warnings = lines.map((l) => JSON.parse(l)).filter((l) => l.level === "WARN").map((l) => l.message)
     expect(warnings).toEqual([

@@ -483,6 +483,8 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           const leaseOf = (claimed: ReadonlyArray<JobRecord>) => claimed.find((j) => j.id === job.id)?.lockedUntil
           const first = leaseOf(yield* jobs.claimDue(now, 100, 1000))
           assert.strictEqual(first, now + 1000)
+          // Picked up: running while its first step is under way (a gateway batch's items), not queued.
+          assert.strictEqual(Option.getOrThrow(yield* jobs.get(job.id)).status, "running")
           assert.isUndefined(leaseOf(yield* jobs.claimDue(now + 10, 100, 1000)), "leased")
           assert.isTrue(yield* jobs.progress(job.id, first!, { status: "running", upstreamId: "up_1", provider: "luma", state: { step: 2 }, nextRunAt: now + 50 }, now))
           const saved = Option.getOrThrow(yield* jobs.get(job.id))

@@ -103,7 +103,7 @@ export const make = Effect.gen(function*() {
         Effect.orDie
       ),
     claimDue: (now, limit, leaseMs) =>
-      sql`UPDATE jobs SET locked_until = ${now + leaseMs} WHERE id IN (
+      sql`UPDATE jobs SET locked_until = ${now + leaseMs}, status = 'running' WHERE id IN (
             SELECT id FROM jobs
             WHERE status IN ('queued', 'running') AND next_run_at <= ${now} AND (locked_until IS NULL OR locked_until < ${now})
             ORDER BY next_run_at LIMIT ${limit} ${skipLocked}
