@@ -402,7 +402,9 @@ describe("fast lane", () => {
       ["/openai/v1/moderations", { input: ["one", "two"] }, 200, 2],
       ["/openai/v1/moderations", { input: "x", dry_run: true }, 400, 0],
       ["/v1/images/generate", { prompt: "a lighthouse", provider: "openai" }, 200, 1],
-      ["/openai/v1/images/generations", { prompt: "a lighthouse", size: "512x512" }, 200, 1],
+      ["/openai/v1/images/generations", { prompt: "a lighthouse", size: "1024x1536" }, 200, 1],
+      // A size gpt-image-1 does not make: refused by name before the call.
+      ["/openai/v1/images/generations", { prompt: "a lighthouse", size: "512x512" }, 400, 0],
       ["/v1/memory/store", { content: "Ada drinks green tea every morning.", userId: "u1", provider: "local" }, 200, 1],
       ["/v1/memory/query", { query: "What does Ada drink?", userId: "u1", provider: "local" }, 200, 1],
       ["/v1/code/execute", { code: "console.log(6 * 7)", language: "javascript" }, 200, 1],
