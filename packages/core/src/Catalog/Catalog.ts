@@ -272,20 +272,23 @@ const makeService = Effect.gen(function*() {
     /**
      * The catalogued model an uncatalogued name of `providerId` spells or varies: the same id in
      * another case (`same`), else the longest catalogued id it extends at a separator (a dated
-     * snapshot `gpt-4o-2024-08-06`, a `-pro` variant), among the provider's models or, for a name
+     * snapshot `gpt-4o-2024-08-06`, a `-pro` variant, a fine-tune `ft:…`), among the provider's models or, for a name
      * after a vendor path (`anthropic/claude-…` on an aggregator), among all. A variant is held to its
      * model's plan (Routing): the plan is no longer sidestepped by spelling a gated model another way.
      */
     variantOf: (providerId: string, name: string): { readonly model: ModelEntry; readonly same: boolean } | undefined => {
       const lower = name.toLowerCase()
       const last = lower.slice(lower.lastIndexOf("/") + 1)
+      // A fine-tune of a model (OpenAI's `ft:gpt-4o-mini:org::id`) is a variant of its base.
+      const base = lower.startsWith("ft:") ? lower.slice(3) : undefined
       let found: ModelEntry | undefined
       for (const m of models) {
         const id = m.id.toLowerCase()
         const own = m.provider === providerId
         if (own && id === lower) return { model: m, same: true }
         const extends_ = (text: string) => text.length > id.length && text.startsWith(id) && /[-_.:@ ]/.test(text[id.length]!)
-        if ((own && extends_(lower)) || (last !== lower && (last === id || extends_(last)))) {
+        const ofBase = base !== undefined && (base === id || extends_(base))
+        if ((own && (extends_(lower) || ofBase)) || (last !== lower && (last === id || extends_(last)))) {
           if (found === undefined || m.id.length > found.id.length) found = m
         }
       }

@@ -70,6 +70,9 @@ describe("model resolution", () => {
       ["openai/GPT-5.5", "auto", "gpt-5.5"],
       ["gpt-5.5-2026-04-23", "openai", "gpt-5.5-2026-04-23"],
       ["gpt-5.5-pro", "openai", "gpt-5.5-pro"],
+      // A fine-tune of the model.
+      ["ft:gpt-5.5:acme::abc123", "openai", "ft:gpt-5.5:acme::abc123"],
+      ["openai/ft:GPT-5.5:acme::abc123", "auto", "ft:GPT-5.5:acme::abc123"],
       ["anthropic/claude-opus-4-6-20260205", "auto", "claude-opus-4-6-20260205"],
       ["Claude-Opus-4-6", "anthropic", "claude-opus-4-6"],
       // The model after a vendor path on an aggregator.
@@ -82,6 +85,7 @@ describe("model resolution", () => {
     expect(targetsOf(on("Gold")("gpt-5.5-2026-04-23", "openai"))).toEqual([{ provider: "openai", model: "gpt-5.5-2026-04-23", priced: false }])
     // A name that extends no catalogued id, or only at a letter, keeps the provider's plan.
     expect(targetsOf(free("o4-mini", "openai"))).toEqual([{ provider: "openai", model: "o4-mini", priced: false }])
+    expect(targetsOf(free("ft:o4-mini:acme::x1", "openai"))).toEqual([{ provider: "openai", model: "ft:o4-mini:acme::x1", priced: false }])
     expect(targetsOf(free("gpt-5.55", "openai"))).toEqual([{ provider: "openai", model: "gpt-5.55", priced: false }])
     // White space around a name is refused, not forwarded (it slipped past the catalogue's lookup).
     for (const model of [" gpt-5.5", "gpt-5.5 ", "openai/ gpt-5.5"]) {
