@@ -63,12 +63,6 @@ export const getModel = (id: string) =>
       onSome: (m) => Effect.succeed(modelDetail(m, c.provider))
     }))
 
-/**
- * A base URL as every caller may see it: without the user and password an operator may have put in
- * `<ID>_BASE_URL`, and without its query and fragment (where a token may ride).
- */
-export const shownBaseUrl = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1").replace(/[?#].*$/s, "")
-
 /** All providers with minimum plan, endpoint types, configuration and live status. */
 export const listProviders = Effect.gen(function*() {
   const c = yield* Catalog
@@ -77,7 +71,8 @@ export const listProviders = Effect.gen(function*() {
     id: p.id,
     name: p.name,
     adapter: p.adapter,
-    baseUrl: shownBaseUrl(p.endpoint),
+    // An operator's base URL carries no user, query or fragment: the start refuses one that does (Config.baseUrlProblem).
+    baseUrl: p.endpoint,
     auth: p.auth,
     // What aigw serves through the provider (Providers/Registry.ts), and what the upstream offers.
     endpointTypes: p.capabilities,
