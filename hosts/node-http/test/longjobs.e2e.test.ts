@@ -283,6 +283,32 @@ describe("long-running jobs against vendor mocks", () => {
     for (const [i, e] of inOrder.entries()) expect(rows[i].cost_usd).toBeCloseTo(e.cost, 12)
   })
 
+  it("records a video or fine-tuning job, one counted call, when it ends: ok when it completed, failed otherwise (none was written)", async () => {
+    const u = await signUp(server, "jobrec")
+    await call(server.url, "PUT", `/v1/admin/avatars/${u.id}/plan`, { token: await adminToken(server), body: { plan: "Gold" } })
+    const submit = async (path: string, body: Record<string, unknown>, status: string) => {
+      const res = await call(server.url, "POST", path, { apiKey: u.apiKey, body })
+      expect(res.status).toBe(200)
+      expect((await waitJobDone(server, `${path === "/v1/video/generate" ? "/v1/video" : path}/${res.body.result.jobId}`, u.apiKey)).status).toBe(status)
+    }
+    await submit("/v1/video/generate", { prompt: "a fox", provider: "luma" }, "completed")
+    luma.configure({ fail: true, failMessage: "prompt rejected" })
+    try {
+      await submit("/v1/video/generate", { prompt: "a fox", provider: "luma" }, "failed")
+    } finally {
+      luma.configure({ fail: false })
+    }
+    await submit("/v1/fine-tuning/jobs", { baseModel: "gpt-4o-mini", trainingData: [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }] }, "completed")
+    expect((await call(server.url, "GET", "/v1/usage", { apiKey: u.apiKey })).body.result.dailyCallsUsed).toBe(3)
+    // Written by the worker right after it ended the job: looked for until it is there.
+    const deadline = Date.now() + 5_000
+    while (usageRows(u.id).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    const rows = usageRows(u.id).map((r) => [r.capability, r.provider, r.prompt_tokens, r.cost_usd, r.ok])
+    expect(rows).toHaveLength(3)
+    expect(rows).toEqual(expect.arrayContaining([["video", "luma", 0, 0, 1], ["video", "luma", 0, 0, 0], ["finetune", "openai", 0, 0, 1]]))
+    expect(usageRows(u.id).find((r) => r.capability === "finetune").model).toBe("gpt-4o-mini")
+  })
+
   describe("every item of a Batch API batch the quota counted has a usage record, once (docs/quota.md)", () => {
     const row = (ok: boolean) => ok ? expect.objectContaining({ capability: "batch", provider: "openai", model: "gpt-4o-mini", ok: 1 }) : { capability: "batch", provider: "openai", model: "gpt-4o-mini", prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, estimated: 0, ok: 0 }
     const submit = async (contents: ReadonlyArray<string>) => {

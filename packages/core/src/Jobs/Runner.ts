@@ -27,11 +27,11 @@ export type Step =
 export interface JobRunner {
   readonly advance: (job: JobRecord) => Effect.Effect<Step, UpstreamError | GatewayError>
   /**
-   * After the job ended `failed` or `cancelled`, called once, by the worker whose `finish` ended it, with
-   * the job as its last step saw it: what the runner still owes, such as the usage records of the calls
-   * the quota counted and no upstream answered.
+   * After the job ended, called once, by the worker whose `finish` ended it, with the job as its last
+   * step saw it and how it ended: what the runner still owes, such as the usage records of the calls the
+   * quota counted (a video's, a fine-tune's; a batch's items that no upstream answered).
    */
-  readonly ended?: (job: JobRecord) => Effect.Effect<void>
+  readonly ended?: (job: JobRecord, status: "completed" | "failed" | "cancelled") => Effect.Effect<void>
 }
 
 export const wait = (afterMs: number, extra: Omit<Extract<Step, { _tag: "Wait" }>, "_tag" | "afterMs"> = {}): Step => ({ _tag: "Wait", afterMs, ...extra })

@@ -356,12 +356,33 @@ export const stillWaiting = (job: JobRecord, upstreamStatus: string, afterMs: nu
 
 export type JobRunnersMap = Partial<Record<JobType, JobRunner>>
 
+/**
+ * The usage record of a job that is one counted call (a video, a fine-tune), when it ends: at cost 0, as
+ * calls to vendors that bill per unit of their own are (docs/quota.md), failed unless it completed, its
+ * latency the job's life. It was counted at submission and never recorded.
+ */
+const jobCallRecorded = (usage: Usage["Type"], capability: "video" | "finetune", modelOf: (job: JobRecord) => string | undefined) =>
+  (job: JobRecord, status: "completed" | "failed" | "cancelled") =>
+    usage.record({
+      avatarId: job.avatarId,
+      provider: job.provider,
+      model: modelOf(job) ?? job.provider,
+      capability,
+      promptTokens: 0,
+      completionTokens: 0,
+      costUSD: 0,
+      latencyMs: Math.max(0, Date.now() - job.createdAt),
+      estimated: false,
+      ok: status === "completed"
+    })
+
 const make = (options: RunnerOptions) =>
   Effect.gen(function*() {
     const catalog = yield* Catalog
     const routing = yield* Routing
     const runGatewayBatch = yield* gatewayBatch
     const vendorBatch = yield* openAiBatch(options)
+    const usage = yield* Usage
     /** The job's provider with credentials, or a failed step when it is no longer configured. */
     const providerOf = (job: JobRecord) =>
       Option.filter(catalog.provider(job.provider), (p) => p.configured)
@@ -376,12 +397,14 @@ const make = (options: RunnerOptions) =>
           })
         },
         // The provider as stored: its records name it even when it is no longer configured.
+        // A completed Batch API batch recorded its items when it settled; a gateway batch records each item as it is called.
         ended: (job) =>
           (job.input as BatchInput).mode === "gateway"
             ? Effect.void
             : Option.match(catalog.provider(job.provider), { onNone: () => Effect.void, onSome: (p) => vendorBatch.ended(job, p) })
       },
       video: {
+        ended: jobCallRecorded(usage, "video", (job) => (job.input as VideoInput).model),
         advance: (job) =>
           Effect.gen(function*() {
             const cannot = failed(`provider ${job.provider} cannot generate video here`)
@@ -426,6 +449,7 @@ const make = (options: RunnerOptions) =>
           })
       },
       finetune: {
+        ended: jobCallRecorded(usage, "finetune", (job) => (job.input as FineTuneInput).baseModel),
         advance: (job) =>
           Effect.gen(function*() {
             const provider = providerOf(job)

@@ -66,8 +66,8 @@ const makeService = Effect.gen(function*() {
         // Only the worker that ended the job settles what its runner owes, so it is done once.
         Effect.tap((ended) => {
           const owed = runners[job.type]?.ended
-          if (!ended || status === "completed" || owed === undefined) return Effect.void
-          return owed(job).pipe(Effect.catchAllCause((cause) => Effect.logError(`job ${job.id} (${job.type}) ${status}: settling its runner's part failed`, cause)))
+          if (!ended || owed === undefined) return Effect.void
+          return owed(job, status).pipe(Effect.catchAllCause((cause) => Effect.logError(`job ${job.id} (${job.type}) ${status}: settling its runner's part failed`, cause)))
         })
       )
     })
