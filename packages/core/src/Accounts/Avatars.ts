@@ -557,6 +557,15 @@ const makeService = Effect.gen(function*() {
     ].flatMap((checked) => Either.isLeft(checked) ? [ParseResult.TreeFormatter.formatErrorSync(checked.left)] : [])
     if (refusals.length > 0) yield* Effect.logWarning(`AIGW_ADMIN_*: registration would refuse these values (${refusals.join("; ")}); the Admin is created with them`)
     const now = Date.now()
+    // An unverified registration of the Admin's address never proved it owns it: it must not keep the
+    // Admin out (anyone could register the address before the operator's first start). Like a
+    // registration that found its address taken, it goes on under an undeliverable address.
+    const squatter = Option.filter(yield* store.findByEmail(admin.email), (a) => a.isActive && !a.emailVerified && a.avatarType !== "Admin")
+    if (Option.isSome(squatter)) {
+      yield* store.update(squatter.value.id, { email: `unregistered-${randomToken()}@aigw.invalid`, updatedAt: now }).pipe(Effect.ignore)
+      yield* tokens.revokeAll(squatter.value.id, "verify")
+      yield* Effect.logWarning(`AIGW_ADMIN_*: an unverified registration (${squatter.value.username}) held AIGW_ADMIN_EMAIL; it no longer does, and the Admin is created`)
+    }
     yield* store.insert(newAvatar({
       username: admin.username,
       email: admin.email,

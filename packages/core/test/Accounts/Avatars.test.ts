@@ -533,3 +533,30 @@ describe("Admins", () => {
       }))
   })
 })
+
+describe("the Admin bootstrap", () => {
+  const admin = { username: `root_${unique()}`, email: `root_${unique()}@example.com`, password: Redacted.make("admin password 1") }
+  const WithAdmin = Layer.mergeAll(avatarsLayer, ApiKeys.layer, Auth.layer).pipe(
+    Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer)),
+    Layer.provideMerge(Stores.layerMemory),
+    Layer.provideMerge(Mailer.layerMemory),
+    Layer.provideMerge(configLayer({ publicUrl: "https://gw.example.test", jwtSecret: Option.some(Redacted.make("x".repeat(40))), admin: Option.some(admin) }))
+  )
+
+  // Its own runtime: the file's `it.layer` blocks share built layers, made with no Admin configured.
+  it("takes the Admin's address from an unverified registration that held it (anyone could register it before the first start)", () =>
+    Effect.runPromise(Effect.provide(
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const store = yield* AvatarStore
+        const squatter = yield* avatars.register({ username: `sq_${unique()}`, email: admin.email, password: "password 123" })
+        yield* avatars.bootstrapAdmin
+        const made = Option.getOrThrow(yield* store.findByEmail(admin.email))
+        assert.deepStrictEqual([made.username, made.avatarType, made.emailVerified], [admin.username, "Admin", true])
+        // The squatter goes on under an address nobody can verify, as a registration of a taken address does.
+        assert.match(Option.getOrThrow(yield* store.findById(squatter.id)).email, /^unregistered-.+@aigw\.invalid$/)
+        assert.strictEqual(yield* store.countAdmins(), 1)
+      }),
+      WithAdmin
+    )), 60_000)
+})
