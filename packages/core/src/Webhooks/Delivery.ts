@@ -84,8 +84,10 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
     /** One attempt of a claimed delivery (claimDeliveries counted it); never fails (the outcome is recorded). */
     const deliver = (d: DeliveryRecord) =>
       Effect.gen(function*() {
+        // The job's owner: receivers are kept per caller (Receivers.ts).
+        const owner = Option.match(yield* store.get(d.jobId), { onNone: () => "", onSome: (job) => job.avatarId })
         const started = Date.now()
-        const admitted = receivers.admit(d.url, started)
+        const admitted = receivers.admit(owner, d.url, started)
         if (admitted !== "send") {
           // Put back unsent and uncounted: a stalled receiver's once its attempt under way has had its time, a busy one's soon.
           yield* store.putBack(d.id, d.lockedUntil!, started + (admitted === "stalled" ? options.timeoutMs : 0) + backoffMs(1, options.retryBaseMs))
@@ -94,7 +96,7 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
         const outcome = yield* Effect.onExit(send(d), (exit) =>
             Effect.sync(() => {
               const done = exit._tag === "Success" ? exit.value : undefined
-              receivers.ended(d.url, done === undefined || done.checked._tag === "Left" ? "released" : done.statusCode !== null ? "answered" : "unanswered", Date.now())
+              receivers.ended(owner, d.url, done === undefined || done.checked._tag === "Left" ? "released" : done.statusCode !== null ? "answered" : "unanswered", Date.now())
             }))
         const { checked } = outcome
         const now = Date.now()

@@ -1,6 +1,8 @@
 /**
- * Receivers that stopped answering, per process. A receiver (the scheme, host, port and path of a
- * callback URL) whose last two attempts got no answer at all (no response within the delivery timeout, no
+ * Receivers that stopped answering, per process. A receiver is a caller's callback origin (the
+ * avatar that owns the job, and the scheme, host and port of its callback URL): one caller's silent
+ * receiver must not hold up another caller's deliveries to the same host (a webhook service with a path
+ * per customer), and one caller cannot multiply its receivers by varying a path. A receiver whose last two attempts got no answer at all (no response within the delivery timeout, no
  * connection) in the last 10 minutes is stalled: while any attempt to it is under way (a probe, or
  * those begun before it stalled), its other due deliveries are put back unsent (Delivery.ts). So a
  * receiver that never answers holds one delivery slot once its first attempts have ended, never all of
@@ -31,26 +33,23 @@ export interface Receivers {
    * (4 attempts to it under way) or `stalled` (an attempt to it under way). A `send` must be followed by
    * `ended`.
    */
-  readonly admit: (url: string, now: number) => "send" | "busy" | "stalled"
+  readonly admit: (owner: string, url: string, now: number) => "send" | "busy" | "stalled"
   /**
    * An attempt to `url` ended: `answered` (an HTTP answer, whatever its status), `unanswered` (a timeout,
    * a connection that failed) or `released` (refused before sending: nothing learnt of the receiver).
    */
-  readonly ended: (url: string, how: "answered" | "unanswered" | "released", now: number) => void
+  readonly ended: (owner: string, url: string, how: "answered" | "unanswered" | "released", now: number) => void
 }
 
-/**
- * The receiver of a URL: its origin and path (not its query), or the URL itself when it cannot be
- * read. Not the origin alone: callers sharing a webhook host (a SaaS with a path per customer) would
- * hold up each other's deliveries, one caller's silent path stalling another's that answers.
- */
-const receiverOf = (url: string) => {
+/** The receiver of `owner`'s callback `url`: the owner and the URL's origin (the URL itself when it cannot be read). */
+const receiverOf = (owner: string, url: string) => {
+  let origin = url
   try {
-    const { origin, pathname } = new URL(url)
-    return origin + pathname
+    origin = new URL(url).origin
   } catch {
-    return url
+    // Kept whole: a URL that cannot be read is its own receiver.
   }
+  return `${owner} ${origin}`
 }
 
 export const makeReceivers = (): Receivers => {
@@ -73,8 +72,8 @@ export const makeReceivers = (): Receivers => {
     return r
   }
   return {
-    admit: (url, now) => {
-      const key = receiverOf(url)
+    admit: (owner, url, now) => {
+      const key = receiverOf(owner, url)
       const r = recordOf(key)
       // Stalled, and an attempt to it is under way (the probe, or ones begun before it stalled): this one waits.
       if (stalled(r, now) && r.sending > 0) return "stalled"
@@ -82,8 +81,8 @@ export const makeReceivers = (): Receivers => {
       r.sending++
       return "send"
     },
-    ended: (url, how, now) => {
-      const key = receiverOf(url)
+    ended: (owner, url, how, now) => {
+      const key = receiverOf(owner, url)
       const r = receivers.get(key)
       if (r === undefined) return
       if (how === "answered") r.failures = 0

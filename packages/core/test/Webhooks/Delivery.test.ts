@@ -21,13 +21,16 @@ const stores = {
   sqlite: Layer.unwrapEffect(Effect.sync(() => Stores.layerSql.pipe(Layer.provide(Database.layer(freshSqliteUrl())))))
 }
 
-/** A job finished with a pending delivery to `url`; returns the delivery id. */
-const enqueue = (url: string) =>
+/** The caller whose jobs the deliveries are (receivers are kept per caller). */
+const OWNER = crypto.randomUUID()
+
+/** A job of `owner` finished with a pending delivery to `url`; returns the delivery id. */
+const enqueue = (url: string, owner = OWNER) =>
   Effect.gen(function*() {
     const jobs = yield* JobStore
     const now = Date.now()
     const job: JobRecord = {
-      id: crypto.randomUUID(), type: "batch", avatarId: crypto.randomUUID(), provider: "openai", upstreamId: null, status: "running",
+      id: crypto.randomUUID(), type: "batch", avatarId: owner, provider: "openai", upstreamId: null, status: "running",
       input: {}, state: null, result: null, error: null, callbackUrl: url, attempts: 0, nextRunAt: now, lockedUntil: null,
       createdAt: now, updatedAt: now, completedAt: null
     }
@@ -204,11 +207,14 @@ describe.each(Object.entries(stores))("webhook delivery attempts on %s", (_name,
         // Five more to it, and one to a receiver that answers: one probe is sent, four are put back at once, the other is delivered.
         const stuck = yield* Effect.forEach(Array.from({ length: 5 }), () => enqueue(silentUrl))
         const ok = yield* enqueue(url)
-        const claimed = (yield* jobs.claimDeliveries(Date.now(), 100, 60_000)).filter((d) => [...stuck, ok].some((e) => e.deliveryId === d.id))
+        // Another caller's delivery to the same silent host is its own receiver: tried, not put back.
+        const other = yield* enqueue(silentUrl, crypto.randomUUID())
+        const claimed = (yield* jobs.claimDeliveries(Date.now(), 100, 60_000)).filter((d) => [...stuck, ok, other].some((e) => e.deliveryId === d.id))
         const outcomes = yield* Effect.forEach(claimed, (d) => Effect.map(Effect.timed(delivery.deliver(d)), ([took, delivered]) => ({ id: d.id, ms: Duration.toMillis(took), delivered })), { concurrency: "unbounded" })
         const states = yield* Effect.forEach(stuck, (e) => Effect.zip(deliveryOf(e.jobId), jobs.attemptsOf(e.deliveryId)))
-        return { outcomes, states, okId: ok.deliveryId }
+        return { outcomes, states, okId: ok.deliveryId, otherAttempts: yield* jobs.attemptsOf(other.deliveryId) }
       }))
+      expect(result.otherAttempts.map((a) => a.error)).toEqual([expect.stringMatching(/no answer within/)])
       const okOutcome = result.outcomes.find((o) => o.id === result.okId)!
       expect(okOutcome.delivered).toBe(true)
       expect(okOutcome.ms).toBeLessThan(TIMEOUT_MS)
