@@ -184,7 +184,10 @@ const makeService = Effect.gen(function*() {
     }
     const known = catalog.model(upstream)
     if (Option.isSome(known) && known.value.provider === providerId) return known.value
-    if (upstream.trim() !== upstream) return new BadRequest({ message: `model ${JSON.stringify(named)} begins or ends with white space.`, param: "model" })
+    // Model ids are printable ASCII: white space, control, zero-width and look-alike characters only disguise one.
+    if (/[^\x21-\x7e]/.test(upstream)) {
+      return new BadRequest({ message: `model ${JSON.stringify(named)} holds a character no model id has (white space, a control character or a non-ASCII one).`, param: "model" })
+    }
     const variant = catalog.variantOf(providerId, upstream)
     if (variant?.same === true) return variant.model
     const forwarded = uncataloguedModel(providerId, upstream, kind)

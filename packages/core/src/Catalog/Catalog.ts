@@ -237,6 +237,9 @@ const missingOf = (p: ProviderEntry, endpoint: string, hasApiKey: boolean, setti
   return hasApiKey ? undefined : `Provider ${p.id} is not configured: set ${prefix}_API_KEY.`
 }
 
+/** What may follow a model id and still name that model: version or date stamps (`-2024-08-06`, `-0613`, `@20250514`, `-v1:0`, `-latest`). */
+const SAME_MODEL_SUFFIX = /^(?:[-_.:@](?:\d+|v\d+|latest))+$/
+
 const makeService = Effect.gen(function*() {
   const config = yield* GatewayConfig
   // A base URL that is no http(s) URL used to start and fail every call of its provider ("Invalid URL").
@@ -270,27 +273,33 @@ const makeService = Effect.gen(function*() {
   const modelsById = new Map(models.map((m) => [m.id, m]))
   return {
     /**
-     * The catalogued model an uncatalogued name of `providerId` spells or varies: the same id in
-     * another case (`same`), else the longest catalogued id it extends at a separator (a dated
-     * snapshot `gpt-4o-2024-08-06`, a `-pro` variant, a fine-tune `ft:…`), among the provider's models or, for a name
-     * after a vendor path (`anthropic/claude-…` on an aggregator), among all. A variant is held to its
-     * model's plan (Routing): the plan is no longer sidestepped by spelling a gated model another way.
+     * The catalogued model an uncatalogued name of `providerId` names another way: the same id in
+     * another case (`same`), else a catalogued id followed only by a version or date stamp (a snapshot
+     * `gpt-4o-2024-08-06`, `claude-…@20250514`, `-latest`), a fine-tune of one (`ft:gpt-4o-mini:org::id`),
+     * or either after a vendor path (`anthropic/claude-…` on an aggregator, matched among all providers).
+     * Held to that model's plan (Routing): another spelling must not sidestep it. A name that goes on
+     * with words (`grok-4-fast`, `gpt-5.5-pro`) is another model, forwarded at the provider's plan.
      */
     variantOf: (providerId: string, name: string): { readonly model: ModelEntry; readonly same: boolean } | undefined => {
       const lower = name.toLowerCase()
-      const last = lower.slice(lower.lastIndexOf("/") + 1)
-      // A fine-tune of a model (OpenAI's `ft:gpt-4o-mini:org::id`) is a variant of its base.
-      const base = lower.startsWith("ft:") ? lower.slice(3) : undefined
+      // The names to compare, and whether a model of any provider counts (after a vendor path).
+      const candidates: Array<{ readonly text: string; readonly anyProvider: boolean }> = []
+      const add = (text: string, anyProvider: boolean) => {
+        candidates.push({ text, anyProvider })
+        if (text.startsWith("ft:")) candidates.push({ text: text.slice(3).split(":")[0]!, anyProvider })
+      }
+      add(lower, false)
+      const slash = lower.lastIndexOf("/")
+      if (slash >= 0) add(lower.slice(slash + 1), true)
       let found: ModelEntry | undefined
       for (const m of models) {
         const id = m.id.toLowerCase()
         const own = m.provider === providerId
         if (own && id === lower) return { model: m, same: true }
-        const extends_ = (text: string) => text.length > id.length && text.startsWith(id) && /[-_.:@ ]/.test(text[id.length]!)
-        const ofBase = base !== undefined && (base === id || extends_(base))
-        if ((own && (extends_(lower) || ofBase)) || (last !== lower && (last === id || extends_(last)))) {
-          if (found === undefined || m.id.length > found.id.length) found = m
-        }
+        const named = candidates.some((c) =>
+          (own || c.anyProvider) && (c.text === id || (c.text.startsWith(id) && SAME_MODEL_SUFFIX.test(c.text.slice(id.length))))
+        )
+        if (named && (found === undefined || m.id.length > found.id.length)) found = m
       }
       return found === undefined ? undefined : { model: found, same: false }
     },

@@ -58,38 +58,47 @@ describe("model resolution", () => {
     expect(costOf(target!.model, 1000, 1000)).toBe(0)
   })
 
-  it("holds another spelling or a variant of a catalogued model to that model's plan", () => {
-    const on = (plan: "Free" | "Silver" | "Gold") => (model: string, provider = "auto") => routing.targets({ ...needs(model, provider), plan })
+  it("holds another spelling of a catalogued model to that model's plan", () => {
+    const on = (plan: "Free" | "Bronze" | "Silver" | "Gold") => (model: string, provider = "auto") => routing.targets({ ...needs(model, provider), plan })
     const free = on("Free")
     const silver = on("Silver")
-    // gpt-5.5 and claude-opus-4-6 are Gold models: a Silver caller used to reach them as GPT-5.5, a dated
-    // snapshot or a -pro variant, forwarded as uncatalogued models of a provider of a lower plan.
+    // gpt-5.5 and claude-opus-4-6 are Gold models: a Silver caller used to reach them as GPT-5.5 or a dated
+    // snapshot, forwarded as uncatalogued models of a provider of a lower plan.
     for (const [model, provider, of] of [
       ["gpt-5.5", "openai", "gpt-5.5"],
       ["GPT-5.5", "openai", "gpt-5.5"],
       ["openai/GPT-5.5", "auto", "gpt-5.5"],
       ["gpt-5.5-2026-04-23", "openai", "gpt-5.5-2026-04-23"],
-      ["gpt-5.5-pro", "openai", "gpt-5.5-pro"],
-      // A fine-tune of the model.
-      ["ft:gpt-5.5:acme::abc123", "openai", "ft:gpt-5.5:acme::abc123"],
-      ["openai/ft:GPT-5.5:acme::abc123", "auto", "ft:GPT-5.5:acme::abc123"],
+      ["gpt-5.5-latest", "openai", "gpt-5.5-latest"],
       ["anthropic/claude-opus-4-6-20260205", "auto", "claude-opus-4-6-20260205"],
+      ["claude-opus-4-6@20260205", "anthropic", "claude-opus-4-6@20260205"],
       ["Claude-Opus-4-6", "anthropic", "claude-opus-4-6"],
+      // A fine-tune of the model, also after a vendor path.
+      ["ft:gpt-5.5:acme::abc123", "openai", "ft:gpt-5.5:acme::abc123"],
+      ["openai/ft:GPT-5.5-2026-04-23:acme::abc123", "auto", "ft:GPT-5.5-2026-04-23:acme::abc123"],
+      ["openai/ft:gpt-5.5:acme::x", "openrouter", "openai/ft:gpt-5.5:acme::x"],
       // The model after a vendor path on an aggregator.
       ["anthropic/claude-opus-4-6", "openrouter", "anthropic/claude-opus-4-6"]
     ] as const) {
       expect(silver(model, provider), model).toMatchObject({ _tag: "Forbidden", message: `Model ${of} needs plan Gold or higher (yours: Silver).` })
     }
-    // Another case of a catalogued id is that model, priced; a variant is forwarded as named, unpriced.
+    // Another case of a catalogued id is that model, priced; a snapshot is forwarded as named, unpriced.
     expect(targetsOf(on("Gold")("GPT-5.5", "openai"))).toEqual([{ provider: "openai", model: "gpt-5.5", priced: true }])
     expect(targetsOf(on("Gold")("gpt-5.5-2026-04-23", "openai"))).toEqual([{ provider: "openai", model: "gpt-5.5-2026-04-23", priced: false }])
-    // A name that extends no catalogued id, or only at a letter, keeps the provider's plan.
+    // A name that goes on with words is another model (xAI's cheap grok-4-fast beside its Gold grok-4):
+    // forwarded at the provider's plan, as every uncatalogued model is.
+    expect(targetsOf(on("Bronze")("grok-4-fast-reasoning", "xai"))).toEqual([{ provider: "xai", model: "grok-4-fast-reasoning", priced: false }])
+    expect(targetsOf(silver("gpt-5.5-pro", "openai"))).toEqual([{ provider: "openai", model: "gpt-5.5-pro", priced: false }])
     expect(targetsOf(free("o4-mini", "openai"))).toEqual([{ provider: "openai", model: "o4-mini", priced: false }])
-    expect(targetsOf(free("ft:o4-mini:acme::x1", "openai"))).toEqual([{ provider: "openai", model: "ft:o4-mini:acme::x1", priced: false }])
     expect(targetsOf(free("gpt-5.55", "openai"))).toEqual([{ provider: "openai", model: "gpt-5.55", priced: false }])
-    // White space around a name is refused, not forwarded (it slipped past the catalogue's lookup).
-    for (const model of [" gpt-5.5", "gpt-5.5 ", "openai/ gpt-5.5"]) {
-      expect(free(model, model.startsWith("openai/") ? "auto" : "openai"), model).toMatchObject({ _tag: "BadRequest", param: "model", message: expect.stringMatching(/begins or ends with white space/) })
+    expect(targetsOf(free("ft:o4-mini:acme::x1", "openai"))).toEqual([{ provider: "openai", model: "ft:o4-mini:acme::x1", priced: false }])
+    // Characters no model id has are refused, not forwarded: white space, zero-width and look-alike characters.
+    for (const model of [" gpt-5.5", "gpt-5.5 ", "openai/ gpt-5.5", "gpt-5.5\u200b", "gpt\u20105.5", "ｇｐｔ-5.5", "gpt-5.5\t"]) {
+      expect(free(model, model.startsWith("openai/") ? "auto" : "openai"), JSON.stringify(model)).toMatchObject({
+        _tag: "BadRequest",
+        param: "model",
+        message: expect.stringMatching(/holds a character no model id has/)
+      })
     }
   })
 
