@@ -77,6 +77,25 @@ const ResetBody = Schema.Struct({
 const decodeResetForm = decoderNow(ResetBody, "form")
 
 /**
+ * A urlencoded form's fields (the first of a repeated name), or undefined when an escape is not UTF-8:
+ * URLSearchParams turns `%ED%A0%80` or `%FF` into U+FFFD, and two different passwords became one.
+ */
+const formFields = (text: string): Record<string, string> | undefined => {
+  const fields: Record<string, string> = Object.create(null)
+  try {
+    for (const pair of text.split("&")) {
+      if (pair === "") continue
+      const at = pair.indexOf("=")
+      const [key, value] = (at < 0 ? [pair, ""] : [pair.slice(0, at), pair.slice(at + 1)]).map((t) => decodeURIComponent(t.replace(/\+/g, " ")))
+      fields[key!] ??= value!
+    }
+  } catch {
+    return undefined
+  }
+  return fields
+}
+
+/**
  * The reset page's form posted without JavaScript: urlencoded fields in the body (read within the
  * body limit), an HTML page back. A problem the person can fix (passwords that differ, too short)
  * shows the form again with the message; a link that cannot be used shows why. Anything but a
@@ -91,8 +110,8 @@ const resetFromForm = (contentType: string | undefined) =>
     }
     const text = yield* readText.pipe(Effect.either)
     if (Either.isLeft(text)) return Pages.resetResult(false, text.left.message, statusOf(text.left))
-    const fields: Record<string, string> = {}
-    for (const [key, value] of new URLSearchParams(text.right)) fields[key] ??= value
+    const fields = formFields(text.right)
+    if (fields === undefined) return Pages.resetResult(false, "The form is not valid UTF-8.", 400)
     const token = fields.token !== undefined && fields.token.length > 0 && fields.token.length <= 200 ? fields.token : undefined
     return yield* Effect.gen(function*() {
       if (Object.values(fields).some((v) => v.includes("\0"))) {

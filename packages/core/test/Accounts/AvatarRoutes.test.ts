@@ -118,6 +118,22 @@ describe("avatar routes", () => {
     expect((await call("POST", "/api/avatar/resend-verification-email/not-an-email")).status).toBe(400)
   })
 
+  it("refuse a reset form whose escapes are not UTF-8 (they became U+FFFD, and two passwords one)", async () => {
+    for (const bad of ["abc%ED%A0%80defgh", "abc%FF%FFdefgh", "abc%E2%82defgh"]) {
+      const res = await call("POST", "/api/avatar/reset-password-form", {
+        raw: `token=t&password=${bad}&confirmPassword=${bad}`,
+        headers: { "content-type": "application/x-www-form-urlencoded", accept: "text/html" }
+      })
+      expect([res.status, String(res.body)], bad).toEqual([400, expect.stringContaining("The form is not valid UTF-8.")])
+    }
+    // A valid escape is read as its character: the form goes on to the token, which is unknown here.
+    const fine = await call("POST", "/api/avatar/reset-password-form", {
+      raw: "token=t&password=caf%C3%A9+au+lait&confirmPassword=caf%C3%A9+au+lait",
+      headers: { "content-type": "application/x-www-form-urlencoded", accept: "text/html" }
+    })
+    expect(String(fine.body)).not.toContain("not valid UTF-8")
+  })
+
   it("answer what is refused before a reset page with the avatar envelope", async () => {
     const json = await call("POST", "/api/avatar/reset-password-form", { body: { token: "t", password: "p", confirmPassword: "p" } })
     expect(json.status).toBe(400)
