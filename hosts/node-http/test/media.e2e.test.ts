@@ -32,6 +32,21 @@ describe("media", () => {
     }
   })
 
+  it("reads provider/model and any spelling of a size, and refuses a size the model does not make, uncounted", async () => {
+    const used = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
+    // `openai/gpt-image-1` names the provider, as for chat: it went upstream as the model "openai/gpt-image-1".
+    const prefixed = await post("/openai/v1/images/generations", { prompt: "a quay", model: "openai/gpt-image-1", size: "1024x1536" })
+    expect(prefixed.status).toBe(200)
+    expect(openai.requests.at(-1)!.body).toMatchObject({ model: "gpt-image-1", size: "1024x1536" })
+    const before = await used()
+    // 512x512 is no size of gpt-image-1: refused by name before the call, however the model or size is written.
+    for (const body of [{ model: "GPT-IMAGE-1", size: "512x512" }, { model: "openai/gpt-image-1", size: "512x512" }, { size: "512X512" }]) {
+      const res = await post("/openai/v1/images/generations", { prompt: "a quay", ...body })
+      expect([res.status, res.body.error?.message], JSON.stringify(body)).toEqual([400, expect.stringMatching(/has no size 512x512; its sizes: 1024x1024, 1536x1024, 1024x1536/)])
+    }
+    expect(await used()).toBe(before)
+  })
+
   it("carries a token-billed image model's tokens to the answer and to usage, on both surfaces", async () => {
     const tokens = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyTokensUsed
     const before = await tokens()

@@ -161,6 +161,16 @@ const makeService = Effect.gen(function*() {
   const targetOf = (m: ModelEntry): Target => ({ provider: Option.getOrThrow(catalog.provider(m.provider)), model: m })
 
   /**
+   * `provider/model` with no provider named: the catalogued provider before the first `/`, and the
+   * model after it (a slash after a named provider is the model's own); else the two as given.
+   */
+  const providerAndModel = (provider: string, model: string) => {
+    const slash = model.indexOf("/")
+    const prefixed = slash > 0 && isAuto(provider) && Option.isSome(catalog.provider(model.slice(0, slash)))
+    return prefixed ? { provider: model.slice(0, slash), model: model.slice(slash + 1) } : { provider, model }
+  }
+
+  /**
    * The model a call names, resolved: an alias (AIGW_MODEL_ALIASES), a model of the catalogue or
    * AIGW_MODELS, or, with a provider named (the `provider` field, or `provider/model`), any model
    * of that provider, forwarded as named (cost unknown unless configured).
@@ -169,16 +179,13 @@ const makeService = Effect.gen(function*() {
     const name = Option.getOrElse(catalog.alias(named), () => named)
     const catalogued = catalog.model(name)
     if (Option.isSome(catalogued) && (isAuto(provider) || catalogued.value.provider === provider)) return catalogued.value
-    const slash = name.indexOf("/")
-    const prefixed = slash > 0 && isAuto(provider) && Option.isSome(catalog.provider(name.slice(0, slash)))
-    const providerId = prefixed ? name.slice(0, slash) : provider
+    const { provider: providerId, model: upstream } = providerAndModel(provider, name)
     if (isAuto(providerId)) {
       return new NotFound({
         message: `Unknown model ${named}. See GET /v1/models; to use a model the catalogue does not list, name its provider (the provider field, or provider/model).`
       })
     }
     if (Option.isNone(catalog.provider(providerId))) return new NotFound({ message: `Unknown provider ${providerId}. See GET /v1/providers.` })
-    const upstream = prefixed ? name.slice(slash + 1) : name
     if (upstream.trim() === "") {
       return new BadRequest({ message: `model ${JSON.stringify(named)} names no model after its provider: name one, or ${providerId}/auto.`, param: "model" })
     }
@@ -353,7 +360,7 @@ const makeService = Effect.gen(function*() {
     return Effect.suspend(() => from(0, []))
   }
 
-  return { targets, autoTargets, providersFor, providerFor, firstSuccessEffect }
+  return { targets, autoTargets, providersFor, providerFor, providerAndModel, firstSuccessEffect }
 })
 
 export class Routing extends Context.Tag("aigw/Routing")<Routing, Effect.Effect.Success<typeof makeService>>() {}

@@ -56,11 +56,16 @@ const makeService = Effect.gen(function*() {
   const targetsOf = <T>(
     avatar: AvatarRecord,
     capability: MediaCapability,
-    named: string,
-    requested: string | undefined,
+    namedAs: string,
+    requestedAs: string | undefined,
     targetOf: (provider: ConfiguredProvider, model: string) => Effect.Effect<T, BadRequest | Unprocessable>
   ) =>
     Effect.gen(function*() {
+      // `provider/model` names the provider, as for chat (`xai/grok-2-image` went to the first provider, named so).
+      const spelled = requestedAs === undefined ? undefined : routing.providerAndModel(namedAs, requestedAs)
+      const named = spelled?.provider ?? namedAs
+      // Model `auto` (`openai/auto`) is the provider's default model, as for chat.
+      const requested = spelled === undefined || spelled.model === "auto" ? undefined : spelled.model
       // The catalogue lists chat, embeddings and rerank models: one of those is no model of this capability.
       const other = requested === undefined ? Option.none() : catalog.model(requested)
       if (Option.isSome(other)) return yield* Effect.fail(wrongKind(other.value, capability))

@@ -533,7 +533,7 @@ const imageKeys: ReadonlySet<string> = new Set(Object.keys(imageFields))
  * size such as auto) goes on unchanged, since every images provider speaks the OpenAI format.
  */
 const imagesInputOf = (body: ImagesRequest) => {
-  const pixels = /^(\d{1,5})x(\d{1,5})$/.exec(body.size ?? "")
+  const pixels = /^(\d{1,5})x(\d{1,5})$/i.exec(body.size ?? "")
   const rest = fieldsOutside(body, imageKeys)
   const extra = pixels || body.size == null ? rest : { ...rest, size: body.size }
   return {

@@ -63,9 +63,9 @@ export const generateImages = openAiImages("size")
  * model (gpt-image-2 takes any size, a newer one unknown here) gets the size as asked.
  */
 const OPENAI_IMAGE_SIZES: ReadonlyArray<readonly [models: RegExp, sizes: ReadonlyArray<string>]> = [
-  [/^gpt-image-1(?:-mini|\.5)?(?:-\d{4}-\d{2}-\d{2})?$/, ["1024x1024", "1536x1024", "1024x1536"]],
-  [/^dall-e-3$/, ["1024x1024", "1792x1024", "1024x1792"]],
-  [/^dall-e-2$/, ["256x256", "512x512", "1024x1024"]]
+  [/^gpt-image-1(?:-mini|\.5)?(?:-\d{4}-\d{2}-\d{2})?$/i, ["1024x1024", "1536x1024", "1024x1536"]],
+  [/^dall-e-3$/i, ["1024x1024", "1792x1024", "1024x1792"]],
+  [/^dall-e-2$/i, ["256x256", "512x512", "1024x1024"]]
 ]
 
 /** A size OpenAI's model does not make, refused by name before the call (OpenAI would answer a 400 upstream). */
