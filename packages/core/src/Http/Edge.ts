@@ -265,6 +265,9 @@ export const errorBody = (
     : failureOf(kind === "none" ? "gateway" : kind, error.message)
 
 /** A typed failure as the status, envelope body and headers of the route's API. */
+/** The avatar API's answers carry a JWT, a profile or what a sign-in was refused for: no cache keeps them. */
+export const AVATAR_HEADERS: Readonly<Record<string, string>> = { "cache-control": "no-store" }
+
 export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
   let status = statusOf(error)
   // Counted here: the one place every edge turns a refusal into an answer.
@@ -275,6 +278,7 @@ export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<
       (error._tag === "UpstreamFailed" && error.retryAfterSeconds !== undefined)
     ? { "retry-after": String(error.retryAfterSeconds) }
     : {}
+  if (kind === "avatar") Object.assign(extra, AVATAR_HEADERS)
   // The OpenAI and Anthropic SDKs retry 429s and 5xx, after any Retry-After however long (Anthropic's up to
   // the next midnight): this tells them not to where a retry cannot succeed and would be counted again.
   if (isFinal(error)) extra["x-should-retry"] = "false"

@@ -19,6 +19,7 @@ import { markRoute } from "./Observability.ts"
 import { jsonTextProblem, NUL_PROBLEM } from "../JsonText.ts"
 import { parseOptions, problemsOf, strictParseOptions } from "./DecodeProblems.ts"
 import {
+  AVATAR_HEADERS,
   bodyTookLong,
   credentialsOf,
   declaresTooLarge,
@@ -271,9 +272,6 @@ export const defectResponse = (kind: Envelope, cause: Cause.Cause<unknown>) => {
   const { body, headers, status } = defectParts(kind, Cause.squash(cause))
   return Effect.as(Effect.logError("unexpected failure", cause), json(status, body, headers))
 }
-
-/** The avatar API's answers carry a JWT or a profile: no cache, shared or private, keeps them. */
-const AVATAR_HEADERS = { "cache-control": "no-store" }
 
 /** A handler's JSON answer (a value or a Reply) as its status, body and headers, in the route's envelope. */
 export const answerParts = (kind: Envelope, output: unknown, given: Record<string, string>) => {

@@ -156,6 +156,10 @@ describe("avatar routes", () => {
     const profile = await call("GET", `/api/avatar/${alice.id}`, { headers: bearer(alice.jwt) })
     const key = await call("POST", "/v1/keys", { body: { name: "cached?" }, headers: bearer(alice.jwt) })
     for (const answer of [signIn, profile, key]) expect([answer.status, answer.headers.get("cache-control")]).toEqual([200, "no-store"])
+    // Refusals too: a wrong password's isError 200 and a 400.
+    const wrong = await call("POST", "/api/avatar/authenticate", { body: { username: alice.username, password: "wrong password" } })
+    const bad = await call("POST", "/api/avatar/authenticate", { body: { username: alice.username } })
+    for (const answer of [wrong, bad]) expect([answer.body.isError, answer.headers.get("cache-control")]).toEqual([true, "no-store"])
     // The account pages may not be framed by another site.
     const page = await call("GET", "/api/avatar/reset-password?token=abc", { headers: { accept: "text/html" } })
     expect([page.status, page.headers.get("x-frame-options"), page.headers.get("content-security-policy"), page.headers.get("cache-control")]).toEqual([200, "DENY", "frame-ancestors 'none'", "no-store"])
