@@ -1,8 +1,9 @@
 /**
  * Receivers that stopped answering, per process. A receiver is a caller's callback origin (the
  * avatar that owns the job, and the scheme, host and port of its callback URL): one caller's silent
- * receiver must not hold up another caller's deliveries to the same host (a webhook service with a path
- * per customer), and one caller cannot multiply its receivers by varying a path. A receiver whose last two attempts got no answer at all (no response within the delivery timeout, no
+ * receiver must not hold up another caller's deliveries to the same host (a webhook service with a
+ * path per customer), and one caller cannot multiply its receivers by varying a path. A receiver
+ * whose last two attempts got no answer at all (no response within the delivery timeout, no
  * connection) in the last 10 minutes is stalled: while any attempt to it is under way (a probe, or
  * those begun before it stalled), its other due deliveries are put back unsent (Delivery.ts). So a
  * receiver that never answers holds one delivery slot once its first attempts have ended, never all of
