@@ -40,19 +40,19 @@ export interface JsonTextLimits {
 let membersAt = new Int32Array(130)
 
 /**
- * Why a JSON text must not be parsed, or undefined: a bound of `limits` passed, or (`refuseUnstorable`) a NUL
- * character in a string, raw or as the escape `\u0000`, or an escaped lone surrogate. One linear pass before JSON.parse: structure
- * is read character by character, a string's contents from escape to escape with indexOf, which
- * searches natively (most of a request's text is inside strings).
+ * Why a JSON text must not be parsed, or undefined: a bound of `limits` passed, or (`refuseUnstorable`)
+ * a NUL character in a string, raw or as the escape `\u0000`, or an escaped lone surrogate. One linear
+ * pass before JSON.parse: structure is read character by character, a string's contents from escape to
+ * escape with indexOf, which searches natively (most of a request's text is inside strings).
  */
 export const jsonTextProblem = (text: string, limits: JsonTextLimits): string | undefined => {
   const { maxDepth } = limits
   const maxItems = limits.maxItems ?? Infinity
   const maxContainers = limits.maxContainers ?? Infinity
   const maxMembers = limits.maxMembers ?? Infinity
-  const refuseNul = limits.refuseUnstorable ?? true
+  const refuseUnstorable = limits.refuseUnstorable ?? true
   if (membersAt.length < maxDepth + 2) membersAt = new Int32Array(maxDepth + 2)
-  if (refuseNul && text.indexOf("\u0000") !== -1) return NUL_PROBLEM
+  if (refuseUnstorable && text.indexOf("\u0000") !== -1) return NUL_PROBLEM
   let depth = 0
   let items = 0
   let containers = 0
@@ -72,11 +72,11 @@ export const jsonTextProblem = (text: string, limits: JsonTextLimits): string | 
         if (escape !== -1 && escape < at) escape = text.indexOf("\\", at)
         if (quote === -1) {
           // Unterminated (JSON.parse refuses it): an escaped NUL in it is still the problem named.
-          if (refuseNul) for (let e = escape; e !== -1; e = text.indexOf("\\", e + 2)) if (isNulEscape(text, e)) return NUL_PROBLEM
+          if (refuseUnstorable) for (let e = escape; e !== -1; e = text.indexOf("\\", e + 2)) if (isNulEscape(text, e)) return NUL_PROBLEM
           return undefined
         }
         if (escape === -1 || escape > quote) break
-        if (refuseNul) {
+        if (refuseUnstorable) {
           if (isNulEscape(text, escape)) return NUL_PROBLEM
           const unit = surrogateEscape(text, escape)
           if (unit >= 0xdc00) return LONE_SURROGATE_PROBLEM

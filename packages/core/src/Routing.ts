@@ -203,10 +203,8 @@ const makeService = Effect.gen(function*() {
 
   /** `provider/auto` with no provider named: that provider with model auto, as the two fields would say it. */
   const spelledApart = (needs: ChatNeeds): ChatNeeds => {
-    const slash = needs.model.indexOf("/")
-    if (slash <= 0 || !isAuto(needs.provider) || needs.model.slice(slash + 1) !== "auto") return needs
-    const provider = needs.model.slice(0, slash)
-    return Option.isSome(catalog.provider(provider)) ? { ...needs, provider, model: "auto" } : needs
+    const spelled = providerAndModel(needs.provider, needs.model)
+    return spelled.model === "auto" && spelled.provider !== needs.provider ? { ...needs, ...spelled } : needs
   }
 
   /** Candidates in the order to try them (at least one), or the error that says why there is none. */

@@ -325,14 +325,11 @@ const makeService = Effect.gen(function*() {
     )
 
   /**
-   * Logs in. Failed password checks are counted per account and per client address (`address`,
-   * None when the host does not know it) in storage; over either limit every attempt, right or
-   * wrong, answers 429 without checking the password.
-   */
-  /**
-   * Signs in by `login` (a username, or a verified e-mail address). `alsoNamed`, when a client sends
+   * Logs in by `login` (a username, or a verified e-mail address). `alsoNamed`, when a client sends
    * both fields, must name the same avatar: else it is a failed sign-in like a wrong password (a wrong
-   * e-mail beside a right username used to be ignored).
+   * e-mail beside a right username used to be ignored). Failed password checks are counted per
+   * account and per client address (`address`, None when the host does not know it) in storage; over
+   * either limit every attempt, right or wrong, answers 429 without checking the password.
    */
   const authenticate = Effect.fn("Avatars.authenticate")(function*(login: string, password: string, address: Option.Option<string>, alsoNamed?: string) {
     const now = Date.now()

@@ -242,7 +242,8 @@ const SAME_MODEL_SUFFIX = /^(?:[-_.:@](?:\d+|v\d+|latest))+$/
 
 const makeService = Effect.gen(function*() {
   const config = yield* GatewayConfig
-  // A base URL that is no http(s) URL used to start and fail every call of its provider ("Invalid URL").
+  // A base URL that cannot take the API's paths (no http(s) URL, a query, a fragment, user info) used to
+  // start and fail, or misdirect, every call of its provider: the first one found stops the start.
   let unusableBaseUrl: { provider: ProviderEntry; problem: string } | undefined
   const providers = data.providers.map((p): ConfiguredProvider => {
     const env = config.providerEnv(p.id)

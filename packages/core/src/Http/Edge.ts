@@ -264,10 +264,10 @@ export const errorBody = (
     ? { type: "error", error: { type: anthropicErrorType(error._tag), message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } }
     : failureOf(kind === "none" ? "gateway" : kind, error.message)
 
-/** A typed failure as the status, envelope body and headers of the route's API. */
 /** The avatar API's answers carry a JWT, a profile or what a sign-in was refused for: no cache keeps them. */
 export const AVATAR_HEADERS: Readonly<Record<string, string>> = { "cache-control": "no-store" }
 
+/** A typed failure as the status, envelope body and headers of the route's API. */
 export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
   let status = statusOf(error)
   // Counted here: the one place every edge turns a refusal into an answer.

@@ -225,10 +225,13 @@ const openAiBatch = (options: RunnerOptions) =>
         const models = state.models ?? []
         // A batch that failed validation has no files; an expired or cancelled one keeps the answers that came.
         const results = batch.outputFileId !== null || batch.errorFileId !== null ? yield* batchResults(provider, batch) : []
+        // Each item's first result (a repeated or foreign line is not the item's): looked up, not searched per item.
+        const resultOf = new Map<string, (typeof results)[number]>()
+        for (const r of results) if (!resultOf.has(r.customId)) resultOf.set(r.customId, r)
         const items: Array<BatchItem> = []
         const records: Array<UsageRecord> = []
         for (const [index, request] of input.requests.entries()) {
-          const r = results.find((x) => x.customId === itemId(index))
+          const r = resultOf.get(itemId(index))
           if (!r || !r.ok) {
             items.push({ index, ok: false, error: r ? r.message : `no result for this item in the batch output (the batch ${batch.status})` })
             records.push(unanswered(job, provider, models[index]))
@@ -312,10 +315,11 @@ const openAiBatch = (options: RunnerOptions) =>
      */
     const ended = (job: JobRecord, provider: ConfiguredProvider) =>
       Effect.gen(function*() {
-        if (batchStateOf(job).settled !== undefined) return
+        const state = batchStateOf(job)
+        if (state.settled !== undefined) return
         const requests = (job.input as BatchInput).requests
         const owner = yield* avatars.findById(job.avatarId)
-        const models = batchStateOf(job).models ??
+        const models = state.models ??
           (yield* Option.match(owner, {
             onNone: () => Effect.succeed(requests.map((r) => r.model)),
             onSome: (o) => Effect.orElseSucceed(routedModels(job, provider, o.plan), () => requests.map((r) => r.model))
