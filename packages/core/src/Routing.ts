@@ -162,12 +162,13 @@ const makeService = Effect.gen(function*() {
 
   /**
    * `provider/model` with no provider named: the catalogued provider before the first `/`, and the
-   * model after it (a slash after a named provider is the model's own); else the two as given.
+   * model after it; undefined for anything else (a slash after a named provider is the model's own).
    */
-  const providerAndModel = (provider: string, model: string) => {
+  const providerAndModel = (provider: string, model: string): { readonly provider: string; readonly model: string } | undefined => {
     const slash = model.indexOf("/")
-    const prefixed = slash > 0 && isAuto(provider) && Option.isSome(catalog.provider(model.slice(0, slash)))
-    return prefixed ? { provider: model.slice(0, slash), model: model.slice(slash + 1) } : { provider, model }
+    return slash > 0 && isAuto(provider) && Option.isSome(catalog.provider(model.slice(0, slash)))
+      ? { provider: model.slice(0, slash), model: model.slice(slash + 1) }
+      : undefined
   }
 
   /**
@@ -179,7 +180,9 @@ const makeService = Effect.gen(function*() {
     const name = Option.getOrElse(catalog.alias(named), () => named)
     const catalogued = catalog.model(name)
     if (Option.isSome(catalogued) && (isAuto(provider) || catalogued.value.provider === provider)) return catalogued.value
-    const { provider: providerId, model: upstream } = providerAndModel(provider, name)
+    const spelled = providerAndModel(provider, name)
+    const providerId = spelled?.provider ?? provider
+    const upstream = spelled?.model ?? name
     if (isAuto(providerId)) {
       return new NotFound({
         message: `Unknown model ${named}. See GET /v1/models; to use a model the catalogue does not list, name its provider (the provider field, or provider/model).`
@@ -204,7 +207,7 @@ const makeService = Effect.gen(function*() {
   /** `provider/auto` with no provider named: that provider with model auto, as the two fields would say it. */
   const spelledApart = (needs: ChatNeeds): ChatNeeds => {
     const spelled = providerAndModel(needs.provider, needs.model)
-    return spelled.model === "auto" && spelled.provider !== needs.provider ? { ...needs, ...spelled } : needs
+    return spelled?.model === "auto" ? { ...needs, ...spelled } : needs
   }
 
   /** Candidates in the order to try them (at least one), or the error that says why there is none. */

@@ -65,7 +65,8 @@ const makeService = Effect.gen(function*() {
       const spelled = requestedAs === undefined ? undefined : routing.providerAndModel(namedAs, requestedAs)
       const named = spelled?.provider ?? namedAs
       // Model `auto` (`openai/auto`) is the provider's default model, as for chat.
-      const requested = spelled === undefined || spelled.model === "auto" ? undefined : spelled.model
+      const model = spelled?.model ?? requestedAs
+      const requested = model === "auto" ? undefined : model
       // The catalogue lists chat, embeddings and rerank models: one of those is no model of this capability.
       const other = requested === undefined ? Option.none() : catalog.model(requested)
       if (Option.isSome(other)) return yield* Effect.fail(wrongKind(other.value, capability))
