@@ -45,7 +45,8 @@ describe("long-running jobs against vendor mocks", () => {
       LUMA_API_KEY: "luma_test",
       LUMA_BASE_URL: luma.url,
       OPENAI_API_KEY: "sk-jobs",
-      OPENAI_BASE_URL: openai.url
+      OPENAI_BASE_URL: openai.url,
+      AIGW_MODELS: JSON.stringify([{ id: "house-batch", provider: "openai", inputPer1kUSD: 0.5, outputPer1kUSD: 2 }])
     })
     user = await signUp(server, "long")
     await call(server.url, "PUT", `/v1/admin/avatars/${user.id}/plan`, { token: await adminToken(server), body: { plan: "Gold" } })
@@ -224,6 +225,8 @@ describe("long-running jobs against vendor mocks", () => {
     const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini", trainingData: [good] } })
     expect((await call(server.url, "GET", `/v1/fine-tuning/jobs/${res.body.result.jobId}`, { apiKey: stranger.apiKey })).status).toBe(404)
     expect((await call(server.url, "GET", `/v1/fine-tuning/jobs/${res.body.result.jobId}`, { token: await adminToken(server) })).status).toBe(200)
+    // Ended before the next test, which counts the vendor's requests: its polls would be among them.
+    await waitDone(`/v1/fine-tuning/jobs/${res.body.result.jobId}`)
   })
 
   it("refuses a base model above the caller's plan as /v1/complete does (403), before the job is counted", async () => {
@@ -307,6 +310,24 @@ describe("long-running jobs against vendor mocks", () => {
     expect(rows).toHaveLength(3)
     expect(rows).toEqual(expect.arrayContaining([["video", "luma", 0, 0, 1], ["video", "luma", 0, 0, 0], ["finetune", "openai", 0, 0, 1]]))
     expect(usageRows(u.id).find((r) => r.capability === "finetune").model).toBe("gpt-4o-mini")
+  })
+
+  it("prices a Batch API item of an operator's model (AIGW_MODELS) at its configured prices, halved (it was recorded cost unknown)", async () => {
+    const u = await signUp(server, "batchhouse")
+    const res = await call(server.url, "POST", "/v1/batch/submit", {
+      apiKey: u.apiKey,
+      body: { provider: "openai", requests: [{ messages: [{ role: "user", content: "house prices" }], model: "house-batch" }] }
+    })
+    expect(res.status).toBe(200)
+    const done = await waitJobDone(server, `/v1/batch/${res.body.result.batchId}/status`, u.apiKey)
+    expect(done.result).toMatchObject({ total: 1, completed: 1, failed: 0 })
+    const { promptTokens, completionTokens } = done.result.items[0].result.usage
+    expect(promptTokens).toBeGreaterThan(0)
+    const expected = (promptTokens / 1000 * 0.5 + completionTokens / 1000 * 2) * 0.5
+    expect(done.result.items[0].result.costUSD).toBeCloseTo(expected, 12)
+    const rows = usageRows(u.id)
+    expect(rows.map((r) => [r.capability, r.model, r.ok])).toEqual([["batch", "house-batch", 1]])
+    expect(rows[0].cost_usd).toBeCloseTo(expected, 12)
   })
 
   describe("every item of a Batch API batch the quota counted has a usage record, once (docs/quota.md)", () => {

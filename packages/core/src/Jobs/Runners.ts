@@ -7,7 +7,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import type { CompletionInput } from "../Capabilities/Completions.ts"
 import { Completions } from "../Capabilities/Completions.ts"
 import { GatewayConfig } from "../Config.ts"
-import { Catalog, type ConfiguredProvider, data, uncataloguedModel } from "../Catalog/Catalog.ts"
+import { Catalog, type ConfiguredProvider, uncataloguedModel } from "../Catalog/Catalog.ts"
 import {
   answeredText,
   chatAnswerOf,
@@ -193,8 +193,21 @@ const batchStateOf = (job: JobRecord): OpenAiBatchState => (job.state as OpenAiB
 const openAiBatch = (options: RunnerOptions) =>
   Effect.gen(function*() {
     const routing = yield* Routing
+    const catalog = yield* Catalog
     const avatars = yield* AvatarStore
     const usage = yield* Usage
+
+    /**
+     * A Batch API item's usage record, as a routed call's (`usageRecordOf`) at the Batch API's half price: under
+     * the model routing chose at upload (its entry in the catalogue with the operator's AIGW_MODELS, else the name
+     * as forwarded, unpriced).
+     */
+    const batchUsage = (job: JobRecord, provider: ConfiguredProvider, modelId: string | undefined, report: UsageReport, ok: boolean) => {
+      const id = modelId ?? "unknown"
+      const model = Option.getOrElse(Option.filter(catalog.model(id), (m) => m.provider === provider.id), () => uncataloguedModel(provider.id, id, "chat"))
+      const record = usageRecordOf(job.avatarId, { provider, model }, "batch", report, 0, ok)
+      return { ...record, costUSD: record.costUSD * BATCH_DISCOUNT }
+    }
 
     /** The model routing gives each item (on the owner's plan), in item order. */
     const routedModels = (job: JobRecord, provider: ConfiguredProvider, plan: Plan) =>
@@ -331,17 +344,6 @@ const openAiBatch = (options: RunnerOptions) =>
   })
 
 export const BATCH_DISCOUNT = 0.5
-
-/**
- * A Batch API item's usage record, as a routed call's (`usageRecordOf`) at the Batch API's half price: under
- * the model routing chose at upload (the catalogue's entry, else the name as forwarded, unpriced).
- */
-const batchUsage = (job: JobRecord, provider: ConfiguredProvider, modelId: string | undefined, report: UsageReport, ok: boolean) => {
-  const id = modelId ?? "unknown"
-  const model = Option.getOrElse(Option.filter(Option.fromNullable(data.models.find((m) => m.id === id)), (m) => m.provider === provider.id), () => uncataloguedModel(provider.id, id, "chat"))
-  const record = usageRecordOf(job.avatarId, { provider, model }, "batch", report, 0, ok)
-  return { ...record, costUSD: record.costUSD * BATCH_DISCOUNT }
-}
 
 /**
  * How long a job may wait on its vendor, from its submission: a vendor whose job never settles (its
