@@ -181,6 +181,7 @@ interface Recorded {
 }
 
 export const INVALID_CREDENTIALS = "Invalid credentials."
+const deadResetLink = () => new Rejected({ message: "This password-reset link is invalid, expired or already used: ask for a new one." })
 export const TOO_MANY_LOGINS = "Too many failed sign-ins. Try again later."
 export const VERIFICATION_PENDING =
   "Your e-mail address is not verified yet. Follow the link in the verification e-mail (or ask for a new one)."
@@ -518,10 +519,14 @@ const makeService = Effect.gen(function*() {
       mailer.send(Templates.passwordReset(found.email, found.username, resetLink(token)))))
   })
 
+  /** Whether a reset link can still be used, without using it: its page shows why not before the form is filled. */
+  const checkResetLink = (token: string) =>
+    Effect.flatMap(tokens.usable(sha256(token), "reset", Date.now()), (usable) => usable ? Effect.void : Effect.fail(deadResetLink()))
+
   const resetPassword = Effect.fn("Avatars.resetPassword")(function*(token: string, password: string, confirmPassword: string) {
     if (password !== confirmPassword) return yield* Effect.fail(new BadRequest({ message: "password and confirmPassword do not match." }))
     const consumed = yield* tokens.consume(sha256(token), "reset", Date.now())
-    const invalid = new Rejected({ message: "This password-reset link is invalid, expired or already used." })
+    const invalid = deadResetLink()
     if (Option.isNone(consumed)) return yield* Effect.fail(invalid)
     const passwordHash = yield* passwords.hash(password)
     const now = Date.now()
@@ -593,6 +598,7 @@ const makeService = Effect.gen(function*() {
     resendVerification,
     forgotPassword,
     resetPassword,
+    checkResetLink,
     bootstrapAdmin
   }
 })

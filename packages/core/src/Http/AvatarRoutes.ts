@@ -261,7 +261,12 @@ export const avatarRoutes = [
     summary: "HTML form for the password-reset link",
     query: TokenQuery,
     contentType: "text/html",
-    handle: ({ query }) => Effect.succeed(Pages.resetForm(query.token))
+    // A dead link (used, expired, superseded) says so at once, not after the form is filled in.
+    handle: ({ query }) =>
+      Effect.flatMap(Avatars, (a) => a.checkResetLink(query.token)).pipe(
+        Effect.as(Pages.resetForm(query.token)),
+        Effect.catchAll((e) => Effect.succeed(Pages.resetResult(false, e.message, statusOf(e))))
+      )
   }),
   open({
     method: "POST",

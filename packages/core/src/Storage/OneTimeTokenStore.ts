@@ -21,6 +21,8 @@ export interface OneTimeTokenStoreService {
   readonly issue: (token: OneTimeToken) => Effect.Effect<void>
   /** Marks the token used if it exists, is unused and unexpired; returns it, else None. */
   readonly consume: (hash: string, purpose: TokenPurpose, now: number) => Effect.Effect<Option.Option<OneTimeToken>>
+  /** Whether `consume` would take the token now, without taking it (a page shows why a link is dead before its form is filled). */
+  readonly usable: (hash: string, purpose: TokenPurpose, now: number) => Effect.Effect<boolean>
   /**
    * Removes every token of the avatar (soft delete, password reset), or only those of `purpose`
    * (the verification link of a cancelled e-mail change, the reset links of a replaced address).
@@ -35,6 +37,10 @@ export class OneTimeTokenStore extends Context.Tag("aigw/OneTimeTokenStore")<
 
 export const makeMemory = Effect.sync((): OneTimeTokenStoreService => {
   const tokens = new Map<string, OneTimeToken & { used: boolean }>()
+  const live = (hash: string, purpose: TokenPurpose, now: number) => {
+    const t = tokens.get(hash)
+    return t === undefined || t.used || t.purpose !== purpose || t.expiresAt <= now ? undefined : t
+  }
   return {
     issue: (token) =>
       Effect.sync(() => {
@@ -45,12 +51,13 @@ export const makeMemory = Effect.sync((): OneTimeTokenStoreService => {
       }),
     consume: (hash, purpose, now) =>
       Effect.sync(() => {
-        const t = tokens.get(hash)
-        if (!t || t.used || t.purpose !== purpose || t.expiresAt <= now) return Option.none()
+        const t = live(hash, purpose, now)
+        if (t === undefined) return Option.none()
         t.used = true
         const { used: _, ...token } = t
         return Option.some(token)
       }),
+    usable: (hash, purpose, now) => Effect.sync(() => live(hash, purpose, now) !== undefined),
     revokeAll: (avatarId, purpose) =>
       Effect.sync(() => {
         for (const [hash, t] of tokens) if (t.avatarId === avatarId && (purpose === undefined || t.purpose === purpose)) tokens.delete(hash)

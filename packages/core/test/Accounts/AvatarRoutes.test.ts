@@ -162,7 +162,31 @@ describe("avatar routes", () => {
     for (const answer of [wrong, bad]) expect([answer.body.isError, answer.headers.get("cache-control")]).toEqual([true, "no-store"])
     // The account pages may not be framed by another site.
     const page = await call("GET", "/api/avatar/reset-password?token=abc", { headers: { accept: "text/html" } })
-    expect([page.status, page.headers.get("x-frame-options"), page.headers.get("content-security-policy"), page.headers.get("cache-control")]).toEqual([200, "DENY", "frame-ancestors 'none'", "no-store"])
+    expect([page.status, page.headers.get("x-frame-options"), page.headers.get("content-security-policy"), page.headers.get("cache-control")]).toEqual([422, "DENY", "frame-ancestors 'none'", "no-store"])
+  })
+
+  it("the reset page says a link is dead before its form is filled in, and following it uses nothing", async () => {
+    const bob = await signUp()
+    expect((await call("POST", "/api/avatar/forgot-password", { body: { email: bob.email } })).body.isError).toBe(false)
+    const link = await linkIn(bob.email, /reset/i)
+    const token = new URL(`http://x${link}`).searchParams.get("token")!
+    // Opening the page (a mail scanner, a second tab) leaves the link usable.
+    for (let i = 0; i < 2; i++) {
+      const form = await call("GET", link, { headers: { accept: "text/html" } })
+      expect([form.status, form.body.includes(`<form id="reset"`)]).toEqual([200, true])
+    }
+    const reset = await call("POST", "/api/avatar/reset-password", { body: { token, password: "new password 12", confirmPassword: "new password 12" } })
+    expect(reset.body.isError).toBe(false)
+    // Used, unknown, or superseded by a newer link: the page says so, with no form (it used to show one that could only fail).
+    expect((await call("POST", "/api/avatar/forgot-password", { body: { email: bob.email } })).body.isError).toBe(false)
+    const first = await linkIn(bob.email, /reset/i)
+    expect((await call("POST", "/api/avatar/forgot-password", { body: { email: bob.email } })).body.isError).toBe(false)
+    for (const dead of [link, "/api/avatar/reset-password?token=never-issued", first]) {
+      const page = await call("GET", dead, { headers: { accept: "text/html" } })
+      expect([page.status, page.body.includes("<form"), page.body.includes("This password-reset link is invalid, expired or already used")], dead).toEqual([422, false, true])
+    }
+    const fresh = await call("GET", await linkIn(bob.email, /reset/i), { headers: { accept: "text/html" } })
+    expect(fresh.status).toBe(200)
   })
 
   it("count a password's characters, not its UTF-16 units", async () => {

@@ -181,7 +181,14 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           yield* tokens.issue(t2)
           assert.isTrue(Option.isNone(yield* tokens.consume(t1.hash, "verify", now)), "superseded")
           assert.isTrue(Option.isNone(yield* tokens.consume(t2.hash, "reset", now)), "wrong purpose")
+          assert.deepStrictEqual(
+            [yield* tokens.usable(t1.hash, "verify", now), yield* tokens.usable(t2.hash, "reset", now), yield* tokens.usable(t2.hash, "verify", now + 1000)],
+            [false, false, false],
+            "usable: superseded, wrong purpose, expired"
+          )
+          assert.isTrue(yield* tokens.usable(t2.hash, "verify", now), "usable, and left so")
           const used = yield* tokens.consume(t2.hash, "verify", now)
+          assert.isFalse(yield* tokens.usable(t2.hash, "verify", now), "used")
           assert.strictEqual(Option.getOrThrow(used).email, "a@b.co")
           assert.isTrue(Option.isNone(yield* tokens.consume(t2.hash, "verify", now)), "single use")
           const t3 = { ...t1, hash: `h3_${unique()}`, purpose: "reset" as const, email: null }

@@ -5,6 +5,9 @@ import { num } from "./util.ts"
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  /** The token `consume` takes: unused, unexpired, of the purpose. */
+  const live = (hash: string, purpose: TokenPurpose, now: number) =>
+    sql`hash = ${hash} AND purpose = ${purpose} AND used_at IS NULL AND expires_at > ${now}`
   return OneTimeTokenStore.of({
     issue: (token) =>
       sql.withTransaction(
@@ -24,9 +27,7 @@ export const make = Effect.gen(function*() {
       ).pipe(Effect.asVoid, Effect.orDie),
     // One conditional UPDATE: two concurrent consumers cannot both succeed.
     consume: (hash, purpose, now) =>
-      sql`UPDATE one_time_tokens SET used_at = ${now}
-          WHERE hash = ${hash} AND purpose = ${purpose} AND used_at IS NULL AND expires_at > ${now}
-          RETURNING *`.pipe(
+      sql`UPDATE one_time_tokens SET used_at = ${now} WHERE ${live(hash, purpose, now)} RETURNING *`.pipe(
         Effect.map((rows) =>
           Option.map(Option.fromNullable(rows[0] as any), (r) => ({
             hash: r.hash,
@@ -39,6 +40,8 @@ export const make = Effect.gen(function*() {
         ),
         Effect.orDie
       ),
+    usable: (hash, purpose, now) =>
+      sql`SELECT 1 AS ok FROM one_time_tokens WHERE ${live(hash, purpose, now)}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
     revokeAll: (avatarId, purpose) =>
       (purpose === undefined
         ? sql`DELETE FROM one_time_tokens WHERE avatar_id = ${avatarId}`
