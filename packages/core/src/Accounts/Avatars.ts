@@ -17,6 +17,7 @@ import { Jwt } from "./Jwt.ts"
 import { Passwords } from "./Passwords.ts"
 import { randomToken, sha256 } from "./Secrets.ts"
 import { Email, Password, Username } from "./Schemas.ts"
+import { problemsOf } from "../Http/DecodeProblems.ts"
 
 export const VERIFY_TTL_MS = 24 * 60 * 60 * 1000
 export const RESET_TTL_MS = 60 * 60 * 1000
@@ -152,6 +153,13 @@ export interface AuthResult {
   readonly AvatarType: AvatarType
   readonly expiresAtUtc: string
 }
+
+/** A PUT's new value for a field, checked as registration checks it (the 400 a body's decoding gives). */
+const checkedField = (field: string, schema: Schema.Schema<string, string>, value: string) =>
+  Either.match(Schema.decodeEither(schema)(value), {
+    onLeft: (e) => Effect.fail(new BadRequest({ message: `Invalid request body: ${field}: ${problemsOf(e).text}`, param: field })),
+    onRight: Effect.succeed
+  })
 
 /** The same address, as e-mail addresses are compared here (case-insensitively). */
 const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
@@ -424,8 +432,12 @@ const makeService = Effect.gen(function*() {
     // Granting or taking the Admin role with a leaked Admin key would outlive the key's revocation.
     if (changes("AvatarType")) yield* requireSession(proof, "Changing AvatarType")
     if (input.AvatarType !== undefined && input.AvatarType !== "Admin") yield* keepAnAdmin(avatar, "made a User")
-    const email = emailEffectOf(avatar, input.email)
-    const renamed = input.username !== undefined && input.username !== avatar.username
+    // A username or address the avatar has is taken back as it is, one registration would refuse too (a
+    // bootstrapped Admin's): a GET's body edited and sent back must not fail on a field it did not change.
+    const username = input.username === undefined || input.username === avatar.username ? input.username : yield* checkedField("username", Username, input.username)
+    const sentEmail = input.email === undefined || sameAddress(input.email.trim(), avatar.email) ? input.email?.trim() : yield* checkedField("email", Email, input.email)
+    const email = emailEffectOf(avatar, sentEmail)
+    const renamed = username !== undefined && username !== avatar.username
     if (renamed || email._tag !== "None") yield* requireSession(proof, "Changing the username or the e-mail address")
     // Limits first; a taken address is answered like a free one (the answer reveals nothing).
     const recorded = email._tag === "Change" ? yield* admitEmailChange(id, email.address) : []
@@ -433,7 +445,7 @@ const makeService = Effect.gen(function*() {
     const updated = yield* store.update(id, {
       ...(input.title !== undefined ? { title: input.title } : {}),
       ...(input.description !== undefined ? { description: input.description } : {}),
-      ...(input.username !== undefined ? { username: input.username } : {}),
+      ...(username !== undefined ? { username } : {}),
       ...(input.image !== undefined ? { image: input.image } : {}),
       ...(input.dob !== undefined ? { dob: input.dob } : {}),
       ...(input.AvatarType !== undefined ? { avatarType: input.AvatarType } : {}),

@@ -53,8 +53,9 @@ const ReadOnly = Schema.optional(Schema.Unknown)
 const UpdateBody = Schema.Struct({
   title: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   description: Schema.optional(Schema.String.pipe(Schema.maxLength(5000))),
-  username: Schema.optional(Username),
-  email: Schema.optional(Email),
+  // Checked in Avatars.update when they change: the values an avatar has are taken back as they are.
+  username: Schema.optional(Schema.String.pipe(Schema.maxLength(1024)).annotations({ description: "3 to 32 letters, digits and underscores (a value the avatar has is taken back unchanged)" })),
+  email: Schema.optional(Schema.String.pipe(Schema.maxLength(1024)).annotations({ description: "an e-mail address (a value the avatar has is taken back unchanged)" })),
   image: Schema.optional(ImageField),
   dob: Schema.optional(Schema.NullOr(IsoDate)),
   AvatarType: Schema.optional(AvatarTypeSchema),

@@ -559,4 +559,37 @@ describe("the Admin bootstrap", () => {
       }),
       WithAdmin
     )), 60_000)
+
+  it("takes a bootstrapped Admin's own values back unchanged with PUT, ones registration refuses too; checks new ones", () => {
+    const odd = { username: `root.admin-${unique()}`, email: `root_${unique()}@example.com`, password: Redacted.make("admin password 1") }
+    return Effect.runPromise(Effect.provide(
+      Effect.gen(function*() {
+        const avatars = yield* Avatars
+        const store = yield* AvatarStore
+        yield* avatars.bootstrapAdmin
+        const made = Option.getOrThrow(yield* store.findByEmail(odd.email))
+        const outcome = <A, E extends { readonly _tag: string; readonly message: string }>(effect: Effect.Effect<A, E>) =>
+          Effect.match(effect, { onFailure: (e) => `${e._tag}: ${e.message}`, onSuccess: () => "ok" })
+        // A GET's body edited and sent back: its username (with a dot and a dash) used to fail registration's check.
+        const profile = yield* avatars.get(made, made.id)
+        assert.strictEqual(yield* outcome(avatars.update(made, made.id, { ...profile, title: "Root" } as never, "session")), "ok")
+        assert.strictEqual(yield* outcome(avatars.update(made, made.id, { email: ` ${odd.email.toUpperCase()} ` }, "session")), "ok")
+        const after = Option.getOrThrow(yield* store.findById(made.id))
+        assert.deepStrictEqual([after.username, after.email, after.title, after.pendingEmail], [odd.username, odd.email, "Root", null])
+        // A new value is checked as registration checks it.
+        assert.strictEqual(
+          yield* outcome(avatars.update(made, made.id, { username: "another.name" }, "session")),
+          "BadRequest: Invalid request body: username: username must be 3 to 32 characters of letters, digits and underscores"
+        )
+        assert.strictEqual(yield* outcome(avatars.update(made, made.id, { email: "not an address" }, "session")), "BadRequest: Invalid request body: email: email must be a valid e-mail address")
+        assert.strictEqual(Option.getOrThrow(yield* store.findById(made.id)).username, odd.username)
+      }),
+      Layer.mergeAll(avatarsLayer, ApiKeys.layer, Auth.layer).pipe(
+        Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer)),
+        Layer.provideMerge(Stores.layerMemory),
+        Layer.provideMerge(Mailer.layerMemory),
+        Layer.provideMerge(configLayer({ publicUrl: "https://gw.example.test", jwtSecret: Option.some(Redacted.make("x".repeat(40))), admin: Option.some(odd) }))
+      )
+    ))
+  }, 60_000)
 })
