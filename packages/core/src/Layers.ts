@@ -10,6 +10,7 @@ import * as Jwt from "./Accounts/Jwt.ts"
 import * as Passwords from "./Accounts/Passwords.ts"
 import * as GatewayConfig from "./Config.ts"
 import * as Mailer from "./Mail/Mailer.ts"
+import * as MailOutbox from "./Mail/Outbox.ts"
 import * as Smtp from "./Mail/Smtp.ts"
 import * as Completions from "./Capabilities/Completions.ts"
 import * as Embeddings from "./Capabilities/Embeddings.ts"
@@ -56,7 +57,7 @@ export const layerServices = Layer.mergeAll(Jobs.layer, JobWorker.layer, Webhook
   Layer.provideMerge(Layer.mergeAll(Routing.layer, Avatars.layer, Auth.layer, Quota.layer, Usage.layer)),
   Layer.provideMerge(ProviderCalls.layer),
   Layer.provideMerge(Exporters.layer),
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, TextEmbedder.layer, Braid.layer, layerReplyLimit, Sandboxes.layer))
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, ApiKeys.layer, Catalog.layer, ProviderHealth.layer, TaskClassifier.layer, TextEmbedder.layer, Braid.layer, layerReplyLimit, Sandboxes.layer, MailOutbox.layer))
 )
 
 /** What the HTTP application and the MCP toolkit need from their host (Metering comes with the stores). */

@@ -16,16 +16,27 @@ export interface MailCatcher {
   /** Waits for the n-th (1-based) mail to `to` whose subject matches. */
   readonly waitFor: (to: string, subject: RegExp, n?: number, timeoutMs?: number) => Promise<ReceivedMail>
   readonly linkIn: (mail: ReceivedMail) => string
+  /** While true the server answers each mail with a temporary failure (451) and keeps none of it. */
+  refusing: boolean
+  /** Mails refused so far. */
+  readonly refused: () => number
   readonly close: () => Promise<void>
 }
 
 /** `delayMs`: how long the server waits before it accepts each mail (a slow or distant mail server). */
 export const startSmtp = async (options: { readonly delayMs?: number } = {}): Promise<MailCatcher> => {
   const mails: Array<ReceivedMail> = []
+  let refused = 0
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ["STARTTLS"],
     onData(stream, _session, callback) {
+      if (catcher.refusing) {
+        refused++
+        stream.on("end", () => callback(Object.assign(new Error("4.3.0 mail server busy, try again later"), { responseCode: 451 })))
+        stream.resume()
+        return
+      }
       simpleParser(stream)
         .then((parsed) => {
           const to = Array.isArray(parsed.to) ? parsed.to[0] : parsed.to
@@ -43,7 +54,9 @@ export const startSmtp = async (options: { readonly delayMs?: number } = {}): Pr
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const { port } = server.server.address() as AddressInfo
   const matching = (to: string, subject: RegExp) => mails.filter((m) => m.to === to.toLowerCase() && subject.test(m.subject))
-  return {
+  const catcher: MailCatcher = {
+    refusing: false,
+    refused: () => refused,
     url: `smtp://127.0.0.1:${port}`,
     mails,
     waitFor: async (to, subject, n = 1, timeoutMs = 10_000) => {
@@ -62,4 +75,5 @@ export const startSmtp = async (options: { readonly delayMs?: number } = {}): Pr
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }
+  return catcher
 }

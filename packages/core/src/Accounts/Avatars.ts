@@ -6,7 +6,7 @@ import { Context, Duration, Effect, Either, Layer, Option, ParseResult, Redacted
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, Rejected, TooManyRequests } from "../Errors.ts"
 import * as Templates from "../Mail/Templates.ts"
-import { Mailer } from "../Mail/Mailer.ts"
+import { MailOutbox } from "../Mail/Outbox.ts"
 import type { Plan } from "../Plans.ts"
 import { ApiKeyStore } from "../Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore, type AvatarType } from "../Storage/AvatarStore.ts"
@@ -22,6 +22,8 @@ import { problemsOf } from "../Http/DecodeProblems.ts"
 export const VERIFY_TTL_MS = 24 * 60 * 60 * 1000
 export const RESET_TTL_MS = 60 * 60 * 1000
 export const SEND_WINDOW_MS = 60 * 60 * 1000
+/** How long a notice (a changed password, a claimed address) is worth retrying when the mail server did not take it. */
+const NOTICE_KEEP_MS = 24 * 60 * 60 * 1000
 
 /** The profile as the API shows it: never a password or token hash. */
 export interface AvatarView {
@@ -200,7 +202,7 @@ const makeService = Effect.gen(function*() {
   const tokens = yield* OneTimeTokenStore
   const limits = yield* SendLimitStore
   const apiKeys = yield* ApiKeyStore
-  const mailer = yield* Mailer
+  const outbox = yield* MailOutbox
   /**
    * How long forgot-password and resend take when they mail (the link's token written, the mail sent),
    * averaged over the recent ones. A request that mails nothing (no such account) waits as long, so an
@@ -232,7 +234,7 @@ const makeService = Effect.gen(function*() {
   const sendVerification = (avatar: AvatarRecord, address: string) =>
     Effect.gen(function*() {
       const token = yield* issueToken(avatar.id, "verify", address, VERIFY_TTL_MS)
-      yield* mailer.send(Templates.verification(address, avatar.username, link("verify-email", token)))
+      yield* outbox.send(Templates.verification(address, avatar.username, link("verify-email", token)), VERIFY_TTL_MS)
     })
 
   const resetLink = (token: string) => `${config.publicUrl}/api/avatar/reset-password?token=${encodeURIComponent(token)}`
@@ -313,7 +315,7 @@ const makeService = Effect.gen(function*() {
         const ok = yield* admitSend("notice", input.email).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
         if (ok) {
           const token = yield* issueToken(owner.value.id, "reset", null, RESET_TTL_MS)
-          yield* mailer.send(Templates.alreadyRegistered(owner.value.email, owner.value.username, resetLink(token)))
+          yield* outbox.send(Templates.alreadyRegistered(owner.value.email, owner.value.username, resetLink(token)), RESET_TTL_MS)
         }
       }
     }
@@ -405,8 +407,8 @@ const makeService = Effect.gen(function*() {
   const mailEmailChange = (before: AvatarRecord, after: AvatarRecord, address: string, taken: Option.Option<AvatarRecord>) =>
     Effect.gen(function*() {
       if (Option.isNone(taken)) yield* sendVerification(after, address)
-      else if (taken.value.isActive) yield* mailer.send(Templates.addressClaimed(taken.value.email, taken.value.username))
-      if (before.emailVerified) yield* mailer.send(Templates.emailChangeRequested(before.email, before.username, address))
+      else if (taken.value.isActive) yield* outbox.send(Templates.addressClaimed(taken.value.email, taken.value.username), NOTICE_KEEP_MS)
+      if (before.emailVerified) yield* outbox.send(Templates.emailChangeRequested(before.email, before.username, address), NOTICE_KEEP_MS)
     })
 
   /**
@@ -496,7 +498,7 @@ const makeService = Effect.gen(function*() {
       )
       if (Option.isNone(confirmed)) return yield* Effect.fail(invalid)
       yield* tokens.revokeAll(avatar.id, "reset")
-      if (avatar.emailVerified) yield* mailer.send(Templates.emailChanged(avatar.email, avatar.username, pending))
+      if (avatar.emailVerified) yield* outbox.send(Templates.emailChanged(avatar.email, avatar.username, pending), NOTICE_KEEP_MS)
       return confirmed.value
     })
 
@@ -528,7 +530,7 @@ const makeService = Effect.gen(function*() {
     if (Option.isNone(avatar) || !avatar.value.isActive) return yield* asLongAsMailing
     const found = avatar.value
     yield* timedMailing(Effect.flatMap(issueToken(found.id, "reset", null, RESET_TTL_MS), (token) =>
-      mailer.send(Templates.passwordReset(found.email, found.username, resetLink(token)))))
+      outbox.send(Templates.passwordReset(found.email, found.username, resetLink(token)), RESET_TTL_MS)))
   })
 
   /** Whether a reset link can still be used, without using it: its page shows why not before the form is filled. */
@@ -556,7 +558,7 @@ const makeService = Effect.gen(function*() {
     yield* apiKeys.revokeAll(updated.value.id, Date.now())
     yield* tokens.revokeAll(updated.value.id)
     const cancelled = Option.flatMapNullable(before, (a) => a.pendingEmail)
-    yield* mailer.send(Templates.passwordChanged(updated.value.email, updated.value.username, Option.getOrNull(cancelled)))
+    yield* outbox.send(Templates.passwordChanged(updated.value.email, updated.value.username, Option.getOrNull(cancelled)), NOTICE_KEEP_MS)
   })
 
   /** Creates the configured Admin at start when no Admin exists. */

@@ -7,6 +7,7 @@
 import { Cause, Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { DELIVERIES_AT_ONCE, WebhookDelivery } from "../Webhooks/Delivery.ts"
+import { MAILS_AT_ONCE, MailOutbox } from "../Mail/Outbox.ts"
 import { type JobOutcome, type JobProgress, type JobRecord, JobStore } from "./JobStore.ts"
 import type { JobRunner, Step } from "./Runner.ts"
 import { JobRunners } from "./Runners.ts"
@@ -139,22 +140,24 @@ export class JobWorker extends Context.Tag("aigw/JobWorker")<JobWorker, Effect.E
 
 export const layer = Layer.effect(JobWorker, makeService)
 
-/** One round of background work: due jobs and due webhook deliveries, side by side (neither waits for the other's slow calls). */
+/** One round of background work: due jobs, webhook deliveries and mail retries, side by side (none waits for another's slow calls). */
 export const drainOnce = Effect.gen(function*() {
   const worker = yield* JobWorker
   const delivery = yield* WebhookDelivery
-  return yield* Effect.all({ jobs: worker.drainJobs, deliveries: delivery.drain }, { concurrency: 2 })
+  const outbox = yield* MailOutbox
+  return yield* Effect.all({ jobs: worker.drainJobs, deliveries: delivery.drain, mails: outbox.drain }, { concurrency: 3 })
 })
 
 /** Runs rounds until `deadline` (epoch ms) or until nothing is due; for time-boxed hosts (Lambda). */
 export const drainUntil = (deadline: number) =>
   Effect.gen(function*() {
-    const total = { jobs: 0, deliveries: 0 }
+    const total = { jobs: 0, deliveries: 0, mails: 0 }
     while (Date.now() < deadline) {
       const round = yield* drainOnce
       total.jobs += round.jobs
       total.deliveries += round.deliveries
-      if (round.jobs === 0 && round.deliveries === 0) break
+      total.mails += round.mails
+      if (round.jobs === 0 && round.deliveries === 0 && round.mails === 0) break
     }
     return total
   })
@@ -225,7 +228,7 @@ export const continuously = <A, E, R>(
   }))
 
 /**
- * Background work for long-lived hosts: jobs and webhook deliveries each worked on continuously
+ * Background work for long-lived hosts: jobs, webhook deliveries and mail retries each worked on continuously
  * (`continuously`), apart, looking again every `workerIntervalMs` when nothing was due; a failing
  * claim is logged once until it recovers (`loggingStateChanges`), never fatal. Stops with the host's scope.
  */
@@ -234,7 +237,9 @@ export const layerLoop = Layer.scopedDiscard(
     const { workerIntervalMs } = yield* GatewayConfig
     const worker = yield* JobWorker
     const delivery = yield* WebhookDelivery
+    const outbox = yield* MailOutbox
     yield* Effect.forkScoped(continuously(worker.claim, worker.advance, JOBS_AT_ONCE, workerIntervalMs))
     yield* Effect.forkScoped(continuously(delivery.claim, delivery.deliver, DELIVERIES_AT_ONCE, workerIntervalMs))
+    yield* Effect.forkScoped(continuously(outbox.claim, outbox.retry, MAILS_AT_ONCE, workerIntervalMs))
   })
 )

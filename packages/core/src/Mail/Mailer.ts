@@ -1,9 +1,9 @@
 /**
  * Outgoing mail. Three layers: `layerMemory` (unit tests read `sent`), `layerFile` (the
  * embedded default: logs each mail and writes it to `<dataDir>/mail/`), and the SMTP layer in
- * `Smtp.ts` (nodemailer).
+ * `Smtp.ts` (nodemailer). A mail one of them did not take is kept and retried by the outbox (Outbox.ts).
  */
-import { Context, Effect, FiberRef, HashSet, Layer, Logger } from "effect"
+import { Context, Data, Effect, FiberRef, HashSet, Layer, Logger } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { makeDirectory } from "../Directories.ts"
@@ -15,8 +15,12 @@ export interface Mail {
   readonly html: string
 }
 
+/** A mail the mail server did not take: the outbox (Outbox.ts) keeps it and tries again. */
+export class MailFailed extends Data.TaggedError("MailFailed")<{ readonly message: string }> {}
+
 export interface MailerService {
-  readonly send: (mail: Mail) => Effect.Effect<void>
+  /** One attempt to hand the mail over; callers send through the outbox (Outbox.ts), which keeps a failed one. */
+  readonly send: (mail: Mail) => Effect.Effect<void, MailFailed>
 }
 
 export class Mailer extends Context.Tag("aigw/Mailer")<Mailer, MailerService>() {}

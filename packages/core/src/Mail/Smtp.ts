@@ -1,6 +1,9 @@
-/** The SMTP mailer (nodemailer). A failed send is logged and retried a few times, never lost silently. */
-import { Effect, Layer, Redacted, Schedule } from "effect"
-import { Mailer } from "./Mailer.ts"
+/** The SMTP mailer (nodemailer): one attempt per send, bounded in time; the outbox (Outbox.ts) keeps a failed mail and tries again. */
+import { Duration, Effect, Layer, Redacted } from "effect"
+import { MailFailed, Mailer } from "./Mailer.ts"
+
+/** How long one attempt may take: a mail server that accepts the connection and never answers must not hold the request that sends. */
+export const ATTEMPT_TIMEOUT_MS = 15_000
 
 export const layer = (options: { readonly url: Redacted.Redacted; readonly from: string }) =>
   Layer.scoped(
@@ -15,10 +18,13 @@ export const layer = (options: { readonly url: Redacted.Redacted; readonly from:
       )
       return Mailer.of({
         send: (mail) =>
-          Effect.tryPromise(() => transport.sendMail({ from: options.from, ...mail })).pipe(
-            Effect.retry(Schedule.exponential("200 millis").pipe(Schedule.compose(Schedule.recurs(3)))),
+          Effect.tryPromise({
+            try: () => transport.sendMail({ from: options.from, ...mail }),
+            catch: (error) => new MailFailed({ message: String((error as Error)?.message ?? error) })
+          }).pipe(
+            Effect.timeoutFail({ duration: Duration.millis(ATTEMPT_TIMEOUT_MS), onTimeout: () => new MailFailed({ message: `no answer within ${ATTEMPT_TIMEOUT_MS} ms` }) }),
             Effect.tap(() => Effect.logDebug(`mail sent to ${mail.to}: ${mail.subject}`)),
-            Effect.catchAll((error) => Effect.logError(`mail to ${mail.to} failed: ${String(error.error)}`))
+            Effect.asVoid
           )
       })
     })

@@ -4,6 +4,8 @@
  */
 import { Layer } from "effect"
 import * as JobStore from "../Jobs/JobStore.ts"
+import * as MailOutboxStore from "./MailOutboxStore.ts"
+import * as SqlMailOutboxStore from "./Sql/MailOutboxStore.ts"
 import * as ApiKeyStore from "./ApiKeyStore.ts"
 import * as DocumentStore from "./DocumentStore.ts"
 import * as MemoryStore from "./MemoryStore.ts"
@@ -31,7 +33,8 @@ export const layerMemory = Metering.layerMemory.pipe(Layer.provideMerge(Layer.me
   UsageStore.layerMemory,
   JobStore.layerMemory,
   MemoryStore.layerMemory,
-  DocumentStore.layerMemory
+  DocumentStore.layerMemory,
+  MailOutboxStore.layerMemory
 )))
 
 export const layerSql = Layer.mergeAll(
@@ -43,6 +46,7 @@ export const layerSql = Layer.mergeAll(
   SqlJobStore.layer,
   SqlMemoryStore.layer,
   SqlDocumentStore.layer,
+  SqlMailOutboxStore.layer,
   SqlMetering.layer
 )
 
@@ -55,4 +59,5 @@ export type Stores =
   | JobStore.JobStore
   | MemoryStore.MemoryStore
   | DocumentStore.DocumentStore
+  | MailOutboxStore.MailOutboxStore
   | Metering.Metering

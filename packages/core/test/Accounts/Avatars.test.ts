@@ -15,6 +15,7 @@ import * as Jwt from "../../src/Accounts/Jwt.ts"
 import * as Passwords from "../../src/Accounts/Passwords.ts"
 import { defaultLimits, GatewayConfig, layer as configLayer } from "../../src/Config.ts"
 import * as Mailer from "../../src/Mail/Mailer.ts"
+import * as MailOutbox from "../../src/Mail/Outbox.ts"
 import { AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
 
@@ -43,7 +44,7 @@ const heldPasswords = Layer.effect(
 )
 
 const TestLayer = Layer.mergeAll(avatarsLayer, ApiKeys.layer, Auth.layer).pipe(
-  Layer.provideMerge(Layer.mergeAll(Jwt.layer, heldPasswords)),
+  Layer.provideMerge(Layer.mergeAll(Jwt.layer, heldPasswords, MailOutbox.layer)),
   Layer.provideMerge(Stores.layerMemory),
   Layer.provideMerge(Mailer.layerMemory),
   Layer.provideMerge(configLayer({ publicUrl: "https://gw.example.test", jwtSecret: Option.some(Redacted.make("x".repeat(40))), limits }))
@@ -537,7 +538,7 @@ describe("Admins", () => {
 describe("the Admin bootstrap", () => {
   const admin = { username: `root_${unique()}`, email: `root_${unique()}@example.com`, password: Redacted.make("admin password 1") }
   const WithAdmin = Layer.mergeAll(avatarsLayer, ApiKeys.layer, Auth.layer).pipe(
-    Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer)),
+    Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, MailOutbox.layer)),
     Layer.provideMerge(Stores.layerMemory),
     Layer.provideMerge(Mailer.layerMemory),
     Layer.provideMerge(configLayer({ publicUrl: "https://gw.example.test", jwtSecret: Option.some(Redacted.make("x".repeat(40))), admin: Option.some(admin) }))
@@ -585,7 +586,7 @@ describe("the Admin bootstrap", () => {
         assert.strictEqual(Option.getOrThrow(yield* store.findById(made.id)).username, odd.username)
       }),
       Layer.mergeAll(avatarsLayer, ApiKeys.layer, Auth.layer).pipe(
-        Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer)),
+        Layer.provideMerge(Layer.mergeAll(Jwt.layer, Passwords.layer, MailOutbox.layer)),
         Layer.provideMerge(Stores.layerMemory),
         Layer.provideMerge(Mailer.layerMemory),
         Layer.provideMerge(configLayer({ publicUrl: "https://gw.example.test", jwtSecret: Option.some(Redacted.make("x".repeat(40))), admin: Option.some(odd) }))

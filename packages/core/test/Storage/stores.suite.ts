@@ -10,6 +10,7 @@ import { DocumentStore, modify } from "../../src/Storage/DocumentStore.ts"
 import { MemoryStore } from "../../src/Storage/MemoryStore.ts"
 import { Metering } from "../../src/Storage/Metering.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
+import { MailOutboxStore } from "../../src/Storage/MailOutboxStore.ts"
 import { OneTimeTokenStore } from "../../src/Storage/OneTimeTokenStore.ts"
 import { SendLimitStore } from "../../src/Storage/SendLimitStore.ts"
 import type { Stores } from "../../src/Storage/Stores.ts"
@@ -198,6 +199,38 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           yield* tokens.issue(t4)
           yield* tokens.revokeAll(avatarId)
           assert.isTrue(Option.isNone(yield* tokens.consume(t4.hash, "reset", now)), "revoked")
+        }))
+
+      it.effect("mail outbox: a due mail is leased to one claimer with its attempt counted; only the lease holder settles it", () =>
+        Effect.gen(function*() {
+          const outbox = yield* MailOutboxStore
+          const now = Date.now()
+          const entry = (nextAttemptAt: number) => ({
+            id: crypto.randomUUID(),
+            mail: { to: `o_${unique()}@example.com`, subject: "Verify", text: "link ✓", html: "<p>link</p>" },
+            createdAt: now - 1000,
+            expiresAt: now + 3_600_000,
+            attempts: 1,
+            nextAttemptAt,
+            lockedUntil: null,
+            lastError: "451 try later"
+          })
+          const due = entry(now - 10)
+          const notYet = entry(now + 60_000)
+          yield* outbox.add(due)
+          yield* outbox.add(notYet)
+          const mine = <E extends { readonly id: string }>(list: ReadonlyArray<E>) => list.filter((e) => e.id === due.id || e.id === notYet.id)
+          const [claimed] = mine(yield* outbox.claim(now, 100, 30_000))
+          assert.deepStrictEqual(claimed, { ...due, attempts: 2, lockedUntil: now + 30_000 })
+          assert.deepStrictEqual(mine(yield* outbox.claim(now + 1, 100, 30_000)), [], "held by its lease; the other not due")
+          // Another lease (a claim after this one expired) is not this one's to settle.
+          yield* outbox.remove(due.id, now + 1)
+          yield* outbox.later(due.id, now + 1, now, "x")
+          yield* outbox.later(due.id, now + 30_000, now + 5_000, "421 closing")
+          const [again] = mine(yield* outbox.claim(now + 5_000, 100, 30_000))
+          assert.deepStrictEqual([again?.id, again?.attempts, again?.lastError], [due.id, 3, "421 closing"])
+          yield* outbox.remove(due.id, now + 35_000)
+          assert.deepStrictEqual(mine(yield* outbox.claim(now + 120_000, 100, 30_000)).map((e) => e.id), [notYet.id], "sent and removed; the other due now")
         }))
 
       it.effect("send limit: three per sliding window", () =>

@@ -9,7 +9,7 @@ import {
   JobStore,
   type JobType
 } from "../../Jobs/JobStore.ts"
-import { num, numOrNull } from "./util.ts"
+import { num, numOrNull, skipLocked as skipLockedOf } from "./util.ts"
 
 const toJson = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v))
 const fromJson = (v: unknown) => (v === null || v === undefined ? null : JSON.parse(String(v)))
@@ -69,9 +69,7 @@ const deliveryRow = (d: DeliveryRecord) => ({
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // PostgreSQL: concurrent workers skip rows another transaction is claiming. SQLite
-  // serialises writers, so the plain UPDATE … WHERE id IN (SELECT …) is already exclusive.
-  const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+  const skipLocked = skipLockedOf(sql)
 
   return JobStore.of({
     insert: (job) =>

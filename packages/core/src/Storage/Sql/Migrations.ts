@@ -266,7 +266,24 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
         return Effect.zipRight(sql.unsafe(`DROP TRIGGER IF EXISTS ${update.name}`), sql.unsafe(update.sql))
       },
       orElse: () => Effect.void
-    }))
+    })),
+  /** Mails the mail server did not take at once, until sent or expired (Mail/Outbox.ts). */
+  "0012_mail_outbox": statements(`
+    CREATE TABLE mail_outbox (
+      id TEXT PRIMARY KEY,
+      to_address TEXT NOT NULL,
+      subject TEXT NOT NULL,
+      text_body TEXT NOT NULL,
+      html_body TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      expires_at BIGINT NOT NULL,
+      attempts INTEGER NOT NULL,
+      next_attempt_at BIGINT NOT NULL,
+      locked_until BIGINT,
+      last_error TEXT
+    );
+    CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at)
+  `)
 }
 
 const TABLE = "aigw_migrations"

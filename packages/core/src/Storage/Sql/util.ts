@@ -1,4 +1,5 @@
 /** Small helpers shared by the SQL stores (row decoding across SQLite and PostgreSQL). */
+import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 
 /** PostgreSQL returns BIGINT and SUM() as strings; SQLite returns numbers. */
@@ -13,3 +14,10 @@ export const isUniqueViolation = (error: SqlError, column?: string): boolean => 
   if (!unique || column === undefined) return unique
   return `${cause?.constraint ?? ""} ${cause?.message ?? ""}`.includes(column)
 }
+
+/**
+ * The clause that makes a claim's `SELECT … LIMIT n` skip rows another transaction is claiming
+ * (PostgreSQL: concurrent workers take different rows). SQLite serialises writers, so the plain
+ * `UPDATE … WHERE id IN (SELECT …)` is already exclusive there.
+ */
+export const skipLocked = (sql: SqlClient) => sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
