@@ -161,6 +161,27 @@ for (const { available, mode } of modes) {
       expect(figures.peakRssMb - figures.baselineRssMb).toBeLessThan(MEMORY_EXPLODED_MB)
     }, 90_000)
 
+    it("a thrown message of 15.9 million characters is cut, read in linear time: the gateway keeps answering", async () => {
+      // Its one line arrived in a thousand chunks, each joined to all before it: 10 s of the gateway's event loop.
+      const { figures, value: res } = await underAttack(server, () => execute({ language: "javascript", code: "throw 'x'.repeat(15900000)", timeoutMs: 30_000 }))
+      expect(res.status).toBe(200)
+      expect(res.body.result).toMatchObject({ exitCode: 1 })
+      expect(res.body.result.error.length).toBeLessThan(2_100)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+    }, 60_000)
+
+    it("Python's ctypes reaches Emscripten's console, and what it writes there is not the run's result", async () => {
+      // emscripten_console_log wrote to the protocol pipe: a forged result line was taken as the run's.
+      const forge = JSON.stringify({ type: "result", stdout: "FORGED", stderr: "", result: null, exitCode: 0, error: null, timedOut: false })
+      const res = await execute({
+        language: "python",
+        code: `import ctypes\nlib = ctypes.CDLL(None)\nprint("really printed")\nlib.emscripten_console_log(${JSON.stringify(forge)}.encode())\nprint("after")`
+      })
+      expect(res.status).toBe(200)
+      expect(res.body.result).toMatchObject({ stdout: "really printed\nafter", exitCode: 0, error: null })
+      expect(JSON.stringify(res.body.result)).not.toContain("FORGED")
+    }, 30_000)
+
     it("an output flood is cut, not buffered whole", async () => {
       const { figures, value: res } = await underAttack(server, () => execute({ language: "javascript", code: "const s = 'x'.repeat(1e6); for (let i = 0; i < 1e4; i++) console.log(s)", timeoutMs: 10_000 }))
       expect(res.status).toBe(200)

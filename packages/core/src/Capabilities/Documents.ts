@@ -21,7 +21,7 @@ import { jsonTextProblem } from "../JsonText.ts"
 import type { Plan } from "../Plans.ts"
 import { servedBy } from "../Providers/Registry.ts"
 import { Routing } from "../Routing.ts"
-import type { SandboxFile } from "./Sandbox.ts"
+import { parseResult, type SandboxFile } from "./Sandbox.ts"
 import { Sandboxes, type Slot } from "./Sandboxes.ts"
 import { vendorCall } from "./VendorCall.ts"
 import * as Zip from "./Zip.ts"
@@ -251,7 +251,8 @@ export const validateLocal = (file: File, avatarId: string) =>
       }
       case "json": {
         const raw = yield* decodeUtf8(bytes)
-        const problem = jsonTextProblem(raw, { maxDepth: DOCUMENT_JSON_DEPTH, maxItems: MAX_JSON_ITEMS })
+        // Unstorable text (NUL, an escaped lone surrogate) refused, as in a request's own JSON.
+        const problem = jsonTextProblem(raw, { maxDepth: DOCUMENT_JSON_DEPTH, maxItems: MAX_JSON_ITEMS, refuseUnstorable: true })
         if (problem !== undefined) return yield* Effect.fail(new BadRequest({ message: `file is not usable JSON: ${problem}` }))
         const data = yield* Effect.try({ try: () => JSON.parse(raw) as unknown, catch: (e) => new BadRequest({ message: `file is not valid JSON: ${(e as Error).message}` }) })
         return { format, data } satisfies Prepared as Prepared
@@ -291,7 +292,7 @@ const readInSandbox = <A>(format: keyof typeof readers, files: ReadonlyArray<San
     const { name, packageName } = readers[format]
     const sandbox = yield* sandboxes.available(format, packageName)
     const outcome = yield* sandboxes.run(sandbox, format, { code: "", files, timeoutMs: SANDBOX_TIMEOUT_MS, maxOutput: SANDBOX_MAX_TEXT }, slot)
-    if (outcome.exitCode === 0 && outcome.result !== null) return JSON.parse(outcome.result) as A
+    if (outcome.exitCode === 0 && outcome.result !== null) return parseResult(outcome.result) as A
     if (outcome.error === `file is not a readable ${name}`) return yield* Effect.fail(new BadRequest({ message: outcome.error }))
     return yield* Effect.fail(new Unprocessable({ message: `The ${name} could not be read within the sandbox's limits: ${outcome.error ?? "no answer"}.` }))
   })

@@ -306,20 +306,23 @@ const start = (launcher: Launcher, language: SandboxLanguage): SandboxProcess =>
     violated(`an unexpected ${String(type ?? "line")}`)
   }
   let bytes = 0
-  let buffered = ""
+  // The pieces of the line not ended yet, joined once at its end: a line of megabytes arrives in many
+  // chunks, and joining each to the text before it copied that text every time (quadratic).
+  let pending: Array<string> = []
   child.stdout!.setEncoding("utf8")
   child.stdout!.on("data", (chunk: string) => {
     if (state === "done") return
     bytes += chunk.length
     if (bytes > PIPE_LIMIT) return violated(`more than ${PIPE_LIMIT} bytes`)
-    // Only the new chunk is searched for line ends (what was buffered has none).
     let from = 0
-    const joined = buffered + chunk
-    for (let nl = joined.indexOf("\n", buffered.length); nl >= 0 && !finished(); nl = joined.indexOf("\n", from)) {
-      line(joined.slice(from, nl))
+    for (let nl = chunk.indexOf("\n"); nl >= 0 && !finished(); nl = chunk.indexOf("\n", from)) {
+      pending.push(chunk.slice(from, nl))
+      const text = pending.length === 1 ? pending[0]! : pending.join("")
+      pending = []
+      line(text)
       from = nl + 1
     }
-    buffered = joined.slice(from)
+    if (from < chunk.length) pending.push(chunk.slice(from))
   })
   child.stderr!.setEncoding("utf8")
   child.stderr!.on("data", (chunk: string) => {
@@ -342,6 +345,12 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 /** `s` with each lone surrogate replaced by U+FFFD (String.prototype.toWellFormed, which TypeScript's ES2022 library does not type). */
 const wellFormed = (s: string) => s.replace(LONE_SURROGATE, "\uFFFD")
+
+/**
+ * A sandbox's JSON result (a document reader's) parsed with every string well-formed: the runner's
+ * JSON escapes a lone surrogate (`\ud800`), which the check of the text before parsing does not see.
+ */
+export const parseResult = (json: string): unknown => JSON.parse(json, (_key, value) => (typeof value === "string" ? wellFormed(value) : value))
 
 /** The runner's result line as a RunOutcome: fields typed and cut, whatever the line held. */
 const outcomeOf = (m: Record<string, unknown>, maxOutput: number): RunOutcome => ({

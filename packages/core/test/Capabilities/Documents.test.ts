@@ -23,6 +23,12 @@ describe("DOCX through the bounded zip reader", () => {
     expect(Either.getOrThrow(result)).toMatchObject({ format: "docx", text: "Dear reader", words: 2 })
   })
 
+  it("answers a lone surrogate of the document's XML (a character reference) as U+FFFD: well-formed text, as every sandbox output", async () => {
+    // The runner's JSON escaped it (\\ud800), past the check of the result line's text, and it came back lone.
+    const result = Either.getOrThrow(await parse(docxWithText("a&#xD800;b&#55296;c&#xDC00;d")))
+    expect(result.text).toBe("a\uFFFDb\uFFFDc\uFFFDd")
+  })
+
   it("hands the sandbox the parts' bytes as they are: multi-byte text over many pipe chunks, odd part names beside it", async () => {
     // The job line names each part and its size; the bytes follow it raw (Sandbox.ts writeJob, runner.cjs).
     const text = "Grüße, 日本語 — ".repeat(20_000).trim()

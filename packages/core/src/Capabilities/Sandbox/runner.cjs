@@ -19,6 +19,14 @@ const language = process.argv[2]
 /** Installed directories of the interpreter packages, resolved by the parent. */
 const modules = JSON.parse(process.argv[3])
 const writeLine = (message) => fs.writeSync(1, `${JSON.stringify(message)}\n`)
+
+// The host's console writes to stdout, the protocol pipe, and a program can reach it: Pyodide's ctypes
+// finds Emscripten's console imports (`emscripten_console_log`). It writes to stderr instead, which the
+// gateway never reads as protocol. Set before an interpreter loads, so whatever binds it binds this one.
+globalThis.console = new (require("node:console").Console)({ stdout: process.stderr, stderr: process.stderr })
+
+/** What a result's `error` keeps (a thrown message, a traceback's last line): the gateway shows 2,000 characters of it. */
+const MAX_ERROR = 10_000
 const stdin = process.stdin
 const exit = process.exit.bind(process)
 
@@ -304,7 +312,7 @@ const main = async () => {
     let at = filesAt
     job.files = new Map(job.files.map((f) => [f.name, input.subarray(at, (at += f.size))]))
     const result = await run(job)
-    writeLine({ type: "result", ...result })
+    writeLine({ type: "result", ...result, error: typeof result.error === "string" ? result.error.slice(0, MAX_ERROR) : result.error })
     exit(0)
   })
 }
