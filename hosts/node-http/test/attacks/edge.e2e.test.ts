@@ -102,6 +102,25 @@ describe("edge attacks", () => {
       expectRpcError(over.body, null, -32600)
     })
 
+    it("lists the tools once and answers every tools/list from that: anonymous batches of them keep health fast", async () => {
+      // Built anew for each of a batch's 32 tools/list (6-13 ms each): 16 anonymous clients held health 2.4 s.
+      const batch = JSON.stringify(Array.from({ length: 32 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "tools/list" })))
+      const first = await rpc(server, batch)
+      expect(first.status).toBe(200)
+      expect(first.body.map((r: any) => r.id)).toEqual(Array.from({ length: 32 }, (_, i) => i))
+      const tools = first.body[0].result.tools
+      expect(tools.length).toBeGreaterThan(5)
+      for (const r of first.body) expect(r.result.tools).toEqual(tools)
+      const { figures, value } = await underAttack(server, () =>
+        Promise.all(Array.from({ length: 16 }, async () => {
+          const answers = []
+          for (let i = 0; i < 8; i++) answers.push((await rpc(server, batch)).body)
+          return answers
+        })))
+      expect(value.flat().every((answers: any) => answers.length === 32 && answers[31].result.tools.length === tools.length)).toBe(true)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+    }, 60_000)
+
     it("answers JSON-RPC 2.0 errors: parse -32700, invalid request -32600, unknown method -32601, invalid params -32602", async () => {
       const parse = await rpc(server, "{\"jsonrpc\": \"2.0\", ")
       expect(parse.status).toBe(400)
@@ -123,6 +142,45 @@ describe("edge attacks", () => {
       expectRpcError(mixed.body[1], null, -32600)
       expectRpcError(mixed.body[2], "s", -32602)
     })
+  })
+
+  describe("HTTP/1.1 pipelining", () => {
+    const NOPE = "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+    /** Writes `count` pipelined `request`s on a socket; `reading`: the answers are read (counted), else never read. Ends after `waitMs` or at its close. */
+    const pipeline = (count: number, request: string, reading: boolean, waitMs: number) =>
+      new Promise<{ closed: boolean; answers: number }>((resolve) => {
+        let answers = 0
+        const socket = net.connect(server.port, "127.0.0.1", () => socket.write(request.repeat(count)))
+        if (reading) socket.on("data", (d: Buffer) => (answers += d.toString("latin1").match(/HTTP\/1\.1 \d{3} /g)?.length ?? 0))
+        else socket.pause()
+        const timer = setTimeout(() => {
+          socket.destroy()
+          resolve({ closed: false, answers })
+        }, waitMs)
+        socket.on("close", () => {
+          clearTimeout(timer)
+          resolve({ closed: true, answers })
+        })
+        socket.on("error", () => undefined)
+      })
+
+    it("closes a connection with more requests in flight than the bound, unhandled: health stays fast, memory bounded", async () => {
+      // 16 connections of 3,000 requests each, never read: health waited 40-65 s and the server grew to 1.3 GB.
+      const { figures, value } = await underAttack(server, () =>
+        Promise.all([...Array.from({ length: 15 }, () => pipeline(3_000, NOPE, false, 4_000)), pipeline(3_000, NOPE, true, 4_000)]))
+      // The connection that reads sees it closed after the answers within the bound, not 3,000 of them.
+      expect(value[15]).toMatchObject({ closed: true })
+      expect(value[15]!.answers).toBeLessThanOrEqual(32)
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+      expect(figures.peakRssMb - figures.baselineRssMb).toBeLessThan(MEMORY_EXPLODED_MB)
+      // One listener per connection for the answers waiting behind others, not one per request.
+      expect(server.output()).not.toContain("MaxListenersExceededWarning")
+    }, 60_000)
+
+    it("answers a connection that pipelines within the bound, in order", async () => {
+      const within = await pipeline(31, "GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n", true, 1_000)
+      expect(within).toEqual({ closed: false, answers: 31 })
+    }, 30_000)
   })
 
   describe("deep JSON", () => {

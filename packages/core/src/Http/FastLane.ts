@@ -56,7 +56,7 @@ import { Catalog } from "../Catalog/Catalog.ts"
 import { type LaneCall, type LaneServices, runNowOn, STREAMED } from "./Lane.ts"
 import { accessLogLine, asRequest, asServerSpan, options as observabilityOptions } from "./Observability.ts"
 import { answerParts, pathAndQueryRefusal, type Route } from "./Route.ts"
-import { heedLeavingWhileQueued } from "./ShutdownDeadline.ts"
+import { admitted } from "./Pipelining.ts"
 
 export interface FastLane {
   /** Serves the request and returns true, or returns false without touching it. */
@@ -331,10 +331,7 @@ export const make = Effect.gen(function*() {
 export const attach = <S extends Server>(server: S, lane: FastLane): S => {
   const emit = server.emit as (this: S, event: string | symbol, ...args: Array<any>) => boolean
   server.emit = function(this: S, event: string | symbol, ...args: Array<any>) {
-    if (event === "request" && lane.handle(args[0], args[1])) {
-      heedLeavingWhileQueued(args[0], args[1])
-      return true
-    }
+    if (event === "request" && (!admitted(args[0], args[1]) || lane.handle(args[0], args[1]))) return true
     return emit.call(this, event, ...args)
   } as S["emit"]
   return server

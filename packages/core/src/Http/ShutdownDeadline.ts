@@ -10,8 +10,9 @@
  * ending, calls still waiting for their upstream's answer with a 503 in their route's envelope.
  */
 import { Effect } from "effect"
-import { type IncomingMessage, Server, type ServerResponse } from "node:http"
+import { Server } from "node:http"
 import { ProviderCalls, type StreamError } from "../Engine/ProviderCalls.ts"
+import { admitted } from "./Pipelining.ts"
 import { stopBefore } from "./RequestDeadline.ts"
 import * as Tokens from "../Tokens.ts"
 import { answerUnreadableRequests } from "./UnreadableRequests.ts"
@@ -26,25 +27,6 @@ export const STOPPING: StreamError = { message: STOPPING_MESSAGE, code: "Busy" }
 export const STOPPED_CALL_MESSAGE = "The gateway is shutting down and ended this call before its upstream answered; send the request again."
 
 /** A node:http server whose `close` ends the connections still open after `graceMs`. */
-/**
- * A pipelined request waits for the answers before it: its response has no socket yet and hears
- * nothing when the client leaves (node destroys the request, but the response emits no `close`), so
- * its upstream call went on for nobody and was recorded as a success. When the connection closes
- * first, the response is destroyed and closed, which is how both lanes learn the client left. The
- * server calls it for the requests it emits; the fast lane (FastLane.attach) for those it takes first.
- */
-export const heedLeavingWhileQueued = (req: IncomingMessage, res: ServerResponse) => {
-  if (res.socket !== null) return
-  const socket = req.socket
-  const left = () => {
-    if (res.writableFinished || res.socket !== null) return
-    res.destroy()
-    res.emit("close")
-  }
-  socket.once("close", left)
-  res.once("socket", () => socket.off("close", left))
-}
-
 export class BoundedServer extends Server {
   constructor(readonly graceMs: number, private readonly beforeCut: () => void = () => undefined, private readonly atClose: () => void = () => undefined) {
     // A header sent twice reaches the gateway as both values joined (node keeps the first otherwise): two
@@ -56,7 +38,8 @@ export class BoundedServer extends Server {
   #closing = false
 
   override emit(event: string, ...args: Array<any>): boolean {
-    if (event === "request") heedLeavingWhileQueued(args[0], args[1])
+    // A request past its connection's pipelining bound is not handled (Pipelining.ts).
+    if (event === "request" && !admitted(args[0], args[1])) return true
     return super.emit(event, ...args)
   }
 
