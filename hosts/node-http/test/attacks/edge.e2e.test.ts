@@ -144,6 +144,34 @@ describe("edge attacks", () => {
     })
   })
 
+  describe("paths", () => {
+    it("serves a path only as spelled: another case, doubled or trailing slashes, a ;parameter or an encoded letter is a 404 (a proxy's rule for the path saw none of them)", async () => {
+      for (const path of ["/metrics", "/v1/health"]) expect((await call(server.url, "GET", path)).status, path).toBe(200)
+      for (const path of ["/METRICS", "/metrics/", "//metrics", "/metrics;x", "/%6detrics", "/%6Detrics", "/v1//health", "/V1/health", "/v1/health/", "/v1/health;jsessionid=1"]) {
+        const res = await call(server.url, "GET", path)
+        expect([res.status, res.body?.isError ?? res.body?.error], path).toEqual([404, expect.anything()])
+      }
+      expect((await call(server.url, "GET", "/V1/KEYS", { apiKey: user.apiKey })).status).toBe(404)
+      // A reserved character stays encodable where a parameter needs it.
+      const resend = await call(server.url, "POST", `/api/avatar/resend-verification-email/${encodeURIComponent("nobody@example.com")}`)
+      expect([resend.status, resend.body.isError]).toEqual([200, false])
+    })
+
+    it("keeps every header line, the 2,001st too: padding drops no header a proxy or client sent after it", async () => {
+      // node dropped every line after the 2,000th without a word (a proxy's X-Forwarded-For appended last, here the key).
+      const answer = await new Promise<string>((resolve, reject) => {
+        let text = ""
+        const socket = net.connect(server.port, "127.0.0.1", () =>
+          socket.write(`GET /v1/usage HTTP/1.1\r\nHost: x\r\n${"a:\r\n".repeat(2_100)}x-api-key: ${user.apiKey}\r\nConnection: close\r\n\r\n`))
+        socket.setEncoding("utf8")
+        socket.on("data", (d) => (text += d))
+        socket.on("end", () => resolve(text))
+        socket.on("error", reject)
+      })
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /)
+    })
+  })
+
   describe("HTTP/1.1 pipelining", () => {
     const NOPE = "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
     /** Writes `count` pipelined `request`s on a socket; `reading`: the answers are read (counted), else never read. Ends after `waitMs` or at its close. */

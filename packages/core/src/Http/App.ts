@@ -124,8 +124,23 @@ export const makeRouter = (all: ReadonlyArray<Route> = routes, options: { readon
     // /mcp (any method) answers its own methods.
     const served = [...router.routes].filter((r) => r.method !== "*").map((r) => ({ method: r.method, path: r.path }))
     // Routes are declared with open requirements; all of them are core services.
-    return router.pipe(Effect.catchTag("RouteNotFound", () => unrouted(served))) as HttpApp.Default<never, CoreServices>
+    const exact = HttpRouter.withRouterConfig(router, EXACT_PATHS).pipe(Effect.catchTag("RouteNotFound", () => unrouted(served)))
+    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => (DISGUISED_PATH.test(pathOf(request)) ? notFound : exact)) as HttpApp.Default<never, CoreServices>
   })
+
+/**
+ * A path is served as the spec spells it, as the fast lane matches it: in its case, without doubled or
+ * trailing slashes. The router's defaults served `/METRICS`, `//metrics` and `/metrics/`, past a
+ * proxy's rule for `/metrics`.
+ */
+const EXACT_PATHS = { caseSensitive: true, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false } as const
+
+/**
+ * Spellings of a path the router would read as another (a `;` parameter it cuts off, an encoded letter,
+ * digit or `-._~`, which no path needs encoded), answered 404: `/metrics;x` and `/%6detrics` were
+ * `/metrics`. Reserved characters stay encodable (`%40` in an address).
+ */
+const DISGUISED_PATH = /;|%(?:3[0-9]|4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|2[de]|5f|7e)/i
 
 /**
  * RFC 9112 §3.2: a request whose Host header is not a valid host and port is answered 400, in the

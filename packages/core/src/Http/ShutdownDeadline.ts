@@ -33,6 +33,9 @@ export class BoundedServer extends Server {
     // Host lines are then an invalid Host (RFC 9112 §3.2: 400), two credentials no credential.
     // An HTTP/1.1 request without Host is the gateway's to refuse (in its envelope), not node's (empty body).
     super({ joinDuplicateHeaders: true, requireHostHeader: false })
+    // node keeps 2,000 header lines and drops the rest unseen: padding pushed a proxy's X-Forwarded-For (or
+    // any credential) out. Every line is kept; the header section's size limit (431) bounds them.
+    this.maxHeadersCount = 0
   }
 
   #closing = false
