@@ -121,6 +121,15 @@ describe("edge attacks", () => {
       expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
     }, 60_000)
 
+    it("refuses a batch another site's page posted as a form (CSRF); takes it from a client in any content type", async () => {
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "gateway_health" } })
+      const forged = await call(server.url, "POST", "/mcp", { raw: body, headers: { "content-type": "text/plain", "sec-fetch-site": "cross-site" } })
+      expect(forged.status).toBe(400)
+      expectRpcError(forged.body, null, -32600)
+      const plain = await call(server.url, "POST", "/mcp", { raw: body, headers: { "content-type": "text/plain" } })
+      expect([plain.status, plain.body.result?.structuredContent?.status]).toEqual([200, "ok"])
+    })
+
     it("answers JSON-RPC 2.0 errors: parse -32700, invalid request -32600, unknown method -32601, invalid params -32602", async () => {
       const parse = await rpc(server, "{\"jsonrpc\": \"2.0\", ")
       expect(parse.status).toBe(400)
@@ -156,6 +165,30 @@ describe("edge attacks", () => {
       const resend = await call(server.url, "POST", `/api/avatar/resend-verification-email/${encodeURIComponent("nobody@example.com")}`)
       expect([resend.status, resend.body.isError]).toEqual([200, false])
     })
+
+    it("closes the connection after a 413 instead of reading the rest of the declared body", async () => {
+      // node read all of a declared 2 GB after the 413 to reach the next request (2 GB pushed on one connection).
+      const outcome = await new Promise<{ answer: string; written: number }>((resolve) => {
+        let answer = ""
+        let written = 0
+        const chunk = Buffer.alloc(1 << 20, 0x61)
+        const socket = net.connect(server.port, "127.0.0.1", () => {
+          socket.write("POST /api/avatar/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000000\r\n\r\n")
+          const pump = () => {
+            while (!socket.destroyed && written < 1_000_000_000 && socket.write(chunk)) written += chunk.length
+            if (!socket.destroyed && written < 1_000_000_000) socket.once("drain", () => (written += chunk.length, pump()))
+          }
+          pump()
+        })
+        socket.setEncoding("utf8")
+        socket.on("data", (d) => (answer += d))
+        socket.on("error", () => undefined)
+        socket.on("close", () => resolve({ answer, written }))
+        setTimeout(() => socket.destroy(), 20_000)
+      })
+      expect(outcome.answer).toMatch(/^HTTP\/1\.1 413 [^]*connection: close/i)
+      expect(outcome.written).toBeLessThan(200_000_000)
+    }, 30_000)
 
     it("keeps every header line, the 2,001st too: padding drops no header a proxy or client sent after it", async () => {
       // node dropped every line after the 2,000th without a word (a proxy's X-Forwarded-For appended last, here the key).

@@ -205,6 +205,24 @@ export const parseJsonBody = (text: string, limits: SecurityLimits, contentType?
   return new BadRequest({ message: `Malformed JSON body: ${parsed.problem}${sentAs}` })
 }
 
+/** The content types a web page's form (or a fetch without a preflight) may post to another site. */
+const FORM_TYPES = new Set(["", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])
+
+/**
+ * The refusal of a JSON body a browser posted from another site as a form (`Sec-Fetch-Site` cross-site or
+ * same-site, a content type a form can send): a page could make its visitors register accounts, ask for
+ * reset mails or run anonymous MCP tools from their own addresses, past the per-address limits (CSRF).
+ * API clients send `application/json`, or no `Sec-Fetch-Site`; the gateway's own pages post same-origin.
+ */
+export const crossSiteFormProblem = (headers: Readonly<Record<string, string | undefined>>): BadRequest | undefined => {
+  const site = headers["sec-fetch-site"]
+  if (site !== "cross-site" && site !== "same-site") return undefined
+  const type = (headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase()
+  return FORM_TYPES.has(type)
+    ? new BadRequest({ message: `A page of another site posted this request as a form (${type === "" ? "no content type" : type}): this route takes application/json.` })
+    : undefined
+}
+
 /** The body of a successful answer: the result as it is (raw APIs) or in the API's envelope. */
 export const successBody = (kind: Envelope, result: unknown, message: string | null = null) =>
   kind === "none" || kind === "openai" || kind === "anthropic" ? result : successOf(kind, result, message)
@@ -284,6 +302,9 @@ export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<
   if (isFinal(error)) extra["x-should-retry"] = "false"
   // RFC 9110 §11.6.1: a 401 names the scheme that would be accepted (an API key rides on it too, as on OpenAI's API).
   if (status === 401) extra["www-authenticate"] = 'Bearer realm="aigw"'
+  // A body refused for its size is left unread: the connection closes after the answer, or node would read
+  // the rest of it (gigabytes a client declared) to reach the next request.
+  if (error._tag === "PayloadTooLarge") extra.connection = "close"
   return { status, body: errorBody(kind, error), headers: { ...headers, ...extra } }
 }
 

@@ -22,6 +22,7 @@ import {
   AVATAR_HEADERS,
   bodyTookLong,
   credentialsOf,
+  crossSiteFormProblem,
   declaresTooLarge,
   encodingRefusal,
   type Envelope,
@@ -201,9 +202,11 @@ export const readText = readBounded(textDecoderOf, readLimitedText)
 
 /** Reads and parses a JSON body within the configured size, depth and NUL limits. */
 export const readJson = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const crossSite = crossSiteFormProblem(request.headers)
+  if (crossSite !== undefined) return yield* Effect.fail(crossSite)
   const text = yield* readText
   const { limits } = yield* GatewayConfig
-  const request = yield* HttpServerRequest.HttpServerRequest
   const parsed = parseJsonBody(text, limits, request.headers["content-type"])
   return parsed instanceof BadRequest ? yield* Effect.fail(parsed) : parsed
 })

@@ -29,7 +29,7 @@ import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
 import { type BadRequest, type GatewayError, isGatewayError, type PayloadTooLarge, Unauthorized } from "../Errors.ts"
-import { credentialsOf, decodeText, requestJsonLimits, tooLargeError } from "../Http/Edge.ts"
+import { credentialsOf, crossSiteFormProblem, decodeText, requestJsonLimits, tooLargeError } from "../Http/Edge.ts"
 import { describeParseError, parseOptions } from "../Http/DecodeProblems.ts"
 import { readText } from "../Http/Route.ts"
 import { parseJsonText } from "../JsonText.ts"
@@ -387,6 +387,8 @@ export const layerHttp = layerOver((front) =>
         if (caller._tag === "Left") {
           return jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer realm="aigw", error="invalid_token"' })
         }
+        const crossSite = crossSiteFormProblem(request.headers)
+        if (crossSite !== undefined) return jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${crossSite.message}`)
         const text = yield* Effect.either(Effect.provideService(readText, GatewayConfig, config))
         const answered = text._tag === "Left"
           ? front.unreadable(text.left)

@@ -189,6 +189,21 @@ describe("avatar routes", () => {
     expect(fresh.status).toBe(200)
   })
 
+  it("refuse a JSON body another site's page posted as a form (CSRF), and take it from API clients in any content type", async () => {
+    const person = () => {
+      const u = `x_${unique()}`
+      return JSON.stringify({ username: u, email: `${u}@example.com`, password: "correct horse 1" })
+    }
+    // A page's form or a fetch without preflight: text/plain, urlencoded, multipart or none, marked cross-site by the browser.
+    for (const [site, type] of [["cross-site", "text/plain"], ["same-site", "application/x-www-form-urlencoded"], ["cross-site", "multipart/form-data; boundary=x"]] as const) {
+      const res = await call("POST", "/api/avatar/register", { raw: person(), headers: { "sec-fetch-site": site, ...(type ? { "content-type": type } : {}) } })
+      expect([res.status, res.body.isError, res.body.message], `${site} ${type}`).toEqual([400, true, expect.stringMatching(/^A page of another site posted this request as a form .*: this route takes application\/json\.$/)])
+    }
+    // The same text from curl (no Sec-Fetch-Site) or posted as JSON is taken.
+    expect((await call("POST", "/api/avatar/register", { raw: person(), headers: { "content-type": "text/plain" } })).body.isError).toBe(false)
+    expect((await call("POST", "/api/avatar/register", { raw: person(), headers: { "content-type": "application/json", "sec-fetch-site": "cross-site" } })).body.isError).toBe(false)
+  })
+
   it("count a password's characters, not its UTF-16 units", async () => {
     // Four emoji are four characters (eight units): they used to pass the 8-character minimum.
     for (const password of ["😀😀😀😀", "abcdef😀"]) {
