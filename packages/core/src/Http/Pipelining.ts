@@ -62,14 +62,9 @@ export const admitted = (req: IncomingMessage, res: ServerResponse): boolean => 
     return false
   }
   inFlight.set(socket, n)
-  let ended = false
-  const end = () => {
-    if (ended) return
-    ended = true
-    inFlight.set(socket, (inFlight.get(socket) ?? 1) - 1)
-  }
-  res.once("finish", end)
-  res.once("close", end)
+  // `close` comes once for every response: after it finished, when its connection closed first, or (waiting
+  // behind others) from heedLeavingWhileQueued.
+  res.on("close", () => inFlight.set(socket, (inFlight.get(socket) ?? 1) - 1))
   heedLeavingWhileQueued(socket, res)
   return true
 }
