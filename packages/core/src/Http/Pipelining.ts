@@ -15,7 +15,8 @@ export const MAX_PIPELINED = 32
 const inFlight = new WeakMap<Socket, number>()
 /** The pipelined answers of a connection still waiting for those before them (see `admitted`). */
 const queuedOf = new WeakMap<Socket, Set<ServerResponse>>()
-const seen = new WeakSet<IncomingMessage>()
+/** Marks a request the first hook admitted (a property, not a WeakSet: a weak entry per request made each young-generation collection dearer). */
+const ADMITTED = Symbol("aigw.admitted")
 
 /**
  * A pipelined request waits for the answers before it: its response has no socket yet and hears
@@ -52,8 +53,9 @@ const heedLeavingWhileQueued = (socket: Socket, res: ServerResponse) => {
  * request (the fast lane's, else the server's own); later calls answer true.
  */
 export const admitted = (req: IncomingMessage, res: ServerResponse): boolean => {
-  if (seen.has(req)) return true
-  seen.add(req)
+  const marked = req as IncomingMessage & { [ADMITTED]?: true }
+  if (marked[ADMITTED] === true) return true
+  marked[ADMITTED] = true
   const socket = req.socket
   if (socket.destroyed) return false
   const n = (inFlight.get(socket) ?? 0) + 1
