@@ -48,6 +48,15 @@ describe("/openapi.json", () => {
     await openai?.close()
   })
 
+  it("/docs may not be framed by another site nor sniffed as another type; /openapi.json not sniffed", async () => {
+    const page = await fetch(`${server.url}/docs`)
+    expect([page.status, page.headers.get("x-frame-options"), page.headers.get("content-security-policy"), page.headers.get("x-content-type-options")]).toEqual([200, "DENY", "frame-ancestors 'none'", "nosniff"])
+    await page.text()
+    const spec = await fetch(`${server.url}/openapi.json`)
+    expect([spec.headers.get("content-type"), spec.headers.get("x-content-type-options")]).toEqual(["application/json", "nosniff"])
+    await spec.text()
+  })
+
   it("validates with swagger-parser (every $ref resolves)", async () => {
     // validate() dereferences in place: it gets a copy.
     const api = await SwaggerParser.validate(structuredClone(doc) as never)

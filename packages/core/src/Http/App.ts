@@ -16,6 +16,7 @@ import { avatarRoutes } from "./AvatarRoutes.ts"
 import { gatewayRoutes } from "./GatewayRoutes.ts"
 import { docsPage, openApiDocument } from "./OpenApi.ts"
 import * as Observability from "./Observability.ts"
+import * as Pages from "./Pages.ts"
 import { BadRequest, NotFound } from "../Errors.ts"
 import { envelopeOfPath, errorBody, errorParts, validHost } from "./Edge.ts"
 import { type Route, unroutedHeaders } from "./Route.ts"
@@ -112,8 +113,8 @@ export const makeRouter = (all: ReadonlyArray<Route> = routes, options: { readon
     const mcpCard = HttpServerResponse.unsafeJson(serverCard(config))
     const agent = HttpServerResponse.unsafeJson(agentCard(config))
     let router: HttpRouter.HttpRouter<never, any> = HttpRouter.empty.pipe(
-      HttpRouter.get("/openapi.json", Effect.succeed(HttpServerResponse.text(openapi, { contentType: "application/json" }))),
-      HttpRouter.get("/docs", Effect.succeed(HttpServerResponse.html(docs))),
+      HttpRouter.get("/openapi.json", Effect.succeed(HttpServerResponse.text(openapi, { contentType: "application/json", headers: { "x-content-type-options": "nosniff" } }))),
+      HttpRouter.get("/docs", Effect.succeed(HttpServerResponse.html(docs).pipe(HttpServerResponse.setHeaders(Pages.pageHeaders)))),
       HttpRouter.all(MCP_PATH, withMcp((app) => app)),
       HttpRouter.get("/.well-known/mcp.json", withMcp(() => Effect.succeed(mcpCard))),
       HttpRouter.get("/.well-known/agent.json", withMcp(() => Effect.succeed(agent)))

@@ -12,8 +12,8 @@ h1{font-size:1.4rem}.ok{color:#17692c}.err{color:#a4161a}label{display:block;mar
 input{width:100%;padding:.5rem;font-size:1rem;box-sizing:border-box}button{margin-top:1rem;padding:.6rem 1.2rem;font-size:1rem}</style>
 </head><body>${body}</body></html>`
 
-/** No page of the account flows may be framed by another site (a reset form under a clickjacking overlay). */
-const pageHeaders = { "x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'", "x-content-type-options": "nosniff" }
+/** No page of the gateway may be framed by another site (a reset form under a clickjacking overlay), nor read as another type. */
+export const pageHeaders = { "x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'", "x-content-type-options": "nosniff" }
 
 export const html = (title: string, body: string, status = 200) =>
   HttpServerResponse.html(layout(title, body)).pipe(HttpServerResponse.setStatus(status), HttpServerResponse.setHeaders(pageHeaders))
