@@ -27,23 +27,24 @@ const ADMITTED = Symbol("aigw.admitted")
  */
 const heedLeavingWhileQueued = (socket: Socket, res: ServerResponse) => {
   if (res.socket !== null) return
-  let queued = queuedOf.get(socket)
-  if (queued === undefined) {
-    const waiting = new Set<ServerResponse>()
-    queuedOf.set(socket, waiting)
-    socket.once("close", () => {
-      for (const r of waiting) {
-        if (r.writableFinished || r.socket !== null) continue
-        r.destroy()
-        r.emit("close")
-      }
-      waiting.clear()
-    })
-    queued = waiting
-  }
-  const waiting = queued
+  const waiting = queuedOf.get(socket) ?? watchedForLeaving(socket)
   waiting.add(res)
   res.once("socket", () => waiting.delete(res))
+}
+
+/** The connection's set of waiting answers, with the one listener that closes them when it closes. */
+const watchedForLeaving = (socket: Socket): Set<ServerResponse> => {
+  const waiting = new Set<ServerResponse>()
+  queuedOf.set(socket, waiting)
+  socket.once("close", () => {
+    for (const r of waiting) {
+      if (r.writableFinished || r.socket !== null) continue
+      r.destroy()
+      r.emit("close")
+    }
+    waiting.clear()
+  })
+  return waiting
 }
 
 /**

@@ -11,6 +11,7 @@ import { MAILS_AT_ONCE, MailOutbox } from "../Mail/Outbox.ts"
 import { type JobOutcome, type JobProgress, type JobRecord, JobStore } from "./JobStore.ts"
 import type { JobRunner, Step } from "./Runner.ts"
 import { JobRunners } from "./Runners.ts"
+import { claimedRound } from "./ClaimedRound.ts"
 
 /** Retryable step failures are retried this many times (with backoff) before the job fails. */
 export const MAX_STEP_ATTEMPTS = 8
@@ -127,11 +128,7 @@ const makeService = Effect.gen(function*() {
   // lease. (Jobs waiting for a second wave could outlive it, and another process would run them again.)
   const claim = (n: number) => store.claimDue(Date.now(), n, LEASE_MS)
 
-  const drainJobs = Effect.gen(function*() {
-    const due = yield* claim(JOBS_AT_ONCE)
-    yield* Effect.forEach(due, advance, { concurrency: JOBS_AT_ONCE, discard: true })
-    return due.length
-  })
+  const drainJobs = claimedRound(claim, advance, JOBS_AT_ONCE)
 
   return { advance, claim, drainJobs }
 })

@@ -6,6 +6,7 @@
  * as it would have (a mail on its way). Sending processes share the store: any of them retries.
  */
 import { Context, Effect, Layer } from "effect"
+import { claimedRound } from "../Jobs/ClaimedRound.ts"
 import { type OutboxEntry, MailOutboxStore } from "../Storage/MailOutboxStore.ts"
 import { backoffMs } from "../Webhooks/Delivery.ts"
 import { type Mail, Mailer } from "./Mailer.ts"
@@ -66,11 +67,7 @@ const makeService = Effect.gen(function*() {
     })
 
   /** The mails due now, retried; how many (the Lambda host's scheduled rounds). */
-  const drain = Effect.gen(function*() {
-    const due = yield* claim(MAILS_AT_ONCE)
-    yield* Effect.forEach(due, retry, { concurrency: MAILS_AT_ONCE, discard: true })
-    return due.length
-  })
+  const drain = claimedRound(claim, retry, MAILS_AT_ONCE)
 
   return { send, claim, retry, drain }
 })

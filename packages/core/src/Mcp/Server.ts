@@ -287,16 +287,16 @@ const makeFront = Effect.gen(function*() {
     slot._tag === "Forward" && slot.message.method === "tools/list" && !(isRecord(slot.message.params) && slot.message.params.cursor !== undefined)
   /** The slots with each `tools/list` answered from the listing, or (before it is known) only the first forwarded; `fill` completes the answers. */
   const listedOnce = (planned: ReadonlyArray<JsonRpc.Slot>) => {
-    const first = planned.findIndex(isListing)
+    const known = toolListing
+    // The first listing is forwarded when the listing is not known yet; none when it is.
+    const first = known === undefined ? planned.findIndex(isListing) : -1
     const listed = (id: JsonRpc.Id, result: unknown): JsonRpc.Slot => ({ _tag: "Answer", response: { jsonrpc: "2.0", id, result } })
-    const slots = planned.map((slot, i) =>
-      !isListing(slot) ? slot : toolListing !== undefined ? listed(slot.id, toolListing) : i === first ? slot : listed(slot.id, undefined)
-    )
+    const slots = planned.map((slot, i) => (!isListing(slot) || i === first ? slot : listed(slot.id, known)))
     return {
       slots,
       listings: {
         fill: (answers: Array<JsonRpc.Response>): Array<JsonRpc.Response> => {
-          if (first < 0 || toolListing !== undefined && slots[first]!._tag === "Answer") return answers
+          if (first < 0) return answers
           const answered = answers[first]!
           if (answered.result !== undefined) toolListing = answered.result
           return answers.map((a, i) => (i !== first && isListing(planned[i]!) ? { ...answered, id: a.id } : a))

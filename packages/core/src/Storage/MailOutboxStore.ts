@@ -51,10 +51,7 @@ export const makeMemory = Effect.sync((): MailOutboxStoreService => {
       }),
     remove: (id, lockedUntil) => Effect.sync(() => void (held(id, lockedUntil) && entries.delete(id))),
     later: (id, lockedUntil, nextAttemptAt, lastError) =>
-      Effect.sync(() => {
-        const e = entries.get(id)
-        if (e !== undefined && e.lockedUntil === lockedUntil) entries.set(id, { ...e, nextAttemptAt, lastError, lockedUntil: null })
-      }),
+      Effect.sync(() => void (held(id, lockedUntil) && entries.set(id, { ...entries.get(id)!, nextAttemptAt, lastError, lockedUntil: null }))),
     size: () => Effect.sync(() => entries.size)
   }
 })

@@ -10,6 +10,7 @@
  */
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { GatewayConfig } from "../Config.ts"
+import { claimedRound } from "../Jobs/ClaimedRound.ts"
 import { type DeliveryRecord, JobStore } from "../Jobs/JobStore.ts"
 import { shownUrl } from "../RedactedUrl.ts"
 import * as UrlGuard from "../UrlGuard.ts"
@@ -128,11 +129,7 @@ const makeService = (overrides: Partial<DeliveryOptions>) =>
      */
     const claim = (n: number) => store.claimDeliveries(Date.now(), n, options.timeoutMs + 5_000)
 
-    const drain = Effect.gen(function*() {
-      const due = yield* claim(DELIVERIES_AT_ONCE)
-      yield* Effect.forEach(due, deliver, { concurrency: DELIVERIES_AT_ONCE, discard: true })
-      return due.length
-    })
+    const drain = claimedRound(claim, deliver, DELIVERIES_AT_ONCE)
 
     return { claim, deliver, drain }
   })

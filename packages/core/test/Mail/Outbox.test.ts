@@ -23,6 +23,9 @@ const flakyServer = () => {
   return { state, layer }
 }
 
+/** The outbox over `server` and a memory store. */
+const outboxOver = (server: ReturnType<typeof flakyServer>) => outboxLayer.pipe(Layer.provideMerge(Layer.merge(server.layer, outboxStoreMemory)))
+
 const mail = (n: number): Mail => ({ to: `u${n}@example.com`, subject: `Verify ${n}`, text: `https://gw.example.test/v?token=${n}`, html: "" })
 
 describe("MailOutbox", () => {
@@ -47,7 +50,7 @@ describe("MailOutbox", () => {
       // A mail the server takes at once is not kept.
       yield* outbox.send(mail(2), 3_600_000)
       assert.deepStrictEqual([server.state.taken.length, yield* store.size()], [2, 0])
-    }).pipe(Effect.provide(outboxLayer.pipe(Layer.provideMerge(Layer.merge(server.layer, outboxStoreMemory)))))
+    }).pipe(Effect.provide(outboxOver(server)))
   })
 
   it.effect("gives a mail up when its link would expire before the next attempt, not before", () => {
@@ -68,6 +71,6 @@ describe("MailOutbox", () => {
       yield* outbox.retry(second!)
       assert.strictEqual(yield* store.size(), 0)
       assert.strictEqual(server.state.taken.length, 0)
-    }).pipe(Effect.provide(outboxLayer.pipe(Layer.provideMerge(Layer.merge(server.layer, outboxStoreMemory)))))
+    }).pipe(Effect.provide(outboxOver(server)))
   })
 })

@@ -9,7 +9,7 @@ import {
   JobStore,
   type JobType
 } from "../../Jobs/JobStore.ts"
-import { num, numOrNull, skipLocked as skipLockedOf } from "./util.ts"
+import { claimAttempts, num, numOrNull, skipLocked as skipLockedOf } from "./util.ts"
 
 const toJson = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v))
 const fromJson = (v: unknown) => (v === null || v === undefined ? null : JSON.parse(String(v)))
@@ -139,11 +139,7 @@ export const make = Effect.gen(function*() {
       ).pipe(Effect.orDie),
     claimDeliveries: (now, limit, leaseMs) =>
       // The attempt is counted here, before it is sent (see JobStoreService.claimDeliveries).
-      sql`UPDATE webhook_deliveries SET locked_until = ${now + leaseMs}, attempts = attempts + 1 WHERE id IN (
-            SELECT id FROM webhook_deliveries
-            WHERE status = 'pending' AND next_attempt_at <= ${now} AND (locked_until IS NULL OR locked_until < ${now})
-            ORDER BY next_attempt_at LIMIT ${limit} ${skipLocked}
-          ) RETURNING *`.pipe(Effect.map((rows) => rows.map(deliveryFromRow)), Effect.orDie),
+      claimAttempts(sql, "webhook_deliveries", sql`status = 'pending'`, now, limit, leaseMs).pipe(Effect.map((rows) => rows.map(deliveryFromRow)), Effect.orDie),
     recordAttempt: (attempt, lease, next) =>
       sql.withTransaction(
         Effect.zipRight(

@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import { MailOutboxStore, type OutboxEntry } from "../MailOutboxStore.ts"
-import { num, skipLocked as skipLockedOf } from "./util.ts"
+import { claimAttempts, num, numOrNull } from "./util.ts"
 
 const entryFromRow = (r: any): OutboxEntry => ({
   id: r.id,
@@ -10,13 +10,12 @@ const entryFromRow = (r: any): OutboxEntry => ({
   expiresAt: num(r.expires_at),
   attempts: Number(r.attempts),
   nextAttemptAt: num(r.next_attempt_at),
-  lockedUntil: r.locked_until === null ? null : num(r.locked_until),
+  lockedUntil: numOrNull(r.locked_until),
   lastError: r.last_error ?? null
 })
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const skipLocked = skipLockedOf(sql)
   return MailOutboxStore.of({
     add: (e) =>
       sql`INSERT INTO mail_outbox ${
@@ -35,11 +34,7 @@ export const make = Effect.gen(function*() {
         })
       }`.pipe(Effect.asVoid, Effect.orDie),
     claim: (now, limit, leaseMs) =>
-      sql`UPDATE mail_outbox SET locked_until = ${now + leaseMs}, attempts = attempts + 1 WHERE id IN (
-            SELECT id FROM mail_outbox
-            WHERE next_attempt_at <= ${now} AND (locked_until IS NULL OR locked_until < ${now})
-            ORDER BY next_attempt_at LIMIT ${limit} ${skipLocked}
-          ) RETURNING *`.pipe(Effect.map((rows) => rows.map(entryFromRow)), Effect.orDie),
+      claimAttempts(sql, "mail_outbox", sql`1 = 1`, now, limit, leaseMs).pipe(Effect.map((rows) => rows.map(entryFromRow)), Effect.orDie),
     remove: (id, lockedUntil) => sql`DELETE FROM mail_outbox WHERE id = ${id} AND locked_until = ${lockedUntil}`.pipe(Effect.asVoid, Effect.orDie),
     later: (id, lockedUntil, nextAttemptAt, lastError) =>
       sql`UPDATE mail_outbox SET next_attempt_at = ${nextAttemptAt}, last_error = ${lastError}, locked_until = NULL
