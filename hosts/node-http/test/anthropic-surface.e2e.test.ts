@@ -179,13 +179,19 @@ describe("Anthropic-compatible surface", () => {
     const stream = client(user.apiKey).messages.stream({ model: "gpt-4o-mini", max_tokens: 64, messages: [{ role: "user", content: "Count" }] })
     const types: Array<string> = []
     const texts: Array<string> = []
-    stream.on("streamEvent", (e) => types.push(e.type))
+    let start: Anthropic.MessageStartEvent | undefined
+    stream.on("streamEvent", (e) => {
+      types.push(e.type)
+      if (e.type === "message_start") start = structuredClone(e)
+    })
     stream.on("text", (t) => texts.push(t))
     const final = await stream.finalMessage()
     expect(texts.join("")).toBe("one two three")
     expect(texts.length).toBeGreaterThan(1)
     expect(final).toMatchObject({ role: "assistant", content: [{ type: "text", text: "one two three" }], stop_reason: "end_turn", usage: { input_tokens: 5, output_tokens: 3 } })
     expect(types[0]).toBe("message_start")
+    // An OpenAI-format upstream reports the input only at the end: message_start has 0, message_delta the count.
+    expect(start!.message.usage).toMatchObject({ input_tokens: 0, output_tokens: 0 })
     expect(types[1]).toBe("content_block_start")
     expect(new Set(types.slice(2, -3))).toEqual(new Set(["content_block_delta"]))
     expect(types.slice(-3)).toEqual(["content_block_stop", "message_delta", "message_stop"])
@@ -308,6 +314,9 @@ describe("Anthropic-compatible surface", () => {
     const stream = claude.messages.stream(first as never, { headers: { "anthropic-beta": "interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14" } })
     const thoughts: Array<string> = []
     const signatures: Array<string> = []
+    const starts: Array<Anthropic.MessageStartEvent> = []
+    // Copied when it comes: the SDK accumulates the message's usage into that event's object.
+    stream.on("streamEvent", (e) => e.type === "message_start" && starts.push(structuredClone(e)))
     stream.on("thinking", (delta) => thoughts.push(delta))
     stream.on("signature", (signature) => signatures.push(signature))
     const final = await stream.finalMessage()
@@ -320,6 +329,10 @@ describe("Anthropic-compatible surface", () => {
     expect(thoughts.join("")).toBe("Considering 1 message(s).")
     expect(signatures).toEqual([(final.content[0] as Anthropic.ThinkingBlock).signature])
     expect(final.usage).toMatchObject({ cache_creation_input_tokens: 9, cache_read_input_tokens: 0 })
+    // message_start carries the input counts of the upstream's own message_start (clients such as LangChain read them there).
+    expect(starts).toHaveLength(1)
+    expect(starts[0]!.message.usage).toMatchObject({ input_tokens: final.usage.input_tokens, output_tokens: 0, cache_creation_input_tokens: 9, cache_read_input_tokens: 0 })
+    expect(final.usage.input_tokens).toBeGreaterThan(0)
     // The next turn sends the thinking block back, as Claude Code does; the upstream checks its signature.
     const second = await claude.messages.create({
       ...first,
@@ -437,6 +450,28 @@ describe("Anthropic-compatible surface", () => {
     expect(final.content).toEqual([{ type: "tool_use", id: "toolu_stream", name: "get_weather", input: { city: "Tromsø" } }])
     expect(final.stop_reason).toBe("tool_use")
     expect((anthropic.requests.at(-1)!.body as any).stream).toBe(true)
+  })
+
+  it("answers a stream's status and headers at once, and message_start with the first piece of the answer", async () => {
+    // An upstream that accepts at once and then takes its time between events (a model thinking before its first token).
+    anthropic.setScenario({ kind: "text", text: "slow answer", usage: { prompt: 21, completion: 2 }, frameDelayMs: 400 })
+    const started = performance.now()
+    const res = await fetch(`${server.url}/anthropic/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": bronze.apiKey, "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "claude-haiku-4-5", provider: "anthropic", max_tokens: 50, stream: true, messages: [{ role: "user", content: "hi" }] })
+    })
+    const headersAt = performance.now() - started
+    expect(res.status).toBe(200)
+    const reader = res.body!.getReader()
+    const first = new TextDecoder().decode((await reader.read()).value)
+    const firstAt = performance.now() - started
+    await reader.cancel()
+    // The first text_delta is the upstream's fourth event (message_start, content_block_start, ping, delta): 1.2 s in.
+    expect(firstAt).toBeGreaterThan(1000)
+    expect(headersAt).toBeLessThan(firstAt - 600)
+    expect(first.startsWith("event: message_start\n")).toBe(true)
+    expect(JSON.parse(first.split("\n")[1]!.slice(6)).message.usage).toMatchObject({ input_tokens: 21, output_tokens: 0 })
   })
 
   it("reports an upstream failure mid-stream as an error event", async () => {

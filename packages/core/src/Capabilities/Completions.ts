@@ -214,6 +214,7 @@ const makeService = Effect.gen(function*() {
       const opened = yield* lift(() => calls.openStream({ avatar, messages, targets, request, cancel, requestId }), cancel)
       return {
         target: opened.target,
+        reportedInput: opened.reportedInput,
         stop: opened.stop,
         run: (emit) =>
           opened.run(emit).then(() => {

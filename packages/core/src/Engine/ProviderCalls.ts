@@ -317,6 +317,17 @@ export const makeStreamAccount = () => {
     finished: () => finished,
     /** The usage as the upstream reported it, when it reported both counts (`reportedUsage`). */
     reported: (): UsageReport | undefined => reportedUsage(usage),
+    /** The input counts the upstream has reported so far, the believable ones (`ChatStream.reportedInput`). */
+    reportedInput: (): InputCounts => {
+      const promptTokens = reportedCount(usage.promptTokens)
+      const cacheCreationTokens = reportedCount(usage.cacheCreationTokens)
+      const cacheReadTokens = reportedCount(usage.cacheReadTokens)
+      return {
+        ...(promptTokens !== undefined ? { promptTokens } : {}),
+        ...(cacheCreationTokens !== undefined ? { cacheCreationTokens } : {}),
+        ...(cacheReadTokens !== undefined ? { cacheReadTokens } : {})
+      }
+    },
     /** When `reported` gave none: the upstream's counts, with the tokenizer's for whatever it did not report (`estimatedUsage`). */
     estimated: (messages: ReadonlyArray<ChatMessage>): Effect.Effect<UsageReport> => estimatedUsage(usage, messages, text),
     /**
@@ -355,9 +366,21 @@ export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport,
  */
 export type WhenReady = (resume: () => void) => void
 
+/** A prompt's token counts as an upstream reports them: uncached input, and what was written to and read from its cache. */
+export interface InputCounts {
+  readonly promptTokens?: number
+  readonly cacheCreationTokens?: number
+  readonly cacheReadTokens?: number
+}
+
 /** An opened stream: the target that accepted it, and `run`, which delivers its chunks. */
 export interface ChatStream {
   readonly target: Target
+  /**
+   * The input counts the upstream has reported so far: Anthropic's come in its first event, so they are
+   * known when the first chunk is emitted; most wires report them only with the last.
+   */
+  readonly reportedInput: () => InputCounts
   /**
    * Calls `emit` with the chunks of each upstream read, then once with the final chunk (totals,
    * or the error that ended the stream), and resolves. Usage is recorded once, also when the
@@ -714,15 +737,16 @@ const makeService = Effect.gen(function*() {
     // A stop asked before the run began waits here for it; once running, `stopRun` ends it.
     let stopped: StreamError | undefined
     let stopRun: ((error: StreamError) => void) | undefined
+    const account = makeStreamAccount()
     return {
       target,
+      reportedInput: account.reportedInput,
       stop: (error) => (stopRun === undefined ? (stopped ??= error) : stopRun(error)),
       run: (emit) =>
         unfinished(new Promise<void>((resolve, reject) => {
           const wire = wireOf(target)
           const parser = wire.framing?.() ?? makeSseParser()
           const decode = wire.events(provider)
-          const account = makeStreamAccount()
           let ended = false
           let timer: ReturnType<typeof setTimeout> | undefined
           let stopListening: (() => void) | undefined

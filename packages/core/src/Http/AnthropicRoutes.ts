@@ -10,6 +10,7 @@ import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabili
 import { BadRequest, NotFound, UpstreamFailed } from "../Errors.ts"
 import { type CacheHint, type ChatMessage, type ChatOptions, type ContentPart, type FinishReason, joinedText, type ReasoningPart } from "../Providers/Chat.ts"
 import { chatSurface, headerOf, type RequestHeaders } from "./ChatSurface.ts"
+import type { InputCounts } from "../Engine/ProviderCalls.ts"
 import { errorBody } from "./Edge.ts"
 import { CacheControl, cacheOf, Content, inputOf, MAX_CONTENT, ToolName, type ToolResultBody } from "./CompletionRoutes.ts"
 import { AnthropicMessage, AnthropicModel, AnthropicModelList } from "./ResponseSchemas.ts"
@@ -360,23 +361,39 @@ export const toAnthropicMessage = (id: string, r: CompletionResult) => {
 export const anthropicFrame = (event: { readonly type: string }) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
 
 /**
- * Gateway chunks -> Anthropic stream events. `opening` is message_start (empty content; the
- * input tokens are not known before the upstream's last event, so message_delta carries them);
- * `convert` opens a content block when the kind of content changes (text, or a new tool call),
- * sends its deltas, and closes the last block before message_delta and message_stop.
+ * Gateway chunks -> Anthropic stream events. The first call of `convert` starts with message_start
+ * (empty content), whose usage has the input counts the upstream reported by then
+ * (`reportedInput`): an Anthropic upstream's, from its own message_start; 0 for wires that report
+ * them only at the end, where message_delta carries them. `convert` opens a content block when the
+ * kind of content changes (text, or a new tool call), sends its deltas, and closes the last block
+ * before message_delta and message_stop.
  */
-export const toEvents = (id: string, model: string) => {
-  const opening = {
-    type: "message_start",
-    message: { id, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } }
+export const toEvents = (id: string, model: string, reportedInput: () => InputCounts = () => ({})) => {
+  let started = false
+  const opening = () => {
+    const input = reportedInput()
+    return {
+      type: "message_start",
+      message: {
+        id, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null,
+        usage: { input_tokens: input.promptTokens ?? 0, output_tokens: 0, ...cacheUsageOf(input) }
+      }
+    }
   }
   let next = 0
   /** The open block: text, the tool call of that ordinal, or the upstream's reasoning block of that index. */
   let open: { readonly index: number; readonly tool: number | undefined; readonly reasoning?: number } | undefined
   const toolBlocks = new Map<number, number>()
   const convert = (c: StreamChunk): Array<{ readonly type: string }> => {
-    if (c.error !== undefined) return [errorBody("anthropic", { _tag: c.errorCode ?? "UpstreamFailed", message: c.error }) as { type: string }]
     const out: Array<{ type: string; [k: string]: unknown }> = []
+    if (!started) {
+      started = true
+      out.push(opening())
+    }
+    if (c.error !== undefined) {
+      out.push(errorBody("anthropic", { _tag: c.errorCode ?? "UpstreamFailed", message: c.error }) as { type: string })
+      return out
+    }
     const close = () => {
       if (open !== undefined) out.push({ type: "content_block_stop", index: open.index })
       open = undefined
@@ -420,7 +437,7 @@ export const toEvents = (id: string, model: string) => {
     }
     return out
   }
-  return { opening, convert }
+  return { convert }
 }
 
 /** A fresh message id in Anthropic's format. */
@@ -431,7 +448,7 @@ const messagesSurface = chatSurface<MessagesBody, { readonly type: string }>({
   streamed: (body: MessagesBody) => body.stream === true,
   newId: messageId,
   answer: toAnthropicMessage,
-  stream: (id, _body, model) => ({ ...toEvents(id, model), frame: anthropicFrame })
+  stream: (id, _body, opened) => ({ ...toEvents(id, opened.target.model.id, opened.reportedInput), frame: anthropicFrame })
 })
 
 /** The count_tokens request: what a Messages request sends before the answer. */

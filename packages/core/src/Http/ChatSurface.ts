@@ -8,13 +8,17 @@
 import { Effect } from "effect"
 import { type CompletionInput, type CompletionResult, Completions, type StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest, type GatewayError, isGatewayError } from "../Errors.ts"
+import type { ChatStream } from "../Engine/ProviderCalls.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { streamAnswer } from "./CompletionRoutes.ts"
 import { chatPlan, type Lane } from "./Lane.ts"
 
-/** One streamed answer: the first event, the events of each chunk, how an event is framed, and the last frame. */
+/**
+ * One streamed answer: the first event (sent as soon as the upstream accepted the call), the events
+ * of each chunk, how an event is framed, and the last frame.
+ */
 export interface SurfaceStream<E> {
-  readonly opening: E
+  readonly opening?: E
   readonly convert: (chunk: StreamChunk) => ReadonlyArray<E>
   readonly frame: (event: E) => string
   readonly trailer?: string
@@ -29,7 +33,7 @@ export interface StreamText {
 
 export const streamText = <E>({ convert, frame, opening, trailer = "" }: SurfaceStream<E>): StreamText => ({
   frames: (chunk) => convert(chunk).map(frame).join(""),
-  opening: frame(opening),
+  opening: opening === undefined ? "" : frame(opening),
   trailer
 })
 
@@ -49,9 +53,8 @@ export interface ChatSurface<B, E> {
   readonly newId: () => string
   /** The answer in the surface's format, or the error of an answer it cannot express. */
   readonly answer: (id: string, result: CompletionResult) => unknown
-  /** A fresh converter for one stream. */
-  /** The stream's text; `model` is the model of the target that accepted the call (an `auto` call's too). */
-  readonly stream: (id: string, body: B, model: string) => SurfaceStream<E>
+  /** A fresh converter for one stream, of the stream the call opened (its target's model is an `auto` call's too). */
+  readonly stream: (id: string, body: B, opened: ChatStream) => SurfaceStream<E>
 }
 
 const failOn = <A>(value: A) => (isGatewayError(value) ? Effect.fail(value as GatewayError) : Effect.succeed(value))
@@ -80,7 +83,7 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
       const completions = yield* Completions
       const id = s.newId()
       if (!s.streamed(body)) return yield* failOn(s.answer(id, yield* completions.complete(avatar, input)))
-      return yield* streamAnswer(completions.stream(avatar, input), (opened) => streamText(s.stream(id, body, opened.target.model.id)))
+      return yield* streamAnswer(completions.stream(avatar, input), (opened) => streamText(s.stream(id, body, opened)))
     })
   }
 
@@ -101,7 +104,7 @@ export const chatSurface = <B, E>(s: ChatSurface<B, E>) => {
         }
         return async (lane) => {
           const opened = await calls.openStream({ ...lane.call(targets), messages, request })
-          const text = streamText(s.stream(id, body, opened.target.model.id))
+          const text = streamText(s.stream(id, body, opened))
           return lane.stream(opened, text.frames, text.opening, text.trailer)
         }
       })

@@ -230,6 +230,8 @@ const HELD_CHARACTERS = 64 * 1024
 const pulledText = (opened: ChatStream, frames: (chunk: StreamChunk) => string, opening: string, trailer: string): Stream.Stream<Uint8Array> =>
   Stream.suspend(() => {
     let held = opening
+    // The opening leaves at the first pull even when empty: the head leaves with it (as the lane's `stream`).
+    let pulled = false
     let started = false
     let ended = false
     let failure: { readonly cause: unknown } | undefined
@@ -237,7 +239,8 @@ const pulledText = (opened: ChatStream, frames: (chunk: StreamChunk) => string, 
     // The run waits while more than HELD_CHARACTERS are held for a consumer that does not pull (a client that does not read).
     let resumeRun: (() => void) | undefined
     const next = (): Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> | undefined => {
-      if (held !== "") {
+      if (held !== "" || !pulled) {
+        pulled = true
         const text = held
         held = ""
         const resume = resumeRun

@@ -183,8 +183,9 @@ export const make = Effect.gen(function*() {
       stream: async (stream, frames, opening = "", trailer = "") => {
         res.writeHead(200, { ...headers, ...SSE_HEADERS })
         // Writes are held (corked) and leave together, one socket write each time: the head and the
-        // opening with the first batch when the upstream's first read comes in the same turn of the
-        // event loop, else at that turn's end; each batch once the microtasks of its tick have run.
+        // opening (if the surface has one) with the first batch when the upstream's first read comes in
+        // the same turn of the event loop, else at that turn's end; each batch once the microtasks of
+        // its tick have run.
         // Under load (other requests in flight), once the upstream's answer is complete, what is held
         // waits for the final chunk (totals, emitted once usage is recorded) and leaves with the end:
         // an answer that came in one upstream read leaves in one socket write. Alone, it leaves at
@@ -204,7 +205,8 @@ export const make = Effect.gen(function*() {
           res.write(text)
           flushWhen(flush)
         }
-        if (opening !== "") send(opening, setImmediate)
+        // Written even when empty: the head leaves then, so the client learns that the call was accepted.
+        send(opening, setImmediate)
         await stream.run((chunks, upstreamDone) => {
           let out = ""
           for (const chunk of chunks) out += frames(chunk)

@@ -570,7 +570,7 @@ const chat = chatSurface({
   streamed: (body: ChatCompletionBody) => body.stream === true,
   newId: completionId,
   answer: toChatCompletion,
-  stream: openAiStream
+  stream: (id, body, opened) => openAiStream(id, body, opened.target.model.id)
 })
 
 const autoModel = { id: "auto", object: "model", created: 0, owned_by: "aigw" }

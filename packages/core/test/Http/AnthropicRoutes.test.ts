@@ -1,7 +1,8 @@
 /** The Anthropic surface's pure parts: request -> neutral input, answer and stream events, and the error envelope. */
 import { Effect, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import type { CompletionResult } from "../../src/Capabilities/Completions.ts"
+import type { CompletionResult, StreamChunk } from "../../src/Capabilities/Completions.ts"
+import type { InputCounts } from "../../src/Engine/ProviderCalls.ts"
 import { BadRequest, Busy, NotFound, PayloadTooLarge, QuotaExceeded, Unauthorized, UpstreamFailed } from "../../src/Errors.ts"
 import { CountTokensBody, countTokensOf, MessagesBody, messagesInputOf, toAnthropicMessage, toEvents } from "../../src/Http/AnthropicRoutes.ts"
 import { envelopeOfPath, errorParts } from "../../src/Http/Edge.ts"
@@ -105,9 +106,8 @@ describe("Anthropic surface", () => {
   })
 
   it("streams blocks in order: a new block when the kind of content changes, each closed once", () => {
-    const { convert, opening } = toEvents("msg_1", "m")
-    expect(opening).toMatchObject({ type: "message_start", message: { id: "msg_1", content: [], model: "m" } })
-    const events = [
+    const { convert } = toEvents("msg_1", "m")
+    const [opening, ...events] = [
       { content: "Hi", done: false },
       { content: " there", done: false },
       { content: "", done: false, toolCalls: [{ index: 0, id: "a", name: "f", arguments: "" }] },
@@ -116,6 +116,11 @@ describe("Anthropic surface", () => {
       { content: "", done: false, extra: { delta: { reasoning_content: "hm" } } },
       { content: "", done: true, finishReason: "tool_calls" as const, promptTokens: 7, completionTokens: 9 }
     ].flatMap(convert)
+    // message_start comes first, once; an upstream that reports its input only at the end leaves its usage 0.
+    expect(opening).toEqual({
+      type: "message_start",
+      message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } }
+    })
     expect(events).toEqual([
       { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
       { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hi" } },
@@ -131,10 +136,21 @@ describe("Anthropic surface", () => {
       { type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { input_tokens: 7, output_tokens: 9 } },
       { type: "message_stop" }
     ])
-    expect(toEvents("msg_2", "m").convert({ content: "", done: true, error: "boom" })).toEqual([{ type: "error", error: { type: "api_error", message: "boom" } }])
+    const failure = (chunk: StreamChunk) => toEvents("msg_2", "m").convert(chunk).slice(1)
+    expect(failure({ content: "", done: true, error: "boom" })).toEqual([{ type: "error", error: { type: "api_error", message: "boom" } }])
     // A stop of the gateway's own is Anthropic's overloaded_error (a 503 before the stream began); a timeout an api_error.
-    expect(toEvents("msg_2", "m").convert({ content: "", done: true, error: "stopping", errorCode: "Busy" })).toEqual([{ type: "error", error: { type: "overloaded_error", message: "stopping" } }])
-    expect(toEvents("msg_2", "m").convert({ content: "", done: true, error: "quiet", errorCode: "UpstreamTimeout" })).toEqual([{ type: "error", error: { type: "api_error", message: "quiet" } }])
+    expect(failure({ content: "", done: true, error: "stopping", errorCode: "Busy" })).toEqual([{ type: "error", error: { type: "overloaded_error", message: "stopping" } }])
+    expect(failure({ content: "", done: true, error: "quiet", errorCode: "UpstreamTimeout" })).toEqual([{ type: "error", error: { type: "api_error", message: "quiet" } }])
+  })
+
+  it("starts with the input counts the upstream reported before the first chunk, believable ones only", () => {
+    let reported: InputCounts = { promptTokens: 1200, cacheReadTokens: 800 }
+    const { convert } = toEvents("msg_3", "m", () => reported)
+    const first = convert({ content: "Hi", done: false })
+    reported = { promptTokens: 5 }
+    expect(first[0]).toMatchObject({ type: "message_start", message: { usage: { input_tokens: 1200, output_tokens: 0, cache_read_input_tokens: 800 } } })
+    // Read once, for the first chunk: message_start is not sent again.
+    expect(convert({ content: "!", done: false }).map((e) => e.type)).toEqual(["content_block_delta"])
   })
 
   it("answers failures in Anthropic's error shape with the error type of each status", () => {
@@ -229,7 +245,7 @@ describe("Anthropic surface", () => {
       { content: "", done: false, reasoning: { index: 1, redacted: "opaque" } },
       { content: "Answer", done: false },
       { content: "", done: true, finishReason: "stop" as const, promptTokens: 4, completionTokens: 6, cacheReadTokens: 12 }
-    ].flatMap(convert)
+    ].flatMap(convert).slice(1)
     expect(events).toEqual([
       { type: "content_block_start", index: 0, content_block: { type: "thinking", thinking: "", signature: "" } },
       { type: "content_block_delta", index: 0, delta: { type: "thinking_delta", thinking: "Let me" } },

@@ -20,6 +20,7 @@ const driven = () => {
   let finish!: () => void
   const stream: ChatStream = {
     target: undefined as never,
+    reportedInput: () => ({}),
     run: (e) => {
       state.started++
       emit = e
@@ -82,7 +83,7 @@ describe("streamAnswer as a web Response (the Lambda host's form)", () => {
 
   it("a run that fails ends the body with an error, and the scope closes", async () => {
     const state = { closed: 0 }
-    const failing: ChatStream = { target: undefined as never, run: () => Promise.reject(new Error("engine broke")), stop: () => undefined }
+    const failing: ChatStream = { target: undefined as never, reportedInput: () => ({}), run: () => Promise.reject(new Error("engine broke")), stop: () => undefined }
     const open = Effect.as(Effect.addFinalizer(() => Effect.sync(() => void state.closed++)), failing)
     const response = await webResponse(open)
     await expect(response.text()).rejects.toThrow()

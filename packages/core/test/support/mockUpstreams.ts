@@ -69,8 +69,11 @@ export interface MockUsage {
 }
 
 export type Scenario =
-  /** `pieces`: how many content chunks a stream splits the text into (3 unless given; the OpenAI wire). */
-  | { kind: "text"; text: string; usage?: MockUsage; pieces?: number }
+  /**
+   * `pieces`: how many content chunks a stream splits the text into (3 unless given; the OpenAI wire).
+   * `frameDelayMs`: the pause between this stream's frames, instead of the mock's `chunkDelayMs`.
+   */
+  | { kind: "text"; text: string; usage?: MockUsage; pieces?: number; frameDelayMs?: number }
   | { kind: "tool"; name: string; arguments: Record<string, unknown>; id?: string; usage?: MockUsage }
   /** `midStream: true` on a streaming request answers 200, streams a little, then sends the provider's in-stream error */
   | { kind: "error"; status: number; message?: string; midStream?: boolean; retryAfter?: string }
@@ -117,8 +120,8 @@ interface Exchange {
   json(status: number, body: unknown, headers?: Record<string, string>): void
   /** writes a non-JSON body (audio bytes, …) */
   raw(status: number, contentType: string, body: Uint8Array | string): void
-  /** writes 200 + frames with a small delay; `dropAfter` frames then destroys the socket instead of ending */
-  stream(contentType: string, frames: readonly string[], dropAfter?: number, headers?: Record<string, string>): Promise<void>
+  /** writes 200 + frames with a small delay (`delayMs`, else the mock's); `dropAfter` frames then destroys the socket instead of ending */
+  stream(contentType: string, frames: readonly string[], dropAfter?: number, headers?: Record<string, string>, delayMs?: number): Promise<void>
   hang(): void
 }
 
@@ -205,7 +208,7 @@ const startMock = async (
           res.writeHead(status, { "content-type": contentType, "content-length": Buffer.byteLength(payload) })
           res.end(payload)
         },
-        stream: async (contentType, frames, dropAfter, headers = {}) => {
+        stream: async (contentType, frames, dropAfter, headers = {}, delayMs = delay) => {
           if (res.destroyed) return
           res.writeHead(200, { "content-type": contentType, "cache-control": "no-cache", ...headers })
           res.flushHeaders()
@@ -213,7 +216,7 @@ const startMock = async (
           for (let i = 0; i < count; i++) {
             if (res.destroyed) return
             await writeAsync(res, frames[i] as string)
-            await sleep(delay)
+            await sleep(delayMs)
           }
           if (res.destroyed) return
           if (dropAfter !== undefined) {
@@ -334,7 +337,8 @@ const serve = async (ex: Exchange, call: Call, wire: Wire): Promise<void> => {
     case "text":
     case "tool": {
       const a = toAnswer(s, call.limit)
-      if (call.stream) return ex.stream(wire.streamContentType(call), wire.frames(a, call).frames, undefined, headers)
+      const delayMs = s.kind === "text" ? s.frameDelayMs : undefined
+      if (call.stream) return ex.stream(wire.streamContentType(call), wire.frames(a, call).frames, undefined, headers, delayMs)
       return ex.json(200, wire.body(a, call), headers)
     }
   }
