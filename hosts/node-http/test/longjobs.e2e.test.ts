@@ -206,6 +206,56 @@ describe("long-running jobs against vendor mocks", () => {
     expect(hook.headers["x-gateway-event"]).toBe("finetune")
   })
 
+  it("stops a deleted avatar's jobs: cancelled at the vendor where it has a way, ended cancelled, no webhook", async () => {
+    const gone = await signUp(server, "gone")
+    const admin = await adminToken(server)
+    await call(server.url, "PUT", `/v1/admin/avatars/${gone.id}/plan`, { token: admin, body: { plan: "Gold" } })
+    // The vendor's jobs run until cancelled.
+    openai.configure({ pollsUntilDone: 100_000 })
+    replicate.configure({ pollsUntilDone: 100_000 })
+    try {
+      const before = openai.requests.length
+      const beforeVideo = replicate.requests.length
+      const batch = await call(server.url, "POST", "/v1/batch/submit", {
+        apiKey: gone.apiKey,
+        body: { provider: "openai", callbackUrl: receiver.url, requests: [{ messages: [{ role: "user", content: "spend" }], model: "gpt-4o-mini" }] }
+      })
+      const trainingData = [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }]
+      const tune = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: gone.apiKey, body: { baseModel: "gpt-4o-mini", trainingData, callbackUrl: receiver.url } })
+      const video = await call(server.url, "POST", "/v1/video/generate", { apiKey: gone.apiKey, body: { prompt: "spend", provider: "replicate", callbackUrl: receiver.url } })
+      const ids = [batch.body.result.batchId as string, tune.body.result.jobId as string, video.body.result.jobId as string]
+      // All run at their vendors (created there, polled) when the avatar is deleted.
+      const polled = (path: RegExp) => openai.requests.slice(before).some((r) => r.method === "GET" && path.test(r.path))
+      const videoPolled = () => replicate.requests.slice(beforeVideo).some((r) => r.method === "GET" && /\/predictions\/\w+$/.test(r.path))
+      for (const deadline = Date.now() + 10_000; !(polled(/\/batches\/batch_\w+$/) && polled(/\/fine_tuning\/jobs\/ftjob-\w+$/) && videoPolled()) && Date.now() < deadline;) {
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      expect((await call(server.url, "DELETE", `/api/avatar/${gone.id}`, { token: admin })).status).toBe(200)
+      const paths = [`/v1/batch/${ids[0]}/status`, `/v1/fine-tuning/jobs/${ids[1]}`, `/v1/video/${ids[2]}`]
+      const ended = await Promise.all(paths.map(async (path) => {
+        for (const deadline = Date.now() + 10_000; ;) {
+          const res = (await call(server.url, "GET", path, { token: admin })).body.result
+          if (res.status !== "queued" && res.status !== "running") return res
+          if (Date.now() > deadline) throw new Error(`${path} still ${res.status}`)
+          await new Promise((r) => setTimeout(r, 50))
+        }
+      }))
+      for (const job of ended) expect([job.status, job.error]).toEqual(["cancelled", "the job's avatar was deleted: the job was stopped"])
+      const sent = openai.requests.slice(before)
+      expect(sent.filter((r) => r.method === "POST" && /\/batches\/batch_\w+\/cancel$/.test(r.path))).toHaveLength(1)
+      expect(sent.filter((r) => r.method === "POST" && /\/fine_tuning\/jobs\/ftjob-\w+\/cancel$/.test(r.path))).toHaveLength(1)
+      expect(replicate.requests.slice(beforeVideo).filter((r) => r.method === "POST" && /\/predictions\/\w+\/cancel$/.test(r.path))).toHaveLength(1)
+      // Nothing more is asked of the vendors, and nothing is sent to the deleted avatar's callback.
+      const asked = [openai.requests.length, replicate.requests.length]
+      await new Promise((r) => setTimeout(r, 500))
+      expect([openai.requests.length, replicate.requests.length]).toEqual(asked)
+      expect(receiver.received.filter((r) => ids.includes(JSON.parse(r.body).jobId))).toEqual([])
+    } finally {
+      openai.configure({ pollsUntilDone: 3 })
+      replicate.configure({ pollsUntilDone: 3 })
+    }
+  })
+
   it("validates training data and names the first bad example", async () => {
     const good = { messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }
     const cases: Array<[unknown, RegExp]> = [

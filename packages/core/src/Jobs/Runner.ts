@@ -5,6 +5,7 @@
  */
 import type { Effect } from "effect"
 import type { GatewayError } from "../Errors.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { shownUpstreamText, type UpstreamError } from "../Providers/UpstreamError.ts"
 import type { JobRecord } from "./JobStore.ts"
 
@@ -25,7 +26,14 @@ export type Step =
   | { readonly _tag: "Cancelled"; readonly error: string; readonly result?: unknown }
 
 export interface JobRunner {
-  readonly advance: (job: JobRecord) => Effect.Effect<Step, UpstreamError | GatewayError>
+  /** One step of the job of `owner`, an active avatar (the worker stops the jobs of one deleted). */
+  readonly advance: (job: JobRecord, owner: AvatarRecord) => Effect.Effect<Step, UpstreamError | GatewayError>
+  /**
+   * Asks the upstream to stop the job's work, where its vendor has a way (a Batch API batch, a
+   * fine-tuning job): called when the job's avatar was deleted while the job ran there (it has an
+   * upstream id), before the job ends cancelled.
+   */
+  readonly stop?: (job: JobRecord) => Effect.Effect<void, UpstreamError | GatewayError>
   /**
    * After the job ended, called once, by the worker whose `finish` ended it, with the job as its last
    * step saw it and how it ended: what the runner still owes, such as the usage records of the calls the

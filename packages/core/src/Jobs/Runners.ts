@@ -27,6 +27,8 @@ import {
   type Batch,
   batchInputLine,
   batchResults,
+  cancelBatch,
+  cancelFineTune,
   createBatch,
   createFineTune,
   getBatch,
@@ -37,7 +39,7 @@ import {
 import { servedBy } from "../Providers/Registry.ts"
 import type { VideoRequest } from "../Providers/Video/VideoAdapter.ts"
 import { routed, Routing } from "../Routing.ts"
-import { AvatarStore } from "../Storage/AvatarStore.ts"
+import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
 import { type JobRecord, JobStore, type JobType } from "./JobStore.ts"
 import { cancelled, done, failed, type JobRunner, wait } from "./Runner.ts"
@@ -91,15 +93,12 @@ export const batchSummary = (total: number, items: ReadonlyArray<BatchItem>) => 
 
 const gatewayBatch = Effect.gen(function*() {
   const completions = yield* Completions
-  const avatars = yield* AvatarStore
   const store = yield* JobStore
-  return (job: JobRecord) =>
+  return (job: JobRecord, owner: AvatarRecord) =>
     Effect.gen(function*() {
       const input = job.input as BatchInput
       const state = (job.state as BatchState | null) ?? { next: 0 }
       const before = (job.result as { readonly items?: ReadonlyArray<BatchItem> } | null)?.items ?? []
-      const owner = yield* avatars.findById(job.avatarId)
-      if (Option.isNone(owner) || !owner.value.isActive) return failed("the batch's avatar no longer exists")
       // The step's items, but those a step cut off before it ended had already answered (kept in the result).
       const inResult = new Set(before.map((item) => item.index))
       const slice = input.requests.slice(state.next, state.next + BATCH_STEP_ITEMS)
@@ -127,7 +126,7 @@ const gatewayBatch = Effect.gen(function*() {
       yield* Effect.forEach(
         slice,
         ({ index, request }) =>
-          completions.complete(owner.value, request).pipe(
+          completions.complete(owner, request).pipe(
             Effect.map((result): BatchItem => ({ index, ok: true, result })),
             Effect.catchAll((e) => Effect.succeed<BatchItem>({ index, ok: false, error: e.message })),
             Effect.map((item) => void answered.push(item))
@@ -282,7 +281,7 @@ const openAiBatch = (options: RunnerOptions) =>
         return wait(0, { state: { ...state, settled: end }, result })
       })
 
-    const advance = (job: JobRecord, provider: ConfiguredProvider) =>
+    const advance = (job: JobRecord, owner: AvatarRecord, provider: ConfiguredProvider) =>
       Effect.gen(function*() {
         const input = job.input as BatchInput
         const state = batchStateOf(job)
@@ -296,9 +295,7 @@ const openAiBatch = (options: RunnerOptions) =>
           return wait(options.pollMs, { upstreamId: batch.id, state: job.state, result: { upstreamStatus: batch.status, total: input.requests.length } })
         }
         if (job.upstreamId === null) {
-          const owner = yield* avatars.findById(job.avatarId)
-          if (Option.isNone(owner)) return failed("the batch's avatar no longer exists")
-          const models = yield* routedModels(job, provider, owner.value.plan)
+          const models = yield* routedModels(job, provider, owner.plan)
           const lines = input.requests.map((r, i) => batchInputLine(itemId(i), OpenAiCompatible.toWireRequest(provider.id, { ...r, model: models[i]! }, false)))
           return wait(0, { state: { models, fileId: yield* uploadJsonl(provider, "batch", lines, `aigw-batch-${job.id}.jsonl`) } })
         }
@@ -395,13 +392,16 @@ const make = (options: RunnerOptions) =>
 
     const runners: JobRunnersMap = {
       batch: {
-        advance: (job) => {
-          if ((job.input as BatchInput).mode === "gateway") return runGatewayBatch(job)
+        advance: (job, owner) => {
+          if ((job.input as BatchInput).mode === "gateway") return runGatewayBatch(job, owner)
           return Option.match(providerOf(job), {
             onNone: () => Effect.succeed(failed(`provider ${job.provider} is not configured any more`)),
-            onSome: (p) => vendorBatch.advance(job, p)
+            onSome: (p) => vendorBatch.advance(job, owner, p)
           })
         },
+        // A gateway batch has no upstream job; a Batch API batch is cancelled at its vendor.
+        stop: (job) =>
+          Option.match(providerOf(job), { onNone: () => Effect.void, onSome: (p) => Effect.asVoid(cancelBatch(p, job.upstreamId!)) }),
         // The provider as stored: its records name it even when it is no longer configured.
         // A completed Batch API batch recorded its items when it settled; a gateway batch records each item as it is called.
         ended: (job) =>
@@ -411,6 +411,11 @@ const make = (options: RunnerOptions) =>
       },
       video: {
         ended: jobCallRecorded(usage, "video", (job) => (job.input as VideoInput).model),
+        stop: (job) =>
+          Option.match(providerOf(job), {
+            onNone: () => Effect.void,
+            onSome: (p) => servedBy(p).video?.cancel?.(p, job.upstreamId!) ?? Effect.void
+          }),
         advance: (job) =>
           Effect.gen(function*() {
             const cannot = failed(`provider ${job.provider} cannot generate video here`)
@@ -456,6 +461,8 @@ const make = (options: RunnerOptions) =>
       },
       finetune: {
         ended: jobCallRecorded(usage, "finetune", (job) => (job.input as FineTuneInput).baseModel),
+        stop: (job) =>
+          Option.match(providerOf(job), { onNone: () => Effect.void, onSome: (p) => Effect.asVoid(cancelFineTune(p, job.upstreamId!)) }),
         advance: (job) =>
           Effect.gen(function*() {
             const provider = providerOf(job)

@@ -11,6 +11,7 @@ import { MAILS_AT_ONCE, MailOutbox } from "../Mail/Outbox.ts"
 import { type JobOutcome, type JobProgress, type JobRecord, JobStore } from "./JobStore.ts"
 import type { JobRunner, Step } from "./Runner.ts"
 import { JobRunners } from "./Runners.ts"
+import { AvatarStore } from "../Storage/AvatarStore.ts"
 import { claimedRound } from "./ClaimedRound.ts"
 
 /** Retryable step failures are retried this many times (with backoff) before the job fails. */
@@ -39,14 +40,19 @@ const leaseOf = (job: JobRecord) => job.lockedUntil!
 const leaseLost = (job: JobRecord, what: string) =>
   Effect.logWarning(`job ${job.id} (${job.type}): the step outlived its lease (${LEASE_MS} ms) or the job ended; ${what} was not saved`)
 
+/** Why the job of a deleted avatar ended. */
+export const OWNER_GONE = "the job's avatar was deleted: the job was stopped"
+
 const makeService = Effect.gen(function*() {
   const store = yield* JobStore
   const runners = yield* JobRunners
+  const avatars = yield* AvatarStore
 
-  const finish = (job: JobRecord, status: JobOutcome["status"], result: unknown, error: string | null) =>
+  /** Ends the job; its webhook goes to its callback unless `notify` is false (the job of a deleted avatar). */
+  const finish = (job: JobRecord, status: JobOutcome["status"], result: unknown, error: string | null, notify = true) =>
     Effect.suspend(() => {
       const outcome: JobOutcome = { status, result, error, completedAt: Date.now() }
-      const delivery = Option.map(Option.fromNullable(job.callbackUrl), (url) => ({
+      const delivery = Option.map(Option.fromNullable(notify ? job.callbackUrl : null), (url) => ({
         id: crypto.randomUUID(),
         jobId: job.id,
         url,
@@ -99,12 +105,29 @@ const makeService = Effect.gen(function*() {
     }
   }
 
+  /**
+   * The job of an avatar deleted (or gone) since it was submitted: its upstream work is stopped where the
+   * vendor has a way, and it ends cancelled, without its webhook: nothing more is done or sent for an
+   * avatar that no longer exists. A stop the vendor refuses is logged; the job ends all the same.
+   */
+  const ownerGone = (job: JobRecord, runner: JobRunner) =>
+    Effect.zipRight(
+      runner.stop === undefined || job.upstreamId === null
+        ? Effect.void
+        : runner.stop(job).pipe(Effect.catchAll((e) => Effect.logWarning(`job ${job.id} (${job.type}): its avatar was deleted, and stopping it upstream failed: ${e.message}`))),
+      finish(job, "cancelled", job.result, OWNER_GONE, false)
+    )
+
   /** One step of one job; failures of the step are handled here (retry or fail the job). */
   const advance = (job: JobRecord) => {
     const runner: JobRunner | undefined = runners[job.type]
     if (!runner) return finish(job, "failed", null, `no runner for job type ${job.type}`).pipe(Effect.asVoid)
-    return runner.advance(job).pipe(
-      Effect.flatMap((step) => apply(job, step)),
+    return avatars.findById(job.avatarId).pipe(
+      Effect.flatMap((owner) =>
+        Option.isSome(owner) && owner.value.isActive
+          ? Effect.flatMap(runner.advance(job, owner.value), (step) => apply(job, step))
+          : ownerGone(job, runner)
+      ),
       Effect.catchAll((error) => {
         const retryable = error._tag === "UpstreamError" && error.retryable
         const attempts = job.attempts + 1

@@ -251,6 +251,12 @@ export const getBatch = (provider: ConfiguredProvider, id: string): Effect.Effec
     Effect.flatMap((json) => decodeBatch(provider.id, json))
   )
 
+/** Asks the vendor to stop a batch (`POST /batches/{id}/cancel`): it goes `cancelling`, then `cancelled`. */
+export const cancelBatch = (provider: ConfiguredProvider, id: string): Effect.Effect<Batch, UpstreamError> =>
+  postJson(provider.id, `${provider.endpoint}/batches/${encodeURIComponent(id)}/cancel`, authHeaders(provider), {}).pipe(
+    Effect.flatMap((json) => decodeBatch(provider.id, json))
+  )
+
 /** Parses a batch output or error file. Blank lines are skipped; a line that is not one fails. */
 export const parseBatchOutput = (
   provider: string,
@@ -319,6 +325,12 @@ export const createFineTune = (provider: ConfiguredProvider, request: FineTuneRe
 
 export const getFineTune = (provider: ConfiguredProvider, id: string): Effect.Effect<FineTuneJob, UpstreamError> =>
   getJson(provider.id, `${provider.endpoint}/fine_tuning/jobs/${encodeURIComponent(id)}`, authHeaders(provider)).pipe(
+    Effect.flatMap((json) => decodeFineTune(provider.id, json))
+  )
+
+/** Asks the vendor to stop a fine-tuning job (`POST /fine_tuning/jobs/{id}/cancel`). */
+export const cancelFineTune = (provider: ConfiguredProvider, id: string): Effect.Effect<FineTuneJob, UpstreamError> =>
+  postJson(provider.id, `${provider.endpoint}/fine_tuning/jobs/${encodeURIComponent(id)}/cancel`, authHeaders(provider), {}).pipe(
     Effect.flatMap((json) => decodeFineTune(provider.id, json))
   )
 

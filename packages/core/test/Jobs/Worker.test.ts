@@ -1,12 +1,22 @@
 import { Effect, Fiber, Layer, Logger, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
+import { BadRequest } from "../../src/Errors.ts"
 import { done, type Step, wait } from "../../src/Jobs/Runner.ts"
 import { JobRunners } from "../../src/Jobs/Runners.ts"
 import * as Worker from "../../src/Jobs/Worker.ts"
 import { loggingStateChanges } from "../../src/Jobs/Worker.ts"
 import { jsonLine } from "../../src/Logging.ts"
+import { AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
+import { testAvatar } from "../support/inProcess.ts"
+
+/** An active avatar in the store, whose jobs the worker advances; its id. */
+const owner = Effect.gen(function*() {
+  const id = crypto.randomUUID()
+  yield* Effect.flatMap(AvatarStore, (s) => s.insert(testAvatar(id)))
+  return id
+})
 
 describe("background rounds", () => {
   it("log the first failure with its cause, then only the recovery, once per state change", async () => {
@@ -91,7 +101,7 @@ describe("the job worker's claims", () => {
       const now = Date.now()
       for (let i = 0; i < 6; i++) {
         yield* jobs.insert({
-          id: crypto.randomUUID(), type: "batch", avatarId: crypto.randomUUID(), provider: "openai", upstreamId: null, status: "queued",
+          id: crypto.randomUUID(), type: "batch", avatarId: yield* owner, provider: "openai", upstreamId: null, status: "queued",
           input: {}, state: null, result: null, error: null, callbackUrl: null, attempts: 0, nextRunAt: now, lockedUntil: null,
           createdAt: now, updatedAt: now, completedAt: null
         })
@@ -114,7 +124,7 @@ describe("a step cut off", () => {
       const now = Date.now()
       const id = crypto.randomUUID()
       yield* jobs.insert({
-        id, type: "batch", avatarId: crypto.randomUUID(), provider: "openai", upstreamId: null, status: "queued",
+        id, type: "batch", avatarId: yield* owner, provider: "openai", upstreamId: null, status: "queued",
         input: {}, state: { done: 3 }, result: null, error: null, callbackUrl: null, attempts: 1, nextRunAt: now, lockedUntil: null,
         createdAt: now, updatedAt: now, completedAt: null
       })
@@ -149,7 +159,7 @@ describe("a step that outlives its lease", () => {
       const now = Date.now()
       const id = crypto.randomUUID()
       yield* jobs.insert({
-        id, type: "batch", avatarId: crypto.randomUUID(), provider: "openai", upstreamId: null, status: "queued",
+        id, type: "batch", avatarId: yield* owner, provider: "openai", upstreamId: null, status: "queued",
         input: {}, state: null, result: null, error: null, callbackUrl: "https://example.com/hook", attempts: 0, nextRunAt: now, lockedUntil: null,
         createdAt: now, updatedAt: now, completedAt: null
       })
@@ -169,6 +179,57 @@ describe("a step that outlives its lease", () => {
     expect(warnings).toEqual([
       expect.stringMatching(/the step outlived its lease .* its progress was not saved/),
       expect.stringMatching(/the step outlived its lease .* its completed outcome was not saved/)
+    ])
+  })
+})
+
+describe("the job of a deleted avatar", () => {
+  it("is stopped upstream and ends cancelled at its next step, without its webhook; a stop the vendor refuses is logged", async () => {
+    const lines: Array<string> = []
+    const capture = Logger.replace(Logger.defaultLogger, Logger.map(jsonLine, (l) => void lines.push(l)))
+    const advanced: Array<string> = []
+    const stopped: Array<string> = []
+    const runner = {
+      advance: (job: JobRecord) => Effect.as(Effect.sync(() => advanced.push(job.id)), wait(0, { upstreamId: `up_${job.id}` })),
+      stop: (job: JobRecord) =>
+        Effect.suspend(() => {
+          stopped.push(job.upstreamId!)
+          return job.upstreamId === "up_refused" ? Effect.fail(new BadRequest({ message: "already ended" })) : Effect.void
+        })
+    }
+    const worker = Worker.layer.pipe(Layer.provideMerge(Stores.layerMemory), Layer.provide(Layer.succeed(JobRunners, { batch: runner } as any)))
+    const r = await Effect.runPromise(Effect.gen(function*() {
+      const jobs = yield* JobStore
+      const avatars = yield* AvatarStore
+      const now = Date.now()
+      const job = (id: string, avatarId: string, upstreamId: string | null): JobRecord => ({
+        id, type: "batch", avatarId, provider: "openai", upstreamId, status: upstreamId === null ? "queued" : "running",
+        input: {}, state: null, result: { kept: id }, error: null, callbackUrl: "https://example.com/hook", attempts: 0, nextRunAt: now, lockedUntil: null,
+        createdAt: now, updatedAt: now, completedAt: null
+      })
+      const alive = yield* owner
+      const deleted = yield* owner
+      yield* avatars.update(deleted, { isActive: false, deletedAt: now })
+      yield* jobs.insert(job("kept", alive, null))
+      yield* jobs.insert(job("running", deleted, "up_running"))
+      yield* jobs.insert(job("refused", deleted, "up_refused"))
+      yield* jobs.insert(job("queued", deleted, null))
+      yield* jobs.insert(job("orphan", crypto.randomUUID(), "up_orphan"))
+      const w = yield* Worker.JobWorker
+      yield* w.drainJobs
+      yield* w.drainJobs
+      const ids = ["kept", "running", "refused", "queued", "orphan"]
+      const ended = yield* Effect.forEach(ids, (id) => Effect.map(jobs.get(id), Option.getOrThrow))
+      const deliveries = yield* Effect.forEach(ids, (id) => jobs.deliveriesOf(id))
+      return { ended, deliveries }
+    }).pipe(Effect.provide(worker), Effect.provide(capture)))
+    expect(new Set(advanced)).toEqual(new Set(["kept"]))
+    expect(stopped.sort()).toEqual(["up_orphan", "up_refused", "up_running"])
+    expect(r.ended.map((j) => j.status)).toEqual(["running", "cancelled", "cancelled", "cancelled", "cancelled"])
+    for (const j of r.ended.slice(1)) expect([j.error, j.result]).toEqual([Worker.OWNER_GONE, { kept: j.id }])
+    expect(r.deliveries.flat()).toEqual([])
+    expect(lines.map((l) => JSON.parse(l)).filter((l) => l.level === "WARN").map((l) => l.message)).toEqual([
+      expect.stringMatching(/job refused \(batch\): its avatar was deleted, and stopping it upstream failed: already ended/)
     ])
   })
 })

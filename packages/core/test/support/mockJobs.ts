@@ -312,6 +312,17 @@ export const startReplicateMock = async (options: ReplicateMockOptions = {}): Pr
         const [model, v] = version.includes(":") ? version.split(":") : ["replicate/unknown", version]
         return create(model!, v!)
       }
+      // POST /predictions/{id}/cancel: canceled from now on; a prediction that ended stays as it ended.
+      const cancelled = req.route && /^\/predictions\/([^/]+)\/cancel$/.exec(req.route)
+      if (req.method === "POST" && cancelled) {
+        const p = predictions.get(cancelled[1]!)
+        if (!p) return notFound()
+        if (phase(p.polls, p.pollsUntilDone) !== "done") {
+          p.outcome = "canceled"
+          p.pollsUntilDone = p.polls + 1
+        }
+        return reply.json(200, view(p, phase(p.polls, p.pollsUntilDone) === "done" ? p.outcome : "canceled"))
+      }
       const get = req.route && /^\/predictions\/([^/]+)$/.exec(req.route)
       if (req.method === "GET" && get) {
         const p = predictions.get(get[1]!)
@@ -870,6 +881,17 @@ export const startOpenAiJobsMock = async (options: OpenAiJobsOptions = {}): Prom
         return reply.json(200, pollBatch(b))
       }
 
+      // POST /batches/{id}/cancel: "cancelling" now, "cancelled" at the next poll; a batch that ended cannot be.
+      const cancelBatch = /^\/batches\/([^/]+)\/cancel$/.exec(route)
+      if (req.method === "POST" && cancelBatch) {
+        const b = batches.get(cancelBatch[1]!)
+        if (!b) return noSuch("batch", cancelBatch[1]!, "batch_id")
+        if (b.final) return invalid(`Cannot cancel a batch with status '${String(b.final.status)}'.`, null)
+        const now = nowSeconds()
+        b.final = { status: "cancelled", cancelling_at: now, cancelled_at: now, request_counts: { total: validateInput(b).lines.length, completed: 0, failed: 0 } }
+        return reply.json(200, batchView(b, { status: "cancelling", cancelling_at: now }))
+      }
+
       // Fine-tuning
       if (req.method === "POST" && route === "/fine_tuning/jobs") {
         if (typeof body?.model !== "string") return invalid("Missing required parameter: 'model'.", "model")
@@ -903,6 +925,16 @@ export const startOpenAiJobsMock = async (options: OpenAiJobsOptions = {}): Prom
         const j = jobs.get(job[1]!)
         if (!j) return noSuch("fine-tuning job", job[1]!, "fine_tuning_job_id")
         return reply.json(200, pollJob(j))
+      }
+      // POST /fine_tuning/jobs/{id}/cancel: cancelled at once; a job that ended cannot be.
+      const cancelJob = /^\/fine_tuning\/jobs\/([^/]+)\/cancel$/.exec(route)
+      if (req.method === "POST" && cancelJob) {
+        const j = jobs.get(cancelJob[1]!)
+        if (!j) return noSuch("fine-tuning job", cancelJob[1]!, "fine_tuning_job_id")
+        if (j.final) return invalid(`Job has already ${String(j.final.status)}.`, null)
+        event(j, "Fine-tuning job cancelled")
+        j.final = { status: "cancelled", finished_at: nowSeconds() }
+        return reply.json(200, jobView(j, j.final))
       }
       const events = /^\/fine_tuning\/jobs\/([^/]+)\/events$/.exec(route)
       if (req.method === "GET" && events) {

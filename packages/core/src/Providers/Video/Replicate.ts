@@ -188,7 +188,10 @@ export const replicate: VideoAdapter = {
   poll: (provider: ConfiguredProvider, upstreamId: string) =>
     getJson(provider.id, `${provider.endpoint}/predictions/${encodeURIComponent(upstreamId)}`, authHeaders(provider)).pipe(
       Effect.flatMap((prediction) => toPoll(provider.id, prediction))
-    )
+    ),
+  // POST /v1/predictions/{id}/cancel: the prediction ends `canceled`.
+  cancel: (provider: ConfiguredProvider, upstreamId: string) =>
+    Effect.asVoid(postJson(provider.id, `${provider.endpoint}/predictions/${encodeURIComponent(upstreamId)}/cancel`, authHeaders(provider), {}))
 }
 
 /** What aigw serves through Replicate (a bespoke provider). */

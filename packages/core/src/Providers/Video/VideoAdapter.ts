@@ -28,6 +28,8 @@ export interface VideoAdapter {
   /** Starts a generation; returns the upstream's id for it. */
   readonly submit: (provider: ConfiguredProvider, request: VideoRequest) => Effect.Effect<{ readonly upstreamId: string }, UpstreamError>
   readonly poll: (provider: ConfiguredProvider, upstreamId: string) => Effect.Effect<VideoPoll, UpstreamError>
+  /** Asks the vendor to stop a job, where its API has a way (the job of a deleted avatar: Jobs/Worker.ts). */
+  readonly cancel?: (provider: ConfiguredProvider, upstreamId: string) => Effect.Effect<void, UpstreamError>
   /** The request field the vendor cannot honour, as a refusal naming it (the route answers 400 before any job), or undefined. */
   readonly unsupported?: (provider: ConfiguredProvider, request: VideoRequest) => string | undefined
 }
