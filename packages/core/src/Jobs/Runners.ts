@@ -401,7 +401,9 @@ const make = (options: RunnerOptions) =>
         },
         // A gateway batch has no upstream job; a Batch API batch is cancelled at its vendor.
         stop: (job) =>
-          Option.match(providerOf(job), { onNone: () => Effect.void, onSome: (p) => Effect.asVoid(cancelBatch(p, job.upstreamId!)) }),
+          (job.input as BatchInput).mode === "gateway"
+            ? Effect.void
+            : Option.match(providerOf(job), { onNone: () => Effect.void, onSome: (p) => Effect.asVoid(cancelBatch(p, job.upstreamId!)) }),
         // The provider as stored: its records name it even when it is no longer configured.
         // A completed Batch API batch recorded its items when it settled; a gateway batch records each item as it is called.
         ended: (job) =>
