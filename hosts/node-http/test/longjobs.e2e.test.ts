@@ -11,7 +11,7 @@ import { costOf } from "../../../packages/core/src/Cost.ts"
 import { countMessages, countText } from "../../../packages/core/src/Tokens.ts"
 import { verify } from "../../../packages/core/src/Webhooks/Signature.ts"
 import { type JobMock, type OpenAiJobsMock, type ReplicateMock, startLumaMock, startOpenAiJobsMock, startReplicateMock } from "../../../packages/core/test/support/mockJobs.ts"
-import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
+import { adminEnv, adminToken, mailedToken, signUp, type TestAvatar } from "./support/accounts.ts"
 import { waitJobDone } from "./support/jobs.ts"
 import { type Receiver, startReceiver } from "./support/receiver.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
@@ -206,7 +206,23 @@ describe("long-running jobs against vendor mocks", () => {
     expect(hook.headers["x-gateway-event"]).toBe("finetune")
   })
 
-  it("stops a deleted avatar's jobs: cancelled at the vendor where it has a way, ended cancelled, no webhook", async () => {
+  // An Admin deletes the avatar; or its password is reset (the owner taking back the credentials a thief used).
+  const cuts = {
+    deleted: {
+      cut: async (gone: TestAvatar, admin: string) => expect((await call(server.url, "DELETE", `/api/avatar/${gone.id}`, { token: admin })).status).toBe(200),
+      error: "the job's avatar was deleted: the job was stopped"
+    },
+    "password reset": {
+      cut: async (gone: TestAvatar) => {
+        await call(server.url, "POST", "/api/avatar/forgot-password", { body: { email: gone.email } })
+        const token = mailedToken(server.dataDir, gone.email, "reset-password")
+        const reset = await call(server.url, "POST", "/api/avatar/reset-password", { body: { token, password: "taken back 1", confirmPassword: "taken back 1" } })
+        expect(reset.body.isError).toBe(false)
+      },
+      error: "the avatar's password was reset after the job was submitted, revoking the keys and sessions that could have submitted it: the job was stopped"
+    }
+  }
+  for (const [name, { cut, error }] of Object.entries(cuts)) it(`stops the jobs of an avatar ${name}: cancelled at the vendor where it has a way, ended cancelled, no webhook`, async () => {
     const gone = await signUp(server, "gone")
     const admin = await adminToken(server)
     await call(server.url, "PUT", `/v1/admin/avatars/${gone.id}/plan`, { token: admin, body: { plan: "Gold" } })
@@ -230,7 +246,7 @@ describe("long-running jobs against vendor mocks", () => {
       for (const deadline = Date.now() + 10_000; !(polled(/\/batches\/batch_\w+$/) && polled(/\/fine_tuning\/jobs\/ftjob-\w+$/) && videoPolled()) && Date.now() < deadline;) {
         await new Promise((r) => setTimeout(r, 20))
       }
-      expect((await call(server.url, "DELETE", `/api/avatar/${gone.id}`, { token: admin })).status).toBe(200)
+      await cut(gone, admin)
       const paths = [`/v1/batch/${ids[0]}/status`, `/v1/fine-tuning/jobs/${ids[1]}`, `/v1/video/${ids[2]}`]
       const ended = await Promise.all(paths.map(async (path) => {
         for (const deadline = Date.now() + 10_000; ;) {
@@ -240,7 +256,7 @@ describe("long-running jobs against vendor mocks", () => {
           await new Promise((r) => setTimeout(r, 50))
         }
       }))
-      for (const job of ended) expect([job.status, job.error]).toEqual(["cancelled", "the job's avatar was deleted: the job was stopped"])
+      for (const job of ended) expect([job.status, job.error]).toEqual(["cancelled", error])
       const sent = openai.requests.slice(before)
       expect(sent.filter((r) => r.method === "POST" && /\/batches\/batch_\w+\/cancel$/.test(r.path))).toHaveLength(1)
       expect(sent.filter((r) => r.method === "POST" && /\/fine_tuning\/jobs\/ftjob-\w+\/cancel$/.test(r.path))).toHaveLength(1)

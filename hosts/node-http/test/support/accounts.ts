@@ -12,17 +12,19 @@ export interface TestAvatar {
   readonly apiKey: string
 }
 
-const latestToken = (dataDir: string, email: string): string => {
+/** The token of the latest mail to `email` holding a link to `page` (verify-email, reset-password). */
+export const mailedToken = (dataDir: string, email: string, page: "verify-email" | "reset-password" = "verify-email"): string => {
   const dir = path.join(dataDir, "data", "mail")
   const files = fs.readdirSync(dir).sort().reverse()
+  const link = new RegExp(`${page}\\?token=([A-Za-z0-9_%-]+)`)
   for (const f of files) {
     const text = fs.readFileSync(path.join(dir, f), "utf8")
     if (text.includes(`To: ${email}`)) {
-      const m = /verify-email\?token=([A-Za-z0-9_%-]+)/.exec(text)
+      const m = link.exec(text)
       if (m) return decodeURIComponent(m[1]!)
     }
   }
-  throw new Error(`no verification mail for ${email}`)
+  throw new Error(`no ${page} mail for ${email}`)
 }
 
 export const signUp = async (server: RunningServer, prefix = "user"): Promise<TestAvatar> => {
@@ -31,7 +33,7 @@ export const signUp = async (server: RunningServer, prefix = "user"): Promise<Te
   const password = "password 123"
   const reg = await call(server.url, "POST", "/api/avatar/register", { body: { username: u, email, password } })
   if (reg.body.isError) throw new Error(`register failed: ${reg.body.message}`)
-  await call(server.url, "GET", `/api/avatar/verify-email?token=${encodeURIComponent(latestToken(server.dataDir, email))}`)
+  await call(server.url, "GET", `/api/avatar/verify-email?token=${encodeURIComponent(mailedToken(server.dataDir, email))}`)
   const auth = await call(server.url, "POST", "/api/avatar/authenticate", { body: { username: u, password } })
   if (auth.body.isError) throw new Error(`authenticate failed: ${auth.body.message}`)
   const key = await call(server.url, "POST", "/v1/keys", { token: auth.body.result.jwtToken, body: { name: "test" } })

@@ -11,7 +11,7 @@ import { MAILS_AT_ONCE, MailOutbox } from "../Mail/Outbox.ts"
 import { type JobOutcome, type JobProgress, type JobRecord, JobStore } from "./JobStore.ts"
 import type { JobRunner, Step } from "./Runner.ts"
 import { JobRunners } from "./Runners.ts"
-import { AvatarStore } from "../Storage/AvatarStore.ts"
+import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { claimedRound } from "./ClaimedRound.ts"
 
 /** Retryable step failures are retried this many times (with backoff) before the job fails. */
@@ -42,6 +42,16 @@ const leaseLost = (job: JobRecord, what: string) =>
 
 /** Why the job of a deleted avatar ended. */
 export const OWNER_GONE = "the job's avatar was deleted: the job was stopped"
+/** Why a job submitted before its avatar's password was reset ended (the reset revoked the credentials that submitted it). */
+export const CREDENTIALS_REVOKED = "the avatar's password was reset after the job was submitted, revoking the keys and sessions that could have submitted it: the job was stopped"
+
+/**
+ * Why the worker stops a job rather than advancing it, if it does: its avatar is gone or deleted, or
+ * revoked every credential since the job was submitted (a password reset moves `tokensValidAfter`: a
+ * job that a stolen key or session submitted must not run on for the thief, nor deliver to its callback).
+ */
+export const stopReason = (owner: Option.Option<AvatarRecord>, job: JobRecord): string | undefined =>
+  Option.isNone(owner) || !owner.value.isActive ? OWNER_GONE : owner.value.tokensValidAfter > job.createdAt ? CREDENTIALS_REVOKED : undefined
 
 const makeService = Effect.gen(function*() {
   const store = yield* JobStore
@@ -106,16 +116,17 @@ const makeService = Effect.gen(function*() {
   }
 
   /**
-   * The job of an avatar deleted (or gone) since it was submitted: its upstream work is stopped where the
-   * vendor has a way, and it ends cancelled, without its webhook: nothing more is done or sent for an
-   * avatar that no longer exists. A stop the vendor refuses is logged; the job ends all the same.
+   * A job the worker stops (`stopReason`): its upstream work is stopped where the vendor has a way, and it
+   * ends cancelled, without its webhook: nothing more is done or sent for an avatar that no longer exists,
+   * or to a callback that revoked credentials may have named. A stop the vendor refuses is logged; the job
+   * ends all the same.
    */
-  const ownerGone = (job: JobRecord, runner: JobRunner) =>
+  const stopped = (job: JobRecord, runner: JobRunner, reason: string) =>
     Effect.zipRight(
       runner.stop === undefined || job.upstreamId === null
         ? Effect.void
-        : runner.stop(job).pipe(Effect.catchAll((e) => Effect.logWarning(`job ${job.id} (${job.type}): its avatar was deleted, and stopping it upstream failed: ${e.message}`))),
-      finish(job, "cancelled", job.result, OWNER_GONE, false)
+        : runner.stop(job).pipe(Effect.catchAll((e) => Effect.logWarning(`job ${job.id} (${job.type}): ${reason}; stopping it upstream failed: ${e.message}`))),
+      finish(job, "cancelled", job.result, reason, false)
     )
 
   /** One step of one job; failures of the step are handled here (retry or fail the job). */
@@ -123,11 +134,11 @@ const makeService = Effect.gen(function*() {
     const runner: JobRunner | undefined = runners[job.type]
     if (!runner) return finish(job, "failed", null, `no runner for job type ${job.type}`).pipe(Effect.asVoid)
     return avatars.findById(job.avatarId).pipe(
-      Effect.flatMap((owner) =>
-        Option.isSome(owner) && owner.value.isActive
-          ? Effect.flatMap(runner.advance(job, owner.value), (step) => apply(job, step))
-          : ownerGone(job, runner)
-      ),
+      Effect.flatMap((owner) => {
+        const reason = stopReason(owner, job)
+        if (reason !== undefined || Option.isNone(owner)) return stopped(job, runner, reason ?? OWNER_GONE)
+        return Effect.flatMap(runner.advance(job, owner.value), (step) => apply(job, step))
+      }),
       Effect.catchAll((error) => {
         const retryable = error._tag === "UpstreamError" && error.retryable
         const attempts = job.attempts + 1

@@ -38,7 +38,7 @@ export const maskAddress = (address: string) => {
 export const passwordChanged = (to: string, username: string, cancelledChange: string | null = null): Mail =>
   page(to, "Your password was changed", [
     `Hello ${username},`,
-    "the password of your aigw avatar was just changed: every earlier session was signed out and every API key of your avatar was revoked (create new keys after signing in).",
+    "the password of your aigw avatar was just changed: every earlier session was signed out and every API key of your avatar was revoked (create new keys after signing in). Jobs submitted before the change (batches, fine-tuning, videos) were stopped, without their webhooks: submit again what you still need.",
     ...(cancelledChange === null ? [] : [`The change of your e-mail address to ${maskAddress(cancelledChange)} that was waiting for confirmation was cancelled; its link no longer works.`]),
     "If this was not you, reset your password now."
   ])

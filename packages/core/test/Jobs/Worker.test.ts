@@ -183,8 +183,8 @@ describe("a step that outlives its lease", () => {
   })
 })
 
-describe("the job of a deleted avatar", () => {
-  it("is stopped upstream and ends cancelled at its next step, without its webhook; a stop the vendor refuses is logged", async () => {
+describe("the job of a deleted avatar, or of revoked credentials", () => {
+  it("is stopped upstream and ends cancelled at its next step, without its webhook, as is one submitted before a password reset; a stop the vendor refuses is logged", async () => {
     const lines: Array<string> = []
     const capture = Logger.replace(Logger.defaultLogger, Logger.map(jsonLine, (l) => void lines.push(l)))
     const advanced: Array<string> = []
@@ -209,27 +209,33 @@ describe("the job of a deleted avatar", () => {
       })
       const alive = yield* owner
       const deleted = yield* owner
+      const reset = yield* owner
       yield* avatars.update(deleted, { isActive: false, deletedAt: now })
+      // A password reset after the job was submitted moves the avatar's token generation past it.
+      yield* avatars.update(reset, { tokensValidAfter: now + 1 })
+      yield* avatars.update(alive, { tokensValidAfter: now - 1 })
       yield* jobs.insert(job("kept", alive, null))
       yield* jobs.insert(job("running", deleted, "up_running"))
       yield* jobs.insert(job("refused", deleted, "up_refused"))
       yield* jobs.insert(job("queued", deleted, null))
       yield* jobs.insert(job("orphan", crypto.randomUUID(), "up_orphan"))
+      yield* jobs.insert(job("reset", reset, "up_reset"))
       const w = yield* Worker.JobWorker
       yield* w.drainJobs
       yield* w.drainJobs
-      const ids = ["kept", "running", "refused", "queued", "orphan"]
+      const ids = ["kept", "running", "refused", "queued", "orphan", "reset"]
       const ended = yield* Effect.forEach(ids, (id) => Effect.map(jobs.get(id), Option.getOrThrow))
       const deliveries = yield* Effect.forEach(ids, (id) => jobs.deliveriesOf(id))
       return { ended, deliveries }
     }).pipe(Effect.provide(worker), Effect.provide(capture)))
     expect(new Set(advanced)).toEqual(new Set(["kept"]))
-    expect(stopped.sort()).toEqual(["up_orphan", "up_refused", "up_running"])
-    expect(r.ended.map((j) => j.status)).toEqual(["running", "cancelled", "cancelled", "cancelled", "cancelled"])
-    for (const j of r.ended.slice(1)) expect([j.error, j.result]).toEqual([Worker.OWNER_GONE, { kept: j.id }])
+    expect(stopped.sort()).toEqual(["up_orphan", "up_refused", "up_reset", "up_running"])
+    expect(r.ended.map((j) => j.status)).toEqual(["running", "cancelled", "cancelled", "cancelled", "cancelled", "cancelled"])
+    for (const j of r.ended.slice(1, 5)) expect([j.error, j.result]).toEqual([Worker.OWNER_GONE, { kept: j.id }])
+    expect([r.ended[5]!.error, r.ended[5]!.result]).toEqual([Worker.CREDENTIALS_REVOKED, { kept: "reset" }])
     expect(r.deliveries.flat()).toEqual([])
     expect(lines.map((l) => JSON.parse(l)).filter((l) => l.level === "WARN").map((l) => l.message)).toEqual([
-      expect.stringMatching(/job refused \(batch\): its avatar was deleted, and stopping it upstream failed: already ended/)
+      expect.stringMatching(/job refused \(batch\): the job's avatar was deleted: the job was stopped; stopping it upstream failed: already ended/)
     ])
   })
 })
