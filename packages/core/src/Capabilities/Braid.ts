@@ -16,7 +16,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { Forbidden, NotFound } from "../Errors.ts"
 import { TaskTypeSchema } from "../Ml/TaskClassifier.ts"
 import type { TaskType } from "../Ml/taskExamples.data.ts"
-import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { DocumentStore, modify } from "../Storage/DocumentStore.ts"
 
 export const KIND = "braid_graph"
@@ -105,6 +105,7 @@ const added = (g: BraidGraph, d: OutcomeDelta): BraidGraph => ({
 
 const makeService = Effect.gen(function*() {
   const docs = yield* DocumentStore
+  const avatars = yield* AvatarStore
 
   const save = Effect.fn("Braid.save")(function*(avatar: AvatarRecord, input: { readonly taskType: TaskType; readonly mermaid: string; readonly title?: string | undefined; readonly description?: string | undefined; readonly publish?: boolean | undefined }) {
     const published = input.publish === true
@@ -137,12 +138,29 @@ const makeService = Effect.gen(function*() {
     return view(graph)
   })
 
+  /**
+   * The published graphs of a task type whose publisher is still an active Admin: a graph's text reaches
+   * other avatars' prompts only while its author holds the role (docs/authorization.md), so demoting or
+   * deleting an Admin withdraws what it published.
+   */
+  const stillPublished = (taskType: TaskType) =>
+    Effect.flatMap(docs.list(KIND, { owner: null, key: publishedKey(taskType) }), (docsOf) => {
+      const graphs = docsOf.map((d) => d.data as BraidGraph)
+      return Effect.map(
+        Effect.forEach([...new Set(graphs.map((g) => g.createdBy))], (id) => avatars.findById(id)),
+        (publishers) => {
+          const admins = new Set(publishers.flatMap((p) => (Option.isSome(p) && p.value.isActive && isAdmin(p.value) ? [p.value.id] : [])))
+          return graphs.filter((g) => admins.has(g.createdBy))
+        }
+      )
+    })
+
   /** The caller's own and the published graphs of a task type (learned ones once they succeeded), best first. */
   const ranked = (avatar: AvatarRecord, taskType: TaskType) =>
     Effect.map(
-      Effect.all([docs.list(KIND, { owner: avatar.id, key: taskType }), docs.list(KIND, { owner: null, key: publishedKey(taskType) })]),
+      Effect.all([docs.list(KIND, { owner: avatar.id, key: taskType }), stillPublished(taskType)]),
       ([own, published]) =>
-        [...own, ...published].map((d) => d.data as BraidGraph).filter(eligible).sort((a, b) => quality(b).successRate - quality(a).successRate || meanScore(b) - meanScore(a))
+        [...own.map((d) => d.data as BraidGraph), ...published].filter(eligible).sort((a, b) => quality(b).successRate - quality(a).successRate || meanScore(b) - meanScore(a))
     )
 
   const find = (avatar: AvatarRecord, taskType: TaskType) =>

@@ -13,7 +13,7 @@ import * as GatewayConfig from "../../src/Config.ts"
 import * as Layers from "../../src/Layers.ts"
 import * as Mailer from "../../src/Mail/Mailer.ts"
 import * as Mcp from "../../src/Mcp/index.ts"
-import type { AvatarRecord } from "../../src/Storage/AvatarStore.ts"
+import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import { DocumentStore } from "../../src/Storage/DocumentStore.ts"
 import { type MockUpstream, startOpenAiMock } from "../support/mockUpstreams.ts"
 
@@ -60,6 +60,8 @@ describe("stateful MCP tools", () => {
         }))
       )
     )
+    // The callers are stored avatars: what an Admin published counts while it is one (Braid.ts).
+    await runtime.runPromise(Effect.flatMap(AvatarStore, (s) => Effect.forEach([alice, bob, root], s.insert)))
   })
   afterAll(async () => {
     await runtime?.dispose()
