@@ -57,10 +57,10 @@ describe("long-running jobs against vendor mocks", () => {
     await Promise.all([replicate, luma, openai].map((m) => m?.close()))
   })
 
-  const waitDone = async (path: string, timeoutMs = 20_000) => {
+  const waitDone = async (path: string, timeoutMs = 20_000, apiKey = user.apiKey) => {
     const deadline = Date.now() + timeoutMs
     for (;;) {
-      const res = await call(server.url, "GET", path, { apiKey: user.apiKey })
+      const res = await call(server.url, "GET", path, { apiKey })
       if (["completed", "failed", "cancelled"].includes(res.body.result?.status)) return res.body.result
       if (Date.now() > deadline) throw new Error(`${path} did not finish: ${JSON.stringify(res.body)}`)
       await new Promise((r) => setTimeout(r, 100))
@@ -310,6 +310,23 @@ describe("long-running jobs against vendor mocks", () => {
     expect(openai.requests.length).toBe(before)
     // A model of the plan is taken, named as the vendor names it (a dated snapshot).
     expect((await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: free.apiKey, body: { baseModel: "gpt-4o-mini-2024-07-18", trainingData } })).status).toBe(200)
+  })
+
+  it("fails a fine-tuning job whose avatar's plan was lowered below its base model before the vendor had it, as a batch's first step fails", async () => {
+    const gold = await signUp(server, "ftgold")
+    const admin = await adminToken(server)
+    await call(server.url, "PUT", `/v1/admin/avatars/${gold.id}/plan`, { token: admin, body: { plan: "Gold" } })
+    // The upload fails once: the job waits for its retry, and the plan is lowered meanwhile.
+    openai.failNext(500, 1, "/files")
+    const before = openai.requests.length
+    const trainingData = [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }]
+    const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: gold.apiKey, body: { baseModel: "gpt-5.5", trainingData } })
+    expect(res.status).toBe(200)
+    for (const deadline = Date.now() + 5_000; !openai.requests.slice(before).some((r) => r.path.endsWith("/files")) && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
+    await call(server.url, "PUT", `/v1/admin/avatars/${gold.id}/plan`, { token: admin, body: { plan: "Free" } })
+    const done = await waitDone(`/v1/fine-tuning/jobs/${res.body.result.jobId}`, 20_000, gold.apiKey)
+    expect([done.status, done.error]).toEqual(["failed", "Model gpt-5.5 needs plan Gold or higher (yours: Free)."])
+    expect(openai.requests.slice(before).filter((r) => r.method === "POST" && r.path.endsWith("/fine_tuning/jobs"))).toEqual([])
   })
 
   /** The avatar's usage records, answered ones first (a step records its items within a millisecond or so: no order among them). */

@@ -8,9 +8,9 @@ import type { BatchInput } from "../Jobs/Runners.ts"
 import { CompleteBody, toChatMessages, toInput } from "./CompletionRoutes.ts"
 import { BadRequest } from "../Errors.ts"
 import { GatewayConfig } from "../Config.ts"
-import type { FineTuneInput, VideoInput } from "../Jobs/Runners.ts"
+import { baseModelRouted, type FineTuneInput, type VideoInput } from "../Jobs/Runners.ts"
 import { servedBy } from "../Providers/Registry.ts"
-import { routed, Routing } from "../Routing.ts"
+import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
 import { BatchAccepted, BatchStatus, FineTuneAccepted, JobView, VideoAccepted } from "./ResponseSchemas.ts"
@@ -88,14 +88,9 @@ const videoProvider = (avatar: AvatarRecord, provider: string) =>
   Effect.flatMap(Routing, (r) => r.providerFor("video", provider, avatar.plan))
 const fineTuneProvider = (avatar: AvatarRecord, provider: string) =>
   Effect.flatMap(Routing, (r) => r.providerFor("finetune", provider, avatar.plan))
-/**
- * The fine-tuning provider, with the base model refused as a chat call on that provider would refuse it
- * (the model's plan, a gated model named another way): training makes a copy of the model to call.
- */
+/** The fine-tuning provider, with the base model refused as a chat call on that provider would refuse it (`baseModelRouted`). */
 const fineTuneTarget = (avatar: AvatarRecord, provider: string, baseModel: string) =>
-  Effect.flatMap(fineTuneProvider(avatar, provider), (p) =>
-    Effect.flatMap(Routing, (r) =>
-      Effect.as(routed(r.targets({ provider: p.id, model: baseModel, plan: avatar.plan, needsTools: false, contextTokens: 0 })), p)))
+  Effect.flatMap(fineTuneProvider(avatar, provider), (p) => Effect.as(baseModelRouted(p.id, baseModel, avatar.plan), p))
 
 /** The upstream batch API a provider's batches go to (Providers/Registry.ts), if it has one. */
 const batchApiOf = (provider: string) =>

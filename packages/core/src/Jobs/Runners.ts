@@ -379,6 +379,14 @@ const jobCallRecorded = (usage: Usage["Type"], capability: "video" | "finetune",
       ok: status === "completed"
     })
 
+/**
+ * A fine-tuning base model, routed as a chat call on that provider would be (the model's plan, a gated
+ * model named another way): training makes a copy of the model to call. At submit and until the vendor
+ * has the job.
+ */
+export const baseModelRouted = (provider: string, baseModel: string, plan: Plan) =>
+  Effect.flatMap(Routing, (r) => routed(r.targets({ provider, model: baseModel, plan, needsTools: false, contextTokens: 0 })))
+
 const make = (options: RunnerOptions) =>
   Effect.gen(function*() {
     const catalog = yield* Catalog
@@ -465,12 +473,15 @@ const make = (options: RunnerOptions) =>
         ended: jobCallRecorded(usage, "finetune", (job) => (job.input as FineTuneInput).baseModel),
         stop: (job) =>
           Option.match(providerOf(job), { onNone: () => Effect.void, onSome: (p) => Effect.asVoid(cancelFineTune(p, job.upstreamId!)) }),
-        advance: (job) =>
+        advance: (job, owner) =>
           Effect.gen(function*() {
             const provider = providerOf(job)
             if (Option.isNone(provider)) return failed(`provider ${job.provider} is not configured any more`)
             const input = job.input as FineTuneInput
             if (job.upstreamId === null) {
+              // Until the vendor has the job, the base model is routed on the owner's plan as at submit
+              // (a plan lowered since fails the job, as it fails a batch's first step).
+              yield* Effect.provideService(baseModelRouted(provider.value.id, input.baseModel, owner.plan), Routing, routing)
               const fileId = uploadedFileOf(job)
               if (fileId === undefined) return wait(0, { state: { fileId: yield* uploadJsonl(provider.value, "fine-tune", input.trainingData, `aigw-finetune-${job.id}.jsonl`) } })
               const created = yield* createFineTune(provider.value, { trainingFileId: fileId, model: input.baseModel, suffix: input.suffix })
