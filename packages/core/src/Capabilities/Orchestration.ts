@@ -18,7 +18,8 @@ import { type Preference, Routing, routed } from "../Routing.ts"
 import type { TaskType } from "../Ml/taskExamples.data.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
 import type { ChatMessage } from "../Providers/Chat.ts"
-import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
+import { stillActing } from "../Accounts/StillActing.ts"
 import { DocumentStore } from "../Storage/DocumentStore.ts"
 import { roughPromptTokens } from "../Tokens.ts"
 import { Agents } from "./Agents.ts"
@@ -269,13 +270,15 @@ export const checkGraphNode = (avatar: AvatarRecord, input: Pick<GraphNodeInput,
 
 const makeService = Effect.gen(function*() {
   const completions = yield* Completions
+  const avatars = yield* AvatarStore
   const classifier = yield* TaskClassifier
   const routing = yield* Routing
   const agents = yield* Agents
   const docs = yield* DocumentStore
 
+  // Each of a request's many calls goes ahead only while the avatar stands behind it (StillActing.ts).
   const run = (avatar: AvatarRecord, provider: string, model: string, messages: ReadonlyArray<ChatMessage>) =>
-    completions.complete(avatar, { messages, provider, model })
+    Effect.zipRight(stillActing(avatars, avatar), completions.complete(avatar, { messages, provider, model }))
 
   // ---- Crew ----
 

@@ -11,6 +11,7 @@ import { MAILS_AT_ONCE, MailOutbox } from "../Mail/Outbox.ts"
 import { type JobOutcome, type JobProgress, type JobRecord, JobStore } from "./JobStore.ts"
 import type { JobRunner, Step } from "./Runner.ts"
 import { JobRunners } from "./Runners.ts"
+import { revokedSince } from "../Accounts/StillActing.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { claimedRound } from "./ClaimedRound.ts"
 
@@ -51,7 +52,7 @@ export const CREDENTIALS_REVOKED = "the avatar's password was reset after the jo
  * job that a stolen key or session submitted must not run on for the thief, nor deliver to its callback).
  */
 export const stopReason = (owner: Option.Option<AvatarRecord>, job: JobRecord): string | undefined =>
-  Option.isNone(owner) || !owner.value.isActive ? OWNER_GONE : owner.value.tokensValidAfter > job.createdAt ? CREDENTIALS_REVOKED : undefined
+  !revokedSince(owner, job.createdAt) ? undefined : Option.isNone(owner) || !owner.value.isActive ? OWNER_GONE : CREDENTIALS_REVOKED
 
 const makeService = Effect.gen(function*() {
   const store = yield* JobStore

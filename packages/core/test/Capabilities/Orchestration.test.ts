@@ -10,7 +10,8 @@ import { Orchestration } from "../../src/Capabilities/Orchestration.ts"
 import * as GatewayConfig from "../../src/Config.ts"
 import * as Layers from "../../src/Layers.ts"
 import * as Mailer from "../../src/Mail/Mailer.ts"
-import type { AvatarRecord } from "../../src/Storage/AvatarStore.ts"
+import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
+import { REVOKED_MID_REQUEST } from "../../src/Accounts/StillActing.ts"
 import { answerBySystem, messagesOf, resetMocks, text } from "../support/agentMocks.ts"
 import { type MockUpstream, type RecordedRequest, type Scenario, startOpenAiMock } from "../support/mockUpstreams.ts"
 
@@ -20,6 +21,10 @@ const avatar = (id: string, plan: AvatarRecord["plan"] = "Free"): AvatarRecord =
 })
 const alice = avatar("alice", "Silver")
 const bob = avatar("bob")
+
+/** Stores the callers: each of a request's calls checks that its avatar still stands behind it (StillActing.ts). */
+const withCallers = (runtime: ManagedRuntime.ManagedRuntime<any, unknown>) =>
+  runtime.runPromise(Effect.flatMap(AvatarStore, (s) => Effect.forEach([alice, bob], s.insert)))
 
 
 /** The core services on memory stores, with each mock as the named provider's upstream. */
@@ -39,7 +44,7 @@ const gateway = (mocks: Record<string, [string, MockUpstream]>, options: Partial
 describe("orchestrators", () => {
   let openai: MockUpstream
   let groq: MockUpstream
-  let runtime: ManagedRuntime.ManagedRuntime<Orchestration | Agents, unknown>
+  let runtime: ManagedRuntime.ManagedRuntime<Orchestration | Agents | AvatarStore, unknown>
   const run = <A>(f: (o: Orchestration["Type"]) => Effect.Effect<A, unknown>) => runtime.runPromise(Effect.flatMap(Orchestration, f))
   const fails = (f: (o: Orchestration["Type"]) => Effect.Effect<unknown, unknown>) =>
     runtime.runPromise(Effect.flip(Effect.flatMap(Orchestration, f))) as Promise<{ _tag: string; message: string }>
@@ -49,6 +54,7 @@ describe("orchestrators", () => {
     openai = await startOpenAiMock({ apiKey: "sk-o" })
     groq = await startOpenAiMock({ apiKey: "sk-g" })
     runtime = gateway({ openai: ["sk-o", openai], groq: ["sk-g", groq] })
+    await withCallers(runtime)
   })
   afterAll(async () => {
     await runtime?.dispose()
@@ -97,6 +103,22 @@ describe("orchestrators", () => {
       expect(all()).toHaveLength(5)
       expect(reply.costUSD).toBeGreaterThan(0)
     })
+
+    for (const [name, cut] of [["deleted", { isActive: false, deletedAt: 1 }], ["reset", { tokensValidAfter: Date.now() + 1 }]] as const) {
+      it(`stops before its next model call once its avatar is ${name}: a 401, no more upstream calls`, async () => {
+        const carol = avatar(`carol-${name}`)
+        await runtime.runPromise(Effect.flatMap(AvatarStore, (s) => s.insert(carol)))
+        // The third answer is the moment the owner takes the account back (an Admin deletes it, a password reset).
+        respond((system, r) => {
+          if (all().length === 3) void runtime.runPromise(Effect.flatMap(AvatarStore, (s) => s.update(carol.id, cut)))
+          return text(`${system} turn ${messagesOf(r).length - 1}`)
+        })
+        const agents = ["Planner", "Coder"].map((name) => ({ name, system_message: `${name} persona` }))
+        const error = await fails((o) => o.conversation(carol, { initial_message: "Build it", provider: "auto", model: "auto", max_rounds: 20, termination_keyword: "DONE", agents }))
+        expect([error._tag, error.message]).toEqual(["Unauthorized", REVOKED_MID_REQUEST])
+        expect(all()).toHaveLength(3)
+      })
+    }
 
     it("gives each agent its own provider and model, and strips the keyword from a closing message", async () => {
       respond((system) => text(system === "Boss" ? "Ship it. DONE" : "Draft v1"))
@@ -170,6 +192,7 @@ describe("orchestrators", () => {
     // The operator rates openai's Free models of quality 3 lower (AIGW_MODELS).
     const lowered = gateway({ openai: ["sk-o", openai] }, { models: Option.some(JSON.stringify([{ id: "gpt-5.4-nano", quality: 2 }, { id: "gpt-4.1-mini", quality: 2 }])) })
     try {
+      await withCallers(lowered)
       respond(() => text("done"))
       const task = { id: "s", agent: "Editor", description: "Summarize the following article into three key points", expected_output: "three bullets" }
       const result = await lowered.runPromise(Effect.flatMap(Orchestration, (o) => o.crew(bob, { tasks: [task], process: "sequential", provider: "openai" })))
