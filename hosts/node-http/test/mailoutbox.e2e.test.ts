@@ -4,6 +4,7 @@
  * takes it again, also by the next process after a restart.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { adminEnv, adminToken } from "./support/accounts.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
 import { type MailCatcher, startSmtp } from "./support/smtp.ts"
 
@@ -11,7 +12,7 @@ describe("mail outbox", () => {
   let smtp: MailCatcher
   let server: RunningServer
   const u = Math.random().toString(36).slice(2, 8)
-  const env = () => ({ SMTP_URL: smtp.url, MAIL_FROM: "aigw test <no-reply@aigw.test>", AIGW_WORKER_INTERVAL_MS: "100" })
+  const env = () => ({ ...adminEnv, SMTP_URL: smtp.url, MAIL_FROM: "aigw test <no-reply@aigw.test>", AIGW_WORKER_INTERVAL_MS: "100" })
   const register = async (name: string) => {
     const person = { username: `${name}_${u}`, email: `${name}_${u}@example.com`, password: "correct horse 1" }
     const res = await call(server.url, "POST", "/api/avatar/register", { body: person })
@@ -46,6 +47,23 @@ describe("mail outbox", () => {
     expect(verified.body.isError).toBe(false)
     const signIn = await call(server.url, "POST", "/api/avatar/authenticate", { body: { username: alice.username, password: alice.password } })
     expect(signIn.body.isError).toBe(false)
+  }, 40_000)
+
+  it("drops the kept mails of an avatar deleted meanwhile (their links died with it); others still go", async () => {
+    smtp.refusing = true
+    const before = smtp.refused()
+    const carol = await register("carol")
+    const dave = await register("dave")
+    await refusedAtLeast(before + 2)
+    const admin = await adminToken(server)
+    const listed = await call(server.url, "GET", "/api/avatar", { token: admin })
+    const id = (listed.body.result as Array<{ id: string; username: string }>).find((a) => a.username === carol.username)!.id
+    expect((await call(server.url, "DELETE", `/api/avatar/${id}`, { token: admin })).body.isError).toBe(false)
+    expect(server.output()).toMatch(new RegExp(`1 mail\\(s\\) to ${carol.email} dropped from the outbox: their avatar was deleted`))
+    smtp.refusing = false
+    await smtp.waitFor(dave.email, /verify/i, 1, 20_000)
+    await new Promise((r) => setTimeout(r, 500))
+    expect(smtp.mails.filter((m) => m.to === carol.email)).toEqual([])
   }, 40_000)
 
   it("a mail kept when the process stopped is sent by the next one, once", async () => {

@@ -483,6 +483,8 @@ const makeService = Effect.gen(function*() {
     const now = Date.now()
     const updated = yield* store.revokeTokens(id, { isActive: false, deletedAt: now, updatedAt: now }, now)
     yield* tokens.revokeAll(id)
+    // Mails still waiting for the mail server carry links that died with the avatar.
+    yield* outbox.discardTo([avatar.email, ...(avatar.pendingEmail !== null ? [avatar.pendingEmail] : [])])
     return view(Option.getOrThrow(updated))
   })
 

@@ -69,7 +69,13 @@ const makeService = Effect.gen(function*() {
   /** The mails due now, retried; how many (the Lambda host's scheduled rounds). */
   const drain = claimedRound(claim, retry, MAILS_AT_ONCE)
 
-  return { send, claim, retry, drain }
+  /** Drops the mails kept for `addresses` (an avatar deleted: every link they carry died with it). */
+  const discardTo = (addresses: ReadonlyArray<string>) =>
+    Effect.forEach(addresses, (address) =>
+      Effect.flatMap(store.discardTo(address), (n) =>
+        n === 0 ? Effect.void : Effect.logInfo(`${n} mail(s) to ${address} dropped from the outbox: their avatar was deleted`)), { discard: true })
+
+  return { send, claim, retry, drain, discardTo }
 })
 
 export class MailOutbox extends Context.Tag("aigw/MailOutbox")<MailOutbox, Effect.Effect.Success<typeof makeService>>() {}

@@ -28,6 +28,11 @@ export interface MailOutboxStoreService {
   readonly remove: (id: string, lockedUntil: number) => Effect.Effect<void>
   /** Puts the entry back for a later attempt, if the lease `lockedUntil` is still its own. */
   readonly later: (id: string, lockedUntil: number, nextAttemptAt: number, lastError: string) => Effect.Effect<void>
+  /**
+   * Removes every entry addressed to `address` (case-insensitive), held or not: the mails of an avatar
+   * deleted meanwhile, whose links died with it. How many were removed.
+   */
+  readonly discardTo: (address: string) => Effect.Effect<number>
   /** How many entries wait (metrics, tests). */
   readonly size: () => Effect.Effect<number>
 }
@@ -52,6 +57,13 @@ export const makeMemory = Effect.sync((): MailOutboxStoreService => {
     remove: (id, lockedUntil) => Effect.sync(() => void (held(id, lockedUntil) && entries.delete(id))),
     later: (id, lockedUntil, nextAttemptAt, lastError) =>
       Effect.sync(() => void (held(id, lockedUntil) && entries.set(id, { ...entries.get(id)!, nextAttemptAt, lastError, lockedUntil: null }))),
+    discardTo: (address) =>
+      Effect.sync(() => {
+        const to = address.toLowerCase()
+        const gone = [...entries.values()].filter((e) => e.mail.to.toLowerCase() === to)
+        for (const e of gone) entries.delete(e.id)
+        return gone.length
+      }),
     size: () => Effect.sync(() => entries.size)
   }
 })

@@ -233,6 +233,32 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.deepStrictEqual(mine(yield* outbox.claim(now + 120_000, 100, 30_000)).map((e) => e.id), [notYet.id], "sent and removed; the other due now")
         }))
 
+      it.effect("mail outbox: the mails to an address are discarded, held or not, in any case; others stay", () =>
+        Effect.gen(function*() {
+          const outbox = yield* MailOutboxStore
+          const now = Date.now()
+          const gone = `Gone_${unique()}@Example.com`
+          const kept = `k_${unique()}@example.com`
+          const entry = (to: string) => ({
+            id: crypto.randomUUID(),
+            mail: { to, subject: "Reset", text: "link", html: "<p>link</p>" },
+            createdAt: now,
+            expiresAt: now + 3_600_000,
+            attempts: 1,
+            nextAttemptAt: now - 10,
+            lockedUntil: null,
+            lastError: "451"
+          })
+          const held = entry(gone)
+          for (const e of [held, entry(gone.toLowerCase()), entry(kept)]) yield* outbox.add(e)
+          yield* outbox.claim(now, 100, 30_000)
+          assert.strictEqual(yield* outbox.discardTo(gone.toUpperCase()), 2)
+          assert.strictEqual(yield* outbox.discardTo(gone), 0)
+          const left = (yield* outbox.claim(now + 60_000, 100, 30_000)).map((e) => e.mail.to)
+          assert.include(left, kept)
+          assert.notInclude(left.map((to) => to.toLowerCase()), gone.toLowerCase())
+        }))
+
       it.effect("send limit: three per sliding window", () =>
         Effect.gen(function*() {
           const limits = yield* SendLimitStore

@@ -39,6 +39,8 @@ export const make = Effect.gen(function*() {
     later: (id, lockedUntil, nextAttemptAt, lastError) =>
       sql`UPDATE mail_outbox SET next_attempt_at = ${nextAttemptAt}, last_error = ${lastError}, locked_until = NULL
           WHERE id = ${id} AND locked_until = ${lockedUntil}`.pipe(Effect.asVoid, Effect.orDie),
+    discardTo: (address) =>
+      sql`DELETE FROM mail_outbox WHERE lower(to_address) = ${address.toLowerCase()} RETURNING id`.pipe(Effect.map((rows) => rows.length), Effect.orDie),
     size: () => sql`SELECT COUNT(*) AS n FROM mail_outbox`.pipe(Effect.map((rows) => Number((rows[0] as any).n)), Effect.orDie)
   })
 })
