@@ -14,7 +14,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { Forbidden, NotFound } from "../Errors.ts"
-import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { type DocumentRecord, DocumentStore, modify } from "../Storage/DocumentStore.ts"
 import { TextEmbedder } from "../Ml/TextEmbedder.ts"
 import { cosine } from "./Memory.ts"
@@ -102,6 +102,7 @@ const earth: Holon = { id: EARTH_ID, name: "Earth", level: "planet", parentId: n
 const makeService = Effect.gen(function*() {
   const docs = yield* DocumentStore
   const embedder = yield* TextEmbedder
+  const avatars = yield* AvatarStore
 
   const put = (h: Holon) =>
     Effect.suspend(() => {
@@ -181,17 +182,28 @@ const makeService = Effect.gen(function*() {
       if (holon.membrane === null) return { from: holon.id, to: holon.parentId, propagated: 0, reason: "no membrane rule: nothing may pass" }
       const { membrane, parentId } = holon
       let propagated = 0
+      const copyUp = (item: HolonItem) => {
+        const origin = item.origin ?? { holonId: holon.id, itemId: item.id }
+        const copy: HolonItem = { ...item, id: digest(`${parentId}/${origin.holonId}:${origin.itemId}`), holonId: parentId, origin }
+        const now = Date.now()
+        return Effect.map(
+          docs.insertIfAbsent({ kind: ITEM, id: copy.id, owner: item.authorAvatarId, key: parentId, data: copy, version: 0, createdAt: now, updatedAt: now }),
+          (inserted) => void (inserted && propagated++)
+        )
+      }
+      // A deleted author's consent ended with its account: its items propagate no further (read once per author).
+      const active = new Map<string, boolean>()
+      const authorActive = (id: string) =>
+        active.has(id)
+          ? Effect.succeed(active.get(id)!)
+          : Effect.map(avatars.findById(id), (a) => {
+            const is = Option.isSome(a) && a.value.isActive
+            active.set(id, is)
+            return is
+          })
       yield* eachPage(holon.id, (page) =>
-        Effect.forEach(page, (item) => {
-          if (!permitted(membrane, item)) return Effect.void
-          const origin = item.origin ?? { holonId: holon.id, itemId: item.id }
-          const copy: HolonItem = { ...item, id: digest(`${parentId}/${origin.holonId}:${origin.itemId}`), holonId: parentId, origin }
-          const now = Date.now()
-          return Effect.map(
-            docs.insertIfAbsent({ kind: ITEM, id: copy.id, owner: item.authorAvatarId, key: parentId, data: copy, version: 0, createdAt: now, updatedAt: now }),
-            (inserted) => void (inserted && propagated++)
-          )
-        }, { discard: true }))
+        Effect.forEach(page, (item) =>
+          permitted(membrane, item) ? Effect.flatMap(authorActive(item.authorAvatarId), (is) => (is ? copyUp(item) : Effect.void)) : Effect.void, { discard: true }))
       return { from: holon.id, to: holon.parentId, propagated, reason: null }
     })
 

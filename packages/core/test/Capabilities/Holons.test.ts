@@ -7,7 +7,8 @@ import { Effect, Layer, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Holons from "../../src/Capabilities/Holons.ts"
 import * as TextEmbedder from "../../src/Ml/TextEmbedder.ts"
-import type { AvatarRecord } from "../../src/Storage/AvatarStore.ts"
+import * as AvatarStores from "../../src/Storage/AvatarStore.ts"
+import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import { DocumentStore, layerMemory } from "../../src/Storage/DocumentStore.ts"
 
 const avatar = (id: string, avatarType: "User" | "Admin" = "User"): AvatarRecord => ({
@@ -18,10 +19,13 @@ const a = avatar("a")
 const b = avatar("b")
 const admin = avatar("root", "Admin")
 
-const run = <A, E>(f: (holons: typeof Holons.Holons.Service, docs: typeof DocumentStore.Service) => Effect.Effect<A, E>) =>
+/** Runs `f` with the holons, their documents and the avatars a, b and root (Admin) stored. */
+const run = <A, E>(f: (holons: typeof Holons.Holons.Service, docs: typeof DocumentStore.Service, avatars: typeof AvatarStore.Service) => Effect.Effect<A, E>) =>
   Effect.runPromise(Effect.gen(function*() {
-    return yield* f(yield* Holons.Holons, yield* DocumentStore)
-  }).pipe(Effect.provide(Holons.layer.pipe(Layer.provideMerge(Layer.merge(layerMemory, TextEmbedder.layerLexical))))))
+    const avatars = yield* AvatarStore
+    for (const one of [a, b, admin]) yield* avatars.insert(one)
+    return yield* f(yield* Holons.Holons, yield* DocumentStore, avatars)
+  }).pipe(Effect.provide(Holons.layer.pipe(Layer.provideMerge(Layer.mergeAll(layerMemory, TextEmbedder.layerLexical, AvatarStores.layerMemory))))))
 
 const tagOf = (e: Effect.Effect<unknown, { readonly _tag: string }>) => Effect.map(Effect.flip(e), (x) => x._tag)
 const contents = (r: { readonly results: ReadonlyArray<{ readonly content: string }> }) => r.results.map((x) => x.content)
@@ -51,6 +55,19 @@ describe("holon authorization", () => {
       expect(contents(yield* holons.search(b, { holonId: "earth", query: "door code", topK: 10 }))).toEqual(["The tram 28 is crowded in summer"])
       expect(contents(yield* holons.search(a, { holonId: "earth", query: "door code", topK: 10 }))).toEqual(["The tram 28 is crowded in summer"])
       expect(open.membrane).toEqual({ allowTags: ["*"], requireConsent: true })
+    })))
+
+  it("propagates a deleted author's items no further: its consent ended with its account", () =>
+    run((holons, _docs, avatars) => Effect.gen(function*() {
+      const bs = yield* holons.getOrCreate(b, { name: "Braga", level: "city" })
+      yield* holons.setMembrane(b, { holonId: bs.id, allowTags: ["*"], requireConsent: true })
+      const gone = avatar("gone")
+      yield* avatars.insert(gone)
+      yield* holons.record(gone, { holonId: bs.id, content: "Recorded before the account was deleted", tags: ["x"], consent: true })
+      yield* holons.record(a, { holonId: bs.id, content: "Shared by an active author", tags: ["x"], consent: true })
+      yield* avatars.update(gone.id, { isActive: false, deletedAt: 1 })
+      expect((yield* holons.propagate(bs.id)).propagated).toBe(1)
+      expect(contents(yield* holons.search(b, { holonId: "earth", query: "account deleted author", topK: 10 }))).toEqual(["Shared by an active author"])
     })))
 
   it("ignores requireConsent:false in rules stored before consent became unconditional", () =>

@@ -182,6 +182,7 @@ describe("stateful MCP tools", () => {
   it("others' items flooding a holon neither hide the caller's own from a search nor come free; unknown targets are refused before counting", async () => {
     const dora = avatar("00000000-0000-4000-8000-0000000000d4", "dora")
     const eve = avatar("00000000-0000-4000-8000-0000000000e5", "eve")
+    await runtime.runPromise(Effect.flatMap(AvatarStore, (s) => Effect.forEach([dora, eve], s.insert)))
     const used = async (who: AvatarRecord) => (await call("gateway_get_usage", {}, who)).data.dailyCallsUsed as number
     const porto = (await call("gateway_memory_get_or_create_holon", { name: "Porto", level: "city" }, dora)).data
     await call("gateway_memory_record", { holonId: porto.id, content: "dentist appointment on tuesday" }, dora)
