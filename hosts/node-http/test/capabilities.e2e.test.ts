@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
-import { signUp, type TestAvatar } from "./support/accounts.ts"
+import { mailedToken, signUp, type TestAvatar } from "./support/accounts.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
 
 describe("capabilities", () => {
@@ -127,5 +127,23 @@ describe("capabilities", () => {
     expect(res.body.result.content).toBe("planned answer")
     // The mock answered the planning call too: its answer is the plan (hosts/node-http/test/learning.e2e.test.ts checks both calls).
     expect(lastSystem()).toMatch(/^Plan for this request from a planning step \(openai\/[^)]+\); work through it before answering:\nplanned answer/)
+  })
+
+  it("useFAHRN makes its answer's call only while the avatar stands behind the request: a reset during the planning call is a 401 before it", async () => {
+    const owner = await signUp(server, "fahrn")
+    openai.setScenario({ kind: "text", text: "1. think", frameDelayMs: 1_000 })
+    try {
+      const before = openai.requests.length
+      const pending = call(server.url, "POST", "/v1/complete", { apiKey: owner.apiKey, body: { messages: [{ role: "user", content: "Plan a trip" }], useFAHRN: true, provider: "openai", model: "gpt-4o-mini" } })
+      for (const deadline = Date.now() + 5_000; openai.requests.length === before && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
+      await call(server.url, "POST", "/api/avatar/forgot-password", { body: { email: owner.email } })
+      const token = mailedToken(server.dataDir, owner.email, "reset-password")
+      expect((await call(server.url, "POST", "/api/avatar/reset-password", { body: { token, password: "taken back 1", confirmPassword: "taken back 1" } })).body.isError).toBe(false)
+      const res = await pending
+      expect([res.status, res.body.message]).toEqual([401, "The avatar was deleted or its password reset while this request ran, revoking the credentials that made it: the request was stopped before its next model call."])
+      expect(openai.requests.length - before).toBe(1)
+    } finally {
+      answer("ok")
+    }
   })
 })

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verify } from "../../../packages/core/src/Webhooks/Signature.ts"
 import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
-import { signUp, type TestAvatar } from "./support/accounts.ts"
+import { mailedToken, signUp, type TestAvatar } from "./support/accounts.ts"
 import { type Receiver, startReceiver } from "./support/receiver.ts"
 import { call, freePort, type RunningServer, startServer } from "./support/server.ts"
 
@@ -111,6 +111,38 @@ describe("batch jobs and webhooks", () => {
     expect(new Set(deliveries.map((d) => d.body)).size).toBe(1)
     const status = await waitForStatus(server, user, id, "completed")
     expect(status.webhook).toMatchObject({ status: "delivered", attempts: 4 })
+  })
+
+  it("stops a batch whose avatar's password is reset during a step: no item starts after it, no webhook", async () => {
+    const owner = await signUp(server, "inflight")
+    mock.setScenario({ kind: "text", text: "slow answer", frameDelayMs: 1_500 })
+    try {
+      const before = mock.requests.length
+      const submit = await call(server.url, "POST", "/v1/batch/submit", { apiKey: owner.apiKey, body: batch(receiver.url, 8) })
+      const id = submit.body.result.batchId as string
+      // The step's first four items are at the upstream (four at a time) when the owner takes the account back.
+      for (const deadline = Date.now() + 5_000; mock.requests.length - before < 4 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
+      expect(mock.requests.length - before).toBe(4)
+      await call(server.url, "POST", "/api/avatar/forgot-password", { body: { email: owner.email } })
+      const token = mailedToken(server.dataDir, owner.email, "reset-password")
+      const password = "taken back 1"
+      expect((await call(server.url, "POST", "/api/avatar/reset-password", { body: { token, password, confirmPassword: password } })).body.isError).toBe(false)
+      const jwt = (await call(server.url, "POST", "/api/avatar/authenticate", { body: { username: owner.username, password } })).body.result.jwtToken as string
+      for (const deadline = Date.now() + 10_000; ;) {
+        const status = (await call(server.url, "GET", `/v1/batch/${id}/status`, { token: jwt })).body.result
+        if (status.status !== "queued" && status.status !== "running") {
+          expect([status.status, status.error]).toEqual(["cancelled", "the avatar's password was reset after the job was submitted, revoking the keys and sessions that could have submitted it: the job was stopped"])
+          break
+        }
+        if (Date.now() > deadline) throw new Error(`batch ${id} still ${status.status}`)
+        await new Promise((r) => setTimeout(r, 50))
+      }
+      await new Promise((r) => setTimeout(r, 500))
+      expect(mock.requests.length - before).toBe(4)
+      expect(receiver.received.filter((r) => JSON.parse(r.body).jobId === id)).toEqual([])
+    } finally {
+      mock.setScenario({ kind: "text", text: "Hello from mock" })
+    }
   })
 
   it("shows jobs only to their owner (others get 404)", async () => {

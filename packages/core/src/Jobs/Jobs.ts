@@ -5,7 +5,8 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { NotFound } from "../Errors.ts"
-import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
+import { stillActing } from "../Accounts/StillActing.ts"
 import * as RequestId from "../RequestId.ts"
 import * as UrlGuard from "../UrlGuard.ts"
 import { type JobRecord, JobStore, type JobType } from "./JobStore.ts"
@@ -15,6 +16,7 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 const makeService = Effect.gen(function*() {
   const store = yield* JobStore
   const config = yield* GatewayConfig
+  const avatars = yield* AvatarStore
 
   const checkUrl = (url: string | undefined, field: string) =>
     url === undefined ? Effect.succeed(undefined) : Effect.map(UrlGuard.check(url, { allowPrivate: config.allowPrivateUrls, field }), (u) => u.toString())
@@ -27,6 +29,9 @@ const makeService = Effect.gen(function*() {
     // Kept with the job for its webhook's X-GATEWAY-Request-Id.
     const requestId = yield* RequestId.current
     const now = Date.now()
+    // The credentials were checked when the request came: a reset or deletion since is a 401 here. One after
+    // this read has a later time than `now`, and the worker stops the job (Worker.ts `stopReason`).
+    yield* stillActing(avatars, avatar)
     const record: JobRecord = {
       id: crypto.randomUUID(),
       type: job.type,

@@ -40,6 +40,8 @@ import { servedBy } from "../Providers/Registry.ts"
 import type { VideoRequest } from "../Providers/Video/VideoAdapter.ts"
 import { routed, Routing } from "../Routing.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
+import { REVOKED_MID_REQUEST, revokedSince } from "../Accounts/StillActing.ts"
+import { Unauthorized } from "../Errors.ts"
 import { Usage } from "../Usage.ts"
 import { type JobRecord, JobStore, type JobType } from "./JobStore.ts"
 import { cancelled, done, failed, type JobRunner, wait } from "./Runner.ts"
@@ -94,8 +96,13 @@ export const batchSummary = (total: number, items: ReadonlyArray<BatchItem>) => 
 const gatewayBatch = Effect.gen(function*() {
   const completions = yield* Completions
   const store = yield* JobStore
+  const avatars = yield* AvatarStore
   return (job: JobRecord, owner: AvatarRecord) =>
     Effect.gen(function*() {
+      // Each item's call goes ahead only while the avatar stands behind the job: a reset or deletion during
+      // the step fails it, and the worker then stops the job without its webhook (Worker.ts `finish`).
+      const standing = Effect.flatMap(avatars.findById(job.avatarId), (current) =>
+        revokedSince(current, job.createdAt) ? Effect.fail(new Unauthorized({ message: REVOKED_MID_REQUEST })) : Effect.void)
       const input = job.input as BatchInput
       const state = (job.state as BatchState | null) ?? { next: 0 }
       const before = (job.result as { readonly items?: ReadonlyArray<BatchItem> } | null)?.items ?? []
@@ -126,10 +133,13 @@ const gatewayBatch = Effect.gen(function*() {
       yield* Effect.forEach(
         slice,
         ({ index, request }) =>
-          completions.complete(owner, request).pipe(
-            Effect.map((result): BatchItem => ({ index, ok: true, result })),
-            Effect.catchAll((e) => Effect.succeed<BatchItem>({ index, ok: false, error: e.message })),
-            Effect.map((item) => void answered.push(item))
+          Effect.zipRight(
+            standing,
+            completions.complete(owner, request).pipe(
+              Effect.map((result): BatchItem => ({ index, ok: true, result })),
+              Effect.catchAll((e) => Effect.succeed<BatchItem>({ index, ok: false, error: e.message })),
+              Effect.map((item) => void answered.push(item))
+            )
           ),
         { concurrency: BATCH_CONCURRENCY, discard: true }
       ).pipe(

@@ -59,8 +59,8 @@ const makeService = Effect.gen(function*() {
   const runners = yield* JobRunners
   const avatars = yield* AvatarStore
 
-  /** Ends the job; its webhook goes to its callback unless `notify` is false (the job of a deleted avatar). */
-  const finish = (job: JobRecord, status: JobOutcome["status"], result: unknown, error: string | null, notify = true) =>
+  /** Ends the job; its webhook goes to its callback unless `notify` is false (a job the worker stopped). */
+  const settle = (job: JobRecord, status: JobOutcome["status"], result: unknown, error: string | null, notify: boolean) =>
     Effect.suspend(() => {
       const outcome: JobOutcome = { status, result, error, completedAt: Date.now() }
       const delivery = Option.map(Option.fromNullable(notify ? job.callbackUrl : null), (url) => ({
@@ -122,13 +122,25 @@ const makeService = Effect.gen(function*() {
    * or to a callback that revoked credentials may have named. A stop the vendor refuses is logged; the job
    * ends all the same.
    */
-  const stopped = (job: JobRecord, runner: JobRunner, reason: string) =>
-    Effect.zipRight(
-      runner.stop === undefined || job.upstreamId === null
+  const stopped = (job: JobRecord, reason: string) => {
+    const stop = runners[job.type]?.stop
+    return Effect.zipRight(
+      stop === undefined || job.upstreamId === null
         ? Effect.void
-        : runner.stop(job).pipe(Effect.catchAll((e) => Effect.logWarning(`job ${job.id} (${job.type}): ${reason}; stopping it upstream failed: ${e.message}`))),
-      finish(job, "cancelled", job.result, reason, false)
+        : stop(job).pipe(Effect.catchAll((e) => Effect.logWarning(`job ${job.id} (${job.type}): ${reason}; stopping it upstream failed: ${e.message}`))),
+      settle(job, "cancelled", job.result, reason, false)
     )
+  }
+
+  /**
+   * Ends the job with its step's outcome and its webhook, unless its avatar was deleted or reset while the
+   * step ran: stopped then, as before a step (a step in flight at the reset must not deliver its answers).
+   */
+  const finish = (job: JobRecord, status: JobOutcome["status"], result: unknown, error: string | null) =>
+    Effect.flatMap(avatars.findById(job.avatarId), (owner) => {
+      const reason = stopReason(owner, job)
+      return reason === undefined ? settle(job, status, result, error, true) : stopped(job, reason)
+    })
 
   /** One step of one job; failures of the step are handled here (retry or fail the job). */
   const advance = (job: JobRecord) => {
@@ -137,7 +149,7 @@ const makeService = Effect.gen(function*() {
     return avatars.findById(job.avatarId).pipe(
       Effect.flatMap((owner) => {
         const reason = stopReason(owner, job)
-        if (reason !== undefined || Option.isNone(owner)) return stopped(job, runner, reason ?? OWNER_GONE)
+        if (reason !== undefined || Option.isNone(owner)) return stopped(job, reason ?? OWNER_GONE)
         return Effect.flatMap(runner.advance(job, owner.value), (step) => apply(job, step))
       }),
       Effect.catchAll((error) => {

@@ -238,4 +238,30 @@ describe("the job of a deleted avatar, or of revoked credentials", () => {
       expect.stringMatching(/job refused \(batch\): the job's avatar was deleted: the job was stopped; stopping it upstream failed: already ended/)
     ])
   })
+
+  it("stops a job whose avatar is reset while its step runs: the step's outcome and webhook are not kept", async () => {
+    const runner = {
+      advance: (job: JobRecord) =>
+        Effect.zipRight(
+          Effect.flatMap(AvatarStore, (s) => s.update(job.avatarId, { tokensValidAfter: Date.now() + 1 })),
+          Effect.succeed(done({ fineTunedModel: "ft:x" }))
+        ),
+      stop: () => Effect.void
+    }
+    const worker = Worker.layer.pipe(Layer.provideMerge(Stores.layerMemory), Layer.provide(Layer.succeed(JobRunners, { finetune: runner } as any)))
+    const r = await Effect.runPromise(Effect.gen(function*() {
+      const jobs = yield* JobStore
+      const now = Date.now() - 5
+      const id = crypto.randomUUID()
+      yield* jobs.insert({
+        id, type: "finetune", avatarId: yield* owner, provider: "openai", upstreamId: "ftjob-1", status: "running",
+        input: {}, state: null, result: { upstreamStatus: "running" }, error: null, callbackUrl: "https://example.com/hook", attempts: 0, nextRunAt: now, lockedUntil: null,
+        createdAt: now, updatedAt: now, completedAt: null
+      })
+      yield* (yield* Worker.JobWorker).drainJobs
+      return { job: Option.getOrThrow(yield* jobs.get(id)), deliveries: yield* jobs.deliveriesOf(id) }
+    }).pipe(Effect.provide(worker)))
+    expect([r.job.status, r.job.error, r.job.result]).toEqual(["cancelled", Worker.CREDENTIALS_REVOKED, { upstreamStatus: "running" }])
+    expect(r.deliveries).toEqual([])
+  })
 })

@@ -71,7 +71,7 @@ export interface MockUsage {
 export type Scenario =
   /**
    * `pieces`: how many content chunks a stream splits the text into (3 unless given; the OpenAI wire).
-   * `frameDelayMs`: the pause between this stream's frames, instead of the mock's `chunkDelayMs`.
+   * `frameDelayMs`: the pause between this stream's frames, instead of the mock's `chunkDelayMs`; before a plain answer, its delay.
    */
   | { kind: "text"; text: string; usage?: MockUsage; pieces?: number; frameDelayMs?: number }
   | { kind: "tool"; name: string; arguments: Record<string, unknown>; id?: string; usage?: MockUsage }
@@ -339,6 +339,7 @@ const serve = async (ex: Exchange, call: Call, wire: Wire): Promise<void> => {
       const a = toAnswer(s, call.limit)
       const delayMs = s.kind === "text" ? s.frameDelayMs : undefined
       if (call.stream) return ex.stream(wire.streamContentType(call), wire.frames(a, call).frames, undefined, headers, delayMs)
+      if (delayMs !== undefined) await sleep(delayMs)
       return ex.json(200, wire.body(a, call), headers)
     }
   }
