@@ -17,7 +17,10 @@ export const REVOKED_MID_REQUEST =
 export const revokedSince = (current: Option.Option<AvatarRecord>, generation: number): boolean =>
   Option.isNone(current) || !current.value.isActive || current.value.tokensValidAfter > generation
 
+/** Fails Unauthorized when the avatar `id` was deleted, or revoked its credentials after `generation`. */
+export const standingSince = (avatars: AvatarStoreService, id: string, generation: number) =>
+  Effect.flatMap(avatars.findById(id), (current) =>
+    revokedSince(current, generation) ? Effect.fail(new Unauthorized({ message: REVOKED_MID_REQUEST })) : Effect.void)
+
 /** Fails Unauthorized when `avatar`, as the request's credentials found it, was deleted or revoked its credentials since. */
-export const stillActing = (avatars: AvatarStoreService, avatar: AvatarRecord) =>
-  Effect.flatMap(avatars.findById(avatar.id), (current) =>
-    revokedSince(current, avatar.tokensValidAfter) ? Effect.fail(new Unauthorized({ message: REVOKED_MID_REQUEST })) : Effect.void)
+export const stillActing = (avatars: AvatarStoreService, avatar: AvatarRecord) => standingSince(avatars, avatar.id, avatar.tokensValidAfter)

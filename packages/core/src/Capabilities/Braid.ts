@@ -16,7 +16,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { Forbidden, NotFound } from "../Errors.ts"
 import { TaskTypeSchema } from "../Ml/TaskClassifier.ts"
 import type { TaskType } from "../Ml/taskExamples.data.ts"
-import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
+import { activeAmong, type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { DocumentStore, modify } from "../Storage/DocumentStore.ts"
 
 export const KIND = "braid_graph"
@@ -146,13 +146,7 @@ const makeService = Effect.gen(function*() {
   const stillPublished = (taskType: TaskType) =>
     Effect.flatMap(docs.list(KIND, { owner: null, key: publishedKey(taskType) }), (docsOf) => {
       const graphs = docsOf.map((d) => d.data as BraidGraph)
-      return Effect.map(
-        Effect.forEach([...new Set(graphs.map((g) => g.createdBy))], (id) => avatars.findById(id)),
-        (publishers) => {
-          const admins = new Set(publishers.flatMap((p) => (Option.isSome(p) && p.value.isActive && isAdmin(p.value) ? [p.value.id] : [])))
-          return graphs.filter((g) => admins.has(g.createdBy))
-        }
-      )
+      return Effect.map(activeAmong(avatars, graphs.map((g) => g.createdBy), isAdmin), (admins) => graphs.filter((g) => admins.has(g.createdBy)))
     })
 
   /** The caller's own and the published graphs of a task type (learned ones once they succeeded), best first. */

@@ -14,7 +14,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { Forbidden, NotFound } from "../Errors.ts"
-import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
+import { activeAmong, type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { type DocumentRecord, DocumentStore, modify } from "../Storage/DocumentStore.ts"
 import { TextEmbedder } from "../Ml/TextEmbedder.ts"
 import { cosine } from "./Memory.ts"
@@ -191,19 +191,12 @@ const makeService = Effect.gen(function*() {
           (inserted) => void (inserted && propagated++)
         )
       }
-      // A deleted author's consent ended with its account: its items propagate no further (read once per author).
-      const active = new Map<string, boolean>()
-      const authorActive = (id: string) =>
-        active.has(id)
-          ? Effect.succeed(active.get(id)!)
-          : Effect.map(avatars.findById(id), (a) => {
-            const is = Option.isSome(a) && a.value.isActive
-            active.set(id, is)
-            return is
-          })
-      yield* eachPage(holon.id, (page) =>
-        Effect.forEach(page, (item) =>
-          permitted(membrane, item) ? Effect.flatMap(authorActive(item.authorAvatarId), (is) => (is ? copyUp(item) : Effect.void)) : Effect.void, { discard: true }))
+      // A deleted author's consent ended with its account: its items propagate no further.
+      yield* eachPage(holon.id, (page) => {
+        const passing = page.filter((item) => permitted(membrane, item))
+        return Effect.flatMap(activeAmong(avatars, passing.map((item) => item.authorAvatarId)), (authors) =>
+          Effect.forEach(passing.filter((item) => authors.has(item.authorAvatarId)), copyUp, { discard: true }))
+      })
       return { from: holon.id, to: holon.parentId, propagated, reason: null }
     })
 

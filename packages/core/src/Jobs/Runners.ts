@@ -40,8 +40,7 @@ import { servedBy } from "../Providers/Registry.ts"
 import type { VideoRequest } from "../Providers/Video/VideoAdapter.ts"
 import { routed, Routing } from "../Routing.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
-import { REVOKED_MID_REQUEST, revokedSince } from "../Accounts/StillActing.ts"
-import { Unauthorized } from "../Errors.ts"
+import { standingSince } from "../Accounts/StillActing.ts"
 import { Usage } from "../Usage.ts"
 import { type JobRecord, JobStore, type JobType } from "./JobStore.ts"
 import { cancelled, done, failed, type JobRunner, wait } from "./Runner.ts"
@@ -101,8 +100,7 @@ const gatewayBatch = Effect.gen(function*() {
     Effect.gen(function*() {
       // Each item's call goes ahead only while the avatar stands behind the job: a reset or deletion during
       // the step fails it, and the worker then stops the job without its webhook (Worker.ts `finish`).
-      const standing = Effect.flatMap(avatars.findById(job.avatarId), (current) =>
-        revokedSince(current, job.createdAt) ? Effect.fail(new Unauthorized({ message: REVOKED_MID_REQUEST })) : Effect.void)
+      const standing = standingSince(avatars, job.avatarId, job.createdAt)
       const input = job.input as BatchInput
       const state = (job.state as BatchState | null) ?? { next: 0 }
       const before = (job.result as { readonly items?: ReadonlyArray<BatchItem> } | null)?.items ?? []
@@ -407,6 +405,9 @@ const make = (options: RunnerOptions) =>
     /** The job's provider with credentials, or a failed step when it is no longer configured. */
     const providerOf = (job: JobRecord) =>
       Option.filter(catalog.provider(job.provider), (p) => p.configured)
+    /** A runner's `stop`: `cancel` the job's upstream work at its provider, when that is still configured. */
+    const atVendor = (job: JobRecord, cancel: (p: ConfiguredProvider, upstreamId: string) => Effect.Effect<unknown, UpstreamError>) =>
+      Option.match(providerOf(job), { onNone: () => Effect.void, onSome: (p) => Effect.asVoid(cancel(p, job.upstreamId!)) })
 
     const runners: JobRunnersMap = {
       batch: {
@@ -418,10 +419,7 @@ const make = (options: RunnerOptions) =>
           })
         },
         // A gateway batch has no upstream job; a Batch API batch is cancelled at its vendor.
-        stop: (job) =>
-          (job.input as BatchInput).mode === "gateway"
-            ? Effect.void
-            : Option.match(providerOf(job), { onNone: () => Effect.void, onSome: (p) => Effect.asVoid(cancelBatch(p, job.upstreamId!)) }),
+        stop: (job) => ((job.input as BatchInput).mode === "gateway" ? Effect.void : atVendor(job, cancelBatch)),
         // The provider as stored: its records name it even when it is no longer configured.
         // A completed Batch API batch recorded its items when it settled; a gateway batch records each item as it is called.
         ended: (job) =>
@@ -431,11 +429,7 @@ const make = (options: RunnerOptions) =>
       },
       video: {
         ended: jobCallRecorded(usage, "video", (job) => (job.input as VideoInput).model),
-        stop: (job) =>
-          Option.match(providerOf(job), {
-            onNone: () => Effect.void,
-            onSome: (p) => servedBy(p).video?.cancel?.(p, job.upstreamId!) ?? Effect.void
-          }),
+        stop: (job) => atVendor(job, (p, id) => servedBy(p).video?.cancel?.(p, id) ?? Effect.void),
         advance: (job) =>
           Effect.gen(function*() {
             const cannot = failed(`provider ${job.provider} cannot generate video here`)
@@ -481,8 +475,7 @@ const make = (options: RunnerOptions) =>
       },
       finetune: {
         ended: jobCallRecorded(usage, "finetune", (job) => (job.input as FineTuneInput).baseModel),
-        stop: (job) =>
-          Option.match(providerOf(job), { onNone: () => Effect.void, onSome: (p) => Effect.asVoid(cancelFineTune(p, job.upstreamId!)) }),
+        stop: (job) => atVendor(job, cancelFineTune),
         advance: (job, owner) =>
           Effect.gen(function*() {
             const provider = providerOf(job)

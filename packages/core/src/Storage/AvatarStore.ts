@@ -80,6 +80,13 @@ export interface AvatarStoreService {
 
 export class AvatarStore extends Context.Tag("aigw/AvatarStore")<AvatarStore, AvatarStoreService>() {}
 
+/** The ids among `ids` of active avatars (that also pass `where`), each read once: whose stored work still counts. */
+export const activeAmong = (store: AvatarStoreService, ids: Iterable<string>, where: (avatar: AvatarRecord) => boolean = () => true) =>
+  Effect.map(
+    Effect.forEach(new Set(ids), (id) => store.findById(id)),
+    (found): ReadonlySet<string> => new Set(found.flatMap((a) => (Option.isSome(a) && a.value.isActive && where(a.value) ? [a.value.id] : [])))
+  )
+
 /** What confirming a pending address writes (`confirmPendingEmail`). */
 export const confirmedEmail = (pending: string, updatedAt: number) =>
   ({ email: pending, pendingEmail: null, emailVerified: true, updatedAt }) satisfies AvatarPatch
