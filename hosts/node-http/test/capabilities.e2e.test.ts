@@ -140,7 +140,25 @@ describe("capabilities", () => {
       const token = mailedToken(server.dataDir, owner.email, "reset-password")
       expect((await call(server.url, "POST", "/api/avatar/reset-password", { body: { token, password: "taken back 1", confirmPassword: "taken back 1" } })).body.isError).toBe(false)
       const res = await pending
-      expect([res.status, res.body.message]).toEqual([401, "The avatar was deleted or its password reset while this request ran, revoking the credentials that made it: the request was stopped before its next model call."])
+      expect([res.status, res.body.message]).toEqual([401, "The avatar was deleted, its password reset or the API key that made this request revoked while the request ran: the request was stopped before its next model call."])
+      expect(openai.requests.length - before).toBe(1)
+    } finally {
+      answer("ok")
+    }
+  })
+
+  it("useFAHRN makes its answer's call only while the API key of the request stands: revoking that key during the planning call is a 401 before it", async () => {
+    const owner = await signUp(server, "fahrnkey")
+    const keys = (await call(server.url, "GET", "/v1/keys", { token: owner.token })).body.result as ReadonlyArray<{ id: string; prefix: string }>
+    const keyId = keys.find((k) => owner.apiKey.startsWith(k.prefix))!.id
+    openai.setScenario({ kind: "text", text: "1. think", frameDelayMs: 1_000 })
+    try {
+      const before = openai.requests.length
+      const pending = call(server.url, "POST", "/v1/complete", { apiKey: owner.apiKey, body: { messages: [{ role: "user", content: "Plan a trip" }], useFAHRN: true, provider: "openai", model: "gpt-4o-mini" } })
+      for (const deadline = Date.now() + 5_000; openai.requests.length === before && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
+      expect((await call(server.url, "DELETE", `/v1/keys/${keyId}`, { token: owner.token })).status).toBe(200)
+      const res = await pending
+      expect([res.status, res.body.message]).toEqual([401, "The avatar was deleted, its password reset or the API key that made this request revoked while the request ran: the request was stopped before its next model call."])
       expect(openai.requests.length - before).toBe(1)
     } finally {
       answer("ok")

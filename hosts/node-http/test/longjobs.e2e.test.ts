@@ -25,6 +25,7 @@ describe("long-running jobs against vendor mocks", () => {
   let receiver: Receiver
   let server: RunningServer
   let user: TestAvatar
+  let env: Record<string, string>
 
   beforeAll(async () => {
     ;[replicate, luma, openai] = await Promise.all([
@@ -33,7 +34,7 @@ describe("long-running jobs against vendor mocks", () => {
       startOpenAiJobsMock({ apiKey: "sk-jobs", pollsUntilDone: 3 })
     ])
     receiver = await startReceiver()
-    server = await startServer({
+    env = {
       ...adminEnv,
       WEBHOOK_SECRET: SECRET,
       AIGW_ALLOW_PRIVATE_URLS: "true",
@@ -47,7 +48,8 @@ describe("long-running jobs against vendor mocks", () => {
       OPENAI_API_KEY: "sk-jobs",
       OPENAI_BASE_URL: openai.url,
       AIGW_MODELS: JSON.stringify([{ id: "house-batch", provider: "openai", inputPer1kUSD: 0.5, outputPer1kUSD: 2 }])
-    })
+    }
+    server = await startServer(env)
     user = await signUp(server, "long")
     await call(server.url, "PUT", `/v1/admin/avatars/${user.id}/plan`, { token: await adminToken(server), body: { plan: "Gold" } })
   })
@@ -206,6 +208,12 @@ describe("long-running jobs against vendor mocks", () => {
     expect(hook.headers["x-gateway-event"]).toBe("finetune")
   })
 
+  /** The id of the API key `avatar` signed up with (listed by its prefix). */
+  const keyIdOf = async (avatar: TestAvatar) => {
+    const keys = (await call(server.url, "GET", "/v1/keys", { token: avatar.token })).body.result as ReadonlyArray<{ id: string; prefix: string }>
+    return keys.find((k) => avatar.apiKey.startsWith(k.prefix))!.id
+  }
+
   // An Admin deletes the avatar; or its password is reset (the owner taking back the credentials a thief used).
   const cuts = {
     deleted: {
@@ -220,6 +228,11 @@ describe("long-running jobs against vendor mocks", () => {
         expect(reset.body.isError).toBe(false)
       },
       error: "the avatar's password was reset after the job was submitted, revoking the keys and sessions that could have submitted it: the job was stopped"
+    },
+    // The owner revokes the one key a thief holds, keeping the account.
+    "whose submitting key is revoked": {
+      cut: async (gone: TestAvatar) => expect((await call(server.url, "DELETE", `/v1/keys/${await keyIdOf(gone)}`, { token: gone.token })).status).toBe(200),
+      error: "the API key that submitted the job was revoked: the job was stopped"
     }
   }
   for (const [name, { cut, error }] of Object.entries(cuts)) it(`stops the jobs of an avatar ${name}: cancelled at the vendor where it has a way, ended cancelled, no webhook`, async () => {
@@ -269,6 +282,40 @@ describe("long-running jobs against vendor mocks", () => {
     } finally {
       openai.configure({ pollsUntilDone: 3 })
       replicate.configure({ pollsUntilDone: 3 })
+    }
+  })
+
+  it("revoking one API key stops only the jobs it submitted (on the fast lane and the Effect route): another key's and a session's run to their end, with their webhooks", async () => {
+    // The same gateway with the lane off: each request there takes the Effect route.
+    const routeServer = await startServer({ ...env, AIGW_FAST_LANE: "false" }, { dataDir: server.dataDir })
+    try {
+      const owner = await signUp(server, "twokeys")
+      const other = (await call(server.url, "POST", "/v1/keys", { token: owner.token, body: { name: "second" } })).body.result.key as string
+      const submit = (base: string, credentials: { apiKey: string } | { token: string }, text: string) =>
+        call(base, "POST", "/v1/batch/submit", {
+          ...credentials,
+          body: { provider: "openai", callbackUrl: receiver.url, requests: [{ messages: [{ role: "user", content: text }], model: "gpt-4o-mini" }] }
+        }).then((res) => res.body.result.batchId as string)
+      // Long enough at the vendor for the revocation to come first; then each ends.
+      openai.configure({ pollsUntilDone: 30 })
+      let revoked: Array<string>
+      let kept: Array<string>
+      try {
+        revoked = [await submit(server.url, { apiKey: owner.apiKey }, "lane"), await submit(routeServer.url, { apiKey: owner.apiKey }, "route")]
+        kept = [await submit(server.url, { apiKey: other }, "kept"), await submit(routeServer.url, { token: owner.token }, "session")]
+        expect((await call(server.url, "DELETE", `/v1/keys/${await keyIdOf(owner)}`, { token: owner.token })).status).toBe(200)
+        for (const id of revoked) {
+          const job = await waitDone(`/v1/batch/${id}/status`, 10_000, other)
+          expect([job.status, job.error]).toEqual(["cancelled", "the API key that submitted the job was revoked: the job was stopped"])
+        }
+      } finally {
+        openai.configure({ pollsUntilDone: 3 })
+      }
+      for (const id of kept) expect((await waitDone(`/v1/batch/${id}/status`, 20_000, other)).status).toBe("completed")
+      for (const id of kept) expect(JSON.parse((await hookFor(id)).body).status).toBe("completed")
+      expect(receiver.received.filter((r) => revoked.includes(JSON.parse(r.body).jobId))).toEqual([])
+    } finally {
+      await routeServer.stop()
     }
   })
 

@@ -41,10 +41,16 @@ export const generate = (): string => {
 export const fromHeader = (header: string | ReadonlyArray<string> | null | undefined): string =>
   typeof header === "string" && VALID.test(header) ? header : generate()
 
-/** What the edge knows about the request in flight; `route` is set by the matched route (its template). */
+/**
+ * What the edge knows about the request in flight; `route` is set by the matched route (its template).
+ * `apiKey` is the API key the request presented (Http/Edge.ts `presented`), if it came with one: what it
+ * does later (a job it submitted, a conversation's next call) goes on only while that key is not revoked
+ * (Accounts/StillActing.ts).
+ */
 export interface RequestInfo {
   readonly id: string
   route: string
+  readonly apiKey?: string | undefined
 }
 
 export const CurrentRequest: FiberRef.FiberRef<RequestInfo | undefined> = FiberRef.unsafeMake<RequestInfo | undefined>(undefined)

@@ -16,8 +16,8 @@ import { TaskClassifier } from "../Ml/TaskClassifier.ts"
 import { planner } from "./AgentRoster.ts"
 import { Braid } from "./Braid.ts"
 import { type Preference, routed, Routing, type RoutingError } from "../Routing.ts"
-import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
-import { stillActing } from "../Accounts/StillActing.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { standingStores, stillActing } from "../Accounts/StillActing.ts"
 import { roughPromptTokens } from "../Tokens.ts"
 import * as RequestId from "../RequestId.ts"
 
@@ -90,7 +90,7 @@ const makeService = Effect.gen(function*() {
   const calls = yield* ProviderCalls
   const classifier = yield* TaskClassifier
   const braid = yield* Braid
-  const avatars = yield* AvatarStore
+  const standing = yield* standingStores
 
   const prepare = (avatar: AvatarRecord, input: CompletionInput) =>
     Effect.gen(function*() {
@@ -110,7 +110,7 @@ const makeService = Effect.gen(function*() {
         if (refused) return yield* Effect.fail(refused)
         const plan = yield* planningCall(avatar, input.provider, lastUser!.content)
         // The answer's call is a second call of this request: made only while the avatar stands behind it (StillActing.ts).
-        yield* stillActing(avatars, avatar)
+        yield* stillActing(standing, avatar)
         messages = withSystemBlock(messages, `Plan for this request from a planning step (${plan.provider}/${plan.model}); work through it before answering:\n${plan.content}`)
       }
       return yield* planned(avatar, input, messages)

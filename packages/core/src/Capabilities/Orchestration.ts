@@ -18,8 +18,8 @@ import { type Preference, Routing, routed } from "../Routing.ts"
 import type { TaskType } from "../Ml/taskExamples.data.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
 import type { ChatMessage } from "../Providers/Chat.ts"
-import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
-import { stillActing } from "../Accounts/StillActing.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { standingStores, stillActing } from "../Accounts/StillActing.ts"
 import { DocumentStore } from "../Storage/DocumentStore.ts"
 import { roughPromptTokens } from "../Tokens.ts"
 import { Agents } from "./Agents.ts"
@@ -270,7 +270,7 @@ export const checkGraphNode = (avatar: AvatarRecord, input: Pick<GraphNodeInput,
 
 const makeService = Effect.gen(function*() {
   const completions = yield* Completions
-  const avatars = yield* AvatarStore
+  const standing = yield* standingStores
   const classifier = yield* TaskClassifier
   const routing = yield* Routing
   const agents = yield* Agents
@@ -278,7 +278,7 @@ const makeService = Effect.gen(function*() {
 
   // Each of a request's many calls goes ahead only while the avatar stands behind it (StillActing.ts).
   const run = (avatar: AvatarRecord, provider: string, model: string, messages: ReadonlyArray<ChatMessage>) =>
-    Effect.zipRight(stillActing(avatars, avatar), completions.complete(avatar, { messages, provider, model }))
+    Effect.zipRight(stillActing(standing, avatar), completions.complete(avatar, { messages, provider, model }))
 
   // ---- Crew ----
 

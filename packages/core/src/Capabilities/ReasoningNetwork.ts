@@ -19,8 +19,8 @@ import { type GatewayError, Unprocessable, UpstreamFailed } from "../Errors.ts"
 import type { TaskType } from "../Ml/taskExamples.data.ts"
 import { TaskClassifier, TaskTypeSchema } from "../Ml/TaskClassifier.ts"
 import type { ChatOptions } from "../Providers/Chat.ts"
-import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
-import { stillActing } from "../Accounts/StillActing.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { standingStores, stillActing } from "../Accounts/StillActing.ts"
 import { BoundedArray, Provider } from "../RequestFields.ts"
 import { Agents, builtinId, type RankedAgent } from "./Agents.ts"
 import { Budget, type BudgetLimits, BudgetLimitsSchema, defaultLimits } from "./Budget.ts"
@@ -157,7 +157,7 @@ const fitNote = (embedder: string, semantic: boolean) =>
 
 const makeService = Effect.gen(function*() {
   const completions = yield* Completions
-  const avatars = yield* AvatarStore
+  const standing = yield* standingStores
   const classifier = yield* TaskClassifier
   const agents = yield* Agents
   const learning = yield* Learning
@@ -216,7 +216,7 @@ const makeService = Effect.gen(function*() {
         }
         const started = Date.now()
         // Checked outside the node's outcome: a revoked avatar ends the whole dispatch (StillActing.ts).
-        return Effect.zipRight(stillActing(avatars, avatar), completions.complete(avatar, {
+        return Effect.zipRight(stillActing(standing, avatar), completions.complete(avatar, {
           provider: caller.provider,
           model: caller.model,
           options,

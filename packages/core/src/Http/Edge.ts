@@ -77,6 +77,9 @@ export const presented = (c: Credentials): Presented => {
   return token.startsWith(KEY_PREFIX) ? { _tag: "ApiKey", secret: token } : { _tag: "Jwt", token }
 }
 
+/** The API key a request presents, if its credentials are one (RequestId.RequestInfo `apiKey`). */
+export const presentedKey = (p: Presented): string | undefined => (p._tag === "ApiKey" ? p.secret : undefined)
+
 /** The 413 error of a body above `maxBodyBytes`. */
 export const tooLargeError = (maxBodyBytes: number) =>
   new PayloadTooLarge({ message: `Request body exceeds the limit of ${maxBodyBytes} bytes (AIGW_MAX_BODY_BYTES).` })

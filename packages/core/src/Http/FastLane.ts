@@ -42,6 +42,7 @@ import {
   errorParts,
   parseJsonBody,
   presented,
+  presentedKey,
   readLimitedText,
   sendError,
   sendJson,
@@ -156,7 +157,15 @@ export const make = Effect.gen(function*() {
    * The lane call of an admitted request: its abort follows the client, its SSE writer answers on
    * `res`, and the route's own Effects run as the request (its id, its server span).
    */
-  const laneCall = (route: Route, req: IncomingMessage, avatar: AvatarRecord, requestId: string, res: ServerResponse, headers: Record<string, string>): LaneCall => {
+  const laneCall = (
+    route: Route,
+    req: IncomingMessage,
+    avatar: AvatarRecord,
+    requestId: string,
+    apiKey: string | undefined,
+    res: ServerResponse,
+    headers: Record<string, string>
+  ): LaneCall => {
     const cancel = new Cancel()
     // A client that left while its admission was on its way: its call is counted, but made for nobody.
     if (clientLeft(res)) cancel.abort(clientGone)
@@ -171,7 +180,7 @@ export const make = Effect.gen(function*() {
         new Promise((resolve, reject) => {
           // Interrupted through the Cancel's hook: no AbortSignal per call (Providers/internal/cancel.ts).
           const served = asServerSpan(req, statusOf(route))(effect)
-          const fiber = runFork(asRequest({ id: requestId, route: route.path })(served))
+          const fiber = runFork(asRequest({ id: requestId, route: route.path, apiKey })(served))
           const unhook = cancel.onAbort(() => fiber.unsafeInterruptAsFork(FiberId.none))
           fiber.addObserver((exit) => {
             unhook()
@@ -266,7 +275,7 @@ export const make = Effect.gen(function*() {
     if (admitted instanceof QuotaExceeded) return refuse(admitted)
     const headers = headersOf(admitted)
     try {
-      const answer = await plan(laneCall(route, req, caller, requestId, res, headers))
+      const answer = await plan(laneCall(route, req, caller, requestId, presentedKey(credentials), res, headers))
       if (answer === STREAMED) return
       const parts = answerParts(envelope, answer, headers)
       sendJson(res, parts.status, parts.body, parts.headers)

@@ -21,7 +21,7 @@ import { Config, Context, Effect, type Exit, FiberRef, Option } from "effect"
 import * as Metrics from "../Metrics.ts"
 import { redactedUrl } from "../RedactedUrl.ts"
 import * as RequestId from "../RequestId.ts"
-import { type RequestHeaders, webHeaders } from "./Edge.ts"
+import { credentialsOf, presented, presentedKey, type RequestHeaders, webHeaders } from "./Edge.ts"
 
 export const METRICS_PATH = "/metrics"
 
@@ -160,7 +160,11 @@ export const middleware = (settings: { readonly metrics: boolean; readonly logRe
       const request = yield* HttpServerRequest.HttpServerRequest
       const started = performance.now()
       const path = pathOf(request.url)
-      const info: RequestId.RequestInfo = { id: RequestId.fromHeader(request.headers[RequestId.HEADER]), route: FIXED_ROUTES.has(path) ? path : UNMATCHED }
+      const info: RequestId.RequestInfo = {
+        id: RequestId.fromHeader(request.headers[RequestId.HEADER]),
+        route: FIXED_ROUTES.has(path) ? path : UNMATCHED,
+        apiKey: presentedKey(presented(credentialsOf(request.headers)))
+      }
       const counted = (status: number) => {
         const ms = performance.now() - started
         if (settings.metrics) Metrics.recordRequest(info.route, request.method, status, ms / 1000)

@@ -33,6 +33,11 @@ export interface JobRecord {
   readonly completedAt: number | null
   /** The id of the request that submitted the job (RequestId.ts), sent with its webhook. */
   readonly requestId?: string | null
+  /**
+   * The hash of the API key that submitted the job (null: a signed-in session, or a job from before
+   * this was kept): revoking that key stops the job (Worker.ts `stopReason`).
+   */
+  readonly submittedWithKey?: string | null
 }
 
 export type DeliveryStatus = "pending" | "delivered" | "dead"

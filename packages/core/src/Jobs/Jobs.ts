@@ -5,8 +5,8 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { NotFound } from "../Errors.ts"
-import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
-import { stillActing } from "../Accounts/StillActing.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { requestKeyHash, standingStores, stillActing } from "../Accounts/StillActing.ts"
 import * as RequestId from "../RequestId.ts"
 import * as UrlGuard from "../UrlGuard.ts"
 import { type JobRecord, JobStore, type JobType } from "./JobStore.ts"
@@ -16,7 +16,7 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 const makeService = Effect.gen(function*() {
   const store = yield* JobStore
   const config = yield* GatewayConfig
-  const avatars = yield* AvatarStore
+  const standing = yield* standingStores
 
   const checkUrl = (url: string | undefined, field: string) =>
     url === undefined ? Effect.succeed(undefined) : Effect.map(UrlGuard.check(url, { allowPrivate: config.allowPrivateUrls, field }), (u) => u.toString())
@@ -29,9 +29,11 @@ const makeService = Effect.gen(function*() {
     // Kept with the job for its webhook's X-GATEWAY-Request-Id.
     const requestId = yield* RequestId.current
     const now = Date.now()
-    // The credentials were checked when the request came: a reset or deletion since is a 401 here. One after
-    // this read has a later time than `now`, and the worker stops the job (Worker.ts `stopReason`).
-    yield* stillActing(avatars, avatar)
+    // The credentials were checked when the request came: a reset, deletion or key revocation since is a 401
+    // here. A reset after this read has a later time than `now`, and the worker stops the job (Worker.ts
+    // `stopReason`), as it does once the key that submitted it is revoked.
+    yield* stillActing(standing, avatar)
+    const submittedWithKey = yield* requestKeyHash
     const record: JobRecord = {
       id: crypto.randomUUID(),
       type: job.type,
@@ -50,7 +52,8 @@ const makeService = Effect.gen(function*() {
       createdAt: now,
       updatedAt: now,
       completedAt: null,
-      requestId: requestId ?? null
+      requestId: requestId ?? null,
+      submittedWithKey: submittedWithKey ?? null
     }
     yield* store.insert(record)
     return record

@@ -40,7 +40,7 @@ import { servedBy } from "../Providers/Registry.ts"
 import type { VideoRequest } from "../Providers/Video/VideoAdapter.ts"
 import { routed, Routing } from "../Routing.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
-import { standingSince } from "../Accounts/StillActing.ts"
+import { standingSince, standingStores } from "../Accounts/StillActing.ts"
 import { Usage } from "../Usage.ts"
 import { type JobRecord, JobStore, type JobType } from "./JobStore.ts"
 import { cancelled, done, failed, type JobRunner, wait } from "./Runner.ts"
@@ -95,12 +95,13 @@ export const batchSummary = (total: number, items: ReadonlyArray<BatchItem>) => 
 const gatewayBatch = Effect.gen(function*() {
   const completions = yield* Completions
   const store = yield* JobStore
-  const avatars = yield* AvatarStore
+  const stores = yield* standingStores
   return (job: JobRecord, owner: AvatarRecord) =>
     Effect.gen(function*() {
-      // Each item's call goes ahead only while the avatar stands behind the job: a reset or deletion during
-      // the step fails it, and the worker then stops the job without its webhook (Worker.ts `finish`).
-      const standing = standingSince(avatars, job.avatarId, job.createdAt)
+      // Each item's call goes ahead only while the avatar and the key that submitted the job stand behind it: a
+      // reset, deletion or revocation during the step fails it, and the worker then stops the job without its
+      // webhook (Worker.ts `finish`).
+      const standing = standingSince(stores, job.avatarId, job.createdAt, job.submittedWithKey)
       const input = job.input as BatchInput
       const state = (job.state as BatchState | null) ?? { next: 0 }
       const before = (job.result as { readonly items?: ReadonlyArray<BatchItem> } | null)?.items ?? []

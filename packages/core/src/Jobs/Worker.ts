@@ -11,8 +11,8 @@ import { MAILS_AT_ONCE, MailOutbox } from "../Mail/Outbox.ts"
 import { type JobOutcome, type JobProgress, type JobRecord, JobStore } from "./JobStore.ts"
 import type { JobRunner, Step } from "./Runner.ts"
 import { JobRunners } from "./Runners.ts"
-import { revokedSince } from "../Accounts/StillActing.ts"
-import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
+import { type Revocation, revocationOf, standingNow, standingStores } from "../Accounts/StillActing.ts"
+import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { claimedRound } from "./ClaimedRound.ts"
 
 /** Retryable step failures are retried this many times (with backoff) before the job fails. */
@@ -45,19 +45,29 @@ const leaseLost = (job: JobRecord, what: string) =>
 export const OWNER_GONE = "the job's avatar was deleted: the job was stopped"
 /** Why a job submitted before its avatar's password was reset ended (the reset revoked the credentials that submitted it). */
 export const CREDENTIALS_REVOKED = "the avatar's password was reset after the job was submitted, revoking the keys and sessions that could have submitted it: the job was stopped"
+/** Why a job whose API key was revoked ended. */
+export const KEY_REVOKED = "the API key that submitted the job was revoked: the job was stopped"
+
+const REASONS: Record<Revocation, string> = { deleted: OWNER_GONE, reset: CREDENTIALS_REVOKED, keyRevoked: KEY_REVOKED }
 
 /**
- * Why the worker stops a job rather than advancing it, if it does: its avatar is gone or deleted, or
- * revoked every credential since the job was submitted (a password reset moves `tokensValidAfter`: a
- * job that a stolen key or session submitted must not run on for the thief, nor deliver to its callback).
+ * Why the worker stops a job rather than advancing it, if it does: its avatar is gone or deleted,
+ * revoked every credential since the job was submitted (a password reset moves `tokensValidAfter`), or
+ * the API key that submitted it was revoked (`keyStands` false): a job that a stolen key or session
+ * submitted must not run on for the thief, nor deliver to its callback.
  */
-export const stopReason = (owner: Option.Option<AvatarRecord>, job: JobRecord): string | undefined =>
-  !revokedSince(owner, job.createdAt) ? undefined : Option.isNone(owner) || !owner.value.isActive ? OWNER_GONE : CREDENTIALS_REVOKED
+export const stopReason = (owner: Option.Option<AvatarRecord>, job: JobRecord, keyStands = true): string | undefined => {
+  const revocation = revocationOf(owner, job.createdAt, keyStands)
+  return revocation === undefined ? undefined : REASONS[revocation]
+}
 
 const makeService = Effect.gen(function*() {
   const store = yield* JobStore
   const runners = yield* JobRunners
-  const avatars = yield* AvatarStore
+  const stores = yield* standingStores
+  /** The job's avatar as stored now, and why the job must stop, if it must. */
+  const standing = (job: JobRecord) =>
+    Effect.map(standingNow(stores, job.avatarId, job.submittedWithKey), ([owner, stands]) => ({ owner, reason: stopReason(owner, job, stands) }))
 
   /** Ends the job; its webhook goes to its callback unless `notify` is false (a job the worker stopped). */
   const settle = (job: JobRecord, status: JobOutcome["status"], result: unknown, error: string | null, notify: boolean) =>
@@ -137,18 +147,14 @@ const makeService = Effect.gen(function*() {
    * step ran: stopped then, as before a step (a step in flight at the reset must not deliver its answers).
    */
   const finish = (job: JobRecord, status: JobOutcome["status"], result: unknown, error: string | null) =>
-    Effect.flatMap(avatars.findById(job.avatarId), (owner) => {
-      const reason = stopReason(owner, job)
-      return reason === undefined ? settle(job, status, result, error, true) : stopped(job, reason)
-    })
+    Effect.flatMap(standing(job), ({ reason }) => reason === undefined ? settle(job, status, result, error, true) : stopped(job, reason))
 
   /** One step of one job; failures of the step are handled here (retry or fail the job). */
   const advance = (job: JobRecord) => {
     const runner: JobRunner | undefined = runners[job.type]
     if (!runner) return finish(job, "failed", null, `no runner for job type ${job.type}`).pipe(Effect.asVoid)
-    return avatars.findById(job.avatarId).pipe(
-      Effect.flatMap((owner) => {
-        const reason = stopReason(owner, job)
+    return standing(job).pipe(
+      Effect.flatMap(({ owner, reason }) => {
         if (reason !== undefined || Option.isNone(owner)) return stopped(job, reason ?? OWNER_GONE)
         return Effect.flatMap(runner.advance(job, owner.value), (step) => apply(job, step))
       }),

@@ -12,6 +12,9 @@ import * as Layers from "../../src/Layers.ts"
 import * as Mailer from "../../src/Mail/Mailer.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import { REVOKED_MID_REQUEST } from "../../src/Accounts/StillActing.ts"
+import { sha256 } from "../../src/Accounts/Secrets.ts"
+import * as RequestId from "../../src/RequestId.ts"
+import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
 import { answerBySystem, messagesOf, resetMocks, text } from "../support/agentMocks.ts"
 import { type MockUpstream, type RecordedRequest, type Scenario, startOpenAiMock } from "../support/mockUpstreams.ts"
 
@@ -44,7 +47,7 @@ const gateway = (mocks: Record<string, [string, MockUpstream]>, options: Partial
 describe("orchestrators", () => {
   let openai: MockUpstream
   let groq: MockUpstream
-  let runtime: ManagedRuntime.ManagedRuntime<Orchestration | Agents | AvatarStore, unknown>
+  let runtime: ManagedRuntime.ManagedRuntime<Orchestration | Agents | AvatarStore | ApiKeyStore, unknown>
   const run = <A>(f: (o: Orchestration["Type"]) => Effect.Effect<A, unknown>) => runtime.runPromise(Effect.flatMap(Orchestration, f))
   const fails = (f: (o: Orchestration["Type"]) => Effect.Effect<unknown, unknown>) =>
     runtime.runPromise(Effect.flip(Effect.flatMap(Orchestration, f))) as Promise<{ _tag: string; message: string }>
@@ -119,6 +122,27 @@ describe("orchestrators", () => {
         expect(all()).toHaveLength(3)
       })
     }
+
+    it("stops before its next model call once the API key its request came with is revoked: a 401, no more upstream calls", async () => {
+      const dave = avatar("dave-key")
+      const secret = `aigw_${crypto.randomUUID().replaceAll("-", "")}`
+      await runtime.runPromise(Effect.gen(function*() {
+        yield* Effect.flatMap(AvatarStore, (s) => s.insert(dave))
+        yield* Effect.flatMap(ApiKeyStore, (k) => k.insert({ id: "dave-key", avatarId: dave.id, name: "thief's", prefix: secret.slice(0, 9), hash: sha256(secret), createdAt: 0, lastUsedAt: null, revokedAt: null }))
+      }))
+      // The third answer is the moment the owner revokes the key (DELETE /v1/keys/{id}).
+      respond((system, r) => {
+        if (all().length === 3) void runtime.runPromise(Effect.flatMap(ApiKeyStore, (k) => k.revoke(dave.id, "dave-key", Date.now())))
+        return text(`${system} turn ${messagesOf(r).length - 1}`)
+      })
+      const agents = ["Planner", "Coder"].map((name) => ({ name, system_message: `${name} persona` }))
+      const error = await fails((o) =>
+        o.conversation(dave, { initial_message: "Build it", provider: "auto", model: "auto", max_rounds: 20, termination_keyword: "DONE", agents }).pipe(
+          Effect.locally(RequestId.CurrentRequest, { id: "req-key", route: "/v1/orchestration/conversation", apiKey: secret })
+        ))
+      expect([error._tag, error.message]).toEqual(["Unauthorized", REVOKED_MID_REQUEST])
+      expect(all()).toHaveLength(3)
+    })
 
     it("gives each agent its own provider and model, and strips the keyword from a closing message", async () => {
       respond((system) => text(system === "Boss" ? "Ship it. DONE" : "Draft v1"))

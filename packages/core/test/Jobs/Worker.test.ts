@@ -7,6 +7,7 @@ import { JobRunners } from "../../src/Jobs/Runners.ts"
 import * as Worker from "../../src/Jobs/Worker.ts"
 import { loggingStateChanges } from "../../src/Jobs/Worker.ts"
 import { jsonLine } from "../../src/Logging.ts"
+import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
 import { AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
 import { testAvatar } from "../support/inProcess.ts"
@@ -184,7 +185,7 @@ describe("a step that outlives its lease", () => {
 })
 
 describe("the job of a deleted avatar, or of revoked credentials", () => {
-  it("is stopped upstream and ends cancelled at its next step, without its webhook, as is one submitted before a password reset; a stop the vendor refuses is logged", async () => {
+  it("is stopped upstream and ends cancelled at its next step, without its webhook, as is one submitted before a password reset or with a key revoked since; a stop the vendor refuses is logged", async () => {
     const lines: Array<string> = []
     const capture = Logger.replace(Logger.defaultLogger, Logger.map(jsonLine, (l) => void lines.push(l)))
     const advanced: Array<string> = []
@@ -202,12 +203,18 @@ describe("the job of a deleted avatar, or of revoked credentials", () => {
       const jobs = yield* JobStore
       const avatars = yield* AvatarStore
       const now = Date.now()
-      const job = (id: string, avatarId: string, upstreamId: string | null): JobRecord => ({
+      const job = (id: string, avatarId: string, upstreamId: string | null, submittedWithKey: string | null = null): JobRecord => ({
         id, type: "batch", avatarId, provider: "openai", upstreamId, status: upstreamId === null ? "queued" : "running",
         input: {}, state: null, result: { kept: id }, error: null, callbackUrl: "https://example.com/hook", attempts: 0, nextRunAt: now, lockedUntil: null,
-        createdAt: now, updatedAt: now, completedAt: null
+        createdAt: now, updatedAt: now, completedAt: null, submittedWithKey
       })
       const alive = yield* owner
+      // Two keys of the live avatar: one revoked after it submitted a job, one not.
+      const keys = yield* ApiKeyStore
+      const key = (id: string) => ({ id, avatarId: alive, name: id, prefix: "aigw_x", hash: `hash-${id}`, createdAt: now, lastUsedAt: null, revokedAt: null })
+      yield* keys.insert(key("live"))
+      yield* keys.insert(key("revoked"))
+      yield* keys.revoke(alive, "revoked", now + 1)
       const deleted = yield* owner
       const reset = yield* owner
       yield* avatars.update(deleted, { isActive: false, deletedAt: now })
@@ -220,19 +227,24 @@ describe("the job of a deleted avatar, or of revoked credentials", () => {
       yield* jobs.insert(job("queued", deleted, null))
       yield* jobs.insert(job("orphan", crypto.randomUUID(), "up_orphan"))
       yield* jobs.insert(job("reset", reset, "up_reset"))
+      yield* jobs.insert(job("keyLive", alive, null, "hash-live"))
+      yield* jobs.insert(job("keyRevoked", alive, "up_key", "hash-revoked"))
+      yield* jobs.insert(job("keyUnknown", alive, null, "hash-unknown"))
       const w = yield* Worker.JobWorker
       yield* w.drainJobs
       yield* w.drainJobs
-      const ids = ["kept", "running", "refused", "queued", "orphan", "reset"]
+      yield* w.drainJobs
+      const ids = ["kept", "running", "refused", "queued", "orphan", "reset", "keyLive", "keyRevoked", "keyUnknown"]
       const ended = yield* Effect.forEach(ids, (id) => Effect.map(jobs.get(id), Option.getOrThrow))
       const deliveries = yield* Effect.forEach(ids, (id) => jobs.deliveriesOf(id))
       return { ended, deliveries }
     }).pipe(Effect.provide(worker), Effect.provide(capture)))
-    expect(new Set(advanced)).toEqual(new Set(["kept"]))
-    expect(stopped.sort()).toEqual(["up_orphan", "up_refused", "up_reset", "up_running"])
-    expect(r.ended.map((j) => j.status)).toEqual(["running", "cancelled", "cancelled", "cancelled", "cancelled", "cancelled"])
+    expect(new Set(advanced)).toEqual(new Set(["kept", "keyLive"]))
+    expect(stopped.sort()).toEqual(["up_key", "up_orphan", "up_refused", "up_reset", "up_running"])
+    expect(r.ended.map((j) => j.status)).toEqual(["running", "cancelled", "cancelled", "cancelled", "cancelled", "cancelled", "running", "cancelled", "cancelled"])
     for (const j of r.ended.slice(1, 5)) expect([j.error, j.result]).toEqual([Worker.OWNER_GONE, { kept: j.id }])
     expect([r.ended[5]!.error, r.ended[5]!.result]).toEqual([Worker.CREDENTIALS_REVOKED, { kept: "reset" }])
+    for (const j of r.ended.slice(7)) expect([j.error, j.result]).toEqual([Worker.KEY_REVOKED, { kept: j.id }])
     expect(r.deliveries.flat()).toEqual([])
     expect(lines.map((l) => JSON.parse(l)).filter((l) => l.level === "WARN").map((l) => l.message)).toEqual([
       expect.stringMatching(/job refused \(batch\): the job's avatar was deleted: the job was stopped; stopping it upstream failed: already ended/)

@@ -544,11 +544,14 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
         Effect.gen(function*() {
           const jobs = yield* JobStore
           const now = 2_000_000_000_000 + Math.floor(Math.random() * 1e9)
-          const job = jobRecord({ nextRunAt: now - 1, createdAt: now, updatedAt: now })
+          const job = jobRecord({ nextRunAt: now - 1, createdAt: now, updatedAt: now, submittedWithKey: "sha256-of-the-key" })
           yield* jobs.insert(job)
           const leaseOf = (claimed: ReadonlyArray<JobRecord>) => claimed.find((j) => j.id === job.id)?.lockedUntil
-          const first = leaseOf(yield* jobs.claimDue(now, 100, 1000))
+          const claimed = yield* jobs.claimDue(now, 100, 1000)
+          const first = leaseOf(claimed)
           assert.strictEqual(first, now + 1000)
+          // The key that submitted it comes with the claimed job (the worker stops it once that key is revoked).
+          assert.strictEqual(claimed.find((j) => j.id === job.id)?.submittedWithKey, "sha256-of-the-key")
           // Picked up: running while its first step is under way (a gateway batch's items), not queued.
           assert.strictEqual(Option.getOrThrow(yield* jobs.get(job.id)).status, "running")
           assert.isUndefined(leaseOf(yield* jobs.claimDue(now + 10, 100, 1000)), "leased")
@@ -572,7 +575,7 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.isTrue(yield* jobs.finish(job.id, third!, { status: "completed", result: { url: "x" }, error: null, completedAt: now + 5 }, Option.some(delivery)))
           assert.isFalse(yield* jobs.finish(job.id, third!, { status: "failed", result: null, error: "late", completedAt: now + 6 }, Option.some({ ...delivery, id: crypto.randomUUID() })), "finished once")
           const done = Option.getOrThrow(yield* jobs.get(job.id))
-          assert.deepStrictEqual([done.status, done.result, done.completedAt], ["completed", { url: "x" }, now + 5])
+          assert.deepStrictEqual([done.status, done.result, done.completedAt, done.submittedWithKey], ["completed", { url: "x" }, now + 5, "sha256-of-the-key"])
           assert.strictEqual((yield* jobs.deliveriesOf(job.id)).length, 1)
           assert.isFalse((yield* jobs.claimDue(now + 5000, 100, 1000)).some((j) => j.id === job.id), "finished jobs are not claimed")
         }))

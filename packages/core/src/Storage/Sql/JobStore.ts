@@ -32,7 +32,8 @@ const jobFromRow = (r: any): JobRecord => ({
   createdAt: num(r.created_at),
   updatedAt: num(r.updated_at),
   completedAt: numOrNull(r.completed_at),
-  requestId: r.request_id ?? null
+  requestId: r.request_id ?? null,
+  submittedWithKey: r.submitted_with_key ?? null
 })
 
 const deliveryFromRow = (r: any): DeliveryRecord => ({
@@ -92,7 +93,8 @@ export const make = Effect.gen(function*() {
           created_at: job.createdAt,
           updated_at: job.updatedAt,
           completed_at: job.completedAt,
-          request_id: job.requestId ?? null
+          request_id: job.requestId ?? null,
+          submitted_with_key: job.submittedWithKey ?? null
         })
       }`.pipe(Effect.asVoid, Effect.orDie),
     get: (id) =>

@@ -283,6 +283,10 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       last_error TEXT
     );
     CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at)
+  `),
+  /** The hash of the API key that submitted a job: revoking the key stops the job (Jobs/Worker.ts). */
+  "0013_job_submitting_key": statements(`
+    ALTER TABLE jobs ADD COLUMN submitted_with_key TEXT
   `)
 }
 
