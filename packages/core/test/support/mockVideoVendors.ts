@@ -62,6 +62,8 @@ interface MockTask {
   readonly fail: boolean
   readonly failMessage: string
   polls: number
+  /** Cancelled through the vendor's API: polls answer so from then on. */
+  cancelled?: boolean
 }
 
 /** Creates and advances tasks: `poll` answers "early" | "middle" | "done". */
@@ -73,6 +75,8 @@ const taskBook = () => {
       tasks.set(id, task)
       return task
     },
+    find: (id: string) => tasks.get(id),
+    remove: (id: string) => void tasks.delete(id),
     poll: (id: string) => {
       const task = tasks.get(id)
       if (!task) return undefined
@@ -119,11 +123,19 @@ export const startRunwayMock = async (options: JobMockOptions = {}): Promise<Job
         return reply.json(200, { id: book.create(body.model, opts).id })
       }
       const get = req.route && /^\/tasks\/([^/]+)$/.exec(req.route)
+      // DELETE /v1/tasks/{id}: a task still running is cancelled (204), one that ended is deleted.
+      if (req.method === "DELETE" && get) {
+        const task = book.find(get[1]!)
+        if (!task) return reply.json(404, { error: "Task not found." })
+        if (phase(task.polls, task.pollsUntilDone) === "done") book.remove(task.id)
+        else task.cancelled = true
+        return reply.text(204, "", "text/plain")
+      }
       if (req.method === "GET" && get) {
         const seen = book.poll(get[1]!)
         if (!seen) return reply.json(404, { error: "Task not found." })
         const { task, at } = seen
-        const status = at === "done" ? (task.fail ? "FAILED" : "SUCCEEDED") : at === "early" ? "PENDING" : "RUNNING"
+        const status = task.cancelled ? "CANCELLED" : at === "done" ? (task.fail ? "FAILED" : "SUCCEEDED") : at === "early" ? "PENDING" : "RUNNING"
         return reply.json(200, {
           id: task.id,
           status,

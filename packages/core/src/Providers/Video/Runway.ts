@@ -10,12 +10,14 @@
  *    `duration` is whole seconds (gen4_turbo 5 | 10; gen4.5 2..10; veo3.x 4 | 6 | 8).
  *  - poll: `GET {endpoint}/tasks/{id}` → `{id, status: PENDING|THROTTLED|RUNNING|SUCCEEDED|FAILED|CANCELLED,
  *    createdAt, output: [url], failure, failureCode, progress}`.
+ *  - cancel: `DELETE {endpoint}/tasks/{id}` → 204 ("cancel or delete a task": a task still running is
+ *    cancelled, one that ended is deleted).
  *  - auth: `Authorization: Bearer <key>` and `X-Runway-Version: 2024-11-06` on every call; errors are
  *    `{"error": "..."}` (with `issues` on validation failures).
  */
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
-import { authHeaders, getJson, postJson } from "../internal/http.ts"
+import { authHeaders, deleteResource, getJson, postJson } from "../internal/http.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
 import { checked, type DurationSpec, submittedId, refusal, snapSeconds, type VideoAdapter, type VideoPoll, type VideoRequest } from "./VideoAdapter.ts"
@@ -126,7 +128,9 @@ export const runway: VideoAdapter = {
   poll: (provider: ConfiguredProvider, upstreamId: string) =>
     getJson(provider.id, `${provider.endpoint}/tasks/${encodeURIComponent(upstreamId)}`, headers(provider)).pipe(
       Effect.flatMap((task) => toPoll(provider.id, task))
-    )
+    ),
+  cancel: (provider: ConfiguredProvider, upstreamId: string) =>
+    Effect.asVoid(deleteResource(provider.id, `${provider.endpoint}/tasks/${encodeURIComponent(upstreamId)}`, headers(provider)))
 }
 
 /** What aigw serves through Runway (a bespoke provider). */

@@ -95,6 +95,19 @@ describe("Runway video adapter (tasks API)", () => {
     expect(Effect.runSync(toPoll("runway", { id: "t1", status: "CANCELLED" }))).toEqual({ status: "cancelled", error: "the task was cancelled at Runway" })
   })
 
+  it("cancels a running task with DELETE /v1/tasks/{id} (the stop of a job whose avatar or key was revoked); its polls then answer CANCELLED", async () => {
+    mock.configure({ pollsUntilDone: 5 })
+    const { upstreamId } = await Effect.runPromise(runway.submit(provider, { prompt: "a lake at dawn" }))
+    expect((await Effect.runPromise(runway.poll(provider, upstreamId))).status).toBe("pending")
+    await Effect.runPromise(runway.cancel!(provider, upstreamId))
+    const sent = mock.requests.at(-1)!
+    expect([sent.method, sent.path, sent.headers.authorization, sent.headers["x-runway-version"]]).toEqual(["DELETE", `/v1/tasks/${upstreamId}`, `Bearer ${KEY}`, "2024-11-06"])
+    expect(await pollUntilDone(runway, provider, upstreamId)).toEqual({ last: { status: "cancelled", error: "the task was cancelled at Runway" }, seen: ["cancelled"] })
+    // A task Runway does not know: its 404, not retried.
+    const unknown = await runEither(runway.cancel!(provider, "00000000-0000-0000-0000-000000000000"))
+    expect(Either.isLeft(unknown) && [unknown.left.status, unknown.left.retryable]).toEqual([404, false])
+  })
+
   it("a model Runway does not have is its 400 with Runway's error text", async () => {
     const result = await runEither(runway.submit(provider, { prompt: "p", model: "gen2" }))
     expect(Either.isLeft(result) && result.left).toMatchObject({ kind: "http", status: 400, retryable: false })
