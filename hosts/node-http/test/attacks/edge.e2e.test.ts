@@ -548,6 +548,19 @@ describe("edge attacks", () => {
       expect((await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body).toEqual(before.body)
     })
 
+    it("refuses a form whose text field is not UTF-8 (400 naming it, nothing counted), as a JSON body's text is refused: it was read with U+FFFD in place of its bytes", async () => {
+      const before = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
+      const body = Buffer.concat([
+        Buffer.from(`--b\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nhello\r\n`),
+        Buffer.from(`--b\r\nContent-Disposition: form-data; name="provider"\r\n\r\n`),
+        Buffer.from([0x6c, 0x6f, 0x63, 0x61, 0x6c, 0xe9]),
+        Buffer.from("\r\n--b--\r\n")
+      ])
+      const res = await fetch(`${server.url}/v1/documents/parse`, { method: "POST", headers: { "x-api-key": user.apiKey, "content-type": "multipart/form-data; boundary=b" }, body })
+      expect([res.status, ((await res.json()) as any).message]).toEqual([400, 'Invalid request body: the form field "provider" is not valid UTF-8.'])
+      expect((await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body).toEqual(before.body)
+    })
+
     it("reads a long DOCX in a sandbox process, not the gateway's, and answers 422 naming the memory limit for one past it", async () => {
       // mammoth builds a DOM of the whole document: 9 MB of XML took 4.5 s of the gateway's CPU and 730 MB.
       const long = docxWithParagraphs(20_000)

@@ -241,11 +241,40 @@ export const readForm = Effect.gen(function*() {
   if (holdsMoreParts(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), contentType, MAX_FORM_PARTS)) {
     return yield* Effect.fail(new BadRequest({ message: `The multipart/form-data body holds more than ${MAX_FORM_PARTS} parts.` }))
   }
-  return yield* Effect.tryPromise({
+  const form = yield* Effect.tryPromise({
     try: () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData(),
     catch: () => new BadRequest({ message: "Malformed multipart/form-data body." })
   })
+  const undecodable = undecodableField(form, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  return undecodable === undefined ? form : yield* Effect.fail(undecodable)
 })
+
+/**
+ * The refusal of a form whose field names or text fields are not UTF-8 (as a JSON body's are refused):
+ * the FormData parser replaces the bytes it cannot decode with U+FFFD, so a text holding U+FFFD whose
+ * UTF-8 bytes are not in the body had bytes replaced, and would be used other than sent. A text that
+ * holds U+FFFD as sent (its bytes EF BF BD) is in the body as it is, and passes.
+ */
+export const undecodableField = (form: FormData, body: Buffer): BadRequest | undefined => {
+  // The parts come in the body's order: each text is looked for after the last one found, so the body is
+  // read once in all, however many fields hold U+FFFD.
+  let from = 0
+  const replaced = (text: string) => {
+    if (!text.includes("\uFFFD")) return false
+    const bytes = Buffer.from(text, "utf8")
+    const at = body.indexOf(bytes, from)
+    if (at === -1) return true
+    from = at + bytes.length
+    return false
+  }
+  for (const [name, value] of form) {
+    if (replaced(name) || (typeof value === "string" && replaced(value))) {
+      const field = cutText(name, 100)
+      return new BadRequest({ message: `Invalid request body: the form field ${JSON.stringify(field)} is not valid UTF-8.`, param: field })
+    }
+  }
+  return undefined
+}
 
 /**
  * A form's problem with the fields a route takes: a name it does not take, or one given twice (a second

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest"
 import { defaultLimits } from "../../src/Config.ts"
 import { BadRequest } from "../../src/Errors.ts"
-import { holdsMoreParts, jsonTextProblem, parseJsonBody } from "../../src/Http/Route.ts"
+import { holdsMoreParts, jsonTextProblem, parseJsonBody, undecodableField } from "../../src/Http/Route.ts"
 
 const nested = (levels: number) => "[".repeat(levels) + "]".repeat(levels)
 
@@ -128,3 +128,30 @@ describe("holdsMoreParts", () => {
     expect(holdsMoreParts(form("xyz", 10), "multipart/form-data", 3)).toBe(false)
   })
 })
+
+describe("undecodableField", () => {
+  const parsed = async (body: Buffer) => {
+    const form = await new Response(new Uint8Array(body), { headers: { "content-type": "multipart/form-data; boundary=xyz" } }).formData()
+    return undecodableField(form, body)
+  }
+  const part = (name: Buffer | string, value: Buffer | string) =>
+    Buffer.concat([Buffer.from(`--xyz\r\nContent-Disposition: form-data; name="`), Buffer.from(name), Buffer.from(`"\r\n\r\n`), Buffer.from(value), Buffer.from("\r\n")])
+  const body = (...parts: Array<Buffer>) => Buffer.concat([...parts, Buffer.from("--xyz--\r\n")])
+  it("refuses a text field or a field name with bytes that are not UTF-8, naming the field", async () => {
+    const latin1 = Buffer.from([0x63, 0x61, 0x66, 0xe9]) // "café" in Latin-1
+    expect((await parsed(body(part("language", "fr"), part("prompt", latin1))))?.message).toBe('Invalid request body: the form field "prompt" is not valid UTF-8.')
+    expect((await parsed(body(part("prompt", Buffer.from([0xed, 0xa0, 0x80])))))?.param).toBe("prompt")
+    expect(await parsed(body(part(Buffer.from([0x6e, 0xff]), "x")))).toBeInstanceOf(BadRequest)
+  })
+  it("takes UTF-8 text, U+FFFD itself included, and leaves files alone", async () => {
+    expect(await parsed(body(part("prompt", "café \uFFFD ok")))).toBeUndefined()
+    const file = Buffer.concat([Buffer.from(`--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n`), Buffer.from([0xff, 0xfe, 0x00]), Buffer.from("\r\n")])
+    expect(await parsed(body(file, part("model", "whisper-1")))).toBeUndefined()
+    // Many fields that hold U+FFFD after a large file: each is looked for after the last, not from the start.
+    const fields = Array.from({ length: 999 }, (_, i) => part(`f${i}`, `\uFFFD${i}`))
+    const started = performance.now()
+    expect(await parsed(body(Buffer.concat([Buffer.from(`--xyz\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\n`), Buffer.alloc(9 * 1024 * 1024, 0x61), Buffer.from("\r\n")]), ...fields))).toBeUndefined()
+    console.log("999 fields holding U+FFFD after a 9 MB file", Math.round(performance.now() - started), "ms")
+  })
+})
+
