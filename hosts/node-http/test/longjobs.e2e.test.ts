@@ -171,6 +171,19 @@ describe("long-running jobs against vendor mocks", () => {
     expect(JSON.parse(hook.body).result).toMatchObject({ total: 4, completed: 2, failed: 2 })
   })
 
+  it("keeps a Batch API batch's answers within the characters a batch keeps, as a gateway batch's (60 MB results were kept, polled and sent whole)", async () => {
+    const u = await signUp(server, "batchbound")
+    const res = await call(server.url, "POST", "/v1/batch/submit", {
+      apiKey: u.apiKey,
+      body: { provider: "openai", requests: ["LONGANSWER 1", "LONGANSWER 2", "LONGANSWER 3"].map((content) => ({ messages: [{ role: "user", content }], model: "gpt-4o-mini" })) }
+    })
+    const done = await waitDone(`/v1/batch/${res.body.result.batchId}/status`, 30_000, u.apiKey)
+    expect(done.result).toMatchObject({ total: 3, completed: 2, failed: 1 })
+    expect(done.result.items[2]).toEqual({ index: 2, ok: false, error: expect.stringMatching(/^the answer \(\d+ characters\) was not kept: a batch keeps at most 16777216 characters of answers; the call was made and counted$/) })
+    // Every item was answered and is recorded, the one not kept too.
+    expect(usageRows(u.id).map((r) => r.ok)).toEqual([1, 1, 1])
+  })
+
   it("retries a failed batch creation without uploading its file again, and shows the job running meanwhile", async () => {
     openai.failNext(500, 1, "/batches")
     const before = openai.requests.length
@@ -213,6 +226,15 @@ describe("long-running jobs against vendor mocks", () => {
     const keys = (await call(server.url, "GET", "/v1/keys", { token: avatar.token })).body.result as ReadonlyArray<{ id: string; prefix: string }>
     return keys.find((k) => avatar.apiKey.startsWith(k.prefix))!.id
   }
+
+  it("reports a fine-tune that succeeded with its model when its events cannot be read (it ended failed, the model lost)", async () => {
+    // The one events request of the job (read once, when it has ended) fails.
+    openai.failNext(500, 1, "/events")
+    const trainingData = [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }]
+    const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini", trainingData } })
+    const done = await waitDone(`/v1/fine-tuning/jobs/${res.body.result.jobId}`)
+    expect([done.status, done.result.fineTunedModel, done.result.events]).toEqual(["completed", expect.stringMatching(/^ft:/), []])
+  })
 
   // An Admin deletes the avatar; or its password is reset (the owner taking back the credentials a thief used).
   const cuts = {

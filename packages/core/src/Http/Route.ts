@@ -214,16 +214,33 @@ export const readJson = Effect.gen(function*() {
 /** A multipart body holds at most this many parts: the gateway's forms carry a file and a few fields, and the parser's time grows with the parts. */
 export const MAX_FORM_PARTS = 1_000
 
+/** The delimiter (`--boundary`) of a multipart body's parts, from its Content-Type; undefined without a boundary. */
+const delimiterOf = (contentType: string): Buffer | undefined => {
+  const boundary = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)
+  return boundary === null ? undefined : Buffer.from(`--${boundary[1] ?? boundary[2]}`)
+}
+
+/**
+ * The parts of a multipart body as byte ranges between delimiters (each a part's headers and content, with the
+ * line breaks around them), found with native searches; what is before the first delimiter is none.
+ */
+const partsOf = function*(body: Buffer, delimiter: Buffer): Generator<Buffer> {
+  let at = body.indexOf(delimiter)
+  while (at !== -1) {
+    const start = at + delimiter.length
+    const next = body.indexOf(delimiter, start)
+    if (next === -1) return
+    yield body.subarray(start, next)
+    at = next
+  }
+}
+
 /** Whether `body` holds more than `max` parts, counted as delimiters (`--boundary`) with native searches before anything is parsed. */
 export const holdsMoreParts = (body: Buffer, contentType: string, max: number) => {
-  const boundary = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)
-  if (boundary === null) return false
-  const delimiter = Buffer.from(`--${boundary[1] ?? boundary[2]}`)
-  let delimiters = 0
-  // One delimiter before each part and the closing one after the last.
-  for (let at = body.indexOf(delimiter); at !== -1; at = body.indexOf(delimiter, at + delimiter.length)) {
-    if (++delimiters > max + 1) return true
-  }
+  const delimiter = delimiterOf(contentType)
+  if (delimiter === undefined) return false
+  let parts = 0
+  for (const _ of partsOf(body, delimiter)) if (++parts > max) return true
   return false
 }
 
@@ -238,38 +255,51 @@ export const readForm = Effect.gen(function*() {
     return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data." }))
   }
   const bytes = yield* readBounded(encodingRefusal, (source, limit) => readLimited(source, limit))
-  if (holdsMoreParts(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), contentType, MAX_FORM_PARTS)) {
+  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  if (holdsMoreParts(body, contentType, MAX_FORM_PARTS)) {
     return yield* Effect.fail(new BadRequest({ message: `The multipart/form-data body holds more than ${MAX_FORM_PARTS} parts.` }))
   }
   const form = yield* Effect.tryPromise({
     try: () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData(),
     catch: () => new BadRequest({ message: "Malformed multipart/form-data body." })
   })
-  const undecodable = undecodableField(form, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  const undecodable = undecodableField(form, body, contentType)
   return undecodable === undefined ? form : yield* Effect.fail(undecodable)
 })
 
-/**
- * The refusal of a form whose field names or text fields are not UTF-8 (as a JSON body's are refused):
- * the FormData parser replaces the bytes it cannot decode with U+FFFD, so a text holding U+FFFD whose
- * UTF-8 bytes are not in the body had bytes replaced, and would be used other than sent. A text that
- * holds U+FFFD as sent (its bytes EF BF BD) is in the body as it is, and passes.
- */
-export const undecodableField = (form: FormData, body: Buffer): BadRequest | undefined => {
-  // The parts come in the body's order: each text is looked for after the last one found, so the body is
-  // read once in all, however many fields hold U+FFFD.
-  let from = 0
-  const replaced = (text: string) => {
-    if (!text.includes("\uFFFD")) return false
-    const bytes = Buffer.from(text, "utf8")
-    const at = body.indexOf(bytes, from)
-    if (at === -1) return true
-    from = at + bytes.length
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+const decodes = (bytes: Uint8Array) => {
+  try {
+    strictUtf8.decode(bytes)
+    return true
+  } catch {
     return false
   }
-  for (const [name, value] of form) {
-    if (replaced(name) || (typeof value === "string" && replaced(value))) {
-      const field = cutText(name, 100)
+}
+
+/**
+ * The refusal of a form whose field names or text fields are not UTF-8, as a JSON body's text is refused: the
+ * FormData parser puts U+FFFD in place of bytes it cannot read, so such a field would be used other than sent.
+ * Only a form with a U+FFFD in a name or text can hold one; its parts are then read as sent, each part's headers
+ * and (for a part that is no file) its content decoded strictly; a base64 part (`Content-Transfer-Encoding`),
+ * as its bytes. Files are bytes, not text, and are not read.
+ */
+export const undecodableField = (form: FormData, body: Buffer, contentType: string): BadRequest | undefined => {
+  let suspect = false
+  for (const [name, value] of form) suspect ||= name.includes("\uFFFD") || (typeof value === "string" && value.includes("\uFFFD"))
+  const delimiter = delimiterOf(contentType)
+  if (!suspect || delimiter === undefined) return undefined
+  for (const part of partsOf(body, delimiter)) {
+    const headersEnd = part.indexOf("\r\n\r\n")
+    if (headersEnd === -1) continue
+    const headers = part.subarray(0, headersEnd)
+    // The content ends with the line break before the next delimiter.
+    const content = part.subarray(headersEnd + 4, Math.max(headersEnd + 4, part.length - 2))
+    const head = headers.toString("latin1")
+    const isFile = /;\s*filename\*?\s*=/i.test(head)
+    const text = /^content-transfer-encoding:\s*base64\s*$/im.test(head) ? Buffer.from(content.toString("latin1"), "base64") : content
+    if (!decodes(headers) || (!isFile && !decodes(text))) {
+      const field = cutText(/\bname="([^"]*)"/i.exec(headers.toString("utf8"))?.[1] ?? "", 100)
       return new BadRequest({ message: `Invalid request body: the form field ${JSON.stringify(field)} is not valid UTF-8.`, param: field })
     }
   }

@@ -41,6 +41,7 @@ import type { VideoRequest } from "../Providers/Video/VideoAdapter.ts"
 import { routed, Routing } from "../Routing.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { standingSince, standingStores } from "../Accounts/StillActing.ts"
+import { isVendorId } from "../Providers/internal/vendorId.ts"
 import { Usage } from "../Usage.ts"
 import { type JobRecord, JobStore, type JobType } from "./JobStore.ts"
 import { cancelled, done, failed, type JobRunner, wait } from "./Runner.ts"
@@ -85,6 +86,24 @@ export interface BatchState {
  */
 export const MAX_BATCH_RESULT_CHARS = 16 * 1024 * 1024
 
+/**
+ * Answered items as a batch keeps them, in item order: each answer within the characters the batch keeps
+ * (`chars` of them kept already), else a failed item saying so. Both kinds of batch keep their answers so.
+ */
+export const keptWithin = (answered: ReadonlyArray<BatchItem>, chars: number) => {
+  let total = chars
+  const items = [...answered].sort((a, b) => a.index - b.index).map((item): BatchItem => {
+    if (!item.ok) return item
+    const size = JSON.stringify(item.result).length
+    if (total + size > MAX_BATCH_RESULT_CHARS) {
+      return { index: item.index, ok: false, error: `the answer (${size} characters) was not kept: a batch keeps at most ${MAX_BATCH_RESULT_CHARS} characters of answers; the call was made and counted` }
+    }
+    total += size
+    return item
+  })
+  return { items, chars: total }
+}
+
 export const batchSummary = (total: number, items: ReadonlyArray<BatchItem>) => ({
   total,
   completed: items.filter((i) => i.ok).length,
@@ -110,23 +129,10 @@ const gatewayBatch = Effect.gen(function*() {
       const slice = input.requests.slice(state.next, state.next + BATCH_STEP_ITEMS)
         .map((request, i) => ({ request, index: state.next + i }))
         .filter(({ index }) => !inResult.has(index))
-      const byIndex = (a: BatchItem, b: BatchItem) => a.index - b.index
-      /**
-       * The answers as the batch keeps them, in item order (whichever came first): each within the characters a
-       * batch keeps, else a failed item saying so.
-       */
+      /** The answers as the batch keeps them (`keptWithin`), with the items of earlier steps. */
       const kept = (answered: ReadonlyArray<BatchItem>) => {
-        let chars = state.kept ?? 0
-        const items = [...answered].sort(byIndex).map((item): BatchItem => {
-          if (!item.ok) return item
-          const size = JSON.stringify(item.result).length
-          if (chars + size > MAX_BATCH_RESULT_CHARS) {
-            return { index: item.index, ok: false, error: `the answer (${size} characters) was not kept: a batch keeps at most ${MAX_BATCH_RESULT_CHARS} characters of answers; the call was made and counted` }
-          }
-          chars += size
-          return item
-        })
-        return { items, chars, summary: batchSummary(input.requests.length, [...before, ...items].sort(byIndex)) }
+        const { chars, items } = keptWithin(answered, state.kept ?? 0)
+        return { items, chars, summary: batchSummary(input.requests.length, [...before, ...items].sort((a, b) => a.index - b.index)) }
       }
       const answered: Array<BatchItem> = []
       yield* Effect.forEach(
@@ -189,10 +195,14 @@ interface OpenAiBatchState {
   readonly fileId?: string
   readonly models?: ReadonlyArray<string>
   /**
-   * The vendor's batch ended and every item's usage was recorded: the next step ends the job so, without
-   * recording again (a step is repeated after a failure or a restart).
+   * The vendor's batch ended: how the job ends, and each item's usage record (`records`) until they are written.
+   * They are written by a step of their own, right after the job is claimed, then dropped from the state; the
+   * step that read the batch's files (slow vendor calls) only keeps them: such a step that outlived its lease
+   * wrote them a second time beside the step that took the job over. A job stopped before its records were
+   * written writes them as it ends (`ended`). No records: written (or settled by an earlier release, which
+   * wrote them then).
    */
-  readonly settled?: { readonly status: "completed" | "failed" | "cancelled"; readonly error: string | null }
+  readonly settled?: { readonly status: "completed" | "failed" | "cancelled"; readonly error: string | null; readonly records?: ReadonlyArray<UsageRecord> }
 }
 
 const batchStateOf = (job: JobRecord): OpenAiBatchState => (job.state as OpenAiBatchState | null) ?? {}
@@ -236,8 +246,9 @@ const openAiBatch = (options: RunnerOptions) =>
 
     /**
      * The vendor's batch ended (completed, failed, expired, cancelled): each item from its output or error
-     * file, or failed without a result, and every item's usage recorded once. The end is saved with the
-     * items, and the next step ends the job.
+     * file, or failed without a result, its answer kept within the characters a batch keeps (`keptWithin`),
+     * and every item's usage record. The end is saved with the items and the records; the next step writes the
+     * records, and the one after ends the job.
      */
     const settle = (job: JobRecord, provider: ConfiguredProvider, batch: Batch, end: NonNullable<OpenAiBatchState["settled"]>) =>
       Effect.gen(function*() {
@@ -275,7 +286,7 @@ const openAiBatch = (options: RunnerOptions) =>
                 ok: true,
                 result: {
                   provider: provider.id,
-                  model: typeof body?.model === "string" ? body.model : models[index],
+                  model: isVendorId(body?.model) ? body.model : models[index],
                   content: answer.content,
                   ...(answer.toolCalls.length > 0 ? { toolCalls: answer.toolCalls } : {}),
                   finishReason: answer.finishReason,
@@ -285,9 +296,8 @@ const openAiBatch = (options: RunnerOptions) =>
               }
           )
         }
-        yield* recordAll(records)
-        const result = { ...batchSummary(input.requests.length, items), upstreamBatchId: batch.id, upstreamStatus: batch.status }
-        return wait(0, { state: { ...state, settled: end }, result })
+        const result = { ...batchSummary(input.requests.length, keptWithin(items, 0).items), upstreamBatchId: batch.id, upstreamStatus: batch.status }
+        return wait(0, { state: { ...state, settled: { ...end, records } }, result })
       })
 
     const advance = (job: JobRecord, owner: AvatarRecord, provider: ConfiguredProvider) =>
@@ -295,7 +305,11 @@ const openAiBatch = (options: RunnerOptions) =>
         const input = job.input as BatchInput
         const state = batchStateOf(job)
         if (state.settled !== undefined) {
-          const { error, status } = state.settled
+          const { error, records, status } = state.settled
+          if (records !== undefined) {
+            yield* recordAll(records)
+            return wait(0, { state: { ...state, settled: { status, error } } })
+          }
           return status === "completed" ? done(job.result) : status === "cancelled" ? cancelled(error ?? "", job.result) : failed(error ?? "", job.result)
         }
         const uploaded = uploadedFileOf(job)
@@ -328,14 +342,18 @@ const openAiBatch = (options: RunnerOptions) =>
       })
 
     /**
-     * A batch that ended failed or cancelled before its vendor's end was settled (its file refused, its
-     * creation failed, the vendor's job never settled, the provider gone): each item the quota counted is
-     * recorded as failed, under the model routing gave it (the one it asked for when routing cannot say now).
+     * The job ended: the records of a settled batch stopped before its step wrote them are written (whatever
+     * became of its provider since). A batch that ended failed or cancelled before its vendor's end was settled
+     * (its file refused, its creation failed, the vendor's job never settled) has each item the quota counted
+     * recorded as failed, under the model routing gave it (the one it asked for when routing cannot say now),
+     * while its provider is configured.
      */
-    const ended = (job: JobRecord, provider: ConfiguredProvider) =>
+    const ended = (job: JobRecord, configured: Option.Option<ConfiguredProvider>) =>
       Effect.gen(function*() {
         const state = batchStateOf(job)
-        if (state.settled !== undefined) return
+        if (state.settled !== undefined) return yield* recordAll(state.settled.records ?? [])
+        if (Option.isNone(configured)) return
+        const provider = configured.value
         const requests = (job.input as BatchInput).requests
         const owner = yield* avatars.findById(job.avatarId)
         const models = state.models ??
@@ -426,7 +444,7 @@ const make = (options: RunnerOptions) =>
         ended: (job) =>
           (job.input as BatchInput).mode === "gateway"
             ? Effect.void
-            : Option.match(catalog.provider(job.provider), { onNone: () => Effect.void, onSome: (p) => vendorBatch.ended(job, p) })
+            : vendorBatch.ended(job, catalog.provider(job.provider))
       },
       video: {
         ended: jobCallRecorded(usage, "video", (job) => (job.input as VideoInput).model),
@@ -494,7 +512,10 @@ const make = (options: RunnerOptions) =>
             const ft = yield* getFineTune(provider.value, job.upstreamId)
             const summary = { baseModel: input.baseModel, upstreamStatus: ft.status, trainingFile: ft.trainingFile, fineTunedModel: ft.fineTunedModel, trainedTokens: ft.trainedTokens }
             if (ft.status === "validating_files" || ft.status === "queued" || ft.status === "running") return stillWaiting(job, ft.status, options.pollMs, { result: summary })
-            const { events } = yield* listFineTuneEvents(provider.value, job.upstreamId, { limit: 20 })
+            // The events are the job's log, told beside its end: a list the vendor could not give does not change that end.
+            const { events } = yield* listFineTuneEvents(provider.value, job.upstreamId, { limit: 20 }).pipe(
+              Effect.catchAll((e) => Effect.as(Effect.logWarning(`job ${job.id} (finetune): its events could not be read: ${e.message}`), { events: [] }))
+            )
             const withEvents = { ...summary, events: events.map((e) => ({ at: new Date(e.createdAt * 1000).toISOString(), level: e.level, message: e.message })) }
             if (ft.status === "succeeded") return done(withEvents)
             if (ft.status === "cancelled") return cancelled(ft.error?.message ?? `fine-tuning job ${ft.id} was cancelled upstream`, withEvents)

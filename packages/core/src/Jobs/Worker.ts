@@ -14,10 +14,19 @@ import { JobRunners } from "./Runners.ts"
 import { type Revocation, revocationOf, standingNow, standingStores } from "../Accounts/StillActing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { claimedRound } from "./ClaimedRound.ts"
+import { UpstreamError } from "../Providers/UpstreamError.ts"
+import { isVendorId } from "../Providers/internal/vendorId.ts"
 
 /** Retryable step failures are retried this many times (with backoff) before the job fails. */
 export const MAX_STEP_ATTEMPTS = 8
 export const LEASE_MS = 5 * 60 * 1000
+/**
+ * The longest a step runs: well inside its lease, so that no step is still working (calling, billing) when
+ * the job is claimed again. A step of several slow vendor calls (each allowed REQUEST_TIMEOUT) could outlive
+ * the lease, and the step that took the job over did its work a second time. A step cut off so fails as a
+ * retryable upstream timeout: the job is tried again, as after any slow vendor.
+ */
+export const STEP_DEADLINE_MS = LEASE_MS - 60 * 1000
 /** Jobs one process advances at once (and claims at once: see `drainJobs`). */
 const JOBS_AT_ONCE = 4
 
@@ -40,6 +49,15 @@ const leaseOf = (job: JobRecord) => job.lockedUntil!
 /** A step that outlived its lease: another worker may hold the job now, so nothing of this step is written. */
 const leaseLost = (job: JobRecord, what: string) =>
   Effect.logWarning(`job ${job.id} (${job.type}): the step outlived its lease (${LEASE_MS} ms) or the job ended; ${what} was not saved`)
+
+/** A step that ran out its time (`STEP_DEADLINE_MS`): retried with backoff as a slow vendor's is. */
+const stepTimedOut = (job: JobRecord) =>
+  new UpstreamError({
+    provider: job.provider,
+    kind: "timeout",
+    message: `the job's step did not finish within ${STEP_DEADLINE_MS / 1000} s (${job.provider} answered too slowly); it will be tried again`,
+    retryable: true
+  })
 
 /** Why the job of a deleted avatar ended. */
 export const OWNER_GONE = "the job's avatar was deleted: the job was stopped"
@@ -135,7 +153,7 @@ const makeService = Effect.gen(function*() {
   const stopped = (job: JobRecord, reason: string) => {
     const stop = runners[job.type]?.stop
     return Effect.zipRight(
-      stop === undefined || job.upstreamId === null
+      stop === undefined || !isVendorId(job.upstreamId)
         ? Effect.void
         : stop(job).pipe(Effect.catchAll((e) => Effect.logWarning(`job ${job.id} (${job.type}): ${reason}; stopping it upstream failed: ${e.message}`))),
       settle(job, "cancelled", job.result, reason, false)
@@ -156,7 +174,12 @@ const makeService = Effect.gen(function*() {
     return standing(job).pipe(
       Effect.flatMap(({ owner, reason }) => {
         if (reason !== undefined || Option.isNone(owner)) return stopped(job, reason ?? OWNER_GONE)
-        return Effect.flatMap(runner.advance(job, owner.value), (step) => apply(job, step))
+        // Ids are checked as the vendor gives them; one stored before that was checked is not put in a request path.
+        if (job.upstreamId !== null && !isVendorId(job.upstreamId)) return finish(job, "failed", job.result, `${job.provider} gave the job an id aigw cannot use in a request`)
+        const step = runner.advance(job, owner.value).pipe(
+          Effect.timeoutFail({ duration: STEP_DEADLINE_MS, onTimeout: () => stepTimedOut(job) })
+        )
+        return Effect.flatMap(step, (step) => apply(job, step))
       }),
       Effect.catchAll((error) => {
         const retryable = error._tag === "UpstreamError" && error.retryable

@@ -1,9 +1,10 @@
 /**
  * What a vendor delivers for a client to fetch or show (generated images, a finished video), checked
  * before the client gets it, whichever vendor made it: a link is an `http(s)` URL (an image may also
- * come as a `data:image/…` URL or base64 bytes), ids and details are short text or numbers. Anything
- * else (`javascript:` or `file:` links, an object where a URL goes, a 20 MB id, more images than
- * asked for) is the vendor's protocol error, never relayed as the gateway's answer.
+ * come as a `data:image/…` URL or base64 bytes), ids and details are short text or numbers, or a short
+ * list of links (a model's several outputs). Anything else (`javascript:` or `file:` links, an object
+ * where a URL goes, a 20 MB id, more images than asked for) is the vendor's protocol error, never
+ * relayed as the gateway's answer. A detail the vendor left out is simply not there.
  */
 import type { GeneratedImage } from "./Served.ts"
 
@@ -11,6 +12,9 @@ import type { GeneratedImage } from "./Served.ts"
 const MAX_LINK_CHARACTERS = 16_384
 /** Longest id or other text detail taken. */
 const MAX_DETAIL_CHARACTERS = 1_024
+
+/** Most output links a finished video's details list: the rest are left out and counted (`outputDetails`). */
+export const MAX_OUTPUT_LINKS = 16
 
 /** Base64 once its line breaks are taken out (one pass each, no backtracking: the character sets do not overlap). */
 const isBase64 = (text: string) => /^[A-Za-z0-9+/]+={0,2}$/.test(text.replace(/[\r\n]/g, ""))
@@ -29,10 +33,33 @@ export const linkProblem = (value: unknown, what: string, images = false): strin
   return url.protocol === "https:" || url.protocol === "http:" ? undefined : `${what} is a ${url.protocol} URL, not an http(s) one`
 }
 
-/** Why a finished video's details (its ids, model, thumbnail) cannot be given as they are, or undefined. */
+/**
+ * A vendor's list of output links (a model that made several videos) as details: `outputs`, its text
+ * entries up to MAX_OUTPUT_LINKS, and `outputsOmitted`, how many more it named; nothing when it names
+ * one or none (the video URL is that one). The video was made and billed, so a long list is cut, not refused.
+ */
+export const outputDetails = (list: unknown): Record<string, unknown> => {
+  if (!Array.isArray(list)) return {}
+  const links = list.filter((o): o is string => typeof o === "string" && o.length > 0)
+  if (links.length <= 1) return {}
+  const omitted = links.length - MAX_OUTPUT_LINKS
+  return { outputs: links.slice(0, MAX_OUTPUT_LINKS), ...(omitted > 0 ? { outputsOmitted: omitted } : {}) }
+}
+
+/** Why a finished video's details (its ids, model, thumbnail, output links) cannot be given as they are, or undefined. */
 export const detailsProblem = (details: Readonly<Record<string, unknown>>): string | undefined => {
   for (const [name, value] of Object.entries(details)) {
+    // A detail the vendor left out (no `model` in its answer) is no reason to fail a video it made.
+    if (value === undefined || value === null) continue
     if (typeof value === "number" && Number.isFinite(value)) continue
+    if (Array.isArray(value)) {
+      if (value.length > MAX_OUTPUT_LINKS) return `its ${name} lists ${value.length} links (at most ${MAX_OUTPUT_LINKS})`
+      for (const [i, link] of value.entries()) {
+        const problem = linkProblem(link, `its ${name}[${i}]`)
+        if (problem !== undefined) return problem
+      }
+      continue
+    }
     if (typeof value !== "string" || value.length > MAX_DETAIL_CHARACTERS) return `its ${name} is not a short text or a number`
     if (/url$/i.test(name)) {
       const problem = linkProblem(value, `its ${name}`)

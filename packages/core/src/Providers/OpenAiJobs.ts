@@ -25,7 +25,9 @@
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { authHeaders, getJson, getText, postJson, postMultipart } from "./internal/http.ts"
-import { protocolError, type UpstreamError } from "./UpstreamError.ts"
+import { protocolError, shownUpstreamText, type UpstreamError } from "./UpstreamError.ts"
+import { isVendorId, vendorId } from "./internal/vendorId.ts"
+import { cutText } from "../Cut.ts"
 import { parseUpstreamJson } from "../JsonText.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -130,6 +132,8 @@ const batchErrors = (v: unknown): ReadonlyArray<BatchError> =>
       .map((e) => ({ code: str(e.code), message: str(e.message), param: str(e.param), line: count(e.line) }))
     : []
 const nonEmpty = (v: unknown): string | null => (typeof v === "string" && v.length > 0 ? v : null)
+/** A file's or model's id as the vendor gave it, when it is one the gateway can keep and use (internal/vendorId.ts). */
+const idOrNull = (v: unknown): string | null => (isVendorId(v) ? v : null)
 
 const BATCH_STATUSES: ReadonlyArray<BatchStatus> = [
   "validating", "failed", "in_progress", "finalizing", "completed", "expired", "cancelling", "cancelled"
@@ -148,17 +152,18 @@ const decodeJob = <S extends string, A extends { readonly id: string; readonly s
   build: (json: any) => Omit<A, "id" | "status">
 ) =>
 (provider: string, json: any): Effect.Effect<A, UpstreamError> =>
-  typeof json?.id === "string" && statuses.includes(json?.status)
-    ? Effect.succeed({ id: json.id, status: json.status, ...build(json) } as A)
-    : Effect.fail(protocolError(provider, `not ${what} (status ${JSON.stringify(json?.status)})`))
+  !statuses.includes(json?.status)
+    ? Effect.fail(protocolError(provider, `not ${what} (status ${cutText(String(JSON.stringify(json?.status)), 100)})`))
+    : Effect.map(vendorId(provider, json.id, `${what} without an id`, `the id of ${what}`), (id) => ({ id, status: json.status, ...build(json) } as A))
 
 export const decodeBatch = decodeJob<BatchStatus, Batch>("a batch object", BATCH_STATUSES, (json) => {
   const counts = json.request_counts ?? {}
   return {
     endpoint: str(json.endpoint) ?? "",
-    inputFileId: str(json.input_file_id) ?? "",
-    outputFileId: nonEmpty(json.output_file_id),
-    errorFileId: nonEmpty(json.error_file_id),
+    inputFileId: idOrNull(json.input_file_id) ?? "",
+    // A file id the gateway cannot use is no file: the items it would hold have no result.
+    outputFileId: idOrNull(json.output_file_id),
+    errorFileId: idOrNull(json.error_file_id),
     requestCounts: { total: count(counts.total) ?? 0, completed: count(counts.completed) ?? 0, failed: count(counts.failed) ?? 0 },
     errors: batchErrors(json.errors?.data),
     createdAt: unixSeconds(json.created_at),
@@ -173,9 +178,10 @@ export const decodeFineTune = decodeJob<FineTuneStatus, FineTuneJob>("a fine-tun
     ? { code: str(e.code), message: nonEmpty(e.message) ?? str(e.code) ?? "fine-tuning failed", param: str(e.param) }
     : null
   return {
-    model: str(json.model) ?? "",
-    trainingFile: str(json.training_file) ?? "",
-    fineTunedModel: nonEmpty(json.fine_tuned_model),
+    model: idOrNull(json.model) ?? "",
+    trainingFile: idOrNull(json.training_file) ?? "",
+    // A name no client could call (megabytes of it, control characters) is not kept.
+    fineTunedModel: idOrNull(json.fine_tuned_model),
     trainedTokens: count(json.trained_tokens),
     error,
     createdAt: unixSeconds(json.created_at),
@@ -183,12 +189,15 @@ export const decodeFineTune = decodeJob<FineTuneStatus, FineTuneJob>("a fine-tun
   }
 })
 
+/** The most characters of an event's message kept (an event is a line of the job's log). */
+const EVENT_MESSAGE_CHARACTERS = 1_000
+
 const decodeEvent = (e: any): FineTuneEvent => ({
-  id: str(e?.id) ?? "",
+  id: idOrNull(e?.id) ?? "",
   createdAt: unixSeconds(e?.created_at) ?? 0,
-  level: str(e?.level) ?? "info",
-  message: str(e?.message) ?? "",
-  type: str(e?.type),
+  level: cutText(str(e?.level) ?? "info", 20),
+  message: shownUpstreamText(str(e?.message) ?? "", EVENT_MESSAGE_CHARACTERS),
+  type: idOrNull(e?.type),
   data: e?.data ?? null
 })
 
@@ -211,9 +220,7 @@ export const uploadJsonl = (
     form.append("purpose", purpose)
     form.append("file", new Blob([toJsonl(lines)], { type: "application/jsonl" }), filename)
     const file = yield* postMultipart(provider.id, `${provider.endpoint}/files`, authHeaders(provider), form)
-    const id = nonEmpty(file?.id)
-    if (!id) return yield* Effect.fail(protocolError(provider.id, "the uploaded file has no id"))
-    return id
+    return yield* vendorId(provider.id, file?.id, "the uploaded file has no id", "the uploaded file's id")
   })
 
 /** A file's raw content (`GET /files/{id}/content`). */
@@ -285,15 +292,11 @@ export const batchItemResult = (line: BatchOutputLine): BatchItemResult => {
     return { customId: line.custom_id, ok: true, statusCode: status, body: line.response!.body }
   }
   const bodyError = (line.response?.body as any)?.error
-  const message = nonEmpty(line.error?.message) ?? nonEmpty(bodyError?.message) ??
-    (status !== null ? `the request failed with HTTP ${status}` : "the request failed")
-  return {
-    customId: line.custom_id,
-    ok: false,
-    statusCode: status,
-    code: str(line.error?.code) ?? str(bodyError?.code) ?? str(bodyError?.type),
-    message
-  }
+  const given = nonEmpty(line.error?.message) ?? nonEmpty(bodyError?.message)
+  // The vendor's words, as an upstream error's are shown: cut, credentials hidden.
+  const message = given !== null ? shownUpstreamText(given) : status !== null ? `the request failed with HTTP ${status}` : "the request failed"
+  const code = str(line.error?.code) ?? str(bodyError?.code) ?? str(bodyError?.type)
+  return { customId: line.custom_id, ok: false, statusCode: status, code: code === null ? null : cutText(code, 100), message }
 }
 
 /** Downloads and merges a finished batch's output and error files, one result per item (any order). */
@@ -347,7 +350,8 @@ export const listFineTuneEvents = (
   return getJson(provider.id, `${provider.endpoint}/fine_tuning/jobs/${encodeURIComponent(id)}/events${qs}`, authHeaders(provider)).pipe(
     Effect.flatMap((json) =>
       Array.isArray(json?.data)
-        ? Effect.succeed({ events: (json.data as Array<unknown>).map(decodeEvent), hasMore: json.has_more === true })
+        // At most the page asked for, whatever the vendor sent.
+        ? Effect.succeed({ events: (json.data as Array<unknown>).slice(0, options.limit ?? 20).map(decodeEvent), hasMore: json.has_more === true })
         : Effect.fail(protocolError(provider.id, "the events answer has no data list"))
     )
   )

@@ -1,4 +1,4 @@
-import { Effect, Fiber, Layer, Logger, Option } from "effect"
+import { Duration, Effect, Fiber, Layer, Logger, Option, TestClock, TestContext } from "effect"
 import { describe, expect, it } from "vitest"
 import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
 import { BadRequest } from "../../src/Errors.ts"
@@ -18,6 +18,25 @@ const owner = Effect.gen(function*() {
   yield* Effect.flatMap(AvatarStore, (s) => s.insert(testAvatar(id)))
   return id
 })
+
+/** A worker on memory stores whose runner for `type` is `runner`. */
+const workerWith = (type: string, runner: unknown) =>
+  Worker.layer.pipe(Layer.provideMerge(Stores.layerMemory), Layer.provide(Layer.succeed(JobRunners, { [type]: runner } as any)))
+
+/** Stores a job of a new avatar, due now, with `fields`; its id. */
+const dueJob = (fields: Pick<JobRecord, "type" | "provider" | "upstreamId" | "status">) =>
+  Effect.gen(function*() {
+    const now = Date.now()
+    const id = crypto.randomUUID()
+    const avatarId = yield* owner
+    yield* Effect.flatMap(JobStore, (jobs) =>
+      jobs.insert({
+        id, avatarId, ...fields,
+        input: {}, state: null, result: null, error: null, callbackUrl: null, attempts: 0, nextRunAt: now, lockedUntil: null,
+        createdAt: now, updatedAt: now, completedAt: null
+      }))
+    return id
+  })
 
 describe("background rounds", () => {
   it("log the first failure with its cause, then only the recovery, once per state change", async () => {
@@ -141,6 +160,35 @@ describe("a step cut off", () => {
     expect(during.status).toBe("running")
     expect(after).toMatchObject({ status: "running", state: { done: 3 }, attempts: 1, lockedUntil: null })
     expect(after.nextRunAt).toBeLessThanOrEqual(Date.now())
+  })
+})
+
+describe("a step that runs past its deadline", () => {
+  it("is cut off inside its lease and retried later as a slow vendor's step is: no step works on when the job can be claimed again", async () => {
+    const after = await Effect.runPromise(Effect.gen(function*() {
+      const id = yield* dueJob({ type: "batch", provider: "openai", upstreamId: "batch_1", status: "running" })
+      const fiber = yield* Effect.fork((yield* Worker.JobWorker).drainJobs)
+      yield* TestClock.adjust(Duration.millis(Worker.STEP_DEADLINE_MS))
+      yield* Fiber.join(fiber)
+      return Option.getOrThrow(yield* Effect.flatMap(JobStore, (jobs) => jobs.get(id)))
+    }).pipe(Effect.provide(workerWith("batch", { advance: () => Effect.never })), Effect.provide(TestContext.TestContext)))
+    expect(Worker.STEP_DEADLINE_MS).toBeLessThan(Worker.LEASE_MS)
+    expect(after).toMatchObject({ status: "running", attempts: 1, lockedUntil: null })
+    expect(after.nextRunAt).toBeGreaterThan(Date.now())
+  })
+})
+
+describe("a job whose stored vendor id is no usable id (stored before ids were checked as the vendor gives them)", () => {
+  it("ends failed without its runner putting the id in a request path", async () => {
+    const advanced: Array<string> = []
+    const runner = { advance: (job: JobRecord) => Effect.as(Effect.sync(() => advanced.push(job.id)), wait(0)) }
+    const ended = await Effect.runPromise(Effect.gen(function*() {
+      const id = yield* dueJob({ type: "video", provider: "replicate", upstreamId: "..", status: "running" })
+      yield* (yield* Worker.JobWorker).drainJobs
+      return Option.getOrThrow(yield* Effect.flatMap(JobStore, (jobs) => jobs.get(id)))
+    }).pipe(Effect.provide(workerWith("video", runner))))
+    expect(advanced).toEqual([])
+    expect([ended.status, ended.error]).toEqual(["failed", "replicate gave the job an id aigw cannot use in a request"])
   })
 })
 

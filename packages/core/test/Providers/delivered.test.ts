@@ -4,7 +4,7 @@
  * bytes that were no base64 and 200,000 images for n = 1 relayed as successes.
  */
 import { describe, expect, it } from "vitest"
-import { detailsProblem, imagesProblem, linkProblem } from "../../src/Providers/Delivered.ts"
+import { detailsProblem, imagesProblem, linkProblem, MAX_OUTPUT_LINKS, outputDetails } from "../../src/Providers/Delivered.ts"
 
 describe("links", () => {
   it("are http(s) URLs; data:image/ URLs only for images", () => {
@@ -27,6 +27,26 @@ describe("a finished video's details", () => {
     expect(detailsProblem({ predictionId: "x".repeat(20_000_000) })).toBe("its predictionId is not a short text or a number")
     expect(detailsProblem({ thumbnailUrl: "javascript:x" })).toBe("its thumbnailUrl is a javascript: URL, not an http(s) one")
     expect(detailsProblem({ n: Number.NaN })).toBe("its n is not a short text or a number")
+  })
+
+  // An attack run: a model's list of output URLs, or a detail the vendor left out, failed a video that was made and billed.
+  it("leave out what the vendor did not send; a list is at most 16 links, each an http(s) one", () => {
+    expect(detailsProblem({ predictionId: "p", model: undefined, videoId: null })).toBeUndefined()
+    const links = Array.from({ length: 16 }, (_, i) => `https://a/v${i}.mp4`)
+    expect(detailsProblem({ outputs: links, outputsOmitted: 4 })).toBeUndefined()
+    expect(detailsProblem({ outputs: [...links, "https://a/x.mp4"] })).toBe("its outputs lists 17 links (at most 16)")
+    expect(detailsProblem({ outputs: ["https://a/v.mp4", "javascript:alert(1)"] })).toBe("its outputs[1] is a javascript: URL, not an http(s) one")
+    expect(detailsProblem({ outputs: ["https://a/v.mp4", { href: "https://a" }] })).toBe("its outputs[1] is not a URL")
+    expect(detailsProblem({ outputs: [`https://a/${"p".repeat(20_000)}`] })).toBe("its outputs[0] is a URL of 20010 characters")
+  })
+
+  it("list a vendor's several outputs up to 16, counting the rest; one or none is no list", () => {
+    expect(outputDetails("https://a/v.mp4")).toEqual({})
+    expect(outputDetails(["https://a/v.mp4"])).toEqual({})
+    expect(outputDetails(["https://a/1", 7, "", "https://a/2"])).toEqual({ outputs: ["https://a/1", "https://a/2"] })
+    const many = outputDetails(Array.from({ length: 100_000 }, (_, i) => `https://a/${i}`))
+    expect([(many.outputs as Array<string>).length, (many.outputs as Array<string>)[15], many.outputsOmitted]).toEqual([MAX_OUTPUT_LINKS, "https://a/15", 99_984])
+    expect(detailsProblem(many)).toBeUndefined()
   })
 })
 

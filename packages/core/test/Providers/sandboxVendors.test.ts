@@ -4,6 +4,7 @@
  * (started after polls, deleted after every run, a failed one included), vendor errors and
  * hostile answers (a huge stdout stops at the reply limit). E2B is declared not served, with why.
  */
+import * as net from "node:net"
 import { Effect, Either, Option, Redacted } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../src/Catalog/Catalog.ts"
@@ -12,6 +13,7 @@ import { defaultLimits } from "../../src/Config.ts"
 import { setReplyLimit } from "../../src/Providers/internal/nodeFetch.ts"
 import { endpointTypes, notServed, servedBy } from "../../src/Providers/Registry.ts"
 import type { CodeRun, VendorRunOutcome } from "../../src/Providers/Sandboxes/CodeEndpoint.ts"
+import { toolboxOf } from "../../src/Providers/Sandboxes/Daytona.ts"
 import type { UpstreamError } from "../../src/Providers/UpstreamError.ts"
 import { type SandboxVendor, type SandboxVendorMock, startSandboxVendorMock } from "../support/mockSandboxVendors.ts"
 
@@ -152,4 +154,81 @@ describe("Daytona", () => {
     expect(error.kind).toBe("protocol")
     expect(ctx.mock.requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /api/sandbox", "DELETE /api/sandbox/sb-x"])
   })
+
+  // An attack run: a sandbox answer naming https://127.0.0.1:…/internal-admin had the key and the program
+  // POSTed there, and the internal service's answer came back as stdout.
+  it("never sends the key and the program to a toolbox proxy off the API's origin that is not Daytona's, https or not", async () => {
+    const internal = await internalService()
+    try {
+      const { port } = internal
+      for (const proxyUrl of [
+        `https://127.0.0.1:${port}/internal-admin`,
+        `https://localhost:${port}/internal-admin`,
+        `https://[::1]:${port}/x`,
+        "https://attacker.example/toolbox",
+        // Daytona look-alikes, and a sandbox's own preview host (served by the program in the sandbox).
+        "https://proxy.app.daytona.io.attacker.example/toolbox",
+        "https://proxy-app-daytona.io/toolbox",
+        "https://3000-sb-1.proxy.app.daytona.io/toolbox",
+        "https://3000-sb-1.proxy.daytona.works/toolbox",
+        "http://proxy.app.daytona.io/toolbox"
+      ]) {
+        ctx.mock.requests.length = 0
+        ctx.mock.setBehaviour({ proxyUrl })
+        const error = left(await run(ctx.provider))
+        expect([error.kind, error.retryable], proxyUrl).toEqual(["protocol", false])
+        expect(error.message, proxyUrl).toContain("the sandbox names a toolbox proxy the key may not go to")
+        // Created, polled until started, deleted: no execute anywhere.
+        expect(ctx.mock.requests.map((r) => r.method), proxyUrl).toEqual(["POST", "GET", "DELETE"])
+      }
+      expect(internal.connections()).toBe(0)
+      expect(ctx.mock.live.size).toBe(0)
+    } finally {
+      await internal.close()
+    }
+  })
+
+  it("takes an https Daytona proxy only when every address it resolves to is public", async () => {
+    const provider = providerFor("daytona", "https://app.daytona.io/api")
+    const sandbox = { id: "sb-1", state: "started", toolboxProxyUrl: "https://proxy.app.daytona.io/toolbox/" }
+    const at = (addresses: ReadonlyArray<string>) => Effect.runPromise(Effect.either(toolboxOf(provider, sandbox, async () => addresses)))
+    expect(await at(["34.120.1.2"])).toEqual(Either.right("https://proxy.app.daytona.io/toolbox/sb-1"))
+    for (const addresses of [["127.0.0.1"], ["34.120.1.2", "10.0.0.7"], ["169.254.169.254"], ["::ffff:192.168.1.1"]]) {
+      const refused = left(await at(addresses))
+      expect([refused.kind, refused.message], addresses.join()).toEqual(["protocol", expect.stringContaining("private, loopback, link-local")])
+    }
+    // A name that does not resolve now may later: a retryable connect error, nothing sent.
+    const unresolved = left(await Effect.runPromise(Effect.either(toolboxOf(provider, sandbox, () => Promise.reject(new Error("ENOTFOUND"))))))
+    expect([unresolved.kind, unresolved.retryable]).toEqual(["connect", true])
+    // Credentials in the vendor's URL are refused; a query it carries does not swallow the id.
+    expect(left(await Effect.runPromise(Effect.either(toolboxOf(provider, { ...sandbox, toolboxProxyUrl: "https://u:p@proxy.app.daytona.io/toolbox" }, async () => ["34.120.1.2"])))).kind)
+      .toBe("protocol")
+    expect(await Effect.runPromise(toolboxOf(provider, { ...sandbox, toolboxProxyUrl: "https://proxy.us.daytona.io/toolbox?x=1#y" }, async () => ["34.120.1.2"])))
+      .toBe("https://proxy.us.daytona.io/toolbox/sb-1")
+  })
+
+  it("refuses a sandbox id that is a dot segment (`.`, `..`): nothing further is sent", async () => {
+    for (const id of ["..", "."]) {
+      ctx.mock.requests.length = 0
+      ctx.mock.rawNext(JSON.stringify({ id, state: "started" }))
+      const error = left(await run(ctx.provider))
+      expect([error.kind, error.message], id).toEqual(["protocol", expect.stringContaining("the sandbox answer has no id and state")])
+      expect(ctx.mock.requests.map((r) => `${r.method} ${r.path}`), id).toEqual(["POST /api/sandbox"])
+    }
+  })
 })
+
+/** A loopback service standing for an internal one: it counts the connections made to it and answers none. */
+const internalService = async () => {
+  let count = 0
+  const server = net.createServer((socket) => {
+    count++
+    socket.destroy()
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    connections: () => count,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}

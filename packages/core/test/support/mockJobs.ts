@@ -203,6 +203,10 @@ export const phase = (poll: number, pollsUntilDone: number): "early" | "middle" 
 export interface ReplicateMockOptions extends JobMockOptions {
   /** answer `output` as an array of URLs instead of one URL string */
   outputArray?: boolean
+  /** with `outputArray`, how many URLs the array holds (a model that made several videos); default 1 */
+  outputCount?: number
+  /** answer predictions without `model` (a field the gateway only passes on) */
+  withoutModel?: boolean
   /** end as "canceled" instead of succeeding */
   cancel?: boolean
 }
@@ -218,6 +222,8 @@ interface Prediction {
   outcome: "succeeded" | "failed" | "canceled"
   failMessage: string
   outputArray: boolean
+  outputCount: number
+  withoutModel: boolean
 }
 
 export type ReplicateMock = JobMock<ReplicateMockOptions>
@@ -225,19 +231,22 @@ export type ReplicateMock = JobMock<ReplicateMockOptions>
 export const startReplicateMock = async (options: ReplicateMockOptions = {}): Promise<ReplicateMock> => {
   const predictions = new Map<string, Prediction>()
   let outputArray = options.outputArray ?? false
+  let outputCount = options.outputCount ?? 1
+  let withoutModel = options.withoutModel ?? false
   let cancel = options.cancel ?? false
   const base = "https://api.replicate.com/v1"
 
   const view = (p: Prediction, status: string) => {
     const done = status === "succeeded" || status === "failed" || status === "canceled"
     const video = `https://replicate.delivery/xezq/${p.id}/output.mp4`
+    const videos = Array.from({ length: p.outputCount }, (_, i) => (i === 0 ? video : `https://replicate.delivery/xezq/${p.id}/output-${i}.mp4`))
     return {
       id: p.id,
-      model: p.model,
+      ...(p.withoutModel ? {} : { model: p.model }),
       version: p.version,
       input: p.input,
       logs: status === "starting" ? "" : "Generating video...",
-      output: status === "succeeded" ? (p.outputArray ? [video] : video) : null,
+      output: status === "succeeded" ? (p.outputArray ? videos : video) : null,
       data_removed: false,
       error: status === "failed" ? p.failMessage : null,
       status,
@@ -301,7 +310,9 @@ export const startReplicateMock = async (options: ReplicateMockOptions = {}): Pr
           pollsUntilDone: opts.pollsUntilDone,
           outcome: opts.fail ? "failed" : cancel ? "canceled" : "succeeded",
           failMessage: opts.failMessage,
-          outputArray
+          outputArray,
+          outputCount,
+          withoutModel
         }
         predictions.set(p.id, p)
         reply.json(201, view(p, "starting"), { location: `${base}/predictions/${p.id}` })
@@ -339,6 +350,8 @@ export const startReplicateMock = async (options: ReplicateMockOptions = {}): Pr
     ...mock,
     configure: (o: Partial<ReplicateMockOptions>) => {
       if (o.outputArray !== undefined) outputArray = o.outputArray
+      if (o.outputCount !== undefined) outputCount = o.outputCount
+      if (o.withoutModel !== undefined) withoutModel = o.withoutModel
       if (o.cancel !== undefined) cancel = o.cancel
       configure(o)
     }
@@ -524,7 +537,8 @@ const answerChat = (body: any): { status: number; body: unknown } => {
     }
   }
   const last = String(messages.at(-1)?.content ?? "")
-  const content = `Echo: ${last}`
+  // "LONGANSWER": an answer of 6 million characters (a batch's kept answers are bounded).
+  const content = last.startsWith("LONGANSWER") ? "x".repeat(6_000_000) : `Echo: ${last}`
   const prompt = messages.reduce((n, m) => n + Math.ceil(String(m?.content ?? "").length / 4) + 4, 0)
   const completion = Math.ceil(content.length / 4)
   // Usage left out ("NOUSAGE") or counts that are no counts ("BADUSAGE").

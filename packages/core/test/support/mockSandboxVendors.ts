@@ -8,7 +8,7 @@
  *  - daytona: POST /api/sandbox {labels} → {id, state "creating"}; GET /api/sandbox/{id} → the
  *    sandbox, `started` after `pendingPolls` polls (or `error`); POST
  *    /api/toolbox/{id}/toolbox/process/execute (or {toolboxProxyUrl}/{id}/process/execute when the
- *    mock names a proxy) {command, timeout} → {exitCode, result}; DELETE /api/sandbox/{id};
+ *    mock names a proxy on itself; `proxyUrl` names any other) {command, timeout} → {exitCode, result}; DELETE /api/sandbox/{id};
  *    errors {statusCode, message, error}. Bearer.
  */
 import { type RecordingMock, startRecordingMock } from "./localServer.ts"
@@ -26,6 +26,8 @@ export interface SandboxBehaviour {
   readonly executeFails?: boolean
   /** Daytona: the sandbox names its toolbox proxy (on the mock itself). */
   readonly proxy?: boolean
+  /** Daytona: the sandbox names this toolbox proxy instead (a hostile answer: anywhere at all). */
+  readonly proxyUrl?: string
 }
 
 export interface SandboxVendorMock extends RecordingMock {
@@ -51,7 +53,8 @@ export const startSandboxVendorMock = async (vendor: SandboxVendor, key: string)
   const polls = new Map<string, number>()
   let created = 0
   let origin = ""
-  const sandbox = (id: string, state: string) => ({ id, state, labels: {}, ...(behaviour.proxy ? { toolboxProxyUrl: `${origin}/toolbox-proxy` } : {}) })
+  const proxyOf = () => behaviour.proxyUrl ?? (behaviour.proxy ? `${origin}/toolbox-proxy` : undefined)
+  const sandbox = (id: string, state: string) => ({ id, state, labels: {}, ...(proxyOf() !== undefined ? { toolboxProxyUrl: proxyOf() } : {}) })
 
   const riza = (path: string, body: any): readonly [number, unknown] => {
     if (path !== "/v1/execute") return [404, { code: 5, message: "not found" }]

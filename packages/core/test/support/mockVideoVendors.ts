@@ -97,9 +97,19 @@ const RUNWAY_RATIOS = ["1280:720", "720:1280", "1104:832", "832:1104", "960:960"
 const RUNWAY_IMAGE_MODELS = ["gen4_turbo", "gen4.5", "veo3.1", "veo3.1_fast"]
 const RUNWAY_TEXT_MODELS = ["gen4.5", "veo3.1", "veo3.1_fast", "veo3"]
 
-export const startRunwayMock = async (options: JobMockOptions = {}): Promise<JobMock> => {
+export interface RunwayMockOptions extends JobMockOptions {
+  /** how many URLs a succeeded task's `output` holds; default 1 */
+  outputs?: number
+  /** answer tasks without `id` */
+  withoutId?: boolean
+}
+
+export const startRunwayMock = async (options: RunwayMockOptions = {}): Promise<JobMock<RunwayMockOptions>> => {
   const book = taskBook()
-  return startServer(
+  let shape = { outputs: options.outputs ?? 1, withoutId: options.withoutId ?? false }
+  // Each task keeps the shape it was created with.
+  const shapes = new Map<string, typeof shape>()
+  const mock = await startServer(
     "/v1",
     options,
     (status) => ({ error: status === 429 ? "You have exceeded the rate limit." : status === 401 ? "Invalid API key." : status >= 500 ? "Internal server error" : `mock HTTP ${status}` }),
@@ -120,7 +130,9 @@ export const startRunwayMock = async (options: JobMockOptions = {}): Promise<Job
         if (typeof body.promptText === "string" && body.promptText.length > 1000) return bad("Validation of body failed: promptText is too long")
         if (body.ratio !== undefined && !RUNWAY_RATIOS.includes(body.ratio)) return bad(`Validation of body failed: invalid ratio ${String(body.ratio)}`)
         if (body.duration !== undefined && !Number.isInteger(body.duration)) return bad("Validation of body failed: duration must be an integer")
-        return reply.json(200, { id: book.create(body.model, opts).id })
+        const task = book.create(body.model, opts)
+        shapes.set(task.id, shape)
+        return reply.json(200, { id: task.id })
       }
       const get = req.route && /^\/tasks\/([^/]+)$/.exec(req.route)
       // DELETE /v1/tasks/{id}: a task still running is cancelled (204), one that ended is deleted.
@@ -136,18 +148,28 @@ export const startRunwayMock = async (options: JobMockOptions = {}): Promise<Job
         if (!seen) return reply.json(404, { error: "Task not found." })
         const { task, at } = seen
         const status = task.cancelled ? "CANCELLED" : at === "done" ? (task.fail ? "FAILED" : "SUCCEEDED") : at === "early" ? "PENDING" : "RUNNING"
+        const { outputs, withoutId } = shapes.get(task.id)!
+        const output = Array.from({ length: outputs }, (_, i) => `https://dnznrvs05pmza.cloudfront.net/${task.id}${i === 0 ? "" : `-${i}`}.mp4?_jwt=mock`)
         return reply.json(200, {
-          id: task.id,
+          ...(withoutId ? {} : { id: task.id }),
           status,
           createdAt: new Date(task.createdAt).toISOString(),
           ...(status === "RUNNING" ? { progress: 0.5 } : {}),
-          ...(status === "SUCCEEDED" ? { output: [`https://dnznrvs05pmza.cloudfront.net/${task.id}.mp4?_jwt=mock`] } : {}),
+          ...(status === "SUCCEEDED" ? { output } : {}),
           ...(status === "FAILED" ? { failure: task.failMessage, failureCode: "SAFETY.INPUT.TEXT" } : {})
         })
       }
       reply.json(404, { error: "Not found." })
     }
   )
+  const configure = mock.configure
+  return {
+    ...mock,
+    configure: (o: Partial<RunwayMockOptions>) => {
+      shape = { outputs: o.outputs ?? shape.outputs, withoutId: o.withoutId ?? shape.withoutId }
+      configure(o)
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -162,6 +184,8 @@ export interface KlingMockOptions extends JobMockOptions {
 export interface KlingMock extends JobMock {
   /** the header and claims of every token that passed verification */
   readonly tokens: Array<{ header: Record<string, unknown>; claims: Record<string, unknown> }>
+  /** the next created task gets this `task_id` (a hostile answer: `/` and dots in it) */
+  nextTaskId(id: string): void
 }
 
 const KLING_MODELS = ["kling-v1", "kling-v1-5", "kling-v1-6", "kling-v2-master", "kling-v2-1-master", "kling-v2-5-turbo"]
@@ -194,6 +218,7 @@ export const startKlingMock = async (options: KlingMockOptions = {}): Promise<Kl
   const book = taskBook()
   const secretKey = options.secretKey ?? "kling-secret"
   const tokens: KlingMock["tokens"] = []
+  let nextTaskId: string | undefined
   const requestId = () => randomUUID()
   const error = (code: number, message: string) => ({ code, message, request_id: requestId() })
   const authorized = (headers: IncomingHttpHeaders, accessKey: string) => {
@@ -229,7 +254,8 @@ export const startKlingMock = async (options: KlingMockOptions = {}): Promise<Kl
         if (body.aspect_ratio !== undefined && !["16:9", "9:16", "1:1"].includes(body.aspect_ratio)) return bad(`aspect_ratio value '${String(body.aspect_ratio)}' is invalid`)
         if (body.duration !== undefined && !["5", "10"].includes(body.duration)) return bad(`duration value '${String(body.duration)}' is invalid`)
         if (body.mode !== undefined && !["std", "pro"].includes(body.mode)) return bad(`mode value '${String(body.mode)}' is invalid`)
-        const task = book.create(kind, opts, String(BigInt(`0x${randomBytes(7).toString("hex")}`)))
+        const task = book.create(kind, opts, nextTaskId ?? String(BigInt(`0x${randomBytes(7).toString("hex")}`)))
+        nextTaskId = undefined
         return reply.json(200, {
           code: 0,
           message: "SUCCEED",
@@ -239,7 +265,8 @@ export const startKlingMock = async (options: KlingMockOptions = {}): Promise<Kl
       }
       const get = req.route && /^\/videos\/(text2video|image2video)\/([^/]+)$/.exec(req.route)
       if (req.method === "GET" && get) {
-        const seen = book.poll(get[2]!)
+        // The task id is one path segment, escaped: Kling reads it decoded.
+        const seen = book.poll(decodeURIComponent(get[2]!))
         if (!seen || seen.task.kind !== get[1]) return reply.json(404, error(1203, "task not found"))
         const { task, at } = seen
         const status = at === "done" ? (task.fail ? "failed" : "succeed") : at === "early" ? "submitted" : "processing"
@@ -262,7 +289,7 @@ export const startKlingMock = async (options: KlingMockOptions = {}): Promise<Kl
       reply.json(404, error(1202, "invalid method"))
     }
   )
-  return Object.assign(mock, { tokens })
+  return Object.assign(mock, { tokens, nextTaskId: (id: string) => void (nextTaskId = id) })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import { Effect, Option, Redacted } from "effect"
 import * as jose from "jose"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
 import { getJson, postJson } from "../internal/http.ts"
+import { isVendorId } from "../internal/vendorId.ts"
 import { protocolError, UpstreamError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
 import { checked, refusal, snapSeconds, type VideoAdapter, type VideoPoll, type VideoRequest, submittedId } from "./VideoAdapter.ts"
@@ -92,7 +93,7 @@ export const toPoll = (provider: string, task: any): Effect.Effect<VideoPoll, Up
         status: "succeeded",
         videoUrl: video.url,
         details: {
-          taskId: task.task_id,
+          ...(task.task_id != null ? { taskId: task.task_id } : {}),
           ...(typeof video.id === "string" && video.id.length > 0 ? { videoId: video.id } : {}),
           ...(video.duration !== undefined && Number.isFinite(Number(video.duration)) ? { durationSeconds: Number(video.duration) } : {})
         }
@@ -114,6 +115,11 @@ const dataOf = (provider: string) => (answer: any): Effect.Effect<any, UpstreamE
     ? Effect.succeed(answer.data)
     : Effect.fail(protocolError(provider, `code ${JSON.stringify(answer?.code)}: ${typeof answer?.message === "string" ? answer.message : "no data"}`))
 
+/**
+ * The stored `{kind}/{task_id}`: the kind is one of the two, the task id everything after the first `/`,
+ * escaped as one path segment when polled (a `/` in it stays inside the segment). A task id that is no
+ * vendor id (`.` or `..`, which escaping leaves as they are: a job stored before submit checked ids) is refused.
+ */
 const UPSTREAM_ID = /^(text2video|image2video)\/(.+)$/
 
 export const kling: VideoAdapter = {
@@ -129,7 +135,7 @@ export const kling: VideoAdapter = {
   poll: (provider: ConfiguredProvider, upstreamId: string) =>
     Effect.gen(function*() {
       const id = UPSTREAM_ID.exec(upstreamId)
-      if (!id) return yield* Effect.fail(protocolError(provider.id, `not a Kling task reference: ${upstreamId}`))
+      if (!id || !isVendorId(id[2])) return yield* Effect.fail(protocolError(provider.id, `not a Kling task reference: ${upstreamId}`))
       const auth = yield* headers(provider)
       const task = yield* getJson(provider.id, `${provider.endpoint}/videos/${id[1]}/${encodeURIComponent(id[2]!)}`, auth).pipe(Effect.flatMap(dataOf(provider.id)))
       return yield* toPoll(provider.id, task)

@@ -9,8 +9,9 @@
  *    no `Prefer: wait` header is sent, so the answer comes back at once with `status: "starting"`).
  *  - poll: `GET {endpoint}/predictions/{id}`; `status` is starting | processing | succeeded | failed |
  *    canceled (| aborted: deadline passed before it started); `output` is the model's output (for the
- *    video models here a URL string, some models give an array of URLs); `error` is set on failure;
- *    `metrics.predict_time` on terminal predictions.
+ *    video models here a URL string, some models give an array of URLs: the first is the video, several
+ *    are listed as `outputs`, Delivered.ts `outputDetails`); `error` is set on failure;
+ *    `metrics.predict_time` on terminal predictions. `id` and `model` are kept when present.
  *  - auth: `Authorization: Token <key>` (the catalogue's "token" style; Bearer is accepted too).
  *  - errors are problem-details JSON, e.g. 401 `{"title":"Unauthenticated","detail":"You did not pass a
  *    valid authentication token","status":401}`, 429 `{"detail":"Request was throttled. ..."}`
@@ -20,6 +21,7 @@
  */
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
+import { outputDetails } from "../Delivered.ts"
 import { authHeaders, getJson, postJson } from "../internal/http.ts"
 import { protocolError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
@@ -160,9 +162,9 @@ export const toPoll = (provider: string, prediction: any): Effect.Effect<VideoPo
         status: "succeeded",
         videoUrl,
         details: {
-          predictionId: prediction.id,
-          model: prediction.model,
-          ...(Array.isArray(prediction.output) ? { outputs: prediction.output } : {}),
+          ...(prediction.id != null ? { predictionId: prediction.id } : {}),
+          ...(prediction.model != null ? { model: prediction.model } : {}),
+          ...outputDetails(prediction.output),
           ...(typeof prediction?.metrics?.predict_time === "number" ? { predictTimeSeconds: prediction.metrics.predict_time } : {})
         }
       })

@@ -9,7 +9,8 @@
  *  - `ratio` is in output pixels (`1280:720`, `720:1280`, `1104:832`, `832:1104`, `960:960`, `1584:672`);
  *    `duration` is whole seconds (gen4_turbo 5 | 10; gen4.5 2..10; veo3.x 4 | 6 | 8).
  *  - poll: `GET {endpoint}/tasks/{id}` → `{id, status: PENDING|THROTTLED|RUNNING|SUCCEEDED|FAILED|CANCELLED,
- *    createdAt, output: [url], failure, failureCode, progress}`.
+ *    createdAt, output: [url], failure, failureCode, progress}`; the first output is the video, several are
+ *    listed as `outputs` (Delivered.ts `outputDetails`).
  *  - cancel: `DELETE {endpoint}/tasks/{id}` → 204 ("cancel or delete a task": a task still running is
  *    cancelled, one that ended is deleted).
  *  - auth: `Authorization: Bearer <key>` and `X-Runway-Version: 2024-11-06` on every call; errors are
@@ -17,6 +18,7 @@
  */
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
+import { outputDetails } from "../Delivered.ts"
 import { authHeaders, deleteResource, getJson, postJson } from "../internal/http.ts"
 import { protocolError, type UpstreamError } from "../UpstreamError.ts"
 import type { Served } from "../Served.ts"
@@ -104,7 +106,7 @@ export const toPoll = (provider: string, task: any): Effect.Effect<VideoPoll, Up
       return Effect.succeed({
         status: "succeeded",
         videoUrl: outputs[0],
-        details: { taskId: task.id, ...(outputs.length > 1 ? { outputs } : {}) }
+        details: { ...(task.id != null ? { taskId: task.id } : {}), ...outputDetails(task.output) }
       })
     }
     case "FAILED": {

@@ -4,7 +4,8 @@
  */
 import { Effect } from "effect"
 import type { ConfiguredProvider } from "../../Catalog/Catalog.ts"
-import { protocolError, UpstreamError } from "../UpstreamError.ts"
+import { UpstreamError } from "../UpstreamError.ts"
+import { vendorId } from "../internal/vendorId.ts"
 
 export interface VideoRequest {
   readonly prompt: string
@@ -40,9 +41,9 @@ export const refusal = (provider: string, field: string, why: string) => `${fiel
 /** `unsupported`'s refusal at submit time (a job stored before the check): the step fails, nothing is sent. */
 const refused = (provider: string, message: string) => new UpstreamError({ provider, kind: "http", status: 400, message, retryable: false })
 
-/** The id a vendor answered a submit with, or the protocol error naming what is missing (`missing`). */
+/** The id a vendor answered a submit with (a usable one: internal/vendorId.ts), or the protocol error naming what is missing (`missing`). */
 export const submittedId = (provider: string, id: unknown, missing: string): Effect.Effect<string, UpstreamError> =>
-  typeof id === "string" && id.length > 0 ? Effect.succeed(id) : Effect.fail(protocolError(provider, missing))
+  vendorId(provider, id, missing, "the id of the created job")
 
 /** A vendor's allowed durations: the documented choices, or a range of whole seconds. */
 export type DurationSpec = ReadonlyArray<number> | { readonly min: number; readonly max: number }

@@ -5,7 +5,7 @@
 import { Effect, Either } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import type { ConfiguredProvider } from "../../../src/Catalog/Catalog.ts"
-import { kling, SECRET_KEY, served, token } from "../../../src/Providers/Video/Kling.ts"
+import { kling, SECRET_KEY, served, token, toPoll } from "../../../src/Providers/Video/Kling.ts"
 import { type KlingMock, pollUntilDone, runEither, startKlingMock, verifyKlingToken, videoProvider } from "../../support/mockVideoVendors.ts"
 
 const ACCESS = "ak-kling-test"
@@ -105,5 +105,32 @@ describe("Kling video adapter (JWT-signed task API)", () => {
     expect(Either.isLeft(missing) && missing.left).toMatchObject({ status: 404, retryable: false })
     const foreign = await runEither(kling.poll(provider, "123"))
     expect(Either.isLeft(foreign) && foreign.left).toMatchObject({ kind: "protocol" })
+  })
+
+  it("a task_id holding `/` and dots stays one escaped path segment, so the poll reaches that task and nothing else", async () => {
+    mock.nextTaskId("../../../admin/x")
+    const { upstreamId } = await Effect.runPromise(kling.submit(provider, { prompt: "p" }))
+    expect(upstreamId).toBe("text2video/../../../admin/x")
+    const { last } = await pollUntilDone(kling, provider, upstreamId)
+    expect(last).toMatchObject({ status: "succeeded", details: { taskId: "../../../admin/x" } })
+    expect(mock.requests.at(-1)!.path).toBe("/v1/videos/text2video/..%2F..%2F..%2Fadmin%2Fx")
+  })
+
+  it("a stored reference whose task id is a dot segment (`.`, `..`: escaping leaves them) is refused without a call", async () => {
+    // submit refuses such ids now (VideoAdapter.submittedId); a job stored before that still holds one.
+    for (const id of ["text2video/..", "image2video/.", `text2video/${"9".repeat(300)}`]) {
+      const before = mock.requests.length
+      const result = await runEither(kling.poll(provider, id))
+      expect(Either.isLeft(result) && result.left.kind, id).toBe("protocol")
+      expect(mock.requests.length, id).toBe(before)
+    }
+    mock.nextTaskId("..")
+    const refused = await runEither(kling.submit(provider, { prompt: "p" }))
+    expect(Either.isLeft(refused) && refused.left.kind).toBe("protocol")
+  })
+
+  it("a finished task without task_id is a video without that detail, not a failed job", () => {
+    expect(Effect.runSync(toPoll("kling", { task_status: "succeed", task_result: { videos: [{ url: "https://cdn.klingai.com/v.mp4" }] } })))
+      .toEqual({ status: "succeeded", videoUrl: "https://cdn.klingai.com/v.mp4", details: {} })
   })
 })

@@ -11,6 +11,8 @@ import {
   batchResults,
   createBatch,
   createFineTune,
+  decodeBatch,
+  decodeFineTune,
   fileContent,
   getBatch,
   getFineTune,
@@ -20,6 +22,9 @@ import {
 } from "../../../src/Providers/OpenAiJobs.ts"
 import type { UpstreamError } from "../../../src/Providers/UpstreamError.ts"
 import { type OpenAiJobsMock, startOpenAiJobsMock } from "../../support/mockJobs.ts"
+import { MAX_VENDOR_ID } from "../../../src/Providers/internal/vendorId.ts"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 
 const KEY = "sk-test-jobs"
 
@@ -276,6 +281,45 @@ describe("OpenAI jobs clients (Files, Batch, Fine-tuning)", () => {
       mock.failNext(429)
       const eventsThrottled = await run(listFineTuneEvents(provider, created.id))
       expect(Either.isLeft(eventsThrottled) && eventsThrottled.left).toMatchObject({ status: 429, retryable: true })
+    })
+  })
+
+  describe("hostile answers (a vendor's answer is untrusted input)", () => {
+    const batch = (over: Record<string, unknown>) => ({ id: "batch_1", object: "batch", status: "completed", endpoint: "/v1/chat/completions", input_file_id: "file-in", ...over })
+    it("refuses a job id that is no usable id: too long, a dot segment, control characters; a file id so is no file", async () => {
+      for (const id of ["..", ".", "x".repeat(MAX_VENDOR_ID + 1), "a\nb"]) {
+        const decoded = await run(decodeBatch("openai", batch({ id })))
+        expect(Either.isLeft(decoded) && [decoded.left.kind, decoded.left.retryable]).toEqual(["protocol", false])
+        if (Either.isLeft(decoded)) expect(decoded.left.message).toMatch(/the id of a batch object is not a usable id/)
+      }
+      const missing = await run(decodeBatch("openai", batch({ id: undefined })))
+      expect(Either.isLeft(missing) && missing.left.message).toMatch(/a batch object without an id/)
+      const files = await ok(decodeBatch("openai", batch({ output_file_id: "..", error_file_id: "e".repeat(10_000_000) })))
+      expect([files.outputFileId, files.errorFileId]).toEqual([null, null])
+      expect((await ok(decodeBatch("openai", batch({ id: "x".repeat(MAX_VENDOR_ID) })))).id).toHaveLength(MAX_VENDOR_ID)
+    })
+
+    it("keeps no fine-tuned model name or training file of megabytes", async () => {
+      const ft = await ok(decodeFineTune("openai", { id: "ftjob-1", status: "succeeded", fine_tuned_model: "m".repeat(8_000_000), training_file: "f".repeat(8_000_000), model: "gpt-4o-mini" }))
+      expect([ft.fineTunedModel, ft.trainingFile, ft.model]).toEqual([null, "", "gpt-4o-mini"])
+    })
+
+    it("cuts an item's error message and code, and keeps at most the page of events asked for, each message cut", async () => {
+      const item = batchItemResult({ id: "r", custom_id: "item-0", response: { status_code: 500, body: { error: { message: "m".repeat(5_000_000), code: "c".repeat(10_000) } } }, error: null } as any)
+      expect(item.ok).toBe(false)
+      if (!item.ok) expect([item.message.length < 2_000, (item.code ?? "").length < 200]).toEqual([true, true])
+      const server = createServer((_, res) => {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end(JSON.stringify({ object: "list", has_more: false, data: Array.from({ length: 30_000 }, (_, i) => ({ id: `ev-${i}`, created_at: 1, level: "info", message: "x".repeat(i === 0 ? 100_000 : 10) })) }))
+      })
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      try {
+        const { events } = await ok(listFineTuneEvents(providerAt(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`), "ftjob-1", { limit: 20 }))
+        expect(events).toHaveLength(20)
+        expect(events[0]!.message.length).toBeLessThan(2_000)
+      } finally {
+        server.close()
+      }
     })
   })
 })

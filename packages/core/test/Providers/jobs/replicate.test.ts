@@ -6,7 +6,8 @@ import { Effect, Either, Option, Redacted } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { type ConfiguredProvider, data } from "../../../src/Catalog/Catalog.ts"
 import { replicate } from "../../../src/Providers/Video/Replicate.ts"
-import { DEFAULT_MODEL, toInput, unsupported } from "../../../src/Providers/Video/Replicate.ts"
+import { DEFAULT_MODEL, toInput, toPoll, unsupported } from "../../../src/Providers/Video/Replicate.ts"
+import { detailsProblem, linkProblem } from "../../../src/Providers/Delivered.ts"
 import type { VideoPoll } from "../../../src/Providers/Video/VideoAdapter.ts"
 import type { UpstreamError } from "../../../src/Providers/UpstreamError.ts"
 import { type ReplicateMock, startReplicateMock } from "../../support/mockJobs.ts"
@@ -43,7 +44,7 @@ describe("Replicate video adapter (predictions API)", () => {
     provider = providerAt(mock.url)
   })
   afterAll(() => mock.close())
-  beforeEach(() => mock.configure({ pollsUntilDone: 2, fail: false, cancel: false, outputArray: false }))
+  beforeEach(() => mock.configure({ pollsUntilDone: 2, fail: false, cancel: false, outputArray: false, outputCount: 1, withoutModel: false }))
 
   it("creates an official-model prediction with the model's input names and Token auth", async () => {
     const { upstreamId } = await Effect.runPromise(adapter.submit(provider, {
@@ -121,6 +122,45 @@ describe("Replicate video adapter (predictions API)", () => {
     const { last, seen } = await pollUntilDone(provider, upstreamId)
     expect(seen).toEqual(["succeeded"])
     expect(last).toMatchObject({ status: "succeeded", videoUrl: `https://replicate.delivery/xezq/${upstreamId}/output.mp4` })
+  })
+
+  // An attack run: an array output put in `details.outputs` whole failed the job ("its outputs is not a short
+  // text or a number") though the video was made and billed; so did a prediction without `model`.
+  it("lists several output URLs (at most 16, the rest counted), and the job's check of a finished video takes them", async () => {
+    for (const [count, listed, omitted] of [[3, 3, undefined], [20, 16, 4]] as const) {
+      mock.configure({ outputArray: true, outputCount: count, pollsUntilDone: 1 })
+      const { upstreamId } = await Effect.runPromise(adapter.submit(provider, { prompt: "p" }))
+      const { last } = await pollUntilDone(provider, upstreamId)
+      if (last.status !== "succeeded") throw new Error(`expected a video, got ${last.status}`)
+      expect(last.videoUrl).toBe(`https://replicate.delivery/xezq/${upstreamId}/output.mp4`)
+      const outputs = last.details.outputs as Array<string>
+      expect([outputs.length, outputs[0], outputs.at(-1), last.details.outputsOmitted]).toEqual([
+        listed, last.videoUrl, `https://replicate.delivery/xezq/${upstreamId}/output-${listed - 1}.mp4`, omitted
+      ])
+      expect(linkProblem(last.videoUrl, "its video URL") ?? detailsProblem(last.details)).toBeUndefined()
+    }
+    // One URL in an array: the video URL says it all.
+    expect(Effect.runSync(toPoll("replicate", { id: "p1", model: "m/v", status: "succeeded", output: ["https://a/v.mp4"] }))).toEqual({
+      status: "succeeded", videoUrl: "https://a/v.mp4", details: { predictionId: "p1", model: "m/v" }
+    })
+  })
+
+  it("a prediction without `model` (or `id`) is a finished video without that detail, not a failed job", async () => {
+    mock.configure({ withoutModel: true, pollsUntilDone: 1 })
+    const { upstreamId } = await Effect.runPromise(adapter.submit(provider, { prompt: "p" }))
+    const { last } = await pollUntilDone(provider, upstreamId)
+    expect(last).toEqual({
+      status: "succeeded",
+      videoUrl: `https://replicate.delivery/xezq/${upstreamId}/output.mp4`,
+      details: { predictionId: upstreamId, predictTimeSeconds: 42.5 }
+    })
+    if (last.status === "succeeded") expect(detailsProblem(last.details)).toBeUndefined()
+    expect(Effect.runSync(toPoll("replicate", { status: "succeeded", model: null, output: "https://a/v.mp4" }))).toEqual({ status: "succeeded", videoUrl: "https://a/v.mp4", details: {} })
+  })
+
+  it("a listed output that is no http(s) link still fails the job's check", () => {
+    const poll = Effect.runSync(toPoll("replicate", { id: "p1", status: "succeeded", output: ["https://a/v.mp4", "javascript:alert(1)"] }))
+    expect(poll.status === "succeeded" && detailsProblem(poll.details)).toBe("its outputs[1] is a javascript: URL, not an http(s) one")
   })
 
   it("maps a failed prediction to failed with Replicate's error text", async () => {

@@ -6,21 +6,22 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { type ConfiguredProvider, data } from "../../../src/Catalog/Catalog.ts"
 import { runway, toDuration, toPoll } from "../../../src/Providers/Video/Runway.ts"
 import type { JobMock } from "../../support/mockJobs.ts"
-import { pollUntilDone, runEither, videoProvider, startRunwayMock } from "../../support/mockVideoVendors.ts"
+import { pollUntilDone, runEither, type RunwayMockOptions, videoProvider, startRunwayMock } from "../../support/mockVideoVendors.ts"
+import { detailsProblem } from "../../../src/Providers/Delivered.ts"
 
 const KEY = "key_runway_test"
 
 const providerAt = (endpoint: string, key = KEY) => videoProvider("runway", endpoint, key)
 
 describe("Runway video adapter (tasks API)", () => {
-  let mock: JobMock
+  let mock: JobMock<RunwayMockOptions>
   let provider: ConfiguredProvider
   beforeAll(async () => {
     mock = await startRunwayMock({ apiKey: KEY })
     provider = providerAt(mock.url)
   })
   afterAll(() => mock.close())
-  beforeEach(() => mock.configure({ pollsUntilDone: 2, fail: false }))
+  beforeEach(() => mock.configure({ pollsUntilDone: 2, fail: false, outputs: 1, withoutId: false }))
 
   it("the catalogue's base URL is Runway's v1 API with bearer auth, and the registry serves video", () => {
     const entry = data.providers.find((p) => p.id === "runway")!
@@ -82,6 +83,27 @@ describe("Runway video adapter (tasks API)", () => {
     expect(poll.method).toBe("GET")
     expect(poll.path).toBe(`/v1/tasks/${upstreamId}`)
     expect(poll.headers["x-runway-version"]).toBe("2024-11-06")
+  })
+
+  // An attack run: a task with several outputs, or without `id`, failed the job's check of the finished video.
+  it("SUCCEEDED with several outputs: output[0] is the video, the others listed (at most 16, the rest counted); the job's check takes them", async () => {
+    for (const [count, listed, omitted] of [[2, 2, undefined], [40, 16, 24]] as const) {
+      mock.configure({ outputs: count, pollsUntilDone: 1 })
+      const { upstreamId } = await Effect.runPromise(runway.submit(provider, { prompt: "p" }))
+      const { last } = await pollUntilDone(runway, provider, upstreamId)
+      if (last.status !== "succeeded") throw new Error(`expected a video, got ${last.status}`)
+      expect(last.videoUrl).toBe(`https://dnznrvs05pmza.cloudfront.net/${upstreamId}.mp4?_jwt=mock`)
+      expect([(last.details.outputs as Array<string>).length, (last.details.outputs as Array<string>)[0], last.details.outputsOmitted]).toEqual([listed, last.videoUrl, omitted])
+      expect(detailsProblem(last.details)).toBeUndefined()
+    }
+  })
+
+  it("a SUCCEEDED task without `id` is a finished video without that detail, not a failed job", async () => {
+    mock.configure({ withoutId: true, pollsUntilDone: 1 })
+    const { upstreamId } = await Effect.runPromise(runway.submit(provider, { prompt: "p" }))
+    const { last } = await pollUntilDone(runway, provider, upstreamId)
+    expect(last).toEqual({ status: "succeeded", videoUrl: `https://dnznrvs05pmza.cloudfront.net/${upstreamId}.mp4?_jwt=mock`, details: {} })
+    if (last.status === "succeeded") expect(detailsProblem(last.details)).toBeUndefined()
   })
 
   it("maps FAILED to failed with the failure and its code", async () => {
