@@ -12,9 +12,9 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { callTool, mcpToolSuite } from "../../../packages/core/test/Mcp/support/suite.ts"
+import { callTool, expectConversationStoppedByRevocation, mcpToolSuite } from "../../../packages/core/test/Mcp/support/suite.ts"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
-import { adminEnv, adminToken, signUp, type TestAvatar } from "../../node-http/test/support/accounts.ts"
+import { adminEnv, adminToken, revokeSignUpKey, signUp, type TestAvatar } from "../../node-http/test/support/accounts.ts"
 import { call, type RunningServer, startServer } from "../../node-http/test/support/server.ts"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..")
@@ -231,5 +231,11 @@ describe("MCP over stdio (hosts/mcp)", () => {
     const after = await callTool(client, "gateway_get_avatar_context", {})
     expect(after).toMatchObject({ isError: true, structuredContent: { error: { kind: "Unauthorized", message: "Invalid or expired credentials." } } })
     expect((await callTool(client, "gateway_health", {})).isError).toBe(false)
+  })
+
+  it("stops a tool that makes many model calls once its key is revoked: the conversation ends before its next call", async () => {
+    const talker = await signUp(server, "stdconv")
+    const { client } = await connect(talker.apiKey)
+    await expectConversationStoppedByRevocation(client, upstream, () => revokeSignUpKey(server.url, talker))
   })
 })

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
-import { mailedToken, signUp, type TestAvatar } from "./support/accounts.ts"
+import { mailedToken, revokeSignUpKey, signUp, type TestAvatar } from "./support/accounts.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
 
 describe("capabilities", () => {
@@ -149,14 +149,12 @@ describe("capabilities", () => {
 
   it("useFAHRN makes its answer's call only while the API key of the request stands: revoking that key during the planning call is a 401 before it", async () => {
     const owner = await signUp(server, "fahrnkey")
-    const keys = (await call(server.url, "GET", "/v1/keys", { token: owner.token })).body.result as ReadonlyArray<{ id: string; prefix: string }>
-    const keyId = keys.find((k) => owner.apiKey.startsWith(k.prefix))!.id
     openai.setScenario({ kind: "text", text: "1. think", frameDelayMs: 1_000 })
     try {
       const before = openai.requests.length
       const pending = call(server.url, "POST", "/v1/complete", { apiKey: owner.apiKey, body: { messages: [{ role: "user", content: "Plan a trip" }], useFAHRN: true, provider: "openai", model: "gpt-4o-mini" } })
       for (const deadline = Date.now() + 5_000; openai.requests.length === before && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
-      expect((await call(server.url, "DELETE", `/v1/keys/${keyId}`, { token: owner.token })).status).toBe(200)
+      await revokeSignUpKey(server.url, owner)
       const res = await pending
       expect([res.status, res.body.message]).toEqual([401, "The avatar was deleted, its password reset or the API key that made this request revoked while the request ran: the request was stopped before its next model call."])
       expect(openai.requests.length - before).toBe(1)

@@ -221,21 +221,6 @@ describe("long-running jobs against vendor mocks", () => {
     expect(hook.headers["x-gateway-event"]).toBe("finetune")
   })
 
-  /** The id of the API key `avatar` signed up with (listed by its prefix). */
-  const keyIdOf = async (avatar: TestAvatar) => {
-    const keys = (await call(server.url, "GET", "/v1/keys", { token: avatar.token })).body.result as ReadonlyArray<{ id: string; prefix: string }>
-    return keys.find((k) => avatar.apiKey.startsWith(k.prefix))!.id
-  }
-
-  it("reports a fine-tune that succeeded with its model when its events cannot be read (it ended failed, the model lost)", async () => {
-    // The one events request of the job (read once, when it has ended) fails.
-    openai.failNext(500, 1, "/events")
-    const trainingData = [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }]
-    const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini", trainingData } })
-    const done = await waitDone(`/v1/fine-tuning/jobs/${res.body.result.jobId}`)
-    expect([done.status, done.result.fineTunedModel, done.result.events]).toEqual(["completed", expect.stringMatching(/^ft:/), []])
-  })
-
   // An Admin deletes the avatar; or its password is reset (the owner taking back the credentials a thief used).
   const cuts = {
     deleted: {
@@ -251,10 +236,13 @@ describe("long-running jobs against vendor mocks", () => {
       },
       error: "the avatar's password was reset after the job was submitted, revoking the keys and sessions that could have submitted it: the job was stopped"
     },
-    // The owner revokes the one key a thief holds, keeping the account.
-    "whose submitting key is revoked": {
-      cut: async (gone: TestAvatar) => expect((await call(server.url, "DELETE", `/v1/keys/${await keyIdOf(gone)}`, { token: gone.token })).status).toBe(200),
-      error: "the API key that submitted the job was revoked: the job was stopped"
+    // The owner revokes the one key a thief holds with its jobs, keeping the account.
+    "whose submitting key is revoked with its jobs": {
+      cut: async (gone: TestAvatar) => {
+        const res = await call(server.url, "DELETE", `/v1/keys/${gone.apiKeyId}?stopJobs=true`, { token: gone.token })
+        expect([res.status, res.body.result]).toEqual([200, { id: expect.any(String), revoked: true, jobsStopped: true }])
+      },
+      error: "the API key that submitted the job was revoked with its jobs: the job was stopped"
     }
   }
   for (const [name, { cut, error }] of Object.entries(cuts)) it(`stops the jobs of an avatar ${name}: cancelled at the vendor where it has a way, ended cancelled, no webhook`, async () => {
@@ -307,35 +295,40 @@ describe("long-running jobs against vendor mocks", () => {
     }
   })
 
-  it("revoking one API key stops only the jobs it submitted (on the fast lane and the Effect route): another key's and a session's run to their end, with their webhooks", async () => {
+  it("revoking a key with stopJobs=true stops the jobs it submitted (on the fast lane and the Effect route); a key revoked alone (a rotation), another key's and a session's run to their end, with their webhooks", async () => {
     // The same gateway with the lane off: each request there takes the Effect route.
     const routeServer = await startServer({ ...env, AIGW_FAST_LANE: "false" }, { dataDir: server.dataDir })
     try {
       const owner = await signUp(server, "twokeys")
-      const other = (await call(server.url, "POST", "/v1/keys", { token: owner.token, body: { name: "second" } })).body.result.key as string
+      const newKey = async (name: string) => (await call(server.url, "POST", "/v1/keys", { token: owner.token, body: { name } })).body.result as { id: string; key: string }
+      const [rotated, other] = [await newKey("rotated"), await newKey("other")]
       const submit = (base: string, credentials: { apiKey: string } | { token: string }, text: string) =>
         call(base, "POST", "/v1/batch/submit", {
           ...credentials,
           body: { provider: "openai", callbackUrl: receiver.url, requests: [{ messages: [{ role: "user", content: text }], model: "gpt-4o-mini" }] }
         }).then((res) => res.body.result.batchId as string)
-      // Long enough at the vendor for the revocation to come first; then each ends.
+      // Long enough at the vendor for the revocations to come first; then each ends.
       openai.configure({ pollsUntilDone: 30 })
-      let revoked: Array<string>
+      let stopped: Array<string>
       let kept: Array<string>
       try {
-        revoked = [await submit(server.url, { apiKey: owner.apiKey }, "lane"), await submit(routeServer.url, { apiKey: owner.apiKey }, "route")]
-        kept = [await submit(server.url, { apiKey: other }, "kept"), await submit(routeServer.url, { token: owner.token }, "session")]
-        expect((await call(server.url, "DELETE", `/v1/keys/${await keyIdOf(owner)}`, { token: owner.token })).status).toBe(200)
-        for (const id of revoked) {
-          const job = await waitDone(`/v1/batch/${id}/status`, 10_000, other)
-          expect([job.status, job.error]).toEqual(["cancelled", "the API key that submitted the job was revoked: the job was stopped"])
+        stopped = [await submit(server.url, { apiKey: owner.apiKey }, "lane"), await submit(routeServer.url, { apiKey: owner.apiKey }, "route")]
+        kept = [await submit(server.url, { apiKey: rotated.key }, "rotated"), await submit(server.url, { apiKey: other.key }, "kept"), await submit(routeServer.url, { token: owner.token }, "session")]
+        // A key cannot stop jobs (a leaked one would end its owner's work): 403, nothing revoked.
+        const byKey = await call(server.url, "DELETE", `/v1/keys/${owner.apiKeyId}?stopJobs=true`, { apiKey: other.key })
+        expect([byKey.status, byKey.body.message]).toEqual([403, expect.stringMatching(/^Stopping the jobs of an API key needs a signed-in session/)])
+        expect((await call(server.url, "DELETE", `/v1/keys/${rotated.id}`, { token: owner.token })).status).toBe(200)
+        expect((await call(server.url, "DELETE", `/v1/keys/${owner.apiKeyId}?stopJobs=true`, { token: owner.token })).status).toBe(200)
+        for (const id of stopped) {
+          const job = await waitDone(`/v1/batch/${id}/status`, 10_000, other.key)
+          expect([job.status, job.error]).toEqual(["cancelled", "the API key that submitted the job was revoked with its jobs: the job was stopped"])
         }
       } finally {
         openai.configure({ pollsUntilDone: 3 })
       }
-      for (const id of kept) expect((await waitDone(`/v1/batch/${id}/status`, 20_000, other)).status).toBe("completed")
+      for (const id of kept) expect((await waitDone(`/v1/batch/${id}/status`, 20_000, other.key)).status).toBe("completed")
       for (const id of kept) expect(JSON.parse((await hookFor(id)).body).status).toBe("completed")
-      expect(receiver.received.filter((r) => revoked.includes(JSON.parse(r.body).jobId))).toEqual([])
+      expect(receiver.received.filter((r) => stopped.includes(JSON.parse(r.body).jobId))).toEqual([])
     } finally {
       await routeServer.stop()
     }

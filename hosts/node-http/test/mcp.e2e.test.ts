@@ -7,9 +7,9 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { callTool, mcpToolSuite, TOOL_NAMES } from "../../../packages/core/test/Mcp/support/suite.ts"
+import { callTool, expectConversationStoppedByRevocation, mcpToolSuite, TOOL_NAMES } from "../../../packages/core/test/Mcp/support/suite.ts"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
-import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
+import { adminEnv, adminToken, revokeSignUpKey, signUp, type TestAvatar } from "./support/accounts.ts"
 import { call, type RunningServer, startServer } from "./support/server.ts"
 
 const PUBLIC_URL = "https://gateway.example.test"
@@ -219,4 +219,11 @@ describe("MCP over streamable HTTP", () => {
       expect(other.status).toBe(404)
     })
   })
+
+  it("stops a tool that makes many model calls once the key of its /mcp request is revoked: the conversation ends before its next call", async () => {
+    const talker = await signUp(server, "mcpconv")
+    const client = await connect({ "x-api-key": talker.apiKey })
+    await expectConversationStoppedByRevocation(client, upstream, () => revokeSignUpKey(server.url, talker))
+  })
 })
+

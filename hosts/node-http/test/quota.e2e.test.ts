@@ -96,6 +96,12 @@ describe("quota, keys and headers (SQLite)", () => {
     expect((await call(server.url, "DELETE", `/v1/keys/${created.body.result.id}`, { apiKey: user.apiKey })).status).toBe(404)
     const stranger = await signUp(server, "stranger")
     expect((await call(server.url, "DELETE", `/v1/keys/${created.body.result.id}`, { apiKey: stranger.apiKey })).status).toBe(404)
+    // stopJobs: with a session, for a key revoked before too (once); with a key, 403; a value other than true or false, 400.
+    expect((await call(server.url, "DELETE", `/v1/keys/${created.body.result.id}?stopJobs=true`, { apiKey: user.apiKey })).status).toBe(403)
+    expect((await call(server.url, "DELETE", `/v1/keys/${created.body.result.id}?stopJobs=yes`, { token: user.token })).status).toBe(400)
+    const stop = await call(server.url, "DELETE", `/v1/keys/${created.body.result.id}?stopJobs=true`, { token: user.token })
+    expect([stop.status, stop.body.result]).toEqual([200, { id: created.body.result.id, revoked: true, jobsStopped: true }])
+    expect((await call(server.url, "DELETE", `/v1/keys/${created.body.result.id}?stopJobs=true`, { token: user.token })).status).toBe(404)
   })
 
   it("every gateway endpoint except health needs credentials (401 envelope)", async () => {

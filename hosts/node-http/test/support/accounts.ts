@@ -10,6 +10,8 @@ export interface TestAvatar {
   readonly password: string
   readonly token: string
   readonly apiKey: string
+  /** The id of `apiKey` (for `DELETE /v1/keys/{id}`). */
+  readonly apiKeyId: string
 }
 
 /** The token of the latest mail to `email` holding a link to `page` (verify-email, reset-password). */
@@ -37,7 +39,13 @@ export const signUp = async (server: RunningServer, prefix = "user"): Promise<Te
   const auth = await call(server.url, "POST", "/api/avatar/authenticate", { body: { username: u, password } })
   if (auth.body.isError) throw new Error(`authenticate failed: ${auth.body.message}`)
   const key = await call(server.url, "POST", "/v1/keys", { token: auth.body.result.jwtToken, body: { name: "test" } })
-  return { id: auth.body.result.id, username: u, email, password, token: auth.body.result.jwtToken, apiKey: key.body.result.key }
+  return { id: auth.body.result.id, username: u, email, password, token: auth.body.result.jwtToken, apiKey: key.body.result.key, apiKeyId: key.body.result.id }
+}
+
+/** Revokes the key `avatar` signed up with, in its signed-in session (with its jobs when `stopJobs`). */
+export const revokeSignUpKey = async (base: string, avatar: TestAvatar, stopJobs = false) => {
+  const res = await call(base, "DELETE", `/v1/keys/${avatar.apiKeyId}${stopJobs ? "?stopJobs=true" : ""}`, { token: avatar.token })
+  if (res.status !== 200) throw new Error(`revoking the key failed: ${res.status} ${JSON.stringify(res.body)}`)
 }
 
 /** Logs in as the bootstrapped admin (server started with adminEnv). */

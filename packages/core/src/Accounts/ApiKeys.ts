@@ -68,9 +68,17 @@ const makeService = Effect.gen(function*() {
       return { ...view(record), key: secret }
     }),
     list: (avatarId: string) => Effect.map(store.listByAvatar(avatarId), (keys) => keys.map(view)),
-    revoke: Effect.fn("ApiKeys.revoke")(function*(avatarId: string, id: string) {
-      const revoked = yield* store.revoke(avatarId, id, Date.now())
-      if (!revoked) return yield* Effect.fail(new NotFound({ message: `No active API key ${id} for this avatar.` }))
+    /**
+     * Revokes the avatar's key `id`; with `stopJobs`, also stops the jobs that key submitted (cancelled at
+     * their vendors, no webhooks: Jobs/Worker.ts), for a key that leaked. Without it they run on, as a key
+     * rotation needs. Stopping jobs needs a signed-in session (`proof`): a leaked key must not end its owner's work.
+     */
+    revoke: Effect.fn("ApiKeys.revoke")(function*(avatarId: string, id: string, proof: Proof, stopJobs: boolean) {
+      if (stopJobs) yield* requireSession(proof, "Stopping the jobs of an API key")
+      const revoked = yield* store.revoke(avatarId, id, Date.now(), stopJobs)
+      if (!revoked) {
+        return yield* Effect.fail(new NotFound({ message: stopJobs ? `No API key ${id} of this avatar whose jobs run on.` : `No active API key ${id} for this avatar.` }))
+      }
     }),
     /** The owning avatar id of an active key. */
     resolve: (secret: string) => store.findByHash(sha256(secret))

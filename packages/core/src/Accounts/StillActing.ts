@@ -27,7 +27,7 @@ export interface StandingStores {
 /** The stores, from the context (for a service's constructor). */
 export const standingStores: Effect.Effect<StandingStores, never, AvatarStore | ApiKeyStore> = Effect.all({ avatars: AvatarStore, keys: ApiKeyStore })
 
-/** What revoked credentials that were good: the avatar's deletion, a password reset, or the revocation of the API key used. */
+/** What revoked credentials that were good: the avatar's deletion, a password reset, or the API key used (revoked, or its jobs stopped). */
 export type Revocation = "deleted" | "reset" | "keyRevoked"
 
 /**
@@ -49,20 +49,36 @@ export const requestKeyHash: Effect.Effect<string | undefined> = Effect.map(
   (info) => (info?.apiKey === undefined ? undefined : sha256(info.apiKey))
 )
 
-/** Whether the API key of hash `hash` still stands (stored, not revoked); credentials that were no key (null or undefined) do. */
-export const keyStands = (keys: ApiKeyStoreService, hash: string | null | undefined): Effect.Effect<boolean> =>
-  hash === null || hash === undefined ? Effect.succeed(true) : Effect.map(keys.findByHash(hash), (key) => Option.isSome(key) && key.value.revokedAt === null)
+/**
+ * What a key must still be for the work it set going: a request's further calls need the key itself (stored,
+ * not revoked, its avatar active, as at sign-in: an Admin's key acting for another avatar too); a job needs
+ * only that the key's jobs were not stopped (`DELETE /v1/keys/{id}?stopJobs=true`): revoking a key alone, as
+ * a rotation does, leaves the jobs it submitted running.
+ */
+export type KeyUse = "request" | "job"
 
-/** The avatar `id` as stored now, and whether the key of hash `keyHash` stands: what `revocationOf` reads. */
-export const standingNow = (stores: StandingStores, id: string, keyHash: string | null | undefined) =>
-  Effect.zip(stores.avatars.findById(id), keyStands(stores.keys, keyHash))
+/** Whether the API key of hash `hash` still stands for `use`; credentials that were no key (null or undefined) do. */
+export const keyStands = (stores: StandingStores, hash: string | null | undefined, use: KeyUse): Effect.Effect<boolean> => {
+  if (hash === null || hash === undefined) return Effect.succeed(true)
+  return Effect.flatMap(stores.keys.findByHash(hash), (found) => {
+    if (Option.isNone(found)) return Effect.succeed(false)
+    const key = found.value
+    if (use === "job") return Effect.succeed((key.jobsStoppedAt ?? null) === null)
+    if (key.revokedAt !== null) return Effect.succeed(false)
+    return Effect.map(stores.avatars.findById(key.avatarId), (owner) => Option.isSome(owner) && owner.value.isActive)
+  })
+}
+
+/** The avatar `id` as stored now, and whether the key of hash `keyHash` stands for `use`: what `revocationOf` reads. */
+export const standingNow = (stores: StandingStores, id: string, keyHash: string | null | undefined, use: KeyUse) =>
+  Effect.zip(stores.avatars.findById(id), keyStands(stores, keyHash, use))
 
 /**
- * Fails Unauthorized when the avatar `id` was deleted, revoked its credentials after `generation`, or
- * the API key of hash `keyHash` (credentials that were a key) was revoked.
+ * Fails Unauthorized when the avatar `id` was deleted, revoked its credentials after `generation`, or the
+ * API key of hash `keyHash` (credentials that were a key) no longer stands for `use`.
  */
-export const standingSince = (stores: StandingStores, id: string, generation: number, keyHash: string | null | undefined) =>
-  Effect.flatMap(standingNow(stores, id, keyHash), ([current, stands]) =>
+export const standingSince = (stores: StandingStores, id: string, generation: number, keyHash: string | null | undefined, use: KeyUse) =>
+  Effect.flatMap(standingNow(stores, id, keyHash, use), ([current, stands]) =>
     revocationOf(current, generation, stands) === undefined ? Effect.void : Effect.fail(new Unauthorized({ message: REVOKED_MID_REQUEST })))
 
 /**
@@ -70,4 +86,4 @@ export const standingSince = (stores: StandingStores, id: string, generation: nu
  * credentials since, or the API key the request came with was revoked since.
  */
 export const stillActing = (stores: StandingStores, avatar: AvatarRecord) =>
-  Effect.flatMap(requestKeyHash, (keyHash) => standingSince(stores, avatar.id, avatar.tokensValidAfter, keyHash))
+  Effect.flatMap(requestKeyHash, (keyHash) => standingSince(stores, avatar.id, avatar.tokensValidAfter, keyHash, "request"))

@@ -56,11 +56,18 @@ export const accessRoutes = [
     path: "/v1/keys/:id",
     success: ApiKeyRevoked,
     tag: "API keys",
-    summary: "Revoke one of the calling avatar's API keys",
-    handle: ({ caller, params }) =>
+    summary: "Revoke one of the calling avatar's API keys; with stopJobs=true also stop the jobs it submitted",
+    description:
+      "The key stops working at once. Jobs it submitted (batches, videos, fine-tuning) run on unless `stopJobs=true`: then each is cancelled at its vendor where the vendor has a way, ends `cancelled` and sends no webhook (for a key that leaked; a key rotation leaves them running). `stopJobs=true` needs a signed-in session (Authorization: Bearer <JWT>), 403 with an API key; it may be sent for a key revoked before.",
+    query: Schema.Struct({
+      stopJobs: Schema.optional(Schema.Literal("true", "false").annotations({ message: () => "stopJobs must be true or false" }))
+    }),
+    handle: ({ caller, params, query, request }) =>
       idParam(params.id).pipe(
-        Effect.flatMap((id) => Effect.flatMap(ApiKeys, (k) => k.revoke(caller.id, id))),
-        Effect.as(new Reply({ id: params.id, revoked: true }, "API key revoked."))
+        Effect.flatMap((id) =>
+          Effect.flatMap(ApiKeys, (k) => k.revoke(caller.id, id, proofOf(credentialsOf(request.headers)), query.stopJobs === "true"))
+        ),
+        Effect.as(new Reply({ id: params.id, revoked: true, ...(query.stopJobs === "true" ? { jobsStopped: true } : {}) }, query.stopJobs === "true" ? "API key revoked; the jobs it submitted are being stopped." : "API key revoked."))
       )
   }),
   authed({

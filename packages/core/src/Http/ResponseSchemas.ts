@@ -113,7 +113,11 @@ export const ApiKeyCreated = Schema.Struct({
   key: Schema.String.annotations({ description: "The secret: shown only in this answer" })
 }).annotations({ identifier: "ApiKeyCreated" })
 matches<typeof ApiKeyCreated, ApiKeyViewType & { key: string }>(true)
-export const ApiKeyRevoked = Schema.Struct({ id: Schema.String, revoked: Schema.Literal(true) })
+export const ApiKeyRevoked = Schema.Struct({
+  id: Schema.String,
+  revoked: Schema.Literal(true),
+  jobsStopped: Schema.optional(Schema.Literal(true).annotations({ description: "With stopJobs=true: the jobs the key submitted are being stopped" }))
+})
 export const PlanSet = Schema.Struct({ id: Schema.String, plan: Plan })
 
 export const UsageSummary = Schema.Struct({

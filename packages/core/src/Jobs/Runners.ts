@@ -118,9 +118,9 @@ const gatewayBatch = Effect.gen(function*() {
   return (job: JobRecord, owner: AvatarRecord) =>
     Effect.gen(function*() {
       // Each item's call goes ahead only while the avatar and the key that submitted the job stand behind it: a
-      // reset, deletion or revocation during the step fails it, and the worker then stops the job without its
+      // reset, deletion or the key's revocation with its jobs during the step fails it, and the worker then stops the job without its
       // webhook (Worker.ts `finish`).
-      const standing = standingSince(stores, job.avatarId, job.createdAt, job.submittedWithKey)
+      const standing = standingSince(stores, job.avatarId, job.createdAt, job.submittedWithKey, "job")
       const input = job.input as BatchInput
       const state = (job.state as BatchState | null) ?? { next: 0 }
       const before = (job.result as { readonly items?: ReadonlyArray<BatchItem> } | null)?.items ?? []

@@ -63,16 +63,16 @@ const stepTimedOut = (job: JobRecord) =>
 export const OWNER_GONE = "the job's avatar was deleted: the job was stopped"
 /** Why a job submitted before its avatar's password was reset ended (the reset revoked the credentials that submitted it). */
 export const CREDENTIALS_REVOKED = "the avatar's password was reset after the job was submitted, revoking the keys and sessions that could have submitted it: the job was stopped"
-/** Why a job whose API key was revoked ended. */
-export const KEY_REVOKED = "the API key that submitted the job was revoked: the job was stopped"
+/** Why a job ended whose API key was revoked with its jobs (`DELETE /v1/keys/{id}?stopJobs=true`). */
+export const KEY_REVOKED = "the API key that submitted the job was revoked with its jobs: the job was stopped"
 
 const REASONS: Record<Revocation, string> = { deleted: OWNER_GONE, reset: CREDENTIALS_REVOKED, keyRevoked: KEY_REVOKED }
 
 /**
  * Why the worker stops a job rather than advancing it, if it does: its avatar is gone or deleted,
  * revoked every credential since the job was submitted (a password reset moves `tokensValidAfter`), or
- * the API key that submitted it was revoked (`keyStands` false): a job that a stolen key or session
- * submitted must not run on for the thief, nor deliver to its callback.
+ * the API key that submitted it was revoked with its jobs (`keyStands` false): a job that a stolen key or
+ * session submitted must not run on for the thief, nor deliver to its callback.
  */
 export const stopReason = (owner: Option.Option<AvatarRecord>, job: JobRecord, keyStands = true): string | undefined => {
   const revocation = revocationOf(owner, job.createdAt, keyStands)
@@ -85,7 +85,7 @@ const makeService = Effect.gen(function*() {
   const stores = yield* standingStores
   /** The job's avatar as stored now, and why the job must stop, if it must. */
   const standing = (job: JobRecord) =>
-    Effect.map(standingNow(stores, job.avatarId, job.submittedWithKey), ([owner, stands]) => ({ owner, reason: stopReason(owner, job, stands) }))
+    Effect.map(standingNow(stores, job.avatarId, job.submittedWithKey, "job"), ([owner, stands]) => ({ owner, reason: stopReason(owner, job, stands) }))
 
   /** Ends the job; its webhook goes to its callback unless `notify` is false (a job the worker stopped). */
   const settle = (job: JobRecord, status: JobOutcome["status"], result: unknown, error: string | null, notify: boolean) =>

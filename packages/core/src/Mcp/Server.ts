@@ -29,7 +29,9 @@ import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
 import { type BadRequest, type GatewayError, isGatewayError, type PayloadTooLarge, Unauthorized } from "../Errors.ts"
-import { credentialsOf, crossSiteFormProblem, decodeText, requestJsonLimits, tooLargeError } from "../Http/Edge.ts"
+import { credentialsOf, crossSiteFormProblem, decodeText, presented, presentedKey, requestJsonLimits, tooLargeError } from "../Http/Edge.ts"
+import { asRequest } from "../Http/Observability.ts"
+import * as RequestId from "../RequestId.ts"
 import { describeParseError, parseOptions } from "../Http/DecodeProblems.ts"
 import { readText } from "../Http/Route.ts"
 import { parseJsonText } from "../JsonText.ts"
@@ -514,11 +516,15 @@ export const layerStdio = <EIn, RIn, EOut, ROut>(options: {
           onSome: (a) => Effect.logInfo(`MCP stdio server acting as avatar ${a.username} (${a.id})`)
         })
         const anonymous = Option.isNone(options.apiKey)
+        const apiKey = presentedKey(presented(credentials))
         const answerLine = (line: Uint8Array | typeof TOO_LONG): Effect.Effect<Option.Option<string>> => {
           const text = line === TOO_LONG ? tooLargeError(maxBodyBytes) : decodeText(line)
           if (typeof text !== "string") return Effect.succeed(Option.some(JSON.stringify(front.unreadable(text).body)))
           if (text.trim() === "") return Effect.succeed(Option.none())
-          return Effect.map(front.answer(text, caller, anonymous), (a) => a.body === undefined ? Option.none() : Option.some(JSON.stringify(a.body)))
+          // Each line is a request as an HTTP body is: its own id (logs, upstream `x-request-id`), and the key it
+          // acts with, which a tool making many model calls checks before each (Accounts/StillActing.ts).
+          const answered = Effect.map(front.answer(text, caller, anonymous), (a) => a.body === undefined ? Option.none() : Option.some(JSON.stringify(a.body)))
+          return asRequest({ id: RequestId.generate(), route: "mcp-stdio", apiKey })(answered)
         }
         const splitter = lineSplitter(maxBodyBytes)
         const serving = options.stdin.pipe(

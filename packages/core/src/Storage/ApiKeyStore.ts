@@ -14,6 +14,8 @@ export interface ApiKeyRecord {
   readonly createdAt: number
   readonly lastUsedAt: number | null
   readonly revokedAt: number | null
+  /** When the key's revocation also stopped the jobs it submitted (`revoke` with `stopJobs`); null: they run on. */
+  readonly jobsStoppedAt?: number | null
 }
 
 /** A key's `lastUsedAt` moves in steps of at least this much (an hour): see `markUsed`. */
@@ -27,8 +29,12 @@ export interface ApiKeyStoreService {
   /** The key with this hash, revoked or not (authentication asks Metering.avatarOfKey instead). */
   readonly findByHash: (hash: string) => Effect.Effect<Option.Option<ApiKeyRecord>>
   readonly listByAvatar: (avatarId: string) => Effect.Effect<ReadonlyArray<ApiKeyRecord>>
-  /** Revokes the avatar's key; false when it does not exist, belongs to another avatar or is already revoked. */
-  readonly revoke: (avatarId: string, id: string, now: number) => Effect.Effect<boolean>
+  /**
+   * Revokes the avatar's key, and with `stopJobs` stops the jobs it submitted (a key revoked before may
+   * still have them stopped); false when it does not exist, belongs to another avatar, or there is nothing
+   * left to do (revoked already, and its jobs stopped or not asked to be).
+   */
+  readonly revoke: (avatarId: string, id: string, now: number, stopJobs?: boolean) => Effect.Effect<boolean>
   /** Revokes every active key of the avatar (password reset); returns how many. */
   readonly revokeAll: (avatarId: string, now: number) => Effect.Effect<number>
   /**
@@ -55,11 +61,12 @@ export const makeMemory = Effect.sync((): ApiKeyStoreService => {
       Effect.sync(() =>
         [...byId.values()].filter((k) => k.avatarId === avatarId).sort((a, b) => a.createdAt - b.createdAt)
       ),
-    revoke: (avatarId, id, now) =>
+    revoke: (avatarId, id, now, stopJobs = false) =>
       Effect.sync(() => {
         const key = byId.get(id)
-        if (!key || key.avatarId !== avatarId || key.revokedAt !== null) return false
-        byId.set(id, { ...key, revokedAt: now })
+        const stopsNow = stopJobs && (key?.jobsStoppedAt ?? null) === null
+        if (!key || key.avatarId !== avatarId || (key.revokedAt !== null && !stopsNow)) return false
+        byId.set(id, { ...key, revokedAt: key.revokedAt ?? now, ...(stopsNow ? { jobsStoppedAt: now } : {}) })
         return true
       }),
     revokeAll: (avatarId, now) =>

@@ -233,7 +233,7 @@ describe("a step that outlives its lease", () => {
 })
 
 describe("the job of a deleted avatar, or of revoked credentials", () => {
-  it("is stopped upstream and ends cancelled at its next step, without its webhook, as is one submitted before a password reset or with a key revoked since; a stop the vendor refuses is logged", async () => {
+  it("is stopped upstream and ends cancelled at its next step, without its webhook, as is one submitted before a password reset or with a key revoked with its jobs since (not one revoked alone); a stop the vendor refuses is logged", async () => {
     const lines: Array<string> = []
     const capture = Logger.replace(Logger.defaultLogger, Logger.map(jsonLine, (l) => void lines.push(l)))
     const advanced: Array<string> = []
@@ -257,12 +257,12 @@ describe("the job of a deleted avatar, or of revoked credentials", () => {
         createdAt: now, updatedAt: now, completedAt: null, submittedWithKey
       })
       const alive = yield* owner
-      // Two keys of the live avatar: one revoked after it submitted a job, one not.
+      // Keys of the live avatar, after each submitted a job: one kept, one revoked (a rotation), one revoked with its jobs.
       const keys = yield* ApiKeyStore
       const key = (id: string) => ({ id, avatarId: alive, name: id, prefix: "aigw_x", hash: `hash-${id}`, createdAt: now, lastUsedAt: null, revokedAt: null })
-      yield* keys.insert(key("live"))
-      yield* keys.insert(key("revoked"))
+      for (const id of ["live", "revoked", "stopped"]) yield* keys.insert(key(id))
       yield* keys.revoke(alive, "revoked", now + 1)
+      yield* keys.revoke(alive, "stopped", now + 1, true)
       const deleted = yield* owner
       const reset = yield* owner
       yield* avatars.update(deleted, { isActive: false, deletedAt: now })
@@ -276,23 +276,24 @@ describe("the job of a deleted avatar, or of revoked credentials", () => {
       yield* jobs.insert(job("orphan", crypto.randomUUID(), "up_orphan"))
       yield* jobs.insert(job("reset", reset, "up_reset"))
       yield* jobs.insert(job("keyLive", alive, null, "hash-live"))
-      yield* jobs.insert(job("keyRevoked", alive, "up_key", "hash-revoked"))
+      yield* jobs.insert(job("keyRevoked", alive, null, "hash-revoked"))
+      yield* jobs.insert(job("keyStopped", alive, "up_key", "hash-stopped"))
       yield* jobs.insert(job("keyUnknown", alive, null, "hash-unknown"))
       const w = yield* Worker.JobWorker
       yield* w.drainJobs
       yield* w.drainJobs
       yield* w.drainJobs
-      const ids = ["kept", "running", "refused", "queued", "orphan", "reset", "keyLive", "keyRevoked", "keyUnknown"]
+      const ids = ["kept", "running", "refused", "queued", "orphan", "reset", "keyLive", "keyRevoked", "keyStopped", "keyUnknown"]
       const ended = yield* Effect.forEach(ids, (id) => Effect.map(jobs.get(id), Option.getOrThrow))
       const deliveries = yield* Effect.forEach(ids, (id) => jobs.deliveriesOf(id))
       return { ended, deliveries }
     }).pipe(Effect.provide(worker), Effect.provide(capture)))
-    expect(new Set(advanced)).toEqual(new Set(["kept", "keyLive"]))
+    expect(new Set(advanced)).toEqual(new Set(["kept", "keyLive", "keyRevoked"]))
     expect(stopped.sort()).toEqual(["up_key", "up_orphan", "up_refused", "up_reset", "up_running"])
-    expect(r.ended.map((j) => j.status)).toEqual(["running", "cancelled", "cancelled", "cancelled", "cancelled", "cancelled", "running", "cancelled", "cancelled"])
+    expect(r.ended.map((j) => j.status)).toEqual(["running", "cancelled", "cancelled", "cancelled", "cancelled", "cancelled", "running", "running", "cancelled", "cancelled"])
     for (const j of r.ended.slice(1, 5)) expect([j.error, j.result]).toEqual([Worker.OWNER_GONE, { kept: j.id }])
     expect([r.ended[5]!.error, r.ended[5]!.result]).toEqual([Worker.CREDENTIALS_REVOKED, { kept: "reset" }])
-    for (const j of r.ended.slice(7)) expect([j.error, j.result]).toEqual([Worker.KEY_REVOKED, { kept: j.id }])
+    for (const j of r.ended.slice(8)) expect([j.error, j.result]).toEqual([Worker.KEY_REVOKED, { kept: j.id }])
     expect(r.deliveries.flat()).toEqual([])
     expect(lines.map((l) => JSON.parse(l)).filter((l) => l.level === "WARN").map((l) => l.message)).toEqual([
       expect.stringMatching(/job refused \(batch\): the job's avatar was deleted: the job was stopped; stopping it upstream failed: already ended/)

@@ -14,7 +14,8 @@ const fromRow = (r: any, alias = ""): ApiKeyRecord => ({
   hash: r[`${alias}hash`],
   createdAt: num(r[`${alias}created_at`]),
   lastUsedAt: numOrNull(r[`${alias}last_used_at`]),
-  revokedAt: numOrNull(r[`${alias}revoked_at`])
+  revokedAt: numOrNull(r[`${alias}revoked_at`]),
+  jobsStoppedAt: numOrNull(r[`${alias}jobs_stopped_at`])
 })
 
 const toRow = (key: ApiKeyRecord) => ({
@@ -25,7 +26,8 @@ const toRow = (key: ApiKeyRecord) => ({
   hash: key.hash,
   created_at: key.createdAt,
   last_used_at: key.lastUsedAt,
-  revoked_at: key.revokedAt
+  revoked_at: key.revokedAt,
+  jobs_stopped_at: key.jobsStoppedAt ?? null
 })
 
 export const make = Effect.gen(function*() {
@@ -42,9 +44,12 @@ export const make = Effect.gen(function*() {
         Effect.map((rows) => rows.map((r) => fromRow(r))),
         Effect.orDie
       ),
-    revoke: (avatarId, id, now) =>
-      sql`UPDATE api_keys SET revoked_at = ${now}
-          WHERE id = ${id} AND avatar_id = ${avatarId} AND revoked_at IS NULL RETURNING id`.pipe(
+    revoke: (avatarId, id, now, stopJobs = false) =>
+      (stopJobs
+        ? sql`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${now}), jobs_stopped_at = ${now}
+              WHERE id = ${id} AND avatar_id = ${avatarId} AND jobs_stopped_at IS NULL RETURNING id`
+        : sql`UPDATE api_keys SET revoked_at = ${now}
+              WHERE id = ${id} AND avatar_id = ${avatarId} AND revoked_at IS NULL RETURNING id`).pipe(
         Effect.map((rows) => rows.length > 0),
         Effect.orDie,
         invalidate(avatarId)

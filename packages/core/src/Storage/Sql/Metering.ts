@@ -54,7 +54,7 @@ export const statements = {
   keyWithAvatar: statement(
     "key_avatar",
     `SELECT k.id AS k_id, k.avatar_id AS k_avatar_id, k.name AS k_name, k.prefix AS k_prefix, k.hash AS k_hash,
-            k.created_at AS k_created_at, k.last_used_at AS k_last_used_at, k.revoked_at AS k_revoked_at,
+            k.created_at AS k_created_at, k.last_used_at AS k_last_used_at, k.revoked_at AS k_revoked_at, k.jobs_stopped_at AS k_jobs_stopped_at,
             ${avatarColumns.map((c) => `a.${c}`).join(", ")}
      FROM api_keys k LEFT JOIN avatars a ON a.id = k.avatar_id WHERE k.hash = ?`
   ),

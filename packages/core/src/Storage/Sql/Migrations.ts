@@ -284,9 +284,13 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
     );
     CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at)
   `),
-  /** The hash of the API key that submitted a job: revoking the key stops the job (Jobs/Worker.ts). */
+  /**
+   * The hash of the API key that submitted a job, and when a key's revocation also stopped the jobs it
+   * submitted (`DELETE /v1/keys/{id}?stopJobs=true`; Jobs/Worker.ts).
+   */
   "0013_job_submitting_key": statements(`
-    ALTER TABLE jobs ADD COLUMN submitted_with_key TEXT
+    ALTER TABLE jobs ADD COLUMN submitted_with_key TEXT;
+    ALTER TABLE api_keys ADD COLUMN jobs_stopped_at BIGINT
   `)
 }
 

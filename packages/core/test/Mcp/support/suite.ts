@@ -314,3 +314,29 @@ export const mcpToolSuite = (target: McpSuiteTarget) => {
     })
   })
 }
+
+/**
+ * A conversation (a tool making many model calls) whose key `revoke` revokes while it runs: it ends with the
+ * tool error of a revoked request before its next model call (Accounts/StillActing.ts), whatever the transport.
+ * The conversation's agents answer slowly (their persona names them) so that the revocation comes first.
+ */
+export const expectConversationStoppedByRevocation = async (client: Client, upstream: MockUpstream, revoke: () => Promise<void>) => {
+  const ours = (r: { body: unknown }) => JSON.stringify((r.body as any)?.messages ?? []).includes("revoked persona")
+  upstream.setResponder((r) => (ours(r) ? { kind: "text", text: "go on", frameDelayMs: 400 } : undefined))
+  try {
+    const agents = ["Planner", "Coder"].map((name) => ({ name, system_message: `${name} revoked persona` }))
+    const pending = callTool(client, "gateway_orchestrate_conversation", {
+      initial_message: "Build it", provider: "openai", model: "gpt-4o-mini", max_rounds: 20, termination_keyword: "DONE", agents
+    })
+    for (const deadline = Date.now() + 10_000; upstream.requests.filter(ours).length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
+    await revoke()
+    expect(await pending).toMatchObject({
+      isError: true,
+      structuredContent: { error: { kind: "Unauthorized", message: expect.stringMatching(/^The avatar was deleted, its password reset or the API key that made this request revoked/) } }
+    })
+    expect(upstream.requests.filter(ours).length).toBeLessThanOrEqual(2)
+  } finally {
+    upstream.setResponder(() => undefined)
+  }
+}
+
