@@ -291,7 +291,7 @@ describe("key cache on SQLite", () => {
   it("REPLACE on the gateway's own connection, which deletes rows without delete triggers, is seen too", async () => {
     const first = await cachedKey(a, readsA)
     // The key's row replaced by a revoked one.
-    await ownSql(a, "INSERT OR REPLACE INTO api_keys SELECT id, avatar_id, name, prefix, hash, created_at, last_used_at, 1 FROM api_keys WHERE id = ?", [first.key.id])
+    await ownSql(a, "INSERT OR REPLACE INTO api_keys SELECT id, avatar_id, name, prefix, hash, created_at, last_used_at, 1, jobs_stopped_at FROM api_keys WHERE id = ?", [first.key.id])
     assert.isUndefined(await ownerOf(a, first.key.hash))
     // An update taking another avatar's unique e-mail deletes that avatar: its key stops working.
     const second = await cachedKey(a, readsA)

@@ -350,7 +350,7 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
         Effect.gen(function*() {
           const keys = yield* ApiKeyStore
           const avatarId = crypto.randomUUID()
-          const key = { id: crypto.randomUUID(), avatarId, name: "ci", prefix: "aigw_ab", hash: `hash_${unique()}`, createdAt: Date.now(), lastUsedAt: null, revokedAt: null }
+          const key = { id: crypto.randomUUID(), avatarId, name: "ci", prefix: "aigw_ab", hash: `hash_${unique()}`, createdAt: Date.now(), lastUsedAt: null, revokedAt: null, jobsStoppedAt: null }
           yield* keys.insert(key)
           assert.deepStrictEqual(Option.getOrThrow(yield* keys.findByHash(key.hash)), key)
           assert.strictEqual((yield* keys.listByAvatar(avatarId)).length, 1)
@@ -358,6 +358,18 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown>) =>
           assert.isTrue(yield* keys.revoke(avatarId, key.id, 7))
           assert.isFalse(yield* keys.revoke(avatarId, key.id, 8), "already revoked")
           assert.strictEqual(Option.getOrThrow(yield* keys.findByHash(key.hash)).revokedAt, 7)
+          // Its jobs stopped later (a leak found after a rotation): once; the revocation keeps its time.
+          assert.isFalse(yield* keys.revoke(crypto.randomUUID(), key.id, 9, true), "not the owner")
+          assert.isTrue(yield* keys.revoke(avatarId, key.id, 9, true))
+          assert.isFalse(yield* keys.revoke(avatarId, key.id, 10, true), "its jobs stopped already")
+          const stopped = Option.getOrThrow(yield* keys.findByHash(key.hash))
+          assert.deepStrictEqual([stopped.revokedAt, stopped.jobsStoppedAt], [7, 9])
+          // Revoked with its jobs at once.
+          const other = { ...key, id: crypto.randomUUID(), hash: `hash_${unique()}` }
+          yield* keys.insert(other)
+          assert.isTrue(yield* keys.revoke(avatarId, other.id, 11, true))
+          const both = Option.getOrThrow(yield* keys.findByHash(other.hash))
+          assert.deepStrictEqual([both.revokedAt, both.jobsStoppedAt], [11, 11])
         }))
 
       it.effect("api keys: markUsed writes a key's last use at most once per hour, only for active keys", () =>
