@@ -162,6 +162,16 @@ for (const [name, usePg] of backends) {
       const list = await api("GET", "/avatar", { token: adminToken })
       expect(list.body.isError).toBe(false)
       expect(list.body.result.map((a: any) => a.id)).toContain(aliceId)
+      // One page at a time, in the list's order (oldest first); the query's values are checked.
+      const ids = list.body.result.map((a: any) => a.id)
+      const page = (query: string) => api("GET", `/avatar?${query}`, { token: adminToken })
+      expect((await page("limit=1")).body.result.map((a: any) => a.id)).toEqual(ids.slice(0, 1))
+      expect((await page("limit=1&offset=1")).body.result.map((a: any) => a.id)).toEqual(ids.slice(1, 2))
+      expect((await page(`limit=1000&offset=${ids.length}`)).body.result).toEqual([])
+      for (const bad of ["offset=1", "limit=0", "limit=1001", "limit=0x10", "limit=1&offset=-1"]) {
+        const refused = await page(bad)
+        expect([bad, refused.status, refused.body.isError]).toEqual([bad, 400, true])
+      }
       expect((await api("GET", "/avatar", { token: aliceToken })).status).toBe(403)
       const other = await api("PUT", `/avatar/${list.body.result.find((a: any) => a.AvatarType === "Admin").id}`, { token: aliceToken, body: { title: "x" } })
       expect(other.status).toBe(403)

@@ -9,7 +9,7 @@ import * as Templates from "../Mail/Templates.ts"
 import { MailOutbox } from "../Mail/Outbox.ts"
 import type { Plan } from "../Plans.ts"
 import { ApiKeyStore } from "../Storage/ApiKeyStore.ts"
-import { type AvatarRecord, AvatarStore, type AvatarType } from "../Storage/AvatarStore.ts"
+import { type AvatarPage, type AvatarRecord, AvatarStore, type AvatarType } from "../Storage/AvatarStore.ts"
 import { OneTimeTokenStore, type TokenPurpose } from "../Storage/OneTimeTokenStore.ts"
 import { SendLimitStore } from "../Storage/SendLimitStore.ts"
 import { type Proof, requireSession } from "./Auth.ts"
@@ -394,9 +394,10 @@ const makeService = Effect.gen(function*() {
     return publicView(avatar)
   })
 
-  const list = Effect.fn("Avatars.list")(function*(caller: AvatarRecord) {
+  /** Every avatar (Admins only), oldest first; or one page of them. */
+  const list = Effect.fn("Avatars.list")(function*(caller: AvatarRecord, page?: AvatarPage) {
     if (caller.avatarType !== "Admin") return yield* Effect.fail(new Forbidden({ message: "Only an Admin avatar can list avatars." }))
-    return (yield* store.list()).map(view)
+    return (yield* store.list(page)).map(view)
   })
 
   /**

@@ -165,6 +165,17 @@ const avatarById = <A, B = undefined>(
       )
   })
 
+/** A whole number in decimal digits within `min`..`max`, from a query value (`Number()` would also read 0x10 and 1e3). */
+const wholeQuery = (name: string, min: number, max: number) =>
+  Schema.String.pipe(
+    Schema.pattern(/^\d{1,10}$/),
+    Schema.compose(Schema.NumberFromString),
+    Schema.between(min, max),
+    Schema.annotations({ message: () => `${name} must be a whole number from ${min} to ${max}` })
+  )
+const PageLimit = wholeQuery("limit", 1, 1000)
+const PageOffset = wholeQuery("offset", 0, 1_000_000_000)
+
 export const avatarRoutes = [
   open({
     method: "POST",
@@ -301,9 +312,19 @@ export const avatarRoutes = [
     success: AvatarList,
     tag,
     envelope,
-    summary: "List all avatars (Admin only)",
-    handle: ({ caller }) =>
-      Effect.flatMap(Avatars, (a) => a.list(caller)).pipe(Effect.map((list) => new Reply(list, `${list.length} avatars.`)))
+    summary: "List all avatars (Admin only), oldest first; or one page of them with `limit` and `offset`",
+    description:
+      "Without a query, every avatar (the spec's list). `limit` (1 to 1000) answers at most that many, after the first `offset` (default 0): for installations with more avatars than one answer should carry. `offset` alone is a 400.",
+    query: Schema.Struct({ limit: Schema.optional(PageLimit), offset: Schema.optional(PageOffset) }),
+    handle: ({ caller, query }) => {
+      if (query.offset !== undefined && query.limit === undefined) {
+        return Effect.fail(new BadRequest({ message: "Invalid query: offset needs a limit (1 to 1000).", param: "offset" }))
+      }
+      const page = query.limit === undefined ? undefined : { limit: query.limit, offset: query.offset ?? 0 }
+      return Effect.flatMap(Avatars, (a) => a.list(caller, page)).pipe(
+        Effect.map((list) => new Reply(list, page === undefined ? `${list.length} avatars.` : `${list.length} avatars from ${page.offset}.`))
+      )
+    }
   }),
   avatarById("GET", (a, { caller, id }) => a.get(caller, id), () => "Avatar loaded.", {
     success: AvatarOrPublicView,

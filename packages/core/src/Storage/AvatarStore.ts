@@ -47,6 +47,12 @@ export type RevokingPatch = Omit<AvatarPatch, "tokensValidAfter" | "username" | 
 /** The generation a revoking change stores: `at`, unless that does not exceed the current one (a clock behind), then current + 1. */
 export const nextGeneration = (current: number, at: number) => (at > current ? at : current + 1)
 
+/** A page of a list: at most `limit` items, after the first `offset`. */
+export interface AvatarPage {
+  readonly limit: number
+  readonly offset: number
+}
+
 export interface AvatarStoreService {
   /** Fails with Conflict when the username or e-mail is taken (case-insensitive). */
   readonly insert: (avatar: AvatarRecord) => Effect.Effect<void, Conflict>
@@ -54,7 +60,8 @@ export interface AvatarStoreService {
   /** Looks up by username or e-mail, case-insensitive. */
   readonly findByLogin: (login: string) => Effect.Effect<Option.Option<AvatarRecord>>
   readonly findByEmail: (email: string) => Effect.Effect<Option.Option<AvatarRecord>>
-  readonly list: () => Effect.Effect<ReadonlyArray<AvatarRecord>>
+  /** Every avatar, oldest first; or the page of `page.limit` avatars after the first `page.offset`. */
+  readonly list: (page?: AvatarPage) => Effect.Effect<ReadonlyArray<AvatarRecord>>
   /** Fails with Conflict when a changed username or e-mail is taken. Returns the updated record. */
   readonly update: (
     id: string,
@@ -134,7 +141,11 @@ export const makeMemory = Effect.sync((): AvatarStoreService => {
         for (const a of byId.values()) if (lower(a.email) === l) return Option.some(a)
         return Option.none()
       }),
-    list: () => Effect.sync(() => [...byId.values()].sort((a, b) => a.createdAt - b.createdAt)),
+    list: (page) =>
+      Effect.sync(() => {
+        const all = [...byId.values()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        return page === undefined ? all : all.slice(page.offset, page.offset + page.limit)
+      }),
     update: (id, patch) =>
       Effect.suspend(() => {
         const current = byId.get(id)

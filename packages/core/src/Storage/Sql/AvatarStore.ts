@@ -113,7 +113,10 @@ export const make = Effect.gen(function*() {
         .pipe(Effect.map(one), Effect.orDie),
     findByEmail: (email) =>
       sql`SELECT * FROM avatars WHERE email_lower = ${email.toLowerCase()}`.pipe(Effect.map(one), Effect.orDie),
-    list: () => sql`SELECT * FROM avatars ORDER BY created_at, id`.pipe(Effect.map((rows) => rows.map(fromRow)), Effect.orDie),
+    list: (page) =>
+      (page === undefined
+        ? sql`SELECT * FROM avatars ORDER BY created_at, id`
+        : sql`SELECT * FROM avatars ORDER BY created_at, id LIMIT ${page.limit} OFFSET ${page.offset}`).pipe(Effect.map((rows) => rows.map(fromRow)), Effect.orDie),
     update: (id, patch) => {
       const values = toColumns(patch)
       if (Object.keys(values).length === 0) return service.findById(id)
