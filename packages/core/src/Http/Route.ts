@@ -8,6 +8,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Readable } from "node:stream"
+import { MIMEType } from "node:util"
 import { Cause, Effect, Option, Schema } from "effect"
 import { Auth } from "../Accounts/Auth.ts"
 import { BadRequest, type GatewayError, isGatewayError } from "../Errors.ts"
@@ -216,8 +217,17 @@ export const MAX_FORM_PARTS = 1_000
 
 /** The delimiter (`--boundary`) of a multipart body's parts, from its Content-Type; undefined without a boundary. */
 const delimiterOf = (contentType: string): Buffer | undefined => {
-  const boundary = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)
-  return boundary === null ? undefined : Buffer.from(`--${boundary[1] ?? boundary[2]}`)
+  // Read as the form parser reads it (a WHATWG MIME type: quoted values, the first of a repeated parameter).
+  const boundary = mimeBoundary(contentType)
+  return boundary === null ? undefined : Buffer.from(`--${boundary}`)
+}
+
+const mimeBoundary = (contentType: string): string | null => {
+  try {
+    return new MIMEType(contentType).params.get("boundary")
+  } catch {
+    return null
+  }
 }
 
 /**
@@ -263,11 +273,12 @@ export const readForm = Effect.gen(function*() {
     try: () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData(),
     catch: () => new BadRequest({ message: "Malformed multipart/form-data body." })
   })
-  const undecodable = undecodableField(form, body, contentType)
+  const undecodable = yield* undecodableField(form, body, contentType)
   return undecodable === undefined ? form : yield* Effect.fail(undecodable)
 })
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+/** Whether `bytes` are UTF-8. */
 const decodes = (bytes: Uint8Array) => {
   try {
     strictUtf8.decode(bytes)
@@ -277,33 +288,36 @@ const decodes = (bytes: Uint8Array) => {
   }
 }
 
+/** `text` as the form parser read it (`read`) from bytes that were UTF-8: it holds no U+FFFD, or `raw`, the same entry read from the body's bytes each taken as a character, are UTF-8. */
+const readAsSent = (read: string, raw: string) =>
+  !read.includes("\uFFFD") || (raw !== read && !/[^\u0000-\u00ff]/.test(raw) && decodes(Buffer.from(raw, "latin1")))
+
 /**
  * The refusal of a form whose field names or text fields are not UTF-8, as a JSON body's text is refused: the
- * FormData parser puts U+FFFD in place of bytes it cannot read, so such a field would be used other than sent.
- * Only a form with a U+FFFD in a name or text can hold one; its parts are then read as sent, each part's headers
- * and (for a part that is no file) its content decoded strictly; a base64 part (`Content-Transfer-Encoding`),
- * as its bytes. Files are bytes, not text, and are not read.
+ * form parser puts U+FFFD in place of bytes it cannot read, so such a field would be used other than sent. Only
+ * a form with a U+FFFD in a name or text can hold one. The same parser then reads the body again with each of
+ * its bytes made the character of that code (Latin-1 as UTF-8: ASCII, and so the boundary, line breaks and
+ * headers' syntax, unchanged), which gives every name and text field as the bytes sent; those must be UTF-8. A
+ * part whose bytes come through an encoding (`Content-Transfer-Encoding: base64`) reads the same both times
+ * and cannot be told from sent bytes: a U+FFFD in it is refused. Files are bytes, not text, and are not read.
  */
-export const undecodableField = (form: FormData, body: Buffer, contentType: string): BadRequest | undefined => {
-  let suspect = false
-  for (const [name, value] of form) suspect ||= name.includes("\uFFFD") || (typeof value === "string" && value.includes("\uFFFD"))
-  const delimiter = delimiterOf(contentType)
-  if (!suspect || delimiter === undefined) return undefined
-  for (const part of partsOf(body, delimiter)) {
-    const headersEnd = part.indexOf("\r\n\r\n")
-    if (headersEnd === -1) continue
-    const headers = part.subarray(0, headersEnd)
-    // The content ends with the line break before the next delimiter.
-    const content = part.subarray(headersEnd + 4, Math.max(headersEnd + 4, part.length - 2))
-    const head = headers.toString("latin1")
-    const isFile = /;\s*filename\*?\s*=/i.test(head)
-    const text = /^content-transfer-encoding:\s*base64\s*$/im.test(head) ? Buffer.from(content.toString("latin1"), "base64") : content
-    if (!decodes(headers) || (!isFile && !decodes(text))) {
-      const field = cutText(/\bname="([^"]*)"/i.exec(headers.toString("utf8"))?.[1] ?? "", 100)
-      return new BadRequest({ message: `Invalid request body: the form field ${JSON.stringify(field)} is not valid UTF-8.`, param: field })
+export const undecodableField = (form: FormData, body: Buffer, contentType: string): Effect.Effect<BadRequest | undefined> => {
+  const entries = [...form]
+  if (!entries.some(([name, value]) => name.includes("\uFFFD") || (typeof value === "string" && value.includes("\uFFFD")))) return Effect.succeed(undefined)
+  const bytesAsCharacters = Buffer.from(body.toString("latin1"), "utf8")
+  return Effect.promise(() =>
+    new Response(bytesAsCharacters, { headers: { "content-type": contentType } }).formData().then((raw) => [...raw], () => undefined)
+  ).pipe(Effect.map((raw) => {
+    if (raw === undefined || raw.length !== entries.length) return new BadRequest({ message: "Malformed multipart/form-data body." })
+    for (const [i, [name, value]] of entries.entries()) {
+      const [rawName, rawValue] = raw[i]!
+      if (!readAsSent(name, rawName) || (typeof value === "string" && !readAsSent(value, typeof rawValue === "string" ? rawValue : value))) {
+        const field = cutText(name, 100)
+        return new BadRequest({ message: `Invalid request body: the form field ${JSON.stringify(field)} is not valid UTF-8.`, param: field })
+      }
     }
-  }
-  return undefined
+    return undefined
+  }))
 }
 
 /**

@@ -1,6 +1,7 @@
 /** The shared JSON body checks of Route.ts: depth and NUL before JSON.parse, for every edge. */
 import { describe, expect, it } from "vitest"
 import { defaultLimits } from "../../src/Config.ts"
+import { Effect } from "effect"
 import { BadRequest } from "../../src/Errors.ts"
 import { holdsMoreParts, jsonTextProblem, parseJsonBody, undecodableField } from "../../src/Http/Route.ts"
 
@@ -131,9 +132,9 @@ describe("holdsMoreParts", () => {
 
 describe("undecodableField", () => {
   const TYPE = "multipart/form-data; boundary=xyz"
-  const parsed = async (body: Buffer) => {
-    const form = await new Response(new Uint8Array(body), { headers: { "content-type": TYPE } }).formData()
-    return undecodableField(form, body, TYPE)
+  const parsed = async (body: Buffer, type = TYPE) => {
+    const form = await new Response(new Uint8Array(body), { headers: { "content-type": type } }).formData()
+    return Effect.runPromise(undecodableField(form, body, type))
   }
   const part = (name: Buffer | string, value: Buffer | string, headers = "") =>
     Buffer.concat([Buffer.from(`--xyz\r\nContent-Disposition: form-data; name="`), Buffer.from(name), Buffer.from(`"\r\n${headers}\r\n`), Buffer.from(value), Buffer.from("\r\n")])
@@ -154,11 +155,27 @@ describe("undecodableField", () => {
     expect((await parsed(body(part("a", Buffer.from([0xff])), part("b", "\uFFFD"))))?.param).toBe("a")
   })
 
-  it("takes UTF-8 text, U+FFFD itself included (in an escaped name, in a base64 part too), and leaves files alone", async () => {
+  it("reads the parts as the form parser does: a header written loosely, filename= outside Content-Disposition, a boundary in a quoted parameter", async () => {
+    const bad = Buffer.from([0x65, 0xe9])
+    const b64 = (spaced: string) => part("language", bad.toString("base64"), `Content-Transfer-Encoding${spaced}: base64\r\n`)
+    expect((await parsed(body(b64(""))))?.param).toBe("language")
+    expect((await parsed(body(b64(" "))))?.param).toBe("language")
+    expect((await parsed(body(part("language", bad, "X-Note: a;filename=b\r\n"))))?.param).toBe("language")
+    expect((await parsed(body(part("language", bad, "Content-Type: text/plain; filename=b\r\n"))))?.param).toBe("language")
+    const quoted = 'multipart/form-data; foo="; boundary=ZZ"; boundary=xyz'
+    expect((await parsed(body(part("language", bad)), quoted))?.param).toBe("language")
+    // The part counter reads that boundary too.
+    expect(holdsMoreParts(body(...Array.from({ length: 4 }, () => part("f", "v"))), quoted, 3)).toBe(true)
+  })
+
+  it("takes UTF-8 text, U+FFFD itself included (in an escaped name too), and leaves files and their names alone", async () => {
     expect(await parsed(body(part("prompt", "café \uFFFD ok")))).toBeUndefined()
     expect(await parsed(body(part("x%22\uFFFD", "v")))).toBeUndefined()
-    expect(await parsed(body(part("p", Buffer.from("\uFFFD ok").toString("base64"), "Content-Transfer-Encoding: base64\r\n")))).toBeUndefined()
     expect(await parsed(body(file("file", Buffer.from([0xff, 0xfe, 0x00])), part("model", "whisper-1")))).toBeUndefined()
     expect(await parsed(body(file("file", Buffer.from([0xff, 0xfe, 0x00])), part("model", "\uFFFD")))).toBeUndefined()
+    const latin1Name = Buffer.concat([Buffer.from(`--xyz\r\nContent-Disposition: form-data; name="file"; filename="caf`), Buffer.from([0xe9]), Buffer.from(`.txt"\r\n\r\nhello\r\n`)])
+    expect(await parsed(body(latin1Name, part("prompt", "\uFFFD")))).toBeUndefined()
+    // A base64 part reads the same from sent bytes and from replaced ones: a U+FFFD in it is refused.
+    expect((await parsed(body(part("p", Buffer.from("\uFFFD ok").toString("base64"), "Content-Transfer-Encoding: base64\r\n"))))?.param).toBe("p")
   })
 })
