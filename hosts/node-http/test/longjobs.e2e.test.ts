@@ -171,6 +171,35 @@ describe("long-running jobs against vendor mocks", () => {
     expect(JSON.parse(hook.body).result).toMatchObject({ total: 4, completed: 2, failed: 2 })
   })
 
+  it("takes the batch and the fine-tuning job a creation made when its answer was lost, instead of making (and billing) a second one nobody tracks", async () => {
+    const before = openai.requests.length
+    openai.configure({ lostCreates: 2 })
+    try {
+      const batch = await call(server.url, "POST", "/v1/batch/submit", {
+        apiKey: user.apiKey,
+        body: { provider: "openai", requests: [{ messages: [{ role: "user", content: "once" }], model: "gpt-4o-mini" }] }
+      })
+      const trainingData = [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }]
+      const tune = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini", trainingData } })
+      const [batchDone, tuneDone] = await Promise.all([
+        waitDone(`/v1/batch/${batch.body.result.batchId}/status`, 30_000),
+        waitDone(`/v1/fine-tuning/jobs/${tune.body.result.jobId}`, 30_000)
+      ])
+      expect([batchDone.status, tuneDone.status]).toEqual(["completed", "completed"])
+      const sent = openai.requests.slice(before)
+      expect(sent.filter((r) => r.method === "POST" && /\/batches$/.test(r.path))).toHaveLength(1)
+      expect(sent.filter((r) => r.method === "POST" && /\/fine_tuning\/jobs$/.test(r.path))).toHaveLength(1)
+      // Each was looked for by the gateway's job id it carries, and the one the lost answer made was taken.
+      expect(sent.filter((r) => r.method === "POST" && /\/(batches|fine_tuning\/jobs)$/.test(r.path)).map((r) => (r.body as any).metadata)).toEqual(
+        expect.arrayContaining([{ aigw_job: batch.body.result.batchId }, { aigw_job: tune.body.result.jobId }])
+      )
+      expect(batchDone.upstreamId).toMatch(/^batch_/)
+      expect(tuneDone.upstreamId).toMatch(/^ftjob-/)
+    } finally {
+      openai.configure({ lostCreates: 0 })
+    }
+  })
+
   it("keeps a Batch API batch's answers within the characters a batch keeps, as a gateway batch's (60 MB results were kept, polled and sent whole)", async () => {
     const u = await signUp(server, "batchbound")
     const res = await call(server.url, "POST", "/v1/batch/submit", {
@@ -185,7 +214,7 @@ describe("long-running jobs against vendor mocks", () => {
   })
 
   it("retries a failed batch creation without uploading its file again, and shows the job running meanwhile", async () => {
-    openai.failNext(500, 1, "/batches")
+    openai.failNext(500, 1, "POST /batches")
     const before = openai.requests.length
     const res = await call(server.url, "POST", "/v1/batch/submit", {
       apiKey: user.apiKey,
@@ -207,15 +236,16 @@ describe("long-running jobs against vendor mocks", () => {
     const trainingData = Array.from({ length: 10 }, (_, i) => ({
       messages: [{ role: "system", content: "You are terse." }, { role: "user", content: `Q${i}` }, { role: "assistant", content: `A${i}` }]
     }))
+    const before = openai.requests.length
     const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: user.apiKey, body: { baseModel: "gpt-4o-mini-2024-07-18", trainingData, callbackUrl: receiver.url } })
     expect(res.status).toBe(200)
     expect(res.body.result).toMatchObject({ jobType: "finetune", provider: "openai", examples: 10 })
     const done = await waitDone(`/v1/fine-tuning/jobs/${res.body.result.jobId}`)
     expect(done.status).toBe("completed")
     expect(done.result.fineTunedModel).toMatch(/^ft:/)
-    const upload = openai.requests.find((r) => r.path.endsWith("/files") && (r.body as any).fields.purpose === "fine-tune")!
+    const upload = openai.requests.slice(before).find((r) => r.path.endsWith("/files") && (r.body as any).fields.purpose === "fine-tune")!
     expect(upload).toBeTruthy()
-    const create = openai.requests.find((r) => r.path.endsWith("/fine_tuning/jobs") && r.method === "POST")!
+    const create = openai.requests.slice(before).find((r) => r.path.endsWith("/fine_tuning/jobs") && r.method === "POST")!
     expect(create.body).toMatchObject({ model: "gpt-4o-mini-2024-07-18" })
     const hook = await hookFor(res.body.result.jobId)
     expect(hook.headers["x-gateway-event"]).toBe("finetune")

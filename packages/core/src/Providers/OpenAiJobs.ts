@@ -253,6 +253,34 @@ export const createBatch = (
     ...(metadata ? { metadata } : {})
   }).pipe(Effect.flatMap((json) => decodeBatch(provider.id, json)))
 
+/** The metadata key that names the gateway's job on the vendor's batch or fine-tuning job it created. */
+export const JOB_METADATA_KEY = "aigw_job"
+
+/**
+ * The newest of the vendor's recent jobs (a list of `GET {path}?limit=100`, newest first) made for the gateway's
+ * job `jobId` (its metadata names it), if any: a creation whose answer was lost (a timeout, a proxy's 5xx) made
+ * the job all the same, and creating it again would make and bill a second one nobody tracks.
+ */
+const createdFor = <A extends { readonly id: string }>(
+  provider: ConfiguredProvider,
+  path: string,
+  jobId: string,
+  decode: (provider: string, json: unknown) => Effect.Effect<A, UpstreamError>
+): Effect.Effect<A | undefined, UpstreamError> =>
+  getJson(provider.id, `${provider.endpoint}${path}?limit=100`, authHeaders(provider)).pipe(
+    Effect.flatMap((json) => {
+      if (!Array.isArray(json?.data)) return Effect.fail(protocolError(provider.id, `the list of ${path} has no data list`))
+      const mine = (json.data as Array<any>).find((j) => j?.metadata?.[JOB_METADATA_KEY] === jobId)
+      return mine === undefined ? Effect.succeed(undefined) : decode(provider.id, mine)
+    })
+  )
+
+/** The batch made for the gateway's job `jobId`, if one was (`createdFor`). */
+export const batchCreatedFor = (provider: ConfiguredProvider, jobId: string) => createdFor(provider, "/batches", jobId, decodeBatch)
+
+/** The fine-tuning job made for the gateway's job `jobId`, if one was (`createdFor`). */
+export const fineTuneCreatedFor = (provider: ConfiguredProvider, jobId: string) => createdFor(provider, "/fine_tuning/jobs", jobId, decodeFineTune)
+
 export const getBatch = (provider: ConfiguredProvider, id: string): Effect.Effect<Batch, UpstreamError> =>
   getJson(provider.id, `${provider.endpoint}/batches/${encodeURIComponent(id)}`, authHeaders(provider)).pipe(
     Effect.flatMap((json) => decodeBatch(provider.id, json))
@@ -316,6 +344,8 @@ export interface FineTuneRequest {
   readonly validationFileId?: string | undefined
   /** Up to 64 characters added to the fine-tuned model's name. */
   readonly suffix?: string | undefined
+  /** Key-value pairs kept with the job (the gateway's job id: `fineTuneCreatedFor`). */
+  readonly metadata?: Record<string, string> | undefined
 }
 
 export const createFineTune = (provider: ConfiguredProvider, request: FineTuneRequest): Effect.Effect<FineTuneJob, UpstreamError> =>
@@ -323,7 +353,8 @@ export const createFineTune = (provider: ConfiguredProvider, request: FineTuneRe
     training_file: request.trainingFileId,
     model: request.model,
     ...(request.validationFileId ? { validation_file: request.validationFileId } : {}),
-    ...(request.suffix ? { suffix: request.suffix } : {})
+    ...(request.suffix ? { suffix: request.suffix } : {}),
+    ...(request.metadata ? { metadata: request.metadata } : {})
   }).pipe(Effect.flatMap((json) => decodeFineTune(provider.id, json)))
 
 export const getFineTune = (provider: ConfiguredProvider, id: string): Effect.Effect<FineTuneJob, UpstreamError> =>

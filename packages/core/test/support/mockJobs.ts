@@ -68,7 +68,7 @@ export interface JobMock<O extends JobMockOptions = JobMockOptions> {
   readonly requests: RecordedJobRequest[]
   /** changes options for jobs created from now on */
   configure(options: Partial<O>): void
-  /** answers the next `times` requests (to a path ending in `path`, when given) with HTTP `status` and the vendor's error body */
+  /** answers the next `times` requests (to a path ending in `path`, when given, optionally after its method: "POST /batches") with HTTP `status` and the vendor's error body */
   failNext(status: number, times?: number, path?: string): void
   close(): Promise<void>
 }
@@ -128,7 +128,12 @@ export const startServer = async (
       }
       requests.push(record)
       const reply = replyTo(res)
-      const at = failures.findIndex((f) => f.path === undefined || record.path.endsWith(f.path))
+      // A path may name its method first ("POST /batches"): only that method's requests fail then.
+      const at = failures.findIndex((f) => {
+        if (f.path === undefined) return true
+        const [method, path] = f.path.includes(" ") ? f.path.split(" ", 2) : [undefined, f.path]
+        return (method === undefined || method === record.method) && record.path.endsWith(path!)
+      })
       const forced = at < 0 ? undefined : failures.splice(at, 1)[0]!.status
       if (forced !== undefined) {
         return reply.json(forced, errorBody(forced), forced === 429 ? { "retry-after": "1" } : {})
@@ -489,6 +494,7 @@ interface FineTuneJobState {
   failMessage: string
   end: OpenAiJobsOptions["end"]
   events: Array<Record<string, unknown>>
+  metadata: unknown
   final?: Record<string, unknown>
 }
 
@@ -498,6 +504,11 @@ export interface OpenAiJobsOptions extends JobMockOptions {
    * batch has answered its first request only (the output file holds it, as OpenAI's partial results).
    */
   end?: "completed" | "cancelled" | "expired"
+  /**
+   * How many of the next creations (a batch, a fine-tuning job) are made but answered with a 500, as an
+   * answer lost on the way (a timeout, a proxy's error) would leave them: the job exists at the vendor.
+   */
+  lostCreates?: number
 }
 
 export interface OpenAiJobsMock extends JobMock<OpenAiJobsOptions> {
@@ -563,6 +574,15 @@ const answerChat = (body: any): { status: number; body: unknown } => {
 
 export const startOpenAiJobsMock = async (options: OpenAiJobsOptions = {}): Promise<OpenAiJobsMock> => {
   let end = options.end ?? "completed"
+  let lostCreates = options.lostCreates ?? 0
+  /** The answer to a creation, unless it is one whose answer is lost (it was made all the same). */
+  const created = (reply: Reply, view: unknown) => {
+    if (lostCreates > 0) {
+      lostCreates--
+      return reply.json(500, openAiError("The server had an error while processing your request.", "server_error"))
+    }
+    reply.json(200, view)
+  }
   const files = new Map<string, StoredFile>()
   const batches = new Map<string, BatchJob>()
   const jobs = new Map<string, FineTuneJobState>()
@@ -728,7 +748,7 @@ export const startOpenAiJobsMock = async (options: OpenAiJobsOptions = {}): Prom
     seed: 1234,
     estimated_finish: null,
     integrations: [],
-    metadata: null,
+    metadata: j.metadata,
     method: { type: "supervised" },
     ...extra
   })
@@ -886,7 +906,13 @@ export const startOpenAiJobsMock = async (options: OpenAiJobsOptions = {}): Prom
           end
         }
         batches.set(b.id, b)
-        return reply.json(200, batchView(b, {}))
+        return created(reply, batchView(b, {}))
+      }
+      // GET /batches?limit=: newest first.
+      if (req.method === "GET" && route === "/batches") {
+        const limit = Math.max(1, Math.min(Number(req.query.get("limit") ?? 20) || 20, 100))
+        const newestFirst = [...batches.values()].reverse()
+        return reply.json(200, { object: "list", data: newestFirst.slice(0, limit).map((b) => batchView(b, b.final ?? {})), has_more: newestFirst.length > limit })
       }
       const batch = /^\/batches\/([^/]+)$/.exec(route)
       if (req.method === "GET" && batch) {
@@ -927,12 +953,19 @@ export const startOpenAiJobsMock = async (options: OpenAiJobsOptions = {}): Prom
           fail: opts.fail,
           failMessage: opts.failMessage,
           end,
-          events: []
+          events: [],
+          metadata: body.metadata ?? null
         }
         event(j, `Validating training file: ${training.id}`)
         event(j, `Created fine-tuning job: ${j.id}`)
         jobs.set(j.id, j)
-        return reply.json(200, jobView(j, {}))
+        return created(reply, jobView(j, {}))
+      }
+      // GET /fine_tuning/jobs?limit=: newest first.
+      if (req.method === "GET" && route === "/fine_tuning/jobs") {
+        const limit = Math.max(1, Math.min(Number(req.query.get("limit") ?? 20) || 20, 100))
+        const newestFirst = [...jobs.values()].reverse()
+        return reply.json(200, { object: "list", data: newestFirst.slice(0, limit).map((j) => jobView(j, j.final ?? {})), has_more: newestFirst.length > limit })
       }
       const job = /^\/fine_tuning\/jobs\/([^/]+)$/.exec(route)
       if (req.method === "GET" && job) {
@@ -969,6 +1002,7 @@ export const startOpenAiJobsMock = async (options: OpenAiJobsOptions = {}): Prom
     files,
     configure: (o) => {
       if (o.end !== undefined) end = o.end
+      if (o.lostCreates !== undefined) lostCreates = o.lostCreates
       mock.configure(o)
     }
   }
