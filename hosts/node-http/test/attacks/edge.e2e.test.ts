@@ -548,6 +548,22 @@ describe("edge attacks", () => {
       expect((await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body).toEqual(before.body)
     })
 
+    it("refuses a Content-Type the part counter and the form parser would read apart (a list of types): such a body of 200,000 parts was parsed whole", async () => {
+      const before = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
+      const body = `--b\r\nContent-Disposition: form-data; name=""\r\n\r\n\r\n`.repeat(200_000) + `--b--\r\n`
+      const { figures, value } = await underAttack(server, () =>
+        Promise.all(["multipart/form-data; boundary=a, multipart/form-data; boundary=b", "multipart/form-data; boundary=b,", "multipart/form-data; boundary=b, */*", "multipart/form-datax, multipart/form-data; boundary=b"].map(async (type) => {
+          const res = await fetch(`${server.url}/v1/documents/parse`, { method: "POST", headers: { "x-api-key": user.apiKey, "content-type": type }, body })
+          return [type, res.status, ((await res.json()) as any).message]
+        })))
+      for (const [type, status, message] of value) expect([type, status, message]).toEqual([type, 400, "The request must be multipart/form-data, with one Content-Type naming its boundary."])
+      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+      expect((await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body).toEqual(before.body)
+      // The type's name in any case, a quoted boundary holding a comma: one type, read alike, taken.
+      const form = (type: string) => fetch(`${server.url}/v1/documents/parse`, { method: "POST", headers: { "x-api-key": user.apiKey, "content-type": type }, body: `--a,b\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nhello\r\n--a,b--\r\n` })
+      expect((await form('Multipart/Form-Data; boundary="a,b"')).status).toBe(200)
+    })
+
     it("refuses a form whose text field is not UTF-8 (400 naming it, nothing counted), as a JSON body's text is refused: it was read with U+FFFD in place of its bytes", async () => {
       const before = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
       const body = Buffer.concat([

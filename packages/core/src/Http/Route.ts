@@ -222,6 +222,27 @@ const delimiterOf = (contentType: string): Buffer | undefined => {
   return boundary === null ? undefined : Buffer.from(`--${boundary}`)
 }
 
+/**
+ * Whether `contentType` is one multipart/form-data type with a boundary, read alike by the part counter and the
+ * form parser: a list of types (a comma outside quotes), which the parser reads as its last and the counter as
+ * its first, would let a body of any number of parts past the count.
+ */
+const isFormContentType = (contentType: string) => {
+  let quoted = false
+  for (let i = 0; i < contentType.length; i++) {
+    const c = contentType[i]
+    if (quoted && c === "\\") i++
+    else if (c === '"') quoted = !quoted
+    else if (c === "," && !quoted) return false
+  }
+  try {
+    const type = new MIMEType(contentType)
+    return type.essence === "multipart/form-data" && (type.params.get("boundary") ?? "") !== ""
+  } catch {
+    return false
+  }
+}
+
 const mimeBoundary = (contentType: string): string | null => {
   try {
     return new MIMEType(contentType).params.get("boundary")
@@ -261,8 +282,8 @@ export const holdsMoreParts = (body: Buffer, contentType: string, max: number) =
 export const readForm = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const contentType = request.headers["content-type"] ?? ""
-  if (!contentType.startsWith("multipart/form-data")) {
-    return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data." }))
+  if (!isFormContentType(contentType)) {
+    return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data, with one Content-Type naming its boundary." }))
   }
   const bytes = yield* readBounded(encodingRefusal, (source, limit) => readLimited(source, limit))
   const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)

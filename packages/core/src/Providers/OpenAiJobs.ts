@@ -22,7 +22,7 @@
  *    `GET /fine_tuning/jobs/{id}/events?limit=&after=` → `{object: "list", data: [fine_tuning.job.event
  *    {id, created_at, level, message, type, data}], has_more}` (newest first).
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { authHeaders, getJson, getText, postJson, postMultipart } from "./internal/http.ts"
 import { protocolError, shownUpstreamText, type UpstreamError } from "./UpstreamError.ts"
@@ -256,30 +256,57 @@ export const createBatch = (
 /** The metadata key that names the gateway's job on the vendor's batch or fine-tuning job it created. */
 export const JOB_METADATA_KEY = "aigw_job"
 
+/** The most pages of 100 a lookup for a lost creation reads (the account's jobs made since the gateway's job). */
+const LOOKUP_PAGES = 10
+
 /**
- * The newest of the vendor's recent jobs (a list of `GET {path}?limit=100`, newest first) made for the gateway's
- * job `jobId` (its metadata names it), if any: a creation whose answer was lost (a timeout, a proxy's 5xx) made
- * the job all the same, and creating it again would make and bill a second one nobody tracks.
+ * The vendor's job made for the gateway's job `jobId` (its metadata names it, and `fits` says it is made of
+ * what the gateway uploaded), if any: a creation whose answer was lost (a timeout, a proxy's 5xx) made the job
+ * all the same, and creating it again would make and bill a second one nobody tracks. The list (`GET
+ * {path}?limit=100`, newest first) is read page by page (`after`) back to jobs older than `since` (unix
+ * seconds: the gateway's job was made then), at most LOOKUP_PAGES pages. An entry that does not read as a job,
+ * or does not fit, is not the job's. A vendor that does not list (a 4xx: a proxy without the route, a key that
+ * may create but not list; or a list that is none) cannot be asked: undefined, and the job is created; one that
+ * failed in a way that may pass (a 5xx, a timeout) fails the step, which is retried.
  */
-const createdFor = <A extends { readonly id: string }>(
+const createdFor = <A extends { readonly id: string; readonly createdAt: number | null }>(
   provider: ConfiguredProvider,
   path: string,
   jobId: string,
-  decode: (provider: string, json: unknown) => Effect.Effect<A, UpstreamError>
-): Effect.Effect<A | undefined, UpstreamError> =>
-  getJson(provider.id, `${provider.endpoint}${path}?limit=100`, authHeaders(provider)).pipe(
-    Effect.flatMap((json) => {
-      if (!Array.isArray(json?.data)) return Effect.fail(protocolError(provider.id, `the list of ${path} has no data list`))
-      const mine = (json.data as Array<any>).find((j) => j?.metadata?.[JOB_METADATA_KEY] === jobId)
-      return mine === undefined ? Effect.succeed(undefined) : decode(provider.id, mine)
-    })
+  since: number,
+  decode: (provider: string, json: unknown) => Effect.Effect<A, UpstreamError>,
+  fits: (job: A) => boolean
+): Effect.Effect<A | undefined, UpstreamError> => {
+  const page = (after: string | undefined, left: number): Effect.Effect<A | undefined, UpstreamError> =>
+    getJson(provider.id, `${provider.endpoint}${path}?limit=100${after === undefined ? "" : `&after=${encodeURIComponent(after)}`}`, authHeaders(provider)).pipe(
+      Effect.flatMap((json) => {
+        if (!Array.isArray(json?.data)) return Effect.fail(protocolError(provider.id, `the list of ${path} has no data list`))
+        const entries = json.data as Array<any>
+        return Effect.flatMap(
+          Effect.forEach(entries.filter((j) => j?.metadata?.[JOB_METADATA_KEY] === jobId), (j) => Effect.option(decode(provider.id, j))),
+          (decoded) => {
+            const mine = decoded.flatMap((d) => (Option.isSome(d) && fits(d.value) ? [d.value] : []))[0]
+            if (mine !== undefined) return Effect.succeed(mine)
+            const last = entries.at(-1)
+            const older = typeof last?.created_at === "number" && last.created_at < since
+            return json.has_more === true && !older && left > 1 && isVendorId(last?.id) ? page(last.id, left - 1) : Effect.succeed(undefined)
+          }
+        )
+      })
+    )
+  return page(undefined, LOOKUP_PAGES).pipe(
+    Effect.catchIf((e) => !e.retryable, (e) =>
+      Effect.as(Effect.logWarning(`${provider.id}: ${path} could not be listed to find a creation whose answer was lost (${e.message}); creating it`), undefined))
   )
+}
 
-/** The batch made for the gateway's job `jobId`, if one was (`createdFor`). */
-export const batchCreatedFor = (provider: ConfiguredProvider, jobId: string) => createdFor(provider, "/batches", jobId, decodeBatch)
+/** The batch made for the gateway's job `jobId` (made at `since`, unix seconds) from the file `inputFileId`, if one was (`createdFor`). */
+export const batchCreatedFor = (provider: ConfiguredProvider, jobId: string, since: number, inputFileId: string) =>
+  createdFor(provider, "/batches", jobId, since, decodeBatch, (b) => b.inputFileId === inputFileId)
 
-/** The fine-tuning job made for the gateway's job `jobId`, if one was (`createdFor`). */
-export const fineTuneCreatedFor = (provider: ConfiguredProvider, jobId: string) => createdFor(provider, "/fine_tuning/jobs", jobId, decodeFineTune)
+/** The fine-tuning job made for the gateway's job `jobId` (made at `since`, unix seconds) on the file `trainingFileId`, if one was (`createdFor`). */
+export const fineTuneCreatedFor = (provider: ConfiguredProvider, jobId: string, since: number, trainingFileId: string) =>
+  createdFor(provider, "/fine_tuning/jobs", jobId, since, decodeFineTune, (j) => j.trainingFile === trainingFileId)
 
 export const getBatch = (provider: ConfiguredProvider, id: string): Effect.Effect<Batch, UpstreamError> =>
   getJson(provider.id, `${provider.endpoint}/batches/${encodeURIComponent(id)}`, authHeaders(provider)).pipe(

@@ -11,6 +11,7 @@ import {
   batchResults,
   createBatch,
   createFineTune,
+  batchCreatedFor,
   decodeBatch,
   decodeFineTune,
   fileContent,
@@ -317,6 +318,44 @@ describe("OpenAI jobs clients (Files, Batch, Fine-tuning)", () => {
         const { events } = await ok(listFineTuneEvents(providerAt(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`), "ftjob-1", { limit: 20 }))
         expect(events).toHaveLength(20)
         expect(events[0]!.message.length).toBeLessThan(2_000)
+      } finally {
+        server.close()
+      }
+    })
+
+    it("finds a batch a lost creation made by the job id in its metadata, only one made of the job's file, paging back to the job's time; a vendor that cannot list is not asked", async () => {
+      const batchOf = (id: string, jobId: string, file: string, createdAt: number, status: unknown = "validating") =>
+        ({ id, object: "batch", status, endpoint: "/v1/chat/completions", input_file_id: file, created_at: createdAt, metadata: { aigw_job: jobId } })
+      let pages: Record<string, unknown> = {}
+      let listStatus = 200
+      const asked: Array<string> = []
+      const server = createServer((req, res) => {
+        asked.push(req.url!)
+        const after = new URL(req.url!, "http://x").searchParams.get("after") ?? ""
+        res.writeHead(listStatus, { "content-type": "application/json" })
+        res.end(JSON.stringify(listStatus === 200 ? pages[after] : { error: { message: "Not found", type: "invalid_request_error" } }))
+      })
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      const vendor = providerAt(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`)
+      try {
+        // Page one: someone else's batch naming the job (another file), one that does not read as a batch; page two: the job's.
+        pages = {
+          "": { object: "list", has_more: true, data: [batchOf("batch_spoof", "job-1", "file-other", 2000), batchOf("batch_bad", "job-1", "file-1", 2000, "SUCCEEDED!!"), batchOf("batch_x", "job-2", "file-2", 1990)] },
+          batch_x: { object: "list", has_more: true, data: [batchOf("batch_mine", "job-1", "file-1", 1500), batchOf("batch_y", "job-3", "file-3", 900)] },
+          batch_y: { object: "list", has_more: false, data: [] }
+        }
+        expect((await ok(batchCreatedFor(vendor, "job-1", 1000, "file-1")))?.id).toBe("batch_mine")
+        // Paging stops at jobs older than the gateway's job.
+        asked.length = 0
+        expect(await ok(batchCreatedFor(vendor, "job-9", 1000, "file-9"))).toBeUndefined()
+        expect(asked).toEqual(["/v1/batches?limit=100", "/v1/batches?limit=100&after=batch_x"])
+        // A vendor that does not list (a proxy without the route): the job is created, not failed.
+        listStatus = 404
+        expect(await ok(batchCreatedFor(vendor, "job-1", 1000, "file-1"))).toBeUndefined()
+        // One whose list may come back (a 5xx) fails the step, which is retried.
+        listStatus = 503
+        const retried = await run(batchCreatedFor(vendor, "job-1", 1000, "file-1"))
+        expect(Either.isLeft(retried) && retried.left.retryable).toBe(true)
       } finally {
         server.close()
       }
