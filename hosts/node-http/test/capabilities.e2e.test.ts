@@ -129,37 +129,30 @@ describe("capabilities", () => {
     expect(lastSystem()).toMatch(/^Plan for this request from a planning step \(openai\/[^)]+\); work through it before answering:\nplanned answer/)
   })
 
-  it("useFAHRN makes its answer's call only while the avatar stands behind the request: a reset during the planning call is a 401 before it", async () => {
-    const owner = await signUp(server, "fahrn")
-    openai.setScenario({ kind: "text", text: "1. think", frameDelayMs: 1_000 })
-    try {
-      const before = openai.requests.length
-      const pending = call(server.url, "POST", "/v1/complete", { apiKey: owner.apiKey, body: { messages: [{ role: "user", content: "Plan a trip" }], useFAHRN: true, provider: "openai", model: "gpt-4o-mini" } })
-      for (const deadline = Date.now() + 5_000; openai.requests.length === before && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
+  // The owner takes back what a thief holds while the planning call runs: the account (a password reset), or the key alone.
+  const takeBack = {
+    "the avatar stands behind the request: a reset": async (owner: TestAvatar) => {
       await call(server.url, "POST", "/api/avatar/forgot-password", { body: { email: owner.email } })
       const token = mailedToken(server.dataDir, owner.email, "reset-password")
       expect((await call(server.url, "POST", "/api/avatar/reset-password", { body: { token, password: "taken back 1", confirmPassword: "taken back 1" } })).body.isError).toBe(false)
-      const res = await pending
-      expect([res.status, res.body.message]).toEqual([401, "The avatar was deleted, its password reset or the API key that made this request revoked while the request ran: the request was stopped before its next model call."])
-      expect(openai.requests.length - before).toBe(1)
-    } finally {
-      answer("ok")
-    }
-  })
-
-  it("useFAHRN makes its answer's call only while the API key of the request stands: revoking that key during the planning call is a 401 before it", async () => {
-    const owner = await signUp(server, "fahrnkey")
-    openai.setScenario({ kind: "text", text: "1. think", frameDelayMs: 1_000 })
-    try {
-      const before = openai.requests.length
-      const pending = call(server.url, "POST", "/v1/complete", { apiKey: owner.apiKey, body: { messages: [{ role: "user", content: "Plan a trip" }], useFAHRN: true, provider: "openai", model: "gpt-4o-mini" } })
-      for (const deadline = Date.now() + 5_000; openai.requests.length === before && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
-      await revokeSignUpKey(server.url, owner)
-      const res = await pending
-      expect([res.status, res.body.message]).toEqual([401, "The avatar was deleted, its password reset or the API key that made this request revoked while the request ran: the request was stopped before its next model call."])
-      expect(openai.requests.length - before).toBe(1)
-    } finally {
-      answer("ok")
-    }
-  })
+    },
+    "the API key of the request stands: revoking that key": (owner: TestAvatar) => revokeSignUpKey(server.url, owner)
+  }
+  for (const [what, cut] of Object.entries(takeBack)) {
+    it(`useFAHRN makes its answer's call only while ${what} during the planning call is a 401 before it`, async () => {
+      const owner = await signUp(server, "fahrn")
+      openai.setScenario({ kind: "text", text: "1. think", frameDelayMs: 1_000 })
+      try {
+        const before = openai.requests.length
+        const pending = call(server.url, "POST", "/v1/complete", { apiKey: owner.apiKey, body: { messages: [{ role: "user", content: "Plan a trip" }], useFAHRN: true, provider: "openai", model: "gpt-4o-mini" } })
+        for (const deadline = Date.now() + 5_000; openai.requests.length === before && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
+        await cut(owner)
+        const res = await pending
+        expect([res.status, res.body.message]).toEqual([401, "The avatar was deleted, its password reset or the API key that made this request revoked while the request ran: the request was stopped before its next model call."])
+        expect(openai.requests.length - before).toBe(1)
+      } finally {
+        answer("ok")
+      }
+    })
+  }
 })

@@ -215,63 +215,39 @@ export const readJson = Effect.gen(function*() {
 /** A multipart body holds at most this many parts: the gateway's forms carry a file and a few fields, and the parser's time grows with the parts. */
 export const MAX_FORM_PARTS = 1_000
 
-/** The delimiter (`--boundary`) of a multipart body's parts, from its Content-Type; undefined without a boundary. */
-const delimiterOf = (contentType: string): Buffer | undefined => {
-  // Read as the form parser reads it (a WHATWG MIME type: quoted values, the first of a repeated parameter).
-  const boundary = mimeBoundary(contentType)
-  return boundary === null ? undefined : Buffer.from(`--${boundary}`)
-}
-
 /**
- * Whether `contentType` is one multipart/form-data type with a boundary, read alike by the part counter and the
- * form parser: a list of types (a comma outside quotes), which the parser reads as its last and the counter as
- * its first, would let a body of any number of parts past the count.
+ * The boundary of `contentType` when it is one multipart/form-data type naming one, read as the form parser
+ * reads it (a WHATWG MIME type: quoted values, the first of a repeated parameter, the type in any case); else
+ * undefined. A list of types (a comma outside quotes), which the parser reads as its last, is none: the part
+ * counter would read another boundary than the parser and let a body of any number of parts past the count.
  */
-const isFormContentType = (contentType: string) => {
+const formBoundary = (contentType: string): string | undefined => {
   let quoted = false
   for (let i = 0; i < contentType.length; i++) {
     const c = contentType[i]
     if (quoted && c === "\\") i++
     else if (c === '"') quoted = !quoted
-    else if (c === "," && !quoted) return false
+    else if (c === "," && !quoted) return undefined
   }
   try {
     const type = new MIMEType(contentType)
-    return type.essence === "multipart/form-data" && (type.params.get("boundary") ?? "") !== ""
+    const boundary = type.params.get("boundary") ?? ""
+    return type.essence === "multipart/form-data" && boundary !== "" ? boundary : undefined
   } catch {
-    return false
-  }
-}
-
-const mimeBoundary = (contentType: string): string | null => {
-  try {
-    return new MIMEType(contentType).params.get("boundary")
-  } catch {
-    return null
-  }
-}
-
-/**
- * The parts of a multipart body as byte ranges between delimiters (each a part's headers and content, with the
- * line breaks around them), found with native searches; what is before the first delimiter is none.
- */
-const partsOf = function*(body: Buffer, delimiter: Buffer): Generator<Buffer> {
-  let at = body.indexOf(delimiter)
-  while (at !== -1) {
-    const start = at + delimiter.length
-    const next = body.indexOf(delimiter, start)
-    if (next === -1) return
-    yield body.subarray(start, next)
-    at = next
+    return undefined
   }
 }
 
 /** Whether `body` holds more than `max` parts, counted as delimiters (`--boundary`) with native searches before anything is parsed. */
 export const holdsMoreParts = (body: Buffer, contentType: string, max: number) => {
-  const delimiter = delimiterOf(contentType)
-  if (delimiter === undefined) return false
-  let parts = 0
-  for (const _ of partsOf(body, delimiter)) if (++parts > max) return true
+  const boundary = formBoundary(contentType)
+  if (boundary === undefined) return false
+  const delimiter = Buffer.from(`--${boundary}`)
+  let delimiters = 0
+  // One delimiter before each part and the closing one after the last.
+  for (let at = body.indexOf(delimiter); at !== -1; at = body.indexOf(delimiter, at + delimiter.length)) {
+    if (++delimiters > max + 1) return true
+  }
   return false
 }
 
@@ -282,7 +258,7 @@ export const holdsMoreParts = (body: Buffer, contentType: string, max: number) =
 export const readForm = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const contentType = request.headers["content-type"] ?? ""
-  if (!isFormContentType(contentType)) {
+  if (formBoundary(contentType) === undefined) {
     return yield* Effect.fail(new BadRequest({ message: "The request must be multipart/form-data, with one Content-Type naming its boundary." }))
   }
   const bytes = yield* readBounded(encodingRefusal, (source, limit) => readLimited(source, limit))

@@ -318,7 +318,7 @@ const openAiBatch = (options: RunnerOptions) =>
         const uploaded = uploadedFileOf(job)
         if (job.upstreamId === null && uploaded !== undefined) {
           // A creation whose answer was lost made the batch all the same: taken, not made twice (OpenAiJobs `createdFor`).
-          const batch = (yield* batchCreatedFor(provider, job.id, Math.floor(job.createdAt / 1000) - 60, uploaded)) ??
+          const batch = (yield* batchCreatedFor(provider, job.id, job.createdAt, uploaded)) ??
             (yield* createBatch(provider, uploaded, { [JOB_METADATA_KEY]: job.id }))
           return wait(options.pollMs, { upstreamId: batch.id, state: job.state, result: { upstreamStatus: batch.status, total: input.requests.length } })
         }
@@ -511,7 +511,7 @@ const make = (options: RunnerOptions) =>
               yield* Effect.provideService(baseModelRouted(provider.value.id, input.baseModel, owner.plan), Routing, routing)
               const fileId = uploadedFileOf(job)
               if (fileId === undefined) return wait(0, { state: { fileId: yield* uploadJsonl(provider.value, "fine-tune", input.trainingData, `aigw-finetune-${job.id}.jsonl`) } })
-              const created = (yield* fineTuneCreatedFor(provider.value, job.id, Math.floor(job.createdAt / 1000) - 60, fileId)) ??
+              const created = (yield* fineTuneCreatedFor(provider.value, job.id, job.createdAt, fileId)) ??
                 (yield* createFineTune(provider.value, { trainingFileId: fileId, model: input.baseModel, suffix: input.suffix, metadata: { [JOB_METADATA_KEY]: job.id } }))
               return wait(options.pollMs, { upstreamId: created.id, result: { upstreamStatus: created.status, baseModel: input.baseModel, trainingFile: fileId } })
             }

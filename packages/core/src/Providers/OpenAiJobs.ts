@@ -258,25 +258,28 @@ export const JOB_METADATA_KEY = "aigw_job"
 
 /** The most pages of 100 a lookup for a lost creation reads (the account's jobs made since the gateway's job). */
 const LOOKUP_PAGES = 10
+/** How far before the gateway's job the lookup reads (the vendor's clock is not ours). */
+const LOOKUP_SLACK_SECONDS = 60
 
 /**
  * The vendor's job made for the gateway's job `jobId` (its metadata names it, and `fits` says it is made of
  * what the gateway uploaded), if any: a creation whose answer was lost (a timeout, a proxy's 5xx) made the job
  * all the same, and creating it again would make and bill a second one nobody tracks. The list (`GET
- * {path}?limit=100`, newest first) is read page by page (`after`) back to jobs older than `since` (unix
- * seconds: the gateway's job was made then), at most LOOKUP_PAGES pages. An entry that does not read as a job,
+ * {path}?limit=100`, newest first) is read page by page (`after`) back to jobs made before the gateway's job
+ * (`jobCreatedAt`, epoch ms; less LOOKUP_SLACK_SECONDS), at most LOOKUP_PAGES pages. An entry that does not read as a job,
  * or does not fit, is not the job's. A vendor that does not list (a 4xx: a proxy without the route, a key that
  * may create but not list; or a list that is none) cannot be asked: undefined, and the job is created; one that
  * failed in a way that may pass (a 5xx, a timeout) fails the step, which is retried.
  */
-const createdFor = <A extends { readonly id: string; readonly createdAt: number | null }>(
+const createdFor = <A>(
   provider: ConfiguredProvider,
   path: string,
   jobId: string,
-  since: number,
+  jobCreatedAt: number,
   decode: (provider: string, json: unknown) => Effect.Effect<A, UpstreamError>,
   fits: (job: A) => boolean
 ): Effect.Effect<A | undefined, UpstreamError> => {
+  const since = Math.floor(jobCreatedAt / 1000) - LOOKUP_SLACK_SECONDS
   const page = (after: string | undefined, left: number): Effect.Effect<A | undefined, UpstreamError> =>
     getJson(provider.id, `${provider.endpoint}${path}?limit=100${after === undefined ? "" : `&after=${encodeURIComponent(after)}`}`, authHeaders(provider)).pipe(
       Effect.flatMap((json) => {
@@ -300,13 +303,13 @@ const createdFor = <A extends { readonly id: string; readonly createdAt: number 
   )
 }
 
-/** The batch made for the gateway's job `jobId` (made at `since`, unix seconds) from the file `inputFileId`, if one was (`createdFor`). */
-export const batchCreatedFor = (provider: ConfiguredProvider, jobId: string, since: number, inputFileId: string) =>
-  createdFor(provider, "/batches", jobId, since, decodeBatch, (b) => b.inputFileId === inputFileId)
+/** The batch made for the gateway's job `jobId` (made at `jobCreatedAt`, epoch ms) from the file `inputFileId`, if one was (`createdFor`). */
+export const batchCreatedFor = (provider: ConfiguredProvider, jobId: string, jobCreatedAt: number, inputFileId: string) =>
+  createdFor(provider, "/batches", jobId, jobCreatedAt, decodeBatch, (b) => b.inputFileId === inputFileId)
 
-/** The fine-tuning job made for the gateway's job `jobId` (made at `since`, unix seconds) on the file `trainingFileId`, if one was (`createdFor`). */
-export const fineTuneCreatedFor = (provider: ConfiguredProvider, jobId: string, since: number, trainingFileId: string) =>
-  createdFor(provider, "/fine_tuning/jobs", jobId, since, decodeFineTune, (j) => j.trainingFile === trainingFileId)
+/** The fine-tuning job made for the gateway's job `jobId` (made at `jobCreatedAt`, epoch ms) on the file `trainingFileId`, if one was (`createdFor`). */
+export const fineTuneCreatedFor = (provider: ConfiguredProvider, jobId: string, jobCreatedAt: number, trainingFileId: string) =>
+  createdFor(provider, "/fine_tuning/jobs", jobId, jobCreatedAt, decodeFineTune, (j) => j.trainingFile === trainingFileId)
 
 export const getBatch = (provider: ConfiguredProvider, id: string): Effect.Effect<Batch, UpstreamError> =>
   getJson(provider.id, `${provider.endpoint}/batches/${encodeURIComponent(id)}`, authHeaders(provider)).pipe(

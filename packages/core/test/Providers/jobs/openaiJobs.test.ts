@@ -326,6 +326,8 @@ describe("OpenAI jobs clients (Files, Batch, Fine-tuning)", () => {
     it("finds a batch a lost creation made by the job id in its metadata, only one made of the job's file, paging back to the job's time; a vendor that cannot list is not asked", async () => {
       const batchOf = (id: string, jobId: string, file: string, createdAt: number, status: unknown = "validating") =>
         ({ id, object: "batch", status, endpoint: "/v1/chat/completions", input_file_id: file, created_at: createdAt, metadata: { aigw_job: jobId } })
+      // The gateway's job was made at unix second 1060: the lookup reads back to the vendor's jobs of second 1000.
+      const JOB_MADE = 1_060_000
       let pages: Record<string, unknown> = {}
       let listStatus = 200
       const asked: Array<string> = []
@@ -344,17 +346,17 @@ describe("OpenAI jobs clients (Files, Batch, Fine-tuning)", () => {
           batch_x: { object: "list", has_more: true, data: [batchOf("batch_mine", "job-1", "file-1", 1500), batchOf("batch_y", "job-3", "file-3", 900)] },
           batch_y: { object: "list", has_more: false, data: [] }
         }
-        expect((await ok(batchCreatedFor(vendor, "job-1", 1000, "file-1")))?.id).toBe("batch_mine")
+        expect((await ok(batchCreatedFor(vendor, "job-1", JOB_MADE, "file-1")))?.id).toBe("batch_mine")
         // Paging stops at jobs older than the gateway's job.
         asked.length = 0
-        expect(await ok(batchCreatedFor(vendor, "job-9", 1000, "file-9"))).toBeUndefined()
+        expect(await ok(batchCreatedFor(vendor, "job-9", JOB_MADE, "file-9"))).toBeUndefined()
         expect(asked).toEqual(["/v1/batches?limit=100", "/v1/batches?limit=100&after=batch_x"])
         // A vendor that does not list (a proxy without the route): the job is created, not failed.
         listStatus = 404
-        expect(await ok(batchCreatedFor(vendor, "job-1", 1000, "file-1"))).toBeUndefined()
+        expect(await ok(batchCreatedFor(vendor, "job-1", JOB_MADE, "file-1"))).toBeUndefined()
         // One whose list may come back (a 5xx) fails the step, which is retried.
         listStatus = 503
-        const retried = await run(batchCreatedFor(vendor, "job-1", 1000, "file-1"))
+        const retried = await run(batchCreatedFor(vendor, "job-1", JOB_MADE, "file-1"))
         expect(Either.isLeft(retried) && retried.left.retryable).toBe(true)
       } finally {
         server.close()
