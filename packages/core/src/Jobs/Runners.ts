@@ -21,7 +21,7 @@ import {
 } from "../Engine/ProviderCalls.ts"
 import type { Plan } from "../Plans.ts"
 import { UpstreamError } from "../Providers/UpstreamError.ts"
-import { detailsProblem, linkProblem } from "../Providers/Delivered.ts"
+import { finishedVideo } from "../Providers/Delivered.ts"
 import * as OpenAiCompatible from "../Providers/OpenAiCompatible.ts"
 import {
   type Batch,
@@ -484,11 +484,11 @@ const make = (options: RunnerOptions) =>
                 return stillWaiting(job, poll.status, options.pollMs, { result: { upstreamStatus: poll.status } })
               case "succeeded": {
                 // Whichever vendor made it: a link a client may follow, details that are short text or numbers.
-                const problem = linkProblem(poll.videoUrl, "its video URL") ?? detailsProblem(poll.details)
-                if (problem !== undefined) {
-                  return failed(`${job.provider} finished the video, but ${problem}`, { provider: job.provider, upstreamId: job.upstreamId })
+                const video = finishedVideo(poll.videoUrl, poll.details)
+                if ("problem" in video) {
+                  return failed(`${job.provider} finished the video, but ${video.problem}`, { provider: job.provider, upstreamId: job.upstreamId })
                 }
-                return done({ videoUrl: poll.videoUrl, provider: job.provider, upstreamId: job.upstreamId, ...poll.details })
+                return done({ videoUrl: poll.videoUrl, provider: job.provider, upstreamId: job.upstreamId, ...video.details })
               }
               case "failed":
                 return failed(poll.error, { provider: job.provider, upstreamId: job.upstreamId })

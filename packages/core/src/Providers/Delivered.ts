@@ -4,7 +4,8 @@
  * come as a `data:image/…` URL or base64 bytes), ids and details are short text or numbers, or a short
  * list of links (a model's several outputs). Anything else (`javascript:` or `file:` links, an object
  * where a URL goes, a 20 MB id, more images than asked for) is the vendor's protocol error, never
- * relayed as the gateway's answer. A detail the vendor left out is simply not there.
+ * relayed as the gateway's answer. A detail the vendor left out (absent or `null`) is simply not there,
+ * whichever vendor left it out (`finishedVideo`).
  */
 import type { GeneratedImage } from "./Served.ts"
 
@@ -46,11 +47,30 @@ export const outputDetails = (list: unknown): Record<string, unknown> => {
   return { outputs: links.slice(0, MAX_OUTPUT_LINKS), ...(omitted > 0 ? { outputsOmitted: omitted } : {}) }
 }
 
-/** Why a finished video's details (its ids, model, thumbnail, output links) cannot be given as they are, or undefined. */
+/** A finished video's details without those the vendor left out (`undefined` or `null`). */
+const givenDetails = (details: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+  const given: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(details)) if (value !== undefined && value !== null) given[name] = value
+  return given
+}
+
+/**
+ * A finished video as a job's result may hold it, whichever vendor made it: its details without those
+ * the vendor left out (no vendor's result shows a `null` detail, and a missing `model` is no reason to
+ * fail a video it made and billed), or why its link or details cannot be given to a client.
+ */
+export const finishedVideo = (
+  videoUrl: string,
+  details: Readonly<Record<string, unknown>>
+): { readonly details: Record<string, unknown> } | { readonly problem: string } => {
+  const given = givenDetails(details)
+  const problem = linkProblem(videoUrl, "its video URL") ?? detailsProblem(given)
+  return problem === undefined ? { details: given } : { problem }
+}
+
+/** Why a finished video's details (its ids, model, thumbnail, output links: each given) cannot be given as they are, or undefined. */
 export const detailsProblem = (details: Readonly<Record<string, unknown>>): string | undefined => {
   for (const [name, value] of Object.entries(details)) {
-    // A detail the vendor left out (no `model` in its answer) is no reason to fail a video it made.
-    if (value === undefined || value === null) continue
     if (typeof value === "number" && Number.isFinite(value)) continue
     if (Array.isArray(value)) {
       if (value.length > MAX_OUTPUT_LINKS) return `its ${name} lists ${value.length} links (at most ${MAX_OUTPUT_LINKS})`

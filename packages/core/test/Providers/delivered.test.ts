@@ -4,7 +4,7 @@
  * bytes that were no base64 and 200,000 images for n = 1 relayed as successes.
  */
 import { describe, expect, it } from "vitest"
-import { detailsProblem, imagesProblem, linkProblem, MAX_OUTPUT_LINKS, outputDetails } from "../../src/Providers/Delivered.ts"
+import { detailsProblem, finishedVideo, imagesProblem, linkProblem, MAX_OUTPUT_LINKS, outputDetails } from "../../src/Providers/Delivered.ts"
 
 describe("links", () => {
   it("are http(s) URLs; data:image/ URLs only for images", () => {
@@ -31,7 +31,10 @@ describe("a finished video's details", () => {
 
   // An attack run: a model's list of output URLs, or a detail the vendor left out, failed a video that was made and billed.
   it("leave out what the vendor did not send; a list is at most 16 links, each an http(s) one", () => {
-    expect(detailsProblem({ predictionId: "p", model: undefined, videoId: null })).toBeUndefined()
+    expect(finishedVideo("https://a/v.mp4", { predictionId: "p", model: undefined, videoId: null, durationSeconds: 0, taskId: "" })).toStrictEqual({
+      details: { predictionId: "p", durationSeconds: 0, taskId: "" }
+    })
+    expect(finishedVideo("javascript:x", { predictionId: "p" })).toStrictEqual({ problem: "its video URL is a javascript: URL, not an http(s) one" })
     const links = Array.from({ length: 16 }, (_, i) => `https://a/v${i}.mp4`)
     expect(detailsProblem({ outputs: links, outputsOmitted: 4 })).toBeUndefined()
     expect(detailsProblem({ outputs: [...links, "https://a/x.mp4"] })).toBe("its outputs lists 17 links (at most 16)")

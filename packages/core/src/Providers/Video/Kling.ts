@@ -93,7 +93,7 @@ export const toPoll = (provider: string, task: any): Effect.Effect<VideoPoll, Up
         status: "succeeded",
         videoUrl: video.url,
         details: {
-          ...(task.task_id != null ? { taskId: task.task_id } : {}),
+          taskId: task.task_id,
           ...(typeof video.id === "string" && video.id.length > 0 ? { videoId: video.id } : {}),
           ...(video.duration !== undefined && Number.isFinite(Number(video.duration)) ? { durationSeconds: Number(video.duration) } : {})
         }

@@ -162,8 +162,8 @@ export const toPoll = (provider: string, prediction: any): Effect.Effect<VideoPo
         status: "succeeded",
         videoUrl,
         details: {
-          ...(prediction.id != null ? { predictionId: prediction.id } : {}),
-          ...(prediction.model != null ? { model: prediction.model } : {}),
+          predictionId: prediction.id,
+          model: prediction.model,
           ...outputDetails(prediction.output),
           ...(typeof prediction?.metrics?.predict_time === "number" ? { predictTimeSeconds: prediction.metrics.predict_time } : {})
         }

@@ -106,7 +106,7 @@ export const toPoll = (provider: string, task: any): Effect.Effect<VideoPoll, Up
       return Effect.succeed({
         status: "succeeded",
         videoUrl: outputs[0],
-        details: { ...(task.id != null ? { taskId: task.id } : {}), ...outputDetails(task.output) }
+        details: { taskId: task.id, ...outputDetails(task.output) }
       })
     }
     case "FAILED": {

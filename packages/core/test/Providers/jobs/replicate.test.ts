@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { type ConfiguredProvider, data } from "../../../src/Catalog/Catalog.ts"
 import { replicate } from "../../../src/Providers/Video/Replicate.ts"
 import { DEFAULT_MODEL, toInput, toPoll, unsupported } from "../../../src/Providers/Video/Replicate.ts"
-import { detailsProblem, linkProblem } from "../../../src/Providers/Delivered.ts"
+import { finishedVideo } from "../../../src/Providers/Delivered.ts"
 import type { VideoPoll } from "../../../src/Providers/Video/VideoAdapter.ts"
 import type { UpstreamError } from "../../../src/Providers/UpstreamError.ts"
 import { type ReplicateMock, startReplicateMock } from "../../support/mockJobs.ts"
@@ -137,7 +137,7 @@ describe("Replicate video adapter (predictions API)", () => {
       expect([outputs.length, outputs[0], outputs.at(-1), last.details.outputsOmitted]).toEqual([
         listed, last.videoUrl, `https://replicate.delivery/xezq/${upstreamId}/output-${listed - 1}.mp4`, omitted
       ])
-      expect(linkProblem(last.videoUrl, "its video URL") ?? detailsProblem(last.details)).toBeUndefined()
+      expect(finishedVideo(last.videoUrl, last.details)).toStrictEqual({ details: last.details })
     }
     // One URL in an array: the video URL says it all.
     expect(Effect.runSync(toPoll("replicate", { id: "p1", model: "m/v", status: "succeeded", output: ["https://a/v.mp4"] }))).toEqual({
@@ -154,13 +154,16 @@ describe("Replicate video adapter (predictions API)", () => {
       videoUrl: `https://replicate.delivery/xezq/${upstreamId}/output.mp4`,
       details: { predictionId: upstreamId, predictTimeSeconds: 42.5 }
     })
-    if (last.status === "succeeded") expect(detailsProblem(last.details)).toBeUndefined()
-    expect(Effect.runSync(toPoll("replicate", { status: "succeeded", model: null, output: "https://a/v.mp4" }))).toEqual({ status: "succeeded", videoUrl: "https://a/v.mp4", details: {} })
+    if (last.status === "succeeded") {
+      expect(finishedVideo(last.videoUrl, last.details)).toStrictEqual({ details: { predictionId: upstreamId, predictTimeSeconds: 42.5 } })
+    }
+    const poll = Effect.runSync(toPoll("replicate", { status: "succeeded", model: null, output: "https://a/v.mp4" }))
+    expect(poll.status === "succeeded" && finishedVideo(poll.videoUrl, poll.details)).toStrictEqual({ details: {} })
   })
 
   it("a listed output that is no http(s) link still fails the job's check", () => {
     const poll = Effect.runSync(toPoll("replicate", { id: "p1", status: "succeeded", output: ["https://a/v.mp4", "javascript:alert(1)"] }))
-    expect(poll.status === "succeeded" && detailsProblem(poll.details)).toBe("its outputs[1] is a javascript: URL, not an http(s) one")
+    expect(poll.status === "succeeded" && finishedVideo(poll.videoUrl, poll.details)).toStrictEqual({ problem: "its outputs[1] is a javascript: URL, not an http(s) one" })
   })
 
   it("maps a failed prediction to failed with Replicate's error text", async () => {

@@ -7,7 +7,7 @@ import { type ConfiguredProvider, data } from "../../../src/Catalog/Catalog.ts"
 import { runway, toDuration, toPoll } from "../../../src/Providers/Video/Runway.ts"
 import type { JobMock } from "../../support/mockJobs.ts"
 import { pollUntilDone, runEither, type RunwayMockOptions, videoProvider, startRunwayMock } from "../../support/mockVideoVendors.ts"
-import { detailsProblem } from "../../../src/Providers/Delivered.ts"
+import { finishedVideo } from "../../../src/Providers/Delivered.ts"
 
 const KEY = "key_runway_test"
 
@@ -94,7 +94,7 @@ describe("Runway video adapter (tasks API)", () => {
       if (last.status !== "succeeded") throw new Error(`expected a video, got ${last.status}`)
       expect(last.videoUrl).toBe(`https://dnznrvs05pmza.cloudfront.net/${upstreamId}.mp4?_jwt=mock`)
       expect([(last.details.outputs as Array<string>).length, (last.details.outputs as Array<string>)[0], last.details.outputsOmitted]).toEqual([listed, last.videoUrl, omitted])
-      expect(detailsProblem(last.details)).toBeUndefined()
+      expect(finishedVideo(last.videoUrl, last.details)).toStrictEqual({ details: last.details })
     }
   })
 
@@ -103,7 +103,7 @@ describe("Runway video adapter (tasks API)", () => {
     const { upstreamId } = await Effect.runPromise(runway.submit(provider, { prompt: "p" }))
     const { last } = await pollUntilDone(runway, provider, upstreamId)
     expect(last).toEqual({ status: "succeeded", videoUrl: `https://dnznrvs05pmza.cloudfront.net/${upstreamId}.mp4?_jwt=mock`, details: {} })
-    if (last.status === "succeeded") expect(detailsProblem(last.details)).toBeUndefined()
+    if (last.status === "succeeded") expect(finishedVideo(last.videoUrl, last.details)).toStrictEqual({ details: {} })
   })
 
   it("maps FAILED to failed with the failure and its code", async () => {
