@@ -74,7 +74,7 @@ describe("MCP over stdio (hosts/mcp)", () => {
 
   it("negotiates protocol 2025-06-18 and names the server", () => {
     expect(goldClient.getServerVersion()).toMatchObject({ name: "aigw", version: "1.0.0" })
-    expect(goldClient.getServerCapabilities()).toMatchObject({ tools: { listChanged: true } })
+    expect(goldClient.getServerCapabilities()).toMatchObject({ tools: { listChanged: false } })
   })
 
   mcpToolSuite({

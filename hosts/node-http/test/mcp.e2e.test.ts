@@ -59,7 +59,7 @@ describe("MCP over streamable HTTP", () => {
 
   it("negotiates protocol 2025-06-18 and names the server", async () => {
     expect(goldClient.getServerVersion()).toMatchObject({ name: "aigw", version: "1.0.0" })
-    expect(goldClient.getServerCapabilities()).toMatchObject({ tools: { listChanged: true } })
+    expect(goldClient.getServerCapabilities()).toMatchObject({ tools: { listChanged: false } })
     const res = await fetch(`${server.url}/mcp`, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
@@ -198,7 +198,7 @@ describe("MCP over streamable HTTP", () => {
         endpoint: `${PUBLIC_URL}/mcp`,
         transport: { type: "streamable-http", endpoint: `${PUBLIC_URL}/mcp` },
         authentication: { required: false, schemes: ["bearer", "apiKey"], securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
-        capabilities: { tools: { listChanged: true } }
+        capabilities: { tools: { listChanged: false } }
       })
       expect(card.tools.map((t: any) => t.name).sort()).toEqual(TOOL_NAMES)
     })

@@ -59,7 +59,7 @@ export const serverCard = (config: Pick<GatewayOptions, "publicUrl" | "version">
       schemes: ["bearer", "apiKey"],
       securitySchemes: { bearer, apiKey }
     },
-    capabilities: { tools: { listChanged: true } },
+    capabilities: { tools: { listChanged: false } },
     tools: tools(),
     documentation: `${config.publicUrl}/docs`
   }

@@ -146,6 +146,16 @@ export const forwardedBody = (slots: ReadonlyArray<Slot>): string | undefined =>
  * its details in `data`) is reported to `onInternal` and answered -32603 without details, as is a
  * request the server did not answer.
  */
+/**
+ * The server's `initialize` result with its capabilities as they are: the tool list never changes while
+ * the gateway runs (and over stateless HTTP there is no stream to announce a change on), so it does not
+ * promise list-changed notifications as @effect/ai's McpServer does for any server with tools.
+ */
+const initialized = (result: unknown): unknown =>
+  isRecord(result) && isRecord(result.capabilities) && isRecord(result.capabilities.tools)
+    ? { ...result, capabilities: { ...result.capabilities, tools: { ...result.capabilities.tools, listChanged: false } } }
+    : result
+
 export const answers = (slots: ReadonlyArray<Slot>, outputs: ReadonlyArray<unknown>, onInternal: (output: unknown) => void): Array<Response> => {
   const forwarded = new Set(slots.flatMap((s) => (s._tag === "Forward" ? [s.internalId] : [])))
   const byInternalId = new Map<number, Record<string, unknown>>()
@@ -159,7 +169,9 @@ export const answers = (slots: ReadonlyArray<Slot>, outputs: ReadonlyArray<unkno
     const output = byInternalId.get(slot.internalId)
     if (output === undefined) return errorResponse(slot.id, INTERNAL_ERROR, "Internal error")
     const error = output.error
-    if (error === undefined || error === null) return { jsonrpc: "2.0", id: slot.id, result: output.result }
+    if (error === undefined || error === null) {
+      return { jsonrpc: "2.0", id: slot.id, result: slot.message.method === "initialize" ? initialized(output.result) : output.result }
+    }
     if (isRecord(error) && typeof error.code === "number" && STANDARD.has(error.code) && typeof error.message === "string") {
       // A method of the protocol the server does not serve (logging/setLevel, resources/subscribe: capabilities
       // it does not announce) is a method not found, not an internal error.
