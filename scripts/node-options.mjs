@@ -9,12 +9,16 @@ import { fileURLToPath } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 
-/** package.json's start script: `[NAME=value …] exec sh scripts/node.sh [--flags] scripts/start.mjs …`. */
+/**
+ * package.json's start script: `[NAME=${NAME:-value} …] exec sh scripts/node.sh [--flags] scripts/start.mjs …`.
+ * Each variable is the operator's when set, else the script's value (the one returned here).
+ */
 const startScript = () => {
   const start = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).scripts.start
-  const m = /^((?:[A-Z_][A-Z0-9_]*=\S*\s+)*)exec sh scripts\/node\.sh((?:\s+--\S+)*)\s+scripts\/start\.mjs\b/.exec(start)
-  if (!m) throw new Error(`package.json's start script is not "[NAME=value …] exec sh scripts/node.sh [--flags] scripts/start.mjs …": ${start}`)
-  return { assignments: m[1].trim().split(/\s+/).filter(Boolean), flags: m[2].trim().split(/\s+/).filter(Boolean) }
+  const m = /^((?:([A-Z_][A-Z0-9_]*)=\$\{\2:-\S*\}\s+)*)exec sh scripts\/node\.sh((?:\s+--\S+)*)\s+scripts\/start\.mjs\b/.exec(start)
+  if (!m) throw new Error(`package.json's start script is not "[NAME=\${NAME:-value} …] exec sh scripts/node.sh [--flags] scripts/start.mjs …": ${start}`)
+  const assignments = m[1].trim().split(/\s+/).filter(Boolean).map((a) => a.replace(/^([A-Z_][A-Z0-9_]*)=\$\{\1:-(\S*)\}$/, "$1=$2"))
+  return { assignments, flags: m[3].trim().split(/\s+/).filter(Boolean) }
 }
 
 /** The `--flags` between the launcher and `scripts/start.mjs`. */

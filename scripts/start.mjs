@@ -8,6 +8,8 @@
  *
  * The working directory becomes the host's workspace directory, as with `npm start -w hosts/<host>`,
  * so the embedded defaults keep their files under hosts/<host>/data/ (AIGW_DATA_DIR moves them).
+ * A relative path the operator gives (AIGW_CONFIG, AIGW_DATA_DIR, a `sqlite:` DATABASE_URL) keeps
+ * meaning the directory `npm start` was run in (npm's INIT_CWD), not the host's.
  * Build messages go to stderr: the MCP host's stdout is its protocol channel.
  */
 import * as fs from "node:fs"
@@ -40,6 +42,17 @@ try {
     process.exit(1)
   }
   process.stderr.write(`aigw: could not rebuild (${e instanceof Error ? e.message : e}); starting the existing build\n`)
+}
+/** A relative path given in the environment, made absolute from the directory the operator ran `npm start` in. */
+const invokedFrom = process.env.INIT_CWD || process.cwd()
+const fromInvocation = (file) => (file === "" || path.isAbsolute(file) ? file : path.resolve(invokedFrom, file))
+for (const name of ["AIGW_CONFIG", "AIGW_DATA_DIR"]) {
+  if (process.env[name]) process.env[name] = fromInvocation(process.env[name])
+}
+const database = process.env.DATABASE_URL
+// sqlite:PATH (sqlite:///abs is absolute already; :memory: is no file).
+if (database?.startsWith("sqlite:") && !database.startsWith("sqlite://") && database !== "sqlite::memory:") {
+  process.env.DATABASE_URL = `sqlite:${fromInvocation(database.slice("sqlite:".length))}`
 }
 process.chdir(hostDir)
 process.argv.splice(1, 2, main)

@@ -9,7 +9,7 @@
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ConfigFile, FastLane, HttpApp, Layers, Logging, MallocTrim, Mcp, ShutdownDeadline, StartupError, StopSignals } from "@aigw/core"
+import { ConfigFile, FastLane, GatewayConfig, HttpApp, Layers, Logging, MallocTrim, Mcp, ShutdownDeadline, StartupError, StopSignals } from "@aigw/core"
 import { Config, Effect, Layer, Logger } from "effect"
 
 const ServerLive = Layer.unwrapEffect(
@@ -24,6 +24,7 @@ const ServerLive = Layer.unwrapEffect(
       Config.validate({ message: "AIGW_SHUTDOWN_GRACE_SECONDS must be a number of seconds above 0, at most 86400", validation: (n) => n > 0 && n <= 86_400 }),
       Config.withDefault(8)
     )
+    yield* GatewayConfig.warnWithoutPublicUrl(true)
     const server = yield* ShutdownDeadline.serverOf(graceSeconds * 1000)
     if (!fastLane) return NodeHttpServer.layer(server, { port, host })
     const lane = yield* FastLane.make

@@ -68,11 +68,14 @@ describe("start-up failures of the node host", () => {
       "aigw: invalid configuration: AIGW_MAX_JSON_DEPTH must be a positive integer up to 10000 (check AIGW_MAX_JSON_DEPTH)"
     )
     expect(oneLineFailure(await startExpectingFailure({ AIGW_KEY_CACHE_SECONDS: "-5" }), "AIGW_KEY_CACHE_SECONDS")).toBe(
-      "aigw: invalid configuration: AIGW_KEY_CACHE_SECONDS: must be 0 (off) or a number of seconds (check AIGW_KEY_CACHE_SECONDS)"
+      "aigw: invalid configuration: AIGW_KEY_CACHE_SECONDS: must be 0 (off) or a number of seconds up to 2147483647 (check AIGW_KEY_CACHE_SECONDS)"
     )
     expect(oneLineFailure(await startExpectingFailure({ AIGW_MALLOC_TRIM_MS: "-5" }), "AIGW_MALLOC_TRIM_MS")).toBe(
-      "aigw: invalid configuration: AIGW_MALLOC_TRIM_MS: must be 0 (off) or a number of milliseconds (check AIGW_MALLOC_TRIM_MS)"
+      "aigw: invalid configuration: AIGW_MALLOC_TRIM_MS: must be 0 (off) or a number of milliseconds up to 2147483647 (check AIGW_MALLOC_TRIM_MS)"
     )
+    // Past a timer's longest wait the trim never came again (Effect takes such a wait as forever): refused, as the other limits are.
+    expect(oneLineFailure(await startExpectingFailure({ AIGW_MALLOC_TRIM_MS: "5000000000" }), "AIGW_MALLOC_TRIM_MS")).toContain("up to 2147483647")
+    expect(oneLineFailure(await startExpectingFailure({ AIGW_KEY_CACHE_SECONDS: "5000000000" }), "AIGW_KEY_CACHE_SECONDS")).toContain("up to 2147483647")
   }, 5 * T)
 
   it("an unknown plan in AIGW_PLAN_LIMITS is an error naming the key and the plans", async () => {
@@ -246,6 +249,45 @@ describe("Ctrl-C", () => {
   }, T)
 })
 
+const repoRoot = path.join(__dirname, "../../..")
+
+/**
+ * `npm start` as an operator runs it, in its own process group, once it serves: from the repository, or
+ * (`from`) from another directory through `--prefix`, as npm runs a package's script from anywhere.
+ * Not startServer: it kills what is left of the group once its process exits, which would hide an orphan.
+ */
+const npmStart = async (port: number, env: Record<string, string>, from?: string) => {
+  let output = ""
+  const npm = spawn("npm", from === undefined ? ["start"] : ["start", "--prefix", repoRoot], {
+    cwd: from ?? repoRoot,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true
+  })
+  npm.stdout!.on("data", (d) => (output += d))
+  npm.stderr!.on("data", (d) => (output += d))
+  const exited = new Promise<number | null>((resolve) => npm.on("exit", (code) => resolve(code)))
+  const group = npm.pid!
+  const kill = () => {
+    try {
+      process.kill(-group, "SIGKILL")
+    } catch {
+      // the group is gone
+    }
+  }
+  const deadline = Date.now() + 100_000
+  for (;;) {
+    if (npm.exitCode !== null) throw new Error(`npm start exited early (${npm.exitCode}):\n${output}`)
+    if (await fetch(`http://127.0.0.1:${port}/v1/health`).then((r) => r.ok, () => false)) break
+    if (Date.now() > deadline) {
+      kill()
+      throw new Error(`npm start did not serve within 100 s:\n${output}`)
+    }
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  return { group, exited, output: () => output, kill }
+}
+
 describe("npm start under a process manager", () => {
   // A manager that runs `npm start` (a container's PID 1, systemd, pm2, a CI job) stops it with a
   // SIGTERM to npm alone, which npm passes on to the process it started. That process must be the
@@ -253,37 +295,43 @@ describe("npm start under a process manager", () => {
   // the server running as an orphan, still holding its port, instead of stopping gracefully.
   it("passes npm's SIGTERM on to the server, which stops gracefully and leaves no process behind", async () => {
     const port = await freePort()
-    const dir = scratchDir("aigw-npm-start-")
-    let output = ""
-    // Not startServer: it kills what is left of the group once its process exits, which would hide an orphan.
-    const npm = spawn("npm", ["start"], { cwd: path.join(__dirname, "../../.."), env: hostEnv(port, dir, {}), stdio: ["ignore", "pipe", "pipe"], detached: true })
-    npm.stdout!.on("data", (d) => (output += d))
-    npm.stderr!.on("data", (d) => (output += d))
-    const exited = new Promise<number | null>((resolve) => npm.on("exit", (code) => resolve(code)))
-    const group = npm.pid!
+    const npm = await npmStart(port, hostEnv(port, scratchDir("aigw-npm-start-"), {}))
+    const { group } = npm
     try {
-      const deadline = Date.now() + 100_000
-      for (;;) {
-        if (npm.exitCode !== null) throw new Error(`npm start exited early (${npm.exitCode}):\n${output}`)
-        if (await fetch(`http://127.0.0.1:${port}/v1/health`).then((r) => r.ok, () => false)) break
-        if (Date.now() > deadline) throw new Error(`npm start did not serve within 100 s:\n${output}`)
-        await new Promise((r) => setTimeout(r, 200))
-      }
       // npm's only child is node itself (the script execs the launcher, which execs node).
       const children = processTree(group).filter((pid) => pid !== group)
-      expect(children.map((pid) => fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim()), output).toEqual(["node"])
+      expect(children.map((pid) => fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim()), npm.output()).toEqual(["node"])
 
       process.kill(group, "SIGTERM")
-      expect(await exited, output).toBe(0)
+      expect(await npm.exited, npm.output()).toBe(0)
       for (let i = 0; i < 100 && groupMembers(group).length > 0; i++) await new Promise((r) => setTimeout(r, 100))
-      expect(groupMembers(group), `still running after npm exited:\n${output}`).toEqual([])
+      expect(groupMembers(group), `still running after npm exited:\n${npm.output()}`).toEqual([])
       expect(await fetch(`http://127.0.0.1:${port}/v1/health`).then(() => "answered", () => "refused")).toBe("refused")
     } finally {
-      try {
-        process.kill(-group, "SIGKILL")
-      } catch {
-        // the group is gone
-      }
+      npm.kill()
+    }
+  }, T)
+
+  // The server runs in hosts/node-http (its default ./data lives there); an operator's relative paths
+  // used to be taken from there too: AIGW_CONFIG=./aigw.json could not be read, AIGW_DATA_DIR=./x was made under hosts/.
+  // And the start script's malloc settings replaced the operator's.
+  it("takes the relative paths it is given from the directory it was run in, and the operator's malloc settings", async () => {
+    const port = await freePort()
+    const dir = scratchDir("aigw-npm-relative-")
+    fs.writeFileSync(path.join(dir, "aigw.json"), JSON.stringify({ PUBLIC_URL: "https://gateway.example.com" }))
+    const env = hostEnv(port, dir, { AIGW_CONFIG: "./aigw.json", AIGW_DATA_DIR: "./state", DATABASE_URL: "sqlite:./db/aigw.sqlite", MALLOC_ARENA_MAX: "4" })
+    const npm = await npmStart(port, env, dir)
+    try {
+      const [server] = processTree(npm.group).filter((pid) => pid !== npm.group)
+      const environ = fs.readFileSync(`/proc/${server}/environ`, "utf8").split("\0")
+      expect(environ.filter((v) => v.startsWith("MALLOC_")).sort()).toEqual(["MALLOC_ARENA_MAX=4", "MALLOC_MMAP_THRESHOLD_=131072"])
+      const card = await (await fetch(`http://127.0.0.1:${port}/.well-known/mcp.json`)).json() as { endpoint: string }
+      expect(card.endpoint, npm.output()).toBe("https://gateway.example.com/mcp")
+      expect(fs.existsSync(path.join(dir, "state")), npm.output()).toBe(true)
+      expect(fs.statSync(path.join(dir, "db", "aigw.sqlite")).size).toBeGreaterThan(0)
+      expect(fs.existsSync(path.join(repoRoot, "hosts/node-http/state"))).toBe(false)
+    } finally {
+      npm.kill()
     }
   }, T)
 })

@@ -117,7 +117,7 @@ export const limitVariables: Readonly<Record<keyof SecurityLimits, string>> = {
  * what a nesting can mean (its scan keeps a count per level: a depth of 1e10 failed every JSON request).
  */
 const limitMaxima: Partial<Record<keyof SecurityLimits, number>> = { maxJsonDepth: 10_000 }
-const LIMIT_MAX = 2_147_483_647
+export const LIMIT_MAX = 2_147_483_647
 
 const limitsFromEnv: Config.Config<SecurityLimits> = Config.all(
   Object.fromEntries(
@@ -249,22 +249,55 @@ export const baseUrlProblem = (text: string) => {
   return undefined
 }
 
+const hostConfig = Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
+// Digits only: a number reader takes `0x50` as 80 and `1e3` as 1000.
+const portConfig = Config.string("PORT").pipe(
+  Config.validate({ message: "PORT must be a port number from 0 to 65535", validation: (t) => /^\d{1,5}$/.test(t.trim()) && Number(t) <= 65535 }),
+  Config.map((t) => Number(t)),
+  Config.withDefault(8787)
+)
+const publicUrlConfig = nonEmpty(Config.string("PUBLIC_URL").pipe(
+  // No query or fragment: e-mail links are the URL with a path appended (`…?x=1/api/avatar/…` led nowhere).
+  Config.validate({
+    message: "PUBLIC_URL must be an http:// or https:// URL without a user, query or fragment (the address clients use, e.g. https://aigw.example.com)",
+    validation: (u) => baseUrlProblem(u) === undefined
+  })
+))
+
+/** Hosts that listen on every interface: a link to them leads nowhere, `localhost` reaches the server from its machine. */
+const EVERY_INTERFACE = new Set(["0.0.0.0", "::", "[::]"])
+
+/**
+ * PUBLIC_URL when it is not set: the listen address, as a URL (an IPv6 address in brackets; a host
+ * that listens on every interface as `localhost`).
+ */
+export const defaultPublicUrl = (host: string, port: number) => {
+  const name = EVERY_INTERFACE.has(host) ? "localhost" : host.includes(":") && !host.startsWith("[") ? `[${host}]` : host
+  return `http://${name}:${port}`
+}
+
+/** Loopback listen addresses: the default PUBLIC_URL reaches them from the machine they run on, which is all they serve. */
+const isLoopback = (host: string) => host === "localhost" || /^127\./.test(host) || host === "::1" || host === "[::1]"
+
+/**
+ * The start-up warning when PUBLIC_URL is unset and its default is no address that readers of the
+ * gateway's mails or MCP clients elsewhere reach: on a host that listens beyond loopback, and always
+ * where nothing listens (`listens: false`, Lambda).
+ */
+export const warnWithoutPublicUrl = (listens: boolean): Effect.Effect<void, ConfigError.ConfigError> =>
+  Effect.gen(function*() {
+    if (Option.isSome(yield* publicUrlConfig)) return
+    const host = yield* hostConfig
+    if (listens && isLoopback(host)) return
+    const url = defaultPublicUrl(host, yield* portConfig)
+    yield* Effect.logWarning(`PUBLIC_URL is not set: links in e-mails and the MCP discovery documents point at ${url}; set PUBLIC_URL to the address clients use`)
+  })
+
 /** Options read from the environment with the names of DESIGN.md §3. */
 export const fromEnv: Config.Config<GatewayOptions> = Config.all({
-  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
-  // Digits only: a number reader takes `0x50` as 80 and `1e3` as 1000.
-  port: Config.string("PORT").pipe(
-    Config.validate({ message: "PORT must be a port number from 0 to 65535", validation: (t) => /^\d{1,5}$/.test(t.trim()) && Number(t) <= 65535 }),
-    Config.map((t) => Number(t)),
-    Config.withDefault(8787)
-  ),
-  publicUrl: nonEmpty(Config.string("PUBLIC_URL").pipe(
-    // No query or fragment: e-mail links are the URL with a path appended (`…?x=1/api/avatar/…` led nowhere).
-    Config.validate({
-      message: "PUBLIC_URL must be an http:// or https:// URL without a user, query or fragment (the address clients use, e.g. https://aigw.example.com)",
-      validation: (u) => baseUrlProblem(u) === undefined
-    })
-  )),
+  host: hostConfig,
+  port: portConfig,
+  publicUrl: publicUrlConfig,
   dataDir: Config.string("AIGW_DATA_DIR").pipe(Config.withDefault("./data")),
   planLimits: nonEmpty(Config.string("AIGW_PLAN_LIMITS")),
   allowPrivateUrls: Config.boolean("AIGW_ALLOW_PRIVATE_URLS").pipe(Config.withDefault(false)),
@@ -284,7 +317,7 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
     Config.withDefault(10 * 1024 * 1024)
   ),
   trustProxy: Config.integer("AIGW_TRUST_PROXY").pipe(
-    Config.validate({ message: "AIGW_TRUST_PROXY must be the number of trusted reverse proxies (0 or more)", validation: (n) => n >= 0 }),
+    Config.validate({ message: "AIGW_TRUST_PROXY must be the number of trusted reverse proxies (0 up to 2147483647)", validation: (n) => n >= 0 && n <= LIMIT_MAX }),
     Config.withDefault(0)
   ),
   // Each a pause of a loop: zero or less would spin it (a failing webhook retried as fast as it fails).
@@ -306,7 +339,7 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
     const admin = adminOf(c.adminUsername, c.adminEmail, c.adminPassword)
     return Either.map(Either.all([planLimits, admin]), ([planLimits, admin]): GatewayOptions => ({
       ...defaults(),
-      publicUrl: Option.getOrElse(c.publicUrl, () => `http://${c.host}:${c.port}`).replace(/\/+$/, ""),
+      publicUrl: Option.getOrElse(c.publicUrl, () => defaultPublicUrl(c.host, c.port)).replace(/\/+$/, ""),
       dataDir: c.dataDir,
       planLimits,
       allowPrivateUrls: c.allowPrivateUrls,

@@ -97,7 +97,7 @@ export const layerFromEnv = (options: { readonly migrate?: boolean; readonly key
       Config.all([
         Config.string("DATABASE_URL").pipe(Config.withDefault(DEFAULT_DATABASE_URL)),
         Config.integer("AIGW_KEY_CACHE_SECONDS").pipe(
-          Config.validate({ message: "must be 0 (off) or a number of seconds", validation: (n) => n >= 0 }),
+          Config.validate({ message: "must be 0 (off) or a number of seconds up to 2147483647", validation: (n) => n >= 0 && n <= GatewayConfig.LIMIT_MAX }),
           Config.withDefault(options.keyCacheSeconds ?? Database.DEFAULT_KEY_CACHE_SECONDS)
         )
       ]),

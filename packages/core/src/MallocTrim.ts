@@ -11,6 +11,7 @@
  * and does nothing else: the gateway works the same, with more resident memory.
  */
 import { Config, Duration, Effect, Layer, Schedule } from "effect"
+import { LIMIT_MAX } from "./Config.ts"
 
 /** The default of AIGW_MALLOC_TRIM_MS. */
 export const DEFAULT_INTERVAL_MS = 5_000
@@ -21,9 +22,9 @@ export interface Trimmer {
   readonly problem: string | undefined
 }
 
-/** AIGW_MALLOC_TRIM_MS: 0 turns trimming off. */
+/** AIGW_MALLOC_TRIM_MS: 0 turns trimming off; at most a timer's longest wait (a longer one never came: Effect takes it as forever). */
 export const intervalMs = Config.integer("AIGW_MALLOC_TRIM_MS").pipe(
-  Config.validate({ message: "must be 0 (off) or a number of milliseconds", validation: (n) => n >= 0 }),
+  Config.validate({ message: "must be 0 (off) or a number of milliseconds up to 2147483647", validation: (n) => n >= 0 && n <= LIMIT_MAX }),
   Config.withDefault(DEFAULT_INTERVAL_MS)
 )
 

@@ -1,5 +1,5 @@
 /** `GatewayConfig.layer` / `defaults` as JavaScript embedders call them: plain strings for the optional options. */
-import { Option, Redacted } from "effect"
+import { ConfigProvider, Effect, Logger, Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import * as GatewayConfig from "../src/Config.ts"
 
@@ -14,5 +14,38 @@ describe("GatewayConfig.defaults", () => {
     const typed = GatewayConfig.defaults({ jwtSecret: Option.some(Redacted.make(secret)) })
     expect(Option.map(typed.jwtSecret, Redacted.value)).toEqual(Option.some(secret))
     expect(GatewayConfig.defaults({ jwtSecret: "" } as any).jwtSecret).toEqual(Option.none())
+  })
+})
+
+describe("PUBLIC_URL when it is not set", () => {
+  const withEnv = (env: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(env)))
+  const publicUrlOf = (env: Record<string, string>) =>
+    Effect.runSync(Effect.withConfigProvider(Effect.map(GatewayConfig.fromEnv, (o) => o.publicUrl), withEnv(env)))
+  const warnings = (env: Record<string, string>, listens: boolean) => {
+    const lines: Array<string> = []
+    const logger = Logger.make(({ message }) => lines.push(String(Array.isArray(message) ? message.join(" ") : message)))
+    Effect.runSync(GatewayConfig.warnWithoutPublicUrl(listens).pipe(Effect.withConfigProvider(withEnv(env)), Effect.provide(Logger.replace(Logger.defaultLogger, logger))))
+    return lines
+  }
+
+  // An attack on the configuration's own claims: `http://HOST:PORT` with HOST=::1 was `http://::1:8787`, which
+  // no URL parser takes and PUBLIC_URL itself refuses; HOST=0.0.0.0 (the image's) put links to 0.0.0.0 in every mail.
+  it("is the listen address as a URL: an IPv6 address in brackets, every interface as localhost", () => {
+    expect(publicUrlOf({})).toBe("http://127.0.0.1:8787")
+    expect(publicUrlOf({ HOST: "::1", PORT: "9000" })).toBe("http://[::1]:9000")
+    expect(publicUrlOf({ HOST: "0.0.0.0" })).toBe("http://localhost:8787")
+    expect(publicUrlOf({ HOST: "::" })).toBe("http://localhost:8787")
+    expect(publicUrlOf({ HOST: "gw.internal", PUBLIC_URL: "https://gw.example.com/" })).toBe("https://gw.example.com")
+    for (const host of ["::1", "::", "0.0.0.0", "fd00::1"]) expect(() => new URL(publicUrlOf({ HOST: host }))).not.toThrow()
+  })
+
+  it("is warned of where it is no address clients elsewhere reach: a host beyond loopback, and always on Lambda", () => {
+    expect(warnings({}, true)).toEqual([])
+    expect(warnings({ HOST: "::1" }, true)).toEqual([])
+    expect(warnings({ HOST: "0.0.0.0", PORT: "8080" }, true)).toEqual([
+      "PUBLIC_URL is not set: links in e-mails and the MCP discovery documents point at http://localhost:8080; set PUBLIC_URL to the address clients use"
+    ])
+    expect(warnings({}, false)).toHaveLength(1)
+    expect(warnings({ HOST: "0.0.0.0", PUBLIC_URL: "https://gw.example.com" }, true)).toEqual([])
   })
 })

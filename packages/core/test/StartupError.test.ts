@@ -140,6 +140,7 @@ describe("start-up checks", () => {
       ["PUBLIC_URL", "https://aigw.example.com/#top", "PUBLIC_URL must be an http:// or https:// URL without a user, query or fragment"],
       ["PUBLIC_URL", "https://u:pw@aigw.example.com/", "PUBLIC_URL must be an http:// or https:// URL without a user, query or fragment"],
       ["AIGW_MAX_BODY_BYTES", "99999999999", "must be a positive number of bytes up to 2147483647"],
+      ["AIGW_TRUST_PROXY", "5000000000", "AIGW_TRUST_PROXY must be the number of trusted reverse proxies (0 up to 2147483647)"],
       ["SMTP_URL", "mailer:hunter2@mail.example.com", "SMTP_URL must be an smtp:// or smtps:// URL"]
     ]) {
       const line = await configFailure({ [name!]: value! })

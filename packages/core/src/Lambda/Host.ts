@@ -14,6 +14,7 @@ import * as PlatformHttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Cause, Config, ConfigProvider, type Context, Duration, Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
+import { warnWithoutPublicUrl } from "../Config.ts"
 import * as ConfigFile from "../ConfigFile.ts"
 import * as HttpApp from "../Http/App.ts"
 import { RequestDeadline, stopBefore } from "../Http/RequestDeadline.ts"
@@ -196,10 +197,7 @@ const preflight = (options: HostOptions) => Effect.gen(function*() {
       new StartupError({ message: "JWT_SECRET or JWT_PRIVATE_KEY must be set on Lambda: a generated key would differ between containers" })
     )
   }
-  const publicUrl = yield* Config.option(Config.string("PUBLIC_URL"))
-  if (Option.isNone(publicUrl)) {
-    yield* Effect.logWarning("PUBLIC_URL is not set: links in e-mails will point at http://127.0.0.1:8787")
-  }
+  yield* warnWithoutPublicUrl(false)
   const smtp = yield* Config.option(Config.string("SMTP_URL"))
   if (Option.isNone(smtp)) {
     yield* Effect.logWarning("SMTP_URL is not set: e-mails (with their one-time links) go to the log and /tmp, not to the recipients")
