@@ -48,10 +48,20 @@ describe("usage export (Langfuse)", () => {
     })
     expect(res.status).toBe(200)
     expect(res.body.result.content).toBe("a private completion text")
+    // A call the engine does not make itself (media, vendor calls) carries its request id too: it used to reach the exporters without one.
+    const moderated = await call(server.url, "POST", "/v1/moderation", {
+      apiKey: user.apiKey,
+      headers: { "x-request-id": "export-e2e-media" },
+      body: { text: "a private moderated text", provider: "openai" }
+    })
+    expect(moderated.status).toBe(200)
 
     // The exporters' interval (5 s) sends it without anything else happening.
-    for (let i = 0; i < 150 && events().length === 0; i++) await new Promise((r) => setTimeout(r, 100))
-    const [trace, generation] = events()
+    const traceOf = (capability: string) => events().find((e) => e.type === "trace-create" && e.body.metadata.capability === capability)
+    for (let i = 0; i < 150 && (traceOf("chat") === undefined || traceOf("moderation") === undefined); i++) await new Promise((r) => setTimeout(r, 100))
+    expect(traceOf("moderation")).toMatchObject({ body: { metadata: { provider: "openai", capability: "moderation", requestId: "export-e2e-media" } } })
+    const trace = traceOf("chat")
+    const generation = events().find((e) => e.type === "generation-create" && e.body.traceId === trace.body.id)
     const hashed = hashAvatar(saltOf(Option.some(Redacted.make(JWT_SECRET)), ""), user.id)
     expect(langfuse.requests[0]!.headers.authorization).toBe(`Basic ${Buffer.from(LANGFUSE_KEY).toString("base64")}`)
     expect(trace).toMatchObject({ type: "trace-create", body: { userId: hashed, metadata: { provider: "openai", capability: "chat", requestId: "export-e2e-1" } } })
@@ -70,6 +80,6 @@ describe("usage export (Langfuse)", () => {
     })
     expect(second.status).toBe(200)
     expect(await server.stop()).toBe(0)
-    expect(events().filter((e: any) => e.type === "generation-create")).toHaveLength(2)
+    expect(events().filter((e: any) => e.type === "generation-create")).toHaveLength(3)
   }, 60_000)
 })

@@ -8,6 +8,7 @@ import { GatewayConfig } from "./Config.ts"
 import { dailyLimit, karmaMultiplier, type Plan } from "./Plans.ts"
 import { utcDay } from "./Quota.ts"
 import { ProviderCalls, type UsageRecord } from "./Engine/ProviderCalls.ts"
+import * as RequestId from "./RequestId.ts"
 import type { AvatarRecord } from "./Storage/AvatarStore.ts"
 import { UsageStore } from "./Storage/UsageStore.ts"
 
@@ -32,8 +33,11 @@ const makeService = Effect.gen(function*() {
   const store = yield* UsageStore
   const calls = yield* ProviderCalls
   return {
-    /** Records a call the engine did not make (media, batch items): the engine's one usage path. */
-    record: (usage: UsageRecord) => Effect.promise(() => calls.recordUsage(usage)),
+    /**
+     * Records a call the engine did not make (media, vendor calls, batch items): the engine's one usage
+     * path, with the request it served (the exporters' `requestId`, as the engine's own calls give it).
+     */
+    record: (usage: UsageRecord) => Effect.flatMap(RequestId.current, (requestId) => Effect.promise(() => calls.recordUsage(usage, requestId))),
     summary: (avatar: AvatarRecord, whatIf: { readonly plan?: Plan | undefined; readonly karma?: number | undefined } = {}) =>
       Effect.gen(function*() {
         const day = utcDay(Date.now())
