@@ -80,13 +80,15 @@ describe("account attacks (SQLite, X-Forwarded-For not trusted)", () => {
     expect(mailsTo(server, resetter.email)[0]).toMatch(/every API key of your avatar was revoked/)
   })
 
-  it("a key revoked while a request's body is on its way is refused once the body comes (fast lane and Effect routes), nothing counted", async () => {
+  it("a key revoked while a request's body is on its way is refused once the body comes (fast lane, Effect routes, /mcp), nothing counted", async () => {
     const used = async () => (await call(server.url, "GET", "/v1/usage", { token: owner.token })).body.result.dailyCallsUsed as number
     const before = await used()
     const { port } = new URL(server.url)
     for (const [route, body] of [
       ["/v1/complete", { messages: [{ role: "user", content: "hi" }], model: "gpt-4o-mini" }],
-      ["/v1/audio/speech", { text: "hi", provider: "openai" }]
+      ["/v1/audio/speech", { text: "hi", provider: "openai" }],
+      // /mcp admitted every tool call of such a body for the revoked key.
+      ["/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "gateway_complete", arguments: { messages: [{ role: "user", content: "hi" }] } } }]
     ] as const) {
       const made = await call(server.url, "POST", "/v1/keys", { token: owner.token, body: { name: "slow" } })
       const { id, key } = made.body.result

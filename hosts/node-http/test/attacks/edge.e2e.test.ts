@@ -153,6 +153,19 @@ describe("edge attacks", () => {
     })
   })
 
+  describe("a form from another site's page", () => {
+    // The fast lane read such a body as JSON (200, counted) where the routes, Lambda and the lane's own hand-offs refused it.
+    it("is refused alike by the fast lane and the routes, before the body is read", async () => {
+      const chat = JSON.stringify({ messages: [{ role: "user", content: "hi" }], model: "gpt-4o-mini" })
+      for (const path of ["/v1/complete", "/openai/v1/chat/completions", "/v1/embeddings", "/v1/translate", "/v1/images/generate"]) {
+        const forged = await call(server.url, "POST", path, { raw: chat, apiKey: user.apiKey, headers: { "content-type": "text/plain", "sec-fetch-site": "cross-site" } })
+        expect([path, forged.status, errorMessageOf(path, forged.body)]).toEqual([path, 400, "A page of another site posted this request as a form (text/plain): this route takes application/json."])
+        const client = await call(server.url, "POST", path, { raw: chat, apiKey: user.apiKey, headers: { "content-type": "text/plain" } })
+        expect(errorMessageOf(path, client.body), path).not.toMatch(/another site/)
+      }
+    })
+  })
+
   describe("paths", () => {
     it("serves a path only as spelled: another case, doubled or trailing slashes, a ;parameter or an encoded letter is a 404 (a proxy's rule for the path saw none of them)", async () => {
       for (const path of ["/metrics", "/v1/health"]) expect((await call(server.url, "GET", path)).status, path).toBe(200)

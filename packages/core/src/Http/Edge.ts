@@ -217,10 +217,11 @@ const FORM_TYPES = new Set(["", "text/plain", "application/x-www-form-urlencoded
  * reset mails or run anonymous MCP tools from their own addresses, past the per-address limits (CSRF).
  * API clients send `application/json`, or no `Sec-Fetch-Site`; the gateway's own pages post same-origin.
  */
-export const crossSiteFormProblem = (headers: Readonly<Record<string, string | undefined>>): BadRequest | undefined => {
+export const crossSiteFormProblem = (headers: RequestHeaders): BadRequest | undefined => {
   const site = headers["sec-fetch-site"]
   if (site !== "cross-site" && site !== "same-site") return undefined
-  const type = (headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase()
+  const contentType = headers["content-type"]
+  const type = (typeof contentType === "string" ? contentType : "").split(";", 1)[0]!.trim().toLowerCase()
   return FORM_TYPES.has(type)
     ? new BadRequest({ message: `A page of another site posted this request as a form (${type === "" ? "no content type" : type}): this route takes application/json.` })
     : undefined

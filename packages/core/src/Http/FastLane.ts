@@ -36,6 +36,7 @@ import { CallerGone } from "../Storage/Metering.ts"
 import { makeApp, routes as appRoutes } from "./App.ts"
 import {
   bodyTookLong,
+  crossSiteFormProblem,
   credentialsOf,
   declaresTooLarge,
   defectParts,
@@ -245,23 +246,26 @@ export const make = Effect.gen(function*() {
       ? undefined
       : pathAndQueryRefusal({ envelope, takesQuery: Option.isSome(route.query) }, {}, HttpServerRequest.searchParamsFromURL(new URL(req.url!, HANDOFF_BASE)))
     if (refused !== undefined) return refuse(refused)
+    const crossSite = crossSiteFormProblem(req.headers)
+    if (crossSite !== undefined) return refuse(crossSite)
     if (declaresTooLarge(req.headers, maxBodyBytes)) return refuse(tooLargeError(maxBodyBytes))
     const decoder = textDecoderOf(req.headers)
     if (decoder instanceof BadRequest) return refuse(decoder)
     // A client that leaves mid-upload: nothing to answer.
     const text = await readLimitedText(req, maxBodyBytes, decoder).catch(() => undefined)
     if (text === undefined) return
-    if (bodyTookLong(checkedAt)) {
-      const again = await auth.ownerOf(credentials)
-      if (again === undefined) return unauthorized()
-      caller = again
-    }
     if (text === TOO_LARGE) return refuse(tooLargeError(maxBodyBytes))
     if (text instanceof BadRequest) return refuse(text)
     const json = parseJsonBody(text, limits, req.headers["content-type"])
     if (json instanceof BadRequest) return refuse(json)
     const body = route.decode!(json)
     if (body instanceof BadRequest) return refuse(body)
+    // As the route: once the body is read and accepted, a caller whose body took long is looked up again.
+    if (bodyTookLong(checkedAt)) {
+      const again = await auth.ownerOf(credentials)
+      if (again === undefined) return unauthorized()
+      caller = again
+    }
     // Acting for another avatar (Admins) is the route's.
     const actingFor = route.avatarIdOf?.(body)
     if (actingFor !== undefined && actingFor !== caller.id) return delegate(req, res, text)

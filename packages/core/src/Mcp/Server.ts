@@ -29,7 +29,7 @@ import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
 import { type BadRequest, type GatewayError, isGatewayError, type PayloadTooLarge, Unauthorized } from "../Errors.ts"
-import { credentialsOf, crossSiteFormProblem, decodeText, presented, presentedKey, requestJsonLimits, tooLargeError } from "../Http/Edge.ts"
+import { bodyTookLong, credentialsOf, crossSiteFormProblem, decodeText, presented, presentedKey, requestJsonLimits, tooLargeError } from "../Http/Edge.ts"
 import { asRequest } from "../Http/Observability.ts"
 import * as RequestId from "../RequestId.ts"
 import { describeParseError, parseOptions } from "../Http/DecodeProblems.ts"
@@ -385,13 +385,19 @@ export const layerHttp = layerOver((front) =>
         if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
           return jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: MCP-Protocol-Version ${version.slice(0, 40)} is not supported; this server speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(", ")}.`)
         }
-        const caller = yield* Effect.either(auth.resolve(credentialsOf(request.headers)))
-        if (caller._tag === "Left") {
-          return jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer realm="aigw", error="invalid_token"' })
-        }
+        const credentials = credentialsOf(request.headers)
+        const invalid = () => jsonRpcError(401, -32001, INVALID, { "www-authenticate": 'Bearer realm="aigw", error="invalid_token"' })
+        let caller = yield* Effect.either(auth.resolve(credentials))
+        if (caller._tag === "Left") return invalid()
+        const checkedAt = performance.now()
         const crossSite = crossSiteFormProblem(request.headers)
         if (crossSite !== undefined) return jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${crossSite.message}`)
         const text = yield* Effect.either(Effect.provideService(readText, GatewayConfig, config))
+        // As every route: a key revoked while a slow body came in is refused, not admitted for each tool call.
+        if (text._tag === "Right" && Option.isSome(caller.right) && bodyTookLong(checkedAt)) {
+          caller = yield* Effect.either(auth.resolve(credentials))
+          if (caller._tag === "Left") return invalid()
+        }
         const answered = text._tag === "Left"
           ? front.unreadable(text.left)
           : yield* front.answer(text.right, { resolve: Effect.succeed(caller.right) }, Option.isNone(caller.right))
