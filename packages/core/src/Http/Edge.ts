@@ -289,6 +289,16 @@ export const errorBody = (
 /** The avatar API's answers carry a JWT, a profile or what a sign-in was refused for: no cache keeps them. */
 export const AVATAR_HEADERS: Readonly<Record<string, string>> = { "cache-control": "no-store" }
 
+/**
+ * How long a client should wait before sending a refused request again, where the refusal knows: the
+ * quota's reset, a limit's window, a busy gateway, an upstream's own Retry-After. HTTP answers it as
+ * `Retry-After`, MCP as the tool error's `retryAfterSeconds`.
+ */
+export const retryAfterOf = (error: GatewayError): number | undefined =>
+  error._tag === "QuotaExceeded" || error._tag === "TooManyRequests" || error._tag === "Busy" || error._tag === "UpstreamFailed"
+    ? error.retryAfterSeconds
+    : undefined
+
 /** A typed failure as the status, envelope body and headers of the route's API. */
 export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<string, string> = {}) => {
   let status = statusOf(error)
@@ -296,10 +306,8 @@ export const errorParts = (kind: Envelope, error: GatewayError, headers: Record<
   if (error._tag === "QuotaExceeded") quotaRefusals.inc()
   // The avatar API answers business rejections with 200 + isError, as its spec describes.
   if (kind === "avatar" && (error._tag === "Rejected" || error._tag === "Conflict")) status = 200
-  const extra: Record<string, string> = error._tag === "QuotaExceeded" || error._tag === "TooManyRequests" || error._tag === "Busy" ||
-      (error._tag === "UpstreamFailed" && error.retryAfterSeconds !== undefined)
-    ? { "retry-after": String(error.retryAfterSeconds) }
-    : {}
+  const retryAfter = retryAfterOf(error)
+  const extra: Record<string, string> = retryAfter !== undefined ? { "retry-after": String(retryAfter) } : {}
   if (kind === "avatar") Object.assign(extra, AVATAR_HEADERS)
   // The OpenAI and Anthropic SDKs retry 429s and 5xx, after any Retry-After however long (Anthropic's up to
   // the next midnight): this tells them not to where a retry cannot succeed and would be counted again.
@@ -333,13 +341,17 @@ const isDatabaseLocked = (failure: unknown): boolean => {
 }
 
 /**
- * The answer of an unexpected failure (its cause is logged, never sent): a database that another
- * process kept locked is a 503 to retry; anything else the generic 500.
+ * The refusal an unexpected failure is after all, or undefined: a database that another process kept
+ * locked is a Busy to retry (on every edge: HTTP's 503, MCP's tool error).
  */
-export const defectParts = (kind: Envelope, failure: unknown) =>
-  isDatabaseLocked(failure)
-    ? errorParts(kind, new Busy({ message: "The database is locked by another process; retry shortly.", retryAfterSeconds: 1 }))
-    : { status: 500, body: internalErrorBody(kind), headers: {} as Record<string, string> }
+export const refusalOfDefect = (failure: unknown): Busy | undefined =>
+  isDatabaseLocked(failure) ? new Busy({ message: "The database is locked by another process; retry shortly.", retryAfterSeconds: 1 }) : undefined
+
+/** The answer of an unexpected failure (its cause is logged, never sent): `refusalOfDefect`'s, else the generic 500. */
+export const defectParts = (kind: Envelope, failure: unknown) => {
+  const refusal = refusalOfDefect(failure)
+  return refusal !== undefined ? errorParts(kind, refusal) : { status: 500, body: internalErrorBody(kind), headers: {} as Record<string, string> }
+}
 
 /** The response headers of an SSE answer. */
 export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" } as const

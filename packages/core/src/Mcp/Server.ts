@@ -29,7 +29,7 @@ import * as AST from "effect/SchemaAST"
 import { Auth, type Credentials, INVALID } from "../Accounts/Auth.ts"
 import { GatewayConfig } from "../Config.ts"
 import { type BadRequest, type GatewayError, isGatewayError, type PayloadTooLarge, Unauthorized } from "../Errors.ts"
-import { bodyTookLong, credentialsOf, crossSiteFormProblem, decodeText, presented, presentedKey, requestJsonLimits, tooLargeError } from "../Http/Edge.ts"
+import { bodyTookLong, credentialsOf, crossSiteFormProblem, refusalOfDefect, retryAfterOf, decodeText, presented, presentedKey, requestJsonLimits, tooLargeError } from "../Http/Edge.ts"
 import { asRequest } from "../Http/Observability.ts"
 import * as RequestId from "../RequestId.ts"
 import { describeParseError, parseOptions } from "../Http/DecodeProblems.ts"
@@ -88,23 +88,23 @@ export const errorResult = (
     structuredContent: { error: { kind, message, ...extra } }
   })
 
+/** A refusal as a tool error, with what HTTP answers in its headers: when to retry (Edge.retryAfterOf), and the upstream that failed. */
 export const gatewayErrorResult = (error: GatewayError) => {
   // The MCP edge's quota refusals, as Route.ts's errorParts counts those of HTTP.
   if (error._tag === "QuotaExceeded") quotaRefusals.inc()
-  switch (error._tag) {
-    case "QuotaExceeded":
-    case "TooManyRequests":
-      return errorResult(error._tag, error.message, {
-        retryAfterSeconds: error.retryAfterSeconds,
+  const retryAfterSeconds = retryAfterOf(error)
+  return errorResult(error._tag, error.message, {
+    ...(retryAfterSeconds !== undefined
+      ? {
+        retryAfterSeconds,
         // The day's quota resets at UTC midnight itself, not at now plus the whole seconds to it.
-        resetsAt: new Date(error._tag === "QuotaExceeded" ? nextUtcMidnight(Date.now()) : Date.now() + error.retryAfterSeconds * 1000).toISOString()
-      })
-    case "UpstreamFailed":
-    case "UpstreamTimeout":
-      return errorResult(error._tag, error.message, { provider: error.provider })
-    default:
-      return errorResult(error._tag, error.message)
-  }
+        ...(error._tag === "QuotaExceeded" || error._tag === "TooManyRequests"
+          ? { resetsAt: new Date(error._tag === "QuotaExceeded" ? nextUtcMidnight(Date.now()) : Date.now() + retryAfterSeconds * 1000).toISOString() }
+          : {})
+      }
+      : {}),
+    ...(error._tag === "UpstreamFailed" || error._tag === "UpstreamTimeout" ? { provider: error.provider } : {})
+  })
 }
 
 // -----------------------------------------------------------------------------
@@ -203,13 +203,13 @@ export const registerToolkit = Effect.gen(function*() {
         return successResult(result.encodedResult)
       }).pipe(
         Effect.catchIf(isGatewayError, (e) => Effect.succeed(gatewayErrorResult(e))),
-        Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause)
-            ? Effect.failCause(cause)
-            : Effect.logError(`MCP tool ${name} failed`, cause).pipe(
-              Effect.as(errorResult("Internal", "Internal server error."))
-            )
-        ),
+        Effect.catchAllCause((cause) => {
+          if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+          const refusal = refusalOfDefect(Cause.squash(cause))
+          return Effect.logError(`MCP tool ${name} failed`, cause).pipe(
+            Effect.as(refusal !== undefined ? gatewayErrorResult(refusal) : errorResult("Internal", "Internal server error."))
+          )
+        }),
         Effect.withSpan("Mcp.callTool", { attributes: { tool: name } })
       ) as Effect.Effect<McpSchema.CallToolResult>
 

@@ -6,7 +6,7 @@ import * as McpServer from "@effect/ai/McpServer"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import * as GatewayConfig from "../../src/Config.ts"
-import { Unauthorized } from "../../src/Errors.ts"
+import { Busy, TooManyRequests, Unauthorized, UpstreamFailed } from "../../src/Errors.ts"
 import * as Layers from "../../src/Layers.ts"
 import * as Mailer from "../../src/Mail/Mailer.ts"
 import * as Mcp from "../../src/Mcp/index.ts"
@@ -135,6 +135,11 @@ layer(TestLayer)("MCP tool calls", (it) => {
       const defect = yield* call("gateway_get_usage", {}, { resolve: Effect.die(new Error("secret detail")) })
       assert.isTrue(defect.isError)
       assert.strictEqual(text(defect), "Internal server error.")
+      // As HTTP's 503 with Retry-After (Edge.refusalOfDefect): a database another process kept locked was "Internal".
+      const locked = yield* call("gateway_get_usage", {}, { resolve: Effect.die(Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" })) })
+      assert.deepStrictEqual(locked.structuredContent, {
+        error: { kind: "Busy", message: "The database is locked by another process; retry shortly.", retryAfterSeconds: 1 }
+      })
       const notFound = yield* call("gateway_get_model", { modelId: "no-such-model" }, alice)
       assert.deepStrictEqual(notFound.structuredContent, { error: { kind: "NotFound", message: "Unknown model no-such-model. See GET /v1/models." } })
     }))
@@ -144,6 +149,25 @@ layer(TestLayer)("MCP tool calls", (it) => {
       const r = yield* Effect.flip(call("gateway_no_such_tool", {}, alice))
       assert.strictEqual(r._tag, "InvalidParams")
     }))
+})
+
+describe("tool errors", () => {
+  // An attack review: MCP kept its own copy of HTTP's refusal headers and dropped the waits it did not list.
+  it("say when to retry wherever HTTP's Retry-After would: a busy gateway, an upstream's own wait", () => {
+    const structured = (e: Parameters<typeof Mcp.gatewayErrorResult>[0]) => Mcp.gatewayErrorResult(e).structuredContent
+    assert.deepStrictEqual(structured(new Busy({ message: "The gateway is shutting down.", retryAfterSeconds: 1 })), {
+      error: { kind: "Busy", message: "The gateway is shutting down.", retryAfterSeconds: 1 }
+    })
+    assert.deepStrictEqual(structured(new UpstreamFailed({ message: "openai answered HTTP 429", provider: "openai", status: 429, retryAfterSeconds: 20 })), {
+      error: { kind: "UpstreamFailed", message: "openai answered HTTP 429", retryAfterSeconds: 20, provider: "openai" }
+    })
+    assert.deepStrictEqual(structured(new UpstreamFailed({ message: "openai answered HTTP 500", provider: "openai", status: 500 })), {
+      error: { kind: "UpstreamFailed", message: "openai answered HTTP 500", provider: "openai" }
+    })
+    const limited = structured(new TooManyRequests({ message: "slow down", retryAfterSeconds: 30 })) as any
+    assert.strictEqual(limited.error.retryAfterSeconds, 30)
+    assert.match(limited.error.resetsAt, /^\d{4}-\d\d-\d\dT/)
+  })
 })
 
 describe("input schemas and discovery", () => {
