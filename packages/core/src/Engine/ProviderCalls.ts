@@ -30,7 +30,7 @@ import { countMessages, countText, countTexts } from "../Tokens.ts"
 import * as Metrics from "../Metrics.ts"
 import { Exporters } from "../Observability/Exporters.ts"
 import * as RequestId from "../RequestId.ts"
-import { countAttempt, failureWarning, fallbackAfter, recordAttempt } from "./UpstreamOutcome.ts"
+import { countAttempt, failureWarning, fallbackAfter, recordAttempt, recordHealth } from "./UpstreamOutcome.ts"
 
 export interface UsageReport {
   readonly promptTokens: number
@@ -562,7 +562,7 @@ const makeService = Effect.gen(function*() {
   const firstSuccess = <A>(call: Call, capability: string, attempt: (target: Target) => Promise<A>, countedOnAnswer = true) =>
     unfinished(firstSuccessOf(call, capability, attempt, countedOnAnswer))
 
-  /** `countedOnAnswer: false` for an attempt whose answer is a stream: its metrics count it at the stream's end. */
+  /** `countedOnAnswer: false` for an attempt whose answer is a stream: its health and metrics are recorded at the stream's end. */
   const firstSuccessOf = async <A>(call: Call, capability: string, attempt: (target: Target) => Promise<A>, countedOnAnswer: boolean) => {
     const fallbacks: Array<Fallback> = []
     const started = performance.now()
@@ -768,7 +768,8 @@ const makeService = Effect.gen(function*() {
             const aborted = call.cancel.aborted
             if (error === undefined && !aborted) release(body)
             else body.destroy()
-            if (upstreamFailure !== undefined) health.record(provider, false)
+            // The stream's one health record (its opening recorded none): a stop or a client that left is no failure of the provider.
+            recordHealth(health, provider, upstreamFailure)
             countAttempt(provider, upstreamFailure?.kind ?? (stop !== undefined ? "stopped" : aborted ? "cancelled" : undefined))
             // The tokenizer (an Effect) only when the upstream did not report usage.
             // A stream that ends before any of its answer came (the upstream failed, the client left, the gateway stopped) is a call nobody answered.

@@ -10,13 +10,27 @@ import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import type { Fallback } from "../Routing.ts"
 
 /**
- * Counts one attempt: a success, or a failure. A non-retryable failure (the request's fault, a
- * 4xx) does not count against the provider's health. `counted: false` leaves the metrics to the
- * caller, which knows the attempt's outcome only later (a stream, at its end: `countAttempt`).
+ * Whether a failure counts against its provider's health: one the provider caused (unreachable, slow,
+ * overloaded, a 5xx, an answer that cannot be read or that failed by its finish reason), not one the
+ * request caused (a 4xx other than 408 and 429) nor the gateway's own stop.
  */
-export const recordAttempt = (health: ProviderHealth["Type"], providerId: string, error?: UpstreamError, counted = true) => {
-  health.record(providerId, error === undefined || !error.retryable)
-  if (counted) countAttempt(providerId, error?.kind)
+const countsAgainstProvider = (error: UpstreamError) => error.retryable || error.kind === "protocol"
+
+/**
+ * A provider's health after one attempt's outcome (undefined: a success). Every path records here, once
+ * per attempt: a JSON call when its answer is read, a stream at its end (`settled: false` at its opening).
+ */
+export const recordHealth = (health: ProviderHealth["Type"], providerId: string, error?: UpstreamError) =>
+  health.record(providerId, error === undefined || !countsAgainstProvider(error))
+
+/**
+ * Counts one attempt: a success, or a failure (health and metrics). `settled: false` is an accepted
+ * attempt whose outcome comes later (a stream, at its end: `recordHealth` and `countAttempt` then).
+ */
+export const recordAttempt = (health: ProviderHealth["Type"], providerId: string, error?: UpstreamError, settled = true) => {
+  if (!settled) return
+  recordHealth(health, providerId, error)
+  countAttempt(providerId, error?.kind)
 }
 
 /**

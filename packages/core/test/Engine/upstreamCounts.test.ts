@@ -150,6 +150,26 @@ describe("what an upstream's answer may claim", () => {
     expect(recorded.at(-1)!.costUSD).toBeGreaterThan(0)
   })
 
+  // A twins review: the same failed answer kept its provider "up" as JSON and counted against it as a stream,
+  // where each opening's success also reset the count, so five failing streams in a row never opened the circuit.
+  it("an answer that failed counts against its provider alike as JSON and as a stream; five in a row open its circuit; a request's own 400 does not", async () => {
+    const failedAnswer = { ...completion({ prompt_tokens: 3, completion_tokens: 2 }), choices: [{ index: 0, message: { role: "assistant", content: "half" }, finish_reason: "error" }] }
+    for (let i = 0; i < 5; i++) {
+      answer = { json: failedAnswer }
+      await engine.complete(call("deepseek")).catch(() => undefined)
+    }
+    expect(health.status("deepseek")).toBe("down")
+    for (let i = 0; i < 5; i++) await stream(chunk({ content: "half" }) + finish("error") + DONE, "groq")
+    expect(health.status("groq")).toBe("down")
+    for (let i = 0; i < 5; i++) {
+      answer = { status: 400, json: { error: { message: "max_tokens is too large", type: "invalid_request_error" } } }
+      await engine.complete(call("together-ai")).catch(() => undefined)
+    }
+    expect(["together-ai", health.status("together-ai")]).toEqual(["together-ai", "up"])
+    await stream(chunk({ content: "fine" }) + finish() + DONE, "mistral")
+    expect(["mistral", health.status("mistral")]).toEqual(["mistral", "up"])
+  })
+
   it("a reader that cannot take more holds the upstream: its answer waits there, not in the gateway's memory", async () => {
     // A client that did not read made the gateway read a whole 32 MiB answer into memory, per stream.
     const piece = chunk({ content: "x".repeat(8_000) })
