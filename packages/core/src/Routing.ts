@@ -10,7 +10,7 @@ import { envPrefix } from "./Config.ts"
 import { BadRequest, Forbidden, type GatewayError, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
 import type { Target } from "./Providers/Chat.ts"
-import { failureWarning, fallbackAfter, recordAttempt } from "./Engine/UpstreamOutcome.ts"
+import { countAttempt, failureWarning, fallbackAfter, recordAttempt } from "./Engine/UpstreamOutcome.ts"
 import { ProviderHealth } from "./Providers/ProviderHealth.ts"
 import { UpstreamError } from "./Providers/UpstreamError.ts"
 
@@ -346,6 +346,8 @@ const makeService = Effect.gen(function*() {
     const from = (i: number, fallbacks: ReadonlyArray<Fallback>): Effect.Effect<Attempted<C, A>, E | UpstreamError> => {
       const candidate = candidates[i]!
       return attempt(candidate).pipe(
+        // An attempt its client abandoned, as the engine counts it: cancelled, the provider's health untouched.
+        Effect.onInterrupt(() => Effect.sync(() => countAttempt(candidate.provider.id, "cancelled"))),
         Effect.tap(() => recordAttempt(health, candidate.provider.id)),
         Effect.map((value) => ({ candidate, value, fallbacks })),
         Effect.catchIf((e): e is UpstreamError => e instanceof UpstreamError, (e) => {

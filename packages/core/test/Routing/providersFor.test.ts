@@ -3,7 +3,7 @@
  * refusal), `auto` as every usable provider ranked by the plan's preference with circuit-open
  * providers tried last, and `firstSuccessEffect`, the fallback loop of Effect clients.
  */
-import { Effect, Either, Layer, Option, Redacted } from "effect"
+import { Effect, Either, Fiber, Layer, Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Catalog from "../../src/Catalog/Catalog.ts"
 import * as GatewayConfig from "../../src/Config.ts"
@@ -152,6 +152,17 @@ describe("firstSuccessEffect", () => {
     expect(health.status("a")).toBe("up")
     const allDown = await Effect.runPromise(Effect.either(routing.firstSuccessEffect(candidates, (c) => Effect.fail(fromHttp(c.provider.id, 502, "{}")))))
     expect(Either.isLeft(allDown) && allDown.left.provider).toBe("c")
+  })
+
+  // A twins review: the engine counted an abandoned attempt as cancelled; this loop counted nothing.
+  it("counts an attempt its client abandoned as cancelled, and leaves the provider's health alone", async () => {
+    const { health, routing } = services()
+    const before = Metrics.upstreamCalls.get(["a", "cancelled"])
+    const fiber = Effect.runFork(routing.firstSuccessEffect(candidates, () => Effect.never))
+    await new Promise((r) => setTimeout(r, 10))
+    await Effect.runPromise(Fiber.interrupt(fiber))
+    expect(Metrics.upstreamCalls.get(["a", "cancelled"])).toBe(before + 1)
+    expect(health.status("a")).toBe("unknown")
   })
 
   it("passes other failures through without trying further", async () => {
