@@ -113,13 +113,38 @@ export const toolsOf = (tools: ReadonlyArray<typeof ToolDefinitionSchema.Type> |
     return { name: t.function.name, description: t.function.description, parameters: t.function.parameters, ...(extra ? { extra } : {}) }
   })
 
-export const Temperature = Schema.Number.pipe(Schema.between(0, 2, { message: () => "temperature must be between 0 and 2" }))
-export const MaxTokens = Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "maxTokens must be an integer from 1 to 1000000" }))
+// The fields of a chat call that every surface takes alike (these routes, MCP's gateway_complete).
+export const Temperature = Schema.Number.pipe(Schema.between(0, 2, { message: () => "temperature must be between 0 and 2" })).annotations({
+  description: "Sampling temperature from 0 (deterministic) to 2; default is provider-specific"
+})
+export const MaxTokens = Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "maxTokens must be an integer from 1 to 1000000" })).annotations({
+  description: "Maximum completion tokens"
+})
 export const Tools = BoundedArray(ToolDefinitionSchema, { max: 128 })
+/** `auto` when absent (or empty). */
+export const ProviderName = Schema.optionalWith(
+  Schema.String.pipe(Schema.maxLength(100)).annotations({
+    description: "Provider id (see GET /v1/providers) or auto to let the gateway pick the best fit for the plan",
+    default: "auto"
+  }),
+  { default: () => "auto" }
+)
+export const ModelName = Schema.optionalWith(
+  Schema.String.pipe(Schema.maxLength(200)).annotations({ description: "Model id (see GET /v1/models) or auto", default: "auto" }),
+  { default: () => "auto" }
+)
+export const RoutingOptions = Schema.Struct({
+  useOpenServ: Schema.optional(Schema.Boolean.annotations({ description: "Accepted for compatibility; routing is the gateway's own" })),
+  preference: Schema.optional(Schema.Literal("cost", "balanced", "quality").annotations({
+    description: "Ranking for auto: cheapest first, balanced, or best quality first (default follows the plan)",
+    message: () => ({ message: "routing.preference must be one of cost, balanced, quality", override: true })
+  })),
+  fallback: Schema.optional(Schema.Boolean.annotations({ description: "Try the next candidate on retryable upstream failures (default true)" }))
+}).annotations({ description: "Advanced routing overrides" })
 
 const requestFields = {
-  provider: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "auto" }),
-  model: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(200)), { default: () => "auto" }),
+  provider: ProviderName,
+  model: ModelName,
   avatarId: Schema.optional(Schema.UUID.annotations({ message: () => "avatarId must be a UUID" })),
   useFAHRN: Schema.optional(Schema.Boolean),
   useHolonicBraid: Schema.optional(Schema.Boolean),
@@ -127,13 +152,7 @@ const requestFields = {
   tools: Schema.optional(Tools),
   temperature: Schema.optional(Temperature),
   maxTokens: Schema.optional(MaxTokens),
-  routing: Schema.optional(
-    Schema.Struct({
-      useOpenServ: Schema.optional(Schema.Boolean),
-      preference: Schema.optional(Schema.Literal("cost", "balanced", "quality")),
-      fallback: Schema.optional(Schema.Boolean)
-    })
-  )
+  routing: Schema.optional(RoutingOptions)
 }
 
 const messageBounds = { min: 1, max: 1000, minMessage: "messages must hold at least one message", totals: [TOOL_CALLS_IN_ALL] }

@@ -21,6 +21,7 @@ import { ImagesBody } from "../Capabilities/Media.ts"
 import { ConversationBody, CrewBody, GraphNodeBody } from "../Capabilities/Orchestration.ts"
 import { DispatchBody } from "../Capabilities/ReasoningNetwork.ts"
 import { EstimateRequest, ModelCapability } from "../Catalog/Queries.ts"
+import { MaxTokens, ModelName, ProviderName, RoutingOptions, Temperature } from "../Http/CompletionRoutes.ts"
 import {
   BadRequest,
   Conflict,
@@ -101,30 +102,11 @@ export const CompleteParams = {
     minMessage: "messages must hold at least one message",
     description: "The conversation, oldest first; the last message is usually the user's question"
   }),
-  provider: Schema.optionalWith(
-    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)).annotations({
-      description: "Provider id (see gateway_list_providers) or auto to let the gateway pick the best fit for the plan",
-      default: "auto"
-    }),
-    { default: () => "auto" }
-  ),
-  model: Schema.optionalWith(
-    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations({
-      description: "Model id (see gateway_list_models) or auto",
-      default: "auto"
-    }),
-    { default: () => "auto" }
-  ),
-  temperature: optional(
-    Schema.Number.pipe(Schema.between(0, 2, { message: () => "temperature must be between 0 and 2" })).annotations({
-      description: "Sampling temperature from 0 (deterministic) to 2; default is provider-specific"
-    })
-  ),
-  maxTokens: optional(
-    Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "maxTokens must be an integer from 1 to 1000000" })).annotations({
-      description: "Maximum completion tokens"
-    })
-  ),
+  // The HTTP routes' own fields (CompletionRoutes.ts): one rule for both surfaces.
+  provider: ProviderName,
+  model: ModelName,
+  temperature: Schema.optional(Temperature),
+  maxTokens: Schema.optional(MaxTokens),
   injectAvatarContext: optional(
     Schema.Boolean.annotations({ description: "Prepend the caller's identity, karma and plan to the system prompt" })
   ),
@@ -134,19 +116,7 @@ export const CompleteParams = {
   useHolonicBraid: optional(
     Schema.Boolean.annotations({ description: "Give the answer call the best reasoning graph (braid) of the request's task type: yours, learned from your dispatches once they succeeded, or Admin-published" })
   ),
-  routing: optional(
-    Schema.Struct({
-      preference: optional(
-        Schema.Literal("cost", "balanced", "quality").annotations({
-          description: "Ranking for auto: cheapest first, balanced, or best quality first (default follows the plan)",
-          message: () => ({ message: "routing.preference must be one of cost, balanced, quality", override: true })
-        })
-      ),
-      fallback: optional(
-        Schema.Boolean.annotations({ description: "Try the next candidate on retryable upstream failures (default true)" })
-      )
-    }).annotations({ description: "Advanced routing overrides" })
-  )
+  routing: Schema.optional(RoutingOptions)
 }
 
 /** Title and hints of a tool that reads only (no side effects but quota). */

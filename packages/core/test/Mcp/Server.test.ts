@@ -107,6 +107,11 @@ layer(TestLayer)("MCP tool calls", (it) => {
       assert.strictEqual(text(excess), "Invalid arguments for gateway_health: this tool takes no arguments (got verbose)")
       const role = yield* call("gateway_complete", { messages: [{ role: "tool", content: "x" }] }, alice)
       assert.match(text(role), /messages\.0\.role: role must be one of system, user, assistant/)
+      // The HTTP route's own fields (a twins review: MCP refused an empty provider and routing.useOpenServ, which /v1/complete takes).
+      const asHttp = yield* call("gateway_complete", { messages: [{ role: "user", content: "hi" }], provider: "", routing: { useOpenServ: true } }, alice)
+      assert.notMatch(text(asHttp), /^Invalid arguments/)
+      const preference = yield* call("gateway_complete", { messages: [{ role: "user", content: "hi" }], routing: { preference: "fast" } }, alice)
+      assert.match(text(preference), /routing\.preference: routing\.preference must be one of cost, balanced, quality$/)
     }))
 
   it.effect("admits metered tools against the daily quota and says when it resets", () =>
