@@ -43,8 +43,12 @@ try {
   }
   process.stderr.write(`aigw: could not rebuild (${e instanceof Error ? e.message : e}); starting the existing build\n`)
 }
-/** A relative path given in the environment, made absolute from the directory the operator ran `npm start` in. */
-const invokedFrom = process.env.INIT_CWD || process.cwd()
+/**
+ * A relative path given in the environment, made absolute from the directory the operator ran `npm start` in:
+ * npm's INIT_CWD when npm runs this repository's own script or a workspace's (not one an outer npm run left behind).
+ */
+const ranByNpm = process.env.npm_package_json?.startsWith(root + path.sep) && process.env.INIT_CWD
+const invokedFrom = ranByNpm ? process.env.INIT_CWD : process.cwd()
 const fromInvocation = (file) => (file === "" || path.isAbsolute(file) ? file : path.resolve(invokedFrom, file))
 for (const name of ["AIGW_CONFIG", "AIGW_DATA_DIR"]) {
   if (process.env[name]) process.env[name] = fromInvocation(process.env[name])

@@ -191,7 +191,14 @@ describe("edge attacks", () => {
             while (!socket.destroyed && written < 1_000_000_000 && socket.write(chunk)) written += chunk.length
             if (!socket.destroyed && written < 1_000_000_000) socket.once("drain", () => (written += chunk.length, pump()))
           }
-          pump()
+          // The body follows once the 413 is in (it is answered from the declared length): pushed at once, the
+          // server's reset of the closed connection could reach this socket before the answer was read (a busy machine).
+          let pumping = false
+          const start = () => {
+            if (!pumping) (pumping = true), pump()
+          }
+          socket.once("data", start)
+          setTimeout(start, 2_000)
         })
         socket.setEncoding("utf8")
         socket.on("data", (d) => (answer += d))

@@ -768,8 +768,8 @@ const makeService = Effect.gen(function*() {
             const aborted = call.cancel.aborted
             if (error === undefined && !aborted) release(body)
             else body.destroy()
-            // The stream's one health record (its opening recorded none): a stop or a client that left is no failure of the provider.
-            recordHealth(health, provider, upstreamFailure)
+            // The stream's one health record (its opening recorded none); a stop or a client that left says nothing of the provider.
+            if (upstreamFailure !== undefined || (stop === undefined && !aborted)) recordHealth(health, provider, upstreamFailure)
             countAttempt(provider, upstreamFailure?.kind ?? (stop !== undefined ? "stopped" : aborted ? "cancelled" : undefined))
             // The tokenizer (an Effect) only when the upstream did not report usage.
             // A stream that ends before any of its answer came (the upstream failed, the client left, the gateway stopped) is a call nobody answered.

@@ -10,18 +10,23 @@ import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import type { Fallback } from "../Routing.ts"
 
 /**
- * Whether a failure counts against its provider's health: one the provider caused (unreachable, slow,
- * overloaded, a 5xx, an answer that cannot be read or that failed by its finish reason), not one the
- * request caused (a 4xx other than 408 and 429) nor the gateway's own stop.
+ * Whether a failure counts against its provider's health: the provider was unreachable, slow or broke
+ * off (connect, timeout), or answered 408, 429 or 5xx. An answer that cannot be read, or that failed by
+ * its finish reason, does not: a request can cause one (a reply past the size limit, a tool call the
+ * model garbled), and one tenant's requests must not take a provider away from every other's.
  */
-const countsAgainstProvider = (error: UpstreamError) => error.retryable || error.kind === "protocol"
+const countsAgainstProvider = (error: UpstreamError) =>
+  error.kind === "connect" || error.kind === "timeout" || (error.kind === "http" && error.retryable)
 
 /**
  * A provider's health after one attempt's outcome (undefined: a success). Every path records here, once
  * per attempt: a JSON call when its answer is read, a stream at its end (`settled: false` at its opening).
+ * The gateway's own stop says nothing of the provider, and is not recorded.
  */
-export const recordHealth = (health: ProviderHealth["Type"], providerId: string, error?: UpstreamError) =>
+export const recordHealth = (health: ProviderHealth["Type"], providerId: string, error?: UpstreamError) => {
+  if (error?.kind === "stopped") return
   health.record(providerId, error === undefined || !countsAgainstProvider(error))
+}
 
 /**
  * Counts one attempt: a success, or a failure (health and metrics). `settled: false` is an accepted

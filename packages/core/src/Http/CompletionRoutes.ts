@@ -124,13 +124,13 @@ export const Tools = BoundedArray(ToolDefinitionSchema, { max: 128 })
 /** `auto` when absent (or empty). */
 export const ProviderName = Schema.optionalWith(
   Schema.String.pipe(Schema.maxLength(100)).annotations({
-    description: "Provider id (see GET /v1/providers) or auto to let the gateway pick the best fit for the plan",
+    description: "Provider id (GET /v1/providers; over MCP gateway_list_providers) or auto to let the gateway pick the best fit for the plan",
     default: "auto"
   }),
   { default: () => "auto" }
 )
 export const ModelName = Schema.optionalWith(
-  Schema.String.pipe(Schema.maxLength(200)).annotations({ description: "Model id (see GET /v1/models) or auto", default: "auto" }),
+  Schema.String.pipe(Schema.maxLength(200)).annotations({ description: "Model id (GET /v1/models; over MCP gateway_list_models) or auto", default: "auto" }),
   { default: () => "auto" }
 )
 export const RoutingOptions = Schema.Struct({

@@ -141,12 +141,6 @@ export const forwardedBody = (slots: ReadonlyArray<Slot>): string | undefined =>
 }
 
 /**
- * The answers in request order: for forwarded requests, the server's output (by internal id) with
- * the original id. Errors keep only a standard code and its message; anything else (a defect, with
- * its details in `data`) is reported to `onInternal` and answered -32603 without details, as is a
- * request the server did not answer.
- */
-/**
  * The server's `initialize` result with its capabilities as they are: the tool list never changes while
  * the gateway runs (and over stateless HTTP there is no stream to announce a change on), so it does not
  * promise list-changed notifications as @effect/ai's McpServer does for any server with tools.
@@ -156,6 +150,12 @@ const initialized = (result: unknown): unknown =>
     ? { ...result, capabilities: { ...result.capabilities, tools: { ...result.capabilities.tools, listChanged: false } } }
     : result
 
+/**
+ * The answers in request order: for forwarded requests, the server's output (by internal id) with
+ * the original id. Errors keep only a standard code and its message; anything else (a defect, with
+ * its details in `data`) is reported to `onInternal` and answered -32603 without details, as is a
+ * request the server did not answer.
+ */
 export const answers = (slots: ReadonlyArray<Slot>, outputs: ReadonlyArray<unknown>, onInternal: (output: unknown) => void): Array<Response> => {
   const forwarded = new Set(slots.flatMap((s) => (s._tag === "Forward" ? [s.internalId] : [])))
   const byInternalId = new Map<number, Record<string, unknown>>()
