@@ -14,8 +14,8 @@ import { Config, Effect, Layer, Logger } from "effect"
 
 const ServerLive = Layer.unwrapEffect(
   Effect.gen(function*() {
-    const port = yield* Config.integer("PORT").pipe(Config.withDefault(8787))
-    const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
+    const port = yield* GatewayConfig.portConfig
+    const host = yield* GatewayConfig.hostConfig
     // The routes that declare a lane (metered chat and embeddings) take the fast lane (FastLane.ts); the
     // rest the Effect app. AIGW_FAST_LANE=false serves everything through the Effect app.
     const fastLane = yield* Config.boolean("AIGW_FAST_LANE").pipe(Config.withDefault(true))

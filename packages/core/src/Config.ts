@@ -249,9 +249,10 @@ export const baseUrlProblem = (text: string) => {
   return undefined
 }
 
-const hostConfig = Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
+/** HOST and PORT: where the node host listens (read here once, for the options and for the host itself). */
+export const hostConfig = Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
 // Digits only: a number reader takes `0x50` as 80 and `1e3` as 1000.
-const portConfig = Config.string("PORT").pipe(
+export const portConfig = Config.string("PORT").pipe(
   Config.validate({ message: "PORT must be a port number from 0 to 65535", validation: (t) => /^\d{1,5}$/.test(t.trim()) && Number(t) <= 65535 }),
   Config.map((t) => Number(t)),
   Config.withDefault(8787)

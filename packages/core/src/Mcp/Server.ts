@@ -93,16 +93,15 @@ export const gatewayErrorResult = (error: GatewayError) => {
   // The MCP edge's quota refusals, as Route.ts's errorParts counts those of HTTP.
   if (error._tag === "QuotaExceeded") quotaRefusals.inc()
   const retryAfterSeconds = retryAfterOf(error)
+  // When a limit lifts: the day's quota at UTC midnight itself, not at now plus the whole seconds to it.
+  const resetsAt = error._tag === "QuotaExceeded"
+    ? nextUtcMidnight(Date.now())
+    : error._tag === "TooManyRequests"
+    ? Date.now() + error.retryAfterSeconds * 1000
+    : undefined
   return errorResult(error._tag, error.message, {
-    ...(retryAfterSeconds !== undefined
-      ? {
-        retryAfterSeconds,
-        // The day's quota resets at UTC midnight itself, not at now plus the whole seconds to it.
-        ...(error._tag === "QuotaExceeded" || error._tag === "TooManyRequests"
-          ? { resetsAt: new Date(error._tag === "QuotaExceeded" ? nextUtcMidnight(Date.now()) : Date.now() + retryAfterSeconds * 1000).toISOString() }
-          : {})
-      }
-      : {}),
+    ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
+    ...(resetsAt !== undefined ? { resetsAt: new Date(resetsAt).toISOString() } : {}),
     ...(error._tag === "UpstreamFailed" || error._tag === "UpstreamTimeout" ? { provider: error.provider } : {})
   })
 }

@@ -105,8 +105,8 @@ export const CompleteParams = {
   // The HTTP routes' own fields (CompletionRoutes.ts): one rule for both surfaces.
   provider: ProviderName,
   model: ModelName,
-  temperature: Schema.optional(Temperature),
-  maxTokens: Schema.optional(MaxTokens),
+  temperature: optional(Temperature),
+  maxTokens: optional(MaxTokens),
   injectAvatarContext: optional(
     Schema.Boolean.annotations({ description: "Prepend the caller's identity, karma and plan to the system prompt" })
   ),
@@ -116,7 +116,7 @@ export const CompleteParams = {
   useHolonicBraid: optional(
     Schema.Boolean.annotations({ description: "Give the answer call the best reasoning graph (braid) of the request's task type: yours, learned from your dispatches once they succeeded, or Admin-published" })
   ),
-  routing: Schema.optional(RoutingOptions)
+  routing: optional(RoutingOptions)
 }
 
 /** Title and hints of a tool that reads only (no side effects but quota). */
