@@ -10,9 +10,7 @@ import { envPrefix } from "./Config.ts"
 import { BadRequest, Forbidden, type GatewayError, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
 import type { Target } from "./Providers/Chat.ts"
-import { countAttempt, failureWarning, fallbackAfter, recordAttempt } from "./Engine/UpstreamOutcome.ts"
 import { ProviderHealth } from "./Providers/ProviderHealth.ts"
-import { UpstreamError } from "./Providers/UpstreamError.ts"
 
 export type Preference = "cost" | "balanced" | "quality"
 
@@ -56,7 +54,7 @@ export interface Fallback {
   readonly error: string
 }
 
-/** What `firstSuccessEffect` tries: a provider and the model it is asked for. */
+/** What the engine's `firstSuccessEffect` tries (Engine/ProviderCalls.ts): a provider and the model it is asked for. */
 export interface FallbackCandidate {
   readonly provider: { readonly id: string }
   readonly model: string
@@ -332,38 +330,7 @@ const makeService = Effect.gen(function*() {
   const providerFor = (capability: EndpointType, named: string, plan: Plan) =>
     Effect.map(providersFor(capability, named, plan), (providers) => providers[0]!)
 
-  /**
-   * Tries the candidates in order with `attempt`, the next only after a retryable UpstreamError
-   * (UpstreamError.retryable); any other failure, or the last candidate's, ends the run with that
-   * error (callers map UpstreamError to the gateway error). Each attempt counts in provider health
-   * and the upstream metrics (Engine/UpstreamOutcome.ts, like the engine's `firstSuccess`); each
-   * failure is logged, and earlier failures come back as `fallbacks`.
-   */
-  const firstSuccessEffect = <C extends FallbackCandidate, A, E>(
-    candidates: ReadonlyArray<C>,
-    attempt: (candidate: C) => Effect.Effect<A, E | UpstreamError>
-  ) => {
-    const from = (i: number, fallbacks: ReadonlyArray<Fallback>): Effect.Effect<Attempted<C, A>, E | UpstreamError> => {
-      const candidate = candidates[i]!
-      return attempt(candidate).pipe(
-        // An attempt its client abandoned, as the engine counts it: cancelled, the provider's health untouched.
-        Effect.onInterrupt(() => Effect.sync(() => countAttempt(candidate.provider.id, "cancelled"))),
-        Effect.tap(() => recordAttempt(health, candidate.provider.id)),
-        Effect.map((value) => ({ candidate, value, fallbacks })),
-        Effect.catchIf((e): e is UpstreamError => e instanceof UpstreamError, (e) => {
-          recordAttempt(health, candidate.provider.id, e)
-          const fallback = fallbackAfter(candidate.provider.id, candidate.model, e, i, candidates.length)
-          return Effect.zipRight(
-            failureWarning(candidate.provider.id, candidate.model, e),
-            fallback === undefined ? Effect.fail(e) : from(i + 1, [...fallbacks, fallback])
-          )
-        })
-      )
-    }
-    return Effect.suspend(() => from(0, []))
-  }
-
-  return { targets, autoTargets, providersFor, providerFor, providerAndModel, firstSuccessEffect }
+  return { targets, autoTargets, providersFor, providerFor, providerAndModel }
 })
 
 export class Routing extends Context.Tag("aigw/Routing")<Routing, Effect.Effect.Success<typeof makeService>>() {}

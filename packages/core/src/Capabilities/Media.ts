@@ -2,10 +2,11 @@
  * Images, moderation, speech and transcription through providers with an OpenAI-format media
  * API, or a vendor's own image client (Providers/Images/). A named provider is used or refused;
  * `auto` tries the providers Routing.providersFor ranks, the next after a retryable upstream
- * failure (Routing.firstSuccessEffect).
+ * failure (the engine's firstSuccessEffect).
  */
 import { Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { Catalog, type ConfiguredProvider } from "../Catalog/Catalog.ts"
+import { ProviderCalls } from "../Engine/ProviderCalls.ts"
 import { GatewayConfig } from "../Config.ts"
 import { BadRequest, Unprocessable } from "../Errors.ts"
 import type { Plan } from "../Plans.ts"
@@ -37,6 +38,7 @@ type MediaCapability = "images" | "moderation" | "speech" | "transcription"
 
 const makeService = Effect.gen(function*() {
   const routing = yield* Routing
+  const calls = yield* ProviderCalls
   const usage = yield* Usage
   const config = yield* GatewayConfig
   const catalog = yield* Catalog
@@ -79,7 +81,7 @@ const makeService = Effect.gen(function*() {
 
   /**
    * Runs `call` on the targets in order, the next after a retryable upstream failure
-   * (Routing.firstSuccessEffect), recorded in usage under the target that answered or was tried last.
+   * (the engine's firstSuccessEffect), recorded in usage under the target that answered or was tried last.
    */
   const firstAnswer = <T extends FallbackCandidate, A>(
     avatar: AvatarRecord,
@@ -95,7 +97,7 @@ const makeService = Effect.gen(function*() {
         return call(target)
       }
       const called = () => ({ provider: tried.provider.id, model: tried.model })
-      return Effect.map(recordedCall(avatar.id, capability, called, routing.firstSuccessEffect(targets, attempt), tokensOf && ((answered) => tokensOf(answered.value))), (answered) => ({
+      return Effect.map(recordedCall(avatar.id, capability, called, calls.firstSuccessEffect(targets, attempt), tokensOf && ((answered) => tokensOf(answered.value))), (answered) => ({
         target: answered.candidate,
         value: answered.value
       }))

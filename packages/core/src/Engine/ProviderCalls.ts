@@ -1,6 +1,7 @@
 /**
- * The engine of provider calls, as plain promises: the one fallback loop over routing targets
- * (retryable upstream failures only, never once a stream started), the one JSON exchange and the
+ * The engine of provider calls, as plain promises: the fallback loop over routing targets
+ * (retryable upstream failures only, never once a stream started; `firstSuccessEffect` is its form for
+ * the clients written as Effects, under the same rules and state), the one JSON exchange and the
  * one stream loop (idle timer, connection release), provider health, token estimates when the
  * upstream reports none, and the one place usage is recorded. Chat (plain and streamed),
  * embeddings and rerank run here; the Effect services (Completions, Embeddings) and the HTTP fast lane wrap
@@ -22,7 +23,7 @@ import { ProviderHealth } from "../Providers/ProviderHealth.ts"
 import { authorize, servedBy } from "../Providers/Registry.ts"
 import { protocolError, readSafely, stoppedError, toGatewayError, unreadableAnswer, UpstreamError } from "../Providers/UpstreamError.ts"
 import { utcDay } from "../Quota.ts"
-import type { Fallback } from "../Routing.ts"
+import type { Attempted, Fallback, FallbackCandidate } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
 import type { UsageEvent } from "../Storage/UsageStore.ts"
@@ -554,6 +555,13 @@ const makeService = Effect.gen(function*() {
   }
 
   /**
+   * The failure of a client's attempt begun after a graceful stop's notice (it fails at once), else
+   * undefined. Background work's attempts (no request id: jobs, webhooks) go on.
+   */
+  const refusedAtStop = (providerId: string, requestId: string | undefined) =>
+    stopping !== undefined && requestId !== undefined ? stoppedError(providerId, stopping.call) : undefined
+
+  /**
    * Tries the targets in order with `attempt`; the next only after a retryable failure. Rejects
    * with the gateway error of the last failure (or the abort, untouched). A call that no target
    * answered is recorded as failed (no tokens) under the last target tried: the quota counted it,
@@ -569,8 +577,8 @@ const makeService = Effect.gen(function*() {
     for (let i = 0; ; i++) {
       const target = call.targets[i]!
       try {
-        // A client's call begun after a graceful stop's notice (background work's has no request id and goes on).
-        if (stopping !== undefined && call.requestId !== undefined) throw stoppedError(target.provider.id, stopping.call)
+        const refused = refusedAtStop(target.provider.id, call.requestId)
+        if (refused !== undefined) throw refused
         const value = await attempt(target)
         recordAttempt(health, target.provider.id, undefined, countedOnAnswer)
         return { target, value, fallbacks }
@@ -593,6 +601,39 @@ const makeService = Effect.gen(function*() {
       }
     }
   }
+
+  /**
+   * `firstSuccess` for clients written as Effects (media, vendors' own APIs, video jobs): tries the
+   * candidates in order, the next only after a retryable UpstreamError; any other failure, or the last
+   * candidate's, ends the run with that error (callers map UpstreamError to the gateway error). The
+   * same rules as `firstSuccess`: a request's attempt after a graceful stop's notice fails at once,
+   * each attempt counts in provider health and the upstream metrics, an abandoned one as `cancelled`,
+   * each failure is logged, and earlier failures come back as `fallbacks`. The caller records usage.
+   */
+  const firstSuccessEffect = <C extends FallbackCandidate, A, E>(
+    candidates: ReadonlyArray<C>,
+    attempt: (candidate: C) => Effect.Effect<A, E | UpstreamError>
+  ): Effect.Effect<Attempted<C, A>, E | UpstreamError> =>
+    Effect.flatMap(RequestId.current, (requestId) => {
+      const from = (i: number, fallbacks: ReadonlyArray<Fallback>): Effect.Effect<Attempted<C, A>, E | UpstreamError> => {
+        const candidate = candidates[i]!
+        const refused = refusedAtStop(candidate.provider.id, requestId)
+        return (refused === undefined ? attempt(candidate) : Effect.fail(refused)).pipe(
+          Effect.onInterrupt(() => Effect.sync(() => countAttempt(candidate.provider.id, "cancelled"))),
+          Effect.tap(() => recordAttempt(health, candidate.provider.id)),
+          Effect.map((value) => ({ candidate, value, fallbacks })),
+          Effect.catchIf((e): e is UpstreamError => e instanceof UpstreamError, (e) => {
+            recordAttempt(health, candidate.provider.id, e)
+            const fallback = fallbackAfter(candidate.provider.id, candidate.model, e, i, candidates.length)
+            return Effect.zipRight(
+              failureWarning(candidate.provider.id, candidate.model, e),
+              fallback === undefined ? Effect.fail(e) : from(i + 1, [...fallbacks, fallback])
+            )
+          })
+        )
+      }
+      return from(0, [])
+    })
 
   /** A JSON exchange with the first target that answers (see `firstSuccess`). */
   const exchange = <A>(call: Call, capability: string, exchangeOf: (target: Target) => Exchange<A>) =>
@@ -857,7 +898,7 @@ const makeService = Effect.gen(function*() {
     }
   }
 
-  return { complete, embed, rerank, openStream, stopCalls, exchange, firstSuccess, record, recordUsage }
+  return { complete, embed, rerank, openStream, stopCalls, exchange, firstSuccess, firstSuccessEffect, record, recordUsage }
 })
 
 export class ProviderCalls extends Context.Tag("aigw/ProviderCalls")<ProviderCalls, Effect.Effect.Success<typeof makeService>>() {}

@@ -1,6 +1,6 @@
 /**
  * One upstream attempt of a fallback loop, shared by the engine's `firstSuccess` (promise calls)
- * and Routing's `firstSuccessEffect` (Effect clients): its bookkeeping (provider health, the circuit
+ * and `firstSuccessEffect` (Effect clients; Engine/ProviderCalls.ts): its bookkeeping (provider health, the circuit
  * breaker, and the upstream metrics), the warning line of a failure, and what the loop does next.
  */
 import { Effect } from "effect"

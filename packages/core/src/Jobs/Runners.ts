@@ -14,6 +14,7 @@ import {
   estimatedUsage,
   failedUsage,
   NO_USAGE,
+  ProviderCalls,
   reportedUsage,
   type UsageRecord,
   type UsageReport,
@@ -423,6 +424,7 @@ const make = (options: RunnerOptions) =>
   Effect.gen(function*() {
     const catalog = yield* Catalog
     const routing = yield* Routing
+    const calls = yield* ProviderCalls
     const runGatewayBatch = yield* gatewayBatch
     const vendorBatch = yield* openAiBatch(options)
     const usage = yield* Usage
@@ -464,7 +466,7 @@ const make = (options: RunnerOptions) =>
                 Option.toArray(Option.filter(catalog.provider(id), (p) => p.configured && servedBy(p).video !== undefined))
               )
               if (usable.length === 0) return cannot
-              const accepted = yield* routing.firstSuccessEffect(
+              const accepted = yield* calls.firstSuccessEffect(
                 usable.map((p) => ({ provider: p, model: request.model ?? "" })),
                 (c) => servedBy(c.provider).video!.submit(c.provider, request)
               )

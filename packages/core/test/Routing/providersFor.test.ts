@@ -1,15 +1,13 @@
 /**
  * Provider choice for capabilities served by dedicated clients: a named provider alone (or its
  * refusal), `auto` as every usable provider ranked by the plan's preference with circuit-open
- * providers tried last, and `firstSuccessEffect`, the fallback loop of Effect clients.
+ * providers tried last.
  */
-import { Effect, Either, Fiber, Layer, Option, Redacted } from "effect"
+import { Effect, Either, Layer, Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Catalog from "../../src/Catalog/Catalog.ts"
 import * as GatewayConfig from "../../src/Config.ts"
-import * as Metrics from "../../src/Metrics.ts"
 import * as ProviderHealth from "../../src/Providers/ProviderHealth.ts"
-import { fromHttp } from "../../src/Providers/UpstreamError.ts"
 import type { Target } from "../../src/Providers/Chat.ts"
 import * as Routing from "../../src/Routing.ts"
 
@@ -114,65 +112,5 @@ describe("providersFor", () => {
     const refused = refusal(services().routing.providersFor("video", "auto", "Free"))
     expect(refused._tag).toBe("Forbidden")
     expect(refused.message).toMatch(/^The video providers configured here \(.*luma: plan Gold.*\) need a higher plan than yours \(Free\)\.$/)
-  })
-})
-
-describe("firstSuccessEffect", () => {
-  const candidates = [{ provider: { id: "a" }, model: "m1" }, { provider: { id: "b" }, model: "m2" }, { provider: { id: "c" }, model: "m3" }]
-
-  it("moves on after retryable upstream failures, reports them as fallbacks and records health", async () => {
-    const { health, routing } = services()
-    const tried: Array<string> = []
-    const before = { aOk: Metrics.upstreamCalls.get(["a", "ok"]), aError: Metrics.upstreamCalls.get(["a", "error"]), cOk: Metrics.upstreamCalls.get(["c", "ok"]) }
-    const result = await Effect.runPromise(routing.firstSuccessEffect(candidates, (c) => {
-      tried.push(c.provider.id)
-      return c.provider.id === "c" ? Effect.succeed(`from ${c.model}`) : Effect.fail(fromHttp(c.provider.id, c.provider.id === "a" ? 503 : 429, "{}"))
-    }))
-    expect(tried).toEqual(["a", "b", "c"])
-    expect(result.value).toBe("from m3")
-    expect(result.candidate.provider.id).toBe("c")
-    expect(result.fallbacks.map((f) => [f.provider, f.model])).toEqual([["a", "m1"], ["b", "m2"]])
-    expect(health.status("a")).toBe("degraded")
-    expect(health.status("c")).toBe("up")
-    expect(Metrics.upstreamCalls.get(["a", "error"])).toBe(before.aError + 1)
-    expect(Metrics.upstreamCalls.get(["a", "ok"])).toBe(before.aOk)
-    expect(Metrics.upstreamCalls.get(["c", "ok"])).toBe(before.cOk + 1)
-  })
-
-  it("stops at a non-retryable failure and at the last candidate's failure", async () => {
-    const { health, routing } = services()
-    const tried: Array<string> = []
-    const badRequest = await Effect.runPromise(Effect.either(routing.firstSuccessEffect(candidates, (c) => {
-      tried.push(c.provider.id)
-      return Effect.fail(fromHttp(c.provider.id, 400, JSON.stringify({ error: { message: "bad size" } })))
-    })))
-    expect(tried).toEqual(["a"])
-    expect(Either.isLeft(badRequest) && badRequest.left.message).toMatch(/bad size/)
-    // A 400 is the request's fault: the provider stays healthy.
-    expect(health.status("a")).toBe("up")
-    const allDown = await Effect.runPromise(Effect.either(routing.firstSuccessEffect(candidates, (c) => Effect.fail(fromHttp(c.provider.id, 502, "{}")))))
-    expect(Either.isLeft(allDown) && allDown.left.provider).toBe("c")
-  })
-
-  // A twins review: the engine counted an abandoned attempt as cancelled; this loop counted nothing.
-  it("counts an attempt its client abandoned as cancelled, and leaves the provider's health alone", async () => {
-    const { health, routing } = services()
-    const before = Metrics.upstreamCalls.get(["a", "cancelled"])
-    const fiber = Effect.runFork(routing.firstSuccessEffect(candidates, () => Effect.never))
-    await new Promise((r) => setTimeout(r, 10))
-    await Effect.runPromise(Fiber.interrupt(fiber))
-    expect(Metrics.upstreamCalls.get(["a", "cancelled"])).toBe(before + 1)
-    expect(health.status("a")).toBe("unknown")
-  })
-
-  it("passes other failures through without trying further", async () => {
-    const { routing } = services()
-    const tried: Array<string> = []
-    const result = await Effect.runPromise(Effect.either(routing.firstSuccessEffect(candidates, (c) => {
-      tried.push(c.provider.id)
-      return Effect.fail("not an upstream error" as const)
-    })))
-    expect(tried).toEqual(["a"])
-    expect(Either.isLeft(result) && result.left).toBe("not an upstream error")
   })
 })
