@@ -8,7 +8,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { CompletionInput, CompletionResult, StreamChunk } from "../Capabilities/Completions.ts"
 import { BadRequest, NotFound, UpstreamFailed } from "../Errors.ts"
-import { type CacheHint, type ChatMessage, type ChatOptions, type ContentPart, type FinishReason, joinedText, type ReasoningPart } from "../Providers/Chat.ts"
+import { argumentsObject, type CacheHint, type ChatMessage, type ChatOptions, type ContentPart, type FinishReason, joinedText, type ReasoningPart } from "../Providers/Chat.ts"
 import { chatSurface, headerOf, type RequestHeaders } from "./ChatSurface.ts"
 import type { InputCounts } from "../Engine/ProviderCalls.ts"
 import { errorBody } from "./Edge.ts"
@@ -308,18 +308,26 @@ export const messagesInputOf = (body: MessagesBody, headers: RequestHeaders = {}
   }
 }
 
-const stopReasonOf = (reason: FinishReason | undefined) =>
-  reason === "length" ? "max_tokens" as const : reason === "tool_calls" ? "tool_use" as const : reason === "content_filter" ? "refusal" as const : "end_turn" as const
+/**
+ * Anthropic's stop reason of an answer. An answer with tool calls is `tool_use` when its upstream said only
+ * that it stopped (OpenAI does so for a named `tool_choice`, as some compatible servers do for any call):
+ * Anthropic's clients run the tools while the stop reason is `tool_use`. A refusal (an OpenAI-format
+ * upstream's `refusal` field) is `refusal`.
+ */
+const stopReasonOf = (reason: FinishReason | undefined, toolCalls: boolean, refused: boolean) =>
+  refused
+    ? "refusal" as const
+    : reason === "length"
+    ? "max_tokens" as const
+    : reason === "tool_calls" || (toolCalls && (reason === "stop" || reason === undefined))
+    ? "tool_use" as const
+    : reason === "content_filter"
+    ? "refusal" as const
+    : "end_turn" as const
 
-/** A tool call's arguments as the object Anthropic's `input` is, or undefined when they are not one. */
-const inputObject = (args: string): Record<string, unknown> | undefined => {
-  try {
-    const value: unknown = JSON.parse(args === "" ? "{}" : args)
-    return value !== null && typeof value === "object" && !Array.isArray(value) ? value as Record<string, unknown> : undefined
-  } catch {
-    return undefined
-  }
-}
+/** An OpenAI-format upstream's refusal (its message's or delta's `refusal` text), which Anthropic's format gives as text with stop reason `refusal`. */
+const refusalOf = (fields: Readonly<Record<string, unknown>> | undefined): string | undefined =>
+  typeof fields?.refusal === "string" && fields.refusal !== "" ? fields.refusal : undefined
 
 /** The cache counts of a usage, under Anthropic's names, when the upstream reported them. */
 const cacheUsageOf = (u: { readonly cacheCreationTokens?: number | undefined; readonly cacheReadTokens?: number | undefined }) => ({
@@ -336,9 +344,11 @@ export const toAnthropicMessage = (id: string, r: CompletionResult) => {
     | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: Record<string, unknown> }
     | ReturnType<typeof reasoningBlockOf>
   > = (r.reasoning ?? []).map(reasoningBlockOf)
-  if (r.content !== "" || r.toolCalls.length === 0) content.push({ type: "text", text: r.content })
+  const refused = refusalOf(r.extra?.message)
+  const text = r.content !== "" ? r.content : refused ?? ""
+  if (text !== "" || r.toolCalls.length === 0) content.push({ type: "text", text })
   for (const c of r.toolCalls) {
-    const input = inputObject(c.arguments)
+    const input = argumentsObject(c.arguments)
     if (input === undefined) {
       return new UpstreamFailed({ provider: r.provider, message: `Upstream provider ${r.provider} answered a tool call (${c.name}) whose arguments are not a JSON object` })
     }
@@ -351,7 +361,7 @@ export const toAnthropicMessage = (id: string, r: CompletionResult) => {
     model: r.model,
     provider: r.provider,
     content,
-    stop_reason: r.stopSequence !== undefined ? "stop_sequence" as const : stopReasonOf(r.finishReason),
+    stop_reason: r.stopSequence !== undefined ? "stop_sequence" as const : stopReasonOf(r.finishReason, r.toolCalls.length > 0, refused !== undefined),
     stop_sequence: r.stopSequence ?? null,
     usage: { input_tokens: r.usage.promptTokens, output_tokens: r.usage.completionTokens, ...cacheUsageOf(r.usage) }
   }
@@ -384,6 +394,7 @@ export const toEvents = (id: string, model: string, reportedInput: () => InputCo
   /** The open block: text, the tool call of that ordinal, or the upstream's reasoning block of that index. */
   let open: { readonly index: number; readonly tool: number | undefined; readonly reasoning?: number } | undefined
   const toolBlocks = new Map<number, number>()
+  let refused = false
   const convert = (c: StreamChunk): Array<{ readonly type: string }> => {
     const out: Array<{ type: string; [k: string]: unknown }> = []
     if (!started) {
@@ -408,7 +419,7 @@ export const toEvents = (id: string, model: string, reportedInput: () => InputCo
       close()
       out.push({
         type: "message_delta",
-        delta: { stop_reason: c.stopSequence !== undefined ? "stop_sequence" : stopReasonOf(c.finishReason), stop_sequence: c.stopSequence ?? null },
+        delta: { stop_reason: c.stopSequence !== undefined ? "stop_sequence" : stopReasonOf(c.finishReason, toolBlocks.size > 0, refused), stop_sequence: c.stopSequence ?? null },
         usage: { input_tokens: c.promptTokens ?? 0, output_tokens: c.completionTokens ?? 0, ...cacheUsageOf(c) }
       })
       out.push({ type: "message_stop" })
@@ -423,9 +434,12 @@ export const toEvents = (id: string, model: string, reportedInput: () => InputCo
         if (r.signature !== undefined) out.push({ type: "content_block_delta", index, delta: { type: "signature_delta", signature: r.signature } })
       }
     }
-    if (c.content !== "") {
+    const refusal = c.extra === undefined ? undefined : refusalOf(c.extra.delta)
+    if (refusal !== undefined) refused = true
+    const text = refusal === undefined ? c.content : c.content + refusal
+    if (text !== "") {
       const index = open !== undefined && open.tool === undefined && open.reasoning === undefined ? open.index : start(undefined, { type: "text", text: "" })
-      out.push({ type: "content_block_delta", index, delta: { type: "text_delta", text: c.content } })
+      out.push({ type: "content_block_delta", index, delta: { type: "text_delta", text } })
     }
     for (const t of c.toolCalls ?? []) {
       let index = toolBlocks.get(t.index)

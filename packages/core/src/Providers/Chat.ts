@@ -213,6 +213,19 @@ export const wireToolCall = (id: unknown, name: unknown, args: unknown, fallback
   return { id: typeof id === "string" && id !== "" ? id : fallbackId, name, arguments: text }
 }
 
+/**
+ * A tool call's arguments (JSON text, "" for none) as the object the wires that take an object want
+ * (Anthropic's `input`, Gemini's `args`, Bedrock's `input`), or undefined when they are no JSON object.
+ */
+export const argumentsObject = (args: string): Record<string, unknown> | undefined => {
+  try {
+    const value: unknown = JSON.parse(args === "" ? "{}" : args)
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? value as Record<string, unknown> : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** More parallel calls than any model makes in one answer: an index past it is no call's. */
 const MAX_STREAMED_TOOL_CALLS = 1_024
 
@@ -233,7 +246,9 @@ export const wireToolCallDelta = (index: unknown, id: unknown, name: unknown, ar
   return {
     _tag: "ToolCallDelta",
     index,
-    ...(typeof id === "string" && id !== "" ? { id } : {}),
+    // A call whose first piece has no id gets one by its index, as a whole answer's call by its position (`wireToolCall`):
+    // a client answers the call by its id on the next turn.
+    ...(typeof id === "string" && id !== "" ? { id } : first ? { id: `call_${index}` } : {}),
     ...(typeof name === "string" && name !== "" ? { name } : {}),
     arguments: text
   }

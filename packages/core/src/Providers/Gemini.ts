@@ -40,7 +40,20 @@ const imagePart = (url: string) => {
 const partsOfMessage = (parts: ReadonlyArray<ContentPart>): Array<unknown> =>
   parts.flatMap((p): Array<unknown> => (p.type === "text" ? (p.text !== "" ? [{ text: p.text }] : []) : p.type === "image" ? [imagePart(p.url)] : []))
 
-export const toWireContents = (messages: ReadonlyArray<ChatMessage>) => {
+/**
+ * Gemini 3 and later refuse (400) a history whose function calls carry no thought signature, which is so
+ * for calls another model made and for clients that keep none (Anthropic's format has no field for one).
+ * Such a turn's first call gets the value Google documents for histories the model did not produce; a
+ * signature that came back is sent as it came.
+ */
+const FOREIGN_CALL_SIGNATURE = "skip_thought_signature_validator"
+const checksCallSignatures = (model: string) => {
+  const version = /(?:^|\/)gemini-(\d+)/.exec(model)?.[1]
+  return version !== undefined && Number(version) >= 3
+}
+
+export const toWireContents = (messages: ReadonlyArray<ChatMessage>, model = "") => {
+  const checksSignatures = checksCallSignatures(model)
   // Gemini answers tools by name; recover each call id's tool name from the history.
   const names = new Map<string, string>()
   for (const m of messages) for (const c of m.toolCalls ?? []) names.set(c.id, c.name)
@@ -57,11 +70,13 @@ export const toWireContents = (messages: ReadonlyArray<ChatMessage>) => {
       const name = m.name ?? names.get(m.toolCallId ?? "") ?? "tool"
       push("user", [{ functionResponse: { name, response: { content: parseArgsOrText(m.content) } } }])
     } else if (m.role === "assistant") {
+      const calls = m.toolCalls ?? []
+      const unsigned = checksSignatures && calls.length > 0 && calls.every((c) => c.signature === undefined)
       push("model", [
         ...(m.content !== "" ? [{ text: m.content }] : []),
-        ...(m.toolCalls ?? []).map((c) => ({
+        ...calls.map((c, i) => ({
           functionCall: { name: c.name, args: toolArgumentsOf(c.arguments) },
-          ...(c.signature !== undefined ? { thoughtSignature: c.signature } : {})
+          ...(c.signature !== undefined ? { thoughtSignature: c.signature } : unsigned && i === 0 ? { thoughtSignature: FOREIGN_CALL_SIGNATURE } : {})
         }))
       ])
     } else {
@@ -156,7 +171,7 @@ export const toWireRequest = (request: ChatRequest) => {
     ...mediaResolutionOf(request)
   }
   return {
-    contents: toWireContents(request.messages),
+    contents: toWireContents(request.messages, request.model),
     ...(system ? { systemInstruction: { parts: [{ text: system }] } } : {}),
     ...(request.tools && request.tools.length > 0
       ? {

@@ -58,7 +58,8 @@ const answeredElsewhere = (m: ChatMessage) =>
 const toWireMessage = (m: ChatMessage) => {
   // Fields the neutral message does not model go back as they came (OpenAI-format callers only).
   const base = m.extra ?? {}
-  if (m.role === "tool") return { ...base, role: "tool", tool_call_id: m.toolCallId ?? "", content: wireContent(m) }
+  // A tool message's name (Gemini answers tools by it; Mistral's API takes it) goes on as it came.
+  if (m.role === "tool") return { ...base, role: "tool", tool_call_id: m.toolCallId ?? "", ...(m.name !== undefined ? { name: m.name } : {}), content: wireContent(m) }
   const content = answeredElsewhere(m) ? null : wireContent(m)
   if (m.role === "assistant" && m.toolCalls && m.toolCalls.length > 0) return { ...base, role: "assistant", content, tool_calls: wireToolCalls(m.toolCalls) }
   return { ...base, role: m.role, content }

@@ -105,6 +105,40 @@ describe("Anthropic surface", () => {
     expect(toAnthropicMessage("msg_1", result({ toolCalls: [{ id: "c", name: "f", arguments: "[1]" }] }))).toBeInstanceOf(UpstreamFailed)
   })
 
+  // A never-drop-silently audit: OpenAI answers finish_reason "stop" for a named tool_choice (as some compatible servers
+  // do for any call), which became end_turn, and Anthropic's clients run tools only while the stop reason is tool_use.
+  it("answers tool_use for an answer with tool calls whose upstream said only that it stopped, plain and streamed", () => {
+    const call = { id: "c", name: "f", arguments: "{}" }
+    expect(toAnthropicMessage("msg_1", result({ toolCalls: [call], finishReason: "stop" }))).toMatchObject({ stop_reason: "tool_use" })
+    expect(toAnthropicMessage("msg_1", result({ toolCalls: [call], finishReason: "length" }))).toMatchObject({ stop_reason: "max_tokens" })
+    const streamed = (finishReason: "stop" | "length", toolCalls: boolean) => {
+      const { convert } = toEvents("msg_1", "m")
+      if (toolCalls) convert({ content: "", done: false, toolCalls: [{ index: 0, id: "c", name: "f", arguments: "{}" }] })
+      else convert({ content: "text", done: false })
+      return convert({ content: "", done: true, finishReason }).find((e) => e.type === "message_delta")
+    }
+    expect(streamed("stop", true)).toMatchObject({ delta: { stop_reason: "tool_use" } })
+    expect(streamed("length", true)).toMatchObject({ delta: { stop_reason: "max_tokens" } })
+    expect(streamed("stop", false)).toMatchObject({ delta: { stop_reason: "end_turn" } })
+  })
+
+  // The same audit: an OpenAI-format upstream's refusal reached Anthropic's clients as an empty text block ending end_turn.
+  it("answers an OpenAI-format upstream's refusal as its text with stop reason refusal, plain and streamed", () => {
+    const refused = toAnthropicMessage("msg_1", result({ extra: { message: { refusal: "I can't help with that." } } }))
+    expect(refused).toMatchObject({ content: [{ type: "text", text: "I can't help with that." }], stop_reason: "refusal" })
+    const { convert } = toEvents("msg_1", "m")
+    const events = [
+      { content: "", done: false, extra: { delta: { refusal: "I can't" } } },
+      { content: "", done: false, extra: { delta: { refusal: " help." } } },
+      { content: "", done: true, finishReason: "stop" as const }
+    ].flatMap(convert)
+    expect(events.filter((e) => e.type === "content_block_delta")).toEqual([
+      { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "I can't" } },
+      { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: " help." } }
+    ])
+    expect(events.find((e) => e.type === "message_delta")).toMatchObject({ delta: { stop_reason: "refusal" } })
+  })
+
   it("streams blocks in order: a new block when the kind of content changes, each closed once", () => {
     const { convert } = toEvents("msg_1", "m")
     const [opening, ...events] = [

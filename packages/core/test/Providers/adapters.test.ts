@@ -96,14 +96,15 @@ for (const f of families) {
         messages: [
           { role: "user", content: "Weather in Paris?" },
           { role: "assistant", content: "", toolCalls: [call] },
-          { role: "tool", content: "{\"temp\":21}", toolCallId: call.id }
+          { role: "tool", content: "{\"temp\":21}", toolCallId: call.id, name: "get_weather" }
         ]
       })
       expect(second._tag === "Right" && second.right.content).toBe("It is sunny.")
       const body = mock.requests.at(-1)!.body as any
       if (target.provider.adapter === "openai") {
         expect(body.messages[1].tool_calls[0]).toMatchObject({ id: call.id, type: "function", function: { name: "get_weather" } })
-        expect(body.messages[2]).toEqual({ role: "tool", tool_call_id: call.id, content: "{\"temp\":21}" })
+        // The tool message's name goes on as it came (a never-drop-silently audit found it dropped); the other wires answer by id.
+        expect(body.messages[2]).toEqual({ role: "tool", tool_call_id: call.id, name: "get_weather", content: "{\"temp\":21}" })
       } else if (target.provider.adapter === "anthropic") {
         expect(body.messages[1].content[0]).toMatchObject({ type: "tool_use", id: call.id, name: "get_weather", input: { city: "Paris" } })
         expect(body.messages[2]).toEqual({ role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content: "{\"temp\":21}" }] })
@@ -285,7 +286,9 @@ describe("translation across wire formats", () => {
         [{ messages: [{ ...user(), parts: [{ type: "raw", part: { type: "input_audio" } }] }] }, "content part type input_audio"],
         [{ messages: [{ role: "assistant", content: "", parts: [{ type: "image", url: png }] }] }, "image_url parts in assistant messages"],
         [{ messages: [{ ...user(), parts: [{ type: "image", url: png, detail: "high" }] }] }, "image_url.detail \"high\""],
-        [{ messages: [{ ...user(), parts: [{ type: "image", url: "data:image/png,raw" }] }] }, "data: URL that is not base64"]
+        [{ messages: [{ ...user(), parts: [{ type: "image", url: "data:image/png,raw" }] }] }, "data: URL that is not base64"],
+        // Sent as {} before (a never-drop-silently audit): the conversation the model saw was not the client's.
+        [{ messages: [user(), { role: "assistant", content: "", toolCalls: [{ id: "c1", name: "f", arguments: "not json" }] }] }, "a tool call (c1) whose arguments are not a JSON object"]
       ]
       for (const [request, field] of cases) {
         const message = refusalOf(claude(), request)
@@ -429,7 +432,8 @@ describe("translation across wire formats", () => {
         [{ messages: [{ ...user(), parts: [{ type: "image", url: "https://example.com/render?id=3" }] }] }, "send a data: URL"],
         [{ messages: [{ role: "tool", content: "", toolCallId: "c", parts: [{ type: "image", url: png }] }] }, "image_url parts in tool messages"],
         [{ messages: [{ ...user(), parts: [{ type: "image", url: png, detail: "low" }, { type: "image", url: png, detail: "high" }] }] }, "image_url.detail with different values"],
-        [{ messages: [{ ...user(), parts: [{ type: "image", url: png, detail: "ultra" }] }] }, "image_url.detail \"ultra\""]
+        [{ messages: [{ ...user(), parts: [{ type: "image", url: png, detail: "ultra" }] }] }, "image_url.detail \"ultra\""],
+        [{ messages: [user(), { role: "assistant", content: "", toolCalls: [{ id: "c1", name: "f", arguments: "[1, 2]" }] }] }, "a tool call (c1) whose arguments are not a JSON object"]
       ]
       for (const [request, field] of cases) {
         const message = refusalOf(flash(), request)
@@ -447,6 +451,32 @@ describe("translation across wire formats", () => {
       expect(JSON.stringify(body)).not.toContain("cache")
       expect((await sent(flash(), gemini, { reasoning: { mode: "disabled" } })).generationConfig).toEqual({ thinkingConfig: { thinkingBudget: 0 } })
       expect((await sent(flash(), gemini, { reasoning: { mode: "adaptive" } })).generationConfig).toEqual({ thinkingConfig: { thinkingBudget: -1 } })
+    })
+
+    // A never-drop-silently audit: the Anthropic surface has no field for a call's thought signature, so a Claude-style
+    // client's tool loop on Gemini 3 sent its history back unsigned, and Google answers that with a 400.
+    it("sends a history's call signatures back; a Gemini 3 turn whose calls have none gets the value Google documents for such histories", async () => {
+      const pro = () => targetOf("google", "gemini-3.1-pro-preview", gemini)
+      gemini.setScenario({ kind: "tool", name: "get_weather", arguments: { city: "Oslo" } })
+      const asked = await complete(pro(), { model: "gemini-3.1-pro-preview", messages: [user("Oslo?")], tools: [weather] })
+      const call = asked._tag === "Right" ? asked.right.toolCalls[0]! : undefined
+      expect(call?.signature).toMatch(/^sig_/)
+      gemini.setScenario(DEFAULT_SCENARIO)
+      const turn = (calls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly arguments: string; readonly signature?: string }>) => [
+        user("Oslo?"),
+        { role: "assistant" as const, content: "", toolCalls: calls },
+        ...calls.map((c) => ({ role: "tool" as const, content: "{\"c\":4}", toolCallId: c.id })),
+        user("And now?")
+      ]
+      const signed = await sent(pro(), gemini, { messages: turn([call!]), tools: [weather] })
+      expect(signed.contents[1].parts[0].thoughtSignature).toBe(call!.signature)
+      // Parallel calls without signatures (another model's, or a client that keeps none): the first carries the documented value.
+      const unsigned = [{ id: "a", name: "get_weather", arguments: "{\"city\":\"Oslo\"}" }, { id: "b", name: "get_weather", arguments: "{\"city\":\"Bergen\"}" }]
+      const foreign = await sent(pro(), gemini, { messages: turn(unsigned), tools: [weather] })
+      expect(foreign.contents[1].parts.map((p: any) => p.thoughtSignature)).toEqual(["skip_thought_signature_validator", undefined])
+      // Gemini 2.5 checks no signatures: none is made up for it.
+      const older = await sent(flash(), gemini, { messages: turn(unsigned), tools: [weather] })
+      expect(JSON.stringify(older.contents)).not.toContain("thoughtSignature")
     })
 
     it("streams with toolConfig on the stream request", async () => {

@@ -247,6 +247,18 @@ describe("a field that cannot be read is a protocol error, not a success", () =>
     expect(gemini({ candidates: [{ content: { parts: [{ functionCall: { name: "f", args: "x" } }] } }] })).toBe("protocol")
   })
 
+  // A never-drop-silently audit: a whole answer's call without an id got `call_<i>`, a streamed one none (the Anthropic
+  // surface then opened a tool_use block with id "", which the client cannot answer on its next turn).
+  it("a streamed call whose first piece has no id gets one by its index, as a whole answer's call by its position", () => {
+    const decode = OpenAiCompatible.wire.events("openai")
+    const first = decode({ event: "", data: JSON.stringify({ choices: [{ delta: { tool_calls: [{ index: 1, function: { name: "f", arguments: "" } }] } }] }) })
+    expect(first).toEqual([{ _tag: "ToolCallDelta", index: 1, id: "call_1", name: "f", arguments: "" }])
+    const later = decode({ event: "", data: JSON.stringify({ choices: [{ delta: { tool_calls: [{ index: 1, function: { arguments: "{}" } }] } }] }) })
+    expect(later).toEqual([{ _tag: "ToolCallDelta", index: 1, arguments: "{}" }])
+    expect((OpenAiCompatible.wire.result("openai", { choices: [{ message: { content: null, tool_calls: [{ type: "function", function: { name: "f", arguments: "{}" } }] } }] }) as ChatResult).toolCalls)
+      .toEqual([{ id: "call_0", name: "f", arguments: "{}" }])
+  })
+
   it("arguments given as an object are taken as their JSON text (some compatible servers send them so)", () => {
     const decoded = OpenAiCompatible.wire.events("openai")({ event: "", data: JSON.stringify({ choices: [{ delta: { tool_calls: [{ index: 0, id: "t", function: { name: "f", arguments: { a: 1 } } }] } }] }) })
     expect(decoded).toEqual([{ _tag: "ToolCallDelta", index: 0, id: "t", name: "f", arguments: "{\"a\":1}" }])

@@ -1095,7 +1095,29 @@ const geminiError = (status: number, message: string | undefined, details?: unkn
   }
 }
 
-const geminiWire = (): Wire => {
+/**
+ * Gemini 3 and later sign each answer's first function call (`thoughtSignature`) and refuse a history whose
+ * function calls come back without one (400), or with one they never issued that is not one of the values
+ * Google documents for histories the model did not produce.
+ */
+const signsFunctionCalls = (model: string) => Number(/^gemini-(\d+)/.exec(model)?.[1] ?? 0) >= 3
+const FOREIGN_SIGNATURES: ReadonlySet<string> = new Set(["skip_thought_signature_validator", "context_engineering_is_the_way_to_go"])
+const signatureProblem = (contents: ReadonlyArray<unknown>, issued: ReadonlySet<string>): string | undefined => {
+  for (const [i, c] of contents.entries()) {
+    if (!isRecord(c) || c.role !== "model" || !Array.isArray(c.parts)) continue
+    const first = c.parts.findIndex((p) => isRecord(p) && p.functionCall !== undefined)
+    if (first < 0) continue
+    const part = c.parts[first] as Record<string, unknown>
+    const name = isRecord(part.functionCall) ? String(part.functionCall.name) : ""
+    if (typeof part.thoughtSignature !== "string") {
+      return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${name}\` , position ${i + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`
+    }
+    if (!issued.has(part.thoughtSignature) && !FOREIGN_SIGNATURES.has(part.thoughtSignature)) return "Corrupted thought signature."
+  }
+  return undefined
+}
+
+const geminiWire = (issued: Set<string>): Wire => {
   const responseId = randomId(22)
   const finishReason = (a: Answer) => (a.stop === "length" ? "MAX_TOKENS" : "STOP")
   const usageOf = (u: MockUsage) => ({
@@ -1109,9 +1131,11 @@ const geminiWire = (): Wire => {
     modelVersion: call.model,
     responseId
   })
-  const callPart = (a: Answer & { kind: "tool" }) => ({
-    functionCall: { ...(a.id ? { id: a.id } : {}), name: a.name, args: a.args }
-  })
+  const callPart = (a: Answer & { kind: "tool" }, call: Call) => {
+    const signature = signsFunctionCalls(call.model) ? `sig_${randomId(16)}` : undefined
+    if (signature !== undefined) issued.add(signature)
+    return { functionCall: { ...(a.id ? { id: a.id } : {}), name: a.name, args: a.args }, ...(signature !== undefined ? { thoughtSignature: signature } : {}) }
+  }
   const frame = (call: Call, obj: unknown, first: boolean, last: boolean) =>
     call.sse
       ? `data: ${JSON.stringify(obj)}\r\n\r\n`
@@ -1120,7 +1144,7 @@ const geminiWire = (): Wire => {
     streamContentType: (call) => (call.sse ? "text/event-stream" : "application/json; charset=UTF-8"),
     headers: () => ({}),
     body: (a, call) =>
-      response(call, a.kind === "text" ? [{ text: a.text }] : [callPart(a)], finishReason(a), usageOf(a.usage)),
+      response(call, a.kind === "text" ? [{ text: a.text }] : [callPart(a, call)], finishReason(a), usageOf(a.usage)),
     frames: (a, call) => {
       const objs =
         a.kind === "text"
@@ -1132,7 +1156,7 @@ const geminiWire = (): Wire => {
                     totalTokenCount: a.usage.prompt
                   })
             )
-          : [response(call, [callPart(a)], finishReason(a), usageOf(a.usage))]
+          : [response(call, [callPart(a, call)], finishReason(a), usageOf(a.usage))]
       const frames = objs.map((o, i) => frame(call, o, i === 0, i === objs.length - 1))
       return { frames, partial: Math.min(1, frames.length) }
     },
@@ -1207,8 +1231,9 @@ const geminiProblem = (b: Record<string, unknown>): string | undefined => {
   return undefined
 }
 
-export const startGeminiMock = (opts: MockOptions = {}): Promise<MockUpstream> =>
-  startMock("/v1beta", opts, async (ex) => {
+export const startGeminiMock = (opts: MockOptions = {}): Promise<MockUpstream> => {
+  const issuedSignatures = new Set<string>()
+  return startMock("/v1beta", opts, async (ex) => {
     if (opts.apiKey !== undefined) {
       const key = header(ex, "x-goog-api-key") ?? ex.query.get("key") ?? undefined
       if (!key) {
@@ -1250,7 +1275,7 @@ export const startGeminiMock = (opts: MockOptions = {}): Promise<MockUpstream> =
       if (!Array.isArray(b.contents) || b.contents.length === 0) {
         return ex.json(400, geminiError(400, "* GenerateContentRequest.contents: contents is not specified\n"))
       }
-      const problem = geminiProblem(b)
+      const problem = geminiProblem(b) ?? (signsFunctionCalls(model) ? signatureProblem(b.contents, issuedSignatures) : undefined)
       if (problem !== undefined) return ex.json(400, geminiError(400, problem))
       const config = isRecord(b.generationConfig) ? b.generationConfig : {}
       return serve(
@@ -1262,7 +1287,7 @@ export const startGeminiMock = (opts: MockOptions = {}): Promise<MockUpstream> =
           includeUsage: false,
           sse: ex.query.get("alt") === "sse"
         },
-        geminiWire()
+        geminiWire(issuedSignatures)
       )
     }
 
@@ -1292,3 +1317,4 @@ export const startGeminiMock = (opts: MockOptions = {}): Promise<MockUpstream> =
 
     return ex.json(404, geminiError(404, `Method not found: ${method}`))
   })
+}

@@ -4,7 +4,7 @@
  * before it refuses a request (docs/providers.md, "Translation across wire formats").
  */
 import type { ChatMessage, ChatRequest, ContentPart, ResponseFormat } from "../Chat.ts"
-import { extraFieldOf } from "../Chat.ts"
+import { argumentsObject, extraFieldOf } from "../Chat.ts"
 
 /** A `data:<type>;base64,<data>` URL's media type and data, or undefined for any other URL. */
 export const dataUrlOf = (url: string): { readonly mediaType: string; readonly data: string } | undefined => {
@@ -52,7 +52,8 @@ const imagesOf = (m: ChatMessage) => (m.parts ?? []).filter((p): p is ContentPar
  * The first thing of a request that a non-OpenAI wire family cannot carry, as the field's name:
  * unmapped OpenAI fields and parts, penalties (0 is their default and is honoured), images where
  * the family takes none (`imageRoles` are the roles that may hold images), data: URLs that are not
- * base64, and image `detail` values outside `details`.
+ * base64, image `detail` values outside `details`, and a history's tool call whose arguments are no
+ * JSON object (these wires send them as an object: `{}` in their place would change the conversation).
  */
 export const commonRefusal = (
   r: ChatRequest,
@@ -64,6 +65,9 @@ export const commonRefusal = (
   if (!options.penalties && r.frequencyPenalty !== undefined && r.frequencyPenalty !== 0) return "frequency_penalty"
   if (!options.penalties && r.presencePenalty !== undefined && r.presencePenalty !== 0) return "presence_penalty"
   for (const m of r.messages) {
+    for (const c of m.toolCalls ?? []) {
+      if (argumentsObject(c.arguments) === undefined) return `a tool call (${c.id}) whose arguments are not a JSON object`
+    }
     for (const image of imagesOf(m)) {
       if (!options.imageRoles.has(m.role)) return `image_url parts in ${m.role} messages`
       if (image.url.startsWith("data:") && dataUrlOf(image.url) === undefined) return "image_url with a data: URL that is not base64"
@@ -76,14 +80,8 @@ export const commonRefusal = (
 /** Every image part of a request. */
 export const imagesOfRequest = (r: ChatRequest) => r.messages.flatMap(imagesOf)
 
-/** A tool call's JSON arguments as a value for wires that take an object (an empty one when they are not JSON). */
-export const toolArgumentsOf = (args: string): unknown => {
-  try {
-    return JSON.parse(args || "{}")
-  } catch {
-    return {}
-  }
-}
+/** A tool call's arguments as the object wires that take one send (`commonRefusal` refused arguments that are no JSON object). */
+export const toolArgumentsOf = (args: string): Record<string, unknown> => argumentsObject(args) ?? {}
 
 /**
  * Appends blocks to a conversation as a turn of `role`, joining the last turn when it has the same
