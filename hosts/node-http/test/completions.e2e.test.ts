@@ -302,6 +302,17 @@ describe("completions", () => {
     expect(usage.body.result.dailyCallsUsed).toBe(1)
   })
 
+  // A twins review: batch items and the avatar API take an avatar id in either case (a UUID's hex digits name one
+  // id); acting for an avatar took only lower case, and refused a User's own id in upper case with 403.
+  it("takes avatarId in either case: a caller's own, and an Admin's for another avatar", async () => {
+    const own = await post("/v1/complete", { messages: hi, provider: "openai", model: "gpt-4o-mini", avatarId: user.id.toUpperCase() })
+    expect(own.status, JSON.stringify(own.body)).toBe(200)
+    const other = await signUp(server, "actee")
+    const res = await call(server.url, "POST", "/v1/complete", { token: await adminToken(server), body: { messages: hi, provider: "openai", model: "gpt-4o-mini", avatarId: other.id.toUpperCase() } })
+    expect(res.body.isError, JSON.stringify(res.body)).toBe(false)
+    expect((await call(server.url, "GET", "/v1/usage", { apiKey: other.apiKey })).body.result.dailyCallsUsed).toBe(1)
+  })
+
   it("serves the OpenAI-compatible surface to the official openai SDK", async () => {
     const client = new OpenAI({ apiKey: user.apiKey, baseURL: `${server.url}/openai/v1`, maxRetries: 0 })
     openai.setScenario({ kind: "text", text: "SDK hello", usage: { prompt: 8, completion: 2 } })

@@ -157,6 +157,8 @@ describe("long-running jobs against vendor mocks", () => {
     const done = await waitDone(`/v1/batch/${res.body.result.batchId}/status`)
     expect(done.status).toBe("completed")
     expect(done.result).toMatchObject({ total: 4, completed: 2, failed: 2 })
+    // A job id is a UUID, which names the same job in either case (as the avatar API's ids: a twins review).
+    expect((await call(server.url, "GET", `/v1/batch/${res.body.result.batchId.toUpperCase()}/status`, { apiKey: user.apiKey })).body.result).toMatchObject({ status: "completed" })
     expect(done.result.items[0]).toMatchObject({ index: 0, ok: true, result: { content: "Echo: hello batch", finishReason: "stop" } })
     expect(done.result.items[1]).toMatchObject({ index: 1, ok: false })
     // An answer of the wrong shape is a failed item, read as a call's answer is (it completed as a billed success with the junk).

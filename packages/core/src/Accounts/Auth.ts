@@ -9,6 +9,7 @@ import { ApiKeyStore, lastUseDue } from "../Storage/ApiKeyStore.ts"
 import { type AvatarRecord, AvatarStore } from "../Storage/AvatarStore.ts"
 import { Metering } from "../Storage/Metering.ts"
 import { type Presented, presented } from "../Http/Edge.ts"
+import { storedId } from "./Schemas.ts"
 import { sha256 } from "./Secrets.ts"
 import { Jwt, type JwtClaims } from "./Jwt.ts"
 
@@ -131,7 +132,8 @@ const makeService = Effect.gen(function*() {
    * The avatar a call acts for: the caller itself, or (Admins only) the avatar named by a
    * request's `avatarId`. Others naming a foreign avatar get 403.
    */
-  const actingAs = (caller: AvatarRecord, avatarId: string | undefined) => {
+  const actingAs = (caller: AvatarRecord, sent: string | undefined) => {
+    const avatarId = sent === undefined ? undefined : storedId(sent)
     if (avatarId === undefined || avatarId === caller.id) return Effect.succeed(caller)
     if (caller.avatarType !== "Admin") {
       return Effect.fail(new Forbidden({ message: "avatarId must be your own avatar unless you are an Admin." }))
@@ -140,7 +142,7 @@ const makeService = Effect.gen(function*() {
       Effect.flatMap((a) =>
         Option.isSome(a) && a.value.isActive
           ? Effect.succeed(a.value)
-          : Effect.fail(new NotFound({ message: `No active avatar with id ${avatarId}.` }))
+          : Effect.fail(new NotFound({ message: `No active avatar with id ${sent}.` }))
       )
     )
   }

@@ -16,7 +16,7 @@ import { type Proof, requireSession } from "./Auth.ts"
 import { Jwt } from "./Jwt.ts"
 import { Passwords } from "./Passwords.ts"
 import { randomToken, sha256 } from "./Secrets.ts"
-import { Email, Password, Username } from "./Schemas.ts"
+import { Email, Password, storedId, Username } from "./Schemas.ts"
 import { problemsOf } from "../Http/DecodeProblems.ts"
 
 export const VERIFY_TTL_MS = 24 * 60 * 60 * 1000
@@ -121,7 +121,7 @@ export const READ_ONLY_FIELDS = ["id", "providerType", "isVerified", "pendingEma
  */
 const sameReadOnly = (field: typeof READ_ONLY_FIELDS[number], sent: unknown, stored: unknown) =>
   field === "modifiedDate" ||
-  (field === "id" && typeof sent === "string" && typeof stored === "string" ? sent.toLowerCase() === stored : JSON.stringify(sent) === JSON.stringify(stored))
+  (field === "id" && typeof sent === "string" && typeof stored === "string" ? storedId(sent) === stored : JSON.stringify(sent) === JSON.stringify(stored))
 
 export interface UpdateInput {
   readonly id?: unknown

@@ -115,11 +115,16 @@ export const AvatarTypeSchema = Schema.Literal("User", "Admin")
 const Uuid = Schema.UUID.annotations({ message: () => "id must be a UUID" })
 
 /**
- * A path's `:id` (an avatar, an API key): a UUID, else 400 before anything is looked up; in lower
- * case, as ids are stored, since a UUID's hex digits name the same id in either case (RFC 9562).
+ * An id as it is stored (avatars, API keys, jobs: UUIDs in lower case), for an id a client sent: a UUID's hex
+ * digits name the same id in either case (RFC 9562), so every lookup and comparison of a sent id goes through here.
+ */
+export const storedId = (id: string) => id.toLowerCase()
+
+/**
+ * A path's `:id` (an avatar, an API key): a UUID, else 400 before anything is looked up; as stored (`storedId`).
  */
 export const idParam = (id: string | undefined) =>
   Schema.decodeUnknown(Uuid)(id).pipe(
-    Effect.map((uuid) => uuid.toLowerCase()),
+    Effect.map(storedId),
     Effect.mapError(() => new BadRequest({ message: "Path parameter id must be a UUID." }))
   )

@@ -349,9 +349,9 @@ const makeService = Effect.gen(function*() {
     }
     const id = skillId(input.agentId, input.taskCategory)
     const now = Date.now()
-    const existing = yield* docs.get(SKILL, id)
-    if (Option.isNone(existing)) yield* docs.insert({ kind: SKILL, id, owner: avatar.id, key: input.agentId, data: next, version: 0, createdAt: now, updatedAt: now })
-    else yield* modify<SkillDocument>(docs, SKILL, id, () => next)
+    // The first version, or the next: two evolutions at once both land (the later one's document), on every store.
+    const inserted = yield* docs.insertIfAbsent({ kind: SKILL, id, owner: avatar.id, key: input.agentId, data: next, version: 0, createdAt: now, updatedAt: now })
+    if (!inserted) yield* modify<SkillDocument>(docs, SKILL, id, () => next)
     if (input.success !== undefined) yield* addStats(avatar, input.agentId, { runs: 1, successes: input.success ? 1 : 0 })
     return { ...next, provider: result.provider, model: result.model, usage: result.usage }
   })

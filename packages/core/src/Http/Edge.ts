@@ -231,14 +231,19 @@ export const crossSiteFormProblem = (headers: RequestHeaders): BadRequest | unde
 export const successBody = (kind: Envelope, result: unknown, message: string | null = null) =>
   kind === "none" || kind === "openai" || kind === "anthropic" ? result : successOf(kind, result, message)
 
-/** OpenAI's error `type` for each of our error kinds (invalid_request_error otherwise). */
-const openAiErrorType: Partial<Record<GatewayError["_tag"], string>> = {
+/**
+ * OpenAI's error `type` for each of our error kinds (invalid_request_error otherwise): the gateway's own
+ * failures are `server_error`, as OpenAI's 5xx are, never the request's fault.
+ */
+const openAiErrorType: Readonly<Record<string, string>> = {
   Unauthorized: "authentication_error",
   Forbidden: "permission_error",
   NotFound: "not_found_error",
   QuotaExceeded: "rate_limit_error",
   TooManyRequests: "rate_limit_error",
   Busy: "server_error",
+  Internal: "server_error",
+  NotAvailable: "server_error",
   UpstreamFailed: "api_error",
   UpstreamTimeout: "api_error"
 }
@@ -277,7 +282,7 @@ export const errorBody = (
     ? {
       error: {
         message: error.message,
-        type: openAiErrorType[error._tag as GatewayError["_tag"]] ?? "invalid_request_error",
+        type: openAiErrorType[error._tag] ?? "invalid_request_error",
         param: error.param ?? null,
         code: error._tag
       }

@@ -25,6 +25,7 @@ import { Completions } from "../Capabilities/Completions.ts"
 import { Embeddings } from "../Capabilities/Embeddings.ts"
 import { GatewayConfig } from "../Config.ts"
 import { ProviderCalls } from "../Engine/ProviderCalls.ts"
+import { storedId } from "../Accounts/Schemas.ts"
 import { Cancel } from "../Providers/internal/cancel.ts"
 import { BadRequest, type GatewayError, isGatewayError, QuotaExceeded, Unauthorized } from "../Errors.ts"
 import * as Metrics from "../Metrics.ts"
@@ -268,7 +269,7 @@ export const make = Effect.gen(function*() {
     }
     // Acting for another avatar (Admins) is the route's.
     const actingFor = route.avatarIdOf?.(body)
-    if (actingFor !== undefined && actingFor !== caller.id) return delegate(req, res, text)
+    if (actingFor !== undefined && storedId(actingFor) !== caller.id) return delegate(req, res, text)
     // Validation before admission (as Route.ts's `check`): a refused request costs no quota.
     const plan = route.lane!.plan(services, caller, body, req.headers)
     if (plan === undefined) return delegate(req, res, text)

@@ -13,6 +13,7 @@ import { servedBy } from "../Providers/Registry.ts"
 import { Routing } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import * as UrlGuard from "../UrlGuard.ts"
+import { storedId } from "../Accounts/Schemas.ts"
 import { BatchAccepted, BatchStatus, FineTuneAccepted, JobView, VideoAccepted } from "./ResponseSchemas.ts"
 import { onLane } from "./Lane.ts"
 import { describeParseError as describe } from "./DecodeProblems.ts"
@@ -120,7 +121,7 @@ export const jobRoutes = [
         Effect.gen(function*() {
           const requests = yield* batchRequestsOf(body)
           // A batch runs as one avatar, the caller: an item naming another would be run, and billed, as the caller.
-          const other = body.requests.findIndex((r) => r.avatarId !== undefined && r.avatarId.toLowerCase() !== avatar.id.toLowerCase())
+          const other = body.requests.findIndex((r) => r.avatarId !== undefined && storedId(r.avatarId) !== avatar.id)
           if (other !== -1) {
             return yield* Effect.fail(new BadRequest({
               message: `Invalid request: requests.${other}.avatarId: a batch runs as one avatar, the caller's (an item naming another would be run and billed as the caller); submit it as the avatar it is for`,

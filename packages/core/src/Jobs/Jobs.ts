@@ -6,6 +6,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { GatewayConfig } from "../Config.ts"
 import { NotFound } from "../Errors.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
+import { storedId } from "../Accounts/Schemas.ts"
 import { requestKeyHash, standingStores, stillActing } from "../Accounts/StillActing.ts"
 import * as RequestId from "../RequestId.ts"
 import * as UrlGuard from "../UrlGuard.ts"
@@ -61,7 +62,7 @@ const makeService = Effect.gen(function*() {
 
   /** The job if the caller may see it (owner or Admin) and it has the expected type. */
   const get = Effect.fn("Jobs.get")(function*(caller: AvatarRecord, id: string, type: JobType) {
-    const job = yield* store.get(id)
+    const job = yield* store.get(storedId(id))
     if (Option.isNone(job) || job.value.type !== type || (job.value.avatarId !== caller.id && caller.avatarType !== "Admin")) {
       return yield* Effect.fail(new NotFound({ message: `No ${type} job ${id}.` }))
     }

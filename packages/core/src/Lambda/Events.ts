@@ -120,7 +120,8 @@ const requestIdIn = (headers: unknown): string | undefined => {
 
 const traitsOf = (raw: Record<string, unknown>, format: "v1" | "v2"): EventTraits => {
   const rawPath = format === "v2" ? stringAt(raw, "rawPath") : stringAt(raw, "path")
-  const path = rawPath === undefined ? undefined : ensureSlash(rawPath).split(/[?#]/)[0]
+  const routed = rawPath === undefined ? undefined : format === "v2" ? withoutStage(rawPath, stringAt(raw.requestContext, "stage")) : ensureSlash(rawPath)
+  const path = routed?.split(/[?#]/)[0]
   const requestId = requestIdIn(raw.headers) ?? (format === "v1" ? requestIdIn(raw.multiValueHeaders) : undefined)
   return { format, ...(path !== undefined ? { path } : {}), ...(requestId !== undefined ? { requestId } : {}) }
 }
@@ -207,10 +208,9 @@ const append = (headers: Headers, name: string, value: string) => {
 
 const ensureSlash = (path: string) => (path.startsWith("/") ? path : `/${path}`)
 
-/** The path as the gateway routes it: a named HTTP API stage appears in rawPath and is removed. */
-const pathV2 = (event: EventV2) => {
-  const stage = event.requestContext.stage
-  const path = ensureSlash(event.rawPath)
+/** A payload 2.0 path as the gateway routes it: a named HTTP API stage appears in rawPath and is removed. */
+const withoutStage = (rawPath: string, stage: string | null | undefined) => {
+  const path = ensureSlash(rawPath)
   if (stage && stage !== "$default") {
     const prefix = `/${stage}`
     if (path === prefix) return "/"
@@ -218,6 +218,14 @@ const pathV2 = (event: EventV2) => {
   }
   return path
 }
+
+const pathV2 = (event: EventV2) => withoutStage(event.rawPath, event.requestContext.stage)
+
+/**
+ * The path the request is routed on (without a named stage), which also decides the envelope and the id headers
+ * of the answers the host makes itself (a timeout, an answer too large, a failed start).
+ */
+export const routedPath = (http: HttpEvent) => (http.format === "v2" ? pathV2(http.event) : http.event.path)
 
 const queryV1 = (event: EventV1) => {
   const params = new URLSearchParams()

@@ -28,7 +28,7 @@ import * as RequestId from "../RequestId.ts"
 import { knownStartupReason, redactUrls, StartupError } from "../StartupError.ts"
 import * as Database from "../Storage/Database.ts"
 import { migrate as runMigrations, migrations } from "../Storage/Sql/Migrations.ts"
-import { BadEvent, classify, headersOf, type HttpEvent, type HttpResult, toRequest, toResult, UnroutablePath } from "./Events.ts"
+import { BadEvent, classify, headersOf, type HttpResult, routedPath, toRequest, toResult, UnroutablePath } from "./Events.ts"
 import { type ResponseStream, streamResponse } from "./Streaming.ts"
 
 /** The Lambda context fields the host reads. */
@@ -264,8 +264,6 @@ const defectAnswer = (path: string | undefined, failure: unknown, requestId: str
 const unavailable = (path: string, message: string, requestId: string | null) =>
   refusal(path, new Busy({ message, retryAfterSeconds: 5 }), requestId)
 
-const pathOf = (http: HttpEvent) => (http.format === "v2" ? http.event.rawPath : http.event.path)
-
 const log = (effect: Effect.Effect<void>) => Effect.runSync(effect)
 
 export const makeLambdaHost = (options: HostOptions = {}) => {
@@ -379,7 +377,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       return { format, ...(path !== undefined ? { path } : {}), requestId, served: Promise.resolve(refusal(path, bad, requestId)) }
     }
     const { format } = http.right
-    const path = pathOf(http.right)
+    const path = routedPath(http.right)
     let request: Request
     try {
       request = toRequest(http.right, signal)

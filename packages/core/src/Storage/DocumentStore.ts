@@ -52,7 +52,13 @@ export const makeMemory = Effect.sync((): DocumentStoreService => {
   const docs = new Map<string, DocumentRecord>()
   const keyOf = (kind: string, id: string) => `${kind}\u0000${id}`
   return {
-    insert: (doc) => Effect.sync(() => void docs.set(keyOf(doc.kind, doc.id), doc)),
+    // An id taken is a defect, as the SQL stores' unique key makes it (a caller that may meet one takes `insertIfAbsent`).
+    insert: (doc) =>
+      Effect.suspend(() =>
+        docs.has(keyOf(doc.kind, doc.id))
+          ? Effect.die(new Error(`document ${doc.kind}/${doc.id} exists`))
+          : Effect.sync(() => void docs.set(keyOf(doc.kind, doc.id), doc))
+      ),
     insertIfAbsent: (doc) =>
       Effect.sync(() => {
         if (docs.has(keyOf(doc.kind, doc.id))) return false

@@ -6,6 +6,12 @@
 import { Context, Effect, Layer } from "effect"
 import type { Mail } from "../Mail/Mailer.ts"
 
+/**
+ * Whether two addresses are one, as the avatar store matches them: case folded by JavaScript over all of
+ * Unicode (SQL's `lower()` folds only ASCII on SQLite, and `Ömer@…` stayed queued for a deleted avatar).
+ */
+export const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
+
 export interface OutboxEntry {
   readonly id: string
   readonly mail: Mail
@@ -29,7 +35,7 @@ export interface MailOutboxStoreService {
   /** Puts the entry back for a later attempt, if the lease `lockedUntil` is still its own. */
   readonly later: (id: string, lockedUntil: number, nextAttemptAt: number, lastError: string) => Effect.Effect<void>
   /**
-   * Removes every entry addressed to `address` (case-insensitive), held or not: the mails of an avatar
+   * Removes every entry addressed to `address` (`sameAddress`), held or not: the mails of an avatar
    * deleted meanwhile, whose links died with it. How many were removed.
    */
   readonly discardTo: (address: string) => Effect.Effect<number>
@@ -59,8 +65,7 @@ export const makeMemory = Effect.sync((): MailOutboxStoreService => {
       Effect.sync(() => void (held(id, lockedUntil) && entries.set(id, { ...entries.get(id)!, nextAttemptAt, lastError, lockedUntil: null }))),
     discardTo: (address) =>
       Effect.sync(() => {
-        const to = address.toLowerCase()
-        const gone = [...entries.values()].filter((e) => e.mail.to.toLowerCase() === to)
+        const gone = [...entries.values()].filter((e) => sameAddress(e.mail.to, address))
         for (const e of gone) entries.delete(e.id)
         return gone.length
       }),

@@ -5,7 +5,7 @@
  * creations whose credential check ran before them (interleaved deterministically: the password
  * check can be held until the revocation has answered).
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { type Context, Deferred, Effect, Either, Fiber, Layer, Option, Redacted } from "effect"
 import * as ApiKeys from "../../src/Accounts/ApiKeys.ts"
 import * as Auth from "../../src/Accounts/Auth.ts"
@@ -125,7 +125,7 @@ const verificationTokenFor = (address: string) =>
   Effect.map(Mailer.MemoryMailbox, ({ sent }) => tokenIn(lastMail(sent, (m) => m.to === address && /verify/i.test(m.subject)).text))
 
 describe("Avatars", () => {
-  it.layer(TestLayer, { timeout: 60_000 })((it) => {
+  layer(TestLayer, { timeout: 60_000 })((it) => {
     it.effect("register with a taken e-mail: the answer and its avatar behave like a fresh registration's", () =>
       Effect.gen(function*() {
         const avatars = yield* Avatars
@@ -495,7 +495,7 @@ describe("clientAddress", () => {
 })
 
 describe("Admins", () => {
-  it.layer(TestLayer, { timeout: 60_000 })((it) => {
+  layer(TestLayer, { timeout: 60_000 })((it) => {
     it.effect("the last active Admin can be neither made a User nor deleted; with a second Admin it can, and a deleted Admin is not counted", () =>
       Effect.gen(function*() {
         const avatars = yield* Avatars
@@ -544,7 +544,7 @@ describe("the Admin bootstrap", () => {
     Layer.provideMerge(configLayer({ publicUrl: "https://gw.example.test", jwtSecret: Option.some(Redacted.make("x".repeat(40))), admin: Option.some(admin) }))
   )
 
-  // Its own runtime: the file's `it.layer` blocks share built layers, made with no Admin configured.
+  // Its own runtime: the file's `layer` blocks are built with no Admin configured.
   it("takes the Admin's address from an unverified registration that held it (anyone could register it before the first start)", () =>
     Effect.runPromise(Effect.provide(
       Effect.gen(function*() {

@@ -3,9 +3,9 @@ import { Effect, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import type { CompletionResult, StreamChunk } from "../../src/Capabilities/Completions.ts"
 import type { InputCounts } from "../../src/Engine/ProviderCalls.ts"
-import { BadRequest, Busy, NotFound, PayloadTooLarge, QuotaExceeded, Unauthorized, UpstreamFailed } from "../../src/Errors.ts"
+import { BadRequest, Busy, NotAvailable, NotFound, PayloadTooLarge, QuotaExceeded, Unauthorized, UpstreamFailed } from "../../src/Errors.ts"
 import { CountTokensBody, countTokensOf, MessagesBody, messagesInputOf, toAnthropicMessage, toEvents } from "../../src/Http/AnthropicRoutes.ts"
-import { envelopeOfPath, errorParts } from "../../src/Http/Edge.ts"
+import { defectParts, envelopeOfPath, errorParts } from "../../src/Http/Edge.ts"
 
 const decode = Schema.decodeUnknownSync(MessagesBody)
 
@@ -207,6 +207,15 @@ describe("Anthropic surface", () => {
     expect([400, 401, 404, 422, 408, 429, 500, 503, undefined].map(shouldRetry)).toEqual(["false", "false", "false", "false", undefined, undefined, undefined, undefined, undefined])
     expect(errorParts("openai", new Busy({ message: "m", retryAfterSeconds: 1 })).headers["x-should-retry"]).toBeUndefined()
     expect(envelopeOfPath("/anthropic/v1/other")).toBe("anthropic")
+  })
+
+  // A twins review: the Anthropic table called the gateway's own failures server errors, the OpenAI one the request's.
+  it("answers the gateway's own failures (500, 501) as server errors on both vendor surfaces", () => {
+    const internal = defectParts("openai", new Error("boom"))
+    expect([internal.status, internal.body]).toEqual([500, { error: { message: "Internal server error.", type: "server_error", param: null, code: "Internal" } }])
+    expect(errorParts("openai", new NotAvailable({ message: "m" })).body).toMatchObject({ error: { type: "server_error", code: "NotAvailable" } })
+    expect(defectParts("anthropic", new Error("boom")).body).toEqual({ type: "error", error: { type: "api_error", message: "Internal server error." } })
+    expect(errorParts("anthropic", new NotAvailable({ message: "m" })).body).toMatchObject({ error: { type: "api_error" } })
   })
 
   it("carries cache_control, thinking, top_k and anthropic-beta into the neutral input", () => {

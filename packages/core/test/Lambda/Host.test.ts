@@ -121,6 +121,27 @@ describe("answers made outside the application are the application's", () => {
     const unclassified = await host.handler({ nope: true })
     expect(unclassified.headers?.["x-request-id"]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/)
   })
+
+  // A twins review: the request was routed on the path without its stage, the host's own answers took their
+  // envelope and id headers from the path with it (SDKs behind a named stage could not read a 503, 502 or 504).
+  it("take their envelope from the path as routed: a named HTTP API stage removed, a malformed event's too", async () => {
+    const host = makeLambdaHost({ env: {} })
+    const staged = (path: string, extra: Record<string, unknown> = {}) => {
+      const event = { ...v2Event({ method: "POST", path: `/prod${path}`, body: {} }), ...extra } as any
+      event.requestContext.stage = "prod"
+      return event
+    }
+    const anthropic = await host.handler(staged("/anthropic/v1/messages"))
+    expect(anthropic.statusCode).toBe(503)
+    expect(json(anthropic)).toMatchObject({ type: "error", error: { type: "overloaded_error" } })
+    expect(anthropic.headers?.["request-id"]).toBe(anthropic.headers?.["x-request-id"])
+    const openai = await host.handler(staged("/openai/v1/chat/completions"))
+    expect(json(openai)).toMatchObject({ error: { type: "server_error", code: "Busy" } })
+    // An event that fails its shape's check is answered in the envelope of its path as routed too.
+    const malformed = await host.handler(staged("/openai/v1/chat/completions", { headers: { "content-length": 42 } }))
+    expect(malformed.statusCode).toBe(400)
+    expect(json(malformed)).toMatchObject({ error: { type: "invalid_request_error", code: "BadRequest" } })
+  })
 })
 
 describe("runtime build failures answer a clear 503, not an opaque 502", () => {

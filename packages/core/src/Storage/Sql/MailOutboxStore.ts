@@ -1,6 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
-import { MailOutboxStore, type OutboxEntry } from "../MailOutboxStore.ts"
+import { MailOutboxStore, type OutboxEntry, sameAddress } from "../MailOutboxStore.ts"
 import { claimAttempts, num, numOrNull } from "./util.ts"
 
 const entryFromRow = (r: any): OutboxEntry => ({
@@ -39,8 +39,14 @@ export const make = Effect.gen(function*() {
     later: (id, lockedUntil, nextAttemptAt, lastError) =>
       sql`UPDATE mail_outbox SET next_attempt_at = ${nextAttemptAt}, last_error = ${lastError}, locked_until = NULL
           WHERE id = ${id} AND locked_until = ${lockedUntil}`.pipe(Effect.asVoid, Effect.orDie),
+    // Matched in JavaScript (`sameAddress`): the outbox holds only mails not yet taken by the mail server.
     discardTo: (address) =>
-      sql`DELETE FROM mail_outbox WHERE lower(to_address) = ${address.toLowerCase()} RETURNING id`.pipe(Effect.map((rows) => rows.length), Effect.orDie),
+      Effect.gen(function*() {
+        const rows = yield* sql<{ id: string; to_address: string }>`SELECT id, to_address FROM mail_outbox`
+        const ids = rows.filter((r) => sameAddress(r.to_address, address)).map((r) => r.id)
+        if (ids.length === 0) return 0
+        return (yield* sql`DELETE FROM mail_outbox WHERE ${sql.in("id", ids)} RETURNING id`).length
+      }).pipe(Effect.orDie),
     size: () => sql`SELECT COUNT(*) AS n FROM mail_outbox`.pipe(Effect.map((rows) => Number((rows[0] as any).n)), Effect.orDie)
   })
 })

@@ -97,13 +97,13 @@ const recordMany = {
 }
 
 /**
- * The quota gate on PostgreSQL: admissions in one round trip through the function of migration
- * 0008, in the order given; it re-evaluates each condition under the row lock. Its result has the
+ * The quota gate on PostgreSQL: admissions in one round trip through the function of migrations
+ * 0008 and 0014, in the order given; it re-evaluates each condition under the row lock. Its result has the
  * day's calls after each admitted request, null for a refused one.
  */
 const admitMany = {
   name: "aigw_admit_many",
-  text: `SELECT aigw_admit_many($1::text[], $2::text[], $3::integer[], $4::integer[]) AS calls`
+  text: `SELECT aigw_admit_many($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS calls`
 }
 interface Admission {
   readonly avatarId: string
