@@ -14,6 +14,7 @@ import type { ChatMessage, ChatRequest, ChatResult, ChatWire, ContentPart, Finis
 import { extraFieldOf, refusal, wireText, wireToolCall, wireToolCallDelta } from "./Chat.ts"
 import { cohereEmbeddings } from "./Embeddings.ts"
 import { authHeaders, eventJson } from "./internal/http.ts"
+import { answerSchemaOf } from "./internal/translation.ts"
 import { wireToolCalls, wireTools } from "./OpenAiCompatible.ts"
 import { cohereRerank } from "./Rerank.ts"
 import type { Served } from "./Served.ts"
@@ -60,8 +61,9 @@ const toWireMessage = (m: ChatMessage) => {
   }
 }
 
+/** JSON output; a json_schema format's description rides in its schema (`answerSchemaOf`: Cohere takes only a schema). */
 const responseFormat = (f: NonNullable<ChatRequest["responseFormat"]>) =>
-  f.type === "json_schema" ? { type: "json_object", json_schema: f.schema } : { type: f.type }
+  f.type === "json_schema" ? { type: "json_object", json_schema: answerSchemaOf(f) } : { type: f.type }
 
 export const toWireRequest = (r: ChatRequest, stream: boolean) => ({
   model: r.model,
@@ -98,25 +100,31 @@ const usageOf = (u: any): Partial<TokenUsage> | undefined => {
     : undefined
 }
 
-/** The text of a message's content (its `text` items), or why it has none that can be read. */
-const textOf = (content: unknown): string | { readonly problem: string } => {
-  if (content === undefined || content === null) return ""
+/**
+ * The text of a message's content (its `text` items) and its reasoning (`thinking` items, which Cohere's
+ * reasoning models answer first), or why it has none that can be read.
+ */
+const textOf = (content: unknown): { readonly text: string; readonly thinking: string } | { readonly problem: string } => {
+  if (content === undefined || content === null) return { text: "", thinking: "" }
   if (!Array.isArray(content)) return { problem: "message.content is not an array" }
   let text = ""
+  let thinking = ""
   for (const [i, c] of content.entries()) {
-    if (c?.type !== "text") continue
-    const piece = wireText(c.text)
-    if (piece === undefined) return { problem: `message.content[${i}].text is not text` }
-    text += piece
+    if (c?.type !== "text" && c?.type !== "thinking") continue
+    const piece = wireText(c.type === "text" ? c.text : c.thinking)
+    if (piece === undefined) return { problem: `message.content[${i}].${c.type} is not text` }
+    if (c.type === "text") text += piece
+    else thinking += piece
   }
-  return text
+  return { text, thinking }
 }
 
 const result = (provider: string, body: any): ChatResult | UpstreamError => {
   const message = body?.message
   if (typeof message !== "object" || message === null) return protocolError(provider, "no message in the chat answer")
-  const text = textOf(message.content)
-  if (typeof text !== "string") return protocolError(provider, text.problem)
+  const read = textOf(message.content)
+  if ("problem" in read) return protocolError(provider, read.problem)
+  const { text, thinking } = read
   const toolCalls: Array<ToolCall> = []
   for (const [i, c] of (Array.isArray(message.tool_calls) ? message.tool_calls : []).entries()) {
     const call = wireToolCall(c?.id, c?.function?.name, c?.function?.arguments, `call_${i}`)
@@ -127,7 +135,9 @@ const result = (provider: string, body: any): ChatResult | UpstreamError => {
     content: text === "" && toolCalls.length > 0 && typeof message.tool_plan === "string" ? message.tool_plan : text,
     toolCalls,
     finishReason: finishReason(body.finish_reason),
-    usage: usageOf(body.usage)
+    usage: usageOf(body.usage),
+    // The reasoning as OpenAI-format reasoning models give theirs (the OpenAI surface's `reasoning_content`).
+    ...(thinking !== "" ? { extra: { message: { reasoning_content: thinking } } } : {})
   }
 }
 
@@ -139,6 +149,12 @@ const events: ChatWire["events"] = (provider) => (event) => {
   switch (chunk.type) {
     case "content-delta":
     case "tool-plan-delta": {
+      // A reasoning model's thinking comes first, as content deltas of `thinking`.
+      if (chunk.type === "content-delta" && delta?.content?.thinking !== undefined) {
+        const thinking = wireText(delta.content.thinking)
+        if (thinking === undefined) return protocolError(provider, "a content-delta event's thinking is not text")
+        return thinking !== "" ? [{ _tag: "Extra", extra: { delta: { reasoning_content: thinking } } }] : []
+      }
       const text = wireText(chunk.type === "content-delta" ? delta?.content?.text : delta?.tool_plan)
       if (text === undefined) return protocolError(provider, `a ${chunk.type} event carries no text`)
       return text !== "" ? [{ _tag: "Text", text }] : []

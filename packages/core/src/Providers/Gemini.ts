@@ -242,10 +242,18 @@ const readParts = (body: any, offset: number): { readonly text: string; readonly
       const piece = wireText(p.text)
       if (piece === undefined) return `parts[${i}].text is not text`
       text += piece
+    } else {
+      // An image (an image model's answer), a file or code the model ran: no chat answer here carries one, and an
+      // answer without it would be an empty or partial success.
+      const kind = typeof p === "object" && p !== null ? UNCARRIED_PARTS.find((k) => p[k] != null) : undefined
+      if (kind !== undefined) return `parts[${i}] is ${kind}, which the gateway's chat answers cannot carry (text and function calls only)`
     }
   }
   return { text, calls }
 }
+
+/** Answer parts Gemini may send that a chat answer has no place for. */
+const UNCARRIED_PARTS = ["inlineData", "fileData", "executableCode", "codeExecutionResult"] as const
 
 /**
  * `promptTokenCount` includes the tokens served from the cache (`cachedContentTokenCount`, implicit

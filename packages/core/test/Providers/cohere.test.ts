@@ -102,6 +102,29 @@ describe("Cohere v2 wire family", () => {
     expect(tools).toContainEqual({ _tag: "Finish", reason: "tool_calls" })
   })
 
+  // A never-drop-silently audit: a reasoning model's thinking items were skipped, and a json_schema's description.
+  it("gives a reasoning model's thinking as reasoning_content, plain and streamed; a json_schema's description rides in its schema", async () => {
+    const hi = { model: chat.model.id, messages: [{ role: "user" as const, content: "Hi" }] }
+    mock.rawNext("application/json", JSON.stringify({
+      id: "r1",
+      finish_reason: "COMPLETE",
+      message: { role: "assistant", content: [{ type: "thinking", thinking: "Let me think." }, { type: "text", text: "Answer" }] },
+      usage: { billed_units: { input_tokens: 3, output_tokens: 2 } }
+    }))
+    expect(Either.getOrThrow(await complete(chat, hi))).toMatchObject({ content: "Answer", extra: { message: { reasoning_content: "Let me think." } } })
+    const event = (type: string, body: unknown) => `event: ${type}\ndata: ${JSON.stringify({ type, ...(body as object) })}\n\n`
+    mock.rawNext(
+      "text/event-stream",
+      event("content-delta", { index: 0, delta: { message: { content: { thinking: "hmm" } } } }) +
+        event("content-delta", { index: 1, delta: { message: { content: { text: "ok" } } } }) +
+        event("message-end", { delta: { finish_reason: "COMPLETE", usage: { billed_units: { input_tokens: 3, output_tokens: 2 } } } })
+    )
+    const streamed = Either.getOrThrow(await collect(chat, hi))
+    expect(streamed.slice(0, 2)).toEqual([{ _tag: "Extra", extra: { delta: { reasoning_content: "hmm" } } }, { _tag: "Text", text: "ok" }])
+    await complete(chat, { ...hi, responseFormat: { type: "json_schema", name: "place", description: "A city", schema: { type: "object" } } })
+    expect(mock.requests.at(-1)!.body.response_format).toEqual({ type: "json_object", json_schema: { type: "object", description: "A city" } })
+  })
+
   it("maps Cohere errors ({\"message\"}) and hostile answers to upstream errors", async () => {
     mock.failNext(429, "You are using a Trial key, which is limited to 10 API calls / minute")
     const limited = await complete(chat, { model: chat.model.id, messages: [{ role: "user", content: "x" }] })

@@ -259,6 +259,19 @@ describe("a field that cannot be read is a protocol error, not a success", () =>
       .toEqual([{ id: "call_0", name: "f", arguments: "{}" }])
   })
 
+  // A never-drop-silently audit: an image model's answer (inlineData) was an empty success, billed.
+  it("a Gemini answer part no chat answer carries (an image, a file, code it ran) is a protocol error naming it, not dropped", () => {
+    for (const part of [{ inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } }, { executableCode: { language: "PYTHON", code: "print(1)" } }]) {
+      const answer = Gemini.wire.result("google", { candidates: [{ content: { parts: [{ text: "Here:" }, part] }, finishReason: "STOP" }] })
+      expect(answer).toBeInstanceOf(UpstreamError)
+      expect((answer as UpstreamError).message).toContain(`parts[1] is ${Object.keys(part)[0]}`)
+      const streamed = Gemini.wire.events("google")({ event: "", data: JSON.stringify({ candidates: [{ content: { parts: [part] } }] }) })
+      expect(protocol(streamed)).toBe("protocol")
+    }
+    // A part holding only a signature (Gemini streams one) is no content.
+    expect(Gemini.wire.events("google")({ event: "", data: JSON.stringify({ candidates: [{ content: { parts: [{ thoughtSignature: "s" }] } }] }) })).toEqual([])
+  })
+
   it("arguments given as an object are taken as their JSON text (some compatible servers send them so)", () => {
     const decoded = OpenAiCompatible.wire.events("openai")({ event: "", data: JSON.stringify({ choices: [{ delta: { tool_calls: [{ index: 0, id: "t", function: { name: "f", arguments: { a: 1 } } }] } }] }) })
     expect(decoded).toEqual([{ _tag: "ToolCallDelta", index: 0, id: "t", name: "f", arguments: "{\"a\":1}" }])
