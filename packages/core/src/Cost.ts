@@ -7,16 +7,20 @@ export const round = (usd: number): number => Math.round(usd * 1e10) / 1e10
 export interface CacheTokens {
   readonly cacheCreationTokens?: number | undefined
   readonly cacheReadTokens?: number | undefined
+  /** Of the writes, those kept for an hour (Anthropic's `ttl: "1h"`). */
+  readonly cacheCreation1hTokens?: number | undefined
 }
 
 /** What a cache write costs where the model's entry gives no price: Anthropic's (and Bedrock's) 5-minute cache write. */
 const CACHE_WRITE_SHARE = 1.25
+/** What a one-hour cache write costs: twice the input price (Anthropic's pricing, for every model). */
+const HOUR_CACHE_WRITE_SHARE = 2
 
 /**
  * The cost of a call; 0 for a model without a known price (see `costKnown`). Cache reads cost the
  * entry's `cacheReadPer1kUSD`, else the input price: the discount differs by model (a half to a
  * tenth), so none is assumed where the catalogue does not know it. Cache writes cost
- * `cacheWritePer1kUSD`, else 1.25 × the input price.
+ * `cacheWritePer1kUSD`, else 1.25 × the input price; those kept for an hour twice the input price.
  */
 export const costOf = (
   model: Pick<ModelEntry, "inputPer1kUSD" | "outputPer1kUSD" | "cacheReadPer1kUSD" | "cacheWritePer1kUSD" | "unpriced">,
@@ -27,9 +31,11 @@ export const costOf = (
   if (model.unpriced) return 0
   const read = cache?.cacheReadTokens ?? 0
   const written = cache?.cacheCreationTokens ?? 0
+  const hour = Math.min(cache?.cacheCreation1hTokens ?? 0, written)
   const cached = read === 0 && written === 0
     ? 0
-    : read * (model.cacheReadPer1kUSD ?? model.inputPer1kUSD) + written * (model.cacheWritePer1kUSD ?? model.inputPer1kUSD * CACHE_WRITE_SHARE)
+    : read * (model.cacheReadPer1kUSD ?? model.inputPer1kUSD) + (written - hour) * (model.cacheWritePer1kUSD ?? model.inputPer1kUSD * CACHE_WRITE_SHARE) +
+      hour * model.inputPer1kUSD * HOUR_CACHE_WRITE_SHARE
   return round((promptTokens / 1000) * model.inputPer1kUSD + (completionTokens / 1000) * model.outputPer1kUSD + cached / 1000)
 }
 

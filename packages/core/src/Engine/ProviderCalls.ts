@@ -42,6 +42,8 @@ export interface UsageReport {
   /** Prompt tokens written to / read from the upstream's prompt cache, when it reports them (Providers/Chat.ts TokenUsage). */
   readonly cacheCreationTokens?: number | undefined
   readonly cacheReadTokens?: number | undefined
+  /** Of the cache writes, those kept for an hour (priced higher: Cost.ts). */
+  readonly cacheCreation1hTokens?: number | undefined
   /** Of the completion's tokens, those of the model's reasoning, when the upstream reports them. */
   readonly reasoningTokens?: number | undefined
   /** The upstream's other counts, as reported (Providers/Chat.ts TokenDetails). */
@@ -96,6 +98,7 @@ export interface StreamChunk {
   readonly reasoning?: { readonly index: number; readonly text?: string; readonly signature?: string; readonly redacted?: string }
   readonly cacheCreationTokens?: number
   readonly cacheReadTokens?: number
+  readonly cacheCreation1hTokens?: number
   readonly reasoningTokens?: number
   readonly tokenDetails?: TokenDetails
   /** The stop sequence that ended the answer, when the upstream said which (final chunk). */
@@ -159,6 +162,7 @@ const usageReport = (promptTokens: number, completionTokens: number, estimated: 
   const creation = reportedCount(u?.cacheCreationTokens)
   const read = reportedCount(u?.cacheReadTokens)
   const reasoning = reportedCount(u?.reasoningTokens)
+  const hour = reportedCount(u?.cacheCreation1hTokens)
   return {
     promptTokens,
     completionTokens,
@@ -166,6 +170,7 @@ const usageReport = (promptTokens: number, completionTokens: number, estimated: 
     estimated,
     ...(creation !== undefined ? { cacheCreationTokens: creation } : {}),
     ...(read !== undefined ? { cacheReadTokens: read } : {}),
+    ...(creation !== undefined && hour !== undefined && hour <= creation ? { cacheCreation1hTokens: hour } : {}),
     ...(reasoning !== undefined && reasoning <= completionTokens ? { reasoningTokens: reasoning } : {}),
     ...(u?.tokenDetails !== undefined ? { tokenDetails: u.tokenDetails } : {})
   }
@@ -353,6 +358,7 @@ export const finalChunk = (target: Target, finish: FinishReason, r: UsageReport,
   estimated: r.estimated,
   ...(r.cacheCreationTokens !== undefined ? { cacheCreationTokens: r.cacheCreationTokens } : {}),
   ...(r.cacheReadTokens !== undefined ? { cacheReadTokens: r.cacheReadTokens } : {}),
+  ...(r.cacheCreation1hTokens !== undefined ? { cacheCreation1hTokens: r.cacheCreation1hTokens } : {}),
   ...(r.reasoningTokens !== undefined ? { reasoningTokens: r.reasoningTokens } : {}),
   ...(r.tokenDetails !== undefined ? { tokenDetails: r.tokenDetails } : {}),
   ...(error !== undefined ? { error: error.message, errorCode: error.code } : {}),

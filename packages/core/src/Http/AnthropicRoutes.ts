@@ -329,9 +329,12 @@ const stopReasonOf = (reason: FinishReason | undefined, toolCalls: boolean, refu
 const refusalOf = (fields: Readonly<Record<string, unknown>> | undefined): string | undefined =>
   typeof fields?.refusal === "string" && fields.refusal !== "" ? fields.refusal : undefined
 
-/** The cache counts of a usage, under Anthropic's names, when the upstream reported them. */
-const cacheUsageOf = (u: { readonly cacheCreationTokens?: number | undefined; readonly cacheReadTokens?: number | undefined }) => ({
+/** The cache counts of a usage, under Anthropic's names, when the upstream reported them (the writes' split by lifetime too). */
+const cacheUsageOf = (u: { readonly cacheCreationTokens?: number | undefined; readonly cacheReadTokens?: number | undefined; readonly cacheCreation1hTokens?: number | undefined }) => ({
   ...(u.cacheCreationTokens !== undefined ? { cache_creation_input_tokens: u.cacheCreationTokens } : {}),
+  ...(u.cacheCreationTokens !== undefined && u.cacheCreation1hTokens !== undefined
+    ? { cache_creation: { ephemeral_5m_input_tokens: u.cacheCreationTokens - u.cacheCreation1hTokens, ephemeral_1h_input_tokens: u.cacheCreation1hTokens } }
+    : {}),
   ...(u.cacheReadTokens !== undefined ? { cache_read_input_tokens: u.cacheReadTokens } : {})
 })
 

@@ -212,11 +212,15 @@ const headers = (target: Target, request: ChatRequest) => ({
 const stopSequenceOf = (m: any): { readonly stopSequence?: string } =>
   m?.stop_reason === "stop_sequence" && typeof m.stop_sequence === "string" ? { stopSequence: m.stop_sequence } : {}
 
-/** Anthropic's usage: input_tokens excludes the cached prompt, reported apart. */
+/**
+ * Anthropic's usage: input_tokens excludes the cached prompt, reported apart; of the cache writes, those
+ * of a one-hour breakpoint (`ttl: "1h"`) are reported in `cache_creation`.
+ */
 const usageOf = (u: any): Partial<TokenUsage> => ({
   ...(typeof u?.input_tokens === "number" ? { promptTokens: u.input_tokens } : {}),
   ...(typeof u?.output_tokens === "number" ? { completionTokens: u.output_tokens } : {}),
   ...(typeof u?.cache_creation_input_tokens === "number" ? { cacheCreationTokens: u.cache_creation_input_tokens } : {}),
+  ...(typeof u?.cache_creation?.ephemeral_1h_input_tokens === "number" ? { cacheCreation1hTokens: u.cache_creation.ephemeral_1h_input_tokens } : {}),
   ...(typeof u?.cache_read_input_tokens === "number" ? { cacheReadTokens: u.cache_read_input_tokens } : {})
 })
 

@@ -147,6 +147,8 @@ export interface TokenUsage {
   /** Prompt tokens written to / read from the upstream's prompt cache (not part of promptTokens), when it reports them. */
   readonly cacheCreationTokens?: number | undefined
   readonly cacheReadTokens?: number | undefined
+  /** Of the cache writes, those kept for an hour (Anthropic's `ephemeral_1h_input_tokens`), which cost more than the 5-minute ones. */
+  readonly cacheCreation1hTokens?: number | undefined
   /** Of the completion tokens, those the model spent reasoning, when the upstream reports them. */
   readonly reasoningTokens?: number | undefined
   /** The upstream's other counts of the prompt and completion, passed on as reported (`TokenDetails`). */

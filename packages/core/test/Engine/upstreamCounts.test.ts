@@ -468,6 +468,26 @@ describe("what an upstream's answer may claim", () => {
     // Haiku 4.5: $1 input, $1.25 cache writes, $0.10 cache reads, $5 output per million tokens.
     expect(anthropic.costUSD).toBeCloseTo((20 * 1 + 100_000 * 1.25 + 50_000 * 0.1 + 5 * 5) / 1e6, 10)
     expect(recorded.at(-1)).toMatchObject({ promptTokens: 150_020, completionTokens: 5, costUSD: anthropic.costUSD })
+    // One-hour cache writes (`ttl: "1h"`) cost twice the input price (a never-drop-silently audit: the split was
+    // dropped and every write priced as a 5-minute one); a split larger than the writes is no count.
+    const split = (hour: number) => ({
+      json: {
+        id: "msg_2", type: "message", role: "assistant", model: "claude-haiku-4-5", content: [{ type: "text", text: "x" }], stop_reason: "end_turn",
+        usage: {
+          input_tokens: 20, output_tokens: 5, cache_creation_input_tokens: 100_000, cache_read_input_tokens: 50_000,
+          cache_creation: { ephemeral_5m_input_tokens: 100_000 - hour, ephemeral_1h_input_tokens: hour }
+        }
+      }
+    })
+    answer = split(60_000)
+    const hourly = await engine.complete(call("anthropic", "claude-haiku-4-5"))
+    expect(hourly.usage).toMatchObject({ cacheCreationTokens: 100_000, cacheCreation1hTokens: 60_000 })
+    expect(hourly.costUSD).toBeCloseTo((20 * 1 + 40_000 * 1.25 + 60_000 * 2 + 50_000 * 0.1 + 5 * 5) / 1e6, 10)
+    expect(recorded.at(-1)).toMatchObject({ costUSD: hourly.costUSD })
+    answer = split(500_000)
+    const hostile = await engine.complete(call("anthropic", "claude-haiku-4-5"))
+    expect(hostile.usage.cacheCreation1hTokens).toBeUndefined()
+    expect(hostile.costUSD).toBeCloseTo(anthropic.costUSD, 10)
 
     answer = {
       json: {

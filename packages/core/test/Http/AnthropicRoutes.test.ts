@@ -266,6 +266,13 @@ describe("Anthropic surface", () => {
     expect(() => decode({ ...base, system: [{ type: "text", text: "s", cache_control: { type: "forever" } }] })).toThrow(/ephemeral/)
   })
 
+  it("answers the cache writes' split by lifetime as Anthropic does, when the upstream reported one", () => {
+    const usage = { promptTokens: 3, completionTokens: 2, totalTokens: 105, estimated: false, cacheCreationTokens: 100, cacheCreation1hTokens: 60 }
+    expect(toAnthropicMessage("msg_1", result({ content: "x", usage }))).toMatchObject({
+      usage: { cache_creation_input_tokens: 100, cache_creation: { ephemeral_5m_input_tokens: 40, ephemeral_1h_input_tokens: 60 } }
+    })
+  })
+
   it("answers thinking blocks first and the upstream's cache counts in usage", () => {
     const message = toAnthropicMessage("msg_1", result({
       content: "Yes.",
