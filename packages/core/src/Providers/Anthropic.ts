@@ -63,11 +63,12 @@ export const toWireMessages = (messages: ReadonlyArray<ChatMessage>) => {
     } else if (m.role === "assistant") {
       push(
         "assistant",
-        // Thinking blocks cannot hold cache_control: the breakpoint goes on the answer's last block.
+        // Thinking blocks cannot hold cache_control: a message's breakpoint goes on the answer's last block, a
+        // text part's on its own block (an OpenAI-format client's breakpoint on the last assistant turn).
         [
           ...reasoningBlocksOf(m.reasoning ?? []),
           ...withCache([
-            ...(m.content !== "" ? [{ type: "text", text: m.content }] : []),
+            ...(m.parts !== undefined ? blocksOf(m.parts) as Array<Record<string, unknown>> : m.content !== "" ? [{ type: "text", text: m.content }] : []),
             ...(m.toolCalls ?? []).map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: toolArgumentsOf(c.arguments) }))
           ], m.cache)
         ]

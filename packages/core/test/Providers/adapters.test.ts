@@ -353,6 +353,29 @@ describe("translation across wire formats", () => {
       expect((await sent(claude(), anthropic, { reasoning: { mode: "disabled" } })).thinking).toEqual({ type: "disabled" })
     })
 
+    // A never-drop-silently audit: a breakpoint an OpenAI-format client put on an assistant turn's text part was lost.
+    it("sends an assistant turn's text parts as blocks with their breakpoints, before its tool calls", async () => {
+      const body = await sent(claude(), anthropic, {
+        messages: [
+          user(),
+          {
+            role: "assistant",
+            content: "Earlier answer. More.",
+            parts: [{ type: "text", text: "Earlier answer." }, { type: "text", text: " More.", cache: { ttl: "1h" } }],
+            toolCalls: [{ id: "c1", name: "get_weather", arguments: "{}" }]
+          },
+          { role: "tool", content: "sunny", toolCallId: "c1" },
+          user("And then?")
+        ],
+        tools: [weather]
+      })
+      expect(body.messages[1].content).toEqual([
+        { type: "text", text: "Earlier answer." },
+        { type: "text", text: " More.", cache_control: { type: "ephemeral", ttl: "1h" } },
+        { type: "tool_use", id: "c1", name: "get_weather", input: {} }
+      ])
+    })
+
     it("streams thinking deltas and the signature as reasoning events", async () => {
       anthropic.setScenario(DEFAULT_SCENARIO)
       const result = await collect(claude(), { model: "claude-haiku-4-5", maxTokens: 2048, messages: [user()], reasoning: { mode: "enabled", budgetTokens: 1024 } })
