@@ -60,6 +60,14 @@ describe("media", () => {
     expect((await post("/openai/v1/images/generations", { prompt: "a quay", model: "dall-e-3" })).body).not.toHaveProperty("usage")
   })
 
+  // A never-drop-silently audit: the answer's own fields (how gpt-image made the images) were dropped.
+  it("returns the fields of the provider's answer the gateway does not model, on both surfaces", async () => {
+    const openAi = await post("/openai/v1/images/generations", { prompt: "a quay", model: "gpt-image-1", output_format: "webp" })
+    expect(openAi.body).toMatchObject({ background: "opaque", output_format: "webp", quality: "high", size: "1024x1024", provider: "openai", model: "gpt-image-1" })
+    const native = await post("/v1/images/generate", { prompt: "a quay", model: "gpt-image-1" })
+    expect(native.body.result.extra).toEqual({ background: "opaque", output_format: "png", quality: "high", size: "1024x1024" })
+  })
+
   it("moderates text", async () => {
     const flagged = await post("/v1/moderation", { text: "I will attack and kill them" })
     expect(flagged.body.result).toMatchObject({ flagged: true, categories: ["violence"], provider: "openai", model: "omni-moderation-latest" })

@@ -199,10 +199,11 @@ const makeService = Effect.gen(function*() {
     )
     const { model } = request
     const size = input.width && input.height ? `${input.width}x${input.height}` : undefined
-    const { images, tokens } = value
+    const { images, tokens, extra } = value
     return {
       provider: provider.id, model, images, n: images.length, ...(size ? { size } : {}),
-      ...(tokens ? { usage: { promptTokens: tokens.input, completionTokens: tokens.output, totalTokens: tokens.input + tokens.output, promptImageTokens: tokens.inputImages } } : {})
+      ...(tokens ? { usage: { promptTokens: tokens.input, completionTokens: tokens.output, totalTokens: tokens.input + tokens.output, promptImageTokens: tokens.inputImages } } : {}),
+      ...(extra ? { extra } : {})
     }
   })
 

@@ -644,6 +644,8 @@ export const openAiRoutes = [
       handle: ({ avatar, body }) =>
         Effect.flatMap(decided(() => checkedImagesInput(body)), (input) =>
           Effect.map(Effect.flatMap(Media, (m) => m.images(avatar, input)), (r) => ({
+            // The provider's fields the gateway does not model, where OpenAI's answer has them (gpt-image's output_format, quality, …).
+            ...r.extra,
             created: Math.floor(Date.now() / 1000),
             data: r.images.map((i) => ({
               ...(i.url !== undefined ? { url: i.url } : {}),

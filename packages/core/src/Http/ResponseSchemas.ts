@@ -407,6 +407,10 @@ export const ImagesResult = Schema.Struct({
   usage: Schema.optional(
     Schema.Struct({ promptTokens: Schema.Number, completionTokens: Schema.Number, totalTokens: Schema.Number, promptImageTokens: Schema.Number })
       .annotations({ description: "The tokens a token-billed image model reported (OpenAI's gpt-image models; promptImageTokens: of the prompt's, those of input images); absent for vendors that bill per image" })
+  ),
+  extra: Schema.optional(
+    Schema.Record({ key: Schema.String, value: Schema.Unknown })
+      .annotations({ description: "Fields of an OpenAI-format image answer the gateway does not model (gpt-image's background, output_format, quality, size), as the provider sent them" })
   )
 }).annotations({ identifier: "ImagesResult" })
 matches<typeof ImagesResult, MediaResult<"images">>(true)
@@ -871,4 +875,7 @@ export const OpenAiImages = Schema.Struct({
   })),
   model: Schema.String,
   provider: Schema.String
-}).annotations({ identifier: "OpenAiImages" })
+}, upstreamFields).annotations({
+  identifier: "OpenAiImages",
+  description: "With the provider's own fields the gateway does not model (gpt-image's background, output_format, quality, size), as it sent them"
+})

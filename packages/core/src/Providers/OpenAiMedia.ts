@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { authHeaders, postForBytes, postJson, postMultipart } from "./internal/http.ts"
 import type { GeneratedImages, ImageRequest, ImageTokens, SpeechRequest, SynthesizedSpeech, TranscriptionRequest, TranscriptionResult } from "./Served.ts"
+import { fieldsOutside } from "../JsonText.ts"
 import { reportedCount } from "./Chat.ts"
 import { protocolError, type UpstreamError } from "./UpstreamError.ts"
 
@@ -42,8 +43,12 @@ export const imagesOf = (provider: string, body: any): Effect.Effect<GeneratedIm
     ...(typeof d?.revised_prompt === "string" ? { revisedPrompt: d.revised_prompt } : {})
   }))
   const tokens = imageTokensOf(body.usage)
-  return Effect.succeed(tokens === undefined ? { images } : { images, tokens })
+  const extra = fieldsOutside(body, modelledImageAnswer)
+  return Effect.succeed({ images, ...(tokens !== undefined ? { tokens } : {}), ...(extra !== undefined ? { extra } : {}) })
 }
+
+/** What `imagesOf` models of an answer; the rest is its `extra`. */
+const modelledImageAnswer: ReadonlySet<string> = new Set(["data", "usage", "created"])
 
 /** The OpenAI-format image client (`POST {endpoint}/images/generations`) for a host's form of the dimensions. */
 export const openAiImages = (form: ImageDimensions) => (provider: ConfiguredProvider, request: ImageRequest): Effect.Effect<GeneratedImages, UpstreamError> =>

@@ -62,6 +62,11 @@ export interface ImageTokens {
 export interface GeneratedImages {
   readonly images: ReadonlyArray<GeneratedImage>
   readonly tokens?: ImageTokens
+  /**
+   * The fields of an OpenAI-format answer the gateway does not model (gpt-image's `background`,
+   * `output_format`, `quality`, `size`), as the upstream sent them: both surfaces return them.
+   */
+  readonly extra?: Readonly<Record<string, unknown>>
 }
 
 /**

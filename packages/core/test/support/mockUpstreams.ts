@@ -621,9 +621,15 @@ export const startOpenAiMock = (opts: MockOptions = {}): Promise<MockUpstream> =
             ? { b64_json: Buffer.from(`PNG:${b.prompt}:${i}:${String(b.size)}`).toString("base64") }
             : { url: `https://images.mock.openai.test/${i}.png`, revised_prompt: b.prompt }
         ),
-        // gpt-image models bill by tokens and report them (OpenAI's images API reference).
+        // gpt-image models bill by tokens and report them, and say how the images were made (OpenAI's images API reference).
         ...(b.model === "gpt-image-1"
-          ? { usage: { input_tokens: 20, output_tokens: 272 * n, total_tokens: 20 + 272 * n, input_tokens_details: { text_tokens: 20, image_tokens: 0 } } }
+          ? {
+            usage: { input_tokens: 20, output_tokens: 272 * n, total_tokens: 20 + 272 * n, input_tokens_details: { text_tokens: 20, image_tokens: 0 } },
+            background: "opaque",
+            output_format: typeof b.output_format === "string" ? b.output_format : "png",
+            quality: "high",
+            size: typeof b.size === "string" ? b.size : "1024x1024"
+          }
           : {})
       })
     }
