@@ -17,6 +17,7 @@ import { riza } from "../Providers/Sandboxes/Riza.ts"
 import { servedBy } from "../Providers/Registry.ts"
 import { Routing } from "../Routing.ts"
 import type { Usage } from "../Usage.ts"
+import type { ProviderCalls } from "../Engine/ProviderCalls.ts"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import { text as cut, type RunOutcome, type Sandbox } from "./Sandbox.ts"
 import { MAX_OUTPUT, Sandboxes, type Slot } from "./Sandboxes.ts"
@@ -101,7 +102,7 @@ const makeService = Effect.gen(function*() {
   type RunError = Effect.Effect.Error<ReturnType<typeof runRemote>> | Effect.Effect.Error<ReturnType<typeof sandboxes.run>>
 
   /** Runs the code `check` prepared (in its slot, locally). */
-  const execute = (input: Input, avatarId: string, p: Checked): Effect.Effect<ExecutionResult, RunError, Usage> => {
+  const execute = (input: Input, avatarId: string, p: Checked): Effect.Effect<ExecutionResult, RunError, Usage | ProviderCalls> => {
     const started = performance.now()
     if (!p.local) return runRemote(input, p.vendor, avatarId, started)
     return Effect.map(

@@ -21,6 +21,7 @@ import { servedBy } from "../Providers/Registry.ts"
 import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import { routed, Routing } from "../Routing.ts"
 import { Usage } from "../Usage.ts"
+import { ProviderCalls } from "../Engine/ProviderCalls.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { vendorCall } from "./VendorCall.ts"
 import { type MemoryRecord, MemoryStore } from "../Storage/MemoryStore.ts"
@@ -119,6 +120,7 @@ const makeService = Effect.gen(function*() {
   const routing = yield* Routing
   const catalog = yield* Catalog
   const usage = yield* Usage
+  const calls = yield* ProviderCalls
   const local = yield* TextEmbedder
 
   /** Whether a provider name is an external memory vendor (else: local, auto or an embedding provider). */
@@ -136,7 +138,7 @@ const makeService = Effect.gen(function*() {
 
   /** Runs a vendor call, recorded in usage (no tokens, no cost known), its errors mapped (VendorCall.ts). */
   const call = <A>(avatar: AvatarRecord, provider: ConfiguredProvider, capability: string, effect: Effect.Effect<A, UpstreamError>) =>
-    Effect.provideService(vendorCall(avatar.id, provider, capability, effect), Usage, usage)
+    vendorCall(avatar.id, provider, capability, effect).pipe(Effect.provideService(Usage, usage), Effect.provideService(ProviderCalls, calls))
 
   /** Adds a text to a vendor under the avatar's (and user id's) scope. */
   const addExternal = (avatar: AvatarRecord, input: ExternalAdd & { readonly userId?: string | undefined }) =>

@@ -9,6 +9,7 @@ import { Effect, Exit } from "effect"
 import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import { toGatewayError } from "../Providers/UpstreamError.ts"
+import { ProviderCalls } from "../Engine/ProviderCalls.ts"
 import { Usage } from "../Usage.ts"
 
 /** Who answered (or was asked last): read when the call ends, so a fallback names the last provider tried. */
@@ -31,6 +32,14 @@ export const recordedCall = <A>(avatarId: string, capability: string, called: Ca
       })
     }))
 
-/** One call to a task vendor, recorded under its id (the vendor is the model). */
+/**
+ * One call to a task vendor, recorded under its id (the vendor is the model). It runs as the engine's
+ * attempts do (`firstSuccessEffect` of one candidate): refused after a graceful stop's notice when made for
+ * a request, counted in the vendor's health and the upstream metrics.
+ */
 export const vendorCall = <A>(avatarId: string, vendor: ConfiguredProvider, capability: string, call: Effect.Effect<A, UpstreamError>) =>
-  recordedCall(avatarId, capability, () => ({ provider: vendor.id, model: vendor.id }), call)
+  Effect.flatMap(ProviderCalls, (calls) =>
+    Effect.map(
+      recordedCall(avatarId, capability, () => ({ provider: vendor.id, model: vendor.id }), calls.firstSuccessEffect([{ provider: vendor, model: vendor.id }], () => call)),
+      (answered) => answered.value
+    ))

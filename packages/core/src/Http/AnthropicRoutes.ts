@@ -348,7 +348,8 @@ export const toAnthropicMessage = (id: string, r: CompletionResult) => {
     | ReturnType<typeof reasoningBlockOf>
   > = (r.reasoning ?? []).map(reasoningBlockOf)
   const refused = refusalOf(r.extra?.message)
-  const text = r.content !== "" ? r.content : refused ?? ""
+  // The refusal after any text, as a stream gives it.
+  const text = refused === undefined ? r.content : r.content + refused
   if (text !== "" || r.toolCalls.length === 0) content.push({ type: "text", text })
   for (const c of r.toolCalls) {
     const input = argumentsObject(c.arguments)

@@ -231,11 +231,15 @@ export const crossSiteFormProblem = (headers: RequestHeaders): BadRequest | unde
 export const successBody = (kind: Envelope, result: unknown, message: string | null = null) =>
   kind === "none" || kind === "openai" || kind === "anthropic" ? result : successOf(kind, result, message)
 
+/** An error kind of the edges: the gateway's errors, and `Internal` (a defect's answer). */
+type ErrorKind = GatewayError["_tag"] | "Internal"
+
 /**
- * OpenAI's error `type` for each of our error kinds (invalid_request_error otherwise): the gateway's own
- * failures are `server_error`, as OpenAI's 5xx are, never the request's fault.
+ * Each vendor surface's error `type` by our error kind, `invalid_request_error` for the kinds not listed: the
+ * gateway's own failures are server errors on both (OpenAI's 5xx are `server_error`, Anthropic's `api_error`),
+ * never the request's fault.
  */
-const openAiErrorType: Readonly<Record<string, string>> = {
+const openAiErrorType: Partial<Record<ErrorKind, string>> = {
   Unauthorized: "authentication_error",
   Forbidden: "permission_error",
   NotFound: "not_found_error",
@@ -248,31 +252,22 @@ const openAiErrorType: Readonly<Record<string, string>> = {
   UpstreamTimeout: "api_error"
 }
 
-/** Anthropic's error `type` for each of our error kinds (docs.anthropic.com/en/api/errors): by status, invalid_request_error otherwise. */
-const anthropicErrorType = (tag: string): string => {
-  switch (tag) {
-    case "Unauthorized":
-      return "authentication_error"
-    case "Forbidden":
-      return "permission_error"
-    case "NotFound":
-      return "not_found_error"
-    case "PayloadTooLarge":
-      return "request_too_large"
-    case "QuotaExceeded":
-    case "TooManyRequests":
-      return "rate_limit_error"
-    case "Busy":
-      return "overloaded_error"
-    case "UpstreamFailed":
-    case "UpstreamTimeout":
-    case "NotAvailable":
-    case "Internal":
-      return "api_error"
-    default:
-      return "invalid_request_error"
-  }
+/** docs.anthropic.com/en/api/errors */
+const anthropicErrorType: Partial<Record<ErrorKind, string>> = {
+  Unauthorized: "authentication_error",
+  Forbidden: "permission_error",
+  NotFound: "not_found_error",
+  PayloadTooLarge: "request_too_large",
+  QuotaExceeded: "rate_limit_error",
+  TooManyRequests: "rate_limit_error",
+  Busy: "overloaded_error",
+  Internal: "api_error",
+  NotAvailable: "api_error",
+  UpstreamFailed: "api_error",
+  UpstreamTimeout: "api_error"
 }
+
+const errorTypeOf = (table: Partial<Record<ErrorKind, string>>, tag: string) => table[tag as ErrorKind] ?? "invalid_request_error"
 
 export const errorBody = (
   kind: Envelope,
@@ -282,13 +277,13 @@ export const errorBody = (
     ? {
       error: {
         message: error.message,
-        type: openAiErrorType[error._tag] ?? "invalid_request_error",
+        type: errorTypeOf(openAiErrorType, error._tag),
         param: error.param ?? null,
         code: error._tag
       }
     }
     : kind === "anthropic"
-    ? { type: "error", error: { type: anthropicErrorType(error._tag), message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } }
+    ? { type: "error", error: { type: errorTypeOf(anthropicErrorType, error._tag), message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } }
     : failureOf(kind === "none" ? "gateway" : kind, error.message)
 
 /** The avatar API's answers carry a JWT, a profile or what a sign-in was refused for: no cache keeps them. */

@@ -230,6 +230,7 @@ export const CompletionResult = Schema.Struct({
     estimated: Schema.Boolean.annotations({ description: "Counted by the gateway's tokenizer (the upstream reported none)" }),
     cacheCreationTokens: Schema.optional(Schema.Number.annotations({ description: "Prompt tokens written to the upstream's prompt cache (not in promptTokens)" })),
     cacheReadTokens: Schema.optional(Schema.Number.annotations({ description: "Prompt tokens read from the upstream's prompt cache (not in promptTokens)" })),
+    cacheCreation1hTokens: Schema.optional(Schema.Number.annotations({ description: "Of cacheCreationTokens, those written for an hour (Anthropic's ttl 1h), priced at twice the input price" })),
     reasoningTokens: Schema.optional(Schema.Number.annotations({ description: "Of completionTokens, those of the model's reasoning" })),
     tokenDetails: Schema.optional(Schema.Struct({
       prompt: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Number })),
@@ -807,7 +808,8 @@ export const AnthropicMessage = Schema.Struct({
     input_tokens: Schema.Number,
     output_tokens: Schema.Number,
     cache_creation_input_tokens: Schema.optional(Schema.Number),
-    cache_read_input_tokens: Schema.optional(Schema.Number)
+    cache_read_input_tokens: Schema.optional(Schema.Number),
+    cache_creation: Schema.optional(Schema.Struct({ ephemeral_5m_input_tokens: Schema.Number, ephemeral_1h_input_tokens: Schema.Number }))
   })
 }).annotations({
   identifier: "AnthropicMessage",

@@ -41,16 +41,14 @@ const partsOfMessage = (parts: ReadonlyArray<ContentPart>): Array<unknown> =>
   parts.flatMap((p): Array<unknown> => (p.type === "text" ? (p.text !== "" ? [{ text: p.text }] : []) : p.type === "image" ? [imagePart(p.url)] : []))
 
 /**
- * Gemini 3 and later refuse (400) a history whose function calls carry no thought signature, which is so
+ * Gemini 3 and later (and the aliases that name them, `gemini-pro-latest`; only 1.x and 2.x models are known not
+ * to check) refuse (400) a history whose function calls carry no thought signature, which is so
  * for calls another model made and for clients that keep none (Anthropic's format has no field for one).
  * Such a turn's first call gets the value Google documents for histories the model did not produce; a
  * signature that came back is sent as it came.
  */
 const FOREIGN_CALL_SIGNATURE = "skip_thought_signature_validator"
-const checksCallSignatures = (model: string) => {
-  const version = /(?:^|\/)gemini-(\d+)/.exec(model)?.[1]
-  return version !== undefined && Number(version) >= 3
-}
+const checksCallSignatures = (model: string) => /(?:^|\/)gemini-/.test(model) && !/(?:^|\/)gemini-[12](?:[.-]|$)/.test(model)
 
 export const toWireContents = (messages: ReadonlyArray<ChatMessage>, model = "") => {
   const checksSignatures = checksCallSignatures(model)
@@ -71,12 +69,12 @@ export const toWireContents = (messages: ReadonlyArray<ChatMessage>, model = "")
       push("user", [{ functionResponse: { name, response: { content: parseArgsOrText(m.content) } } }])
     } else if (m.role === "assistant") {
       const calls = m.toolCalls ?? []
-      const unsigned = checksSignatures && calls.length > 0 && calls.every((c) => c.signature === undefined)
+      const unsigned = checksSignatures && calls.length > 0 && calls.every((c) => c.signature === undefined || c.signature === "")
       push("model", [
         ...(m.content !== "" ? [{ text: m.content }] : []),
         ...calls.map((c, i) => ({
           functionCall: { name: c.name, args: toolArgumentsOf(c.arguments) },
-          ...(c.signature !== undefined ? { thoughtSignature: c.signature } : unsigned && i === 0 ? { thoughtSignature: FOREIGN_CALL_SIGNATURE } : {})
+          ...(unsigned && i === 0 ? { thoughtSignature: FOREIGN_CALL_SIGNATURE } : c.signature ? { thoughtSignature: c.signature } : {})
         }))
       ])
     } else {
@@ -291,7 +289,7 @@ export const wire: ChatWire = {
     // No candidate and no blocked prompt: nothing was answered (an empty success was billed).
     if (!Array.isArray(body?.candidates) || body.candidates.length === 0) return protocolError(provider, "no candidates")
     const read = readParts(body, 0)
-    if (typeof read === "string") return protocolError(provider, read)
+    if (typeof read === "string") return protocolError(provider, read, usageOf(body.usageMetadata))
     return {
       content: read.text,
       toolCalls: read.calls,

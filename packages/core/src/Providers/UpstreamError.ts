@@ -137,8 +137,15 @@ export const connectFailed = (provider: string, cause: unknown) =>
   })
 
 /** An answer that is not what the wire says; `detail` may quote the upstream (a stream's error event), shown as `shownUpstreamText` shows it. */
-export const protocolError = (provider: string, detail: string) =>
-  new UpstreamError({ provider, kind: "protocol", message: `${provider} sent an unexpected answer: ${shownUpstreamText(detail)}`, retryable: false })
+export const protocolError = (provider: string, detail: string, usage?: Partial<TokenUsage>) =>
+  new UpstreamError({
+    provider,
+    kind: "protocol",
+    message: `${provider} sent an unexpected answer: ${shownUpstreamText(detail)}`,
+    retryable: false,
+    // The counts an answer the gateway cannot relay reported: the provider billed them (the failure's usage record keeps them).
+    ...(usage !== undefined ? { usage } : {})
+  })
 
 /**
  * An answer an adapter threw on while reading it (a shape it did not foresee): the answer's fault, a

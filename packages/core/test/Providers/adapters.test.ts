@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../src/Catalog/Catalog.ts"
 import type { ChatRequest, Target } from "../../src/Providers/Chat.ts"
 import { reasoningRefusal } from "../../src/Providers/Chat.ts"
+import * as Gemini from "../../src/Providers/Gemini.ts"
 import { servedBy } from "../../src/Providers/Registry.ts"
 import { DEFAULT_SCENARIO, type MockUpstream, startAnthropicMock, startGeminiMock, startOpenAiMock } from "../support/mockUpstreams.ts"
 import { collect, complete } from "../support/wires.ts"
@@ -500,6 +501,12 @@ describe("translation across wire formats", () => {
       // Gemini 2.5 checks no signatures: none is made up for it.
       const older = await sent(flash(), gemini, { messages: turn(unsigned), tools: [weather] })
       expect(JSON.stringify(older.contents)).not.toContain("thoughtSignature")
+      // The aliases that name Gemini 3 models check them too (only 1.x and 2.x are known not to); an empty signature is none.
+      const first = (model: string, signature?: string) =>
+        Gemini.toWireContents(turn([{ ...unsigned[0]!, ...(signature !== undefined ? { signature } : {}) }]), model)[1]!.parts[0].thoughtSignature
+      expect(["gemini-pro-latest", "models/gemini-3-flash-preview", "gemini-2.5-pro", "gemini-1.5-flash", "gemma-3-27b-it"].map((m) => first(m)))
+        .toEqual(["skip_thought_signature_validator", "skip_thought_signature_validator", undefined, undefined, undefined])
+      expect(first("gemini-3.1-pro-preview", "")).toBe("skip_thought_signature_validator")
     })
 
     it("streams with toolConfig on the stream request", async () => {

@@ -268,6 +268,12 @@ describe("a field that cannot be read is a protocol error, not a success", () =>
       const streamed = Gemini.wire.events("google")({ event: "", data: JSON.stringify({ candidates: [{ content: { parts: [part] } }] }) })
       expect(protocol(streamed)).toBe("protocol")
     }
+    // The counts it reported stay with the failure: Google billed them (the engine records a failure's usage).
+    const billed = Gemini.wire.result("google", {
+      candidates: [{ content: { parts: [{ inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } }] }, finishReason: "STOP" }],
+      usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 1290 }
+    })
+    expect((billed as UpstreamError).usage).toMatchObject({ promptTokens: 12, completionTokens: 1290 })
     // A part holding only a signature (Gemini streams one) is no content.
     expect(Gemini.wire.events("google")({ event: "", data: JSON.stringify({ candidates: [{ content: { parts: [{ thoughtSignature: "s" }] } }] }) })).toEqual([])
   })

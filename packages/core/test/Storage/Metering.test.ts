@@ -177,8 +177,9 @@ describe.skipIf(!hasPg)("metering on postgresql, group commit", () => {
   it("a batch the database refuses fails for each of its callers, is not retried and counts nothing", async () => {
     const avatarId = crypto.randomUUID()
     sent.length = 0
-    // A limit beyond PostgreSQL's bigint (no configuration can give one): the statement fails as a whole.
-    const outcomes = await admit([[avatarId, 10, 1], [avatarId, 2 ** 64, 1], [avatarId, 10, 1]])
+    // A count beyond PostgreSQL's integer (no caller asks for one; a limit beyond it is sent as its largest): the
+    // statement fails as a whole.
+    const outcomes = await admit([[avatarId, 10, 1], [avatarId, 2 ** 31, 2 ** 31], [avatarId, 10, 1]])
     assert.deepStrictEqual(values(outcomes), ["rejected", "rejected", "rejected"])
     assert.deepStrictEqual(sent, ["aigw_admit_many"])
     assert.strictEqual((await totals(avatarId)).callsToday, 0)

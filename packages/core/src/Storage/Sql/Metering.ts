@@ -97,13 +97,13 @@ const recordMany = {
 }
 
 /**
- * The quota gate on PostgreSQL: admissions in one round trip through the function of migrations
- * 0008 and 0014, in the order given; it re-evaluates each condition under the row lock. Its result has the
+ * The quota gate on PostgreSQL: admissions in one round trip through the function of migration
+ * 0008, in the order given; it re-evaluates each condition under the row lock. Its result has the
  * day's calls after each admitted request, null for a refused one.
  */
 const admitMany = {
   name: "aigw_admit_many",
-  text: `SELECT aigw_admit_many($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS calls`
+  text: `SELECT aigw_admit_many($1::text[], $2::text[], $3::integer[], $4::integer[]) AS calls`
 }
 interface Admission {
   readonly avatarId: string
@@ -117,8 +117,16 @@ const columnsOf = (rows: ReadonlyArray<ReadonlyArray<unknown>>): Array<Array<unk
   for (const row of rows) row.forEach((value, i) => columns[i]!.push(value))
   return columns
 }
+/**
+ * The most calls a day's count holds on PostgreSQL (`integer`): a limit above it admits exactly as it does, and is
+ * sent as it. A plan's limit may be any safe integer (times the karma multiplier), which the gate's `integer[]`
+ * refused, failing every call of its avatar and every admission batched with it. (Widening the column instead
+ * would change the statements' result types under processes of the previous release still running.)
+ */
+const MAX_CALLS = 2_147_483_647
 /** `admitMany`'s parameters. */
-const admissionColumns = (batch: ReadonlyArray<Admission>) => columnsOf(batch.map((a) => [a.avatarId, a.day, a.count, a.limit]))
+const admissionColumns = (batch: ReadonlyArray<Admission>) =>
+  columnsOf(batch.map((a) => [a.avatarId, a.day, a.count, Math.min(a.limit, MAX_CALLS)]))
 /**
  * The order rows are locked in by batches (admissions, and records through their ORDER BY): by
  * avatar and day, so two batches of different processes never wait for each other's rows in a cycle.

@@ -23,31 +23,6 @@ const statements = (ddl: string) =>
     }
   })
 
-/**
- * PostgreSQL's quota gate (Metering.ts): the admissions of one event-loop turn in one round trip,
- * each the conditional upsert SQLite runs as `admit`, in the order given (callers sort by avatar
- * and day, so two batches lock rows in one order), each seeing the ones before it. An element of
- * the result is the day's calls after an admitted request, null for a refused one. Its counts are
- * `integer` as 0008 made it, `bigint` since 0014.
- */
-const admitManyFunction = (count: "INTEGER" | "BIGINT") =>
-  `CREATE FUNCTION aigw_admit_many(avatar_ids TEXT[], days TEXT[], counts ${count}[], limits ${count}[])
-    RETURNS ${count}[] LANGUAGE plpgsql AS $$
-    DECLARE
-      result ${count}[] := '{}';
-      calls_now ${count};
-    BEGIN
-      FOR i IN 1 .. coalesce(array_length(avatar_ids, 1), 0) LOOP
-        calls_now := NULL;
-        INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES (avatar_ids[i], days[i], counts[i], 0, 0)
-          ON CONFLICT (avatar_id, day) DO UPDATE SET calls = daily_usage.calls + excluded.calls
-          WHERE daily_usage.calls + excluded.calls <= limits[i]
-          RETURNING daily_usage.calls INTO calls_now;
-        result := array_append(result, calls_now);
-      END LOOP;
-      RETURN result;
-    END $$`
-
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_usage": statements(`
     CREATE TABLE avatars (
@@ -232,10 +207,31 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
         }),
       orElse: () => Effect.void
     })),
-  /** PostgreSQL's quota gate (`admitManyFunction`). */
+  /**
+   * PostgreSQL's quota gate (Metering.ts): the admissions of one event-loop turn in one round trip,
+   * each the conditional upsert SQLite runs as `admit`, in the order given (callers sort by avatar
+   * and day, so two batches lock rows in one order), each seeing the ones before it. An element of
+   * the result is the day's calls after an admitted request, null for a refused one.
+   */
   "0008_admit_many": Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.onDialectOrElse({
-      pg: () => sql.unsafe(admitManyFunction("INTEGER")),
+      pg: () =>
+        sql.unsafe(`CREATE FUNCTION aigw_admit_many(avatar_ids TEXT[], days TEXT[], counts INTEGER[], limits INTEGER[])
+          RETURNS INTEGER[] LANGUAGE plpgsql AS $$
+          DECLARE
+            result INTEGER[] := '{}';
+            calls_now INTEGER;
+          BEGIN
+            FOR i IN 1 .. coalesce(array_length(avatar_ids, 1), 0) LOOP
+              calls_now := NULL;
+              INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES (avatar_ids[i], days[i], counts[i], 0, 0)
+                ON CONFLICT (avatar_id, day) DO UPDATE SET calls = daily_usage.calls + excluded.calls
+                WHERE daily_usage.calls + excluded.calls <= limits[i]
+                RETURNING daily_usage.calls INTO calls_now;
+              result := array_append(result, calls_now);
+            END LOOP;
+            RETURN result;
+          END $$`),
       orElse: () => Effect.void
     })),
   /**
@@ -295,23 +291,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0013_job_submitting_key": statements(`
     ALTER TABLE jobs ADD COLUMN submitted_with_key TEXT;
     ALTER TABLE api_keys ADD COLUMN jobs_stopped_at BIGINT
-  `),
-  /**
-   * PostgreSQL only: a day's calls, and the limits and counts the quota gate compares with them, as BIGINT,
-   * as SQLite's INTEGER and the memory store's numbers already are. A plan's limit may be any safe integer
-   * (times the karma multiplier): as INTEGER, one past 2^31 − 1 failed every call of its avatar, and every
-   * admission batched with it.
-   */
-  "0014_calls_bigint": Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.onDialectOrElse({
-      pg: () =>
-        Effect.gen(function*() {
-          yield* sql.unsafe(`ALTER TABLE daily_usage ALTER COLUMN calls TYPE BIGINT`)
-          yield* sql.unsafe(`DROP FUNCTION aigw_admit_many(TEXT[], TEXT[], INTEGER[], INTEGER[])`)
-          yield* sql.unsafe(admitManyFunction("BIGINT"))
-        }),
-      orElse: () => Effect.void
-    }))
+  `)
 }
 
 const TABLE = "aigw_migrations"
