@@ -19,7 +19,7 @@ import { protocolError, type UpstreamError } from "../Providers/UpstreamError.ts
 import { type FallbackCandidate, Routing, wrongKind } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { Usage } from "../Usage.ts"
-import { recordedCall, type ReportedTokens } from "./VendorCall.ts"
+import { recordedFirstAnswer, type ReportedTokens } from "./VendorCall.ts"
 import { Provider } from "../RequestFields.ts"
 
 const Pixels = (name: string) => Schema.optional(Schema.Int.pipe(Schema.between(64, 4096, { message: () => `${name} must be an integer from 64 to 4096` })))
@@ -79,10 +79,7 @@ const makeService = Effect.gen(function*() {
       return usable.length > 0 ? usable : yield* Effect.fail(Either.getLeft(tried[0]!).pipe(Option.getOrThrow))
     })
 
-  /**
-   * Runs `call` on the targets in order, the next after a retryable upstream failure
-   * (the engine's firstSuccessEffect), recorded in usage under the target that answered or was tried last.
-   */
+  /** Runs `call` on the targets in order (VendorCall.ts `recordedFirstAnswer`): the target that answered, and its answer. */
   const firstAnswer = <T extends FallbackCandidate, A>(
     avatar: AvatarRecord,
     capability: string,
@@ -90,18 +87,10 @@ const makeService = Effect.gen(function*() {
     call: (target: T) => Effect.Effect<A, UpstreamError>,
     tokensOf?: ReportedTokens<A>
   ) =>
-    Effect.suspend(() => {
-      let tried = targets[0]!
-      const attempt = (target: T) => {
-        tried = target
-        return call(target)
-      }
-      const called = () => ({ provider: tried.provider.id, model: tried.model })
-      return Effect.map(recordedCall(avatar.id, capability, called, calls.firstSuccessEffect(targets, attempt), tokensOf && ((answered) => tokensOf(answered.value))), (answered) => ({
-        target: answered.candidate,
-        value: answered.value
-      }))
-    }).pipe(Effect.provideService(Usage, usage))
+    Effect.map(recordedFirstAnswer(avatar.id, capability, targets, call, tokensOf), (answered) => ({ target: answered.candidate, value: answered.value })).pipe(
+      Effect.provideService(Usage, usage),
+      Effect.provideService(ProviderCalls, calls)
+    )
 
   type ImagesInput = {
     readonly prompt: string

@@ -10,6 +10,7 @@ import type { ConfiguredProvider } from "../Catalog/Catalog.ts"
 import type { UpstreamError } from "../Providers/UpstreamError.ts"
 import { toGatewayError } from "../Providers/UpstreamError.ts"
 import { ProviderCalls } from "../Engine/ProviderCalls.ts"
+import type { FallbackCandidate } from "../Routing.ts"
 import { Usage } from "../Usage.ts"
 
 /** Who answered (or was asked last): read when the call ends, so a fallback names the last provider tried. */
@@ -33,13 +34,28 @@ export const recordedCall = <A>(avatarId: string, capability: string, called: Ca
     }))
 
 /**
- * One call to a task vendor, recorded under its id (the vendor is the model). It runs as the engine's
- * attempts do (`firstSuccessEffect` of one candidate): refused after a graceful stop's notice when made for
- * a request, counted in the vendor's health and the upstream metrics.
+ * Runs `call` on the candidates in order as the engine's attempts run (`firstSuccessEffect`: the next after a
+ * retryable upstream failure, refused after a graceful stop's notice when made for a request, counted in
+ * provider health and the upstream metrics), recorded in usage under the candidate that answered or was tried last.
  */
-export const vendorCall = <A>(avatarId: string, vendor: ConfiguredProvider, capability: string, call: Effect.Effect<A, UpstreamError>) =>
+export const recordedFirstAnswer = <C extends FallbackCandidate, A>(
+  avatarId: string,
+  capability: string,
+  candidates: ReadonlyArray<C>,
+  call: (candidate: C) => Effect.Effect<A, UpstreamError>,
+  tokensOf?: ReportedTokens<A>
+) =>
   Effect.flatMap(ProviderCalls, (calls) =>
-    Effect.map(
-      recordedCall(avatarId, capability, () => ({ provider: vendor.id, model: vendor.id }), calls.firstSuccessEffect([{ provider: vendor, model: vendor.id }], () => call)),
-      (answered) => answered.value
-    ))
+    Effect.suspend(() => {
+      let tried = candidates[0]!
+      const attempt = (candidate: C) => {
+        tried = candidate
+        return call(candidate)
+      }
+      const called = () => ({ provider: tried.provider.id, model: tried.model })
+      return recordedCall(avatarId, capability, called, calls.firstSuccessEffect(candidates, attempt), tokensOf && ((answered) => tokensOf(answered.value)))
+    }))
+
+/** One call to a task vendor, recorded under its id (the vendor is the model): `recordedFirstAnswer` of one candidate. */
+export const vendorCall = <A>(avatarId: string, vendor: ConfiguredProvider, capability: string, call: Effect.Effect<A, UpstreamError>) =>
+  Effect.map(recordedFirstAnswer(avatarId, capability, [{ provider: vendor, model: vendor.id }], () => call), (answered) => answered.value)
