@@ -245,6 +245,9 @@ describe("edge attacks", () => {
         socket.on("error", () => undefined)
       })
 
+    /** The slowest health answer allowed while node parses what the connections sent (see below). */
+    const NODE_PARSE_BLOCKED_MS = 5_000
+
     it("closes a connection with more requests in flight than the bound, unhandled: health stays fast, memory bounded", async () => {
       // 16 connections of 3,000 requests each, never read: health waited 40-65 s and the server grew to 1.3 GB.
       const { figures, value } = await underAttack(server, () =>
@@ -252,7 +255,11 @@ describe("edge attacks", () => {
       // The connection that reads sees it closed after the answers within the bound, not 3,000 of them.
       expect(value[15]).toMatchObject({ closed: true })
       expect(value[15]!.answers).toBeLessThanOrEqual(32)
-      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+      // What holds the loop here is node's own parse of each connection's first read (about 2,000 of these
+      // requests, each made a request and a response before the gateway sees it and drops it, and aborted at
+      // the close): well under a second on an idle 2-core machine, past 1.5 s on a busy one. Handled, they
+      // held it 40-65 s, so this bound still tells a bounded connection from an unbounded one.
+      expect(figures.maxHealthMs).toBeLessThan(NODE_PARSE_BLOCKED_MS)
       expect(figures.peakRssMb - figures.baselineRssMb).toBeLessThan(MEMORY_EXPLODED_MB)
       // One listener per connection for the answers waiting behind others, not one per request.
       expect(server.output()).not.toContain("MaxListenersExceededWarning")
