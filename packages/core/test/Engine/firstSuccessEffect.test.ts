@@ -4,32 +4,23 @@
  * abandoned attempt counted as cancelled, and the engine's graceful stop: a request's attempt begun
  * after its notice fails at once, background work's goes on (as `firstSuccess`'s, upstreamCounts.test.ts).
  */
-import { Effect, Either, Fiber, Layer } from "effect"
+import { Effect, Either, Fiber } from "effect"
 import { describe, expect, it } from "vitest"
 import * as ProviderCalls from "../../src/Engine/ProviderCalls.ts"
 import * as Metrics from "../../src/Metrics.ts"
 import * as ProviderHealth from "../../src/Providers/ProviderHealth.ts"
 import { fromHttp } from "../../src/Providers/UpstreamError.ts"
 import * as RequestId from "../../src/RequestId.ts"
-import { Metering } from "../../src/Storage/Metering.ts"
+import { engineLayer } from "../support/engine.ts"
 
 /** An engine of its own (a stopped engine stays stopped) and its provider health; this loop records no usage. */
 const services = () =>
   Effect.runPromise(
     Effect.provide(
-        Effect.all({ calls: ProviderCalls.ProviderCalls, health: ProviderHealth.ProviderHealth }),
-        ProviderCalls.layer.pipe(Layer.provideMerge(Layer.merge(
-          ProviderHealth.layer,
-          Layer.succeed(Metering, {
-            avatarOfKey: async () => undefined,
-            activeAvatar: async () => undefined,
-            admit: async () => 1,
-            callsOn: async () => 0,
-            record: async () => {
-              throw new Error("firstSuccessEffect records no usage: its caller does")
-            }
-          })
-        )))
+      Effect.all({ calls: ProviderCalls.ProviderCalls, health: ProviderHealth.ProviderHealth }),
+      engineLayer(async () => {
+        throw new Error("firstSuccessEffect records no usage: its caller does")
+      })
     )
   )
 
