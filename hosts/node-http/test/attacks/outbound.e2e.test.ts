@@ -27,7 +27,6 @@ const completion = JSON.stringify({
 })
 
 const expectHeld = (what: string, figures: AttackFigures) => {
-  console.log(`${what}: health max ${Math.round(figures.maxHealthMs)} ms over ${figures.probes} probes; RSS ${Math.round(figures.baselineRssMb)} -> peak ${Math.round(figures.peakRssMb)} MB`)
   expect(figures.maxHealthMs, `${what}: /v1/health blocked`).toBeLessThan(LOOP_BLOCKED_MS)
   expect(figures.peakRssMb - figures.baselineRssMb, `${what}: memory`).toBeLessThan(MEMORY_EXPLODED_MB)
 }

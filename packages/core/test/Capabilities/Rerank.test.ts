@@ -1,6 +1,9 @@
 /** Local BM25: the same scores as the textbook form, which counts every word of every document. */
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { bm25 } from "../../src/Capabilities/Rerank.ts"
+
+const scores = (query: string, documents: ReadonlyArray<string>) => Effect.runPromise(bm25(query, documents))
 
 const tokens = (s: string) => s.toLowerCase().normalize("NFKD").match(/[\p{L}\p{N}]+/gu) ?? []
 
@@ -26,7 +29,7 @@ const reference = (query: string, documents: ReadonlyArray<string>, k1 = 1.2, b 
 }
 
 describe("bm25", () => {
-  it("scores as the textbook form does, on random texts over a small vocabulary", () => {
+  it("scores as the textbook form does, on random texts over a small vocabulary", async () => {
     const vocabulary = ["alpha", "Beta", "gamma", "délta", "ε", "42", "zeta", "eta", "theta", "iota"]
     let seed = 11
     const pick = () => vocabulary[(seed = (seed * 48271) % 2147483647) % vocabulary.length]!
@@ -34,8 +37,20 @@ describe("bm25", () => {
     for (let round = 0; round < 50; round++) {
       const documents = Array.from({ length: 1 + (round % 7) }, (_, i) => text((i * 13 + round) % 40))
       const query = text(1 + (round % 5))
-      expect(bm25(query, documents), `round ${round}`).toEqual(reference(query, documents))
+      expect(await scores(query, documents), `round ${round}`).toEqual(reference(query, documents))
     }
-    expect(bm25("nothing", ["", "x y"])).toEqual([0, 0])
+    expect(await scores("nothing", ["", "x y"])).toEqual([0, 0])
+  })
+
+  it("lets the event loop in between long documents (a request's 10 MB of them held it for the whole scoring)", async () => {
+    const documents = Array.from({ length: 4 }, (_, i) => `alpha ${"beta ".repeat(80_000)} ${i}`)
+    const order: Array<string> = []
+    setImmediate(() => order.push("another turn"))
+    const scored = scores("alpha beta", documents).then((s) => {
+      order.push("scored")
+      return s
+    })
+    expect(await scored).toEqual(reference("alpha beta", documents))
+    expect(order).toEqual(["another turn", "scored"])
   })
 })
