@@ -15,7 +15,7 @@ import { BoundedArray, Provider } from "../RequestFields.ts"
 import * as RequestId from "../RequestId.ts"
 import { routed, Routing, type RoutingError } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
-import { inTurns } from "../Turns.ts"
+import { inTurnsPromise } from "../Turns.ts"
 
 const tokens = (s: string) => s.toLowerCase().normalize("NFKD").match(/[\p{L}\p{N}]+/gu) ?? []
 
@@ -27,7 +27,7 @@ const TOKENIZED_PER_TURN = 500_000
  * length is all the rest needs): a map of every word of every document grew with every distinct word
  * the caller sent, on the event loop. Documents are tokenized in turns of the event loop of their own.
  */
-export const bm25 = (query: string, documents: ReadonlyArray<string>, k1 = 1.2, b = 0.75): Effect.Effect<Array<number>> => {
+export const bm25 = async (query: string, documents: ReadonlyArray<string>, k1 = 1.2, b = 0.75): Promise<Array<number>> => {
   const terms = new Set(tokens(query))
   const counted = (document: string) => {
     const words = tokens(document)
@@ -35,21 +35,20 @@ export const bm25 = (query: string, documents: ReadonlyArray<string>, k1 = 1.2, 
     for (const w of words) if (terms.has(w)) tf.set(w, (tf.get(w) ?? 0) + 1)
     return { length: words.length, tf }
   }
-  return Effect.map(inTurns(documents, (d) => d.length, TOKENIZED_PER_TURN, counted), (docs) => {
-    const avg = docs.reduce((n, d) => n + d.length, 0) / Math.max(1, docs.length)
-    const df = new Map<string, number>()
-    for (const d of docs) for (const t of d.tf.keys()) df.set(t, (df.get(t) ?? 0) + 1)
-    return docs.map((d) => {
-      let score = 0
-      for (const t of terms) {
-        const f = d.tf.get(t) ?? 0
-        if (f === 0) continue
-        const n = df.get(t) ?? 0
-        const idf = Math.log(1 + (docs.length - n + 0.5) / (n + 0.5))
-        score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * (d.length / (avg || 1))))
-      }
-      return Math.round(score * 1e6) / 1e6
-    })
+  const docs = await inTurnsPromise(documents, (d) => d.length, TOKENIZED_PER_TURN, counted)
+  const avg = docs.reduce((n, d) => n + d.length, 0) / Math.max(1, docs.length)
+  const df = new Map<string, number>()
+  for (const d of docs) for (const t of d.tf.keys()) df.set(t, (df.get(t) ?? 0) + 1)
+  return docs.map((d) => {
+    let score = 0
+    for (const t of terms) {
+      const f = d.tf.get(t) ?? 0
+      if (f === 0) continue
+      const n = df.get(t) ?? 0
+      const idf = Math.log(1 + (docs.length - n + 0.5) / (n + 0.5))
+      score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * (d.length / (avg || 1))))
+    }
+    return Math.round(score * 1e6) / 1e6
   })
 }
 
@@ -79,17 +78,14 @@ export type RerankResult = Omit<UpstreamRerank, "usage"> & { readonly usage?: Up
 const LOCAL = "local"
 const isAuto = (s: string) => s === "" || s === "auto"
 
-const local = (input: RerankInput): Effect.Effect<RerankResult> =>
-  Effect.suspend(() => {
-    const started = performance.now()
-    return Effect.map(bm25(input.query, input.documents), (scores): RerankResult => {
-      const results = scores
-        .map((score, index) => ({ index, document: input.documents[index]!, score }))
-        .sort((a, b) => b.score - a.score || a.index - b.index)
-        .slice(0, input.topN)
-      return { results, provider: LOCAL, model: "bm25", costUSD: 0, costKnown: true, latencyMs: Math.round(performance.now() - started), fallbacks: [] }
-    })
-  })
+const local = async (input: RerankInput): Promise<RerankResult> => {
+  const started = performance.now()
+  const results = (await bm25(input.query, input.documents))
+    .map((score, index) => ({ index, document: input.documents[index]!, score }))
+    .sort((a, b) => b.score - a.score || a.index - b.index)
+    .slice(0, input.topN)
+  return { results, provider: LOCAL, model: "bm25", costUSD: 0, costKnown: true, latencyMs: Math.round(performance.now() - started), fallbacks: [] }
+}
 
 /** Where a rerank runs: in-process (`local`), the upstream targets in order, or the refusal. */
 const placementOf = (
@@ -126,7 +122,7 @@ const upstream = (calls: ProviderCalls["Type"], call: Call, input: RerankInput):
 export const rerank = (avatar: AvatarRecord, input: RerankInput) =>
   Effect.flatMap(placement(avatar, input), (where) =>
     where === LOCAL
-      ? local(input)
+      ? Effect.promise(() => local(input))
       : Effect.flatMap(Effect.zip(ProviderCalls, RequestId.current), ([calls, requestId]) =>
         lift((cancel) => upstream(calls, { avatar, targets: where, cancel, requestId }, input))))
 
@@ -134,7 +130,7 @@ export const rerank = (avatar: AvatarRecord, input: RerankInput) =>
 export const lane: Lane<RerankInput> = {
   plan: ({ calls, routing }, avatar, input) => {
     const where = placementOf(routing, avatar, input)
-    if (where === LOCAL) return (call) => call.run(local(input))
+    if (where === LOCAL) return () => local(input)
     if (!Array.isArray(where)) return where as RoutingError
     const targets = where as ReadonlyArray<Target>
     return (admitted) => upstream(calls, admitted.call(targets), input)

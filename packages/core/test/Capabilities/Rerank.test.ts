@@ -1,9 +1,8 @@
 /** Local BM25: the same scores as the textbook form, which counts every word of every document. */
-import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { bm25 } from "../../src/Capabilities/Rerank.ts"
 
-const scores = (query: string, documents: ReadonlyArray<string>) => Effect.runPromise(bm25(query, documents))
+const scores = bm25
 
 const tokens = (s: string) => s.toLowerCase().normalize("NFKD").match(/[\p{L}\p{N}]+/gu) ?? []
 
