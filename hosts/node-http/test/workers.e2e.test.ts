@@ -11,19 +11,13 @@ import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { workerCount } from "../src/workers.ts"
 import { signUp, type TestAvatar } from "./support/accounts.ts"
-import { groupMembers, processTree, procStat } from "./support/attack.ts"
+import { cpuTicks, groupMembers, processTree } from "./support/attack.ts"
 import { call, freePort, hostEnv, nodeHostCommand, type RunningServer, startExpectingFailure, startServer } from "./support/server.ts"
 
 const T = 120_000
 
 /** The serving processes: the primary's children. */
 const workersOf = (server: RunningServer) => processTree(server.child.pid!).filter((pid) => pid !== server.child.pid)
-
-/** user + system CPU ticks of a process. */
-const cpuTicks = (pid: number) => {
-  const stat = procStat(pid)!
-  return Number(stat[11]) + Number(stat[12])
-}
 
 /**
  * One request on a connection of its own (the cluster hands each connection to the next worker), with

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../../packages/core/test/support/databases.ts"
 import { signUp, type TestAvatar } from "../support/accounts.ts"
 import { docxWithParagraphs } from "../../../../packages/core/test/support/zip.ts"
-import { LOOP_BLOCKED_MS, MEMORY_EXPLODED_MB, underAttack } from "../support/attack.ts"
+import { LOOP_BLOCKED_MS, MEMORY_EXPLODED_MB, treeCpuMs, underAttack } from "../support/attack.ts"
 import { call, errorMessageOf, jsonRoutes, type RunningServer, startServer } from "../support/server.ts"
 
 const deep = (levels: number) => "[".repeat(levels) + "]".repeat(levels)
@@ -102,6 +102,9 @@ describe("edge attacks", () => {
       expectRpcError(over.body, null, -32600)
     })
 
+    /** The slowest health answer allowed behind the answers of 16 clients' batches (see below). */
+    const QUEUED_BEHIND_MS = 4_000
+
     it("lists the tools once and answers every tools/list from that: anonymous batches of them keep health fast", async () => {
       // Built anew for each of a batch's 32 tools/list (6-13 ms each): 16 anonymous clients held health 2.4 s.
       const batch = JSON.stringify(Array.from({ length: 32 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "tools/list" })))
@@ -111,14 +114,22 @@ describe("edge attacks", () => {
       const tools = first.body[0].result.tools
       expect(tools.length).toBeGreaterThan(5)
       for (const r of first.body) expect(r.result.tools).toEqual(tools)
+      const cpuBefore = treeCpuMs(server)
       const { figures, value } = await underAttack(server, () =>
         Promise.all(Array.from({ length: 16 }, async () => {
           const answers = []
           for (let i = 0; i < 8; i++) answers.push((await rpc(server, batch)).body)
           return answers
         })))
+      const cpuPerBatchMs = (treeCpuMs(server) - cpuBefore) / 128
+      console.log(`tools/list batches: ${cpuPerBatchMs.toFixed(1)} ms of the server's CPU per batch`)
       expect(value.flat().every((answers: any) => answers.length === 32 && answers[31].result.tools.length === tools.length)).toBe(true)
-      expect(figures.maxHealthMs).toBeLessThan(LOOP_BLOCKED_MS)
+      // Built for each entry (the listing's cache turned off, session 49): 78 ms of the server's CPU per batch
+      // and health held 7.5 s. Answered from the listing: 23 ms (most of it the 1.26 MB answer's
+      // serialisation), and health waits only behind the 16 clients' answers queued in the event loop
+      // (0.5-0.85 s on an idle 2-core machine, more on a busy one): the CPU per batch is the steadier measure.
+      expect(cpuPerBatchMs).toBeLessThan(50)
+      expect(figures.maxHealthMs).toBeLessThan(QUEUED_BEHIND_MS)
     }, 60_000)
 
     it("refuses a batch another site's page posted as a form (CSRF); takes it from a client in any content type", async () => {

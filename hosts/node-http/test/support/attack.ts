@@ -62,6 +62,15 @@ const rssKb = (pid: number) => {
   }
 }
 
+/** user + system CPU ticks of a process (0 once it is gone). */
+export const cpuTicks = (pid: number) => {
+  const stat = procStat(pid)
+  return stat === undefined ? 0 : Number(stat[11]) + Number(stat[12])
+}
+
+/** CPU time the server's whole process tree has used so far, in ms (Linux's clock tick is 10 ms). */
+export const treeCpuMs = (server: RunningServer) => processTree(server.child.pid!).reduce((sum, pid) => sum + cpuTicks(pid), 0) * 10
+
 /** Resident memory of the server's whole process tree, in MB. */
 export const treeRssMb = (server: RunningServer) =>
   processTree(server.child.pid!).reduce((sum, pid) => sum + rssKb(pid), 0) / 1024
