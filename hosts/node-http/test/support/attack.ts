@@ -111,10 +111,9 @@ parentPort.on("message", () => { running = false })
     }
     maxMs = Math.max(maxMs, performance.now() - started)
     probes++
-    parentPort.postMessage({ maxMs, probes })
     if (running) await new Promise((r) => setTimeout(r, workerData.intervalMs))
   }
-  parentPort.postMessage({ maxMs, probes, done: true })
+  parentPort.postMessage({ maxMs, probes })
 })()
 `
 
@@ -129,26 +128,24 @@ export const underAttack = async <A>(server: RunningServer, attack: () => Promis
   }
   const sampler = setInterval(sampleMemory, intervalMs)
   const prober = new Worker(PROBE_LOOP, { eval: true, workerData: { url: `${server.url}/v1/health`, intervalMs } })
-  let probed = { maxMs: 0, probes: 0 }
-  const finished = new Promise<void>((resolve, reject) => {
-    prober.on("message", (m: { maxMs: number; probes: number; done?: boolean }) => {
-      probed = m
-      if (m.done) resolve()
-    })
-    prober.on("error", reject)
-    prober.on("exit", () => resolve())
+  // The loop's figures, posted once it has stopped; a worker that ends without them fails the test.
+  const probed = new Promise<{ maxMs: number; probes: number }>((resolve, reject) => {
+    prober.once("message", resolve)
+    prober.once("error", reject)
+    prober.once("exit", () => reject(new Error("the health probe worker ended without its figures")))
   })
   let value: A
+  let figures: { maxMs: number; probes: number }
   try {
     value = await attack()
   } finally {
     prober.postMessage("stop")
-    await finished
+    figures = await probed
     await prober.terminate()
     clearInterval(sampler)
     sampleMemory()
   }
-  const { maxMs: maxHealthMs, probes } = probed
+  const { maxMs: maxHealthMs, probes } = figures
   // Printed so a CI log shows each bound's margin, not only the runs that broke it.
   console.log(
     `[attack] ${expect.getState().currentTestName}: health max ${Math.round(maxHealthMs)} ms over ${probes} probes; ` +

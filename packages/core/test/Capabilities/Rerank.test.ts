@@ -2,8 +2,6 @@
 import { describe, expect, it } from "vitest"
 import { bm25 } from "../../src/Capabilities/Rerank.ts"
 
-const scores = bm25
-
 const tokens = (s: string) => s.toLowerCase().normalize("NFKD").match(/[\p{L}\p{N}]+/gu) ?? []
 
 /** Okapi BM25 as it is usually written: term frequencies and document frequencies of every word. */
@@ -36,16 +34,16 @@ describe("bm25", () => {
     for (let round = 0; round < 50; round++) {
       const documents = Array.from({ length: 1 + (round % 7) }, (_, i) => text((i * 13 + round) % 40))
       const query = text(1 + (round % 5))
-      expect(await scores(query, documents), `round ${round}`).toEqual(reference(query, documents))
+      expect(await bm25(query, documents), `round ${round}`).toEqual(reference(query, documents))
     }
-    expect(await scores("nothing", ["", "x y"])).toEqual([0, 0])
+    expect(await bm25("nothing", ["", "x y"])).toEqual([0, 0])
   })
 
   it("lets the event loop in between long documents (a request's 10 MB of them held it for the whole scoring)", async () => {
     const documents = Array.from({ length: 4 }, (_, i) => `alpha ${"beta ".repeat(80_000)} ${i}`)
     const order: Array<string> = []
     setImmediate(() => order.push("another turn"))
-    const scored = scores("alpha beta", documents).then((s) => {
+    const scored = bm25("alpha beta", documents).then((s) => {
       order.push("scored")
       return s
     })
