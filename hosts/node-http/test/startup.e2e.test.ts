@@ -288,6 +288,17 @@ const npmStart = async (port: number, env: Record<string, string>, from?: string
   return { group, exited, output: () => output, kill }
 }
 
+/**
+ * npm as a fresh machine has it: no user configuration (this machine's turns the update check off) and a
+ * cache of the test's own, where npm's weekly update check leaves its mark when it runs.
+ */
+const npmDefaults = (dir: string) => {
+  fs.writeFileSync(path.join(dir, "npmrc"), "")
+  return { npm_config_userconfig: path.join(dir, "npmrc"), npm_config_cache: path.join(dir, "npm-cache") }
+}
+/** The project's .npmrc turns the check off: it would keep npm's registry client in npm's process beside the server. */
+const updateChecked = (dir: string) => fs.existsSync(path.join(dir, "npm-cache", "_update-notifier-last-checked"))
+
 describe("npm start under a process manager", () => {
   // A manager that runs `npm start` (a container's PID 1, systemd, pm2, a CI job) stops it with a
   // SIGTERM to npm alone, which npm passes on to the process it started. That process must be the
@@ -295,9 +306,11 @@ describe("npm start under a process manager", () => {
   // the server running as an orphan, still holding its port, instead of stopping gracefully.
   it("passes npm's SIGTERM on to the server, which stops gracefully and leaves no process behind", async () => {
     const port = await freePort()
-    const npm = await npmStart(port, hostEnv(port, scratchDir("aigw-npm-start-"), {}))
+    const dir = scratchDir("aigw-npm-start-")
+    const npm = await npmStart(port, hostEnv(port, dir, npmDefaults(dir)))
     const { group } = npm
     try {
+      expect(updateChecked(dir), npm.output()).toBe(false)
       // npm's only child is node itself (the script execs the launcher, which execs node).
       const children = processTree(group).filter((pid) => pid !== group)
       expect(children.map((pid) => fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim()), npm.output()).toEqual(["node"])
@@ -319,9 +332,10 @@ describe("npm start under a process manager", () => {
     const port = await freePort()
     const dir = scratchDir("aigw-npm-relative-")
     fs.writeFileSync(path.join(dir, "aigw.json"), JSON.stringify({ PUBLIC_URL: "https://gateway.example.com" }))
-    const env = hostEnv(port, dir, { AIGW_CONFIG: "./aigw.json", AIGW_DATA_DIR: "./state", DATABASE_URL: "sqlite:./db/aigw.sqlite", MALLOC_ARENA_MAX: "4" })
+    const env = hostEnv(port, dir, { ...npmDefaults(dir), AIGW_CONFIG: "./aigw.json", AIGW_DATA_DIR: "./state", DATABASE_URL: "sqlite:./db/aigw.sqlite", MALLOC_ARENA_MAX: "4" })
     const npm = await npmStart(port, env, dir)
     try {
+      expect(updateChecked(dir), npm.output()).toBe(false)
       const [server] = processTree(npm.group).filter((pid) => pid !== npm.group)
       const environ = fs.readFileSync(`/proc/${server}/environ`, "utf8").split("\0")
       expect(environ.filter((v) => v.startsWith("MALLOC_")).sort()).toEqual(["MALLOC_ARENA_MAX=4", "MALLOC_MMAP_THRESHOLD_=131072"])
