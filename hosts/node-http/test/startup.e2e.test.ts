@@ -254,13 +254,18 @@ const repoRoot = path.join(__dirname, "../../..")
 /**
  * `npm start` as an operator runs it, in its own process group, once it serves: from the repository, or
  * (`from`) from another directory through `--prefix`, as npm runs a package's script from anywhere.
+ * npm runs as a fresh machine has it: no user configuration (this machine's turns the update check off)
+ * and a cache of its own, where npm's weekly update check leaves its mark when it runs (`updateChecked`;
+ * the repository's .npmrc turns the check off, which would keep npm's registry client in npm's process).
  * Not startServer: it kills what is left of the group once its process exits, which would hide an orphan.
  */
 const npmStart = async (port: number, env: Record<string, string>, from?: string) => {
   let output = ""
+  const npmDir = scratchDir("aigw-npm-config-")
+  fs.writeFileSync(path.join(npmDir, "npmrc"), "")
   const npm = spawn("npm", from === undefined ? ["start"] : ["start", "--prefix", repoRoot], {
     cwd: from ?? repoRoot,
-    env,
+    env: { ...env, npm_config_userconfig: path.join(npmDir, "npmrc"), npm_config_cache: path.join(npmDir, "cache") },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true
   })
@@ -285,19 +290,9 @@ const npmStart = async (port: number, env: Record<string, string>, from?: string
     }
     await new Promise((r) => setTimeout(r, 200))
   }
-  return { group, exited, output: () => output, kill }
+  const updateChecked = () => fs.existsSync(path.join(npmDir, "cache", "_update-notifier-last-checked"))
+  return { group, exited, output: () => output, kill, updateChecked }
 }
-
-/**
- * npm as a fresh machine has it: no user configuration (this machine's turns the update check off) and a
- * cache of the test's own, where npm's weekly update check leaves its mark when it runs.
- */
-const npmDefaults = (dir: string) => {
-  fs.writeFileSync(path.join(dir, "npmrc"), "")
-  return { npm_config_userconfig: path.join(dir, "npmrc"), npm_config_cache: path.join(dir, "npm-cache") }
-}
-/** The project's .npmrc turns the check off: it would keep npm's registry client in npm's process beside the server. */
-const updateChecked = (dir: string) => fs.existsSync(path.join(dir, "npm-cache", "_update-notifier-last-checked"))
 
 describe("npm start under a process manager", () => {
   // A manager that runs `npm start` (a container's PID 1, systemd, pm2, a CI job) stops it with a
@@ -307,10 +302,10 @@ describe("npm start under a process manager", () => {
   it("passes npm's SIGTERM on to the server, which stops gracefully and leaves no process behind", async () => {
     const port = await freePort()
     const dir = scratchDir("aigw-npm-start-")
-    const npm = await npmStart(port, hostEnv(port, dir, npmDefaults(dir)))
+    const npm = await npmStart(port, hostEnv(port, dir, {}))
     const { group } = npm
     try {
-      expect(updateChecked(dir), npm.output()).toBe(false)
+      expect(npm.updateChecked(), npm.output()).toBe(false)
       // npm's only child is node itself (the script execs the launcher, which execs node).
       const children = processTree(group).filter((pid) => pid !== group)
       expect(children.map((pid) => fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim()), npm.output()).toEqual(["node"])
@@ -332,10 +327,10 @@ describe("npm start under a process manager", () => {
     const port = await freePort()
     const dir = scratchDir("aigw-npm-relative-")
     fs.writeFileSync(path.join(dir, "aigw.json"), JSON.stringify({ PUBLIC_URL: "https://gateway.example.com" }))
-    const env = hostEnv(port, dir, { ...npmDefaults(dir), AIGW_CONFIG: "./aigw.json", AIGW_DATA_DIR: "./state", DATABASE_URL: "sqlite:./db/aigw.sqlite", MALLOC_ARENA_MAX: "4" })
+    const env = hostEnv(port, dir, { AIGW_CONFIG: "./aigw.json", AIGW_DATA_DIR: "./state", DATABASE_URL: "sqlite:./db/aigw.sqlite", MALLOC_ARENA_MAX: "4" })
     const npm = await npmStart(port, env, dir)
     try {
-      expect(updateChecked(dir), npm.output()).toBe(false)
+      expect(npm.updateChecked(), npm.output()).toBe(false)
       const [server] = processTree(npm.group).filter((pid) => pid !== npm.group)
       const environ = fs.readFileSync(`/proc/${server}/environ`, "utf8").split("\0")
       expect(environ.filter((v) => v.startsWith("MALLOC_")).sort()).toEqual(["MALLOC_ARENA_MAX=4", "MALLOC_MMAP_THRESHOLD_=131072"])
