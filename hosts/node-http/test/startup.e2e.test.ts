@@ -301,8 +301,7 @@ describe("npm start under a process manager", () => {
   // the server running as an orphan, still holding its port, instead of stopping gracefully.
   it("passes npm's SIGTERM on to the server, which stops gracefully and leaves no process behind", async () => {
     const port = await freePort()
-    const dir = scratchDir("aigw-npm-start-")
-    const npm = await npmStart(port, hostEnv(port, dir, {}))
+    const npm = await npmStart(port, hostEnv(port, scratchDir("aigw-npm-start-"), {}))
     const { group } = npm
     try {
       expect(npm.updateChecked(), npm.output()).toBe(false)
