@@ -33,12 +33,23 @@ const waitHealthy = async (url) => {
   fail(`${url}/v1/health did not answer 200 within 90 s`)
 }
 
-const chat = (url, apiKey) =>
+const chat = (url, apiKey, stream = false) =>
   fetch(`${url}/openai/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
-    body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Hello" }] })
+    body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Hello" }], ...(stream ? { stream } : {}) })
   })
+
+/**
+ * A stream through the image's node, whole: its finish chunk, then [DONE], then the end of the body. Node 22's
+ * response cork once put a stream's last events after the end of its body (hosts/node-http/test/node22.e2e.test.ts).
+ */
+const completeStream = async (url, apiKey) => {
+  const res = await chat(url, apiKey, true)
+  const data = (await res.text()).split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6))
+  const last = data.length > 1 ? JSON.parse(data.at(-2)) : undefined
+  return res.status === 200 && data.at(-1) === "[DONE]" && last?.choices?.[0]?.finish_reason === "stop"
+}
 
 const rssMb = (container) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(podman("exec", container, "cat", "/proc/1/status"))[1]) / 1024)
 
@@ -63,8 +74,12 @@ if (mode === "single") {
   const body = await res.json()
   check(res.status === 200 && typeof body.choices?.[0]?.message?.content === "string", `chat through the image: ${res.status} ${JSON.stringify(body).slice(0, 200)}`)
   for (let i = 0; i < 200; i++) await (await chat(base, apiKey)).arrayBuffer()
+  // Alone, and sixteen at once (under load a stream's writes are held for its end).
+  check(await completeStream(base, apiKey), "a stream through the image must end with its finish chunk and [DONE]")
+  const streams = await Promise.all(Array.from({ length: 16 }, () => completeStream(base, apiKey)))
+  check(streams.every(Boolean), `sixteen streams at once through the image must each be complete: ${streams.filter(Boolean).length} of 16 were`)
   check(fs.existsSync(path.join(dataDir, "aigw.sqlite")), "the SQLite database must live in the /data volume")
-  console.log(`image-check: runs as uid 1000 with HOST=0.0.0.0; PID 1 is node, with --single-threaded-gc on its one CPU; HEALTHCHECK passes; malloc_trim addon built; a chat call answers; data in /data; RSS ${idle} MB idle, ${rssMb(container)} MB after 201 calls`)
+  console.log(`image-check: runs as uid 1000 with HOST=0.0.0.0; PID 1 is node, with --single-threaded-gc on its one CPU; HEALTHCHECK passes; malloc_trim addon built; a chat call answers, streams end whole (alone and 16 at once); data in /data; RSS ${idle} MB idle, ${rssMb(container)} MB after 201 calls and 17 streams`)
 } else if (mode === "replicas") {
   const [one, two] = rest
   for (const url of [one, two, base]) await waitHealthy(url)

@@ -18,10 +18,10 @@ const bundle = path.join(root, "hosts/node-http/dist/aigw.mjs")
  * tsx as its loader, not under the tsx CLI: the CLI's wrapper relays a SIGTERM and SIGKILLs the server
  * (exit 143) when the server does not confirm it within 30 ms, which a busy machine's graceful shutdown can miss.
  */
-const hostCommand = (entry: string): [string, Array<string>] =>
+const hostCommand = (entry: string, node = process.execPath): [string, Array<string>] =>
   entry === main && process.env.AIGW_TEST_HOST !== "tsx"
-    ? [process.execPath, [bundle]]
-    : [process.execPath, ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href, entry]]
+    ? [node, [bundle]]
+    : [node, ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href, entry]]
 
 /** The command that runs the node host under test (the bundle, or its sources with AIGW_TEST_HOST=tsx). */
 export const nodeHostCommand = () => hostCommand(main)
@@ -68,11 +68,15 @@ export const hostEnv = (port: number, dataDir: string, env: Record<string, strin
   ...env
 })
 
-export const startServer = async (env: Record<string, string> = {}, options: { dataDir?: string; port?: number } = {}): Promise<RunningServer> => {
+/** `node`: the node binary the host runs on (by default the one running the tests). */
+export const startServer = async (
+  env: Record<string, string> = {},
+  options: { dataDir?: string; port?: number; node?: string } = {}
+): Promise<RunningServer> => {
   const port = options.port ?? (await freePort())
   const dataDir = options.dataDir ?? scratchDir("aigw-e2e-")
   let output = ""
-  const child = spawn(...hostCommand(main), {
+  const child = spawn(...hostCommand(main, options.node), {
     cwd: dataDir,
     env: hostEnv(port, dataDir, env),
     stdio: ["ignore", "pipe", "pipe"],

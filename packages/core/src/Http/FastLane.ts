@@ -15,6 +15,7 @@
  * hand-offs to other endpoints), and an invalid one is answered 400.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
+import type { Socket } from "node:net"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import * as HttpApp from "@effect/platform/HttpApp"
@@ -201,17 +202,22 @@ export const make = Effect.gen(function*() {
         // waits for the final chunk (totals, emitted once usage is recorded) and leaves with the end:
         // an answer that came in one upstream read leaves in one socket write. Alone, it leaves at
         // once, so its first byte does not wait for the usage record.
-        let corked = false
+        // The response's socket is corked, not the response: on Node 22 a corked response keeps a chunked
+        // body's writes in a buffer of its own, which `end` sends after the body's terminating chunk (the
+        // stream's last events and its [DONE] then came after its end). Node 20's response cork is the
+        // socket's. A response still queued behind a pipelined one has no socket: its writes wait anyway.
+        let corked: Socket | null = null
         let holding = false
         const flush = () => {
-          if (!corked || holding) return
-          corked = false
-          if (!res.writableEnded) res.uncork()
+          if (corked === null || holding) return
+          const socket = corked
+          corked = null
+          if (!res.writableEnded) socket.uncork()
         }
         const send = (text: string, flushWhen: (flush: () => void) => void) => {
-          if (!corked) {
-            res.cork()
-            corked = true
+          if (corked === null) {
+            corked = res.socket
+            corked?.cork()
           }
           res.write(text)
           flushWhen(flush)
