@@ -42,7 +42,7 @@ const chat = (url, apiKey, stream = false) =>
 
 /**
  * A stream through the image's node, whole: its finish chunk, then [DONE], then the end of the body. Node 22's
- * response cork once put a stream's last events after the end of its body (hosts/node-http/test/node22.e2e.test.ts).
+ * response cork once put a stream's last events after the end of its body (hosts/node-http/test/nodeVersions.e2e.test.ts).
  */
 const completeStream = async (url, apiKey) => {
   const res = await chat(url, apiKey, true)

@@ -410,8 +410,10 @@ describe("long-running jobs against vendor mocks", () => {
     const gold = await signUp(server, "ftgold")
     const admin = await adminToken(server)
     await call(server.url, "PUT", `/v1/admin/avatars/${gold.id}/plan`, { token: admin, body: { plan: "Gold" } })
-    // The upload fails once: the job waits for its retry, and the plan is lowered meanwhile.
-    openai.failNext(500, 1, "/files")
+    // The upload fails twice: the job waits for its retries (2 s, then 4 s more), and the plan is lowered
+    // meanwhile (each step checks it first). One failure left the lowering 2 s, which a loaded machine once
+    // took, and the job went on as Gold. The failure a quick lowering leaves unmet is dropped below.
+    openai.failNext(500, 2, "/files")
     const before = openai.requests.length
     const trainingData = [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }]
     const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: gold.apiKey, body: { baseModel: "gpt-5.5", trainingData } })
@@ -419,6 +421,7 @@ describe("long-running jobs against vendor mocks", () => {
     for (const deadline = Date.now() + 5_000; !openai.requests.slice(before).some((r) => r.path.endsWith("/files")) && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
     await call(server.url, "PUT", `/v1/admin/avatars/${gold.id}/plan`, { token: admin, body: { plan: "Free" } })
     const done = await waitDone(`/v1/fine-tuning/jobs/${res.body.result.jobId}`, 20_000, gold.apiKey)
+    openai.clearFailures()
     expect([done.status, done.error]).toEqual(["failed", "Model gpt-5.5 needs plan Gold or higher (yours: Free)."])
     expect(openai.requests.slice(before).filter((r) => r.method === "POST" && r.path.endsWith("/fine_tuning/jobs"))).toEqual([])
   })

@@ -305,9 +305,10 @@ describe("npm start under a process manager", () => {
     const { group } = npm
     try {
       expect(npm.updateChecked(), npm.output()).toBe(false)
-      // npm's only child is node itself (the script execs the launcher, which execs node).
+      // npm's only child is node itself (the script execs the launcher, which execs node). By its
+      // executable: Node 24 and later name their main thread (`comm`) node-MainThread.
       const children = processTree(group).filter((pid) => pid !== group)
-      expect(children.map((pid) => fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim()), npm.output()).toEqual(["node"])
+      expect(children.map((pid) => path.basename(fs.readlinkSync(`/proc/${pid}/exe`))), npm.output()).toEqual(["node"])
 
       process.kill(group, "SIGTERM")
       expect(await npm.exited, npm.output()).toBe(0)

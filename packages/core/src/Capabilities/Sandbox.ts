@@ -51,8 +51,16 @@ export interface RunOutcome {
 const LOAD_MS = 30_000
 /** CPU seconds a sandbox process may use in all (a backstop behind the wall-clock kill). */
 const CPU_SECONDS = 90
-/** Address space the Node runtime itself reserves, added to the memory limit. */
-const RUNTIME_ADDRESS_SPACE_MB = 1024
+/**
+ * Address space the interpreters and document readers map as they load, beyond the bare runtime's
+ * (WebAssembly code, Pyodide's standard library): with the memory limit, what a program gets.
+ */
+const LOADING_ADDRESS_SPACE_MB = 320
+/**
+ * The bare runtime's when it cannot be measured (no /proc): the largest measured, Node 24's and 26's
+ * (about 1.25 GiB; Node 20's and 22's about 0.7 GiB).
+ */
+const FALLBACK_RUNTIME_ADDRESS_SPACE_MB = 1280
 const MB = 1024 * 1024
 
 interface Runtime {
@@ -162,14 +170,31 @@ const nodeFlags = (runtime: Runtime, memoryMb: number) => {
   ]
 }
 
+/**
+ * The address space a bare sandbox runtime maps before it runs anything (`VmSize`, with the
+ * sandbox's flags), in MB. Node reserves it up front, and how much differs between versions by
+ * half a gigabyte (V8's tables), so a fixed allowance either left Node 24 and later no room to load
+ * Pyodide or gave programs on Node 20 and 22 half a gigabyte past their limit.
+ */
+const runtimeAddressSpaceMb = (flags: ReadonlyArray<string>): number => {
+  const probe = spawnSync(process.execPath, [
+    ...flags,
+    "--allow-fs-read=/proc/self/status",
+    "-e",
+    'process.stdout.write(require("fs").readFileSync("/proc/self/status", "utf8").match(/^VmSize:\\s*(\\d+) kB/m)?.[1] ?? "")'
+  ], { stdio: "pipe", timeout: 10_000, env: {} })
+  const kB = Number(String(probe.stdout ?? ""))
+  return probe.status === 0 && Number.isSafeInteger(kB) && kB > 0 ? Math.ceil(kB / 1024) : FALLBACK_RUNTIME_ADDRESS_SPACE_MB
+}
+
 const SHELL = "/bin/sh"
 
 /**
  * The shell program that sets the OS limits (soft and hard) and execs its arguments. One limit per
  * `ulimit`: dash takes one option at a time. Sizes in KiB, as both dash and bash read them.
  */
-const ulimits = (memoryMb: number) =>
-  [`-v ${(RUNTIME_ADDRESS_SPACE_MB + memoryMb) * 1024}`, `-t ${CPU_SECONDS}`, "-n 64", "-f 0", "-c 0"].map((l) => `ulimit ${l}`).join(" && ") + ' && exec "$@"'
+const ulimits = (addressSpaceMb: number) =>
+  [`-v ${addressSpaceMb * 1024}`, `-t ${CPU_SECONDS}`, "-n 64", "-f 0", "-c 0"].map((l) => `ulimit ${l}`).join(" && ") + ' && exec "$@"'
 
 /** bubblewrap's arguments: an empty root with the system libraries, Node and the runtime, read-only. */
 const bwrapArgs = (runtime: Runtime) => {
@@ -210,8 +235,10 @@ export const makeLauncher = (mode: SandboxMode, memoryMb: number): Launcher | { 
   if (mode === "off") return { unavailable: "Code execution is switched off (AIGW_SANDBOX=off)." }
   const runtime = locateRuntime()
   if (runtime.missing.includes("the sandbox runner")) return { unavailable: "The sandbox runner (code execution, PDF and DOCX documents) is not part of this deployment." }
-  const limits = fs.existsSync(SHELL) ? [SHELL, "-c", ulimits(memoryMb), "sandbox-limits"] : []
   const flags = nodeFlags(runtime, memoryMb)
+  const limits = fs.existsSync(SHELL)
+    ? [SHELL, "-c", ulimits(runtimeAddressSpaceMb(flags) + LOADING_ADDRESS_SPACE_MB + memoryMb), "sandbox-limits"]
+    : []
   const plain = (language: SandboxLanguage) => [...flags, runtime.runner, language, JSON.stringify(runtime.modules)]
   let isolation: Isolation = "process"
   let bwrap: { args: Array<string>; node: string; file: string } | undefined

@@ -70,6 +70,8 @@ export interface JobMock<O extends JobMockOptions = JobMockOptions> {
   configure(options: Partial<O>): void
   /** answers the next `times` requests (to a path ending in `path`, when given, optionally after its method: "POST /batches") with HTTP `status` and the vendor's error body */
   failNext(status: number, times?: number, path?: string): void
+  /** drops the failures `failNext` queued that no request has met yet */
+  clearFailures(): void
   close(): Promise<void>
 }
 
@@ -167,6 +169,7 @@ export const startServer = async (
     failNext: (status, times = 1, path) => {
       for (let i = 0; i < times; i++) failures.push({ status, path })
     },
+    clearFailures: () => void failures.splice(0),
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()))

@@ -1,24 +1,37 @@
 /**
- * The node host's bundle on Node 22, the runtime of the container image (Dockerfile) and of the Lambda
- * template, where node's HTTP server differs from Node 20's: a corked response keeps a chunked body's
- * writes in a buffer of its own, and `end` sends the body's terminating chunk before that buffer. A
- * stream that corked its response lost what came last (its finish chunk and [DONE]) past the end of
- * its body, and under load, when a stream's writes are held for its end, everything after its first
- * event. The streams are checked on the wire: every byte inside the chunked body, nothing after it.
+ * The node host's bundle on the Node versions it is deployed on besides Node 20, which runs the tests:
+ * Node 22, the runtime of the container image (Dockerfile) and of the Lambda template, and Node 24, the
+ * current LTS line the README recommends.
+ *
+ * - Node 22's HTTP server differs from Node 20's: a corked response keeps a chunked body's writes in a
+ *   buffer of its own, and `end` sends the body's terminating chunk before that buffer. A stream that
+ *   corked its response lost what came last (its finish chunk and [DONE]) past the end of its body, and
+ *   under load, when a stream's writes are held for its end, everything after its first event. The
+ *   streams are checked on the wire: every byte inside the chunked body, nothing after it.
+ * - Node 24's runtime maps about half a gigabyte more address space before it runs anything (V8's
+ *   tables), and a sandbox's address-space limit sized for Node 20 left no room to load Pyodide: every
+ *   Python run crashed. The sandbox runs code there, and a program past its memory limit gets its own
+ *   memory error.
  *
  * On PostgreSQL: the SQLite driver in node_modules is built for the node that runs the tests.
- * `.ci/run` installs Node 22 (AIGW_TEST_NODE22) and PostgreSQL; without either the suite is skipped
- * locally, and CI fails without them.
+ * `.ci/run` installs both versions (AIGW_TEST_NODE22, AIGW_TEST_NODE24) and PostgreSQL; without them the
+ * suites are skipped locally, and CI fails without them.
  */
+import * as fs from "node:fs"
 import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { signUp, type TestAvatar } from "./support/accounts.ts"
-import { type RunningServer, startServer } from "./support/server.ts"
+import { call, type RunningServer, startServer } from "./support/server.ts"
 
-const node22 = process.env.AIGW_TEST_NODE22
-if (!node22 && process.env.CI) throw new Error("AIGW_TEST_NODE22 is not set: CI must run the node host's bundle on Node 22")
+const versions = [
+  { major: 22, node: process.env.AIGW_TEST_NODE22 },
+  { major: 24, node: process.env.AIGW_TEST_NODE24 }
+]
+for (const { major, node } of versions) {
+  if (!node && process.env.CI) throw new Error(`AIGW_TEST_NODE${major} is not set: CI must run the node host's bundle on Node ${major}`)
+}
 
 /** One request on its own connection (closed after the answer): the answer's head and its body's raw bytes. */
 const exchange = (port: number, path: string, headers: Record<string, string>, body: string) =>
@@ -73,7 +86,11 @@ const expectCompleteChat = (sse: string) => {
   expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe(TEXT)
 }
 
-describe.skipIf(!node22 || !hasPg)("the node host on Node 22", () => {
+describe.each(versions)("the node host on Node $major", ({ major, node }) => {
+  if (!node || !hasPg) {
+    it.skip(`needs AIGW_TEST_NODE${major} and PostgreSQL`, () => {})
+    return
+  }
   let server: RunningServer
   /** The same gateway (database and data directory) with AIGW_FAST_LANE=false: the Effect route's streams. */
   let routeServer: RunningServer
@@ -85,9 +102,9 @@ describe.skipIf(!node22 || !hasPg)("the node host on Node 22", () => {
     openai = await startOpenAiMock({ apiKey: "sk-openai", chunkDelayMs: 0 })
     openai.setScenario({ kind: "text", text: TEXT, pieces: 8, usage: { prompt: 5, completion: 8 } })
     const env = { OPENAI_API_KEY: "sk-openai", OPENAI_BASE_URL: openai.url, DATABASE_URL: await freshPgDatabase() }
-    server = await startServer(env, { node: node22! })
-    routeServer = await startServer({ ...env, AIGW_FAST_LANE: "false" }, { node: node22!, dataDir: server.dataDir })
-    user = await signUp(server, "node22")
+    server = await startServer(env, { node })
+    routeServer = await startServer({ ...env, AIGW_FAST_LANE: "false" }, { node, dataDir: server.dataDir })
+    user = await signUp(server, `node${major}`)
   })
   afterAll(async () => {
     await routeServer?.stop()
@@ -146,5 +163,22 @@ describe.skipIf(!node22 || !hasPg)("the node host on Node 22", () => {
     const { after, data } = dechunk(body)
     expect(after).toBe("")
     expectCompleteChat(data)
+  })
+
+  it("runs code in the sandbox, and a program past its memory limit gets its own memory error", { timeout: 90_000 }, async () => {
+    // The server is that node, whose sandboxes run on it (process.execPath).
+    expect(fs.realpathSync(`/proc/${server.child.pid}/exe`)).toBe(fs.realpathSync(node))
+    const run = async (language: string, code: string) => {
+      const answer = await call(server.url, "POST", "/v1/code/execute", { body: { language, code, timeoutMs: 30_000 }, token: user.token })
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200)
+      return answer.body.result
+    }
+    expect(await run("python", "print(6 * 7)")).toMatchObject({ exitCode: 0, stdout: "42", error: null })
+    expect(await run("javascript", "6 * 7")).toMatchObject({ exitCode: 0, result: "42", error: null })
+    // Room to work (the default limit is 256 MB), and a bomb refused by Python itself, not a crash.
+    expect(await run("python", "b = bytearray(64 * 1024 * 1024); print(len(b))")).toMatchObject({ exitCode: 0, stdout: "67108864" })
+    const bomb = await run("python", "b = bytearray(512 * 1024 * 1024); print(len(b))")
+    expect(bomb).toMatchObject({ exitCode: 1, stdout: "" })
+    expect(bomb.error).toMatch(/MemoryError/)
   })
 })
