@@ -171,10 +171,17 @@ export const sandboxRefusals = registry.counter("aigw_sandbox_refusals_total", "
 export const jobsBacklog = registry.gauge("aigw_jobs_backlog", "Jobs not finished yet (queued or running), read from storage on scrape.")
 export const webhooksBacklog = registry.gauge("aigw_webhooks_backlog", "Webhook deliveries still pending, read from storage on scrape.")
 
-/** Records one answered HTTP request (`route` is the template). */
+/** The methods counted by name; any other is counted as "other". */
+const NAMED_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+
+/**
+ * Records one answered HTTP request (`route` is the template). A method outside NAMED_METHODS is "other": a
+ * Lambda event may carry any token as its method, and each would be a series of its own, kept for the process's life.
+ */
 export const recordRequest = (route: string, method: string, status: number, seconds: number) => {
-  httpRequests.inc([route, method, statusText(status)])
-  httpDuration.observe(seconds, [route, method])
+  const counted = NAMED_METHODS.has(method) ? method : "other"
+  httpRequests.inc([route, counted, statusText(status)])
+  httpDuration.observe(seconds, [route, counted])
 }
 
 const statusTexts = new Map<number, string>()

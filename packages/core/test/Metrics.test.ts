@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import * as Metrics from "../src/Metrics.ts"
 import { CONTENT_TYPE, Registry } from "../src/Metrics.ts"
 import * as RequestId from "../src/RequestId.ts"
 
@@ -82,6 +83,18 @@ describe("Metrics", () => {
     for (let i = 0; i < 1_000_000; i++) c.inc(labels)
     expect(c.get(labels)).toBe(1_000_000)
     expect(performance.now() - started).toBeLessThan(2000)
+  })
+})
+
+describe("the HTTP request metrics", () => {
+  it("count a method outside the standard ones as other: a method never seen adds no series", () => {
+    const series = () => [...samples(Metrics.registry.render()).keys()].filter((k) => k.startsWith("aigw_http_requests_total{"))
+    Metrics.recordRequest("unmatched", "POST", 404, 0.001)
+    for (let i = 0; i < 100; i++) Metrics.recordRequest("unmatched", `X-METHOD-${i}`, 404, 0.001)
+    const counted = samples(Metrics.registry.render())
+    expect(counted.get('aigw_http_requests_total{route="unmatched",method="other",status="404"}')).toBeGreaterThanOrEqual(100)
+    expect(counted.get('aigw_http_requests_total{route="unmatched",method="POST",status="404"}')).toBeGreaterThanOrEqual(1)
+    expect(series().some((k) => k.includes("X-METHOD"))).toBe(false)
   })
 })
 

@@ -80,12 +80,26 @@ const importAjv = async () => {
   )
   // ajv is CommonJS: under NodeNext its class is the module's `default` export.
   const Ajv = AjvModule.default.default
-  return new Ajv({ allErrors: true, strict: false, code: { regExp: linearRegExp } })
+  const options = { allErrors: true, strict: false, code: { regExp: linearRegExp } }
+  // Checks callers' schemas against JSON Schema's meta-schema, which it compiles once; it keeps no caller's schema.
+  const checker = new Ajv(options)
+  return {
+    /** Why `schema` is not a valid JSON Schema, or undefined. */
+    problem: (schema: Record<string, unknown>): string | undefined => (checker.validateSchema(schema) ? undefined : `schema is invalid: ${checker.errorsText(checker.errors)}`),
+    /**
+     * A validator of a checked schema, from an ajv of its own: ajv keeps what it compiled (the validator's code,
+     * the schema, its patterns, its nested `$id`s) past `removeSchema`, so one shared instance grew with every
+     * extraction a caller sent a new schema to.
+     */
+    compile: (schema: Record<string, unknown>) => new Ajv({ ...options, validateSchema: false, addUsedSchema: false }).compile(schema)
+  }
 }
 
-type Ajv = Awaited<ReturnType<typeof importAjv>>
+type SchemaCompiler = Awaited<ReturnType<typeof importAjv>>
 /** ajv, imported once (a failed import is retried by the next caller). */
 const ajv = once(importAjv)
+/** The schema compiler, importing ajv on the first call. */
+export const loadSchemaCompiler = ajv.get
 /** ajv if it was imported already: the fast lane plans synchronously and leaves the first extraction to the route. */
 export const ajvIfLoaded = ajv.current
 
@@ -111,7 +125,7 @@ const holdsMoreThan = (value: unknown, limit: number): boolean => {
  * The caller's JSON Schema compiled: a validator, a 400 when it is invalid or larger than MAX_SCHEMA_NODES
  * values (compiling grows faster than the schema: docs/security.md), a 422 for a pattern the engine refuses.
  */
-export const compileSchema = (ajv: Ajv, schema: Record<string, unknown>) => {
+export const compileSchema = (compiler: SchemaCompiler, schema: Record<string, unknown>) => {
   // The task asks the model for one JSON object: a schema of another type could never be answered (a 502 for a
   // right answer, counted), so it is refused before the call.
   const type = schema.type
@@ -122,14 +136,13 @@ export const compileSchema = (ajv: Ajv, schema: Record<string, unknown>) => {
     return new BadRequest({ message: `schema holds more than ${MAX_SCHEMA_NODES} values (keywords, properties and the values they hold); send a smaller JSON Schema` })
   }
   try {
-    return ajv.compile(schema)
+    const problem = compiler.problem(schema)
+    if (problem !== undefined) return new BadRequest({ message: `schema is not a valid JSON Schema: ${problem}` })
+    return compiler.compile(schema)
   } catch (e) {
     return e instanceof UnsupportedPattern
       ? new Unprocessable({ message: e.message })
       : new BadRequest({ message: `schema is not a valid JSON Schema: ${(e as Error).message}` })
-  } finally {
-    // Callers' schemas must not pile up in ajv's cache, nor share `$id`s across callers.
-    ajv.removeSchema(schema)
   }
 }
 export type SchemaValidator = Exclude<ReturnType<typeof compileSchema>, BadRequest | Unprocessable>
@@ -249,7 +262,7 @@ const makeService = Effect.gen(function*() {
 
   /** The caller's schema compiled (after importing ajv on the first extraction). */
   const validatorOf = (schema: Record<string, unknown>) =>
-    Effect.flatMap(Effect.promise(ajv.get), (loaded) => {
+    Effect.flatMap(Effect.promise(loadSchemaCompiler), (loaded) => {
       const compiled = compileSchema(loaded, schema)
       return compiled instanceof BadRequest || compiled instanceof Unprocessable ? Effect.fail(compiled) : Effect.succeed(compiled)
     })

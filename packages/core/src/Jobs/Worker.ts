@@ -275,7 +275,9 @@ export const continuously = <A, E, R>(
   idleMs: number
 ) =>
   Effect.scoped(Effect.gen(function*() {
-    const freed = yield* Queue.unbounded<void>()
+    // A slot freed while the loop was not waiting for one needs no token: one kept is enough to wake a wait
+    // (the loop looks at `busy` again), where an unbounded queue kept one per item for the process's life.
+    const freed = yield* Queue.sliding<void>(1)
     let busy = 0
     const settle = Effect.suspend(() => {
       busy--

@@ -11,7 +11,7 @@ import { Context, Effect, Layer } from "effect"
 
 export const SEND_LIMIT = 3
 
-/** Expired counter windows are deleted once every this many `tryCount` calls (per process). */
+/** Ended windows (`tryCount`) and keys whose last event left the window (`tryRecord`) are deleted once every this many calls (per process). */
 export const PRUNE_EVERY = 500
 
 export interface Counted {
@@ -51,6 +51,7 @@ export const makeMemory = Effect.sync((): SendLimitStoreService => {
   return {
     tryRecord: (key, now, windowMs) =>
       Effect.sync(() => {
+        if (++calls % PRUNE_EVERY === 0) for (const [k, times] of slots) if (!(times.at(-1)! > now - windowMs)) slots.delete(k)
         const last = slots.get(key) ?? []
         if (last.length >= SEND_LIMIT && last[last.length - SEND_LIMIT]! > now - windowMs) return false
         slots.set(key, [...last, now].slice(-SEND_LIMIT))

@@ -1,4 +1,6 @@
 import { Duration, Effect, Fiber, Layer, Logger, Option, TestClock, TestContext } from "effect"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import { describe, expect, it } from "vitest"
 import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
 import { BadRequest } from "../../src/Errors.ts"
@@ -109,6 +111,33 @@ describe("continuous work", () => {
     // Two at first; each of the first two items freed its slot after 30 ms and was replaced at once, one at a time.
     expect(asked).toEqual([2, 1, 1])
   })
+
+  it("keeps nothing of the items it worked: 100,000 on a loop whose slots never all fill leave the heap as it was", async () => {
+    v8.setFlagsFromString("--expose-gc")
+    const gc = vm.runInNewContext("gc") as () => void
+    let next = 0
+    let stop = 0
+    // One item per look, after the items forked before have run: each is done before the slots fill.
+    const claim = () => Effect.as(Effect.yieldNow(), next < stop ? [next++] : [])
+    const run = (items: number) =>
+      Effect.gen(function*() {
+        stop = next + items
+        const loop = yield* Effect.fork(Worker.continuously(claim, () => Effect.void, 4, 0))
+        while (next < stop) yield* Effect.sleep(5)
+        return loop
+      })
+    const heap = () => (gc(), gc(), process.memoryUsage().heapUsed)
+    await Effect.runPromise(Effect.gen(function*() {
+      const warm = yield* run(5_000)
+      const before = heap()
+      yield* Fiber.interrupt(warm)
+      const loop = yield* run(100_000)
+      const grownMb = (heap() - before) / 1048576
+      yield* Fiber.interrupt(loop)
+      // A token per item (an unbounded queue) kept about 5 MB here.
+      expect(grownMb).toBeLessThan(2)
+    }))
+  }, 60_000)
 })
 
 describe("the job worker's claims", () => {

@@ -13,7 +13,7 @@ import { Metering } from "../../src/Storage/Metering.ts"
 import { type AvatarRecord, AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import { MailOutboxStore } from "../../src/Storage/MailOutboxStore.ts"
 import { OneTimeTokenStore } from "../../src/Storage/OneTimeTokenStore.ts"
-import { SendLimitStore } from "../../src/Storage/SendLimitStore.ts"
+import { PRUNE_EVERY, SendLimitStore } from "../../src/Storage/SendLimitStore.ts"
 import type { Stores } from "../../src/Storage/Stores.ts"
 import { UsageStore } from "../../src/Storage/UsageStore.ts"
 
@@ -325,6 +325,26 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown> | L
             { concurrency: "unbounded" }
           )
           assert.strictEqual(results.filter(Boolean).length, 3)
+        }))
+
+      it.effect("send limit: forgets the keys whose last event left the window, which admit as new ones", () =>
+        Effect.gen(function*() {
+          const limits = yield* SendLimitStore
+          const hour = 3_600_000
+          const t0 = Date.now()
+          const old = Array.from({ length: 3 }, () => `old_${unique()}`)
+          for (const key of old) for (let i = 0; i < 3; i++) assert.isTrue(yield* limits.tryRecord(key, t0 + i, hour))
+          const recent = `recent_${unique()}`
+          for (let i = 0; i < 3; i++) assert.isTrue(yield* limits.tryRecord(recent, t0 + 2 * hour, hour))
+          // Enough calls for one pruning round, an hour after the old keys' last event.
+          for (let i = 0; i < PRUNE_EVERY; i++) yield* limits.tryRecord(`fresh_${unique()}`, t0 + 2 * hour + 1, hour)
+          const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
+          if (Option.isSome(sql)) {
+            const rows = yield* sql.value<{ key: string }>`SELECT key FROM send_limits WHERE key IN ${sql.value.in([...old, recent])}`
+            assert.deepStrictEqual(rows.map((r) => r.key), [recent], "only the key inside its window is kept")
+          }
+          for (const key of old) assert.isTrue(yield* limits.tryRecord(key, t0 + 2 * hour + 2, hour))
+          assert.isFalse(yield* limits.tryRecord(recent, t0 + 2 * hour + 2, hour), "a key inside its window still counts")
         }))
 
       it.effect("counted limit: up to the limit per window, taking back only within that window", () =>

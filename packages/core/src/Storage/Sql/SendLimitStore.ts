@@ -7,14 +7,16 @@ export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   let calls = 0
   const prune = (now: number) => sql`DELETE FROM limit_windows WHERE expires_at <= ${now}`.pipe(Effect.asVoid)
+  // A row whose newest instant left the window admits as a missing row does.
+  const pruneRecords = (now: number, windowMs: number) => sql`DELETE FROM send_limits WHERE t3 IS NULL OR t3 <= ${now - windowMs}`.pipe(Effect.asVoid)
   return SendLimitStore.of({
     // t1..t3 are the last three instants, oldest first. The upsert shifts them only when the
     // oldest is outside the window; PostgreSQL re-checks the WHERE under the row lock.
     tryRecord: (key, now, windowMs) =>
-      sql`INSERT INTO send_limits (key, t1, t2, t3) VALUES (${key}, NULL, NULL, ${now})
+      (++calls % PRUNE_EVERY === 0 ? pruneRecords(now, windowMs) : Effect.void).pipe(Effect.zipRight(sql`INSERT INTO send_limits (key, t1, t2, t3) VALUES (${key}, NULL, NULL, ${now})
           ON CONFLICT (key) DO UPDATE SET t1 = send_limits.t2, t2 = send_limits.t3, t3 = excluded.t3
           WHERE send_limits.t1 IS NULL OR send_limits.t1 <= ${now - windowMs}
-          RETURNING key`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+          RETURNING key`), Effect.map((rows) => rows.length > 0), Effect.orDie),
     // The instant leaves its place and the older ones move up into it (every right-hand side reads
     // the row as it was); the oldest place is left empty.
     unrecord: (key, at) =>
