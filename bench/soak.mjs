@@ -15,6 +15,7 @@
  * A structure keyed by such values and never evicted grows the live heap phase after phase; the report
  * gives the growth per 100,000 requests between the first phase (everything warm) and the last. The run
  * fails (exit 1) when that exceeds SOAK_MAX_GROWTH_MB [4] or a request gets no answer or another status than its kind expects.
+ * SOAK_SNAPSHOTS=1 adds heap snapshots after the first phase and the last, and lists what grew between them.
  * Figures and the latest run: docs/performance.md, "The soak run".
  */
 import { spawn } from "node:child_process"
@@ -116,8 +117,10 @@ const inspect = async () => {
     await new Promise((r, j) => (ws.once("open", r), ws.once("error", j)))
     let id = 0
     const pending = new Map()
+    const chunks = []
     ws.on("message", (m) => {
       const d = JSON.parse(m)
+      if (d.method === "HeapProfiler.addHeapSnapshotChunk") chunks.push(d.params.chunk)
       pending.get(d.id)?.(d)
       pending.delete(d.id)
     })
@@ -127,6 +130,12 @@ const inspect = async () => {
         ws.send(JSON.stringify({ id, method, params }))
       })
     inspector.close = () => ws.close()
+    /** A heap snapshot (after a collection), parsed. */
+    inspector.snapshot = async () => {
+      chunks.length = 0
+      await inspector("HeapProfiler.takeHeapSnapshot", { reportProgress: false })
+      return JSON.parse(chunks.join(""))
+    }
   }
   return inspector
 }
@@ -140,6 +149,24 @@ const measure = async () => {
   const r = await call("Runtime.evaluate", { expression: "JSON.stringify(process.memoryUsage())", returnByValue: true })
   const m = JSON.parse(r.result.result.value)
   return { heapMb: m.heapUsed / 1048576, externalMb: m.external / 1048576, rssMb: status("VmRSS"), hwmMb: status("VmHWM") }
+}
+
+/** A heap snapshot's objects by type and constructor (or string, code, ...): count and bytes. */
+const census = (snapshot) => {
+  const { node_fields: fields, node_types: [types] } = snapshot.snapshot.meta
+  const [typeAt, nameAt, sizeAt, step] = [fields.indexOf("type"), fields.indexOf("name"), fields.indexOf("self_size"), fields.length]
+  const out = new Map()
+  const nodes = snapshot.nodes
+  for (let i = 0; i < nodes.length; i += step) {
+    const type = types[nodes[i + typeAt]]
+    // Strings and code by kind only: their "names" are their text.
+    const key = type === "object" || type === "closure" || type === "native" ? `${type} ${snapshot.strings[nodes[i + nameAt]]}` : type
+    const c = out.get(key) ?? { count: 0, bytes: 0 }
+    c.count++
+    c.bytes += nodes[i + sizeAt]
+    out.set(key, c)
+  }
+  return out
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -225,6 +252,9 @@ const drive = async (ms) => {
 
 // ---------------------------------------------------------------------------------------------------
 
+// SOAK_SNAPSHOTS=1: heap snapshots after the first phase and the last, and what grew between them.
+const snapshots = process.env.SOAK_SNAPSHOTS === "1"
+const censuses = []
 const rows = []
 await drive(5_000)
 rows.push({ phase: "warm-up (5 s)", requests: 0, ...(await measure()) })
@@ -233,6 +263,7 @@ for (let p = 1; p <= phases; p++) {
   const n = await drive(seconds * 1000)
   total += n
   rows.push({ phase: `${p}`, requests: total, ...(await measure()) })
+  if (snapshots && (p === 1 || p === phases)) censuses.push(census(await (await inspect()).snapshot()))
   const r = rows.at(-1)
   log(`phase ${p}: ${n} requests; live heap ${r.heapMb.toFixed(1)} MB, external ${r.externalMb.toFixed(1)} MB, RSS ${r.rssMb.toFixed(0)} MB (peak ${r.hwmMb.toFixed(0)})`)
 }
@@ -245,6 +276,12 @@ const growthPer100k = ((last.heapMb + last.externalMb - first.heapMb - first.ext
 console.log(`\n| after phase | requests | live heap MB | external MB | RSS MB | peak RSS MB |\n|---|---:|---:|---:|---:|---:|`)
 for (const r of rows) console.log(`| ${r.phase} | ${r.requests.toLocaleString("en")} | ${r.heapMb.toFixed(1)} | ${r.externalMb.toFixed(1)} | ${r.rssMb.toFixed(0)} | ${r.hwmMb.toFixed(0)} |`)
 console.log(`\nlive heap + external, phase 1 to ${phases}: ${growthPer100k >= 0 ? "+" : ""}${growthPer100k.toFixed(2)} MB per 100,000 requests (limit ${maxGrowthMb})`)
+if (censuses.length === 2) {
+  const [a, b] = censuses
+  const grown = [...b].map(([k, v]) => ({ k, count: v.count - (a.get(k)?.count ?? 0), bytes: v.bytes - (a.get(k)?.bytes ?? 0) }))
+  console.log(`\nWhat grew from phase 1 to ${phases} (heap snapshots), the 25 largest:\n\n| objects | count | bytes |\n|---|---:|---:|`)
+  for (const g of grown.sort((x, y) => y.bytes - x.bytes).slice(0, 25)) console.log(`| ${g.k.replace(/\|/g, "\\|").slice(0, 80)} | ${g.count} | ${g.bytes} |`)
+}
 console.log(`\n| request | answered | count |\n|---|---|---:|`)
 for (const [k, v] of [...counts].sort()) console.log(`| ${k.replace(/: (\S+)$/, " | $1")} | ${v.toLocaleString("en")} |`)
 const failed = growthPer100k > maxGrowthMb || problems.length > 0
