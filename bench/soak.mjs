@@ -60,11 +60,16 @@ const start = (argv, env, ready) =>
   new Promise((resolve, reject) => {
     const child = spawn(argv[0], argv.slice(1), { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true })
     groups.push(child.pid)
+    // The output's last 64 KB: what it said at start, on SIGUSR1, or before it exited (the access log may run on).
     let out = ""
+    let started = false
     const onData = (d) => {
-      out += d
-      const m = ready.exec(out)
-      if (m) resolve({ child, match: m, output: () => out })
+      out = (out + d).slice(-65_536)
+      const m = started ? null : ready.exec(out)
+      if (m) {
+        started = true
+        resolve({ child, match: m, output: () => out })
+      }
     }
     child.stdout.on("data", onData)
     child.stderr.on("data", onData)
@@ -224,8 +229,9 @@ const kinds = [
   [2, "malformed body", [400], () => ({ route: chat, headers: key, body: `{"model":"gpt-4o-mini","messages":[${unique()}` })],
   [2, "unknown field on /v1/complete", [400], () => ({ route: "/v1/complete", headers: key, body: json({ messages: chatBody.messages, [`x_${unique()}`]: 1 }) })],
   [2, "unknown path", [404], () => ({ method: "GET", route: `/v1/${unique()}?q=${unique()}`, headers: key })],
-  // The envelope's isError says the login failed (avatar-api.md), with 200 or 401 as the status.
-  [1, "login, unknown user", [200, 401], () => ({ route: "/api/avatar/authenticate", body: json({ username: `u${unique()}`, password: "wrong password 1" }) })],
+  // The envelope's isError says the login failed (avatar-api.md), with 200 or 401 as the status; 429 once an
+  // address passed AIGW_LOGIN_MAX_FAILURES_PER_ADDRESS in a window (a long run).
+  [1, "login, unknown user", [200, 401, 429], () => ({ route: "/api/avatar/authenticate", body: json({ username: `u${unique()}`, password: "wrong password 1" }) })],
   [1, "embeddings", [200], () => ({ route: "/v1/embeddings", headers: key, body: json({ provider: "openai", model: "text-embedding-3-small", texts: [unique()] }) })],
   // Stateless MCP: a batch of initialize (a client never seen before) and a tool call.
   [1, "MCP: initialize and a tool call", [200], () => ({
