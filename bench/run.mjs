@@ -39,12 +39,12 @@
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { nodeLauncher, parseAssignments, startEnvironment, startNodeOptions } from "../scripts/node-options.mjs"
 import { cpuSlice } from "./lib/cpu-slice.mjs"
+import { freePort } from "./lib/ports.mjs"
 
 const bench = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(bench, "..")
@@ -265,15 +265,6 @@ const stopGroup = async (group) => {
   }
   groups.delete(group)
 }
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = net.createServer()
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
 
 /** Runs a client (wrk, stream client) pinned to the client CPUs; resolves with its stdout. */
 const runClient = (argv, envExtra = {}) =>

@@ -33,6 +33,7 @@ import { fileURLToPath } from "node:url"
 import WebSocket from "ws"
 import { nodeLauncher, startEnvironment, startNodeOptions } from "../scripts/node-options.mjs"
 import { createApiKey } from "./lib/aigw-account.mjs"
+import { freePort } from "./lib/ports.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const phases = Number(process.env.SOAK_PHASES ?? 4)
@@ -80,12 +81,7 @@ const upstream = await start(["node", path.join(root, "bench/lib/mock-upstream.m
 const upBase = `http://127.0.0.1:${upstream.match[1]}`
 const dataDir = path.join(tmp, "data")
 fs.mkdirSync(dataDir)
-const port = await new Promise((r) => {
-  const s = http.createServer().listen(0, "127.0.0.1", () => {
-    const p = s.address().port
-    s.close(() => r(p))
-  })
-})
+const port = await freePort()
 const base = `http://127.0.0.1:${port}`
 // As `npm start` starts node, with the inspector's port chosen at activation (SIGUSR1), not opened at start.
 const gateway = await start(
