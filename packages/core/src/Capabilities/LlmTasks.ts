@@ -96,12 +96,12 @@ const importAjv = async () => {
 }
 
 type SchemaCompiler = Awaited<ReturnType<typeof importAjv>>
-/** ajv, imported once (a failed import is retried by the next caller). */
-const ajv = once(importAjv)
+/** The schema compiler, with ajv imported once (a failed import is retried by the next caller). */
+const schemaCompiler = once(importAjv)
 /** The schema compiler, importing ajv on the first call. */
-export const loadSchemaCompiler = ajv.get
-/** ajv if it was imported already: the fast lane plans synchronously and leaves the first extraction to the route. */
-export const ajvIfLoaded = ajv.current
+export const loadSchemaCompiler = schemaCompiler.get
+/** The schema compiler if ajv was imported already: the fast lane plans synchronously and leaves the first extraction to the route. */
+export const schemaCompilerIfLoaded = schemaCompiler.current
 
 /** The most values (objects, arrays and what they hold) a caller's JSON Schema may have: ajv compiles it to code on every call. */
 export const MAX_SCHEMA_NODES = 2_000

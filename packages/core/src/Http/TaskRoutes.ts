@@ -7,7 +7,7 @@
 import { type Context, Effect, Schema } from "effect"
 import * as Guardrails from "../Capabilities/Guardrails.ts"
 import type { CompletionResult } from "../Capabilities/Completions.ts"
-import { ajvIfLoaded, answers, compileSchema, IsoLanguage, LlmTasks, type Task, taskInput, tasks } from "../Capabilities/LlmTasks.ts"
+import { answers, compileSchema, IsoLanguage, LlmTasks, schemaCompilerIfLoaded, type Task, taskInput, tasks } from "../Capabilities/LlmTasks.ts"
 import * as Rerank from "../Capabilities/Rerank.ts"
 import * as Translation from "../Capabilities/Translation.ts"
 import { type GatewayError, UpstreamFailed } from "../Errors.ts"
@@ -103,9 +103,9 @@ const llmTask = <B, A>(
 
 /** Extraction on the lane once ajv was imported (the route imports it on the first extraction); the schema's refusals first, as in the route's check. */
 const extractAnswer = (_services: LaneServices, body: typeof ExtractBody.Type) => {
-  const ajv = ajvIfLoaded()
-  if (ajv === undefined) return undefined
-  const validate = compileSchema(ajv, body.schema)
+  const compiler = schemaCompilerIfLoaded()
+  if (compiler === undefined) return undefined
+  const validate = compileSchema(compiler, body.schema)
   return typeof validate === "function" ? answers.extract(validate) : validate
 }
 

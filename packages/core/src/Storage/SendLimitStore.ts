@@ -11,7 +11,7 @@ import { Context, Effect, Layer } from "effect"
 
 export const SEND_LIMIT = 3
 
-/** Ended windows (`tryCount`) and keys whose last event left the window (`tryRecord`) are deleted once every this many calls (per process). */
+/** Ended windows are deleted once every this many `tryCount` calls, keys whose last event left the window once every this many `tryRecord` calls (per process). */
 export const PRUNE_EVERY = 500
 
 export interface Counted {
@@ -47,11 +47,12 @@ export class SendLimitStore extends Context.Tag("aigw/SendLimitStore")<SendLimit
 export const makeMemory = Effect.sync((): SendLimitStoreService => {
   const slots = new Map<string, Array<number>>()
   const counters = new Map<string, { hits: number; expiresAt: number }>()
-  let calls = 0
+  let recorded = 0
+  let counted = 0
   return {
     tryRecord: (key, now, windowMs) =>
       Effect.sync(() => {
-        if (++calls % PRUNE_EVERY === 0) for (const [k, times] of slots) if (!(times.at(-1)! > now - windowMs)) slots.delete(k)
+        if (++recorded % PRUNE_EVERY === 0) for (const [k, times] of slots) if ((times.at(-1) ?? -Infinity) <= now - windowMs) slots.delete(k)
         const last = slots.get(key) ?? []
         if (last.length >= SEND_LIMIT && last[last.length - SEND_LIMIT]! > now - windowMs) return false
         slots.set(key, [...last, now].slice(-SEND_LIMIT))
@@ -65,7 +66,7 @@ export const makeMemory = Effect.sync((): SendLimitStoreService => {
       }),
     tryCount: (key, now, windowMs, limit) =>
       Effect.sync(() => {
-        if (++calls % PRUNE_EVERY === 0) for (const [k, c] of counters) if (c.expiresAt <= now) counters.delete(k)
+        if (++counted % PRUNE_EVERY === 0) for (const [k, c] of counters) if (c.expiresAt <= now) counters.delete(k)
         const current = counters.get(key)
         if (current === undefined || current.expiresAt <= now) {
           counters.set(key, { hits: 1, expiresAt: now + windowMs })

@@ -1,6 +1,4 @@
 import { Duration, Effect, Fiber, Layer, Logger, Option, TestClock, TestContext } from "effect"
-import * as v8 from "node:v8"
-import * as vm from "node:vm"
 import { describe, expect, it } from "vitest"
 import { type JobRecord, JobStore } from "../../src/Jobs/JobStore.ts"
 import { BadRequest } from "../../src/Errors.ts"
@@ -12,6 +10,7 @@ import { jsonLine } from "../../src/Logging.ts"
 import { ApiKeyStore } from "../../src/Storage/ApiKeyStore.ts"
 import { AvatarStore } from "../../src/Storage/AvatarStore.ts"
 import * as Stores from "../../src/Storage/Stores.ts"
+import { liveHeapBytes } from "../support/heap.ts"
 import { testAvatar } from "../support/inProcess.ts"
 
 /** An active avatar in the store, whose jobs the worker advances; its id. */
@@ -113,8 +112,6 @@ describe("continuous work", () => {
   })
 
   it("keeps nothing of the items it worked: 100,000 on a loop whose slots never all fill leave the heap as it was", async () => {
-    v8.setFlagsFromString("--expose-gc")
-    const gc = vm.runInNewContext("gc") as () => void
     let next = 0
     let stop = 0
     // One item per look, after the items forked before have run: each is done before the slots fill.
@@ -126,13 +123,12 @@ describe("continuous work", () => {
         while (next < stop) yield* Effect.sleep(5)
         return loop
       })
-    const heap = () => (gc(), gc(), process.memoryUsage().heapUsed)
     await Effect.runPromise(Effect.gen(function*() {
       const warm = yield* run(5_000)
-      const before = heap()
+      const before = liveHeapBytes()
       yield* Fiber.interrupt(warm)
       const loop = yield* run(100_000)
-      const grownMb = (heap() - before) / 1048576
+      const grownMb = (liveHeapBytes() - before) / 1048576
       yield* Fiber.interrupt(loop)
       // A token per item (an unbounded queue) kept about 5 MB here.
       expect(grownMb).toBeLessThan(2)

@@ -5,18 +5,23 @@ import { num } from "./util.ts"
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  let calls = 0
-  const prune = (now: number) => sql`DELETE FROM limit_windows WHERE expires_at <= ${now}`.pipe(Effect.asVoid)
+  let recorded = 0
+  let counted = 0
   // A row whose newest instant left the window admits as a missing row does.
-  const pruneRecords = (now: number, windowMs: number) => sql`DELETE FROM send_limits WHERE t3 IS NULL OR t3 <= ${now - windowMs}`.pipe(Effect.asVoid)
+  const pruneRecords = (now: number, windowMs: number) => sql`DELETE FROM send_limits WHERE t3 IS NULL OR t3 <= ${now - windowMs}`
+  const pruneWindows = (now: number) => sql`DELETE FROM limit_windows WHERE expires_at <= ${now}`
   return SendLimitStore.of({
     // t1..t3 are the last three instants, oldest first. The upsert shifts them only when the
     // oldest is outside the window; PostgreSQL re-checks the WHERE under the row lock.
     tryRecord: (key, now, windowMs) =>
-      (++calls % PRUNE_EVERY === 0 ? pruneRecords(now, windowMs) : Effect.void).pipe(Effect.zipRight(sql`INSERT INTO send_limits (key, t1, t2, t3) VALUES (${key}, NULL, NULL, ${now})
+      Effect.gen(function*() {
+        if (++recorded % PRUNE_EVERY === 0) yield* pruneRecords(now, windowMs)
+        const rows = yield* sql`INSERT INTO send_limits (key, t1, t2, t3) VALUES (${key}, NULL, NULL, ${now})
           ON CONFLICT (key) DO UPDATE SET t1 = send_limits.t2, t2 = send_limits.t3, t3 = excluded.t3
           WHERE send_limits.t1 IS NULL OR send_limits.t1 <= ${now - windowMs}
-          RETURNING key`), Effect.map((rows) => rows.length > 0), Effect.orDie),
+          RETURNING key`
+        return rows.length > 0
+      }).pipe(Effect.orDie),
     // The instant leaves its place and the older ones move up into it (every right-hand side reads
     // the row as it was); the oldest place is left empty.
     unrecord: (key, at) =>
@@ -29,7 +34,7 @@ export const make = Effect.gen(function*() {
     // limit (the WHERE is re-checked under the row lock, as above). No row back = refused.
     tryCount: (key, now, windowMs, limit) =>
       Effect.gen(function*() {
-        if (++calls % PRUNE_EVERY === 0) yield* prune(now)
+        if (++counted % PRUNE_EVERY === 0) yield* pruneWindows(now)
         const rows = yield* sql`INSERT INTO limit_windows (key, hits, expires_at) VALUES (${key}, 1, ${now + windowMs})
           ON CONFLICT (key) DO UPDATE SET
             hits = CASE WHEN limit_windows.expires_at <= ${now} THEN 1 ELSE limit_windows.hits + 1 END,
