@@ -412,10 +412,12 @@ describe("long-running jobs against vendor mocks", () => {
     await call(server.url, "PUT", `/v1/admin/avatars/${gold.id}/plan`, { token: admin, body: { plan: "Gold" } })
     // The upload fails twice: the job waits for its retries (2 s, then 4 s more), and the plan is lowered
     // meanwhile (each step checks it first). One failure left the lowering 2 s, which a loaded machine once
-    // took, and the job went on as Gold. The failure a quick lowering leaves unmet is dropped below.
-    openai.failNext(500, 2, "/files")
+    // took, and the job went on as Gold. The failure a quick lowering leaves unmet is dropped below. Only this
+    // job's upload fails (its training data's marker): another test's job still uploading took both once.
+    const marker = `lowered-${crypto.randomUUID()}`
+    openai.failNext(500, 2, "/files", marker)
     const before = openai.requests.length
-    const trainingData = [{ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] }]
+    const trainingData = [{ messages: [{ role: "user", content: marker }, { role: "assistant", content: "a" }] }]
     const res = await call(server.url, "POST", "/v1/fine-tuning/jobs", { apiKey: gold.apiKey, body: { baseModel: "gpt-5.5", trainingData } })
     expect(res.status).toBe(200)
     for (const deadline = Date.now() + 5_000; !openai.requests.slice(before).some((r) => r.path.endsWith("/files")) && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))

@@ -68,8 +68,11 @@ export interface JobMock<O extends JobMockOptions = JobMockOptions> {
   readonly requests: RecordedJobRequest[]
   /** changes options for jobs created from now on */
   configure(options: Partial<O>): void
-  /** answers the next `times` requests (to a path ending in `path`, when given, optionally after its method: "POST /batches") with HTTP `status` and the vendor's error body */
-  failNext(status: number, times?: number, path?: string): void
+  /**
+   * answers the next `times` requests (to a path ending in `path`, when given, optionally after its method: "POST /batches";
+   * whose body holds `bodyIncludes`, when given: one job's among others the server is advancing) with HTTP `status` and the vendor's error body
+   */
+  failNext(status: number, times?: number, path?: string, bodyIncludes?: string): void
   /** drops the failures `failNext` queued that no request has met yet */
   clearFailures(): void
   close(): Promise<void>
@@ -108,7 +111,7 @@ export const startServer = async (
   handle: (req: Incoming, reply: Reply, opts: Required<JobMockOptions>) => void | Promise<void>
 ): Promise<JobMock> => {
   const requests: RecordedJobRequest[] = []
-  const failures: Array<{ readonly status: number; readonly path: string | undefined }> = []
+  const failures: Array<{ readonly status: number; readonly path: string | undefined; readonly bodyIncludes: string | undefined }> = []
   const opts: Required<JobMockOptions> = {
     apiKey: options.apiKey ?? "test-key",
     pollsUntilDone: options.pollsUntilDone ?? 2,
@@ -132,6 +135,7 @@ export const startServer = async (
       const reply = replyTo(res)
       // A path may name its method first ("POST /batches"): only that method's requests fail then.
       const at = failures.findIndex((f) => {
+        if (f.bodyIncludes !== undefined && !raw.toString("utf8").includes(f.bodyIncludes)) return false
         if (f.path === undefined) return true
         const [method, path] = f.path.includes(" ") ? f.path.split(" ", 2) : [undefined, f.path]
         return (method === undefined || method === record.method) && record.path.endsWith(path!)
@@ -166,8 +170,8 @@ export const startServer = async (
     configure: (o) => {
       Object.assign(opts, Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)))
     },
-    failNext: (status, times = 1, path) => {
-      for (let i = 0; i < times; i++) failures.push({ status, path })
+    failNext: (status, times = 1, path, bodyIncludes) => {
+      for (let i = 0; i < times; i++) failures.push({ status, path, bodyIncludes })
     },
     clearFailures: () => void failures.splice(0),
     close: () =>
