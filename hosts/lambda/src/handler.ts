@@ -12,16 +12,18 @@
  * (docs/configuration.md); Lambda additionally needs a PostgreSQL DATABASE_URL and JWT_SECRET or
  * JWT_PRIVATE_KEY (docs/deployment-lambda.md).
  */
-import { JobWorker, Lambda } from "@aigw/core"
+import { JobWorker, Lambda, UsageRetention } from "@aigw/core"
 
 export type Drainer = Lambda.Drainer
 
 /**
  * Background work the scheduled handler runs, in order, each until the deadline it is given:
- * core's rounds of due jobs (video, batch, fine-tuning) and webhook deliveries.
+ * core's rounds of due jobs (video, batch, fine-tuning), webhook deliveries and mail retries, then the
+ * usage records older than AIGW_USAGE_RETENTION_DAYS (none when it is unset).
  */
 export const drainers: ReadonlyArray<Drainer> = [
-  { name: "jobs+webhooks", drain: (deadlineMs) => JobWorker.drainUntil(deadlineMs) }
+  { name: "jobs+webhooks", drain: (deadlineMs) => JobWorker.drainUntil(deadlineMs) },
+  { name: "usage retention", drain: (deadlineMs) => UsageRetention.pruneUntil(deadlineMs) }
 ]
 
 // nodeApi: the bundle ships argon2's prebuilt binaries, which need Node-API 10 (nodejs22.x).

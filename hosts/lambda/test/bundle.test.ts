@@ -11,9 +11,11 @@ import * as path from "node:path"
 import type { Readable } from "node:stream"
 import { fileURLToPath } from "node:url"
 import * as lambdaLocal from "lambda-local"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
+import { uuidv7 } from "../../../packages/core/src/Storage/Sql/ids.ts"
 import { pdfWith } from "../../../packages/core/test/support/pdf.ts"
 import { scratchDir } from "../../../packages/core/test/support/scratch.ts"
 import { docxWithText } from "../../../packages/core/test/support/zip.ts"
@@ -98,7 +100,8 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
       AIGW_DATA_DIR: dataDir,
       PUBLIC_URL: "https://gateway.example.com",
       OPENAI_API_KEY: "sk-openai",
-      OPENAI_BASE_URL: upstream.url
+      OPENAI_BASE_URL: upstream.url,
+      AIGW_USAGE_RETENTION_DAYS: "30"
     }
     // argon2 0.45's prebuilt binaries declare Node-API 10 (Node >= 22.14, the nodejs22.x runtime);
     // an older Node (this repository's Node 20) uses the copy npm compiled from source instead.
@@ -153,8 +156,25 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
     expect(code.statusCode).toBe(501)
     expect(json(code).message).toMatch(/javascript needs the quickjs-emscripten-core package/)
 
-    const scheduled = await invoke("scheduled", fixture("scheduled-event"))
-    expect(scheduled.drainers).toMatchObject([{ name: "jobs+webhooks", ok: true, result: { jobs: 0, deliveries: 0 } }])
+    // A usage record from before the retention (AIGW_USAGE_RETENTION_DAYS), which the scheduled run deletes beside the streamed call's.
+    const db = new pg.Client({ connectionString: environment.DATABASE_URL })
+    await db.connect()
+    try {
+      const at = Date.now() - 40 * 86_400_000
+      const old = uuidv7(at)
+      await db.query(`INSERT INTO usage_events (id, avatar_id, day, provider, model, capability, prompt_tokens, completion_tokens, cost_usd, latency_ms, estimated, ok, at)
+        SELECT $1, avatar_id, day, provider, model, capability, 1, 1, 0, 1, 0, 1, $2 FROM usage_events LIMIT 1`, [old, at])
+      const scheduled = await invoke("scheduled", fixture("scheduled-event"))
+      expect(scheduled.drainers).toMatchObject([
+        { name: "jobs+webhooks", ok: true, result: { jobs: 0, deliveries: 0 } },
+        { name: "usage retention", ok: true, result: 1 }
+      ])
+      const left = (await db.query("SELECT id FROM usage_events")).rows.map((r) => r.id)
+      expect(left).not.toContain(old)
+      expect(left.length).toBeGreaterThan(0)
+    } finally {
+      await db.end()
+    }
   })
 
   it.skipIf(!node22)("runs on Node 22 with argon2's prebuilt binaries: passwords hash and verify inside the bundle", () => {

@@ -1,12 +1,14 @@
 /**
  * Quota end to end: headers on every authenticated answer, 429 with Retry-After at the limit,
  * what-if usage that never raises the enforced limit, API-key lifecycle, and exact admission
- * under load from two node processes sharing one PostgreSQL; a usage record for every admitted call.
+ * under load from two node processes sharing one PostgreSQL; a usage record for every admitted call,
+ * kept for AIGW_USAGE_RETENTION_DAYS when it is set.
  */
 import Database from "better-sqlite3"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { data } from "../../../packages/core/src/Catalog/Catalog.ts"
+import { uuidv7 } from "../../../packages/core/src/Storage/Sql/ids.ts"
 import { freshPgDatabase, hasPg } from "../../../packages/core/test/support/databases.ts"
 import { type MockUpstream, startOpenAiMock } from "../../../packages/core/test/support/mockUpstreams.ts"
 import { adminEnv, adminToken, signUp, type TestAvatar } from "./support/accounts.ts"
@@ -234,5 +236,61 @@ describe("every admitted call leaves a usage record", () => {
     }
     const usage = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
     expect(usage.body.result.dailyCallsUsed).toBe(5)
+  })
+})
+
+describe("usage records older than AIGW_USAGE_RETENTION_DAYS are deleted", () => {
+  let server: RunningServer | undefined
+  let mock: MockUpstream
+
+  beforeAll(async () => {
+    mock = await startOpenAiMock({ apiKey: "sk-k" })
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await mock?.close()
+  })
+
+  it("at start, the records only: today's call and the daily totals stay", async () => {
+    const env = { OPENAI_API_KEY: "sk-k", OPENAI_BASE_URL: mock.url }
+    server = await startServer(env)
+    const user = await signUp(server, "retained")
+    expect((await call(server.url, "POST", "/v1/complete", { apiKey: user.apiKey, body: complete })).status).toBe(200)
+    await server.stop()
+    const file = path.join(server.dataDir, "data", "aigw.sqlite")
+    const db = new Database(file)
+    const day = 86_400_000
+    try {
+      // Records of earlier calls, as the gateway writes them (time-ordered ids of their `at`), with their days' totals.
+      const insert = db.prepare(`INSERT INTO usage_events (id, avatar_id, day, provider, model, capability, prompt_tokens, completion_tokens,
+        cost_usd, latency_ms, estimated, ok, at) VALUES (?, ?, ?, 'openai', 'gpt-4o-mini', 'chat', 10, 5, 0.5, 3, 0, 1, ?)`)
+      const totals = db.prepare("INSERT INTO daily_usage (avatar_id, day, calls, tokens, spend_usd) VALUES (?, ?, 1, 15, 0.5)")
+      for (const age of [45, 31, 29]) {
+        const at = Date.now() - age * day
+        const dayOf = new Date(at).toISOString().slice(0, 10)
+        insert.run(uuidv7(at), user.id, dayOf, at)
+        totals.run(user.id, dayOf)
+      }
+    } finally {
+      db.close()
+    }
+    server = await startServer({ ...env, AIGW_USAGE_RETENTION_DAYS: "30" }, { dataDir: server.dataDir })
+    const ages = () => {
+      const reader = new Database(file, { readonly: true })
+      try {
+        const now = Date.now()
+        return {
+          records: reader.prepare("SELECT at FROM usage_events WHERE avatar_id = ? ORDER BY at").all(user.id).map((r: any) => Math.round((now - r.at) / day)),
+          days: (reader.prepare("SELECT COUNT(*) AS n FROM daily_usage WHERE avatar_id = ?").get(user.id) as any).n
+        }
+      } finally {
+        reader.close()
+      }
+    }
+    for (let i = 0; i < 100 && ages().records.length > 2; i++) await new Promise((r) => setTimeout(r, 50))
+    expect(ages()).toEqual({ records: [29, 0], days: 4 })
+    expect(server.output()).toContain("usage retention: 2 usage record(s) older than 30 day(s) deleted (AIGW_USAGE_RETENTION_DAYS)")
+    const usage = await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })
+    expect(usage.body.result.dailyCallsUsed).toBe(1)
   })
 })

@@ -34,6 +34,8 @@ export interface GatewayOptions {
   readonly jobPollMs: number
   /** Pause between background rounds (jobs, webhook deliveries) of long-lived hosts. */
   readonly workerIntervalMs: number
+  /** Days a per-call usage record is kept (UsageRetention.ts); 0 keeps every record. */
+  readonly usageRetentionDays: number
   /** Bounds on everything an outsider controls (docs/security.md). */
   readonly limits: SecurityLimits
   /** How sandboxed code is isolated: `auto` (bubblewrap when it works, else a child process), `bwrap`, `process` or `off`. */
@@ -156,6 +158,7 @@ export const defaults = (overrides: Partial<GatewayOptions> = {}): GatewayOption
   webhookRetryBaseMs: 2_000,
   jobPollMs: 5_000,
   workerIntervalMs: 1_000,
+  usageRetentionDays: 0,
   limits: defaultLimits,
   sandbox: "auto",
   localEmbedder: "use-lite",
@@ -203,6 +206,9 @@ export const providersFromEnv = (env: Readonly<Record<string, string | undefined
 }
 
 const nonEmpty = <A>(config: Config.Config<A>) => Config.option(config)
+
+/** A hundred years: a longer retention is no retention, and its cutoff would leave the dates JavaScript holds. */
+export const MAX_RETENTION_DAYS = 36_500
 
 /** A pause in milliseconds: at least 1, at most a day. */
 const milliseconds = (name: string, fallback: number) =>
@@ -325,6 +331,13 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
   webhookRetryBaseMs: milliseconds("AIGW_WEBHOOK_RETRY_BASE_MS", 2_000),
   jobPollMs: milliseconds("AIGW_JOB_POLL_MS", 5_000),
   workerIntervalMs: milliseconds("AIGW_WORKER_INTERVAL_MS", 1_000),
+  usageRetentionDays: Config.integer("AIGW_USAGE_RETENTION_DAYS").pipe(
+    Config.validate({
+      message: "AIGW_USAGE_RETENTION_DAYS must be a whole number of days from 1 to 36500, or 0 to keep every usage record",
+      validation: (n) => n >= 0 && n <= MAX_RETENTION_DAYS
+    }),
+    Config.withDefault(0)
+  ),
   limits: limitsFromEnv,
   sandbox: Config.literal("auto", "bwrap", "process", "off")("AIGW_SANDBOX").pipe(Config.withDefault("auto" as const)),
   localEmbedder: Config.literal("use-lite", "hash")("AIGW_LOCAL_EMBEDDER").pipe(Config.withDefault("use-lite" as const)),
@@ -355,6 +368,7 @@ export const fromEnv: Config.Config<GatewayOptions> = Config.all({
       webhookRetryBaseMs: c.webhookRetryBaseMs,
       jobPollMs: c.jobPollMs,
       workerIntervalMs: c.workerIntervalMs,
+      usageRetentionDays: c.usageRetentionDays,
       limits: c.limits,
       sandbox: c.sandbox,
       localEmbedder: c.localEmbedder,

@@ -41,6 +41,7 @@ export const generalVariables: ReadonlyArray<string> = [
   "AIGW_WEBHOOK_RETRY_BASE_MS",
   "AIGW_JOB_POLL_MS",
   "AIGW_WORKER_INTERVAL_MS",
+  "AIGW_USAGE_RETENTION_DAYS",
   "AIGW_MALLOC_TRIM_MS",
   "AIGW_SANDBOX",
   "AIGW_LOCAL_EMBEDDER",

@@ -12,6 +12,7 @@ import * as GatewayConfig from "./Config.ts"
 import * as Mailer from "./Mail/Mailer.ts"
 import * as MailOutbox from "./Mail/Outbox.ts"
 import * as Smtp from "./Mail/Smtp.ts"
+import * as UsageRetention from "./UsageRetention.ts"
 import * as Completions from "./Capabilities/Completions.ts"
 import * as Embeddings from "./Capabilities/Embeddings.ts"
 import * as LlmTasks from "./Capabilities/LlmTasks.ts"
@@ -79,8 +80,11 @@ export const layerMailer = Layer.unwrapEffect(
     }))
 )
 
-/** Background job and webhook rounds, for long-lived hosts (the Lambda host drains on a schedule instead). */
-export const layerBackground = JobWorker.layerLoop
+/**
+ * Background work for long-lived hosts: job, webhook and mail rounds, and the usage records' retention
+ * (the Lambda host drains on a schedule instead).
+ */
+export const layerBackground = Layer.merge(JobWorker.layerLoop, UsageRetention.layerLoop)
 
 /** Creates the AIGW_ADMIN_* avatar at start when no Admin exists. */
 export const layerBootstrap = Layer.effectDiscard(Effect.flatMap(Avatars.Avatars, (a) => a.bootstrapAdmin))

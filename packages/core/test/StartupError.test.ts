@@ -141,6 +141,9 @@ describe("start-up checks", () => {
       ["PUBLIC_URL", "https://u:pw@aigw.example.com/", "PUBLIC_URL must be an http:// or https:// URL without a user, query or fragment"],
       ["AIGW_MAX_BODY_BYTES", "99999999999", "must be a positive number of bytes up to 2147483647"],
       ["AIGW_TRUST_PROXY", "5000000000", "AIGW_TRUST_PROXY must be the number of trusted reverse proxies (0 up to 2147483647)"],
+      ["AIGW_USAGE_RETENTION_DAYS", "-1", "AIGW_USAGE_RETENTION_DAYS must be a whole number of days from 1 to 36500, or 0 to keep every usage record"],
+      ["AIGW_USAGE_RETENTION_DAYS", "36501", "AIGW_USAGE_RETENTION_DAYS must be a whole number of days from 1 to 36500"],
+      ["AIGW_USAGE_RETENTION_DAYS", "30d", "AIGW_USAGE_RETENTION_DAYS"],
       ["SMTP_URL", "mailer:hunter2@mail.example.com", "SMTP_URL must be an smtp:// or smtps:// URL"]
     ]) {
       const line = await configFailure({ [name!]: value! })

@@ -39,6 +39,11 @@ export interface UsageStoreService {
   readonly callsOn: (avatarId: string, day: string) => Effect.Effect<number>
   readonly record: (event: UsageEvent) => Effect.Effect<void>
   readonly totals: (avatarId: string, day: string) => Effect.Effect<UsageTotals>
+  /**
+   * Deletes up to `atMost` per-call records made before `before` (epoch ms), the oldest first; answers how
+   * many it deleted (fewer than `atMost`: none older is left). The daily totals stay (UsageRetention.ts).
+   */
+  readonly pruneEvents: (before: number, atMost: number) => Effect.Effect<number>
 }
 
 export class UsageStore extends Context.Tag("aigw/UsageStore")<UsageStore, UsageStoreService>() {}
@@ -51,7 +56,7 @@ interface DayRow {
 
 export const makeMemory = Effect.sync((): UsageStoreService => {
   const days = new Map<string, DayRow>()
-  const events: Array<UsageEvent> = []
+  let events: Array<UsageEvent> = []
   const keyOf = (avatarId: string, day: string) => `${avatarId}|${day}`
   const row = (avatarId: string, day: string): DayRow => {
     const key = keyOf(avatarId, day)
@@ -85,6 +90,12 @@ export const makeMemory = Effect.sync((): UsageStoreService => {
         }
         const today = days.get(keyOf(avatarId, day))
         return { callsToday: today?.calls ?? 0, tokensToday: today?.tokens ?? 0, spendMonthUSD: spend }
+      }),
+    pruneEvents: (before, atMost) =>
+      Effect.sync(() => {
+        const doomed = new Set(events.filter((e) => e.at < before).sort((a, b) => a.at - b.at).slice(0, atMost))
+        if (doomed.size > 0) events = events.filter((e) => !doomed.has(e))
+        return doomed.size
       })
   }
 })

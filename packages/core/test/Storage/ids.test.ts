@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { uuidv7 } from "../../src/Storage/Sql/ids.ts"
+import { uuidv7, uuidv7Floor } from "../../src/Storage/Sql/ids.ts"
 
 describe("uuidv7", () => {
   it("is a version-7, RFC-variant UUID carrying the time, ordered by it", () => {
@@ -10,5 +10,15 @@ describe("uuidv7", () => {
     const ids = Array.from({ length: 50 }, (_, i) => uuidv7(at + i * 7))
     expect([...ids].sort()).toEqual(ids)
     expect(new Set(Array.from({ length: 1000 }, () => uuidv7(at))).size).toBe(1000)
+  })
+
+  it("its floor for a time sorts above every id made before it and below every id made at or after it", () => {
+    const at = Date.UTC(2026, 11, 3, 16, 0)
+    const floor = uuidv7Floor(at)
+    for (let i = 0; i < 200; i++) {
+      expect(uuidv7(at - 1 - i * 997) < floor).toBe(true)
+      expect(uuidv7(at + i * 997) > floor).toBe(true)
+    }
+    expect(uuidv7Floor(0)).toBe("00000000-0000")
   })
 })

@@ -580,6 +580,28 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown> | L
           assert.isUndefined(yield* Effect.promise(() => metering.admit(a, day, 5, 1)))
         }))
 
+      it.effect("usage: pruning deletes the records made before the cutoff, the oldest first and at most a batch at a time; the daily totals stay", () =>
+        Effect.gen(function*() {
+          const usage = yield* UsageStore
+          const avatarId = crypto.randomUUID()
+          // Times far before any other test's records (theirs are made now), so the counts below are this test's.
+          const record = (at: number) =>
+            usage.record({
+              avatarId, day: "1970-01-01", provider: "openai", model: "gpt-4o-mini", capability: "chat", promptTokens: 10,
+              completionTokens: 5, costUSD: 0.5, latencyMs: 3, estimated: false, ok: true, at
+            })
+          for (const at of [1_002, 4_999, 1_000, 5_000, 1_001, 6_000]) yield* record(at)
+          assert.strictEqual(yield* usage.pruneEvents(5_000, 1), 1)
+          assert.strictEqual(yield* usage.pruneEvents(1_001, 10), 0, "the oldest went first")
+          assert.strictEqual(yield* usage.pruneEvents(5_000, 2), 2)
+          assert.strictEqual(yield* usage.pruneEvents(5_000, 2), 1, "the one a millisecond before the cutoff")
+          assert.strictEqual(yield* usage.pruneEvents(5_000, 2), 0, "the one made at the cutoff stays")
+          assert.strictEqual(yield* usage.pruneEvents(6_001, 10), 2)
+          const totals = yield* usage.totals(avatarId, "1970-01-01")
+          assert.strictEqual(totals.tokensToday, 6 * 15)
+          assert.closeTo(totals.spendMonthUSD, 3, 1e-9)
+        }))
+
       it.effect("metering: records made together (one group commit) all count, summed per avatar and day", () =>
         Effect.gen(function*() {
           const metering = yield* Metering

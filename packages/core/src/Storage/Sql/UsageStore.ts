@@ -1,6 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Option } from "effect"
 import { UsageStore } from "../UsageStore.ts"
+import { uuidv7Floor } from "./ids.ts"
 import { viaClient } from "./Metering.ts"
 import { num } from "./util.ts"
 
@@ -25,7 +26,13 @@ export const make = Effect.gen(function*() {
             spendMonthUSD: num(rows[0]?.spend)
           })),
           Effect.orDie
-        )
+        ),
+    // The ids are UUIDv7s of each record's `at` (Metering.ts): the id bound makes the oldest records a range
+    // of the primary key, so a batch reads only what it deletes, also the last one, which finds fewer.
+    pruneEvents: (before, atMost) =>
+      sql`DELETE FROM usage_events WHERE id IN (
+            SELECT id FROM usage_events WHERE id < ${uuidv7Floor(before)} AND at < ${before} ORDER BY id LIMIT ${atMost}
+          ) RETURNING id`.pipe(Effect.map((rows) => rows.length), Effect.orDie)
   })
 })
 

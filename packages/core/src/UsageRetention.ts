@@ -1,0 +1,51 @@
+/**
+ * How long per-call usage records are kept (`AIGW_USAGE_RETENTION_DAYS`). Every metered call leaves one
+ * (its provider, model, tokens, cost, latency), so without an end the table grows with the traffic for
+ * the deployment's life. Long-lived hosts prune at start and then hourly (`layerLoop`); the Lambda host in
+ * its scheduled invocation (`pruneUntil` as a drainer). The daily totals per avatar, which quota and
+ * `/v1/usage` read, are not touched: one row per avatar and day.
+ */
+import { Duration, Effect, Layer, Schedule } from "effect"
+import { GatewayConfig } from "./Config.ts"
+import { loggingStateChanges } from "./Jobs/Worker.ts"
+import { UsageStore } from "./Storage/UsageStore.ts"
+
+/** Records deleted per statement: each batch is a short write, so the calls' own writes go between them. */
+export const PRUNE_BATCH = 1_000
+/** The pause between batches, in which the calls' writes take the SQLite write lock. */
+const BATCH_PAUSE = Duration.millis(20)
+/** How often a long-lived host prunes after its first run at start. */
+export const PRUNE_EVERY = Duration.hours(1)
+const DAY_MS = 86_400_000
+
+/**
+ * Deletes the records older than the retention, a batch at a time, until none is left or `deadlineMs`
+ * (epoch ms) has passed; answers how many it deleted. Nothing with a retention of 0.
+ */
+export const pruneUntil = (deadlineMs = Number.POSITIVE_INFINITY) =>
+  Effect.gen(function*() {
+    const { usageRetentionDays } = yield* GatewayConfig
+    if (usageRetentionDays === 0) return 0
+    const store = yield* UsageStore
+    const before = Date.now() - usageRetentionDays * DAY_MS
+    let deleted = 0
+    while (true) {
+      const n = yield* store.pruneEvents(before, PRUNE_BATCH)
+      deleted += n
+      if (n < PRUNE_BATCH || Date.now() >= deadlineMs) break
+      yield* Effect.sleep(BATCH_PAUSE)
+    }
+    if (deleted > 0) {
+      yield* Effect.logInfo(`usage retention: ${deleted} usage record(s) older than ${usageRetentionDays} day(s) deleted (AIGW_USAGE_RETENTION_DAYS)`)
+    }
+    return deleted
+  })
+
+/** Pruning at start and every `PRUNE_EVERY` for long-lived hosts, when a retention is set; a failed round is logged once until one succeeds. */
+export const layerLoop = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const { usageRetentionDays } = yield* GatewayConfig
+    if (usageRetentionDays === 0) return
+    yield* Effect.forkScoped(Effect.repeat(loggingStateChanges(pruneUntil(), 0), Schedule.spaced(PRUNE_EVERY)))
+  })
+)
