@@ -10,8 +10,8 @@ import { GatewayConfig } from "./Config.ts"
 import { loggingStateChanges } from "./Jobs/Worker.ts"
 import { UsageStore } from "./Storage/UsageStore.ts"
 
-/** Records deleted per statement: each batch is a short write, so the calls' own writes go between them. */
-export const PRUNE_BATCH = 1_000
+/** Records deleted per statement: on SQLite each batch holds the event loop and the write lock, so it is kept short (docs/performance.md). */
+export const PRUNE_BATCH = 250
 /** The pause between batches, in which the calls' writes take the SQLite write lock. */
 const BATCH_PAUSE = Duration.millis(20)
 /** How often a long-lived host prunes after its first run at start. */
