@@ -45,12 +45,17 @@ describe("usage retention (AIGW_USAGE_RETENTION_DAYS)", () => {
       expect(yield* remaining).toBe(25)
     })))
 
-  it("keeps every record when it is 0 (the default), and a retention of two months keeps a month's", async () => {
+  it("keeps every record when it is 0 (the default); two months keep a month's, a century every one", async () => {
     await storeWith(0, 40, 5)(Effect.gen(function*() {
       expect(yield* UsageRetention.pruneUntil()).toBe(0)
       expect(yield* remaining).toBe(45)
     }))
     await storeWith(60, 40, 5)(Effect.gen(function*() {
+      expect(yield* UsageRetention.pruneUntil()).toBe(0)
+      expect(yield* remaining).toBe(45)
+    }))
+    // A century: the cutoff is before 1970, and nothing is older.
+    await storeWith(GatewayConfig.MAX_RETENTION_DAYS, 40, 5)(Effect.gen(function*() {
       expect(yield* UsageRetention.pruneUntil()).toBe(0)
       expect(yield* remaining).toBe(45)
     }))

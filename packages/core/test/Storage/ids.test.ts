@@ -20,5 +20,6 @@ describe("uuidv7", () => {
       expect(uuidv7(at + i * 997) > floor).toBe(true)
     }
     expect(uuidv7Floor(0)).toBe("00000000-0000")
+    expect(uuidv7Floor(-1_000_000_000_000)).toBe("00000000-0000")
   })
 })

@@ -591,6 +591,7 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown> | L
               completionTokens: 5, costUSD: 0.5, latencyMs: 3, estimated: false, ok: true, at
             })
           for (const at of [1_002, 4_999, 1_000, 5_000, 1_001, 6_000]) yield* record(at)
+          assert.strictEqual(yield* usage.pruneEvents(-1_000_000_000_000, 10), 0, "a cutoff before 1970 (a century's retention)")
           assert.strictEqual(yield* usage.pruneEvents(5_000, 1), 1)
           assert.strictEqual(yield* usage.pruneEvents(1_001, 10), 0, "the oldest went first")
           assert.strictEqual(yield* usage.pruneEvents(5_000, 2), 2)
