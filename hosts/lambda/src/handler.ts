@@ -17,13 +17,14 @@ import { JobWorker, Lambda, UsageRetention } from "@aigw/core"
 export type Drainer = Lambda.Drainer
 
 /**
- * Background work the scheduled handler runs, in order, each until the deadline it is given:
- * core's rounds of due jobs (video, batch, fine-tuning), webhook deliveries and mail retries, then the
- * usage records older than AIGW_USAGE_RETENTION_DAYS (none when it is unset).
+ * Background work the scheduled handler runs, in order, each until the deadline it is given: the usage
+ * records older than AIGW_USAGE_RETENTION_DAYS (none when it is unset; first, for a few seconds at most,
+ * since the next drains as long as work is due), then core's rounds of due jobs (video, batch,
+ * fine-tuning), webhook deliveries and mail retries.
  */
 export const drainers: ReadonlyArray<Drainer> = [
-  { name: "jobs+webhooks", drain: (deadlineMs) => JobWorker.drainUntil(deadlineMs) },
-  { name: "usage retention", drain: (deadlineMs) => UsageRetention.pruneUntil(deadlineMs) }
+  { name: "usage retention", drain: (deadlineMs) => UsageRetention.pruneUntil(Math.min(deadlineMs, Date.now() + UsageRetention.SCHEDULED_SHARE_MS)) },
+  { name: "jobs+webhooks", drain: (deadlineMs) => JobWorker.drainUntil(deadlineMs) }
 ]
 
 // nodeApi: the bundle ships argon2's prebuilt binaries, which need Node-API 10 (nodejs22.x).

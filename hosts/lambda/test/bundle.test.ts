@@ -166,8 +166,8 @@ describe.skipIf(!hasPg)("bundle through lambda-local on PostgreSQL", () => {
         SELECT $1, avatar_id, day, provider, model, capability, 1, 1, 0, 1, 0, 1, $2 FROM usage_events LIMIT 1`, [old, at])
       const scheduled = await invoke("scheduled", fixture("scheduled-event"))
       expect(scheduled.drainers).toMatchObject([
-        { name: "jobs+webhooks", ok: true, result: { jobs: 0, deliveries: 0 } },
-        { name: "usage retention", ok: true, result: 1 }
+        { name: "usage retention", ok: true, result: 1 },
+        { name: "jobs+webhooks", ok: true, result: { jobs: 0, deliveries: 0 } }
       ])
       const left = (await db.query("SELECT id FROM usage_events")).rows.map((r) => r.id)
       expect(left).not.toContain(old)

@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest"
 import { drainers, handler, migrate, scheduled, streamHandler, streamingHandler } from "../src/handler.ts"
 
 describe("Lambda entry points", () => {
-  it("the scheduled handler drains core's jobs and webhooks, then the usage records past their retention", () => {
-    expect(drainers.map((d) => d.name)).toEqual(["jobs+webhooks", "usage retention"])
+  it("the scheduled handler prunes the usage records past their retention, then drains core's jobs and webhooks", () => {
+    expect(drainers.map((d) => d.name)).toEqual(["usage retention", "jobs+webhooks"])
   })
 
   it("exports every entry point; without the awslambda global the stream handler is the plain one", () => {

@@ -68,7 +68,7 @@ describe("usage retention (AIGW_USAGE_RETENTION_DAYS)", () => {
       expect(yield* UsageRetention.pruneUntil()).toBe(2 * UsageRetention.PRUNE_BATCH)
     })))
 
-  it("a long-lived host prunes at start, in the background; with no retention it starts nothing", async () => {
+  it("a long-lived host prunes at start, in the background; with no retention nothing is deleted", async () => {
     const pruned = { count: 0 }
     await storeWith(30, 10, 3, pruned)(Effect.scoped(Effect.gen(function*() {
       yield* Layer.build(UsageRetention.layerLoop)

@@ -93,8 +93,10 @@ export const makeMemory = Effect.sync((): UsageStoreService => {
       }),
     pruneEvents: (before, atMost) =>
       Effect.sync(() => {
-        const doomed = new Set(events.filter((e) => e.at < before).sort((a, b) => a.at - b.at).slice(0, atMost))
-        if (doomed.size > 0) events = events.filter((e) => !doomed.has(e))
+        // By position: one event object may have been recorded twice (as two records).
+        const oldest = events.flatMap((e, i) => (e.at < before ? [i] : [])).sort((a, b) => events[a]!.at - events[b]!.at)
+        const doomed = new Set(oldest.slice(0, atMost))
+        if (doomed.size > 0) events = events.filter((_, i) => !doomed.has(i))
         return doomed.size
       })
   }

@@ -598,9 +598,12 @@ export const storeSuite = (name: string, layer: Layer.Layer<Stores, unknown> | L
           assert.strictEqual(yield* usage.pruneEvents(5_000, 2), 1, "the one a millisecond before the cutoff")
           assert.strictEqual(yield* usage.pruneEvents(5_000, 2), 0, "the one made at the cutoff stays")
           assert.strictEqual(yield* usage.pruneEvents(6_001, 10), 2)
+          // Ids of these times hold "aa" (00000000-aa00-7…), which a collation with contractions sorts after "ab".
+          for (const at of [0xaa00, 0xaa05]) yield* record(at)
+          assert.strictEqual(yield* usage.pruneEvents(0xab00, 10), 2, "ids compared byte by byte")
           const totals = yield* usage.totals(avatarId, "1970-01-01")
-          assert.strictEqual(totals.tokensToday, 6 * 15)
-          assert.closeTo(totals.spendMonthUSD, 3, 1e-9)
+          assert.strictEqual(totals.tokensToday, 8 * 15)
+          assert.closeTo(totals.spendMonthUSD, 4, 1e-9)
         }))
 
       it.effect("metering: records made together (one group commit) all count, summed per avatar and day", () =>

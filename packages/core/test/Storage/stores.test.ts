@@ -12,5 +12,7 @@ const sqlStores = (url: Effect.Effect<string>) =>
 storeSuite("memory", Stores.layerMemory)
 storeSuite("sqlite", sqlStores(Effect.sync(freshSqliteUrl)), "sqlite")
 describe.skipIf(!hasPg)("postgres", () => {
-  storeSuite("postgres", sqlStores(Effect.promise(freshPgDatabase)), "pg")
+  storeSuite("postgres", sqlStores(Effect.promise(() => freshPgDatabase())), "pg")
+  // A default collation with contractions: Danish ICU, where "aa" sorts after "z" (the usage ids' order, 0014).
+  storeSuite("postgres with a Danish collation", sqlStores(Effect.promise(() => freshPgDatabase({ icuLocale: "da" }))), "pg")
 })

@@ -12,13 +12,18 @@ if (!pgUrl && process.env.CI) throw new Error("AIGW_TEST_PG_URL is not set: CI m
 export const hasPg = pgUrl !== undefined && pgUrl !== ""
 if (!hasPg) console.warn("AIGW_TEST_PG_URL not set: skipping PostgreSQL suites (run `eval \"$(bash .ci/pg.sh start)\"`)")
 
-/** A new, empty PostgreSQL database; returns its URL. */
-export const freshPgDatabase = async (): Promise<string> => {
+/**
+ * A new, empty PostgreSQL database; returns its URL. `icuLocale` makes ICU's collation of that locale the
+ * database's default (e.g. `da`, where "aa" sorts after "z").
+ */
+export const freshPgDatabase = async (options: { readonly icuLocale?: "da" } = {}): Promise<string> => {
   const name = `aigw_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
   const client = new pg.Client({ connectionString: pgUrl })
   await client.connect()
   try {
-    await client.query(`CREATE DATABASE ${name}`)
+    await client.query(options.icuLocale === undefined
+      ? `CREATE DATABASE ${name}`
+      : `CREATE DATABASE ${name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '${options.icuLocale}' LOCALE 'C.UTF-8'`)
   } finally {
     await client.end()
   }

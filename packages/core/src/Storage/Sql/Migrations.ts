@@ -291,7 +291,19 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0013_job_submitting_key": statements(`
     ALTER TABLE jobs ADD COLUMN submitted_with_key TEXT;
     ALTER TABLE api_keys ADD COLUMN jobs_stopped_at BIGINT
-  `)
+  `),
+  /**
+   * PostgreSQL only: usage record ids compare byte by byte, as SQLite's do, whatever the database's
+   * collation. The retention's delete (Sql/UsageStore.ts `pruneEvents`) takes the records below a time's
+   * UUIDv7 as a range of this index; under a collation with contractions (Danish and Norwegian read
+   * "aa" as "å", after "z") ids of some times sorted above later ones and were never pruned.
+   * Rebuilds the primary key's index once.
+   */
+  "0014_usage_event_ids_bytewise": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      pg: () => sql.unsafe(`ALTER TABLE usage_events ALTER COLUMN id TYPE TEXT COLLATE "C"`),
+      orElse: () => Effect.void
+    }))
 }
 
 const TABLE = "aigw_migrations"
