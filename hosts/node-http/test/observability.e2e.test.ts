@@ -248,7 +248,7 @@ describe("observability", () => {
     const { samples, types } = parsePrometheus(await res.text())
     expect(types.get("aigw_http_requests_total")).toBe("counter")
     expect(types.get("aigw_http_request_duration_seconds")).toBe("histogram")
-    for (const name of ["aigw_upstream_calls_total", "aigw_upstream_errors_total", "aigw_tokens_total", "aigw_cost_usd_total", "aigw_quota_refusals_total", "aigw_sandbox_refusals_total"]) {
+    for (const name of ["aigw_upstream_calls_total", "aigw_upstream_errors_total", "aigw_tokens_total", "aigw_cost_usd_total", "aigw_quota_refusals_total", "aigw_sandbox_refusals_total", "aigw_usage_records_pruned_total"]) {
       expect(types.get(name), name).toBe("counter")
     }
     for (const name of ["aigw_sandbox_runs_active", "aigw_jobs_backlog", "aigw_webhooks_backlog"]) expect(types.get(name), name).toBe("gauge")

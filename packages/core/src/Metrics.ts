@@ -166,6 +166,7 @@ export const upstreamErrors = registry.counter("aigw_upstream_errors_total", "Fa
 export const tokens = registry.counter("aigw_tokens_total", "Tokens of recorded chat calls, by provider and direction (prompt, completion).", ["provider", "direction"])
 export const costUsd = registry.counter("aigw_cost_usd_total", "Cost in USD of recorded chat calls (catalogue prices), by provider.", ["provider"])
 export const quotaRefusals = registry.counter("aigw_quota_refusals_total", "Requests refused because the daily quota was used up.")
+export const usageRecordsPruned = registry.counter("aigw_usage_records_pruned_total", "Per-call usage records this process deleted past their retention (AIGW_USAGE_RETENTION_DAYS).")
 export const sandboxRunsActive = registry.gauge("aigw_sandbox_runs_active", "Sandbox runs in progress in this process.")
 export const sandboxRefusals = registry.counter("aigw_sandbox_refusals_total", "Sandbox runs refused, by reason (busy, per_avatar).", ["reason"])
 export const jobsBacklog = registry.gauge("aigw_jobs_backlog", "Jobs not finished yet (queued or running), read from storage on scrape.")

@@ -8,6 +8,7 @@
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { GatewayConfig } from "./Config.ts"
 import { loggingStateChanges } from "./Jobs/Worker.ts"
+import { usageRecordsPruned } from "./Metrics.ts"
 import { UsageStore } from "./Storage/UsageStore.ts"
 
 /** Records deleted per statement: on SQLite each batch holds the event loop and the write lock, so it is kept short (docs/performance.md). */
@@ -37,6 +38,7 @@ export const pruneUntil = (deadlineMs = Number.POSITIVE_INFINITY) =>
     while (true) {
       const n = yield* store.pruneEvents(before, PRUNE_BATCH)
       deleted += n
+      usageRecordsPruned.inc([], n)
       if (n < PRUNE_BATCH || Date.now() >= deadlineMs) break
       yield* Effect.sleep(BATCH_PAUSE)
     }

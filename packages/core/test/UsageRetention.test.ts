@@ -1,6 +1,7 @@
 import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import * as GatewayConfig from "../src/Config.ts"
+import { usageRecordsPruned } from "../src/Metrics.ts"
 import { makeMemory, type UsageEvent, UsageStore } from "../src/Storage/UsageStore.ts"
 import * as UsageRetention from "../src/UsageRetention.ts"
 
@@ -38,9 +39,11 @@ const storeWith = (days: number, old: number, recent: number, pruned = { count: 
 const remaining = Effect.flatMap(UsageStore, (s) => s.pruneEvents(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER))
 
 describe("usage retention (AIGW_USAGE_RETENTION_DAYS)", () => {
-  it("deletes every record older than the retention, in batches, and none newer", () =>
+  it("deletes every record older than the retention, in batches, and none newer; counts them in a metric", () =>
     storeWith(30, 2 * UsageRetention.PRUNE_BATCH + 17, 25)(Effect.gen(function*() {
+      const counted = usageRecordsPruned.get()
       expect(yield* UsageRetention.pruneUntil()).toBe(2 * UsageRetention.PRUNE_BATCH + 17)
+      expect(usageRecordsPruned.get() - counted, "aigw_usage_records_pruned_total").toBe(2 * UsageRetention.PRUNE_BATCH + 17)
       expect(yield* UsageRetention.pruneUntil()).toBe(0)
       expect(yield* remaining).toBe(25)
     })))
