@@ -23,7 +23,7 @@ export type Drainer = Lambda.Drainer
  * fine-tuning), webhook deliveries and mail retries.
  */
 export const drainers: ReadonlyArray<Drainer> = [
-  { name: "usage retention", drain: (deadlineMs) => UsageRetention.pruneUntil(Math.min(deadlineMs, Date.now() + UsageRetention.SCHEDULED_SHARE_MS)) },
+  { name: "usage retention", drain: UsageRetention.pruneScheduled },
   { name: "jobs+webhooks", drain: (deadlineMs) => JobWorker.drainUntil(deadlineMs) }
 ]
 

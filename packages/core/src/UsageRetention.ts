@@ -2,7 +2,7 @@
  * How long per-call usage records are kept (`AIGW_USAGE_RETENTION_DAYS`). Every metered call leaves one
  * (its provider, model, tokens, cost, latency), so without an end the table grows with the traffic for
  * the deployment's life. Long-lived hosts prune at start and then hourly (`layerLoop`); the Lambda host in
- * each scheduled invocation, for at most `SCHEDULED_SHARE_MS` of it (`pruneUntil` as a drainer). The daily totals per avatar, which quota and
+ * each scheduled invocation (`pruneScheduled` as a drainer). The daily totals per avatar, which quota and
  * `/v1/usage` read, are not touched: one row per avatar and day.
  */
 import { Duration, Effect, Layer, Schedule } from "effect"
@@ -21,7 +21,7 @@ export const PRUNE_EVERY = Duration.hours(1)
  * The most of a scheduled run (Lambda, every minute or so) that pruning takes: it runs before the jobs and
  * webhooks, which drain for as long as work is due and would leave it no time under steady load.
  */
-export const SCHEDULED_SHARE_MS = 5_000
+const SCHEDULED_SHARE_MS = 5_000
 const DAY_MS = 86_400_000
 
 /**
@@ -47,6 +47,9 @@ export const pruneUntil = (deadlineMs = Number.POSITIVE_INFINITY) =>
     }
     return deleted
   })
+
+/** A scheduled run's pruning (the Lambda host's drainer): until `deadlineMs` or for `SCHEDULED_SHARE_MS`, whichever ends first. */
+export const pruneScheduled = (deadlineMs: number) => pruneUntil(Math.min(deadlineMs, Date.now() + SCHEDULED_SHARE_MS))
 
 /** Pruning at start and every `PRUNE_EVERY` for long-lived hosts, when a retention is set; a failed round is logged once until one succeeds. */
 export const layerLoop = Layer.scopedDiscard(
