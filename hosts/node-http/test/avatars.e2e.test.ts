@@ -313,5 +313,23 @@ describe("forgot-password and resend with a slow mail server", () => {
     await smtp.waitFor(fresh.email, /verify/i, 2)
   })
 
+  it("registration takes as long when the address has an account and nothing is mailed (a deleted owner)", async () => {
+    const gone = { username: `gone_${u}`, email: `gone_${u}@example.com`, password: "correct horse 2" }
+    const first = await timed("/register", gone)
+    expect(first.body.isError).toBe(false)
+    expect(first.ms).toBeGreaterThan(1_500)
+    const login = await call(server.url, "POST", "/api/avatar/authenticate", { body: { username: admin.username, password: admin.password } })
+    const deleted = await call(server.url, "DELETE", `/api/avatar/${first.body.result.id}`, { token: login.body.result.jwtToken })
+    expect(deleted.body.isError).toBe(false)
+    const mailsBefore = smtp.mails.length
+    // The deleted owner is told nothing, so nothing is mailed: the answer still waits as a mailing one.
+    const again = await timed("/register", { ...gone, username: `gone2_${u}` })
+    expect(again.body.isError).toBe(false)
+    expect(smtp.mails.length).toBe(mailsBefore)
+    expect(again.ms).toBeGreaterThan(1_300)
+    const free = await timed("/register", { username: `free_${u}`, email: `free_${u}@example.com`, password: "correct horse 3" })
+    expect(Math.abs(free.ms - again.ms)).toBeLessThan(700)
+  })
+
 })
 

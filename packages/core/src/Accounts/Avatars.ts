@@ -204,8 +204,9 @@ const makeService = Effect.gen(function*() {
   const apiKeys = yield* ApiKeyStore
   const outbox = yield* MailOutbox
   /**
-   * How long forgot-password and resend take when they mail (the link's token written, the mail sent),
-   * averaged over the recent ones. A request that mails nothing (no such account) waits as long, so an
+   * How long registration, forgot-password and resend take when they mail (the link's token written,
+   * the mail sent), averaged over the recent ones. A request that mails nothing (no such account, or
+   * an address that has one and whose owner was told enough this hour) waits as long, so an
    * answer's time does not tell whether an address has an account: with a mail server that took 150 ms a
    * reply, it took 0.8 s for an account and 6 ms for none. The mail itself still goes out within the
    * request, so it is there when the answer is.
@@ -304,20 +305,22 @@ const makeService = Effect.gen(function*() {
         c.message.includes("e-mail") ? Effect.succeed("emailTaken" as const) : Effect.fail(c))
     )
     if (outcome === "created") {
-      yield* sendVerification(avatar, avatar.email)
+      yield* timedMailing(sendVerification(avatar, avatar.email))
     } else {
       // No enumeration: the avatar is stored all the same (its id, username and password behave
       // like a fresh one's: visible by id, username reserved, login says "not verified"), but under
       // an unguessable, undeliverable address, so it can never be verified. The owner is told.
       yield* store.insert({ ...avatar, email: `unregistered-${randomToken()}@aigw.invalid` })
       const owner = yield* store.findByEmail(input.email)
-      if (Option.isSome(owner) && owner.value.isActive) {
-        const ok = yield* admitSend("notice", input.email).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
-        if (ok) {
-          const token = yield* issueToken(owner.value.id, "reset", null, RESET_TTL_MS)
-          yield* outbox.send(Templates.alreadyRegistered(owner.value.email, owner.value.username, resetLink(token)), RESET_TTL_MS)
-        }
-      }
+      const notify = Option.isSome(owner) && owner.value.isActive &&
+        (yield* admitSend("notice", input.email).pipe(Effect.as(true), Effect.orElseSucceed(() => false)))
+      // A registration that mails nothing (the owner told thrice this hour, a deleted owner) waits as
+      // long as one that mails, so its answer's time does not tell that the address has an account.
+      if (notify) {
+        const { email, id, username } = owner.value
+        yield* timedMailing(Effect.flatMap(issueToken(id, "reset", null, RESET_TTL_MS), (token) =>
+          outbox.send(Templates.alreadyRegistered(email, username, resetLink(token)), RESET_TTL_MS)))
+      } else yield* asLongAsMailing
     }
     return view(avatar)
   })
