@@ -121,6 +121,26 @@ describe("capabilities", () => {
     expect((await post("/v1/memory/query", { query: "x", avatarId: stranger.id })).status).toBe(403)
   })
 
+  it("a memory query naming a provider a store could not use is refused as the store is, before admission", async () => {
+    const used = async () => (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed as number
+    const before = await used()
+    for (const path of ["/v1/memory/store", "/v1/memory/query"]) {
+      const body = path.endsWith("store") ? { content: "x" } : { query: "x" }
+      const unknown = await post(path, { ...body, provider: "nope" })
+      expect([path, unknown.status, unknown.body.message]).toEqual([path, 404, expect.stringMatching(/nope/)])
+      // Above the caller's plan, and a provider without embeddings: never searched as `auto`.
+      const aboveThePlan = await post(path, { ...body, provider: "anthropic" })
+      expect([path, aboveThePlan.status, aboveThePlan.body.message]).toEqual([path, 403, expect.stringMatching(/anthropic needs plan/)])
+      const noEmbeddings = await post(path, { ...body, provider: "groq" })
+      expect([path, noEmbeddings.status, noEmbeddings.body.message]).toEqual([path, 422, "Provider groq does not offer embeddings."])
+    }
+    expect(await used()).toBe(before)
+    // An embedding provider the store could use searches the gateway's own store.
+    const viaOpenai = await post("/v1/memory/query", { query: "Provider-embedded memory", userId: "end-user-3", provider: "openai" })
+    expect(viaOpenai.status).toBe(200)
+    expect(viaOpenai.body.result.provider).toBe("local")
+  })
+
   it("useFAHRN injects the plan of a planning call into the completion's context", async () => {
     answer("planned answer")
     const res = await post("/v1/complete", { messages: [{ role: "user", content: "Prove that the square root of 2 is irrational" }], useFAHRN: true, provider: "openai", model: "gpt-4o-mini" })

@@ -194,12 +194,14 @@ const makeService = Effect.gen(function*() {
     )
   }
 
-  /** The refusal of a store or query that depends only on the request and configuration (answered before admission). */
-  const checkStore = (avatar: AvatarRecord, provider: string) =>
+  /**
+   * The refusal of a store or query that depends only on the request and configuration (answered
+   * before admission): an unknown provider, one that neither embeds nor keeps memories, or one not
+   * configured or not allowed for the plan. A query searches the gateway's own store for any provider
+   * but a memory vendor; it is checked as a store naming it would be, never taken as `auto`.
+   */
+  const checkProvider = (avatar: AvatarRecord, provider: string) =>
     isVendor(provider) ? Effect.asVoid(vendorFor(avatar, provider)) : Effect.asVoid(chooseEmbedder(avatar, provider))
-
-  /** A query names an embedder only through what is stored; only an external vendor can be refused up front. */
-  const checkQuery = (avatar: AvatarRecord, provider: string) => (isVendor(provider) ? Effect.asVoid(vendorFor(avatar, provider)) : Effect.void)
 
   const store_ = Effect.fn("Memory.store")(function*(avatar: AvatarRecord, input: { readonly content: string; readonly userId?: string | undefined; readonly provider: string }) {
     if (isVendor(input.provider)) {
@@ -254,8 +256,7 @@ const makeService = Effect.gen(function*() {
   })
 
   return {
-    checkStore,
-    checkQuery,
+    checkProvider,
     store: store_,
     query,
     addExternal,

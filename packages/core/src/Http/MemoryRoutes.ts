@@ -35,7 +35,7 @@ export const memoryRoutes = [
     description: "userId defaults to the avatar's id. provider: auto (a configured embedding model, else local), local, an embedding provider id, or an external memory provider (mem0, zep, letta, supermemory) that keeps the memory under an id derived from the avatar and userId. Admins may act for another avatar with avatarId.",
     avatarIdOf: (b) => b.avatarId,
     ...onLane(StoreBody, {
-      check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkStore(avatar, body.provider)),
+      check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkProvider(avatar, body.provider)),
       handle: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.store(avatar, body))
     })
   }),
@@ -46,10 +46,10 @@ export const memoryRoutes = [
     tag: "Memory",
     metered: true,
     summary: "Semantic search over a user's memories (cosine similarity); the best topK (default 5)",
-    description: "provider: auto or local search the gateway's own store (each stored embedding space); an external memory provider (mem0, zep, letta, supermemory) searches the memories stored there for this avatar and userId.",
+    description: "provider: auto, local or an embedding provider id search the gateway's own store (each stored embedding space; a named provider must be one a store could use: unknown 404, not allowed for the plan 403, not configured or not embedding 422); an external memory provider (mem0, zep, letta, supermemory) searches the memories stored there for this avatar and userId.",
     avatarIdOf: (b) => b.avatarId,
     ...onLane(QueryBody, {
-      check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkQuery(avatar, body.provider)),
+      check: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.checkProvider(avatar, body.provider)),
       handle: ({ avatar, body }) => Effect.flatMap(Memory, (m) => m.query(avatar, body))
     })
   })
