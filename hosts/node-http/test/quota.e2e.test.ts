@@ -133,11 +133,13 @@ describe("quota, keys and headers (SQLite)", () => {
     expect((await call(server.url, "GET", "/v1/models/nope", { apiKey: user.apiKey })).status).toBe(404)
     // A query parameter a route of the gateway's API does not take is refused by name, on the Effect path and on the lane, counting nothing.
     const used = (await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed
-    for (const [method, path] of [["GET", "/v1/models/gpt-4o-mini?x=1"], ["GET", "/v1/providers?verbose=true"], ["POST", "/v1/complete?stream=true"], ["POST", "/v1/embeddings?dimensions=8"]] as const) {
+    for (const [method, path] of [["GET", "/v1/models/gpt-4o-mini?x=1"], ["GET", "/v1/providers?verbose=true"], ["POST", "/v1/complete?stream=true"], ["POST", "/v1/embeddings?dimensions=8"], ["GET", "/v1/openserv/models?x=1"]] as const) {
       const res = await call(server.url, method, path, { apiKey: user.apiKey, ...(method === "POST" ? { body: { messages: [{ role: "user", content: "hi" }], texts: ["a"] } } : {}) })
       expect([path, res.status, res.body.message]).toEqual([path, 400, `Invalid query: ${path.split("?")[1]!.split("=")[0]}: is unexpected`])
     }
     expect((await call(server.url, "GET", "/v1/usage", { apiKey: user.apiKey })).body.result.dailyCallsUsed).toBe(used)
+    // The probes ignore a query: monitors add cache-busting parameters.
+    for (const probe of ["/v1/health?ts=1", "/v1/ready?ts=1"]) expect([probe, (await call(server.url, "GET", probe)).status]).toEqual([probe, 200])
     const providers = await call(server.url, "GET", "/v1/providers", { apiKey: user.apiKey })
     expect(providers.body.result.total).toBe(data.providers.length)
     const openai = providers.body.result.providers.find((p: any) => p.id === "openai")

@@ -84,6 +84,8 @@ interface Common<B, Q> extends Docs {
   readonly envelope?: Envelope
   /** The body is multipart/form-data instead of JSON: read before the check, handed over as `form`. */
   readonly rawBody?: boolean
+  /** A probe's route (health, readiness): a query is not refused (monitors add cache-busting parameters), and nothing in it is read. */
+  readonly ignoresQuery?: boolean
 }
 
 type Output = unknown
@@ -381,9 +383,10 @@ export const nulRefusal = (
 
 /**
  * The refusal of a request's path parameters and query before its body is read: a NUL anywhere
- * (`nulRefusal`), and, on the gateway's own API, a query parameter on a route that takes none, named
- * as a body's unexpected field is (`Invalid query: foo: is unexpected`), as routes that take a query
- * refuse one they do not know. The OpenAI, Anthropic and avatar APIs keep their leniency.
+ * (`nulRefusal`), and, on the gateway's own API (its un-enveloped answers too), a query parameter on a
+ * route that takes none, named as a body's unexpected field is (`Invalid query: foo: is unexpected`),
+ * as routes that take a query refuse one they do not know. The OpenAI, Anthropic and avatar APIs keep
+ * their leniency, and so do the probes (`ignoresQuery`).
  */
 export const pathAndQueryRefusal = (
   route: { readonly envelope: Envelope; readonly takesQuery: boolean },
@@ -391,7 +394,7 @@ export const pathAndQueryRefusal = (
   query: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 ): BadRequest | undefined => {
   const nul = nulRefusal(params, query)
-  if (nul !== undefined || route.envelope !== "gateway" || route.takesQuery) return nul
+  if (nul !== undefined || (route.envelope !== "gateway" && route.envelope !== "none") || route.takesQuery) return nul
   const unexpected = Object.keys(query)[0]
   return unexpected === undefined ? undefined : new BadRequest({ message: `Invalid query: ${cutText(unexpected, 100)}: is unexpected` })
 }
@@ -450,7 +453,7 @@ const make = <B, Q, R>(
       const checkedAt = performance.now()
       const searchParams = yield* HttpServerRequest.ParsedSearchParams
       const { params } = yield* HttpRouter.RouteContext
-      const refused = pathAndQueryRefusal({ envelope, takesQuery: spec.query !== undefined }, params, searchParams)
+      const refused = pathAndQueryRefusal({ envelope, takesQuery: spec.query !== undefined || spec.ignoresQuery === true }, params, searchParams)
       if (refused !== undefined) return yield* Effect.fail(refused)
       const query = decodeQuery ? yield* asEffect(decodeQuery(searchParams)) : (undefined as Q)
       const body = decodeBody ? yield* Effect.flatMap(readJson, (j) => asEffect(decodeBody(j))) : (undefined as B)
