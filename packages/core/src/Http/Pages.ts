@@ -15,8 +15,11 @@ input{width:100%;padding:.5rem;font-size:1rem;box-sizing:border-box}button{margi
 /** No page of the gateway may be framed by another site (a reset form under a clickjacking overlay), nor read as another type. */
 export const pageHeaders = { "x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'", "x-content-type-options": "nosniff" }
 
-export const html = (title: string, body: string, status = 200) =>
-  HttpServerResponse.html(layout(title, body)).pipe(HttpServerResponse.setStatus(status), HttpServerResponse.setHeaders(pageHeaders))
+/** The pages below answer links that hold a one-time token (and may show the avatar's address): never cached, never sent on as a Referer. */
+const linkPageHeaders = { ...pageHeaders, "cache-control": "no-store", "referrer-policy": "no-referrer" }
+
+const html = (title: string, body: string, status = 200) =>
+  HttpServerResponse.html(layout(title, body)).pipe(HttpServerResponse.setStatus(status), HttpServerResponse.setHeaders(linkPageHeaders))
 
 export const verificationResult = (ok: boolean, message: string) =>
   html(
@@ -25,9 +28,6 @@ export const verificationResult = (ok: boolean, message: string) =>
 <p id="message">${escapeHtml(message)}</p>`,
     ok ? 200 : 400
   )
-
-/** The reset pages hold a one-time token: never cached, never sent on as a Referer. */
-const resetHeaders = { "cache-control": "no-store", "referrer-policy": "no-referrer" }
 
 /**
  * The reset form. With JavaScript it posts JSON to the API (`reset-password`) and shows the
@@ -63,7 +63,7 @@ document.getElementById("reset").addEventListener("submit", async (event) => {
 });
 </script>`,
     status
-  ).pipe(HttpServerResponse.setHeaders(resetHeaders))
+  )
 
 /** The answer to the no-JavaScript reset form: done, or why the link cannot be used (no form: it would fail again). */
 export const resetResult = (ok: boolean, message: string, status = ok ? 200 : 400) =>
@@ -72,7 +72,7 @@ export const resetResult = (ok: boolean, message: string, status = ok ? 200 : 40
     `<h1 class="${ok ? "ok" : "err"}" id="outcome">${ok ? "Your password was changed. You can sign in now." : "Your password was not changed."}</h1>
 <p id="message">${escapeHtml(message)}</p>`,
     status
-  ).pipe(HttpServerResponse.setHeaders(resetHeaders))
+  )
 
 /** True when the client asked for HTML (a browser following a link), not JSON. */
 export const wantsHtml = (accept: string | undefined) =>

@@ -160,9 +160,17 @@ describe("avatar routes", () => {
     const wrong = await call("POST", "/api/avatar/authenticate", { body: { username: alice.username, password: "wrong password" } })
     const bad = await call("POST", "/api/avatar/authenticate", { body: { username: alice.username } })
     for (const answer of [wrong, bad]) expect([answer.body.isError, answer.headers.get("cache-control")]).toEqual([true, "no-store"])
-    // The account pages may not be framed by another site.
-    const page = await call("GET", "/api/avatar/reset-password?token=abc", { headers: { accept: "text/html" } })
-    expect([page.status, page.headers.get("x-frame-options"), page.headers.get("content-security-policy"), page.headers.get("cache-control")]).toEqual([422, "DENY", "frame-ancestors 'none'", "no-store"])
+    // The account pages (links with one-time tokens) may not be framed by another site, cached or sent on as a Referer.
+    const pageHeaders = (page: Awaited<ReturnType<typeof call>>) =>
+      ["x-frame-options", "content-security-policy", "cache-control", "referrer-policy"].map((h) => page.headers.get(h))
+    const reset = await call("GET", "/api/avatar/reset-password?token=abc", { headers: { accept: "text/html" } })
+    const verify = await call("GET", "/api/avatar/verify-email?token=abc", { headers: { accept: "text/html" } })
+    const u = `p_${unique()}`
+    expect((await call("POST", "/api/avatar/register", { body: { username: u, email: `${u}@example.com`, password: "correct horse 1" } })).status).toBe(200)
+    const verified = await call("GET", await linkIn(`${u}@example.com`, /verify/i), { headers: { accept: "text/html" } })
+    for (const [page, status] of [[reset, 422], [verify, 400], [verified, 200]] as const) {
+      expect([page.status, ...pageHeaders(page)]).toEqual([status, "DENY", "frame-ancestors 'none'", "no-store", "no-referrer"])
+    }
   })
 
   it("the reset page says a link is dead before its form is filled in, and following it uses nothing", async () => {
