@@ -723,7 +723,13 @@ describe("edge attacks", () => {
         ["POST", "/v1/batch/123/status", "GET"],
         ["POST", "/api/avatar/0190a0a0-0000-7000-8000-000000000000", "GET, PUT, DELETE"],
         // A static path beside a parameter's: its own methods, as the router routes it.
-        ["POST", "/api/avatar/verify-email", "GET"]
+        ["POST", "/api/avatar/verify-email", "GET"],
+        // ... also with a method the parameter's route takes: never a profile read of "register" (401 or "id must be a UUID").
+        ["GET", "/api/avatar/register", "POST"],
+        ["DELETE", "/api/avatar/authenticate", "POST"],
+        ["PUT", "/api/avatar/reset-password", "GET, POST"],
+        ["DELETE", "/api/avatar/verify-email", "GET"],
+        ["GET", "/v1/video/generate", "POST"]
       ] as const) {
         const res = await fetch(`${server.url}${path}`, { method, headers: { "x-api-key": user.apiKey } })
         expect([method, path, res.status, res.headers.get("allow")?.split(", ").sort().join(", ")]).toEqual([method, path, 405, allow.split(", ").sort().join(", ")])

@@ -46,8 +46,7 @@ const matcherOf = (pattern: string): { readonly matches: (path: string) => boole
 /**
  * The methods `served` takes on a path: none when no route has it. Of the patterns that match, the
  * most specific decide, as in the router (`/api/avatar/verify-email` is not `/api/avatar/:id`). The
- * patterns are compiled on the first question, so a host that never answers an unroutable request
- * (a cold Lambda) never builds them.
+ * patterns are compiled on the first question.
  */
 export const methodsOn = (served: ReadonlyArray<{ readonly method: string; readonly path: string }>) => {
   let patterns: ReadonlyArray<{ readonly method: string; readonly matches: (path: string) => boolean; readonly generality: number }> | undefined
@@ -76,6 +75,13 @@ export const methodNotAllowed = (method: string, path: string, allowed: Readonly
   headers: { allow: allowed.join(", ") }
 })
 
+/** The 405 of `methodNotAllowed` as a response, with the caller's rate-limit headers. */
+const refusedMethod = (request: HttpServerRequest.HttpServerRequest, path: string, allowed: ReadonlyArray<string>) => {
+  const refused = methodNotAllowed(request.method, path, allowed)
+  return Effect.map(unroutedHeaders(request), (headers) =>
+    HttpServerResponse.unsafeJson(refused.body, { status: refused.status, headers: { ...headers, ...refused.headers } }))
+}
+
 /**
  * The answer to a request no route takes: 405 when its path is served with other methods, else 404.
  * A path a route's pattern takes with this very method was refused by the router as sent: a
@@ -91,10 +97,26 @@ const unrouted = (served: ReadonlyArray<{ readonly method: string; readonly path
       return readablePath(path) ? notFound : Effect.map(unroutedHeaders(request), (headers) =>
         HttpServerResponse.unsafeJson(errorBody(envelopeOfPath(path), new BadRequest({ message: `The path ${path} has a malformed percent-encoding.` })), { status: 400, headers }))
     }
-    const refused = methodNotAllowed(request.method, path, allowed)
-    return Effect.map(unroutedHeaders(request), (headers) =>
-      HttpServerResponse.unsafeJson(refused.body, { status: refused.status, headers: { ...headers, ...refused.headers } }))
+    return refusedMethod(request, path, allowed)
   })
+}
+
+/**
+ * The fixed paths a parameter's pattern also matches with another method (`/api/avatar/register` and
+ * `GET /api/avatar/:id`), with the methods their own routes take. The router takes such a request to
+ * the parameter's route (`GET /api/avatar/register` answered 401 as a profile read, or 400 "id must be
+ * a UUID"); it is a 405, as on any other served path.
+ */
+const shadowedPaths = (served: ReadonlyArray<{ readonly method: string; readonly path: string }>): ReadonlyMap<string, ReadonlyArray<string>> => {
+  const allowedOn = methodsOn(served)
+  const patterns = served.filter((r) => /[:*]/.test(r.path)).map((r) => ({ method: r.method, ...matcherOf(r.path) }))
+  const shadowed = new Map<string, ReadonlyArray<string>>()
+  for (const { path } of served) {
+    if (/[:*]/.test(path) || shadowed.has(path)) continue
+    const own = allowedOn(path)
+    if (patterns.some((p) => !own.includes(p.method) && p.matches(path))) shadowed.set(path, own)
+  }
+  return shadowed
 }
 
 /**
@@ -126,7 +148,13 @@ export const makeRouter = (all: ReadonlyArray<Route> = routes, options: { readon
     const served = [...router.routes].filter((r) => r.method !== "*").map((r) => ({ method: r.method, path: r.path }))
     // Routes are declared with open requirements; all of them are core services.
     const exact = HttpRouter.withRouterConfig(router, EXACT_PATHS).pipe(Effect.catchTag("RouteNotFound", () => unrouted(served)))
-    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => (DISGUISED_PATH.test(pathOf(request)) ? notFound : exact)) as HttpApp.Default<never, CoreServices>
+    const shadowed = shadowedPaths(served)
+    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const path = pathOf(request)
+      if (DISGUISED_PATH.test(path)) return notFound
+      const allowed = shadowed.get(path)
+      return allowed !== undefined && !allowed.includes(request.method) ? refusedMethod(request, path, allowed) : exact
+    }) as HttpApp.Default<never, CoreServices>
   })
 
 /**
