@@ -295,7 +295,8 @@ const makeService = Effect.gen(function*() {
       passwordHash: yield* passwords.hash(input.password),
       title: input.title ?? "",
       avatarType: "User",
-      providerType: input.providerType ?? "Default",
+      // The spec's default is the configured one; an empty value is no override (as an empty setting is unset).
+      providerType: input.providerType === undefined || input.providerType.trim() === "" ? "Default" : input.providerType,
       plan: "Free",
       emailVerified: false
     }, now)

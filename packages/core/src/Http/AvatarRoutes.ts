@@ -31,7 +31,7 @@ const RegisterBody = Schema.Struct({
   title: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   providerType: Schema.optional(Schema.String.pipe(Schema.maxLength(100))),
   // Every registration makes a User; only an Admin makes Admins (PUT).
-  AvatarType: Schema.optional(Schema.Literal("User").annotations({ message: () => "AvatarType: a registration makes a User; an Admin makes Admins with PUT /api/avatar/{id}" }))
+  AvatarType: Schema.optional(Schema.Literal("User").annotations({ message: () => "a registration makes a User; an Admin makes Admins with PUT /api/avatar/{id}" }))
 }).annotations(strict)
 
 const AuthenticateBody = Schema.Struct({

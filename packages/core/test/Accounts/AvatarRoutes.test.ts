@@ -247,12 +247,18 @@ describe("avatar routes", () => {
       expect([res.status, res.body.isError, res.body.message], path).toEqual([400, true, expect.stringMatching(new RegExp(`^Invalid request body: ${field}: is unexpected, expected: "`))])
     }
     const admin = await call("POST", "/api/avatar/register", { body: { ...fresh, AvatarType: "Admin" } })
-    expect([admin.status, admin.body.message]).toEqual([400, expect.stringContaining("a registration makes a User")])
+    expect([admin.status, admin.body.message]).toEqual([400, "Invalid request body: AvatarType: a registration makes a User; an Admin makes Admins with PUT /api/avatar/{id}"])
     const mismatch = await call("POST", "/api/avatar/register", { body: { ...fresh, confirmPassword: "correct horse 2" } })
     expect([mismatch.status, mismatch.body.message]).toEqual([400, "password and confirmPassword do not match."])
     // Nothing above registered the name; the fields it takes do.
     const ok = await call("POST", "/api/avatar/register", { body: { ...fresh, confirmPassword: fresh.password, AvatarType: "User", title: "T" } })
     expect([ok.status, ok.body.isError, ok.body.result.AvatarType, ok.body.result.title]).toEqual([200, false, "User", "T"])
+    // An empty providerType is no override: the default, never "".
+    for (const providerType of ["", "  "]) {
+      const v = `pt_${unique()}`
+      const blank = await call("POST", "/api/avatar/register", { body: { username: v, email: `${v}@example.com`, password: "correct horse 1", providerType } })
+      expect([blank.status, blank.body.result.providerType]).toEqual([200, "Default"])
+    }
   })
 
   it("refuse addresses mail servers do not deliver to, and impossible dates of birth", async () => {
