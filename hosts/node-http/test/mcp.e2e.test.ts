@@ -105,6 +105,24 @@ describe("MCP over streamable HTTP", () => {
       expect(await res.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { message: "Invalid or expired credentials." } })
     })
 
+    it("gives an authenticated caller's answers its day's rate-limit headers as they stand after the calls, an anonymous one's none", async () => {
+      const rpc = (headers: Record<string, string>, body: unknown) =>
+        fetch(`${server.url}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body: JSON.stringify(body) })
+      const day = (res: Response) => ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-ratelimit-plan", "x-karma-multiplier"].map((h) => res.headers.get(h))
+      const listed = await rpc({ "x-api-key": gold.apiKey }, { jsonrpc: "2.0", id: 1, method: "tools/list" })
+      expect(listed.status).toBe(200)
+      const [limit, remaining, reset, plan, karma] = day(listed)
+      expect([plan, karma]).toEqual(["Gold", expect.stringMatching(/^\d+(\.\d+)?$/)])
+      expect(Number(reset)).toBeGreaterThan(Date.now() / 1000)
+      // A metered call in the same answer is counted in its headers.
+      const called = await rpc({ "x-api-key": gold.apiKey }, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "gateway_complete", arguments: { messages: [{ role: "user", content: "hi" }] } } })
+      expect((await called.json()).result.isError).toBe(false)
+      expect([day(called)[0], Number(day(called)[1])]).toEqual([limit, Number(remaining) - 1])
+      // A refusal before the body is read carries them too; an anonymous answer has none.
+      expect(day(await rpc({ "x-api-key": gold.apiKey, "sec-fetch-site": "cross-site", "content-type": "text/plain" }, {}))[3]).toBe("Gold")
+      expect(day(await rpc({}, { jsonrpc: "2.0", id: 3, method: "tools/list" }))).toEqual([null, null, null, null, null])
+    })
+
     it("runs each call as the caller of its own HTTP request, under concurrency", async () => {
       const pairs = Array.from({ length: 24 }, (_, i): readonly [Client, TestAvatar | null] =>
         i % 3 === 0 ? [anonymous, null] : i % 3 === 1 ? [goldClient, gold] : [freeClient, free])

@@ -37,7 +37,7 @@ import { readText } from "../Http/Route.ts"
 import { parseJsonText } from "../JsonText.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
-import { admitted, nextUtcMidnight, Quota } from "../Quota.ts"
+import { admitted, headersOf, nextUtcMidnight, Quota } from "../Quota.ts"
 import { quotaRefusals } from "../Metrics.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { layerHandlers, makeAdmissionChecks } from "./Handlers.ts"
@@ -372,6 +372,15 @@ export const layerHttp = layerOver((front) =>
     Effect.gen(function*() {
       const auth = yield* Auth
       const config = yield* GatewayConfig
+      const quota = yield* Quota
+      /**
+       * An authenticated caller's answer carries its day's rate-limit headers (the spec's "every response"),
+       * as they stand when it leaves: one answer may hold several calls (a batch), each admitted on its own.
+       */
+      const withDay = (caller: Option.Option<AvatarRecord>, response: HttpServerResponse.HttpServerResponse) =>
+        Option.isNone(caller)
+          ? Effect.succeed(response)
+          : Effect.map(Effect.promise(() => quota.peek(caller.value)), (day) => HttpServerResponse.setHeaders(response, headersOf(day)))
       return Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         if (request.method !== "POST") {
@@ -390,7 +399,7 @@ export const layerHttp = layerOver((front) =>
         if (caller._tag === "Left") return invalid()
         const checkedAt = performance.now()
         const crossSite = crossSiteFormProblem(request.headers)
-        if (crossSite !== undefined) return jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${crossSite.message}`)
+        if (crossSite !== undefined) return yield* withDay(caller.right, jsonRpcError(400, JsonRpc.INVALID_REQUEST, `Invalid Request: ${crossSite.message}`))
         const text = yield* Effect.either(Effect.provideService(readText, GatewayConfig, config))
         // As every route: a key revoked while a slow body came in is refused, not admitted for each tool call.
         if (text._tag === "Right" && Option.isSome(caller.right) && bodyTookLong(checkedAt)) {
@@ -400,9 +409,12 @@ export const layerHttp = layerOver((front) =>
         const answered = text._tag === "Left"
           ? front.unreadable(text.left)
           : yield* front.answer(text.right, { resolve: Effect.succeed(caller.right) }, Option.isNone(caller.right))
-        return answered.body === undefined
-          ? HttpServerResponse.empty({ status: answered.status })
-          : HttpServerResponse.unsafeJson(answered.body, { status: answered.status })
+        return yield* withDay(
+          caller.right,
+          answered.body === undefined
+            ? HttpServerResponse.empty({ status: answered.status })
+            : HttpServerResponse.unsafeJson(answered.body, { status: answered.status })
+        )
       }) as HttpApp.Default
     })
   )
