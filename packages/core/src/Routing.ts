@@ -9,8 +9,9 @@ import { defaultModelData } from "./Catalog/defaultModels.data.ts"
 import { envPrefix } from "./Config.ts"
 import { BadRequest, Forbidden, type GatewayError, NotFound, Unprocessable } from "./Errors.ts"
 import { type Plan, planAllows } from "./Plans.ts"
-import type { Target } from "./Providers/Chat.ts"
+import type { ChatMessage, Target } from "./Providers/Chat.ts"
 import { ProviderHealth } from "./Providers/ProviderHealth.ts"
+import { countMessages, messageTokensNow, promptCharacters } from "./Tokens.ts"
 
 export type Preference = "cost" | "balanced" | "quality"
 
@@ -26,7 +27,7 @@ export interface ChatNeeds {
   readonly model: string
   readonly plan: Plan
   readonly needsTools: boolean
-  /** Estimated prompt tokens plus requested completion tokens. */
+  /** Estimated prompt tokens plus requested completion tokens (the prompt's as `promptTokensNow` counts them). */
   readonly contextTokens: number
   readonly maxTokens?: number | undefined
   readonly preference?: Preference | undefined
@@ -330,7 +331,27 @@ const makeService = Effect.gen(function*() {
   const providerFor = (capability: EndpointType, named: string, plan: Plan) =>
     Effect.map(providersFor(capability, named, plan), (providers) => providers[0]!)
 
-  return { targets, autoTargets, providersFor, providerFor, providerAndModel }
+  // No chat model's window is smaller: a request below it fits every one, however it is counted.
+  const smallestChatWindow = Math.min(...catalog.models.filter((m) => m.kind === "chat").map((m) => m.contextWindow))
+
+  /**
+   * A prompt's tokens as its context window is checked (`ChatNeeds.contextTokens`, with `maxTokens`
+   * added): its characters, a bound, while that cannot reach the smallest chat model's window (the
+   * check passes either way), else the tokenizer's count, since prose has 4 to 5 characters a token and
+   * a window may not refuse what fits it. Undefined when the count is needed and the tokenizer has not
+   * loaded yet (`promptTokens` loads it).
+   */
+  const promptTokensNow = (messages: ReadonlyArray<ChatMessage>, maxTokens = 0): number | undefined => {
+    const bound = promptCharacters(messages)
+    return bound + maxTokens <= smallestChatWindow ? bound : messageTokensNow(messages)
+  }
+  const promptTokens = (messages: ReadonlyArray<ChatMessage>, maxTokens = 0): Effect.Effect<number> =>
+    Effect.suspend(() => {
+      const now = promptTokensNow(messages, maxTokens)
+      return now === undefined ? countMessages(messages) : Effect.succeed(now)
+    })
+
+  return { targets, autoTargets, providersFor, providerFor, providerAndModel, promptTokensNow, promptTokens }
 })
 
 export class Routing extends Context.Tag("aigw/Routing")<Routing, Effect.Effect.Success<typeof makeService>>() {}

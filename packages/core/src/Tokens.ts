@@ -1,6 +1,6 @@
 /**
  * Token estimates (o200k tokenizer), used when an upstream reports no usage and by the count_tokens
- * endpoint, and a cheap upper bound for context-window routing. The tokenizer's tables (~3 MB) load
+ * endpoint, and for context-window routing (with a cheap bound for prompts that fit every window). The tokenizer's tables (~3 MB) load
  * on first use, not at start, so cold starts (Lambda) do not pay for them.
  *
  * The tokenizer runs on the event loop, and on hostile text it is slow: byte-pair merging is quadratic
@@ -27,10 +27,14 @@ const SAMPLE_CHARS = 2_000
 /** Entries of the tokenizer's merge cache: its eviction slows down as a large cache churns. */
 const MERGE_CACHE_ENTRIES = 2_000
 
+/** The tokenizer's count of a call's texts, once its tables have loaded (for `messageTokensNow`). */
+let loadedCount: ((texts: ReadonlyArray<string>) => number) | undefined
+
 const tokenizer = Effect.cached(Effect.promise(async () => {
   const t = await import("gpt-tokenizer")
   t.setMergeCacheSize(MERGE_CACHE_ENTRIES)
-  return t
+  loadedCount = countAll(exactCount(t.countTokens))
+  return loadedCount
 }))
 const loaded = Effect.runSync(tokenizer)
 
@@ -84,20 +88,46 @@ export const countAll = (count: (text: string) => number) => (texts: ReadonlyArr
   return chars === 0 ? 0 : Math.round((tokens / chars) * length)
 }
 
-const counter = Effect.map(loaded, (t) => countAll(exactCount(t.countTokens)))
-
 /** The tokens of a call's texts, estimated beyond COUNTED_CHARS characters. */
-export const countTexts = (texts: ReadonlyArray<string>): Effect.Effect<number> => Effect.map(counter, (count) => count(texts))
+export const countTexts = (texts: ReadonlyArray<string>): Effect.Effect<number> => Effect.map(loaded, (count) => count(texts))
 
 export const countText = (text: string): Effect.Effect<number> => countTexts([text])
 
+/** Visits what of a conversation is counted: each message's text and its tool calls' names and arguments. */
+const eachText = (messages: ReadonlyArray<ChatMessage>, visit: (text: string) => void) => {
+  for (const m of messages) {
+    visit(m.content)
+    for (const c of m.toolCalls ?? []) {
+      visit(c.name)
+      visit(c.arguments)
+    }
+  }
+}
+
+/** The texts the tokenizer counts for a conversation, and `more` texts sent with it. */
+const textsOf = (messages: ReadonlyArray<ChatMessage>, more: ReadonlyArray<string>) => {
+  const texts: Array<string> = []
+  eachText(messages, (text) => texts.push(text))
+  texts.push(...more)
+  return texts
+}
+
 /** The tokens of a conversation (and of `more` texts sent with it), each message with its framing. */
 export const countMessages = (messages: ReadonlyArray<ChatMessage>, more: ReadonlyArray<string> = []): Effect.Effect<number> =>
-  Effect.map(
-    countTexts([...messages.flatMap((m) => [m.content, ...(m.toolCalls ?? []).flatMap((c) => [c.name, c.arguments])]), ...more]),
-    (n) => n + PER_MESSAGE * messages.length
-  )
+  Effect.map(countTexts(textsOf(messages, more)), (n) => n + PER_MESSAGE * messages.length)
 
-/** A fast upper bound (no tokenizer): about one token per 3 characters. */
-export const roughPromptTokens = (messages: ReadonlyArray<ChatMessage>): number =>
-  messages.reduce((n, m) => n + PER_MESSAGE + Math.ceil(m.content.length / 3), 0)
+/** `countMessages` at once when the tokenizer has loaded; undefined before (`countMessages` loads it). */
+export const messageTokensNow = (messages: ReadonlyArray<ChatMessage>): number | undefined =>
+  loadedCount === undefined ? undefined : loadedCount(textsOf(messages, [])) + PER_MESSAGE * messages.length
+
+/**
+ * A bound on a conversation's tokens without the tokenizer: the characters `countMessages` counts, and
+ * each message's framing. A token is at least a character for nearly all text (an emoji or a rare symbol
+ * may be several), where prose runs 4 to 5 characters a token: a bound that tells a prompt fits a
+ * context window, never that it does not (Routing's `promptTokensNow`).
+ */
+export const promptCharacters = (messages: ReadonlyArray<ChatMessage>): number => {
+  let characters = PER_MESSAGE * messages.length
+  eachText(messages, (text) => (characters += text.length))
+  return characters
+}

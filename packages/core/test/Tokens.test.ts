@@ -3,7 +3,7 @@ import { countTokens } from "gpt-tokenizer"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { countAll, COUNTED_CHARS, countMessages, countText, countTexts, exactCount, roughPromptTokens } from "../src/Tokens.ts"
+import { countAll, COUNTED_CHARS, countMessages, countText, countTexts, exactCount, messageTokensNow, promptCharacters } from "../src/Tokens.ts"
 
 it("counts tokens with the o200k tokenizer, loaded on first use", async () => {
   expect(await Effect.runPromise(countText(""))).toBe(0)
@@ -12,7 +12,11 @@ it("counts tokens with the o200k tokenizer, loaded on first use", async () => {
   const n = await Effect.runPromise(countMessages(messages))
   expect(n).toBe(7 + 4 + (await Effect.runPromise(countTexts(["", "f", "{\"a\":1}"]))) + 4)
   expect(await Effect.runPromise(countMessages(messages, ["more text"]))).toBe(n + countTokens("more text"))
-  expect(roughPromptTokens(messages)).toBeGreaterThanOrEqual(7)
+  // Loaded now: the same count at once, no Effect.
+  expect(messageTokensNow(messages)).toBe(n)
+  // The bound without the tokenizer: every character counted (tool calls too) and each message's framing.
+  expect(promptCharacters(messages)).toBe("hello world, how are you?".length + "f".length + "{\"a\":1}".length + 8)
+  expect(promptCharacters(messages)).toBeGreaterThanOrEqual(n)
 })
 
 describe("text that is slow to tokenize", () => {

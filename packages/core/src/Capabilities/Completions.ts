@@ -18,7 +18,6 @@ import { Braid } from "./Braid.ts"
 import { type Preference, routed, Routing, type RoutingError } from "../Routing.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { standingStores, stillActing } from "../Accounts/StillActing.ts"
-import { roughPromptTokens } from "../Tokens.ts"
 import * as RequestId from "../RequestId.ts"
 
 export interface CompletionInput {
@@ -133,23 +132,23 @@ const makeService = Effect.gen(function*() {
 
   /** Routing targets and the per-target request for the final messages. */
   const planned = (avatar: AvatarRecord, input: CompletionInput, messages: ReadonlyArray<ChatMessage>) =>
-    Effect.suspend((): Effect.Effect<PlannedCall, RoutingError | BadRequest> => {
-      const call = plan(avatar, input, messages)
+    Effect.flatMap(routing.promptTokens(messages, input.maxTokens), (promptTokens): Effect.Effect<PlannedCall, RoutingError | BadRequest> => {
+      const call = plan(avatar, input, messages, promptTokens)
       return Effect.as(routed(call.targets), call as PlannedCall)
     })
 
   /**
    * `prepare` without the Effect-only steps (avatar context, FAHRN, braid), synchronously: the
-   * targets (or the routing error) and the request for each. The HTTP fast lane uses it for calls
-   * that ask for none of those steps.
+   * targets (or the routing error) and the request for each, given the prompt's tokens
+   * (`Routing.promptTokens`). The HTTP fast lane uses it for calls that ask for none of those steps.
    */
-  const plan = (avatar: AvatarRecord, input: CompletionInput, messages: ReadonlyArray<ChatMessage>) => {
+  const plan = (avatar: AvatarRecord, input: CompletionInput, messages: ReadonlyArray<ChatMessage>, promptTokens: number) => {
     const targets = routing.targets({
       provider: input.provider,
       model: input.model,
       plan: avatar.plan as Plan,
       needsTools: (input.tools?.length ?? 0) > 0,
-      contextTokens: roughPromptTokens(messages) + (input.maxTokens ?? 0),
+      contextTokens: promptTokens + (input.maxTokens ?? 0),
       maxTokens: input.maxTokens,
       preference: input.routing?.preference
     })

@@ -21,7 +21,6 @@ import type { ChatMessage } from "../Providers/Chat.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { standingStores, stillActing } from "../Accounts/StillActing.ts"
 import { DocumentStore } from "../Storage/DocumentStore.ts"
-import { roughPromptTokens } from "../Tokens.ts"
 import { Agents } from "./Agents.ts"
 import { type CompletionResult, Completions } from "./Completions.ts"
 import { BoundedArray, frameworkPayload, Provider } from "../RequestFields.ts"
@@ -294,7 +293,7 @@ const makeService = Effect.gen(function*() {
       const plan = avatar.plan as Plan
       const pinned = pinnedAgent(registered, agentName, forced)
       const provider = forced !== "auto" ? forced : pinned?.provider ?? "auto"
-      const base = { provider, plan, contextTokens: roughPromptTokens(messages) }
+      const base = { provider, plan, contextTokens: yield* routing.promptTokens(messages) }
       const scope = `${provider === "auto" ? "" : ` of ${provider}`} on plan ${plan}`
       if (pinned !== undefined && pinned.model !== "auto") {
         const [target] = yield* routed(routing.targets({ ...base, model: pinned.model, needsTools: false }))

@@ -70,13 +70,16 @@ export interface Lane<B> {
  * FAHRN, the braid: `needsPreparation`), the routing refusal, or `serve` over the planned call.
  */
 export const chatPlan = (
-  { completions }: LaneServices,
+  { completions, routing }: LaneServices,
   avatar: AvatarRecord,
   input: CompletionInput,
   serve: (planned: PlannedCall) => Serve
 ): GatewayError | undefined | Serve => {
   if (needsPreparation(input)) return undefined
-  const { messages, request, targets } = completions.plan(avatar, input, input.messages)
+  // A prompt that needs the tokenizer before it has loaded: the route loads it.
+  const promptTokens = routing.promptTokensNow(input.messages, input.maxTokens)
+  if (promptTokens === undefined) return undefined
+  const { messages, request, targets } = completions.plan(avatar, input, input.messages, promptTokens)
   // Array.isArray does not narrow a readonly array's union.
   return Array.isArray(targets) ? serve({ messages, request, targets }) : (targets as Exclude<typeof targets, ReadonlyArray<Target>>)
 }
