@@ -138,20 +138,23 @@ describe("translation across wire formats (OpenAI surface)", () => {
   })
 
   it("a field the provider cannot honour is a 400 naming it, sent nowhere and not counted", async () => {
-    const refused: ReadonlyArray<[Record<string, unknown>, string]> = [
-      [{ model: "claude-haiku-4-5", provider: "anthropic", logprobs: true }, "logprobs"],
-      [{ model: "claude-haiku-4-5", provider: "anthropic", seed: 3 }, "seed"],
-      [{ model: "claude-haiku-4-5", provider: "anthropic", response_format: { type: "json_object" } }, "response_format json_object"],
-      [{ model: "gemini-2.5-flash", provider: "google", tools: [weather], parallel_tool_calls: false }, "parallel_tool_calls=false"],
-      [{ model: "gemini-2.5-flash", provider: "google", messages: lookAt("https://example.com/image?id=1") }, "send a data: URL"]
+    // The field named in the message, and in OpenAI's `param` (null where no one field is the cause).
+    const refused: ReadonlyArray<[Record<string, unknown>, string, string | null]> = [
+      [{ model: "claude-haiku-4-5", provider: "anthropic", logprobs: true }, "logprobs", "logprobs"],
+      [{ model: "claude-haiku-4-5", provider: "anthropic", seed: 3 }, "seed", "seed"],
+      [{ model: "claude-haiku-4-5", provider: "anthropic", response_format: { type: "json_object" } }, "response_format json_object", "response_format"],
+      [{ model: "claude-haiku-4-5", provider: "anthropic", tools: [{ ...weather, function: { ...weather.function, strict: true } }] }, "tools[].function.strict", "tools[].function.strict"],
+      [{ model: "gemini-2.5-flash", provider: "google", tools: [weather], parallel_tool_calls: false }, "parallel_tool_calls=false", "parallel_tool_calls"],
+      [{ model: "gemini-2.5-flash", provider: "google", messages: lookAt("https://example.com/image?id=1") }, "send a data: URL", "image_url"]
     ]
     const sentBefore = anthropic.requests.length + gemini.requests.length
     const usedBefore = await callsUsed()
     for (const via of ["key", "jwt"] as const) {
-      for (const [fields, name] of refused) {
+      for (const [fields, name, param] of refused) {
         const res = await post({ messages: [{ role: "user", content: "Hi" }], ...fields }, via)
         expect(res.status, `${via} ${name}: ${JSON.stringify(res.body)}`).toBe(400)
         expect(JSON.stringify(res.body)).toContain(name)
+        expect([name, res.body.error.param]).toEqual([name, param])
       }
     }
     expect(anthropic.requests.length + gemini.requests.length).toBe(sentBefore)

@@ -9,7 +9,7 @@ import { type ChatStream, type CompletionResult, lift, ProviderCalls } from "../
 import { Cancel } from "../Providers/internal/cancel.ts"
 import { karmaMultiplier, type Plan } from "../Plans.ts"
 import type { ChatMessage, ChatOptions, ChatRequest, Target, ToolDefinition } from "../Providers/Chat.ts"
-import { reasoningRefusal } from "../Providers/Chat.ts"
+import { reasoningRefusal, refusedParam } from "../Providers/Chat.ts"
 import { servedBy } from "../Providers/Registry.ts"
 import { BadRequest } from "../Errors.ts"
 import { TaskClassifier } from "../Ml/TaskClassifier.ts"
@@ -171,15 +171,15 @@ const makeService = Effect.gen(function*() {
    */
   const honouring = (targets: ReadonlyArray<Target> | RoutingError, request: (t: Target) => ChatRequest): ReadonlyArray<Target> | RoutingError | BadRequest => {
     if (!Array.isArray(targets)) return targets
-    let reason: string | undefined
+    let reason: { readonly message: string; readonly param: string | undefined } | undefined
     const able = targets.filter((t) => {
       const wire = servedBy(t.provider).chat
       const field = reasoningRefusal(request(t), wire?.carries ?? {})
       const problem = field !== undefined ? `${field} is not supported by this provider's wire format` : wire?.unsupported?.(request(t))
-      if (problem !== undefined) reason ??= `${problem} (provider ${t.provider.id}, model ${t.model.id}).`
+      if (problem !== undefined) reason ??= { message: `${problem} (provider ${t.provider.id}, model ${t.model.id}).`, param: refusedParam(problem) }
       return problem === undefined
     })
-    return able.length > 0 ? able : new BadRequest({ message: reason! })
+    return able.length > 0 ? able : new BadRequest(reason!)
   }
 
   /**

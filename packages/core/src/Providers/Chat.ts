@@ -351,6 +351,16 @@ export interface ChatWire {
 /** The first extra request or message field, part type or option a wire family cannot carry, as a refusal naming it. */
 export const refusal = (family: string, field: string) => `${field} is not supported by the ${family} wire format`
 
+/**
+ * The request field a wire's refusal names first (`logprobs`, `response_format json_object`,
+ * `tools[].function.strict`, `image_url.detail "low"`), for the 400's `param`; undefined when it begins
+ * with prose instead (`an empty user or system message`).
+ */
+export const refusedParam = (problem: string): string | undefined => {
+  const first = /^[a-z][a-z0-9_]*(?:\[\]|\.[a-z0-9_]+)*(?=[\s:=]|$)/.exec(problem)?.[0]
+  return first === undefined || first === "a" || first === "an" ? undefined : first
+}
+
 export interface ReasoningSupport {
   readonly topK?: boolean
   readonly reasoning?: boolean
