@@ -174,6 +174,24 @@ describe("start-up checks", () => {
     expect(await failure({ jwtSecret: Option.some(Redacted.make("short")) })).toContain("JWT_SECRET must be at least 32 bytes (check JWT_SECRET)")
   })
 
+  it("the generated secret is written whole before it is in place, and one cut short names its file, not JWT_SECRET", async () => {
+    const dataDir = scratchDir("aigw-jwt-")
+    const secret = async () => Effect.runPromiseExit(Effect.provide(Jwt.make, GatewayConfig.layer({ dataDir })))
+    expect(Exit.isSuccess(await secret())).toBe(true)
+    const file = path.join(dataDir, "jwt-secret")
+    const generated = fs.readFileSync(file, "utf8")
+    expect([generated.length, fs.statSync(file).mode & 0o777, fs.readdirSync(dataDir)]).toEqual([64, 0o600, ["jwt-secret"]])
+    // Kept across starts.
+    expect(Exit.isSuccess(await secret())).toBe(true)
+    expect(fs.readFileSync(file, "utf8")).toBe(generated)
+    fs.writeFileSync(file, "short")
+    const cut = await secret()
+    if (Exit.isSuccess(cut)) throw new Error("expected the cut secret to be refused")
+    expect(oneLine(describeStartupFailure(cut.cause))).toBe(
+      `aigw: ${file} holds 5 bytes, not the generated secret of 64 (a secret needs at least 32) (delete it to have a new one generated (tokens signed with the old one stop working), or set JWT_SECRET)`
+    )
+  })
+
   it("a tracing endpoint that is no URL stops the start, naming it", async () => {
     const exit = await Effect.runPromiseExit(Effect.scoped(Layer.build(Tracing.layerFromEnv)).pipe(
       Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["OTEL_EXPORTER_OTLP_ENDPOINT", "notaurl"]])))

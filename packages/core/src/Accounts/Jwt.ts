@@ -49,16 +49,33 @@ interface KeyMaterial {
   readonly verifyKey: Uint8Array | crypto.KeyObject
 }
 
-/** Reads the generated secret under `dataDir`, creating it (mode 0600) on first use. */
+/**
+ * Reads the generated secret under `dataDir`, creating it (mode 0600) on first use. It is written whole
+ * under another name and linked into place, which fails if the file exists: a crash mid-write, or another
+ * process sharing the directory (the MCP stdio host), never finds it empty or cut short.
+ */
 const generatedSecret = (dataDir: string): Uint8Array => {
   const file = path.join(dataDir, "jwt-secret")
   makeDirectory(dataDir)
-  try {
-    fs.writeFileSync(file, crypto.randomBytes(48).toString("base64url"), { flag: "wx", mode: 0o600 })
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+  if (!fs.existsSync(file)) {
+    const written = `${file}.${process.pid}.${crypto.randomBytes(6).toString("hex")}.tmp`
+    fs.writeFileSync(written, crypto.randomBytes(48).toString("base64url"), { flag: "wx", mode: 0o600 })
+    try {
+      fs.linkSync(written, file)
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+    } finally {
+      fs.rmSync(written, { force: true })
+    }
   }
-  return new TextEncoder().encode(fs.readFileSync(file, "utf8").trim())
+  const secret = new TextEncoder().encode(fs.readFileSync(file, "utf8").trim())
+  if (secret.length < 32) {
+    throw startupError(
+      `${file} holds ${secret.length} bytes, not the generated secret of 64 (a secret needs at least 32)`,
+      `delete it to have a new one generated (tokens signed with the old one stop working), or set JWT_SECRET`
+    )
+  }
+  return secret
 }
 
 const keyMaterial = (
