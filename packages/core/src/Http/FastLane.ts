@@ -59,7 +59,7 @@ import {
 import { Catalog } from "../Catalog/Catalog.ts"
 import { type LaneCall, type LaneServices, runNowOn, STREAMED } from "./Lane.ts"
 import { accessLogLine, asRequest, asServerSpan, options as observabilityOptions } from "./Observability.ts"
-import { answerParts, pathAndQueryRefusal, type Route } from "./Route.ts"
+import { answerParts, logUnexpected, pathAndQueryRefusal, type Route } from "./Route.ts"
 import { admitted } from "./Pipelining.ts"
 
 export interface FastLane {
@@ -331,7 +331,7 @@ export const make = Effect.gen(function*() {
       (e) => {
         serving--
         // As Route.ts's last resort: log the cause, answer a generic 500 envelope (or cut a started stream).
-        void run(Effect.logError("unexpected failure", e).pipe(Effect.annotateLogs("requestId", requestId)))
+        void run(logUnexpected(Cause.die(e)).pipe(Effect.annotateLogs("requestId", requestId)))
         if (res.headersSent) res.destroy()
         else {
           const { body, headers, status } = defectParts(route.envelope, e)

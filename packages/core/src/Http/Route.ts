@@ -345,8 +345,11 @@ export const errorResponse = (kind: Envelope, error: GatewayError, headers: Reco
 /** The last resort: log the cause, answer a generic 500 envelope (a 503 for a locked database: `defectParts`). */
 export const defectResponse = (kind: Envelope, cause: Cause.Cause<unknown>) => {
   const { body, headers, status } = defectParts(kind, Cause.squash(cause))
-  return Effect.as(Effect.logError("unexpected failure", cause), json(status, body, headers))
+  return Effect.as(logUnexpected(cause), json(status, body, headers))
 }
+
+/** The log line of a request's unexpected failure: its cause, with its text and stack (the JSON log's `cause`). */
+export const logUnexpected = (cause: Cause.Cause<unknown>) => Effect.logError("unexpected failure", cause)
 
 /** A handler's JSON answer (a value or a Reply) as its status, body and headers, in the route's envelope. */
 export const answerParts = (kind: Envelope, output: unknown, given: Record<string, string>) => {

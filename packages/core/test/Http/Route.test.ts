@@ -1,9 +1,10 @@
 /** The shared JSON body checks of Route.ts: depth and NUL before JSON.parse, for every edge. */
 import { describe, expect, it } from "vitest"
 import { defaultLimits } from "../../src/Config.ts"
-import { Effect } from "effect"
+import { Cause, Effect, Logger } from "effect"
 import { BadRequest } from "../../src/Errors.ts"
-import { holdsMoreParts, jsonTextProblem, parseJsonBody, undecodableField } from "../../src/Http/Route.ts"
+import { holdsMoreParts, jsonTextProblem, logUnexpected, parseJsonBody, undecodableField } from "../../src/Http/Route.ts"
+import { jsonLine } from "../../src/Logging.ts"
 
 const nested = (levels: number) => "[".repeat(levels) + "]".repeat(levels)
 
@@ -177,5 +178,17 @@ describe("undecodableField", () => {
     expect(await parsed(body(latin1Name, part("prompt", "\uFFFD")))).toBeUndefined()
     // A base64 part reads the same from sent bytes and from replaced ones: a U+FFFD in it is refused.
     expect((await parsed(body(part("p", Buffer.from("\uFFFD ok").toString("base64"), "Content-Transfer-Encoding: base64\r\n"))))?.param).toBe("p")
+  })
+})
+
+describe("logUnexpected", () => {
+  it("logs a thrown error as the line's cause, its text and stack, with the message a string (the fast lane's 500s had an array and `{}`)", async () => {
+    const lines: Array<string> = []
+    const capture = Logger.replace(Logger.defaultLogger, Logger.map(jsonLine, (line) => lines.push(line)))
+    const thrown = Object.assign(new Error("disk I/O error"), { code: "SQLITE_IOERR_WRITE" })
+    await Effect.runPromise(logUnexpected(Cause.die(thrown)).pipe(Effect.annotateLogs("requestId", "r-1"), Effect.provide(capture)))
+    const line = JSON.parse(lines[0]!)
+    expect([line.level, line.message, line.requestId]).toEqual(["ERROR", "unexpected failure", "r-1"])
+    expect(line.cause).toMatch(/^Error: disk I\/O error\n\s+at /)
   })
 })
