@@ -56,6 +56,6 @@ export const layerLoop = Layer.scopedDiscard(
   Effect.gen(function*() {
     const { usageRetentionDays } = yield* GatewayConfig
     if (usageRetentionDays === 0) return
-    yield* Effect.forkScoped(Effect.repeat(loggingStateChanges(pruneUntil(), 0), Schedule.spaced(PRUNE_EVERY)))
+    yield* Effect.forkScoped(Effect.repeat(loggingStateChanges("usage retention", pruneUntil(), 0), Schedule.spaced(PRUNE_EVERY)))
   })
 )

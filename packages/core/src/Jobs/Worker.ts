@@ -238,23 +238,25 @@ export const drainUntil = (deadline: number) =>
 /**
  * A repeated round whose failures are logged once per state change, not once per round: the first
  * failure with its cause, then nothing until a round succeeds again, which logs
- * "background round recovered after N failures". A failed round answers `fallback`. Interruption
- * (the host stopping) passes through. Each call keeps its own state.
+ * `background round "<name>" recovered after N failures`. The name tells the rounds apart (jobs,
+ * webhook deliveries, mail retries and usage retention fail together when the database does). A
+ * failed round answers `fallback`. Interruption (the host stopping) passes through. Each call keeps
+ * its own state.
  */
-export const loggingStateChanges = <A, E, R>(round: Effect.Effect<A, E, R>, fallback: A): Effect.Effect<A, never, R> => {
+export const loggingStateChanges = <A, E, R>(name: string, round: Effect.Effect<A, E, R>, fallback: A): Effect.Effect<A, never, R> => {
   let failures = 0
   return round.pipe(
     Effect.tap(() => {
       if (failures === 0) return Effect.void
       const n = failures
       failures = 0
-      return Effect.logInfo(`background round recovered after ${n} failure${n === 1 ? "" : "s"}`)
+      return Effect.logInfo(`background round "${name}" recovered after ${n} failure${n === 1 ? "" : "s"}`)
     }),
     Effect.catchAllCause((cause) => {
       if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
       failures++
       return failures === 1
-        ? Effect.as(Effect.logError("background round failed (logged again only when it recovers)", cause), fallback)
+        ? Effect.as(Effect.logError(`background round "${name}" failed (logged again only when it recovers)`, cause), fallback)
         : Effect.succeed(fallback)
     })
   )
@@ -269,6 +271,7 @@ export const loggingStateChanges = <A, E, R>(round: Effect.Effect<A, E, R>, fall
  * until interrupted; its items are interrupted with it.
  */
 export const continuously = <A, E, R>(
+  name: string,
   claim: (n: number) => Effect.Effect<ReadonlyArray<A>, E, R>,
   work: (item: A) => Effect.Effect<unknown, unknown, R>,
   atOnce: number,
@@ -292,7 +295,7 @@ export const continuously = <A, E, R>(
       }
       return claimed.length
     })
-    const guarded = loggingStateChanges(round, 0)
+    const guarded = loggingStateChanges(name, round, 0)
     while (true) {
       if (busy >= atOnce) {
         yield* Queue.take(freed)
@@ -313,8 +316,8 @@ export const layerLoop = Layer.scopedDiscard(
     const worker = yield* JobWorker
     const delivery = yield* WebhookDelivery
     const outbox = yield* MailOutbox
-    yield* Effect.forkScoped(continuously(worker.claim, worker.advance, JOBS_AT_ONCE, workerIntervalMs))
-    yield* Effect.forkScoped(continuously(delivery.claim, delivery.deliver, DELIVERIES_AT_ONCE, workerIntervalMs))
-    yield* Effect.forkScoped(continuously(outbox.claim, outbox.retry, MAILS_AT_ONCE, workerIntervalMs))
+    yield* Effect.forkScoped(continuously("jobs", worker.claim, worker.advance, JOBS_AT_ONCE, workerIntervalMs))
+    yield* Effect.forkScoped(continuously("webhook deliveries", delivery.claim, delivery.deliver, DELIVERIES_AT_ONCE, workerIntervalMs))
+    yield* Effect.forkScoped(continuously("mail retries", outbox.claim, outbox.retry, MAILS_AT_ONCE, workerIntervalMs))
   })
 )

@@ -47,7 +47,7 @@ describe("background rounds", () => {
     const script = [true, false, false, false, true, true, false, true]
     let i = 0
     const round = Effect.suspend(() => (script[i++] ? Effect.succeed("done") : Effect.fail(new Error(`database is down (round ${i})`))))
-    const looped = loggingStateChanges(round, "fallback")
+    const looped = loggingStateChanges("jobs", round, "fallback")
     const results: Array<string> = []
     await Effect.runPromise(
       Effect.gen(function*() {
@@ -57,17 +57,17 @@ describe("background rounds", () => {
     expect(results).toEqual(["done", "fallback", "fallback", "fallback", "done", "done", "fallback", "done"])
     const logged = lines.map((l) => JSON.parse(l))
     expect(logged.map((l) => [l.level, l.message])).toEqual([
-      ["ERROR", "background round failed (logged again only when it recovers)"],
-      ["INFO", "background round recovered after 3 failures"],
-      ["ERROR", "background round failed (logged again only when it recovers)"],
-      ["INFO", "background round recovered after 1 failure"]
+      ["ERROR", 'background round "jobs" failed (logged again only when it recovers)'],
+      ["INFO", 'background round "jobs" recovered after 3 failures'],
+      ["ERROR", 'background round "jobs" failed (logged again only when it recovers)'],
+      ["INFO", 'background round "jobs" recovered after 1 failure']
     ])
     expect(logged[0].cause).toContain("database is down (round 2)")
     expect(logged[2].cause).toContain("database is down (round 7)")
   })
 
   it("lets interruption through", async () => {
-    const exit = await Effect.runPromiseExit(loggingStateChanges(Effect.interrupt, "fallback"))
+    const exit = await Effect.runPromiseExit(loggingStateChanges("jobs", Effect.interrupt, "fallback"))
     expect(exit._tag).toBe("Failure")
   })
 })
@@ -84,7 +84,7 @@ describe("continuous work", () => {
     })
     const work = (item: string) => item === "hang" ? Effect.never : Effect.sync(() => void done.push(item))
     await Effect.runPromise(Effect.gen(function*() {
-      const loop = yield* Effect.fork(Worker.continuously(claim, work, 3, 5))
+      const loop = yield* Effect.fork(Worker.continuously("test", claim, work, 3, 5))
       yield* Effect.sleep(100)
       yield* Fiber.interrupt(loop)
     }))
@@ -103,7 +103,7 @@ describe("continuous work", () => {
     })
     const work = (item: number) => Effect.sleep(item < 2 ? 30 : 1000)
     await Effect.runPromise(Effect.gen(function*() {
-      const loop = yield* Effect.fork(Worker.continuously(claim, work, 2, 1000))
+      const loop = yield* Effect.fork(Worker.continuously("test", claim, work, 2, 1000))
       yield* Effect.sleep(80)
       yield* Fiber.interrupt(loop)
     }))
@@ -119,7 +119,7 @@ describe("continuous work", () => {
     const run = (items: number) =>
       Effect.gen(function*() {
         stop = next + items
-        const loop = yield* Effect.fork(Worker.continuously(claim, () => Effect.void, 4, 0))
+        const loop = yield* Effect.fork(Worker.continuously("test", claim, () => Effect.void, 4, 0))
         while (next < stop) yield* Effect.sleep(5)
         return loop
       })
