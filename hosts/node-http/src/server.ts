@@ -32,10 +32,14 @@ const ServerLive = Layer.unwrapEffect(
   })
 )
 
+/** "Listening on" and the address as a URL (the platform's line wrote an IPv6 host without brackets). */
+const logAddress = Layer.effectDiscard(Effect.flatMap(HttpServer.HttpServer, ({ address }) =>
+  Effect.log(`Listening on ${address._tag === "UnixAddress" ? `unix://${address.path}` : `http://${GatewayConfig.urlHost(address.hostname)}:${address.port}`}`)))
+
 const HttpLive = Layer.unwrapEffect(
   Effect.map(HttpApp.makeApp, (app) => HttpServer.serve(app))
 ).pipe(
-  HttpServer.withLogAddress,
+  Layer.merge(logAddress),
   Layer.provide(ServerLive),
   // MCP over streamable HTTP at /mcp (+ /.well-known/mcp.json, /.well-known/agent.json)
   Layer.provide(Mcp.layerHttp),

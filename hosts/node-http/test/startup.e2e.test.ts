@@ -240,6 +240,8 @@ describe("Ctrl-C", () => {
   // Ctrl-C signals the terminal's whole process group: the server, and npm, which relays the signal to it again.
   it("a SIGINT repeated during the graceful stop does not cut it short: the server exits 0", async () => {
     const server = await startServer({})
+    // The listen line names the address as a URL (an IPv6 host would be in brackets: Config.urlHost).
+    expect(server.output()).toContain(`Listening on ${server.url}`)
     const pid = server.child.pid!
     const exited = new Promise<number | null>((resolve) => server.child.once("exit", (code) => resolve(code)))
     process.kill(pid, "SIGINT")

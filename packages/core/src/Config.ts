@@ -278,26 +278,29 @@ const EVERY_INTERFACE = new Set(["0.0.0.0", "::", "[::]"])
  * PUBLIC_URL when it is not set: the listen address, as a URL (an IPv6 address in brackets; a host
  * that listens on every interface as `localhost`).
  */
-export const defaultPublicUrl = (host: string, port: number) => {
-  const name = EVERY_INTERFACE.has(host) ? "localhost" : host.includes(":") && !host.startsWith("[") ? `[${host}]` : host
-  return `http://${name}:${port}`
-}
+export const defaultPublicUrl = (host: string, port: number) => `http://${EVERY_INTERFACE.has(host) ? "localhost" : urlHost(host)}:${port}`
+
+/** A host as a URL writes it: an IPv6 address in brackets. */
+export const urlHost = (host: string) => (host.includes(":") && !host.startsWith("[") ? `[${host}]` : host)
 
 /** Loopback listen addresses: the default PUBLIC_URL reaches them from the machine they run on, which is all they serve. */
 const isLoopback = (host: string) => host === "localhost" || /^127\./.test(host) || host === "::1" || host === "[::1]"
 
 /**
  * The start-up warning when PUBLIC_URL is unset and its default is no address that readers of the
- * gateway's mails or MCP clients elsewhere reach: on a host that listens beyond loopback, and always
- * where nothing listens (`listens: false`, Lambda).
+ * gateway's mails or MCP clients elsewhere reach: on a host that listens beyond loopback or on port 0
+ * (the system picks the port when the server listens, after the default was made), and always where
+ * nothing listens (`listens: false`, Lambda).
  */
 export const warnWithoutPublicUrl = (listens: boolean): Effect.Effect<void, ConfigError.ConfigError> =>
   Effect.gen(function*() {
     if (Option.isSome(yield* publicUrlConfig)) return
     const host = yield* hostConfig
-    if (listens && isLoopback(host)) return
-    const url = defaultPublicUrl(host, yield* portConfig)
-    yield* Effect.logWarning(`PUBLIC_URL is not set: links in e-mails and the MCP discovery documents point at ${url}; set PUBLIC_URL to the address clients use`)
+    const port = yield* portConfig
+    if (listens && isLoopback(host) && port !== 0) return
+    const url = defaultPublicUrl(host, port)
+    const why = listens && port === 0 ? " (PORT=0: the port is the one the server listens on, not known before)" : ""
+    yield* Effect.logWarning(`PUBLIC_URL is not set: links in e-mails and the MCP discovery documents point at ${url}${why}; set PUBLIC_URL to the address clients use`)
   })
 
 /** Options read from the environment with the names of DESIGN.md §3. */

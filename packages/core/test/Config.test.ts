@@ -37,6 +37,8 @@ describe("PUBLIC_URL when it is not set", () => {
     expect(publicUrlOf({ HOST: "::" })).toBe("http://localhost:8787")
     expect(publicUrlOf({ HOST: "gw.internal", PUBLIC_URL: "https://gw.example.com/" })).toBe("https://gw.example.com")
     for (const host of ["::1", "::", "0.0.0.0", "fd00::1"]) expect(() => new URL(publicUrlOf({ HOST: host }))).not.toThrow()
+    // The node host's "Listening on" line writes its address the same way.
+    expect(["::1", "[::1]", "127.0.0.1", "gw.internal"].map(GatewayConfig.urlHost)).toEqual(["[::1]", "[::1]", "127.0.0.1", "gw.internal"])
   })
 
   it("is warned of where it is no address clients elsewhere reach: a host beyond loopback, and always on Lambda", () => {
@@ -47,5 +49,10 @@ describe("PUBLIC_URL when it is not set", () => {
     ])
     expect(warnings({}, false)).toHaveLength(1)
     expect(warnings({ HOST: "0.0.0.0", PUBLIC_URL: "https://gw.example.com" }, true)).toEqual([])
+    // PORT=0: the port is the system's choice at listen time, after the default was made, on loopback too.
+    expect(warnings({ PORT: "0" }, true)).toEqual([
+      "PUBLIC_URL is not set: links in e-mails and the MCP discovery documents point at http://127.0.0.1:0 (PORT=0: the port is the one the server listens on, not known before); set PUBLIC_URL to the address clients use"
+    ])
+    expect(warnings({ PORT: "0", PUBLIC_URL: "http://127.0.0.1:9999" }, true)).toEqual([])
   })
 })
