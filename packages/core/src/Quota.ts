@@ -37,7 +37,10 @@ export interface QuotaState {
 }
 
 /** The response headers every authenticated answer carries. */
-export const headersOf = (q: QuotaState): Record<string, string> => ({
+/** The rate-limit headers every answer to an authenticated caller carries (`headersOf` gives each). */
+export const RATE_LIMIT_HEADERS = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-ratelimit-plan", "x-karma-multiplier"] as const
+
+export const headersOf = (q: QuotaState): Record<(typeof RATE_LIMIT_HEADERS)[number], string> => ({
   "x-ratelimit-limit": String(q.limit),
   "x-ratelimit-remaining": String(q.remaining),
   "x-ratelimit-reset": String(q.reset),

@@ -24,6 +24,7 @@ import { defectParts, envelopeOfPath, errorParts } from "../Http/Edge.ts"
 import * as Layers from "../Layers.ts"
 import * as Mcp from "../Mcp/Server.ts"
 import * as Exporters from "../Observability/Exporters.ts"
+import { RATE_LIMIT_HEADERS } from "../Quota.ts"
 import * as RequestId from "../RequestId.ts"
 import { knownStartupReason, redactUrls, StartupError } from "../StartupError.ts"
 import * as Database from "../Storage/Database.ts"
@@ -252,9 +253,22 @@ const outsideAnswer = (
 /** The envelope of a request's path; the gateway's for an event that has none. */
 const envelopeAt = (path: string | undefined) => (path === undefined ? "gateway" : envelopeOfPath(path))
 
-/** A refusal of a request outside the application, in its path's envelope. */
-const refusal = (path: string | undefined, error: GatewayError, requestId: string | null | undefined) =>
-  outsideAnswer(errorParts(envelopeAt(path), error), requestId, path)
+/** A refusal of a request outside the application, in its path's envelope (with the caller's rate-limit headers, when known). */
+const refusal = (path: string | undefined, error: GatewayError, requestId: string | null | undefined, day: Record<string, string> = {}) =>
+  outsideAnswer(errorParts(envelopeAt(path), error, day), requestId, path)
+
+/** The rate-limit headers of an answer the application made (for the answer that replaces it here). */
+const dayOf = (headers: Headers): Record<string, string> => {
+  const day: Record<string, string> = {}
+  for (const name of RATE_LIMIT_HEADERS) {
+    const value = headers.get(name)
+    if (value !== null) day[name] = value
+  }
+  return day
+}
+
+/** How long the 504 of a cut-off request may wait for its caller's rate-limit headers (the database may be what is slow). */
+const DAY_AT_CUT_MS = 250
 
 /** The last resort of a failure outside the application, as the routes' (`defectParts`: its cause is logged, never sent). */
 const defectAnswer = (path: string | undefined, failure: unknown, requestId: string | null | undefined) =>
@@ -366,6 +380,8 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     readonly format: "v1" | "v2"
     readonly path?: string
     readonly requestId: string | null
+    /** The request's headers, when the event was one the application serves. */
+    readonly headers?: Headers
     readonly served: Promise<Response>
   } => {
     const http = classify(input)
@@ -399,14 +415,23 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
     // The id settled here, so that an answer made outside the application (the 504) carries the one the application logs.
     const requestId = RequestId.fromHeader(request.headers.get(RequestId.HEADER))
     request.headers.set(RequestId.HEADER, requestId)
-    return { format, path, requestId, served: serve(request, path, deadline) }
+    return { format, path, requestId, headers: request.headers, served: serve(request, path, deadline) }
   }
 
-  /** The 504 of a request cut off by the invocation's time: the request is aborted (its upstream call with it). */
-  const cutOff = (abort: AbortController, path: string | undefined, requestId: string | null, message: string) => {
+  /**
+   * The 504 of a request cut off by the invocation's time: the request is aborted (its upstream call
+   * with it). A call admitted before the cut is counted, so the answer carries its caller's day as
+   * the application's answers do, unless reading it takes longer than DAY_AT_CUT_MS.
+   */
+  const cutOff = async (abort: AbortController, path: string | undefined, requestId: string | null, headers: Headers | undefined, message: string) => {
     abort.abort()
     log(Effect.logWarning(`aigw: ${path ?? "request"} did not finish within the invocation's time; answered 504`))
-    return refusal(path, new UpstreamTimeout({ provider: "lambda", message }), requestId)
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const day = headers === undefined ? {} : await Promise.race([
+      callerHeaders(headers),
+      new Promise<Record<string, string>>((resolve) => (timer = setTimeout(() => resolve({}), DAY_AT_CUT_MS)))
+    ]).finally(() => clearTimeout(timer))
+    return refusal(path, new UpstreamTimeout({ provider: "lambda", message }), requestId, day)
   }
 
   /**
@@ -418,14 +443,15 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
   const handler = async (event: unknown, context?: LambdaContext): Promise<HttpResult> => {
     const abort = new AbortController()
     const time = invocationTime(context, false)
-    const { format, path, requestId, served } = respond(event, abort.signal, time?.deadline)
+    const { format, headers, path, requestId, served } = respond(event, abort.signal, time?.deadline)
     const whole = served.then(async (response) => {
       try {
         const result = await toResult(format, response)
         const over = overLimit(result)
         if (over === undefined) return result
         log(Effect.logWarning(`aigw: ${path ?? "request"} answered ${over.atLeast ? "at least " : ""}${over.bytes} bytes, over a buffered result's limit; answered 502`))
-        return await toResult(format, refusal(path, tooLarge(over), response.headers.get(RequestId.HEADER)))
+        // The call was made and counted: its answer's rate-limit headers stay.
+        return await toResult(format, refusal(path, tooLarge(over), response.headers.get(RequestId.HEADER), dayOf(response.headers)))
       } catch (e) {
         if (abort.signal.aborted) throw e
         log(Effect.logError("aigw: response body failed", Cause.die(e)))
@@ -437,7 +463,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       // The abandoned answer's failure, if it fails once aborted, is expected: nothing waits for it.
       whole.catch(() => undefined)
       const first = await time.within(whole)
-      return first !== TIME_UP ? first : await toResult(format, cutOff(abort, path, requestId, time.message))
+      return first !== TIME_UP ? first : await toResult(format, await cutOff(abort, path, requestId, headers, time.message))
     } finally {
       time?.clear()
       await flushExports(context)
@@ -454,13 +480,13 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
   const streamingHandler = async (event: unknown, responseStream: ResponseStream, context?: LambdaContext): Promise<void> => {
     const abort = new AbortController()
     const time = invocationTime(context, true)
-    const { path, requestId, served } = respond(event, abort.signal, time?.deadline)
+    const { headers, path, requestId, served } = respond(event, abort.signal, time?.deadline)
     try {
       const head = time === undefined ? await served : await time.within(served)
       if (head === TIME_UP) {
         // An answer that comes after the cut is not read: its body (a stream) is cancelled, which ends its upstream call.
         void served.then((late) => late.body?.cancel().catch(() => undefined))
-        await streamResponse(responseStream, cutOff(abort, path, requestId, time!.message), abort)
+        await streamResponse(responseStream, await cutOff(abort, path, requestId, headers, time!.message), abort)
       } else {
         await streamResponse(responseStream, head, abort)
       }

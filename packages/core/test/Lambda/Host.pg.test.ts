@@ -212,6 +212,9 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     expect(took).toBeGreaterThanOrEqual(1_550)
     expect(took).toBeLessThan(2_600)
     expect(gateway.headers["x-request-id"]).toBeTruthy()
+    // The call was admitted before the cut, so counted: its answer carries the caller's day, as the application's do.
+    expect([gateway.headers["x-ratelimit-plan"], gateway.headers["x-karma-multiplier"]]).toEqual(["Free", expect.stringMatching(/^\d+\.\d\d$/)])
+    expect(gateway.headers["x-ratelimit-remaining"]).toMatch(/^\d+$/)
     // The OpenAI surface answers in its own error shape; a buffered stream is cut the same way.
     const openai = await host.handler(v1Event({ method: "POST", path: "/openai/v1/chat/completions", apiKey, body: { model: "gpt-4o-mini", messages: hi } }), context)
     expect(openai.statusCode).toBe(504)
@@ -294,6 +297,7 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     await host.streamingHandler(functionUrlEvent({ method: "POST", path: "/openai/v1/chat/completions", apiKey, body: { model: "gpt-4o-mini", messages: hi, stream: true } }), stream, { getRemainingTimeInMillis: () => 2_600 })
     expect(performance.now() - started).toBeGreaterThanOrEqual(1_550)
     expect(stream.parts().metadata.statusCode).toBe(504)
+    expect(stream.parts().metadata.headers["x-ratelimit-plan"]).toBe("Free")
     expect(JSON.parse(stream.parts().body).error).toMatchObject({ type: "api_error", code: "UpstreamTimeout", message: expect.stringMatching(/Raise the function's Timeout\.$/) })
     // Cut off during a cold start (the runtime takes longer than the 50 ms before the cut): answered 504, and
     // the request is not started once the runtime is ready.
@@ -317,6 +321,8 @@ describe.skipIf(!hasPg)("Lambda host on PostgreSQL", () => {
     const buffered = await v2({ method: "POST", path: "/v1/complete", apiKey, headers: { "x-request-id": "too-large-1" }, body: { messages: hi, provider: "openai", model: "gpt-4o-mini" } })
     expect(buffered.statusCode).toBe(502)
     expect(buffered.headers["x-request-id"]).toBe("too-large-1")
+    // The call was made and counted: the application's rate-limit headers stay on the answer that replaces its own.
+    expect([buffered.headers["x-ratelimit-plan"], buffered.headers["x-ratelimit-remaining"]]).toEqual(["Free", expect.stringMatching(/^\d+$/)])
     expect(json(buffered)).toMatchObject({ isError: true, result: null })
     expect(json(buffered).message).toMatch(/^The answer is 6\.4 MB as this Lambda function's result, over the 6 MB \(6,291,456 bytes\) a buffered Lambda function may return\. Use the streaming function/)
     const openai = await host.handler(v1Event({ method: "POST", path: "/openai/v1/chat/completions", apiKey, body: { model: "gpt-4o-mini", messages: hi } }))
