@@ -215,6 +215,25 @@ describe("long-running jobs against vendor mocks", () => {
     expect(usageRows(u.id).map((r) => r.ok)).toEqual([1, 1, 1])
   })
 
+  it("keeps a Batch API batch's readable answers when a line of its output cannot be read: that item fails naming the line, the job completes", async () => {
+    const u = await signUp(server, "batchgarbled")
+    const res = await call(server.url, "POST", "/v1/batch/submit", {
+      apiKey: u.apiKey,
+      body: { provider: "openai", requests: ["first", "GARBLED", "third"].map((content) => ({ messages: [{ role: "user", content }], model: "gpt-4o-mini" })) }
+    })
+    const done = await waitDone(`/v1/batch/${res.body.result.batchId}/status`, 30_000, u.apiKey)
+    expect(done.status).toBe("completed")
+    expect(done.result).toMatchObject({ total: 3, completed: 2, failed: 1, upstreamStatus: "completed" })
+    expect(done.result.items[0]).toMatchObject({ index: 0, ok: true, result: { content: "Echo: first" } })
+    expect(done.result.items[1]).toEqual({
+      index: 1,
+      ok: false,
+      error: expect.stringMatching(/^no result for this item in the batch output \(the batch completed; 1 line\(s\) of its files could not be read: line 2 is not JSON of file file-\w+\)$/)
+    })
+    expect(done.result.items[2]).toMatchObject({ index: 2, ok: true, result: { content: "Echo: third" } })
+    expect(usageRows(u.id).map((r) => r.ok).sort()).toEqual([0, 1, 1])
+  })
+
   it("retries a failed batch creation without uploading its file again, and shows the job running meanwhile", async () => {
     openai.failNext(500, 1, "POST /batches")
     const before = openai.requests.length

@@ -4,6 +4,7 @@
  * OpenAI's Batch API; video and fine-tuning submit upstream and poll.
  */
 import { Context, Effect, Layer, Option } from "effect"
+import { cutText } from "../Cut.ts"
 import type { CompletionInput } from "../Capabilities/Completions.ts"
 import { Completions } from "../Capabilities/Completions.ts"
 import { GatewayConfig } from "../Config.ts"
@@ -260,7 +261,9 @@ const openAiBatch = (options: RunnerOptions) =>
         const state = batchStateOf(job)
         const models = state.models ?? []
         // A batch that failed validation has no files; an expired or cancelled one keeps the answers that came.
-        const results = batch.outputFileId !== null || batch.errorFileId !== null ? yield* batchResults(provider, batch) : []
+        const { results, unreadable } = batch.outputFileId !== null || batch.errorFileId !== null ? yield* batchResults(provider, batch) : { results: [], unreadable: [] }
+        // Lines that could not be read answer no item: the items without a result say so.
+        const unread = unreadable.length === 0 ? "" : `; ${unreadable.length} line(s) of its files could not be read: ${cutText(unreadable.join("; "), 300)}`
         // Each item's first result (a repeated or foreign line is not the item's): looked up, not searched per item.
         const resultOf = new Map<string, (typeof results)[number]>()
         for (const r of results) if (!resultOf.has(r.customId)) resultOf.set(r.customId, r)
@@ -269,7 +272,7 @@ const openAiBatch = (options: RunnerOptions) =>
         for (const [index, request] of input.requests.entries()) {
           const r = resultOf.get(itemId(index))
           if (!r || !r.ok) {
-            items.push({ index, ok: false, error: r ? r.message : `no result for this item in the batch output (the batch ${batch.status})` })
+            items.push({ index, ok: false, error: r ? r.message : `no result for this item in the batch output (the batch ${batch.status}${unread})` })
             records.push(unanswered(job, provider, models[index]))
             continue
           }

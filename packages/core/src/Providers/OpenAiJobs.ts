@@ -322,26 +322,30 @@ export const cancelBatch = (provider: ConfiguredProvider, id: string): Effect.Ef
     Effect.flatMap((json) => decodeBatch(provider.id, json))
   )
 
-/** Parses a batch output or error file. Blank lines are skipped; a line that is not one fails. */
-export const parseBatchOutput = (
-  provider: string,
-  text: string
-): Effect.Effect<ReadonlyArray<BatchOutputLine>, UpstreamError> =>
-  Effect.forEach(
-    text.split("\n").map((l, i) => [l.trim(), i + 1] as const).filter(([l]) => l.length > 0),
-    ([line, n]) =>
-      Effect.suspend(() => {
-        const parsed = parseUpstreamJson(line)
-        return "value" in parsed
-          ? Effect.succeed(parsed.value as any)
-          : Effect.fail(protocolError(provider, `batch output line ${n} is not ${parsed.malformed ? "JSON" : `usable JSON: ${parsed.problem}`}`))
-      }).pipe(
-        Effect.filterOrFail(
-          (o): o is BatchOutputLine => typeof o?.custom_id === "string" && (o.response == null || typeof o.response === "object"),
-          () => protocolError(provider, `batch output line ${n} has no custom_id`)
-        )
-      )
-  )
+/** A batch output or error file's lines, and what was wrong with each line that could not be read. */
+export interface BatchOutput {
+  readonly lines: ReadonlyArray<BatchOutputLine>
+  readonly unreadable: ReadonlyArray<string>
+}
+
+/**
+ * Parses a batch output or error file. Blank lines are skipped. A line that is not one (no JSON, no
+ * `custom_id`) is set aside with its problem: the other lines are the items' answers, which the vendor
+ * made and billed, and the items it would have answered end without a result that names it.
+ */
+export const parseBatchOutput = (text: string): BatchOutput => {
+  const lines: Array<BatchOutputLine> = []
+  const unreadable: Array<string> = []
+  for (const [n, raw] of text.split("\n").entries()) {
+    const line = raw.trim()
+    if (line.length === 0) continue
+    const parsed = parseUpstreamJson(line)
+    const o = "value" in parsed ? parsed.value as any : undefined
+    if (typeof o?.custom_id === "string" && (o.response == null || typeof o.response === "object")) lines.push(o)
+    else unreadable.push(`line ${n + 1} ${"value" in parsed ? "has no custom_id" : `is not ${parsed.malformed ? "JSON" : `usable JSON: ${parsed.problem}`}`}`)
+  }
+  return { lines, unreadable }
+}
 
 /** One output line's outcome: 2xx with no `error` is success; anything else is a failure with its message. */
 export const batchItemResult = (line: BatchOutputLine): BatchItemResult => {
@@ -357,11 +361,17 @@ export const batchItemResult = (line: BatchOutputLine): BatchItemResult => {
   return { customId: line.custom_id, ok: false, statusCode: status, code: code === null ? null : cutText(code, 100), message }
 }
 
-/** Downloads and merges a finished batch's output and error files, one result per item (any order). */
-export const batchResults = (provider: ConfiguredProvider, batch: Batch): Effect.Effect<ReadonlyArray<BatchItemResult>, UpstreamError> =>
+/** Downloads and merges a finished batch's output and error files: one result per line read (any order), and the lines that could not be. */
+export const batchResults = (
+  provider: ConfiguredProvider,
+  batch: Batch
+): Effect.Effect<{ readonly results: ReadonlyArray<BatchItemResult>; readonly unreadable: ReadonlyArray<string> }, UpstreamError> =>
   Effect.forEach([batch.outputFileId, batch.errorFileId].filter((f): f is string => f !== null), (fileId) =>
-    fileContent(provider, fileId).pipe(Effect.flatMap((text) => parseBatchOutput(provider.id, text)))).pipe(
-      Effect.map((files) => files.flat().map(batchItemResult))
+    Effect.map(fileContent(provider, fileId), (text) => ({ fileId, ...parseBatchOutput(text) }))).pipe(
+      Effect.map((files) => ({
+        results: files.flatMap((f) => f.lines.map(batchItemResult)),
+        unreadable: files.flatMap((f) => f.unreadable.map((problem) => `${problem} of file ${f.fileId}`))
+      }))
     )
 
 // ---------------------------------------------------------------------------------------------

@@ -123,7 +123,7 @@ describe("OpenAI jobs clients (Files, Batch, Fine-tuning)", () => {
       expect(await ok(getBatch(provider, created.id))).toEqual(done)
 
       // the raw output file: one line per successful request
-      const output = await ok(fileContent(provider, done.outputFileId!).pipe(Effect.flatMap((t) => parseBatchOutput("openai", t))))
+      const output = parseBatchOutput(await ok(fileContent(provider, done.outputFileId!))).lines
       expect(output.map((l) => l.custom_id)).toEqual(["item-0", "item-2"])
       expect(output[0]).toMatchObject({
         id: expect.stringMatching(/^batch_req_/),
@@ -131,7 +131,8 @@ describe("OpenAI jobs clients (Files, Batch, Fine-tuning)", () => {
         error: null
       })
 
-      const results = await ok(batchResults(provider, done))
+      const { results, unreadable } = await ok(batchResults(provider, done))
+      expect(unreadable).toEqual([])
       const byId = new Map(results.map((r) => [r.customId, r]))
       expect(results).toHaveLength(3)
       expect(byId.get("item-0")).toMatchObject({ ok: true, statusCode: 200 })
@@ -187,11 +188,11 @@ describe("OpenAI jobs clients (Files, Batch, Fine-tuning)", () => {
       expect((await ok(getBatch(provider, created.id))).status).toBe("in_progress")
     })
 
-    it("parses output lines strictly and normalises line-level errors", async () => {
-      const bad = await run(parseBatchOutput("openai", '{"custom_id":"a","response":null,"error":null}\nnot json\n'))
-      expect(Either.isLeft(bad) && bad.left).toMatchObject({ kind: "protocol", retryable: false })
-      if (Either.isLeft(bad)) expect(bad.left.message).toContain("line 2")
-      const lines = await ok(parseBatchOutput("openai", '\n{"id":"batch_req_1","custom_id":"z","response":null,"error":{"code":"batch_expired","message":"This request could not be executed before the completion window expired."}}\n\n'))
+    it("sets aside output lines it cannot read, naming their problems, and normalises line-level errors", async () => {
+      const bad = parseBatchOutput('{"custom_id":"a","response":null,"error":null}\nnot json\n{"response":{}}\n[1]\n')
+      expect(bad.lines.map((l) => l.custom_id)).toEqual(["a"])
+      expect(bad.unreadable).toEqual(["line 2 is not JSON", "line 3 has no custom_id", "line 4 has no custom_id"])
+      const lines = parseBatchOutput('\n{"id":"batch_req_1","custom_id":"z","response":null,"error":{"code":"batch_expired","message":"This request could not be executed before the completion window expired."}}\n\n').lines
       expect(lines.map(batchItemResult)).toEqual([{
         customId: "z",
         ok: false,
