@@ -112,13 +112,17 @@ const textsOf = (messages: ReadonlyArray<ChatMessage>, more: ReadonlyArray<strin
   return texts
 }
 
+/** A conversation's tokens by `count`: its texts (and `more` sent with it), each message with its framing. */
+const messageTokens = (count: (texts: ReadonlyArray<string>) => number, messages: ReadonlyArray<ChatMessage>, more: ReadonlyArray<string>) =>
+  count(textsOf(messages, more)) + PER_MESSAGE * messages.length
+
 /** The tokens of a conversation (and of `more` texts sent with it), each message with its framing. */
 export const countMessages = (messages: ReadonlyArray<ChatMessage>, more: ReadonlyArray<string> = []): Effect.Effect<number> =>
-  Effect.map(countTexts(textsOf(messages, more)), (n) => n + PER_MESSAGE * messages.length)
+  Effect.map(loaded, (count) => messageTokens(count, messages, more))
 
 /** `countMessages` at once when the tokenizer has loaded; undefined before (`countMessages` loads it). */
 export const messageTokensNow = (messages: ReadonlyArray<ChatMessage>): number | undefined =>
-  loadedCount === undefined ? undefined : loadedCount(textsOf(messages, [])) + PER_MESSAGE * messages.length
+  loadedCount === undefined ? undefined : messageTokens(loadedCount, messages, [])
 
 /**
  * A bound on a conversation's tokens without the tokenizer: the characters `countMessages` counts, and

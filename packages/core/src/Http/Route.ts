@@ -413,11 +413,12 @@ export const unroutedHeaders = (request: HttpServerRequest.HttpServerRequest) =>
     Effect.flatMap(Option.match({ onNone: () => Effect.succeed({}), onSome: (caller) => refusalHeaders(undefined, caller) }))
   )
 
+/** An avatar's rate-limit headers, its day as it stands now. */
+export const dayHeaders = (avatar: AvatarRecord) => Effect.flatMap(Quota, (quota) => Effect.map(Effect.promise(() => quota.peek(avatar)), headersOf))
+
 /** The rate-limit headers of a refusal: the admission's, else the charged avatar's day as it stands, else none (no caller). */
 const refusalHeaders = (admitted: Record<string, string> | undefined, charged: AvatarRecord | undefined) =>
-  admitted !== undefined || charged === undefined
-    ? Effect.succeed(admitted ?? {})
-    : Effect.flatMap(Quota, (quota) => Effect.map(Effect.promise(() => quota.peek(charged)), headersOf))
+  admitted !== undefined || charged === undefined ? Effect.succeed(admitted ?? {}) : dayHeaders(charged)
 
 const make = <B, Q, R>(
   spec: Common<B, Q> & {

@@ -134,14 +134,17 @@ const invocationTime = (context: LambdaContext | undefined, streaming: boolean) 
     (streaming
       ? "Raise the function's Timeout."
       : "Raise the function's Timeout (and the API Gateway integration's), or use the streaming function for long answers.")
-  let timer: NodeJS.Timeout | undefined
   return {
     deadline: RequestDeadline.context({ at: Date.now() + stopBefore(cutMs), message }),
     message,
-    within: <A>(answer: Promise<A>): Promise<A | typeof TIME_UP> =>
-      Promise.race([answer, new Promise<typeof TIME_UP>((resolve) => (timer = setTimeout(() => resolve(TIME_UP), cutMs)))]),
-    clear: () => clearTimeout(timer)
+    within: <A>(answer: Promise<A>): Promise<A | typeof TIME_UP> => orAfter(answer, cutMs, TIME_UP)
   }
+}
+
+/** `answer`, or `otherwise` once `ms` have passed first; the timer is cleared when either settles. */
+const orAfter = <A, B>(answer: Promise<A>, ms: number, otherwise: B): Promise<A | B> => {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([answer, new Promise<B>((resolve) => (timer = setTimeout(() => resolve(otherwise), ms)))]).finally(() => clearTimeout(timer))
 }
 
 /** Lambda's only writable place; the file mailer and other data-dir users go there by default. */
@@ -426,11 +429,7 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
   const cutOff = async (abort: AbortController, path: string | undefined, requestId: string | null, headers: Headers | undefined, message: string) => {
     abort.abort()
     log(Effect.logWarning(`aigw: ${path ?? "request"} did not finish within the invocation's time; answered 504`))
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const day = headers === undefined ? {} : await Promise.race([
-      callerHeaders(headers),
-      new Promise<Record<string, string>>((resolve) => (timer = setTimeout(() => resolve({}), DAY_AT_CUT_MS)))
-    ]).finally(() => clearTimeout(timer))
+    const day = headers === undefined ? {} : await orAfter(callerHeaders(headers), DAY_AT_CUT_MS, {})
     return refusal(path, new UpstreamTimeout({ provider: "lambda", message }), requestId, day)
   }
 
@@ -465,7 +464,6 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
       const first = await time.within(whole)
       return first !== TIME_UP ? first : await toResult(format, await cutOff(abort, path, requestId, headers, time.message))
     } finally {
-      time?.clear()
       await flushExports(context)
     }
   }
@@ -491,7 +489,6 @@ export const makeLambdaHost = (options: HostOptions = {}) => {
         await streamResponse(responseStream, head, abort)
       }
     } finally {
-      time?.clear()
       await flushExports(context)
     }
   }

@@ -33,11 +33,11 @@ import { bodyTookLong, credentialsOf, crossSiteFormProblem, refusalOfDefect, ret
 import { asRequest } from "../Http/Observability.ts"
 import * as RequestId from "../RequestId.ts"
 import { describeParseError, parseOptions } from "../Http/DecodeProblems.ts"
-import { readText } from "../Http/Route.ts"
+import { dayHeaders, readText } from "../Http/Route.ts"
 import { parseJsonText } from "../JsonText.ts"
 import * as Sentiment from "../Ml/Sentiment.ts"
 import * as TaskClassifier from "../Ml/TaskClassifier.ts"
-import { admitted, headersOf, nextUtcMidnight, Quota } from "../Quota.ts"
+import { admitted, nextUtcMidnight, Quota } from "../Quota.ts"
 import { quotaRefusals } from "../Metrics.ts"
 import type { AvatarRecord } from "../Storage/AvatarStore.ts"
 import { layerHandlers, makeAdmissionChecks } from "./Handlers.ts"
@@ -380,7 +380,7 @@ export const layerHttp = layerOver((front) =>
       const withDay = (caller: Option.Option<AvatarRecord>, response: HttpServerResponse.HttpServerResponse) =>
         Option.isNone(caller)
           ? Effect.succeed(response)
-          : Effect.map(Effect.promise(() => quota.peek(caller.value)), (day) => HttpServerResponse.setHeaders(response, headersOf(day)))
+          : Effect.map(Effect.provideService(dayHeaders(caller.value), Quota, quota), (day) => HttpServerResponse.setHeaders(response, day))
       return Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         if (request.method !== "POST") {
